@@ -1,0 +1,1 @@
+//! Raw DPDK bindings (skeleton; filled in by the DPDK data-path work).

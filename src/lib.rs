@@ -1,0 +1,27 @@
+//! # roce: a userspace RoCEv2 transport with a sans-IO core
+//!
+//! `roce` speaks real RoCEv2 (Ethernet / IPv4 or IPv6 / UDP 4791 / InfiniBand BTH, extension
+//! headers and ICRC) from userspace, on DPDK ports or in a deterministic virtual-time fabric.
+//!
+//! The protocol core (`wire`, `psn`, and the transport and congestion-control modules) is
+//! deterministic and does no I/O: it reads no clock, spawns no thread and contains no `unsafe`.
+//! Time comes in as an argument ([`time::Instant`]); packets come in as byte slices and go out into
+//! buffers the caller owns. Drivers ([`driver`]) feed it: DPDK ports, the simulator, in-memory pairs.
+//!
+//! Layers, bottom up:
+//! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
+//! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
+//! - [`driver`]: the `Port` trait and its implementations.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod driver;
+pub mod psn;
+pub mod time;
+pub mod wire;
+
+/// Compile-time limits chosen by `build.rs` (override with environment variables at build time).
+pub mod limits {
+    include!(concat!(env!("OUT_DIR"), "/limits.rs"));
+}

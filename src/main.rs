@@ -1,0 +1,33 @@
+//! The `roce` command line.
+
+use clap::{Parser, Subcommand};
+
+/// A userspace RoCEv2 transport on DPDK, with the tools to study it.
+#[derive(Parser, Debug)]
+#[command(name = "roce", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the compile-time limits.
+    Limits,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Limits => {
+            println!("burst_size {}", roce::limits::BURST_SIZE);
+            println!("max_frame {}", roce::limits::MAX_FRAME);
+            println!("max_qps {}", roce::limits::MAX_QPS);
+        }
+    }
+    Ok(())
+}

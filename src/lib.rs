@@ -11,13 +11,17 @@
 //! Layers, bottom up:
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
-//! - [`driver`]: the `Port` trait and its implementations.
+//! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
+//! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
+//!   `Port`, reading time from a `Clock`.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod driver;
 pub mod psn;
+pub mod runtime;
 pub mod time;
 pub mod wire;
 

@@ -2,6 +2,11 @@
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "dpdk")]
+mod cli {
+    pub mod port;
+}
+
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
 #[command(name = "roce", version, about)]
@@ -14,6 +19,10 @@ struct Cli {
 enum Command {
     /// Print the compile-time limits.
     Limits,
+    /// Inspect DPDK ports.
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Port(cli::port::PortCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -28,6 +37,8 @@ fn main() -> anyhow::Result<()> {
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
+        #[cfg(feature = "dpdk")]
+        Command::Port(cmd) => cli::port::run(cmd)?,
     }
     Ok(())
 }

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod pcap;
 pub mod psn;
 pub mod time;
 pub mod wire;

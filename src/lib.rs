@@ -20,6 +20,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod pcap;
 pub mod psn;
 pub mod runtime;
 pub mod time;

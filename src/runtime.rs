@@ -6,22 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::clock::Clock;
 use crate::driver::{FrameBuf, Port};
-use crate::time::Instant;
 
-/// A sans-IO protocol engine the loop drives (the transport's endpoint implements it).
-pub trait Engine {
-    /// A frame arrived at `now`.
-    fn handle_frame(&mut self, now: Instant, frame: &[u8]);
-    /// The deadline from [`Engine::poll_timeout`] has passed.
-    fn handle_timeout(&mut self, now: Instant);
-    /// Writes the next frame to send into `buf` and returns its length, or `None` when there is
-    /// nothing to send now.
-    #[must_use]
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
-    /// The next time the engine wants [`Engine::handle_timeout`], if any.
-    #[must_use]
-    fn poll_timeout(&self) -> Option<Instant>;
-}
+pub use crate::driver::Engine;
 
 /// Loop tuning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,8 +25,8 @@ pub enum DpdkError {
     },
     /// EAL came up without a single ethdev port.
     #[error(
-        "DPDK found no ethernet ports: the PMD plugins are probably not loaded; pass `-d {dir}` \
-         (or the driver .so) and a device, e.g. `--eal \"-d {dir} --vdev=net_null0\"`",
+        "DPDK found no ethernet ports: name a device (`--port null`, `--vdev=net_null0`, `-a <PCI>`) \
+         and make sure its PMD plugin is loaded (`-d {dir}` or the driver .so)",
         dir = super::eal::DEBIAN_PMD_DIR
     )]
     NoPorts,

@@ -145,7 +145,9 @@ fn main() {
                 }
             }
             _ => {
-                eprintln!("error: `pkg-config --static --libs libdpdk` failed: install libdpdk-dev");
+                eprintln!(
+                    "error: `pkg-config --static --libs libdpdk` failed: install libdpdk-dev"
+                );
                 process::exit(1);
             }
         }
@@ -178,13 +180,19 @@ fn main() {
 
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let mut build = cc::Build::new();
-    build.file(manifest.join("shim.c")).include(&manifest).opt_level(3);
+    build
+        .file(manifest.join("shim.c"))
+        .include(&manifest)
+        .opt_level(3);
     for f in &cflags {
         build.flag(f);
     }
     build.compile("roce_dpdk_shim");
 
-    let wrapper: String = HEADERS.iter().map(|h| format!("#include <{h}>\n")).collect();
+    let wrapper: String = HEADERS
+        .iter()
+        .map(|h| format!("#include <{h}>\n"))
+        .collect();
     let mut b = bindgen::Builder::default()
         .header_contents("wrapper.h", &wrapper)
         .clang_arg(format!("-I{}", manifest.display()))
@@ -212,7 +220,9 @@ fn main() {
     let bindings = match b.generate() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: bindgen failed on the DPDK headers ({e}); is libclang-dev installed?");
+            eprintln!(
+                "error: bindgen failed on the DPDK headers ({e}); is libclang-dev installed?"
+            );
             process::exit(1);
         }
     };

@@ -35,8 +35,12 @@ fn main() {
     if let Ok(what) = std::env::var(CHILD_SEND_UDP) {
         std::process::exit(i32::from(child_send_udp(&what).is_err()));
     }
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let selected = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected =
+        |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let (mut passed, mut failed) = (0, 0);
     let mut report = |name: &str, result: anyhow::Result<()>| match result {
         Ok(()) => {
@@ -64,18 +68,51 @@ fn main() {
         }
     };
     let tests: &[(&str, Test)] = &[
-        ("eal_comes_up_without_hugepages", eal_comes_up_without_hugepages),
+        (
+            "eal_comes_up_without_hugepages",
+            eal_comes_up_without_hugepages,
+        ),
         ("second_eal_init_is_refused", second_eal_init_is_refused),
-        ("ring_pair_delivers_roce_frames_byte_identical", ring_pair_delivers_roce_frames_byte_identical),
-        ("ring_vdev_loops_tx_back_to_its_rx", ring_vdev_loops_tx_back_to_its_rx),
-        ("null_port_sinks_tx_and_sources_rx", null_port_sinks_tx_and_sources_rx),
-        ("mempool_exhaustion_is_counted_without_leak", mempool_exhaustion_is_counted_without_leak),
-        ("full_tx_ring_keeps_unsent_frames_in_order", full_tx_ring_keeps_unsent_frames_in_order),
-        ("runtime_moves_frames_between_engines_over_ring_pair", runtime_moves_frames_between_engines_over_ring_pair),
-        ("missing_vdev_driver_is_one_clear_error", missing_vdev_driver_is_one_clear_error),
-        ("out_of_range_port_id_is_one_clear_error", out_of_range_port_id_is_one_clear_error),
-        ("tap_port_exchanges_frames_with_kernel_namespace", tap_port_exchanges_frames_with_kernel_namespace),
-        ("af_packet_port_exchanges_frames_over_veth", af_packet_port_exchanges_frames_over_veth),
+        (
+            "ring_pair_delivers_roce_frames_byte_identical",
+            ring_pair_delivers_roce_frames_byte_identical,
+        ),
+        (
+            "ring_vdev_loops_tx_back_to_its_rx",
+            ring_vdev_loops_tx_back_to_its_rx,
+        ),
+        (
+            "null_port_sinks_tx_and_sources_rx",
+            null_port_sinks_tx_and_sources_rx,
+        ),
+        (
+            "mempool_exhaustion_is_counted_without_leak",
+            mempool_exhaustion_is_counted_without_leak,
+        ),
+        (
+            "full_tx_ring_keeps_unsent_frames_in_order",
+            full_tx_ring_keeps_unsent_frames_in_order,
+        ),
+        (
+            "runtime_moves_frames_between_engines_over_ring_pair",
+            runtime_moves_frames_between_engines_over_ring_pair,
+        ),
+        (
+            "missing_vdev_driver_is_one_clear_error",
+            missing_vdev_driver_is_one_clear_error,
+        ),
+        (
+            "out_of_range_port_id_is_one_clear_error",
+            out_of_range_port_id_is_one_clear_error,
+        ),
+        (
+            "tap_port_exchanges_frames_with_kernel_namespace",
+            tap_port_exchanges_frames_with_kernel_namespace,
+        ),
+        (
+            "af_packet_port_exchanges_frames_over_veth",
+            af_packet_port_exchanges_frames_over_veth,
+        ),
     ];
     for (name, test) in tests {
         if selected(name) {
@@ -103,7 +140,12 @@ fn pool(eal: &Eal, size: u32) -> anyhow::Result<Arc<Mempool>> {
 }
 
 fn no_leak(pool: &Mempool) -> anyhow::Result<()> {
-    ensure!(pool.in_use() == 0, "{} mbufs leaked from {}", pool.in_use(), pool.name());
+    ensure!(
+        pool.in_use() == 0,
+        "{} mbufs leaked from {}",
+        pool.in_use(),
+        pool.name()
+    );
     Ok(())
 }
 
@@ -140,7 +182,7 @@ fn rx_until(port: &mut DpdkPort, out: &mut Vec<Mbuf>, n: usize) {
 
 fn bad_eal_args_are_one_clear_error() -> anyhow::Result<()> {
     match Eal::init(&EalConfig::new("--no-such-eal-option")) {
-        Err(DpdkError::EalInit { errno, .. }) if errno == 22 => Ok(()),
+        Err(DpdkError::EalInit { errno: 22, .. }) => Ok(()),
         Err(e) => bail!("unexpected error {e}"),
         Ok(_) => bail!("EAL accepted a bogus option"),
     }
@@ -169,7 +211,9 @@ fn ring_pair_delivers_roce_frames_byte_identical(eal: &Eal) -> anyhow::Result<()
     let (a, b) = ring_pair(eal, "rp_identical", 1024)?;
     let mut tx_port = DpdkPort::new(eal, a, pool.clone(), &port_config())?;
     let mut rx_port = DpdkPort::new(eal, b, pool.clone(), &port_config())?;
-    let frames: Vec<Vec<u8>> = (0..32).map(|i| roce_frames::frame(100 + i, 64 + 13 * i as usize)).collect();
+    let frames: Vec<Vec<u8>> = (0..32)
+        .map(|i| roce_frames::frame(100 + i, 64 + 13 * i as usize))
+        .collect();
     let mut burst = frames
         .iter()
         .map(|f| mbuf_with(&pool, f))
@@ -190,7 +234,12 @@ fn ring_pair_delivers_roce_frames_byte_identical(eal: &Eal) -> anyhow::Result<()
 
 fn ring_vdev_loops_tx_back_to_its_rx(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 255)?;
-    let mut port = DpdkPort::new(eal, eal.port_by_name("net_ring0")?, pool.clone(), &port_config())?;
+    let mut port = DpdkPort::new(
+        eal,
+        eal.port_by_name("net_ring0")?,
+        pool.clone(),
+        &port_config(),
+    )?;
     let frame = roce_frames::frame(7, 100);
     let mut burst = vec![mbuf_with(&pool, &frame)?];
     ensure!(port.tx_burst(&mut burst) == 1);
@@ -204,16 +253,28 @@ fn ring_vdev_loops_tx_back_to_its_rx(eal: &Eal) -> anyhow::Result<()> {
 
 fn null_port_sinks_tx_and_sources_rx(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 511)?;
-    let mut port = DpdkPort::new(eal, eal.port_by_name("net_null0")?, pool.clone(), &port_config())?;
+    let mut port = DpdkPort::new(
+        eal,
+        eal.port_by_name("net_null0")?,
+        pool.clone(),
+        &port_config(),
+    )?;
     let mut burst = Vec::new();
     ensure!(pool.alloc_bulk(&mut burst, 32));
     ensure!(port.tx_burst(&mut burst) == 32 && burst.is_empty());
     let mut got = Vec::new();
-    ensure!(port.rx_burst(&mut got, 16) == 16, "null RX gave {}", got.len());
+    ensure!(
+        port.rx_burst(&mut got, 16) == 16,
+        "null RX gave {}",
+        got.len()
+    );
     ensure!(got.iter().all(|m| m.frame().len() == 64));
     drop(got);
     let stats = port.stats()?;
-    ensure!(stats.tx_packets == 32 && stats.rx_packets == 16, "{stats:?}");
+    ensure!(
+        stats.tx_packets == 32 && stats.rx_packets == 16,
+        "{stats:?}"
+    );
     drop(port);
     no_leak(&pool)
 }
@@ -224,7 +285,11 @@ fn mempool_exhaustion_is_counted_without_leak(eal: &Eal) -> anyhow::Result<()> {
     while let Some(m) = pool.alloc() {
         held.push(m);
     }
-    ensure!(held.len() == 63 && pool.available() == 0, "got {}", held.len());
+    ensure!(
+        held.len() == 63 && pool.available() == 0,
+        "got {}",
+        held.len()
+    );
     ensure!(!pool.alloc_bulk(&mut held, 1) && held.len() == 63);
     drop(held);
     no_leak(&pool)?;
@@ -233,7 +298,14 @@ fn mempool_exhaustion_is_counted_without_leak(eal: &Eal) -> anyhow::Result<()> {
     let (a, b) = ring_pair(eal, "rp_exhaust", 1024)?;
     let port = DpdkPort::new(eal, a, pool.clone(), &port_config())?;
     let mut peer = DpdkPort::new(eal, b, pool.clone(), &port_config())?;
-    let mut rt = Runtime::new(port, MonotonicClock::new(), RuntimeConfig { burst: 32, max_tx_retries: 4 });
+    let mut rt = Runtime::new(
+        port,
+        MonotonicClock::new(),
+        RuntimeConfig {
+            burst: 32,
+            max_tx_retries: 4,
+        },
+    );
     let mut hoard = Vec::new();
     ensure!(pool.alloc_bulk(&mut hoard, 60));
     let mut gen = Generator::new(100, 64);
@@ -261,8 +333,15 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
     let mut tx_port = DpdkPort::new(eal, a, pool.clone(), &port_config())?;
     let mut rx_port = DpdkPort::new(eal, b, pool.clone(), &port_config())?;
     let frames: Vec<Vec<u8>> = (0..32).map(|i| roce_frames::frame(i, 64)).collect();
-    let mut burst = frames.iter().map(|f| mbuf_with(&pool, f)).collect::<anyhow::Result<Vec<_>>>()?;
-    ensure!(tx_port.tx_burst(&mut burst) == 15, "sent {}", 32 - burst.len());
+    let mut burst = frames
+        .iter()
+        .map(|f| mbuf_with(&pool, f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    ensure!(
+        tx_port.tx_burst(&mut burst) == 15,
+        "sent {}",
+        32 - burst.len()
+    );
     ensure!(burst.len() == 17 && burst[0].frame() == frames[15].as_slice());
     ensure!(tx_port.tx_burst(&mut burst) == 0 && burst.len() == 17);
     let mut got = Vec::new();
@@ -270,18 +349,33 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
     ensure!(tx_port.tx_burst(&mut burst) == 15 && burst.len() == 2);
     rx_until(&mut rx_port, &mut got, 30);
     ensure!(got.len() == 30);
-    ensure!(got.iter().zip(&frames).all(|(m, f)| m.frame() == f.as_slice()), "order");
+    ensure!(
+        got.iter()
+            .zip(&frames)
+            .all(|(m, f)| m.frame() == f.as_slice()),
+        "order"
+    );
     drop((got, burst));
 
     // The same through the loop: retries while the ring is full, drops when it stays full.
-    let mut rt = Runtime::new(tx_port, MonotonicClock::new(), RuntimeConfig { burst: 32, max_tx_retries: 2 });
+    let mut rt = Runtime::new(
+        tx_port,
+        MonotonicClock::new(),
+        RuntimeConfig {
+            burst: 32,
+            max_tx_retries: 2,
+        },
+    );
     let mut gen = Generator::new(40, 64);
     for _ in 0..4 {
         rt.poll_once(&mut gen);
     }
     let c = rt.counters();
     // 32 generated, 15 sent, 8 more generated into the backlog, then 3 polls without progress.
-    ensure!(c.tx_packets == 15 && c.tx_retries == 4 && c.tx_drops == 25, "{c:?}");
+    ensure!(
+        c.tx_packets == 15 && c.tx_retries == 4 && c.tx_drops == 25,
+        "{c:?}"
+    );
     let mut drained = Vec::new();
     rx_until(&mut rx_port, &mut drained, 15);
     ensure!(drained.len() == 15);
@@ -294,9 +388,20 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
 fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 1023)?;
     let (a, b) = ring_pair(eal, "rp_runtime", 1024)?;
-    let config = RuntimeConfig { burst: 32, max_tx_retries: 64 };
-    let mut sender = Runtime::new(DpdkPort::new(eal, a, pool.clone(), &port_config())?, MonotonicClock::new(), config);
-    let mut receiver = Runtime::new(DpdkPort::new(eal, b, pool.clone(), &port_config())?, MonotonicClock::new(), config);
+    let config = RuntimeConfig {
+        burst: 32,
+        max_tx_retries: 64,
+    };
+    let mut sender = Runtime::new(
+        DpdkPort::new(eal, a, pool.clone(), &port_config())?,
+        MonotonicClock::new(),
+        config,
+    );
+    let mut receiver = Runtime::new(
+        DpdkPort::new(eal, b, pool.clone(), &port_config())?,
+        MonotonicClock::new(),
+        config,
+    );
     let mut gen = Generator::new(1000, 256);
     let mut sink = Verifier::default();
     for _ in 0..200 {
@@ -308,7 +413,12 @@ fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Res
     }
     let (s, r) = (sender.counters(), receiver.counters());
     ensure!(s.tx_packets == 1000 && s.tx_drops == 0, "{s:?}");
-    ensure!(r.rx_packets == 1000 && sink.ok == 1000 && sink.bad == 0, "{r:?} ok={} bad={}", sink.ok, sink.bad);
+    ensure!(
+        r.rx_packets == 1000 && sink.ok == 1000 && sink.bad == 0,
+        "{r:?} ok={} bad={}",
+        sink.ok,
+        sink.bad
+    );
     ensure!(r.rx_bytes == s.tx_bytes);
     drop((sender, receiver));
     no_leak(&pool)
@@ -316,7 +426,12 @@ fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Res
 
 fn missing_vdev_driver_is_one_clear_error(eal: &Eal) -> anyhow::Result<()> {
     match eal.probe_device("net_nosuchdriver0") {
-        Err(e @ DpdkError::Call { op: "rte_dev_probe", .. }) => {
+        Err(
+            e @ DpdkError::Call {
+                op: "rte_dev_probe",
+                ..
+            },
+        ) => {
             ensure!(!e.to_string().contains('\n'));
             Ok(())
         }
@@ -330,28 +445,60 @@ fn out_of_range_port_id_is_one_clear_error(eal: &Eal) -> anyhow::Result<()> {
         Err(DpdkError::NoSuchPort { port: 999, .. }) => {}
         other => bail!("expected NoSuchPort, got {other:?}"),
     }
-    ensure!(matches!(eal.port_info(4242), Err(DpdkError::NoSuchPort { port: 4242, .. })));
+    ensure!(matches!(
+        eal.port_info(4242),
+        Err(DpdkError::NoSuchPort { port: 4242, .. })
+    ));
     no_leak(&pool)
 }
 
 /// Frames out of `port` are seen by the kernel on `ns_if` in `ns`; a datagram the kernel sends
 /// from `ns_ip` to `port_ip` (neighbour entry for the port's MAC) reaches `port`.
-fn kernel_round_trip(port: &mut DpdkPort, ns: &NetNs, ns_if: &str, ns_ip: &str, port_ip: &str) -> anyhow::Result<()> {
+fn kernel_round_trip(
+    port: &mut DpdkPort,
+    ns: &NetNs,
+    ns_if: &str,
+    ns_ip: &str,
+    port_ip: &str,
+) -> anyhow::Result<()> {
     let pool = port.pool().clone();
     let capture = ns.capture(ns_if, 8, "udp dst port 4791")?;
     let frames: Vec<Vec<u8>> = (0..8).map(|i| roce_frames::frame(500 + i, 200)).collect();
-    let mut burst = frames.iter().map(|f| mbuf_with(&pool, f)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut burst = frames
+        .iter()
+        .map(|f| mbuf_with(&pool, f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let start = Instant::now();
     while !burst.is_empty() && start.elapsed() < Duration::from_secs(2) {
         port.tx_burst(&mut burst);
     }
     ensure!(burst.is_empty(), "{} frames not sent", burst.len());
     let seen = capture.frames()?;
-    ensure!(seen == frames, "kernel saw {} frames, {} matching", seen.len(), seen.iter().filter(|s| frames.contains(s)).count());
+    ensure!(
+        seen == frames,
+        "kernel saw {} frames, {} matching",
+        seen.len(),
+        seen.iter().filter(|s| frames.contains(s)).count()
+    );
 
     let mac = port.info().mac;
-    let mac = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
-    ns.exec(&["ip", "neigh", "replace", port_ip, "lladdr", &mac, "dev", ns_if, "nud", "permanent"])?;
+    let mac = mac
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    ns.exec(&[
+        "ip",
+        "neigh",
+        "replace",
+        port_ip,
+        "lladdr",
+        &mac,
+        "dev",
+        ns_if,
+        "nud",
+        "permanent",
+    ])?;
     let payload = format!("roce-probe-{}", std::process::id());
     let status = Command::new("ip")
         .args(["netns", "exec", &ns.name])
@@ -411,7 +558,9 @@ fn af_packet_port_exchanges_frames_over_veth(eal: &Eal) -> anyhow::Result<()> {
     let mut ns = NetNs::new("afp")?;
     let pid = std::process::id() % 100_000;
     let (root_if, ns_if) = (format!("rva{pid}"), format!("rvb{pid}"));
-    netns::run(&["ip", "link", "add", &root_if, "type", "veth", "peer", "name", &ns_if, "netns", &ns.name])?;
+    netns::run(&[
+        "ip", "link", "add", &root_if, "type", "veth", "peer", "name", &ns_if, "netns", &ns.name,
+    ])?;
     ns.root_links.push(root_if.clone());
     netns::run(&["ip", "link", "set", &root_if, "up"])?;
     ns.exec(&["ip", "addr", "add", "198.19.0.1/24", "dev", &ns_if])?;
@@ -436,7 +585,11 @@ struct Generator {
 
 impl Generator {
     fn new(count: u32, payload_len: usize) -> Self {
-        Generator { remaining: count, next_psn: 0, payload_len }
+        Generator {
+            remaining: count,
+            next_psn: 0,
+            payload_len,
+        }
     }
 }
 

@@ -5,7 +5,12 @@
 //! README for linking, PMD plugin loading and the tested DPDK version.
 
 #![no_std]
-#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, missing_docs)]
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    missing_docs
+)]
 #![allow(clippy::all)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

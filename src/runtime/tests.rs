@@ -66,7 +66,10 @@ impl TestPort {
 impl Port for TestPort {
     type Buf = TestBuf;
     fn caps(&self) -> crate::driver::PortCaps {
-        crate::driver::PortCaps { mtu: 1500, burst: 4 }
+        crate::driver::PortCaps {
+            mtu: 1500,
+            burst: 4,
+        }
     }
     fn alloc(&mut self) -> Option<TestBuf> {
         if self.out.get() >= self.pool {
@@ -82,7 +85,9 @@ impl Port for TestPort {
     fn rx_burst(&mut self, out: &mut Vec<TestBuf>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
-            let Some(frame) = self.inbound.pop_front() else { break };
+            let Some(frame) = self.inbound.pop_front() else {
+                break;
+            };
             let Some(mut b) = self.alloc() else { break };
             b.data[..frame.len()].copy_from_slice(&frame);
             b.len = frame.len();

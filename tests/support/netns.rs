@@ -52,7 +52,9 @@ impl NetNs {
     pub fn capture(&self, ifname: &str, count: usize, filter: &str) -> anyhow::Result<Capture> {
         let count = count.to_string();
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.name, "timeout", "20", "tcpdump", "-n", "-U"])
+            .args([
+                "netns", "exec", &self.name, "timeout", "20", "tcpdump", "-n", "-U",
+            ])
             .args(["-i", ifname, "-c", &count, "-w", "-", filter])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -86,7 +88,9 @@ impl Drop for NetNs {
         for link in &self.root_links {
             let _ = Command::new("ip").args(["link", "del", link]).output();
         }
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
     }
 }
 

@@ -60,9 +60,7 @@ impl EalConfig {
         if self.auto_lcores && !has(&argv, &["-l", "-c", "--lcores"]) {
             argv.extend(["-l".into(), "0".into()]);
         }
-        if self.auto_no_huge
-            && !has(&argv, &["--no-huge", "--huge-dir"])
-            && !hugepages_available()
+        if self.auto_no_huge && !has(&argv, &["--no-huge", "--huge-dir"]) && !hugepages_available()
         {
             argv.push("--no-huge".into());
         }
@@ -94,7 +92,10 @@ impl Default for EalConfig {
 /// True when a hugetlbfs is mounted and has free pages.
 fn hugepages_available() -> bool {
     let mounted = std::fs::read_to_string("/proc/mounts")
-        .map(|m| m.lines().any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs")))
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        })
         .unwrap_or(false);
     let free = std::fs::read_to_string("/proc/meminfo")
         .ok()

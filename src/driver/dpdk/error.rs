@@ -8,7 +8,9 @@ use dpdk_bindings as sys;
 #[derive(Debug, thiserror::Error)]
 pub enum DpdkError {
     /// `Eal::init` was called a second time; DPDK cannot re-initialise its EAL in one process.
-    #[error("the DPDK EAL is already initialised in this process (it can be initialised only once)")]
+    #[error(
+        "the DPDK EAL is already initialised in this process (it can be initialised only once)"
+    )]
     AlreadyInitialised,
     /// The EAL argument string could not be split into words.
     #[error("cannot parse EAL arguments {0:?} (unbalanced quotes?)")]
@@ -49,7 +51,9 @@ pub enum DpdkError {
         reason: String,
     },
     /// The port cannot carry the MTU asked for.
-    #[error("port {port} cannot use MTU {mtu} (supported {min}..={max}, mbuf data room allows {room})")]
+    #[error(
+        "port {port} cannot use MTU {mtu} (supported {min}..={max}, mbuf data room allows {room})"
+    )]
     Mtu {
         /// The port.
         port: u16,
@@ -92,7 +96,9 @@ pub(crate) fn strerror(errno: i32) -> String {
         return format!("errno {errno}");
     }
     // SAFETY: non-null and NUL-terminated per rte_strerror's contract.
-    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The calling thread's `rte_errno`.

@@ -257,7 +257,9 @@ impl DpdkPort {
         let offered = Offloads::from_capa(info.rx_offload_capa, info.tx_offload_capa);
         let room = pool.max_frame().saturating_sub(L2_OVERHEAD);
         let (min, max) = (usize::from(info.min_mtu), usize::from(info.max_mtu));
-        let mtu = config.mtu.unwrap_or(1500.clamp(min, max.max(min)).min(room));
+        let mtu = config
+            .mtu
+            .unwrap_or(1500.clamp(min, max.max(min)).min(room));
         if mtu < min || mtu > max || mtu > room {
             return Err(DpdkError::Mtu {
                 port,

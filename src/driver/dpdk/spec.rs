@@ -55,7 +55,8 @@ impl FromStr for PortSpec {
             "pci" => match arg {
                 Some(a)
                     if !a.is_empty()
-                        && a.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') =>
+                        && a.bytes()
+                            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') =>
                 {
                     Ok(PortSpec::Pci(a.to_owned()))
                 }
@@ -120,14 +121,26 @@ mod tests {
             assert_eq!(parsed.eal_args(0), [args]);
         }
         assert_eq!(
-            "pci:0000:03:00.0".parse::<PortSpec>().ok().map(|p| p.eal_args(0)),
+            "pci:0000:03:00.0"
+                .parse::<PortSpec>()
+                .ok()
+                .map(|p| p.eal_args(0)),
             Some(vec!["-a".to_owned(), "0000:03:00.0".to_owned()])
         );
     }
 
     #[test]
     fn bad_port_specs_are_rejected() {
-        for spec in ["", "nul", "null:x", "af_packet", "tap:", "tap:a b", "pci:", "pci:zz"] {
+        for spec in [
+            "",
+            "nul",
+            "null:x",
+            "af_packet",
+            "tap:",
+            "tap:a b",
+            "pci:",
+            "pci:zz",
+        ] {
             assert!(
                 matches!(spec.parse::<PortSpec>(), Err(DpdkError::BadPortSpec { .. })),
                 "{spec:?} accepted"

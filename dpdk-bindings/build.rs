@@ -121,12 +121,12 @@ fn main() {
         .probe("libdpdk")
     {
         Ok(lib) => lib,
-        Err(e) => {
-            let why = e.to_string();
-            let why = why.lines().next().unwrap_or("pkg-config failed");
+        Err(_) => {
+            // pkg-config's own multi-line report adds nothing to this one line.
             eprintln!(
-                "error: DPDK >= 22.11 not found by pkg-config ({why}): install it with \
-                 `apt-get install libdpdk-dev`, or build roce without DPDK: `cargo build --no-default-features`"
+                "error: DPDK (libdpdk >= 22.11) not found by pkg-config: install it with \
+                 `apt-get install libdpdk-dev`, or build roce without DPDK: \
+                 `cargo build --no-default-features`"
             );
             process::exit(1);
         }

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
-use roce::clock::MonotonicClock;
+use roce::clock::{Clock, MonotonicClock};
 use roce::driver::dpdk::{
     ring_pair, DpdkError, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
+    TscClock,
 };
 use roce::driver::{Engine, FrameBuf, Port};
 use roce::runtime::{Runtime, RuntimeConfig};
@@ -73,6 +74,10 @@ fn main() {
             eal_comes_up_without_hugepages,
         ),
         ("second_eal_init_is_refused", second_eal_init_is_refused),
+        (
+            "tsc_clock_starts_at_zero_and_advances",
+            tsc_clock_starts_at_zero_and_advances,
+        ),
         (
             "ring_pair_delivers_roce_frames_byte_identical",
             ring_pair_delivers_roce_frames_byte_identical,
@@ -167,6 +172,11 @@ fn mbuf_with(pool: &Mempool, frame: &[u8]) -> anyhow::Result<Mbuf> {
     Ok(m)
 }
 
+/// One mbuf per frame.
+fn burst_of(pool: &Mempool, frames: &[Vec<u8>]) -> anyhow::Result<Vec<Mbuf>> {
+    frames.iter().map(|f| mbuf_with(pool, f)).collect()
+}
+
 /// Receives until `n` frames arrived or 2 s passed.
 fn rx_until(port: &mut DpdkPort, out: &mut Vec<Mbuf>, n: usize) {
     let start = Instant::now();
@@ -199,6 +209,24 @@ fn eal_comes_up_without_hugepages(eal: &Eal) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn tsc_clock_starts_at_zero_and_advances(eal: &Eal) -> anyhow::Result<()> {
+    let clock = TscClock::new(eal);
+    ensure!(clock.hz() > 1_000_000, "TSC at {} Hz", clock.hz());
+    let (a, b) = (clock.now(), clock.now());
+    ensure!(b >= a, "{b:?} before {a:?}");
+    ensure!(a.as_nanos() < 1_000_000_000, "epoch is not creation: {a:?}");
+    ensure!(
+        roce::driver::dpdk::pin_current_thread(0),
+        "cannot pin to core 0"
+    );
+    ensure!(
+        eal.lcore_id() == 0,
+        "main thread is lcore {}",
+        eal.lcore_id()
+    );
+    Ok(())
+}
+
 fn second_eal_init_is_refused(_eal: &Eal) -> anyhow::Result<()> {
     match Eal::init(&EalConfig::new(EAL_ARGS)) {
         Err(DpdkError::AlreadyInitialised) => Ok(()),
@@ -214,10 +242,7 @@ fn ring_pair_delivers_roce_frames_byte_identical(eal: &Eal) -> anyhow::Result<()
     let frames: Vec<Vec<u8>> = (0..32)
         .map(|i| roce_frames::frame(100 + i, 64 + 13 * i as usize))
         .collect();
-    let mut burst = frames
-        .iter()
-        .map(|f| mbuf_with(&pool, f))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut burst = burst_of(&pool, &frames)?;
     ensure!(tx_port.tx_burst(&mut burst) == 32 && burst.is_empty());
     let mut got = Vec::new();
     rx_until(&mut rx_port, &mut got, 32);
@@ -333,10 +358,7 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
     let mut tx_port = DpdkPort::new(eal, a, pool.clone(), &port_config())?;
     let mut rx_port = DpdkPort::new(eal, b, pool.clone(), &port_config())?;
     let frames: Vec<Vec<u8>> = (0..32).map(|i| roce_frames::frame(i, 64)).collect();
-    let mut burst = frames
-        .iter()
-        .map(|f| mbuf_with(&pool, f))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut burst = burst_of(&pool, &frames)?;
     ensure!(
         tx_port.tx_burst(&mut burst) == 15,
         "sent {}",
@@ -464,10 +486,7 @@ fn kernel_round_trip(
     let pool = port.pool().clone();
     let capture = ns.capture(ns_if, 8, "udp dst port 4791")?;
     let frames: Vec<Vec<u8>> = (0..8).map(|i| roce_frames::frame(500 + i, 200)).collect();
-    let mut burst = frames
-        .iter()
-        .map(|f| mbuf_with(&pool, f))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut burst = burst_of(&pool, &frames)?;
     let start = Instant::now();
     while !burst.is_empty() && start.elapsed() < Duration::from_secs(2) {
         port.tx_burst(&mut burst);

@@ -111,6 +111,31 @@ void roce_shim_pktmbuf_set_tx_lens(struct rte_mbuf *m, uint8_t l2_len, uint16_t 
 	m->l3_len = l3_len;
 }
 
+uint8_t *roce_shim_pktmbuf_data(struct rte_mbuf *m, uint16_t *len)
+{
+	*len = m->data_len;
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+/* Largest data_len of the first segment: the data room after its current start. Chains report
+ * their current length (we never grow them). */
+uint16_t roce_shim_pktmbuf_room(const struct rte_mbuf *m)
+{
+	if (m->nb_segs != 1)
+		return m->data_len;
+	return (uint16_t)(m->buf_len - m->data_off);
+}
+
+/* Sets the length of a single-segment mbuf; -1 (nothing changed) if it does not fit. */
+int roce_shim_pktmbuf_set_len(struct rte_mbuf *m, uint16_t len)
+{
+	if (m->nb_segs != 1 || len > m->buf_len - m->data_off)
+		return -1;
+	m->data_len = len;
+	m->pkt_len = len;
+	return 0;
+}
+
 int roce_shim_errno(void)
 {
 	return rte_errno;

@@ -28,6 +28,10 @@ uint16_t roce_shim_pktmbuf_buf_len(const struct rte_mbuf *m);
 uint64_t roce_shim_pktmbuf_ol_flags(const struct rte_mbuf *m);
 void roce_shim_pktmbuf_set_ol_flags(struct rte_mbuf *m, uint64_t flags);
 void roce_shim_pktmbuf_set_tx_lens(struct rte_mbuf *m, uint8_t l2_len, uint16_t l3_len);
+/* Single-segment helpers: one call instead of several on the per-frame path. */
+uint8_t *roce_shim_pktmbuf_data(struct rte_mbuf *m, uint16_t *len);
+uint16_t roce_shim_pktmbuf_room(const struct rte_mbuf *m);
+int roce_shim_pktmbuf_set_len(struct rte_mbuf *m, uint16_t len);
 int roce_shim_errno(void);
 unsigned int roce_shim_lcore_id(void);
 uint64_t roce_shim_get_tsc_cycles(void);

@@ -79,6 +79,10 @@ fn main() {
             tsc_clock_starts_at_zero_and_advances,
         ),
         (
+            "mbuf_frame_len_stays_within_room",
+            mbuf_frame_len_stays_within_room,
+        ),
+        (
             "ring_pair_delivers_roce_frames_byte_identical",
             ring_pair_delivers_roce_frames_byte_identical,
         ),
@@ -225,6 +229,25 @@ fn tsc_clock_starts_at_zero_and_advances(eal: &Eal) -> anyhow::Result<()> {
         eal.lcore_id()
     );
     Ok(())
+}
+
+fn mbuf_frame_len_stays_within_room(eal: &Eal) -> anyhow::Result<()> {
+    let pool = pool(eal, 7)?;
+    let mut m = pool.alloc().context("alloc")?;
+    ensure!(
+        m.frame().is_empty() && m.room() == pool.max_frame(),
+        "room {}",
+        m.room()
+    );
+    ensure!(m.set_frame_len(100) && m.frame().len() == 100 && m.pkt_len() == 100);
+    m.frame_mut().fill(0xa5);
+    ensure!(!m.set_frame_len(m.room() + 1) && m.frame().len() == 100);
+    ensure!(m.set_frame_len(m.room()) && m.frame().len() == pool.max_frame());
+    ensure!(m.set_frame_len(60) && m.frame() == [0xa5; 60].as_slice());
+    ensure!(m.prepend(4).is_some() && m.frame().len() == 64 && m.headroom() == 124);
+    ensure!(pool.in_use() == 1);
+    drop(m);
+    no_leak(&pool)
 }
 
 fn second_eal_init_is_refused(_eal: &Eal) -> anyhow::Result<()> {

@@ -109,43 +109,39 @@ impl Mbuf {
         // SAFETY: valid owned mbuf.
         unsafe { sys::roce_shim_pktmbuf_trim(self.0.as_ptr(), l) == 0 }
     }
-
-    fn data_ptr(&self) -> *mut u8 {
-        // SAFETY: valid owned mbuf; mtod is pointer arithmetic on its buffer.
-        unsafe { sys::roce_shim_pktmbuf_mtod(self.0.as_ptr()) }
-    }
 }
 
 impl FrameBuf for Mbuf {
     fn frame(&self) -> &[u8] {
-        // SAFETY: data_len bytes from mtod lie in this mbuf's buffer (DPDK memory, always
-        // initialised) and are borrowed via &self.
-        unsafe { std::slice::from_raw_parts(self.data_ptr(), self.data_len()) }
+        let mut len = 0u16;
+        // SAFETY: valid owned mbuf; the shim returns mtod and data_len, which delimit bytes of
+        // this mbuf's buffer (DPDK memory, always initialised), borrowed via &self.
+        unsafe {
+            let p = sys::roce_shim_pktmbuf_data(self.0.as_ptr(), &mut len);
+            std::slice::from_raw_parts(p, usize::from(len))
+        }
     }
 
     fn frame_mut(&mut self) -> &mut [u8] {
+        let mut len = 0u16;
         // SAFETY: as for frame, exclusively via &mut self.
-        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), self.data_len()) }
+        unsafe {
+            let p = sys::roce_shim_pktmbuf_data(self.0.as_ptr(), &mut len);
+            std::slice::from_raw_parts_mut(p, usize::from(len))
+        }
     }
 
     fn room(&self) -> usize {
-        if self.segments() == 1 {
-            self.data_len() + self.tailroom()
-        } else {
-            self.data_len()
-        }
+        // SAFETY: valid owned mbuf.
+        usize::from(unsafe { sys::roce_shim_pktmbuf_room(self.0.as_ptr()) })
     }
 
     fn set_frame_len(&mut self, len: usize) -> bool {
-        let cur = self.data_len();
-        if len > self.room() {
+        let Ok(len) = u16::try_from(len) else {
             return false;
-        }
-        if len >= cur {
-            self.append(len - cur).is_some()
-        } else {
-            self.trim(cur - len)
-        }
+        };
+        // SAFETY: valid owned mbuf; the shim only changes lengths within the data room.
+        unsafe { sys::roce_shim_pktmbuf_set_len(self.0.as_ptr(), len) == 0 }
     }
 }
 

@@ -108,6 +108,87 @@ const OPAQUE: &[&str] = &[
     "rte_flow.*",
 ];
 
+/// Static linking: `pkg-config --static --libs libdpdk`, turned into `rustc-link-lib` lines
+/// (link arguments of a library's build script do not reach the final link). The archives that
+/// pkg-config wraps in `--whole-archive` (drivers and libraries, whose constructors register
+/// themselves) keep that modifier; the rest (system libraries) link as usual.
+fn link_static() {
+    let out = process::Command::new("pkg-config")
+        .args(["--static", "--libs", "libdpdk"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        eprintln!("error: `pkg-config --static --libs libdpdk` failed: install libdpdk-dev");
+        process::exit(1);
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut whole = false;
+    let mut seen = std::collections::HashSet::new();
+    let mut missing = Vec::new();
+    for arg in text.split_whitespace() {
+        match arg {
+            "-Wl,--whole-archive" => whole = true,
+            "-Wl,--no-whole-archive" => whole = false,
+            "-pthread" => println!("cargo:rustc-link-lib=pthread"),
+            _ => {
+                if let Some(dir) = arg.strip_prefix("-L") {
+                    println!("cargo:rustc-link-search=native={dir}");
+                } else if let Some(file) = arg.strip_prefix("-l:") {
+                    let name = file
+                        .strip_prefix("lib")
+                        .and_then(|f| f.strip_suffix(".a"))
+                        .unwrap_or(file);
+                    if seen.insert(name.to_owned()) {
+                        let modifiers = if whole {
+                            ":+whole-archive,-bundle"
+                        } else {
+                            ":-bundle"
+                        };
+                        println!("cargo:rustc-link-lib=static{modifiers}={name}");
+                    }
+                } else if let Some(name) = arg.strip_prefix("-l") {
+                    // DPDK's own libraries come as archives above; the shared names repeat them.
+                    if name.starts_with("rte_") || !seen.insert(name.to_owned()) {
+                        continue;
+                    }
+                    if system_lib_exists(name) {
+                        println!("cargo:rustc-link-lib={name}");
+                    } else {
+                        // e.g. rdma-core's provider plugins (`-lmlx5-rdmav34`), which Debian
+                        // ships only as dlopen()ed plugins: libibverbs loads them itself.
+                        missing.push(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        println!(
+            "cargo:warning=static DPDK: skipping libraries not installed: {}",
+            missing.join(" ")
+        );
+    }
+}
+
+/// Whether the linker can find `-l{name}` in the usual library directories (or it is part of
+/// libc / libgcc).
+fn system_lib_exists(name: &str) -> bool {
+    if ["pthread", "dl", "rt", "m", "atomic", "c"].contains(&name) {
+        return true;
+    }
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib",
+        "/usr/local/lib",
+    ]
+    .iter()
+    .any(|dir| {
+        ["so", "a"]
+            .iter()
+            .any(|ext| std::path::Path::new(&format!("{dir}/lib{name}.{ext}")).exists())
+    })
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=shim.c");
@@ -133,24 +214,7 @@ fn main() {
     };
 
     if statik {
-        // pkg-config's static flags wrap the driver archives in --whole-archive so their
-        // constructors (driver registration) survive linking; pass them through in order.
-        let out = process::Command::new("pkg-config")
-            .args(["--static", "--libs", "libdpdk"])
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                for arg in String::from_utf8_lossy(&o.stdout).split_whitespace() {
-                    println!("cargo:rustc-link-arg={arg}");
-                }
-            }
-            _ => {
-                eprintln!(
-                    "error: `pkg-config --static --libs libdpdk` failed: install libdpdk-dev"
-                );
-                process::exit(1);
-            }
-        }
+        link_static();
     } else {
         // The ring PMD is a plugin on Debian; we call rte_eth_from_rings directly, so link it.
         println!("cargo:rustc-link-lib=dylib=rte_net_ring");

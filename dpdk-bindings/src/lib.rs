@@ -46,3 +46,7 @@ pub const RTE_ETH_TX_OFFLOAD_MULTI_SEGS: u64 = 1 << 15;
 pub const RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
 /// `RTE_ETH_DEV_NO_OWNER`: iterate over every port with `rte_eth_find_next_owned_by`.
 pub const RTE_ETH_DEV_NO_OWNER: u64 = 0;
+
+/// True when DPDK is linked from its static archives (feature `static`): the drivers are then
+/// built in, and loading Debian's plugin `.so` files (`-d`) would load a second DPDK.
+pub const LINKED_STATICALLY: bool = cfg!(feature = "static");

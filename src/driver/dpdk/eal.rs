@@ -25,7 +25,8 @@ pub struct EalConfig {
     /// `--in-memory` or `--no-shconf` is given, so several processes can run at once (default
     /// true).
     pub auto_in_memory: bool,
-    /// Add `-d <DEBIAN_PMD_DIR>` when that directory exists and no `-d` is given (default true).
+    /// Add `-d <DEBIAN_PMD_DIR>` when that directory exists, no `-d` is given and DPDK is linked
+    /// as shared libraries (default true).
     pub auto_pmd_dir: bool,
     /// Add `-l 0` when no core list is given (default true).
     pub auto_lcores: bool,
@@ -74,6 +75,7 @@ impl EalConfig {
             }
         }
         if self.auto_pmd_dir
+            && !sys::LINKED_STATICALLY
             && !argv.iter().any(|a| a == "-d" || a.starts_with("-d"))
             && Path::new(DEBIAN_PMD_DIR).is_dir()
         {

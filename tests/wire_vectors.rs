@@ -604,3 +604,31 @@ fn emitted_ipv6_frame_with_ecn_and_flow_label_matches_the_reference_icrc() {
     assert_eq!(trailer, reference.to_le_bytes());
     assert_eq!(parsed.icrc, reference);
 }
+
+#[test]
+fn explain_tells_the_story_of_the_host_peer_naks_and_ce_marks() {
+    use ::roce::wire::pretty::{explain_frame, summary};
+    let host = frames("host_peer_to_guest.pcap");
+    let texts: Vec<String> = host.iter().filter_map(|f| explain_frame(f).ok()).collect();
+    let all = texts.join("\n");
+    assert!(
+        all.contains(
+            "AETH      syndrome       0x60                 0x60 = NAK: PSN sequence error"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("0x2c = RNR NAK, retry after 0.64 ms"), "{all}");
+    assert_eq!(all.matches("invariant CRC: WRONG").count(), 1);
+    let ce = frames("verbs_ce_marked_to_a.pcap");
+    let (_, write) = roce_frames(&ce).into_iter().next().expect("a RoCE frame");
+    assert_eq!(
+        summary(&write),
+        "198.18.0.12 > 198.18.0.11 RC RDMA WRITE Only (10) QPN 28 PSN 5011363 len 64 AckReq ECN CE"
+    );
+    let text = explain_frame(&ce[7]).expect("frame 8 explains");
+    assert!(
+        text.contains("0b11 = CE (congestion experienced)"),
+        "{text}"
+    );
+    println!("{text}");
+}

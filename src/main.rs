@@ -1,6 +1,12 @@
 //! The `roce` command line.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+mod cli {
+    pub mod pcap;
+}
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
@@ -12,17 +18,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Check and explain packet captures.
+    #[command(subcommand)]
+    Pcap(cli::pcap::PcapCommand),
     /// Print the compile-time limits.
     Limits,
 }
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Pcap(cmd) => cli::pcap::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);
@@ -30,4 +35,20 @@ fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One clear line: the error and its causes, joined.
+            eprintln!("roce: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

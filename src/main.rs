@@ -2,6 +2,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod cli {
+    pub mod cc;
+}
+
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
 #[command(name = "roce", version, about)]
@@ -14,6 +18,11 @@ struct Cli {
 enum Command {
     /// Print the compile-time limits.
     Limits,
+    /// Congestion control: show a controller's parameters, replay a CNP script against it.
+    Cc {
+        #[command(subcommand)]
+        cmd: cli::cc::CcCommand,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -28,6 +37,7 @@ fn main() -> anyhow::Result<()> {
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
+        Command::Cc { cmd } => cli::cc::run(cmd)?,
     }
     Ok(())
 }

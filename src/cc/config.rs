@@ -161,7 +161,8 @@ impl CcConfig {
             .get()
             .map(|p| p.names().join(", "))
             .unwrap_or_else(|| "(none)".to_string());
-        let Some(set) = self.params.set() else {
+        let mut params = self.params.clone();
+        let Some(set) = params.set() else {
             return Err(CcError::UnknownParam {
                 controller,
                 param: param.to_string(),
@@ -185,7 +186,7 @@ impl CcConfig {
                 })
             }
         }
-        if let CcParams::Dcqcn(p) = &self.params {
+        if let CcParams::Dcqcn(p) = &params {
             if let Err((name, why)) = p.validate() {
                 return Err(CcError::BadValue {
                     param: name.to_string(),
@@ -194,6 +195,8 @@ impl CcConfig {
                 });
             }
         }
+        // Only a fully valid setting replaces the parameters.
+        self.params = params;
         Ok(())
     }
 

@@ -7,7 +7,9 @@
 //! The algorithm, with RC the current rate, RT the target rate, alpha the congestion estimate:
 //! - CNP: RT ← RC (subject to `clamp_tgt_rate*`), RC ← RC·(1 − alpha·1024/2^rpg_gd) (= RC·(1 −
 //!   alpha/2) for `rpg_gd` = 11), bounded below by RC·`rpg_min_dec_fac`% and `rpg_min_rate`;
-//!   then alpha ← (1 − g)·alpha + g and the increase counters restart. With
+//!   then alpha ← (1 − g)·alpha + g and the increase counters restart (with
+//!   `alpha_update_before_cut`, as ConnectX's per-`dce_tcp_rtt` alpha sampling behaves, alpha is
+//!   updated first, except on a flow's first CNP which cuts with `initial_alpha_value`). With
 //!   `rate_reduce_monitor_period` P > 0 the first CNP of a quiet period cuts at once and opens a
 //!   period; further CNPs inside it are coalesced into exactly one cut when it closes.
 //! - No CNP for `dce_tcp_rtt`: alpha ← (1 − g)·alpha, repeated every `dce_tcp_rtt`.
@@ -69,6 +71,9 @@ crate::cc_params! {
         clamp_tgt_rate_after_time_inc: bool = "",
         /// Notification point: at most one CNP per QP per this interval (used by crate::ecn).
         min_time_between_cnps: u32 = "us",
+        /// Model switch, not an mlx5 knob: 1 folds the CNP into alpha before the cut uses it
+        /// (ConnectX samples alpha every dce_tcp_rtt), 0 cuts first (SIGCOMM'15 Fig. 7).
+        alpha_update_before_cut: bool = "",
     }
 }
 
@@ -98,6 +103,7 @@ impl DcqcnParams {
             clamp_tgt_rate: true,
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 50,
+            alpha_update_before_cut: false,
         }
     }
 
@@ -128,6 +134,7 @@ impl DcqcnParams {
             clamp_tgt_rate: false,
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 4,
+            alpha_update_before_cut: true,
         }
     }
 
@@ -258,6 +265,9 @@ impl Dcqcn {
                 self.max,
             );
         } else {
+            if self.p.alpha_update_before_cut && !first {
+                self.alpha = (1.0 - self.g) * self.alpha + self.g;
+            }
             let clamp = self.p.clamp_tgt_rate
                 || (self.p.clamp_tgt_rate_after_time_inc
                     && (self.time_stage > 0 || self.byte_stage > 0))
@@ -270,7 +280,9 @@ impl Dcqcn {
             let floor = self.rc * f64::from(self.p.rpg_min_dec_fac.min(100)) / 100.0;
             self.rc = clamp_rate(cut.max(floor), self.min, self.max);
         }
-        self.alpha = (1.0 - self.g) * self.alpha + self.g;
+        if !self.p.alpha_update_before_cut {
+            self.alpha = (1.0 - self.g) * self.alpha + self.g;
+        }
         self.time_stage = 0;
         self.byte_stage = 0;
         self.bytes = 0;

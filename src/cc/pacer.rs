@@ -29,7 +29,8 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// A pacer at `rate` allowing `burst_bytes` back to back after idling (0: strict spacing).
+    /// A pacer at `rate`. After an idle period `burst_bytes` of credit (and the packet that
+    /// spends the last of it) may leave back to back; 0 gives strict spacing.
     pub fn new(rate: Rate, burst_bytes: u64) -> Self {
         let mut p = Pacer {
             rate: rate.as_bps(),
@@ -82,7 +83,7 @@ impl Pacer {
             return Instant::FAR_FUTURE;
         }
         let ideal = self.next_ns + u64::from(self.frac > 0);
-        Instant::from_nanos(ideal.saturating_sub(self.burst_ns)).max(now)
+        Instant::from_nanos(ideal).max(now)
     }
 
     /// Whether a packet of `len` bytes may leave at `now`.

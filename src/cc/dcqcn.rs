@@ -268,10 +268,11 @@ impl Dcqcn {
             if self.p.alpha_update_before_cut && !first {
                 self.alpha = (1.0 - self.g) * self.alpha + self.g;
             }
+            // The target follows the current rate when told to always, after any byte-counter
+            // increase, and (with clamp_tgt_rate_after_time_inc) after a timer increase.
             let clamp = self.p.clamp_tgt_rate
-                || (self.p.clamp_tgt_rate_after_time_inc
-                    && (self.time_stage > 0 || self.byte_stage > 0))
-                || self.byte_stage > 0;
+                || self.byte_stage > 0
+                || (self.p.clamp_tgt_rate_after_time_inc && self.time_stage > 0);
             if clamp {
                 self.rt = self.rc;
             }
@@ -375,7 +376,10 @@ impl Dcqcn {
             }
             1 => {
                 self.alpha *= 1.0 - self.g;
-                self.next_alpha = Self::us(self.p.dce_tcp_rtt).map(|d| at + d);
+                // Zero stays zero: stop ticking until the next cut restarts the timer.
+                self.next_alpha = Self::us(self.p.dce_tcp_rtt)
+                    .filter(|_| self.alpha > 0.0)
+                    .map(|d| at + d);
                 trace!(
                     t_ns = at.as_nanos(),
                     alpha = self.alpha,
@@ -458,6 +462,7 @@ impl CongestionControl for Dcqcn {
         self.refresh();
     }
 
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         (self.deadline != Instant::FAR_FUTURE).then_some(self.deadline)
     }
@@ -467,6 +472,7 @@ impl CongestionControl for Dcqcn {
         self.metrics.rate
     }
 
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

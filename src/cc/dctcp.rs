@@ -142,6 +142,7 @@ impl CongestionControl for Dctcp {
         }
         self.refresh();
     }
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         self.window_end
     }
@@ -149,6 +150,7 @@ impl CongestionControl for Dctcp {
     fn rate(&self) -> Rate {
         self.metrics.rate
     }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

@@ -189,6 +189,7 @@ impl CongestionControl for Hpcc {
         self.refresh();
     }
     fn handle_timeout(&mut self, _now: Instant) {}
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
@@ -196,6 +197,7 @@ impl CongestionControl for Hpcc {
     fn rate(&self) -> Rate {
         self.metrics.rate
     }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

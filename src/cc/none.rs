@@ -36,6 +36,7 @@ impl CongestionControl for LineRate {
     }
     fn on_loss(&mut self, _now: Instant) {}
     fn handle_timeout(&mut self, _now: Instant) {}
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
@@ -43,6 +44,7 @@ impl CongestionControl for LineRate {
     fn rate(&self) -> Rate {
         self.metrics.rate
     }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

@@ -131,13 +131,15 @@ impl Pacer {
         self.frac = if self.rate == 0 || new == 0 {
             0
         } else {
-            let scaled = u128::from(self.frac) * u128::from(new) / u128::from(self.rate);
-            u64::try_from(scaled)
-                .unwrap_or(0)
-                .min(new.saturating_sub(1))
+            // The sub-nanosecond remainder only needs to stay below one new unit; f64 keeps this
+            // off the u128 division path.
+            let scaled = self.frac as f64 * (new as f64 / self.rate as f64);
+            (scaled as u64).min(new - 1)
         };
         self.rate = new;
         self.cost = (u64::MAX, 0, 0);
-        self.burst_ns = self.span(self.burst_bytes).0;
+        if self.burst_bytes > 0 {
+            self.burst_ns = self.span(self.burst_bytes).0;
+        }
     }
 }

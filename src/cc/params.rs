@@ -108,7 +108,7 @@ pub trait ParamSet {
 
 /// Declares a parameter struct whose fields can be set by name and listed with units and docs.
 ///
-/// ```ignore
+/// ```text
 /// cc_params! {
 ///     /// Doc of the struct.
 ///     pub struct FooParams {

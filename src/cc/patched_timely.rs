@@ -150,6 +150,7 @@ impl CongestionControl for PatchedTimely {
     }
     fn on_loss(&mut self, _now: Instant) {}
     fn handle_timeout(&mut self, _now: Instant) {}
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
@@ -157,6 +158,7 @@ impl CongestionControl for PatchedTimely {
     fn rate(&self) -> Rate {
         self.metrics.rate
     }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

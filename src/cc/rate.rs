@@ -32,7 +32,8 @@ impl Rate {
         } else if bps >= u64::MAX as f64 {
             Rate(u64::MAX)
         } else {
-            Rate(bps.round() as u64)
+            // Round half up without `f64::round`, which is a libm call on baseline x86-64.
+            Rate((bps + 0.5) as u64)
         }
     }
     /// Bits per second.

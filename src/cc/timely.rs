@@ -2,12 +2,12 @@
 //! 2015. The rate follows the gradient of the RTT samples that ACKs carry; ECN/CNPs are ignored.
 //! Also holds the RTT-gradient filter that [`super::PatchedTimely`] shares.
 //!
-//! Per RTT sample r (the paper's Algorithm 1): new_diff = r − prev; rtt_diff ← (1 − a)·rtt_diff
-//! + a·new_diff; gradient = rtt_diff / min_rtt. r < T_low: R += δ. r > T_high: R ← R(1 −
-//! β(1 − T_high/r)). gradient ≤ 0: R += N·δ (N = `hai_n` after `hai_n` consecutive increases,
-//! else 1). Otherwise R ← R(1 − β·gradient). Defaults follow the paper (δ = 10 Mbit/s, β = 0.8,
-//! T_low = 50 us, T_high = 500 us, N = 5) and the HPCC authors' ns-3 model (a = 0.875, min_rtt
-//! = 20 us).
+//! Per RTT sample r (the paper's Algorithm 1): new_diff = r − prev;
+//! rtt_diff ← (1 − a)·rtt_diff + a·new_diff; gradient = rtt_diff / min_rtt. If r < T_low:
+//! R += δ. If r > T_high: R ← R(1 − β(1 − T_high/r)). If gradient ≤ 0: R += N·δ, with
+//! N = `hai_n` after `hai_n` consecutive increases, else 1. Otherwise R ← R(1 − β·gradient).
+//! Defaults follow the paper (δ = 10 Mbit/s, β = 0.8, T_low = 50 us, T_high = 500 us, N = 5)
+//! and the HPCC authors' ns-3 model (a = 0.875, min_rtt = 20 us).
 
 use tracing::trace;
 
@@ -167,6 +167,7 @@ impl CongestionControl for Timely {
     }
     fn on_loss(&mut self, _now: Instant) {}
     fn handle_timeout(&mut self, _now: Instant) {}
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
@@ -174,6 +175,7 @@ impl CongestionControl for Timely {
     fn rate(&self) -> Rate {
         self.metrics.rate
     }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
-        Command::Cc { cmd } => cli::cc::run(cmd)?,
+        Command::Cc { cmd } => cli::cc::main(cmd),
     }
     Ok(())
 }

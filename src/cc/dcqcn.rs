@@ -138,19 +138,19 @@ impl DcqcnParams {
         }
     }
 
-    /// Checks ranges the algorithm relies on; returns the offending parameter and why.
+    /// Checks ranges the algorithm relies on; returns the offending parameter and what it accepts.
     pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
         if self.dce_tcp_g > 1024 {
-            return Err(("dce_tcp_g", "must be at most 1024"));
+            return Err(("dce_tcp_g", "a value in 0..=1024"));
         }
         if self.initial_alpha_value > 1024 {
-            return Err(("initial_alpha_value", "must be at most 1024"));
+            return Err(("initial_alpha_value", "a value in 0..=1024"));
         }
         if self.rpg_min_dec_fac > 100 {
-            return Err(("rpg_min_dec_fac", "must be at most 100"));
+            return Err(("rpg_min_dec_fac", "a percentage in 0..=100"));
         }
         if !(1..=30).contains(&self.rpg_gd) {
-            return Err(("rpg_gd", "must be in 1..=30"));
+            return Err(("rpg_gd", "a value in 1..=30"));
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! `roce cc`: print a congestion controller's parameters, or replay a scripted CNP sequence
 //! against it and print how rate, target rate and alpha evolve.
 
-use anyhow::{bail, Context as _};
+use anyhow::{anyhow, bail};
 use clap::Subcommand;
 use roce::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
 use roce::cc::{CcConfig, Rate, Sample};
@@ -81,8 +81,15 @@ fn changes(samples: &[Sample]) -> Vec<Sample> {
     out
 }
 
-/// Runs one `roce cc` command.
-pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
+/// Runs one `roce cc` command; on bad input prints one `error: ...` line and exits with 1.
+pub fn main(cmd: CcCommand) {
+    if let Err(e) = run(cmd) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cmd: CcCommand) -> anyhow::Result<()> {
     match cmd {
         CcCommand::Show { name, set, json } => {
             let cfg = config(&name, Rate::from_gbps(100), &set)?;
@@ -114,8 +121,8 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
             }
             let line = Rate::from_bps_f64(line_gbps * 1e9);
             let cfg = config(&cc, line, &set)?;
-            let duration = parse_time(&duration).context("--duration")?;
-            let events = parse_events(&events).context("--events")?;
+            let duration = parse_time(&duration).map_err(|e| anyhow!("--duration: {e}"))?;
+            let events = parse_events(&events).map_err(|e| anyhow!("--events: {e}"))?;
             let samples = replay(
                 cfg.build(),
                 &ReplayConfig {

@@ -468,11 +468,6 @@ impl CongestionControl for Dcqcn {
     }
 
     #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
-    }
-
-    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

@@ -147,10 +147,6 @@ impl CongestionControl for Dctcp {
         self.window_end
     }
     #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
-    }
-    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

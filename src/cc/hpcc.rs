@@ -136,13 +136,9 @@ impl CongestionControl for Hpcc {
     fn name(&self) -> &'static str {
         "hpcc"
     }
-    #[inline]
-    fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
-    fn on_ack(&mut self, _now: Instant, _acked_bytes: u64, _rtt: Option<Duration>) {}
     fn on_cnp(&mut self, _now: Instant) {
         self.metrics.rp_cnp_ignored += 1;
     }
-    fn on_loss(&mut self, _now: Instant) {}
     fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
         let Some((big_u, tau)) = self.max_utilization(hops) else {
             self.last_update.get_or_insert(now);
@@ -187,15 +183,6 @@ impl CongestionControl for Hpcc {
             "hpcc update"
         );
         self.refresh();
-    }
-    fn handle_timeout(&mut self, _now: Instant) {}
-    #[inline]
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

@@ -49,7 +49,7 @@ pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
-pub use timely::{Timely, TimelyParams};
+pub use timely::{RttController, RttRule, Timely, TimelyParams};
 
 use crate::time::{Duration, Instant};
 
@@ -77,32 +77,50 @@ pub struct CcMetrics {
 
 /// A congestion controller of one reaction point. All inputs carry `now`; the controller never
 /// reads a clock. After any input the caller re-reads [`rate`](Self::rate) (and hands it to the
-/// pacer) and re-arms its timer from [`poll_timeout`](Self::poll_timeout).
+/// pacer) and re-arms its timer from [`poll_timeout`](Self::poll_timeout). Inputs a controller
+/// does not use default to doing nothing; a controller without timers keeps the default
+/// `poll_timeout` of `None`.
 pub trait CongestionControl {
     /// A short name (`dcqcn`, `timely`, ...), for logs and reports.
     #[must_use]
     fn name(&self) -> &'static str;
     /// `bytes` (whole frame) left on the wire for this QP.
-    fn on_sent(&mut self, now: Instant, bytes: u64);
+    #[inline]
+    fn on_sent(&mut self, now: Instant, bytes: u64) {
+        let _ = (now, bytes);
+    }
     /// An ACK covered `acked_bytes` more; `rtt` is its round-trip sample when one was measured.
-    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>);
-    /// A congestion notification (RoCEv2 CNP, or an ECN echo) arrived for this QP.
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
+        let _ = (now, acked_bytes, rtt);
+    }
+    /// A congestion notification (RoCEv2 CNP, or an ECN echo) arrived for this QP. Controllers
+    /// that do not react to CNPs count them in `rp_cnp_ignored`.
     fn on_cnp(&mut self, now: Instant);
     /// The transport detected a loss (NAK sequence error or retransmit timeout).
-    fn on_loss(&mut self, now: Instant);
+    fn on_loss(&mut self, now: Instant) {
+        let _ = now;
+    }
     /// In-band telemetry from the path (one record per hop, sender to receiver) arrived with an
     /// ACK. Controllers that do not use INT ignore it.
     fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
         let _ = (now, hops);
     }
     /// Runs every timer due at or before `now`.
-    fn handle_timeout(&mut self, now: Instant);
+    fn handle_timeout(&mut self, now: Instant) {
+        let _ = now;
+    }
     /// The next instant [`handle_timeout`](Self::handle_timeout) must be called, if any.
     #[must_use]
-    fn poll_timeout(&self) -> Option<Instant>;
+    #[inline]
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
     /// The rate the QP may send at.
     #[must_use]
-    fn rate(&self) -> Rate;
+    #[inline]
+    fn rate(&self) -> Rate {
+        self.metrics().rate
+    }
     /// State and counters.
     #[must_use]
     fn metrics(&self) -> CcMetrics;

@@ -3,7 +3,7 @@
 //! Useful as a baseline in experiments and when congestion is left to PFC alone.
 
 use super::{CcMetrics, CongestionControl, Rate};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 
 /// Always the line rate.
 #[derive(Clone, Debug)]
@@ -28,21 +28,8 @@ impl CongestionControl for LineRate {
     fn name(&self) -> &'static str {
         "none"
     }
-    #[inline]
-    fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
-    fn on_ack(&mut self, _now: Instant, _acked_bytes: u64, _rtt: Option<Duration>) {}
     fn on_cnp(&mut self, _now: Instant) {
         self.metrics.rp_cnp_ignored += 1;
-    }
-    fn on_loss(&mut self, _now: Instant) {}
-    fn handle_timeout(&mut self, _now: Instant) {}
-    #[inline]
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

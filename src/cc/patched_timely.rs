@@ -7,11 +7,8 @@
 //! g ≥ 1/4, e = (r − RTT_ref)/RTT_ref, and R ← δ(1 − w) + R(1 − β'·w·e). β' = 0.008 follows the
 //! paper; RTT_ref = 100 us is our default (set it to the fabric's target queueing RTT).
 
-use tracing::trace;
-
-use super::timely::RttGradient;
-use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
-use crate::time::{Duration, Instant};
+use super::timely::{RttController, RttRule};
+use super::Rate;
 
 crate::cc_params! {
     /// Patched TIMELY parameters.
@@ -53,36 +50,13 @@ impl Default for PatchedTimelyParams {
     }
 }
 
-/// Patched TIMELY for one QP.
+/// The patched rule: its parameters.
 #[derive(Clone, Debug)]
-pub struct PatchedTimely {
+pub struct PatchedRule {
     p: PatchedTimelyParams,
-    max: f64,
-    rc: f64,
-    grad: RttGradient,
-    metrics: CcMetrics,
 }
 
-impl PatchedTimely {
-    /// A controller starting at `line_rate`.
-    pub fn new(params: PatchedTimelyParams, line_rate: Rate) -> Self {
-        let max = line_rate.as_bps_f64();
-        let mut t = PatchedTimely {
-            p: params,
-            max,
-            rc: max,
-            grad: RttGradient::default(),
-            metrics: CcMetrics::default(),
-        };
-        t.refresh();
-        t
-    }
-
-    fn refresh(&mut self) {
-        self.metrics.rate = Rate::from_bps_f64(self.rc);
-        self.metrics.target_rate = self.metrics.rate;
-    }
-
+impl PatchedRule {
     /// The gradient weight w(g).
     fn weight(g: f64) -> f64 {
         if g <= -0.25 {
@@ -93,73 +67,41 @@ impl PatchedTimely {
             2.0 * g + 0.5
         }
     }
+}
 
-    fn on_rtt(&mut self, now: Instant, rtt: Duration) {
-        let r = rtt.as_nanos() as f64;
-        let us = 1e3;
-        let Some(g) = self
-            .grad
-            .update(r, self.p.ewma, f64::from(self.p.min_rtt) * us)
-        else {
-            return;
-        };
-        let old = self.rc;
+impl RttRule for PatchedRule {
+    const NAME: &'static str = "patched-timely";
+    fn ewma(&self) -> f64 {
+        self.p.ewma
+    }
+    fn min_rtt_ns(&self) -> f64 {
+        f64::from(self.p.min_rtt) * 1e3
+    }
+    fn min_rate_bps(&self) -> f64 {
+        f64::from(self.p.min_rate) * 1e6
+    }
+    fn next_rate(&mut self, rate: f64, r: f64, g: f64) -> f64 {
         let delta = f64::from(self.p.add_step) * 1e6;
-        let t_high = f64::from(self.p.t_high) * us;
-        if r < f64::from(self.p.t_low) * us {
-            self.rc += delta;
+        let t_high = f64::from(self.p.t_high) * 1e3;
+        if r < f64::from(self.p.t_low) * 1e3 {
+            rate + delta
         } else if r > t_high {
-            self.rc *= 1.0 - self.p.beta * (1.0 - t_high / r);
+            rate * (1.0 - self.p.beta * (1.0 - t_high / r))
         } else {
             let w = Self::weight(g);
-            let rtt_ref = (f64::from(self.p.rtt_ref) * us).max(1.0);
+            let rtt_ref = (f64::from(self.p.rtt_ref) * 1e3).max(1.0);
             let e = (r - rtt_ref) / rtt_ref;
-            self.rc = delta * (1.0 - w) + self.rc * (1.0 - self.p.beta_patch * w * e);
+            delta * (1.0 - w) + rate * (1.0 - self.p.beta_patch * w * e)
         }
-        let min = (f64::from(self.p.min_rate) * 1e6).min(self.max);
-        self.rc = clamp_rate(self.rc, min, self.max);
-        if self.rc < old {
-            self.metrics.rate_cuts += 1;
-        } else {
-            self.metrics.rate_increases += 1;
-        }
-        trace!(
-            t_ns = now.as_nanos(),
-            rtt_ns = r,
-            gradient = g,
-            rc_bps = self.rc,
-            "patched timely update"
-        );
-        self.refresh();
     }
 }
 
-impl CongestionControl for PatchedTimely {
-    fn name(&self) -> &'static str {
-        "patched-timely"
-    }
-    #[inline]
-    fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
-    fn on_ack(&mut self, now: Instant, _acked_bytes: u64, rtt: Option<Duration>) {
-        if let Some(rtt) = rtt {
-            self.on_rtt(now, rtt);
-        }
-    }
-    fn on_cnp(&mut self, _now: Instant) {
-        self.metrics.rp_cnp_ignored += 1;
-    }
-    fn on_loss(&mut self, _now: Instant) {}
-    fn handle_timeout(&mut self, _now: Instant) {}
-    #[inline]
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
-    }
-    #[inline]
-    fn metrics(&self) -> CcMetrics {
-        self.metrics
+/// Patched TIMELY for one QP.
+pub type PatchedTimely = RttController<PatchedRule>;
+
+impl PatchedTimely {
+    /// A controller starting at `line_rate`.
+    pub fn new(params: PatchedTimelyParams, line_rate: Rate) -> Self {
+        Self::with_rule(PatchedRule { p: params }, line_rate)
     }
 }

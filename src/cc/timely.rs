@@ -53,14 +53,14 @@ impl Default for TimelyParams {
 
 /// The filtered RTT gradient of Algorithm 1, shared by TIMELY and patched TIMELY.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RttGradient {
+struct RttGradient {
     prev: Option<f64>,
     diff: f64,
 }
 
 impl RttGradient {
     /// Feeds one RTT sample (ns); returns the normalized gradient once two samples were seen.
-    pub(crate) fn update(&mut self, rtt_ns: f64, ewma: f64, min_rtt_ns: f64) -> Option<f64> {
+    fn update(&mut self, rtt_ns: f64, ewma: f64, min_rtt_ns: f64) -> Option<f64> {
         let prev = self.prev.replace(rtt_ns)?;
         let a = ewma.clamp(0.0, 1.0);
         self.diff = (1.0 - a) * self.diff + a * (rtt_ns - prev);
@@ -68,95 +68,81 @@ impl RttGradient {
     }
 }
 
-/// TIMELY for one QP.
+/// The rate rule of an RTT-gradient controller: TIMELY's or the patched one.
+pub trait RttRule {
+    /// The controller's name.
+    const NAME: &'static str;
+    /// EWMA weight of the newest RTT difference.
+    fn ewma(&self) -> f64;
+    /// The RTT that normalizes the gradient, ns.
+    fn min_rtt_ns(&self) -> f64;
+    /// The rate floor, bits/s.
+    fn min_rate_bps(&self) -> f64;
+    /// The new rate (bits/s, before clamping) after RTT sample `rtt_ns` with normalized
+    /// `gradient`, from rate `rate`.
+    fn next_rate(&mut self, rate: f64, rtt_ns: f64, gradient: f64) -> f64;
+}
+
+/// A controller driven by the RTT samples ACKs carry; it ignores CNPs.
 #[derive(Clone, Debug)]
-pub struct Timely {
-    p: TimelyParams,
+pub struct RttController<R> {
+    rule: R,
     max: f64,
     rc: f64,
     grad: RttGradient,
-    inc_stage: u32,
     metrics: CcMetrics,
 }
 
-impl Timely {
-    /// A controller starting at `line_rate`.
-    pub fn new(params: TimelyParams, line_rate: Rate) -> Self {
+impl<R: RttRule> RttController<R> {
+    pub(crate) fn with_rule(rule: R, line_rate: Rate) -> Self {
         let max = line_rate.as_bps_f64();
-        let mut t = Timely {
-            p: params,
+        let rate = Rate::from_bps_f64(max);
+        RttController {
+            rule,
             max,
             rc: max,
             grad: RttGradient::default(),
-            inc_stage: 0,
-            metrics: CcMetrics::default(),
-        };
-        t.refresh();
-        t
-    }
-
-    fn refresh(&mut self) {
-        self.metrics.rate = Rate::from_bps_f64(self.rc);
-        self.metrics.target_rate = self.metrics.rate;
+            metrics: CcMetrics {
+                rate,
+                target_rate: rate,
+                ..CcMetrics::default()
+            },
+        }
     }
 
     fn on_rtt(&mut self, now: Instant, rtt: Duration) {
         let r = rtt.as_nanos() as f64;
-        let us = 1e3;
         let Some(gradient) = self
             .grad
-            .update(r, self.p.ewma, f64::from(self.p.min_rtt) * us)
+            .update(r, self.rule.ewma(), self.rule.min_rtt_ns())
         else {
             return;
         };
-        let min = (f64::from(self.p.min_rate) * 1e6).min(self.max);
-        let delta = f64::from(self.p.add_step) * 1e6;
-        let t_high = f64::from(self.p.t_high) * us;
-        let increase = if r < f64::from(self.p.t_low) * us {
-            Some(delta)
-        } else if r > t_high {
-            self.rc *= 1.0 - self.p.beta * (1.0 - t_high / r);
-            None
-        } else if gradient <= 0.0 {
-            let n = if self.inc_stage >= self.p.hai_n {
-                self.p.hai_n.max(1)
-            } else {
-                1
-            };
-            Some(f64::from(n) * delta)
+        let old = self.rc;
+        let min = self.rule.min_rate_bps().min(self.max);
+        self.rc = clamp_rate(self.rule.next_rate(self.rc, r, gradient), min, self.max);
+        if self.rc < old {
+            self.metrics.rate_cuts += 1;
         } else {
-            self.rc *= 1.0 - (self.p.beta * gradient).min(1.0);
-            None
-        };
-        match increase {
-            Some(step) => {
-                self.rc += step;
-                self.inc_stage = self.inc_stage.saturating_add(1);
-                self.metrics.rate_increases += 1;
-            }
-            None => {
-                self.inc_stage = 0;
-                self.metrics.rate_cuts += 1;
-            }
+            self.metrics.rate_increases += 1;
         }
-        self.rc = clamp_rate(self.rc, min, self.max);
         trace!(
             t_ns = now.as_nanos(),
             rtt_ns = r,
             gradient,
             rc_bps = self.rc,
-            "timely update"
+            name = R::NAME,
+            "rtt update"
         );
-        self.refresh();
+        self.metrics.rate = Rate::from_bps_f64(self.rc);
+        self.metrics.target_rate = self.metrics.rate;
     }
 }
 
-impl CongestionControl for Timely {
+impl<R: RttRule> CongestionControl for RttController<R> {
     fn name(&self) -> &'static str {
-        "timely"
+        R::NAME
     }
-    #[inline]
-    fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
     fn on_ack(&mut self, now: Instant, _acked_bytes: u64, rtt: Option<Duration>) {
         if let Some(rtt) = rtt {
             self.on_rtt(now, rtt);
@@ -165,18 +151,66 @@ impl CongestionControl for Timely {
     fn on_cnp(&mut self, _now: Instant) {
         self.metrics.rp_cnp_ignored += 1;
     }
-    fn on_loss(&mut self, _now: Instant) {}
-    fn handle_timeout(&mut self, _now: Instant) {}
-    #[inline]
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    #[inline]
-    fn rate(&self) -> Rate {
-        self.metrics.rate
-    }
     #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
+    }
+}
+
+/// TIMELY's rule: its parameters and the count of consecutive increases.
+#[derive(Clone, Debug)]
+pub struct TimelyRule {
+    p: TimelyParams,
+    inc_stage: u32,
+}
+
+impl RttRule for TimelyRule {
+    const NAME: &'static str = "timely";
+    fn ewma(&self) -> f64 {
+        self.p.ewma
+    }
+    fn min_rtt_ns(&self) -> f64 {
+        f64::from(self.p.min_rtt) * 1e3
+    }
+    fn min_rate_bps(&self) -> f64 {
+        f64::from(self.p.min_rate) * 1e6
+    }
+    fn next_rate(&mut self, rate: f64, r: f64, gradient: f64) -> f64 {
+        let delta = f64::from(self.p.add_step) * 1e6;
+        let t_high = f64::from(self.p.t_high) * 1e3;
+        let step = if r < f64::from(self.p.t_low) * 1e3 {
+            delta
+        } else if r > t_high {
+            self.inc_stage = 0;
+            return rate * (1.0 - self.p.beta * (1.0 - t_high / r));
+        } else if gradient <= 0.0 {
+            let n = if self.inc_stage >= self.p.hai_n {
+                self.p.hai_n.max(1)
+            } else {
+                1
+            };
+            f64::from(n) * delta
+        } else {
+            self.inc_stage = 0;
+            return rate * (1.0 - (self.p.beta * gradient).min(1.0));
+        };
+        self.inc_stage = self.inc_stage.saturating_add(1);
+        rate + step
+    }
+}
+
+/// TIMELY for one QP.
+pub type Timely = RttController<TimelyRule>;
+
+impl Timely {
+    /// A controller starting at `line_rate`.
+    pub fn new(params: TimelyParams, line_rate: Rate) -> Self {
+        Self::with_rule(
+            TimelyRule {
+                p: params,
+                inc_stage: 0,
+            },
+            line_rate,
+        )
     }
 }

@@ -7,44 +7,10 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::time::{Duration, Instant};
-
-/// The two ECN bits of the IP header (RFC 3168), same values as the wire layer's codepoint.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum Ecn {
-    /// Not ECN-capable (00).
-    NotEct,
-    /// ECN-capable transport (1) (01).
-    Ect1,
-    /// ECN-capable transport (0) (10): what RoCEv2 NICs send.
-    #[default]
-    Ect0,
-    /// Congestion experienced (11).
-    Ce,
-}
-
-impl Ecn {
-    /// The two-bit codepoint.
-    pub const fn bits(self) -> u8 {
-        match self {
-            Ecn::NotEct => 0b00,
-            Ecn::Ect1 => 0b01,
-            Ecn::Ect0 => 0b10,
-            Ecn::Ce => 0b11,
-        }
-    }
-    /// The codepoint of the low two bits of `tos`.
-    pub const fn from_bits(tos: u8) -> Ecn {
-        match tos & 0b11 {
-            0b00 => Ecn::NotEct,
-            0b01 => Ecn::Ect1,
-            0b10 => Ecn::Ect0,
-            _ => Ecn::Ce,
-        }
-    }
-}
+pub use crate::wire::Ecn;
 
 /// How our packets are marked on transmit (DSCP/ECN in the IP header, PCP in the 802.1Q tag).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EcnConfig {
     /// ECN codepoint of data packets (ECT(0) by default, as ConnectX sends).
     pub data_ecn: Ecn,
@@ -170,10 +136,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ecn_codepoints_round_trip_and_tos_bytes_match_nvidia_defaults() {
-        for e in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce] {
-            assert_eq!(Ecn::from_bits(e.bits()), e);
-        }
+    fn tos_bytes_match_nvidia_defaults() {
         let c = EcnConfig::default();
         assert_eq!(c.data_tos(), (26 << 2) | 0b10);
         assert_eq!(c.cnp_tos(), 48 << 2);

@@ -12,11 +12,15 @@
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
 //! - [`driver`]: the `Port` trait and its implementations.
+//! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
+//!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cc;
 pub mod driver;
+pub mod ecn;
 pub mod pcap;
 pub mod psn;
 pub mod time;

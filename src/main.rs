@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cli {
+    pub mod cc;
     pub mod pcap;
 }
 
@@ -23,11 +24,17 @@ enum Command {
     Pcap(cli::pcap::PcapCommand),
     /// Print the compile-time limits.
     Limits,
+    /// Congestion control: show a controller's parameters, replay a CNP script against it.
+    Cc {
+        #[command(subcommand)]
+        cmd: cli::cc::CcCommand,
+    },
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
+        Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

@@ -14,12 +14,16 @@
 //! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
 //! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
 //!   `Port`, reading time from a `Clock`.
+//! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
+//!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cc;
 pub mod clock;
 pub mod driver;
+pub mod ecn;
 pub mod pcap;
 pub mod psn;
 pub mod runtime;

@@ -27,7 +27,7 @@ pub struct CapturedFrame {
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
     /// The file could not be opened or created.
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}")]
     Open {
         /// The file.
         path: PathBuf,
@@ -50,7 +50,7 @@ pub enum CaptureError {
         frames: usize,
     },
     /// A record is malformed.
-    #[error("malformed capture record after frame {frames}: {source}")]
+    #[error("malformed capture record after frame {frames}")]
     Malformed {
         /// Frames read before the damage.
         frames: usize,
@@ -58,7 +58,7 @@ pub enum CaptureError {
         source: PcapError,
     },
     /// Writing failed.
-    #[error("cannot write capture: {0}")]
+    #[error("cannot write capture")]
     Write(#[source] PcapError),
 }
 

@@ -51,7 +51,7 @@ fn port_info_without_ports_explains_what_to_do() {
     let (ok, stdout, stderr) = roce(&["port", "info", "--eal", "--no-pci --log-level=1"]);
     assert!(!ok);
     assert!(stdout.contains("0 ports"), "{stdout}");
-    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error:")).collect();
+    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
     assert_eq!(error.len(), 1, "{stderr}");
     assert!(
         error[0].contains("--vdev=net_null0") && error[0].contains("-d /usr/lib"),

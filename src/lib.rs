@@ -12,11 +12,15 @@
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
 //! - [`driver`]: the `Port` trait and its implementations.
+//! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
+//! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp;
 pub mod driver;
+pub mod oob;
 pub mod pcap;
 pub mod psn;
 pub mod time;

@@ -54,7 +54,7 @@ FAILED=0
 
 log() { echo "[interop $(date -u +%H:%M:%S)] $*" >&2; }
 now() { date +%s.%N; }
-elapsed() { echo "$(now) - $1" | bc; }
+elapsed() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 record() { # record NAME STATUS DETAIL
     printf '%-22s %-8s %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY" >&2
     [ "$2" != FAIL ] || FAILED=1
@@ -182,7 +182,7 @@ s = [json.loads(l) for l in sys.stdin if l.strip().startswith("{")]
 s = [o for o in s if o.get("summary")]
 if not s: sys.exit("no summary from roce pcap check")
 s = s[-1]
-print(f"frames={s[\"frames\"]} roce={s[\"roce\"]} icrc_ok={s[\"icrc_ok\"]} icrc_bad={s[\"icrc_bad\"]} malformed={s[\"malformed\"]}")
+print("frames={frames} roce={roce} icrc_ok={icrc_ok} icrc_bad={icrc_bad} malformed={malformed}".format(**s))
 sys.exit(0 if s["roce"] >= need and s["icrc_bad"] == 0 and s["malformed"] == 0 and s["icrc_ok"] == s["roce"] else 1)
 ' "$2" && [ "$rc" = 0 ]
 }
@@ -197,7 +197,7 @@ rxe_pair_check() { # rxe_pair_check NAME PORT MIN_ROCE SERVER CLIENT
     fi
     stop_capture "$cap"
     if detail=$(pcap_clean "$name" "$3" 2>&1); then
-        record "$name" PASS "$detail ($(printf %.1f "$(elapsed "$t0")") s)"
+        record "$name" PASS "$detail ($(elapsed "$t0") s)"
     else
         record "$name" FAIL "roce pcap check: $detail"
     fi
@@ -255,7 +255,7 @@ check_roce_pingpong_client() {
     stop_capture "$cap"
     printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/roce_pingpong_client.log"
     if [ "$rrc" = 0 ] && [ "$src" = 0 ] && pcap_clean roce_pingpong_client 20 > /dev/null; then
-        record roce_pingpong_client PASS "$(printf %.1f "$(elapsed "$t0")") s"
+        record roce_pingpong_client PASS "$(elapsed "$t0") s"
     else
         record roce_pingpong_client FAIL "roce rc=$rrc guest rc=$src (logs/roce_pingpong_client.log)"
     fi

@@ -13,6 +13,7 @@
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
 //! - [`driver`]: the `Port` trait and its implementations.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
+//! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
 //! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@
 
 pub mod arp;
 pub mod driver;
+pub mod ndp;
 pub mod oob;
 pub mod pcap;
 pub mod psn;

@@ -49,20 +49,28 @@ fn replay_server(l: TcpListener, steps: Vec<(usize, Vec<u8>)>) -> thread::JoinHa
 
 #[test]
 fn pingpong_client_talks_to_a_replayed_rc_pingpong_server() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("rc_pingpong_send_64.pcap")), PINGPONG_PORT);
+    let (to_server, to_client) = streams(
+        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
+        PINGPONG_PORT,
+    );
     let (l, addr) = listener();
     let server = replay_server(l, vec![(52, to_client.clone()), (5, Vec::new())]);
     let mine = PingpongDest::decode(&to_server[..52]).unwrap();
     let theirs = tcp::pingpong_client(addr, &mine, short()).unwrap();
     assert_eq!(theirs, PingpongDest::decode(&to_client).unwrap());
-    assert_eq!(server.join().unwrap(), to_server, "we sent what ibv_rc_pingpong's client sent");
+    assert_eq!(
+        server.join().unwrap(),
+        to_server,
+        "we sent what ibv_rc_pingpong's client sent"
+    );
 }
 
 #[test]
 fn pingpong_server_and_client_agree_over_loopback() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("rc_pingpong_send_64.pcap")), PINGPONG_PORT);
+    let (to_server, to_client) = streams(
+        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
+        PINGPONG_PORT,
+    );
     let client_dest = PingpongDest::decode(&to_server[..52]).unwrap();
     let server_dest = PingpongDest::decode(&to_client).unwrap();
     let (l, addr) = listener();
@@ -72,13 +80,19 @@ fn pingpong_server_and_client_agree_over_loopback() {
             Ok::<_, String>(server_dest)
         })
     });
-    assert_eq!(tcp::pingpong_client(addr, &client_dest, short()).unwrap(), server_dest);
+    assert_eq!(
+        tcp::pingpong_client(addr, &client_dest, short()).unwrap(),
+        server_dest
+    );
     assert_eq!(server.join().unwrap().unwrap(), client_dest);
 }
 
 #[test]
 fn pingpong_server_reports_a_failed_qp_connect() {
-    let (to_server, _) = streams(&tcp_segments(&vector("rc_pingpong_send_64.pcap")), PINGPONG_PORT);
+    let (to_server, _) = streams(
+        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
+        PINGPONG_PORT,
+    );
     let (l, addr) = listener();
     let client = thread::spawn(move || {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -92,7 +106,10 @@ fn pingpong_server_reports_a_failed_qp_connect() {
         matches!(&err, ExchangeError::Local { step: "connect QP", reason } if reason.contains("ETIMEDOUT")),
         "{err}"
     );
-    assert!(client.join().unwrap().is_empty(), "nothing is sent after a failed connect");
+    assert!(
+        client.join().unwrap().is_empty(),
+        "nothing is sent after a failed connect"
+    );
 }
 
 #[test]
@@ -116,7 +133,9 @@ fn perftest_client_sends_exactly_what_ib_write_bw_sent() {
     let keys = PerftestDest::decode(up[4], true).unwrap();
     let report = BwReport::decode(&std::array::from_fn(|i| up[8 + i].try_into().unwrap()));
     let mut conn = PerftestConn::new(OobStream::connect(addr, short()).unwrap(), true);
-    let pre = conn.preamble(perftest::DEBIAN12_VERSION, SysData::default(), 1024).unwrap();
+    let pre = conn
+        .preamble(perftest::DEBIAN12_VERSION, SysData::default(), 1024)
+        .unwrap();
     assert_eq!((pre.remote_version.as_str(), pre.path_mtu), ("6.06", 1024));
     let remote = conn.hand_shake(&keys).unwrap();
     assert_eq!(remote, PerftestDest::decode(down[4], true).unwrap());
@@ -125,7 +144,11 @@ fn perftest_client_sends_exactly_what_ib_write_bw_sent() {
     }
     let _server_report = conn.xchg_bw_report(&report).unwrap();
     conn.close(&keys).unwrap();
-    assert_eq!(server.join().unwrap(), to_server, "byte for byte the ib_write_bw client stream");
+    assert_eq!(
+        server.join().unwrap(),
+        to_server,
+        "byte for byte the ib_write_bw client stream"
+    );
 }
 
 #[test]
@@ -155,13 +178,24 @@ fn perftest_refuses_old_peer_versions() {
     let _server = replay_server(l, vec![(16, perftest::encode_version("5.20").to_vec())]);
     let mut conn = PerftestConn::new(OobStream::connect(addr, short()).unwrap(), true);
     let err = conn.preamble("6.06", SysData::default(), 1024).unwrap_err();
-    assert!(matches!(err, ExchangeError::Local { step: "perftest version", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ExchangeError::Local {
+                step: "perftest version",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn verbs_peer_client_talks_to_a_replayed_pyverbs_server() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("verbs_imm_atomic.pcap")), VERBS_PEER_PORT);
+    let (to_server, to_client) = streams(
+        &tcp_segments(&vector("verbs_imm_atomic.pcap")),
+        VERBS_PEER_PORT,
+    );
     let line_end = to_server.iter().position(|&b| b == b'\n').unwrap() + 1;
     let (l, addr) = listener();
     let server = replay_server(l, vec![(line_end, to_client.clone()), (5, Vec::new())]);
@@ -180,10 +214,17 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
         thread::sleep(Duration::from_secs(2));
         drop(s);
     });
-    let mine = PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine =
+        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(
-        matches!(err, ExchangeError::Timeout { step: "read rc_pingpong dest", .. }),
+        matches!(
+            err,
+            ExchangeError::Timeout {
+                step: "read rc_pingpong dest",
+                ..
+            }
+        ),
         "{err}"
     );
     hold.join().unwrap();
@@ -193,10 +234,18 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
 fn peer_closing_early_is_reported_with_byte_counts() {
     let (l, addr) = listener();
     let _server = replay_server(l, vec![(52, b"0000:0000".to_vec())]);
-    let mine = PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine =
+        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(
-        matches!(err, ExchangeError::Closed { got: 9, expected: 52, .. }),
+        matches!(
+            err,
+            ExchangeError::Closed {
+                got: 9,
+                expected: 52,
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -205,7 +254,8 @@ fn peer_closing_early_is_reported_with_byte_counts() {
 fn refused_connect_and_absent_client_are_distinct_errors() {
     let (l, addr) = listener();
     drop(l);
-    let mine = PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine =
+        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(matches!(err, ExchangeError::Connect { .. }), "{err}");
     let (l, _) = listener();

@@ -19,9 +19,21 @@ fn gid(s: &str) -> Ipv6Addr {
 #[test]
 fn rc_pingpong_exchanges_decode_and_reencode_exactly() {
     let cases = [
-        ("rc_pingpong_send_64.pcap", "::ffff:198.18.0.12", "::ffff:198.18.0.11"),
-        ("rc_pingpong_send_8192_mtu1024.pcap", "::ffff:198.18.0.12", "::ffff:198.18.0.11"),
-        ("extra_rc_pingpong_1003_mtu256.pcap", "::ffff:198.18.0.12", "::ffff:198.18.0.11"),
+        (
+            "rc_pingpong_send_64.pcap",
+            "::ffff:198.18.0.12",
+            "::ffff:198.18.0.11",
+        ),
+        (
+            "rc_pingpong_send_8192_mtu1024.pcap",
+            "::ffff:198.18.0.12",
+            "::ffff:198.18.0.11",
+        ),
+        (
+            "extra_rc_pingpong_1003_mtu256.pcap",
+            "::ffff:198.18.0.12",
+            "::ffff:198.18.0.11",
+        ),
         ("v6_rc_pingpong_64.pcap", "2001:db8::12", "2001:db8::11"),
     ];
     for (file, client_gid, server_gid) in cases {
@@ -40,8 +52,10 @@ fn rc_pingpong_exchanges_decode_and_reencode_exactly() {
 
 #[test]
 fn rc_pingpong_64_has_the_readme_values() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("rc_pingpong_send_64.pcap")), PINGPONG_PORT);
+    let (to_server, to_client) = streams(
+        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
+        PINGPONG_PORT,
+    );
     let client = PingpongDest::decode(&to_server[..52]).unwrap();
     let server = PingpongDest::decode(&to_client[..52]).unwrap();
     assert_eq!((client.qpn, client.psn), (0x11, Psn::new(0x42f128)));
@@ -51,12 +65,28 @@ fn rc_pingpong_64_has_the_readme_values() {
 /// Walks one side of a perftest bandwidth test and checks every message; returns the keys and
 /// the report it carried.
 fn check_perftest_side(file: &str, msgs: &[&[u8]]) -> (PerftestDest, BwReport) {
-    assert_eq!(perftest::decode_version(msgs[0]).as_deref(), Ok(perftest::DEBIAN12_VERSION), "{file}");
-    assert_eq!(&perftest::encode_version(perftest::DEBIAN12_VERSION)[..], msgs[0], "{file}");
+    assert_eq!(
+        perftest::decode_version(msgs[0]).as_deref(),
+        Ok(perftest::DEBIAN12_VERSION),
+        "{file}"
+    );
+    assert_eq!(
+        &perftest::encode_version(perftest::DEBIAN12_VERSION)[..],
+        msgs[0],
+        "{file}"
+    );
     assert_eq!(perftest::decode_i32("cycle", msgs[1]), Ok(4096), "{file}");
-    assert_eq!(perftest::decode_i32("cache line", msgs[2]), Ok(64), "{file}");
+    assert_eq!(
+        perftest::decode_i32("cache line", msgs[2]),
+        Ok(64),
+        "{file}"
+    );
     assert_eq!(perftest::decode_mtu(msgs[3]), Ok(1024), "{file}");
-    assert_eq!(perftest::encode_mtu(1024).as_ref().map(|m| &m[..]), Some(msgs[3]), "{file}");
+    assert_eq!(
+        perftest::encode_mtu(1024).as_ref().map(|m| &m[..]),
+        Some(msgs[3]),
+        "{file}"
+    );
     let keys = PerftestDest::decode(msgs[4], true).unwrap_or_else(|e| panic!("{file}: {e}"));
     // Every hand shake repeats the same keys, and we write them identically.
     for &m in [msgs[4], msgs[5], msgs[6], msgs[7], msgs[13]].iter() {
@@ -82,7 +112,11 @@ fn perftest_bw_exchanges_follow_the_documented_sequence() {
         let (server, _) = check_perftest_side(file, &split(&to_client, &sizes));
         assert_eq!(client.gid, Some(gid("::ffff:198.18.0.12")), "{file}");
         assert_eq!(server.gid, Some(gid("::ffff:198.18.0.11")), "{file}");
-        assert_eq!((report.size, report.iters), (size, 5), "{file}: the client's report");
+        assert_eq!(
+            (report.size, report.iters),
+            (size, 5),
+            "{file}: the client's report"
+        );
         assert!(report.bw_avg > 0.0, "{file}");
     }
 }
@@ -118,6 +152,10 @@ fn verbs_peer_lines_decode_and_reencode_exactly() {
         assert_eq!(client.encode(), up[0], "{file}");
         assert_eq!(server.encode(), to_client, "{file}");
         assert_eq!(up[1], verbs_peer::DONE, "{file}");
-        assert_eq!(server.atomic_addr, server.addr + 16 * 1024, "{file}: pyverbs MR layout");
+        assert_eq!(
+            server.atomic_addr,
+            server.addr + 16 * 1024,
+            "{file}: pyverbs MR layout"
+        );
     }
 }

@@ -323,7 +323,10 @@ static LINUX_REPLY_A_TO_B: [u8; 42] = [
 fn answers_a_linux_request_exactly_as_linux_does() {
     let mut as_a = Resolver::new(Config::new(A_MAC, A_IP));
     as_a.handle_frame(t(0), &LINUX_REQUEST_B_FOR_A).unwrap();
-    assert_eq!(transmit(&mut as_a, t(0)).as_deref(), Some(&LINUX_REPLY_A_TO_B[..]));
+    assert_eq!(
+        transmit(&mut as_a, t(0)).as_deref(),
+        Some(&LINUX_REPLY_A_TO_B[..])
+    );
 }
 
 #[test]
@@ -332,7 +335,16 @@ fn resolves_through_a_linux_reply() {
     let b_ip = Ipv4Addr::new(198, 18, 0, 12);
     let mut as_b = Resolver::new(Config::new(b_mac, b_ip));
     assert_eq!(as_b.lookup(t(0), A_IP), Lookup::Pending);
-    assert_eq!(transmit(&mut as_b, t(0)).as_deref(), Some(&LINUX_REQUEST_B_FOR_A[..]));
+    assert_eq!(
+        transmit(&mut as_b, t(0)).as_deref(),
+        Some(&LINUX_REQUEST_B_FOR_A[..])
+    );
     as_b.handle_frame(t(2), &LINUX_REPLY_A_TO_B).unwrap();
-    assert_eq!(as_b.poll_event(), Some(Event::Resolved { ip: A_IP, mac: A_MAC }));
+    assert_eq!(
+        as_b.poll_event(),
+        Some(Event::Resolved {
+            ip: A_IP,
+            mac: A_MAC
+        })
+    );
 }

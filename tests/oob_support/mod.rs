@@ -1,9 +1,11 @@
 //! Shared by the oob and interop tests: TCP payloads out of a capture, through the wire layer's
-//! Ethernet and IPv4 views and a minimal TCP header skip (data offset only; no reassembly beyond
-//! concatenating each direction in capture order, which these short exchanges need).
+//! Ethernet and IPv4 views and a minimal TCP header skip (data offset and sequence number only:
+//! retransmitted bytes are dropped, each direction is concatenated in capture order; no
+//! reordering, which these short exchanges on one bridge do not need).
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 
@@ -30,29 +32,45 @@ pub struct Segment {
 /// Every TCP segment carrying data in `path`, in capture order.
 pub fn tcp_segments(path: &Path) -> Vec<Segment> {
     let mut out = Vec::new();
+    let mut next_seq: HashMap<(SocketAddrV4, SocketAddrV4), u32> = HashMap::new();
     for frame in CaptureReader::open(path).expect("capture opens") {
         let frame = frame.expect("capture record");
-        let Ok(eth) = ethernet::Frame::new_checked(&frame.data[..]) else { continue };
+        let Ok(eth) = ethernet::Frame::new_checked(&frame.data[..]) else {
+            continue;
+        };
         if eth.ethertype() != EtherType::Ipv4 {
             continue;
         }
-        let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else { continue };
+        let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else {
+            continue;
+        };
         if ip.protocol() != 6 {
             continue;
         }
         let tcp = ip.payload();
-        let Some(&offset_byte) = tcp.get(12) else { continue };
-        let header_len = usize::from(offset_byte >> 4) * 4;
-        let (Some(ports), Some(payload)) = (tcp.get(..4), tcp.get(header_len..)) else { continue };
-        if payload.is_empty() {
+        let Some(&offset_byte) = tcp.get(12) else {
             continue;
-        }
-        let src_port = u16::from_be_bytes([ports[0], ports[1]]);
-        let dst_port = u16::from_be_bytes([ports[2], ports[3]]);
+        };
+        let header_len = usize::from(offset_byte >> 4) * 4;
+        let (Some(head), Some(payload)) = (tcp.get(..8), tcp.get(header_len..)) else {
+            continue;
+        };
+        let src = SocketAddrV4::new(ip.src_addr(), u16::from_be_bytes([head[0], head[1]]));
+        let dst = SocketAddrV4::new(ip.dst_addr(), u16::from_be_bytes([head[2], head[3]]));
+        let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let expected = next_seq.entry((src, dst)).or_insert(seq);
+        // Bytes before `expected` were seen already (a retransmission); a seq beyond it is a
+        // gap in the capture, taken as is.
+        let behind = expected.wrapping_sub(seq);
+        let skip = if behind < 1 << 31 { behind as usize } else { 0 };
+        let Some(fresh) = payload.get(skip..).filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        *expected = seq.wrapping_add(payload.len() as u32);
         out.push(Segment {
-            src: SocketAddrV4::new(ip.src_addr(), src_port),
-            dst: SocketAddrV4::new(ip.dst_addr(), dst_port),
-            payload: payload.to_vec(),
+            src,
+            dst,
+            payload: fresh.to_vec(),
         });
     }
     out
@@ -78,12 +96,21 @@ pub fn split<'a>(stream: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
     let mut rest = stream;
     let mut out = Vec::new();
     for &n in sizes {
-        assert!(rest.len() >= n, "stream ends early: need {n}, have {}", rest.len());
+        assert!(
+            rest.len() >= n,
+            "stream ends early: need {n}, have {}",
+            rest.len()
+        );
         let (head, tail) = rest.split_at(n);
         out.push(head);
         rest = tail;
     }
-    assert!(rest.is_empty(), "{} bytes left over: {:?}", rest.len(), rest);
+    assert!(
+        rest.is_empty(),
+        "{} bytes left over: {:?}",
+        rest.len(),
+        rest
+    );
     out
 }
 

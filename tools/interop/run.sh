@@ -20,6 +20,8 @@
 #   rxe_write_bw          ib_write_bw a <-> b; `roce pcap check` is clean
 #   rxe_verbs_peer        rc_verbs_peer.py a <-> b (SEND/WRITE with imm, atomics); pcap clean
 #   arp_capture           the guests' ARP frames on br-rxe (pcaps/arp.pcap) for tests/interop_rxe.rs
+#   ndp_capture           IPv6 neighbour solicitation/advertisement between the guests
+#                         (pcaps/ndp.pcap; guests get 2001:db8::11 and ::12)
 #   roce_pingpong_client  PENDING until `roce pingpong` exists: roce (DPDK port on br-rxe) as
 #                         client of ibv_rc_pingpong on guest a   -> see LEAD section below
 #   roce_pingpong_server  PENDING: ibv_rc_pingpong on guest a as client of roce
@@ -41,7 +43,7 @@ export NS=${NS:-roce-interop}
 export SHARE=${SHARE:-/var/tmp/roce-interop-share}
 export OUT=${OUT:-/var/tmp/rxe-guest}
 RESULTS=${RESULTS:-$REPO/target/interop/$(date -u +%Y%m%dT%H%M%SZ)}
-CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture roce_pingpong_client roce_pingpong_server roce_write_bw"}
+CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture roce_pingpong_client roce_pingpong_server roce_write_bw"}
 GUESTS="a b"
 
 mkdir -p "$RESULTS/pcaps" "$RESULTS/logs"
@@ -230,6 +232,17 @@ check_arp_capture() {
     if [ "$n" -ge 2 ]; then record arp_capture PASS "$n ARP frames"; else record arp_capture FAIL "$n ARP frames"; fi
 }
 
+check_ndp_capture() {
+    start_capture ndp 'icmp6 and (ip6[40] == 135 or ip6[40] == 136)'
+    local cap=$CAPTURE_PID
+    rg exec a 'ip -6 addr replace 2001:db8::11/64 dev eth0 nodad' > /dev/null
+    rg exec b 'ip -6 addr replace 2001:db8::12/64 dev eth0 nodad; ip -6 neigh flush dev eth0; ping -6 -c 1 -W 3 2001:db8::11' \
+        > "$RESULTS/logs/ndp.log" 2>&1
+    stop_capture "$cap"
+    local n; n=$(tcpdump -r "$RESULTS/pcaps/ndp.pcap" 2>/dev/null | wc -l)
+    if [ "$n" -ge 2 ]; then record ndp_capture PASS "$n NS/NA frames"; else record ndp_capture FAIL "$n NS/NA frames"; fi
+}
+
 # ==== LEAD: fill in when `roce pingpong` / `roce perf` exist ================================
 # roce_attach_port: how roce joins br-rxe. Run roce inside the namespace on veth-host (which is
 # already a bridge port, without a kernel IP), with address 198.18.0.2 and its own MAC; roce
@@ -284,4 +297,6 @@ main() {
     log "summary:"; cat "$SUMMARY" >&2
     [ "$FAILED" = 0 ]
 }
-main "$@"
+# On one line, so bash has read the whole file before anything runs (editing the script during
+# a run cannot change what the running shell executes next).
+main "$@"; exit $?

@@ -15,14 +15,13 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oob_support::{perftest_bw_sizes, split, streams, tcp_segments};
+use oob_support::{capture_streams, frames, perftest_bw_sizes, split};
 use roce::arp::{self, Config, Operation, Resolver};
 use roce::ndp;
 use roce::oob::perftest::PerftestDest;
 use roce::oob::pingpong::{self, PingpongDest};
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
-use roce::pcap::CaptureReader;
 use roce::time::Instant;
 use roce::wire::EthernetAddress;
 
@@ -44,7 +43,7 @@ fn run_interop(results: &Path) {
 }
 
 fn check_pingpong_capture(pcap: &Path) {
-    let (up, down) = streams(&tcp_segments(pcap), PINGPONG_PORT);
+    let (up, down) = capture_streams(pcap, PINGPONG_PORT);
     let up = split(&up, &[pingpong::MESSAGE_LEN, pingpong::DONE.len()]);
     let client = PingpongDest::decode(up[0]).expect("client message");
     let server = PingpongDest::decode(&down).expect("server message");
@@ -57,7 +56,7 @@ fn check_pingpong_capture(pcap: &Path) {
 }
 
 fn check_write_bw_capture(pcap: &Path) {
-    let (up, down) = streams(&tcp_segments(pcap), PINGPONG_PORT);
+    let (up, down) = capture_streams(pcap, PINGPONG_PORT);
     for stream in [&up, &down] {
         let msgs = split(stream, &perftest_bw_sizes());
         let keys = PerftestDest::decode(msgs[4], true).expect("perftest keys");
@@ -66,7 +65,7 @@ fn check_write_bw_capture(pcap: &Path) {
 }
 
 fn check_verbs_peer_capture(pcap: &Path) {
-    let (up, down) = streams(&tcp_segments(pcap), VERBS_PEER_PORT);
+    let (up, down) = capture_streams(pcap, VERBS_PEER_PORT);
     let end = up.iter().position(|&b| b == b'\n').expect("client line") + 1;
     let client = VerbsPeerInfo::decode(&up[..end]).expect("client line");
     assert_eq!(client.encode(), &up[..end]);
@@ -79,33 +78,22 @@ fn check_verbs_peer_capture(pcap: &Path) {
 /// Guest a's (Linux's) answer to guest b's request is what our resolver, configured as a,
 /// answers to the same request.
 fn check_arp_capture(pcap: &Path) {
-    let frames: Vec<Vec<u8>> = CaptureReader::open(pcap)
-        .expect("arp.pcap")
-        .map(|f| f.expect("record").data)
-        .collect();
+    let frames = frames(pcap);
     let a_ip = Ipv4Addr::new(198, 18, 0, 11);
     let b_ip = Ipv4Addr::new(198, 18, 0, 12);
     let a_mac = EthernetAddress([0x52, 0x54, 0x00, 0x12, 0x00, 0x11]);
-    let parsed: Vec<_> = frames
-        .iter()
-        .map(|f| arp::parse_frame(f).expect("ARP frame"))
-        .collect();
-    let request = frames
-        .iter()
-        .zip(&parsed)
-        .find(|(_, (_, a))| {
-            a.operation == Operation::Request && a.sender_ip == b_ip && a.target_ip == a_ip
-        })
-        .map(|(f, _)| f)
-        .expect("b asks for a");
-    let reply = frames
-        .iter()
-        .zip(&parsed)
-        .find(|(_, (_, a))| {
-            a.operation == Operation::Reply && a.sender_ip == a_ip && a.target_ip == b_ip
-        })
-        .map(|(f, _)| f)
-        .expect("a answers b");
+    let find = |op: Operation, sender: Ipv4Addr, target: Ipv4Addr| {
+        frames
+            .iter()
+            .find(|f| {
+                arp::parse_frame(f).is_ok_and(|(_, a)| {
+                    a.operation == op && a.sender_ip == sender && a.target_ip == target
+                })
+            })
+            .expect("ARP frame in arp.pcap")
+    };
+    let request = find(Operation::Request, b_ip, a_ip);
+    let reply = find(Operation::Reply, a_ip, b_ip);
     let mut resolver = Resolver::new(Config::new(a_mac, a_ip));
     resolver
         .handle_frame(Instant::ZERO, request)
@@ -125,10 +113,7 @@ fn check_arp_capture(pcap: &Path) {
 /// Guest b's solicitation is what our responder, as b, sends; guest a's advertisement is what
 /// our responder, as a, answers.
 fn check_ndp_capture(pcap: &Path) {
-    let frames: Vec<Vec<u8>> = CaptureReader::open(pcap)
-        .expect("ndp.pcap")
-        .map(|f| f.expect("record").data)
-        .collect();
+    let frames = frames(pcap);
     let a_ip: Ipv6Addr = "2001:db8::11".parse().unwrap();
     let b_ip: Ipv6Addr = "2001:db8::12".parse().unwrap();
     let a_mac = EthernetAddress([0x52, 0x54, 0x00, 0x12, 0x00, 0x11]);

@@ -9,7 +9,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use oob_support::{perftest_bw_sizes, split, streams, tcp_segments, vector};
+use oob_support::{capture_streams, perftest_bw_sizes, split, vector};
 use roce::oob::perftest::{self, BwReport, PerftestDest, SysData};
 use roce::oob::pingpong::PingpongDest;
 use roce::oob::tcp::{self, ExchangeError, OobStream, PerftestConn, Timeouts};
@@ -49,10 +49,8 @@ fn replay_server(l: TcpListener, steps: Vec<(usize, Vec<u8>)>) -> thread::JoinHa
 
 #[test]
 fn pingpong_client_talks_to_a_replayed_rc_pingpong_server() {
-    let (to_server, to_client) = streams(
-        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
-        PINGPONG_PORT,
-    );
+    let (to_server, to_client) =
+        capture_streams(&vector("rc_pingpong_send_64.pcap"), PINGPONG_PORT);
     let (l, addr) = listener();
     let server = replay_server(l, vec![(52, to_client.clone()), (5, Vec::new())]);
     let mine = PingpongDest::decode(&to_server[..52]).unwrap();
@@ -67,10 +65,8 @@ fn pingpong_client_talks_to_a_replayed_rc_pingpong_server() {
 
 #[test]
 fn pingpong_server_and_client_agree_over_loopback() {
-    let (to_server, to_client) = streams(
-        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
-        PINGPONG_PORT,
-    );
+    let (to_server, to_client) =
+        capture_streams(&vector("rc_pingpong_send_64.pcap"), PINGPONG_PORT);
     let client_dest = PingpongDest::decode(&to_server[..52]).unwrap();
     let server_dest = PingpongDest::decode(&to_client).unwrap();
     let (l, addr) = listener();
@@ -89,10 +85,7 @@ fn pingpong_server_and_client_agree_over_loopback() {
 
 #[test]
 fn pingpong_server_reports_a_failed_qp_connect() {
-    let (to_server, _) = streams(
-        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
-        PINGPONG_PORT,
-    );
+    let (to_server, _) = capture_streams(&vector("rc_pingpong_send_64.pcap"), PINGPONG_PORT);
     let (l, addr) = listener();
     let client = thread::spawn(move || {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -114,8 +107,7 @@ fn pingpong_server_reports_a_failed_qp_connect() {
 
 #[test]
 fn perftest_client_sends_exactly_what_ib_write_bw_sent() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("ib_write_bw_64.pcap")), PINGPONG_PORT);
+    let (to_server, to_client) = capture_streams(&vector("ib_write_bw_64.pcap"), PINGPONG_PORT);
     let sizes = perftest_bw_sizes();
     let up = split(&to_server, &sizes);
     let down = split(&to_client, &sizes);
@@ -153,8 +145,7 @@ fn perftest_client_sends_exactly_what_ib_write_bw_sent() {
 
 #[test]
 fn perftest_server_and_client_agree_over_loopback() {
-    let (to_server, to_client) =
-        streams(&tcp_segments(&vector("ib_write_bw_64.pcap")), PINGPONG_PORT);
+    let (to_server, to_client) = capture_streams(&vector("ib_write_bw_64.pcap"), PINGPONG_PORT);
     let sizes = perftest_bw_sizes();
     let client_keys = PerftestDest::decode(split(&to_server, &sizes)[4], true).unwrap();
     let server_keys = PerftestDest::decode(split(&to_client, &sizes)[4], true).unwrap();
@@ -192,10 +183,7 @@ fn perftest_refuses_old_peer_versions() {
 
 #[test]
 fn verbs_peer_client_talks_to_a_replayed_pyverbs_server() {
-    let (to_server, to_client) = streams(
-        &tcp_segments(&vector("verbs_imm_atomic.pcap")),
-        VERBS_PEER_PORT,
-    );
+    let (to_server, to_client) = capture_streams(&vector("verbs_imm_atomic.pcap"), VERBS_PEER_PORT);
     let line_end = to_server.iter().position(|&b| b == b'\n').unwrap() + 1;
     let (l, addr) = listener();
     let server = replay_server(l, vec![(line_end, to_client.clone()), (5, Vec::new())]);
@@ -209,9 +197,11 @@ fn verbs_peer_client_talks_to_a_replayed_pyverbs_server() {
 #[test]
 fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
     let (l, addr) = listener();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let hold = thread::spawn(move || {
         let (s, _) = l.accept().unwrap();
-        thread::sleep(Duration::from_secs(2));
+        // Stay connected and silent until the client has given up.
+        let _ = done_rx.recv_timeout(Duration::from_secs(10));
         drop(s);
     });
     let mine =
@@ -227,6 +217,7 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
         ),
         "{err}"
     );
+    done_tx.send(()).unwrap();
     hold.join().unwrap();
 }
 

@@ -5,7 +5,7 @@ mod oob_support;
 
 use std::net::Ipv6Addr;
 
-use oob_support::{perftest_bw_sizes, split, streams, tcp_segments, vector};
+use oob_support::{capture_streams, perftest_bw_sizes, split, vector};
 use roce::oob::perftest::{self, BwReport, PerftestDest};
 use roce::oob::pingpong::{self, PingpongDest};
 use roce::oob::verbs_peer::{self, VerbsPeerInfo};
@@ -37,7 +37,7 @@ fn rc_pingpong_exchanges_decode_and_reencode_exactly() {
         ("v6_rc_pingpong_64.pcap", "2001:db8::12", "2001:db8::11"),
     ];
     for (file, client_gid, server_gid) in cases {
-        let (to_server, to_client) = streams(&tcp_segments(&vector(file)), PINGPONG_PORT);
+        let (to_server, to_client) = capture_streams(&vector(file), PINGPONG_PORT);
         let up = split(&to_server, &[pingpong::MESSAGE_LEN, pingpong::DONE.len()]);
         let down = split(&to_client, &[pingpong::MESSAGE_LEN]);
         let client = PingpongDest::decode(up[0]).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -52,10 +52,8 @@ fn rc_pingpong_exchanges_decode_and_reencode_exactly() {
 
 #[test]
 fn rc_pingpong_64_has_the_readme_values() {
-    let (to_server, to_client) = streams(
-        &tcp_segments(&vector("rc_pingpong_send_64.pcap")),
-        PINGPONG_PORT,
-    );
+    let (to_server, to_client) =
+        capture_streams(&vector("rc_pingpong_send_64.pcap"), PINGPONG_PORT);
     let client = PingpongDest::decode(&to_server[..52]).unwrap();
     let server = PingpongDest::decode(&to_client[..52]).unwrap();
     assert_eq!((client.qpn, client.psn), (0x11, Psn::new(0x42f128)));
@@ -106,7 +104,7 @@ fn perftest_bw_exchanges_follow_the_documented_sequence() {
         ("ib_write_bw_8192_mtu1024.pcap", 8192),
         ("ib_read_bw_8192_mtu1024.pcap", 8192),
     ] {
-        let (to_server, to_client) = streams(&tcp_segments(&vector(file)), PINGPONG_PORT);
+        let (to_server, to_client) = capture_streams(&vector(file), PINGPONG_PORT);
         let sizes = perftest_bw_sizes();
         let (client, report) = check_perftest_side(file, &split(&to_server, &sizes));
         let (server, _) = check_perftest_side(file, &split(&to_client, &sizes));
@@ -123,7 +121,7 @@ fn perftest_bw_exchanges_follow_the_documented_sequence() {
 
 #[test]
 fn perftest_write_bw_64_keys_match_capture() {
-    let (to_server, _) = streams(&tcp_segments(&vector("ib_write_bw_64.pcap")), PINGPONG_PORT);
+    let (to_server, _) = capture_streams(&vector("ib_write_bw_64.pcap"), PINGPONG_PORT);
     let msgs = split(&to_server, &perftest_bw_sizes());
     let keys = PerftestDest::decode(msgs[4], true).unwrap();
     assert_eq!(
@@ -144,7 +142,7 @@ fn perftest_write_bw_64_keys_match_capture() {
 #[test]
 fn verbs_peer_lines_decode_and_reencode_exactly() {
     for file in ["verbs_imm_atomic.pcap", "host_peer_to_guest.pcap"] {
-        let (to_server, to_client) = streams(&tcp_segments(&vector(file)), VERBS_PEER_PORT);
+        let (to_server, to_client) = capture_streams(&vector(file), VERBS_PEER_PORT);
         let line_end = to_server.iter().position(|&b| b == b'\n').unwrap() + 1;
         let up = split(&to_server, &[line_end, verbs_peer::DONE.len()]);
         let client = VerbsPeerInfo::decode(up[0]).unwrap_or_else(|e| panic!("{file}: {e}"));

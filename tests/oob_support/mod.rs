@@ -91,6 +91,19 @@ pub fn streams(segments: &[Segment], server_port: u16) -> (Vec<u8>, Vec<u8>) {
     (to_server, to_client)
 }
 
+/// Both directions of the connection to `server_port` in the capture at `path`.
+pub fn capture_streams(path: &Path, server_port: u16) -> (Vec<u8>, Vec<u8>) {
+    streams(&tcp_segments(path), server_port)
+}
+
+/// Every frame of the capture at `path`.
+pub fn frames(path: &Path) -> Vec<Vec<u8>> {
+    CaptureReader::open(path)
+        .expect("capture opens")
+        .map(|f| f.expect("capture record").data)
+        .collect()
+}
+
 /// Splits a stream into messages of the given sizes; panics unless they cover it exactly.
 pub fn split<'a>(stream: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
     let mut rest = stream;

@@ -128,7 +128,13 @@ setup_roce() {
 boot_guests() {
     rg up > "$RESULTS/logs/netns.log" 2>&1
     local t0 g; t0=$(now)
-    for g in $GUESTS; do rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1; done
+    for g in $GUESTS; do
+        if ! rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1; then
+            record guest_boot FAIL "qemu could not start guest $g:"
+            tail -5 "$RESULTS/logs/netns.log" | sed 's/^/    /' | tee -a "$SUMMARY" >&2
+            exit 2
+        fi
+    done
     for g in $GUESTS; do
         if ! rg wait "$g" >> "$RESULTS/logs/netns.log" 2>&1; then
             record guest_boot FAIL "guest $g not ready; console tail:"

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cli {
+    pub mod oob;
     pub mod pcap;
 }
 
@@ -21,6 +22,9 @@ enum Command {
     /// Check and explain packet captures.
     #[command(subcommand)]
     Pcap(cli::pcap::PcapCommand),
+    /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
+    #[command(subcommand)]
+    Oob(cli::oob::OobCommand),
     /// Print the compile-time limits.
     Limits,
 }
@@ -28,6 +32,7 @@ enum Command {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
+        Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

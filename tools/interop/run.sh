@@ -22,6 +22,14 @@
 #   arp_capture           the guests' ARP frames on br-rxe (pcaps/arp.pcap) for tests/interop_rxe.rs
 #   ndp_capture           IPv6 neighbour solicitation/advertisement between the guests
 #                         (pcaps/ndp.pcap; guests get 2001:db8::11 and ::12)
+#   oob_pingpong_client   `roce oob pingpong-client` (roce's TCP exchange, no QP) against
+#                         ibv_rc_pingpong on a: a prints our QPN/PSN/GID as its remote
+#   oob_pingpong_server   ibv_rc_pingpong on b as client of `roce oob pingpong-server`
+#   oob_perftest_client   `roce oob perftest-client` against ib_write_bw on a: the server
+#                         completes its whole exchange (preamble, keys, report, done), rc 0
+#   oob_verbs_peer_client `roce oob verbs-peer-client` against rc_verbs_peer.py on a, rc 0
+#                         (the oob_* checks pre-seed the guests' neighbour entry for
+#                         198.18.0.2 with a dummy MAC: nothing answers ARP for it yet)
 #   roce_pingpong_client  PENDING until `roce pingpong` exists: roce (DPDK port on br-rxe) as
 #                         client of ibv_rc_pingpong on guest a   -> see LEAD section below
 #   roce_pingpong_server  PENDING: ibv_rc_pingpong on guest a as client of roce
@@ -43,7 +51,7 @@ export NS=${NS:-roce-interop}
 export SHARE=${SHARE:-/var/tmp/roce-interop-share}
 export OUT=${OUT:-/var/tmp/rxe-guest}
 RESULTS=${RESULTS:-$REPO/target/interop/$(date -u +%Y%m%dT%H%M%SZ)}
-CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture roce_pingpong_client roce_pingpong_server roce_write_bw"}
+CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture oob_pingpong_client oob_pingpong_server oob_perftest_client oob_verbs_peer_client roce_pingpong_client roce_pingpong_server roce_write_bw"}
 GUESTS="a b"
 
 mkdir -p "$RESULTS/pcaps" "$RESULTS/logs"
@@ -247,6 +255,68 @@ check_ndp_capture() {
     stop_capture "$cap"
     local n; n=$(tcpdump -r "$RESULTS/pcaps/ndp.pcap" 2>/dev/null | wc -l)
     if [ "$n" -ge 2 ]; then record ndp_capture PASS "$n NS/NA frames"; else record ndp_capture FAIL "$n NS/NA frames"; fi
+}
+
+# ---- roce's own TCP exchange (roce::oob) against the real tools; no QP on our side ----------
+OOB_MINE="QPN 0x000abc, PSN 0x123456, GID ::ffff:198.18.0.2"
+seed_neigh() { rg exec "$1" 'ip neigh replace 198.18.0.2 lladdr 02:00:00:00:00:02 dev eth0 nud permanent' > /dev/null; }
+
+oob_vs_guest_server() { # NAME PORT 'server cmd on a' GREP_IN_SERVER_OUTPUT|'' roce oob ARGS...
+    local name=$1 port=$2 srv=$3 want=$4 t0 sid out rrc sout src; shift 4
+    t0=$(now)
+    seed_neigh a
+    start_capture "$name" "tcp port $port or udp port 4791"
+    local cap=$CAPTURE_PID
+    sid=$(rg bg a "$srv")
+    wait_listen a "$port" > /dev/null || { stop_capture "$cap"; record "$name" FAIL "server never listened"; return; }
+    out=$(ip netns exec "$NS" timeout 60 "$ROCE_BIN" oob "$@" 2>&1); rrc=$?
+    sout=$(rg result a "$sid"); src=$?
+    stop_capture "$cap"
+    printf '# roce oob %s (rc=%s)\n%s\n# guest a (rc=%s): %s\n%s\n' "$*" "$rrc" "$out" "$src" "$srv" "$sout" \
+        > "$RESULTS/logs/$name.log"
+    if [ "$rrc" != 0 ]; then record "$name" FAIL "roce oob rc=$rrc: $out"; return; fi
+    if [ -n "$want" ]; then
+        echo "$sout" | grep -qF "$want" || { record "$name" FAIL "guest did not see our data (logs/$name.log)"; return; }
+    elif [ "$src" != 0 ]; then
+        record "$name" FAIL "guest tool rc=$src (logs/$name.log)"; return
+    fi
+    record "$name" PASS "peer: $out ($(elapsed "$t0") s)"
+}
+check_oob_pingpong_client() {
+    # The server waits for a SEND that never comes after the exchange: timeout ends it.
+    oob_vs_guest_server oob_pingpong_client 18515 'timeout 15 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1' \
+        "remote address: LID 0x0000, $OOB_MINE" pingpong-client 198.18.0.11:18515
+}
+check_oob_perftest_client() {
+    oob_vs_guest_server oob_perftest_client 18515 'ib_write_bw -d rxe0 -x 1 -F -s 64 -n 5' "" \
+        perftest-client 198.18.0.11:18515
+}
+check_oob_verbs_peer_client() {
+    oob_vs_guest_server oob_verbs_peer_client 18516 'python3 /mnt/host/rc_verbs_peer.py server' "" \
+        verbs-peer-client 198.18.0.11:18516
+}
+check_oob_pingpong_server() {
+    local name=oob_pingpong_server t0 pid out rrc cout
+    t0=$(now)
+    seed_neigh b
+    start_capture "$name" "tcp port 18515 or udp port 4791"
+    local cap=$CAPTURE_PID
+    ip netns exec "$NS" timeout 60 "$ROCE_BIN" oob pingpong-server --listen 198.18.0.1:18515 \
+        > "$RESULTS/logs/$name.roce" 2>&1 &
+    pid=$!
+    BG_PIDS+=("$pid")
+    sleep 1
+    # The client's SENDs go unanswered after the exchange (no QP here): its rc is not ours.
+    cout=$(rg exec b 'timeout 20 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1 198.18.0.1' 2>&1)
+    wait "$pid"; rrc=$?
+    stop_capture "$cap"
+    out=$(cat "$RESULTS/logs/$name.roce")
+    printf '# roce oob pingpong-server (rc=%s)\n%s\n# guest b\n%s\n' "$rrc" "$out" "$cout" > "$RESULTS/logs/$name.log"
+    if [ "$rrc" = 0 ] && echo "$cout" | grep -qF "remote address: LID 0x0000, $OOB_MINE"; then
+        record "$name" PASS "peer: $out ($(elapsed "$t0") s)"
+    else
+        record "$name" FAIL "roce rc=$rrc (logs/$name.log)"
+    fi
 }
 
 # ==== LEAD: fill in when `roce pingpong` / `roce perf` exist ================================

@@ -283,8 +283,9 @@ oob_vs_guest_server() { # NAME PORT 'server cmd on a' GREP_IN_SERVER_OUTPUT|'' r
     record "$name" PASS "peer: $out ($(elapsed "$t0") s)"
 }
 check_oob_pingpong_client() {
-    # The server waits for a SEND that never comes after the exchange: timeout ends it.
-    oob_vs_guest_server oob_pingpong_client 18515 'timeout 15 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1' \
+    # The server waits for a SEND that never comes after the exchange: timeout ends it (and
+    # stdbuf keeps its output, which a killed process would otherwise lose in its buffer).
+    oob_vs_guest_server oob_pingpong_client 18515 'timeout 15 stdbuf -oL ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1' \
         "remote address: LID 0x0000, $OOB_MINE" pingpong-client 198.18.0.11:18515
 }
 check_oob_perftest_client() {
@@ -307,7 +308,7 @@ check_oob_pingpong_server() {
     BG_PIDS+=("$pid")
     sleep 1
     # The client's SENDs go unanswered after the exchange (no QP here): its rc is not ours.
-    cout=$(rg exec b 'timeout 20 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1 198.18.0.1' 2>&1)
+    cout=$(rg exec b 'timeout 20 stdbuf -oL ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1 198.18.0.1' 2>&1)
     wait "$pid"; rrc=$?
     stop_capture "$cap"
     out=$(cat "$RESULTS/logs/$name.roce")

@@ -24,6 +24,11 @@ fn short() -> Timeouts {
     }
 }
 
+/// Guest b's data as ibv_rc_pingpong sent it (rc_pingpong_send_64.pcap).
+fn guest_b() -> PingpongDest {
+    PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap()
+}
+
 fn listener() -> (TcpListener, SocketAddr) {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let addr = l.local_addr().unwrap();
@@ -204,8 +209,7 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
         let _ = done_rx.recv_timeout(Duration::from_secs(10));
         drop(s);
     });
-    let mine =
-        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine = guest_b();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(
         matches!(
@@ -225,8 +229,7 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
 fn peer_closing_early_is_reported_with_byte_counts() {
     let (l, addr) = listener();
     let _server = replay_server(l, vec![(52, b"0000:0000".to_vec())]);
-    let mine =
-        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine = guest_b();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(
         matches!(
@@ -245,8 +248,7 @@ fn peer_closing_early_is_reported_with_byte_counts() {
 fn refused_connect_and_absent_client_are_distinct_errors() {
     let (l, addr) = listener();
     drop(l);
-    let mine =
-        PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap();
+    let mine = guest_b();
     let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
     assert!(matches!(err, ExchangeError::Connect { .. }), "{err}");
     let (l, _) = listener();

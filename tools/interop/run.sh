@@ -133,22 +133,22 @@ setup_roce() {
     [ -x "$ROCE_BIN" ] || { log "no roce binary at $ROCE_BIN"; exit 3; }
 }
 
+boot_failed() { # boot_failed REASON FILE LINES: record, show the file's tail, stop the run
+    record guest_boot FAIL "$1"
+    tail -"$3" "$2" | sed 's/^/    /' | tee -a "$SUMMARY" >&2
+    exit 2
+}
+
 boot_guests() {
     rg up > "$RESULTS/logs/netns.log" 2>&1
     local t0 g; t0=$(now)
     for g in $GUESTS; do
-        if ! rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1; then
-            record guest_boot FAIL "qemu could not start guest $g:"
-            tail -5 "$RESULTS/logs/netns.log" | sed 's/^/    /' | tee -a "$SUMMARY" >&2
-            exit 2
-        fi
+        rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1 \
+            || boot_failed "qemu could not start guest $g:" "$RESULTS/logs/netns.log" 5
     done
     for g in $GUESTS; do
-        if ! rg wait "$g" >> "$RESULTS/logs/netns.log" 2>&1; then
-            record guest_boot FAIL "guest $g not ready; console tail:"
-            tail -20 "$SHARE/$g.console" | sed 's/^/    /' | tee -a "$SUMMARY" >&2
-            exit 2
-        fi
+        rg wait "$g" >> "$RESULTS/logs/netns.log" 2>&1 \
+            || boot_failed "guest $g not ready; console tail:" "$SHARE/$g.console" 20
     done
     local s; s=$(elapsed "$t0")
     echo "boot_two_guests_s $s" >> "$TIMINGS"

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    pub mod oob;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod port;
@@ -24,6 +25,9 @@ enum Command {
     /// Check and explain packet captures.
     #[command(subcommand)]
     Pcap(cli::pcap::PcapCommand),
+    /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
+    #[command(subcommand)]
+    Oob(cli::oob::OobCommand),
     /// Print the compile-time limits.
     Limits,
     /// Inspect DPDK ports.
@@ -41,6 +45,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
         Command::Cc { cmd } => cli::cc::run(cmd)?,
+        Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

@@ -30,6 +30,9 @@ pub struct EalConfig {
     pub auto_pmd_dir: bool,
     /// Add `-l 0` when no core list is given (default true).
     pub auto_lcores: bool,
+    /// Add `--no-pci` unless a PCI device is named (`-a`/`--allow`/`-b`/`--block`), so a run on
+    /// virtual ports never probes, let alone takes over, the machine's own NICs (default true).
+    pub auto_no_pci: bool,
     /// Fail with [`DpdkError::NoPorts`] when EAL finds no port (default true).
     pub require_ports: bool,
 }
@@ -43,6 +46,7 @@ impl EalConfig {
             auto_in_memory: true,
             auto_pmd_dir: true,
             auto_lcores: true,
+            auto_no_pci: true,
             require_ports: true,
         }
     }
@@ -60,6 +64,12 @@ impl EalConfig {
         };
         if self.auto_lcores && !has(&argv, &["-l", "-c", "--lcores"]) {
             argv.extend(["-l".into(), "0".into()]);
+        }
+        if self.auto_no_pci
+            && !has(&argv, &["-a", "--allow", "-b", "--block", "--no-pci"])
+            && !argv.iter().any(|a| a.starts_with("-a") || a.starts_with("-b"))
+        {
+            argv.push("--no-pci".into());
         }
         if self.auto_no_huge && !has(&argv, &["--no-huge", "--huge-dir"]) && !hugepages_available()
         {
@@ -262,15 +272,20 @@ mod tests {
         c.auto_pmd_dir = false;
         assert_eq!(
             c.argv().unwrap_or_default(),
-            ["-l", "1", "--file-prefix=x", "--vdev=net_null0,size=64"]
+            ["-l", "1", "--file-prefix=x", "--vdev=net_null0,size=64", "--no-pci"]
         );
         let mut c = EalConfig::new("--vdev=net_ring0");
         c.auto_no_huge = false;
         c.auto_pmd_dir = false;
         assert_eq!(
             c.argv().unwrap_or_default(),
-            ["--vdev=net_ring0", "-l", "0", "--in-memory"]
+            ["--vdev=net_ring0", "-l", "0", "--no-pci", "--in-memory"]
         );
+        let mut c = EalConfig::new("-a 0000:03:00.0");
+        c.auto_no_huge = false;
+        c.auto_pmd_dir = false;
+        let argv = c.argv().unwrap_or_default();
+        assert!(!argv.contains(&"--no-pci".to_string()), "{argv:?}");
     }
 
     #[test]

@@ -46,3 +46,6 @@ pub trait Port {
     /// stay in `bufs`, in order, for the caller to retry or drop. Returns how many were sent.
     fn tx_burst(&mut self, bufs: &mut Vec<Self::Buf>) -> usize;
 }
+
+pub mod fault;
+pub mod loopback;

@@ -141,9 +141,8 @@ impl Requester {
         }
         self.retry_left -= 1;
         c.stats.completer_retry_err += 1;
-        if self.rewind(psn) {
-            self.retry_psn = Some(psn);
-        }
+        self.rewind(psn);
+        self.retry_psn = Some(psn);
         self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
         Ok(())
     }

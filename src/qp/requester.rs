@@ -136,12 +136,14 @@ impl Requester {
         let Some(i) = self.sq.iter().position(|w| w.covers(psn)) else {
             return false;
         };
-        if i > self.cursor || (i == self.cursor && psn.diff(self.sq[i].first_psn) as u32 > self.cursor_pkt)
-        {
+        let k = psn.diff(self.sq[i].first_psn) as u32;
+        // A READ whose (re)request is still unsent may skip ahead to the first missing response.
+        let read_ahead = i == self.cursor && self.sq[i].wr.opcode.is_read_or_atomic();
+        if i > self.cursor || (i == self.cursor && k > self.cursor_pkt && !read_ahead) {
             return false;
         }
         self.cursor = i;
-        self.cursor_pkt = psn.diff(self.sq[i].first_psn) as u32;
+        self.cursor_pkt = k;
         self.rd_atomic_outstanding = self
             .sq
             .iter()

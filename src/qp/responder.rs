@@ -30,7 +30,12 @@ pub(crate) enum RespItem {
     /// ACK or NAK.
     Ack { psn: Psn, syndrome: Syndrome, msn: Msn },
     /// ATOMIC ACKNOWLEDGE.
-    AtomicAck { psn: Psn, orig: u64, msn: Msn },
+    AtomicAck {
+        psn: Psn,
+        orig: u64,
+        msn: Msn,
+        duplicate: bool,
+    },
     /// A READ response stream: packet `k` of `npkts` goes next.
     Read {
         first_psn: Psn,
@@ -367,7 +372,13 @@ impl Responder {
     fn pending_rd_atomic(&self) -> usize {
         self.out
             .iter()
-            .filter(|i| matches!(i, RespItem::Read { duplicate: false, .. } | RespItem::AtomicAck { .. }))
+            .filter(|i| matches!(i, RespItem::Read {
+                        duplicate: false,
+                        ..
+                    } | RespItem::AtomicAck {
+                        duplicate: false,
+                        ..
+                    }))
             .count()
     }
 
@@ -468,6 +479,7 @@ impl Responder {
             psn,
             orig,
             msn: self.msn,
+            duplicate: false,
         });
         c.stats.rx_atomic_requests += 1;
         Check::Ok
@@ -488,15 +500,34 @@ impl Responder {
             match self.read_range(pkt, c) {
                 Ok((range, len)) => {
                     let npkts = len.div_ceil(u64::from(c.mtu)).max(1) as u32;
-                    self.out.push_back(RespItem::Read {
+                    // A stream still queued for these PSNs restarts from the requested one
+                    // instead of queueing a second copy behind it (as rxe does).
+                    let existing = self.out.iter_mut().find(|i| match i {
+                        RespItem::Read {
+                            first_psn, npkts, ..
+                        } => {
+                            let d = psn.diff(*first_psn);
+                            d >= 0 && (d as u32) < *npkts
+                        }
+                        _ => false,
+                    });
+                    let duplicate = match &existing {
+                        Some(RespItem::Read { duplicate, .. }) => *duplicate,
+                        _ => true,
+                    };
+                    let restart = RespItem::Read {
                         first_psn: psn,
                         k: 0,
                         npkts,
                         range,
                         len,
                         msn: self.msn,
-                        duplicate: true,
-                    });
+                        duplicate,
+                    };
+                    match existing {
+                        Some(item) => *item = restart,
+                        None => self.out.push_back(restart),
+                    }
                 }
                 Err(_) => c.stats.rx_dropped += 1,
             }
@@ -506,6 +537,7 @@ impl Responder {
                     psn,
                     orig,
                     msn: self.msn,
+                    duplicate: true,
                 }),
                 None => c.stats.rx_dropped += 1,
             }
@@ -541,7 +573,7 @@ impl Responder {
                 self.out.pop_front();
                 Outgoing::control(Opcode::RC_ACKNOWLEDGE, psn, ext)
             }
-            RespItem::AtomicAck { psn, orig, msn } => {
+            RespItem::AtomicAck { psn, orig, msn, .. } => {
                 ext.aeth = Some(ack(msn));
                 ext.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
                 self.out.pop_front();

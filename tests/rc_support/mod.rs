@@ -64,3 +64,5 @@ pub fn drain(ep: &mut Endpoint, side: &RcSide, out: &mut Vec<WorkCompletion>) {
 pub fn deadline(p: &Pair, secs: u64) -> Instant {
     p.now + Duration::from_secs(secs)
 }
+
+pub mod script;

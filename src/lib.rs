@@ -15,13 +15,18 @@
 //! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
 //! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
 //! - [`driver`]: the `Port` trait and its implementations.
+//! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
+//!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cc;
 pub mod driver;
+pub mod ecn;
 pub mod endpoint;
 pub mod mr;
+pub mod pcap;
 pub mod psn;
 pub mod qp;
 pub mod stats;

@@ -1,6 +1,13 @@
 //! The `roce` command line.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+mod cli {
+    pub mod cc;
+    pub mod pcap;
+}
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
@@ -12,17 +19,22 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Check and explain packet captures.
+    #[command(subcommand)]
+    Pcap(cli::pcap::PcapCommand),
     /// Print the compile-time limits.
     Limits,
+    /// Congestion control: show a controller's parameters, replay a CNP script against it.
+    Cc {
+        #[command(subcommand)]
+        cmd: cli::cc::CcCommand,
+    },
 }
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Pcap(cmd) => cli::pcap::run(cmd)?,
+        Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);
@@ -30,4 +42,20 @@ fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One clear line: the error and its causes, joined.
+            eprintln!("roce: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    pub mod loopback;
     pub mod pcap;
 }
 
@@ -24,6 +25,8 @@ enum Command {
     Pcap(cli::pcap::PcapCommand),
     /// Print the compile-time limits.
     Limits,
+    /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
+    Loopback(cli::loopback::LoopbackArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -35,6 +38,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
         Command::Cc { cmd } => cli::cc::run(cmd)?,
+        Command::Loopback(args) => cli::loopback::run(args)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

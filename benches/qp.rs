@@ -9,7 +9,9 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant as WallClock;
 
-use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide};
+use roce::driver::loopback::{
+    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
+};
 use roce::endpoint::{Endpoint, EndpointConfig};
 use roce::mr::MrInfo;
 use roce::time::{Duration, Instant};
@@ -52,19 +54,46 @@ struct Rig {
 }
 
 fn rig(size: u32, mtu: Mtu) -> Rig {
-    let a = Endpoint::new(EndpointConfig::ipv4(EthernetAddress([2, 0, 0, 0, 0, 1]), [198, 18, 0, 1].into()));
-    let b = Endpoint::new(EndpointConfig::ipv4(EthernetAddress([2, 0, 0, 0, 0, 2]), [198, 18, 0, 2].into()));
+    let a = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([2, 0, 0, 0, 0, 1]),
+        [198, 18, 0, 1].into(),
+    ));
+    let b = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([2, 0, 0, 0, 0, 2]),
+        [198, 18, 0, 2].into(),
+    ));
     let (pa, pb) = loopback_pair(9000, 4096);
     let mut pair = EndpointPair::new(a, b, pa, pb);
     let depth = 128;
-    let o = RcOptions { mtu, max_send_wr: depth, max_recv_wr: 1, ..RcOptions::default() };
+    let o = RcOptions {
+        mtu,
+        max_send_wr: depth,
+        max_recv_wr: 1,
+        ..RcOptions::default()
+    };
     let (sa, sb) = connect_rc(&mut pair.a, &mut pair.b, &o).expect("connect");
-    let src = pair.a.reg_mr(sa.pd, size as usize, AccessFlags::LOCAL_WRITE);
-    let dst = pair.b.reg_mr(sb.pd, size as usize, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE);
+    let src = pair
+        .a
+        .reg_mr(sa.pd, size as usize, AccessFlags::LOCAL_WRITE);
+    let dst = pair.b.reg_mr(
+        sb.pd,
+        size as usize,
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+    );
     if let Some(m) = pair.a.mr_mut(src.lkey) {
-        m.bytes_mut().iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        m.bytes_mut()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
     }
-    Rig { pair, a: sa, src, dst, size, depth }
+    Rig {
+        pair,
+        a: sa,
+        src,
+        dst,
+        size,
+        depth,
+    }
 }
 
 /// Moves `n` WRITEs of the rig's size; returns (wall seconds, frames moved, allocations).
@@ -79,7 +108,18 @@ fn run(r: &mut Rig, n: u64) -> (f64, u64, u64) {
     r.pair.run_until(deadline, |_, ep, _| {
         while posted < n && posted - done < depth {
             // Signal every 16th (and the last) to keep the CQ short, as perftest does.
-            let mut wr = SendWr::new(posted, WrOpcode::RdmaWrite { remote_addr: dst.addr, rkey: dst.rkey }, Sge { addr: src.addr, length: size, lkey: src.lkey });
+            let mut wr = SendWr::new(
+                posted,
+                WrOpcode::RdmaWrite {
+                    remote_addr: dst.addr,
+                    rkey: dst.rkey,
+                },
+                Sge {
+                    addr: src.addr,
+                    length: size,
+                    lkey: src.lkey,
+                },
+            );
             if posted % 16 != 15 && posted + 1 != n {
                 wr.flags = SendFlags::empty();
             }

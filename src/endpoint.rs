@@ -7,10 +7,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::ecn::{EcnConfig, NotificationPoint};
 use crate::mr::{MemoryRegion, MrError, MrInfo, MrTable, PdHandle};
 use crate::qp::{DeparturePacer, LocalAddr, QpError, QueuePair, RequesterConfig};
 use crate::stats::{EndpointCounters, QpCounters};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::verbs::{
     AccessFlags, CompletionQueue, CqHandle, QpAttr, QpInit, RecvWr, SendWr, WorkCompletion,
 };
@@ -41,6 +42,8 @@ pub struct EndpointConfig {
     pub udp_port_seed: u16,
     /// Most QPs.
     pub max_qps: usize,
+    /// Notification point: at most one CNP per QP per this interval (mlx5 `min_time_between_cnps`).
+    pub cnp_interval: Duration,
 }
 
 impl EndpointConfig {
@@ -55,6 +58,7 @@ impl EndpointConfig {
             requester: RequesterConfig::default(),
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
+            cnp_interval: Duration::from_micros(4),
         }
     }
 }
@@ -70,6 +74,7 @@ pub struct Endpoint {
     data_rr: usize,
     control_rr: usize,
     stats: EndpointCounters,
+    np: NotificationPoint,
 }
 
 fn pkey_matches(a: u16, b: u16) -> bool {
@@ -94,6 +99,7 @@ impl Endpoint {
             data_rr: 0,
             control_rr: 0,
             stats: EndpointCounters::default(),
+            np: NotificationPoint::new(cfg.cnp_interval),
         }
     }
 
@@ -277,7 +283,9 @@ impl Endpoint {
             IpAddr::V4(v4) => self.cfg.ipv4 == Some(v4),
             IpAddr::V6(v6) => {
                 self.cfg.ipv6 == Some(v6)
-                    || v6.to_ipv4_mapped().is_some_and(|v4| self.cfg.ipv4 == Some(v4))
+                    || v6
+                        .to_ipv4_mapped()
+                        .is_some_and(|v4| self.cfg.ipv4 == Some(v4))
             }
         }
     }
@@ -301,7 +309,7 @@ impl Endpoint {
         let transport = r.bth.opcode.info().map(|i| i.transport);
         if transport == Some(Transport::Cnp) {
             match self.qp_mut(r.bth.dest_qpn) {
-                Some(qp) => qp.note_cnp(),
+                Some(qp) => qp.note_cnp(now),
                 None => self.stats.drops.unknown_qp += 1,
             }
             return;
@@ -330,6 +338,11 @@ impl Endpoint {
         }
         if !qp.handle_packet(now, &pkt, frame.len(), &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
+            return;
+        }
+        if r.ip.ecn() == Ecn::Ce && r.bth.opcode.is_request() {
+            // Notification point: CE on a request → a CNP back to the sender's QP.
+            self.np.on_ce(now, qp.qpn(), qp.dest_qpn());
         }
     }
 
@@ -345,6 +358,12 @@ impl Endpoint {
     /// Writes the next frame into `buf`: ACK/NAK/atomic ACK first, then data from the QPs in
     /// round-robin among those whose earliest departure has come. Returns the frame length.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        while let Some(cnp) = self.np.poll_cnp(now) {
+            if let Some(len) = self.emit_cnp(cnp.local_qpn, cnp.dest_qpn, buf) {
+                self.stats.cnps_sent += 1;
+                return Some(self.count_tx(len));
+            }
+        }
         let n = self.qps.len();
         for i in 0..n {
             let slot = (self.control_rr + i) % n;
@@ -375,6 +394,45 @@ impl Endpoint {
         None
     }
 
+    fn emit_cnp(&self, local_qpn: u32, dest_qpn: u32, buf: &mut [u8]) -> Option<usize> {
+        let qp = self.qp(local_qpn)?;
+        let av = qp.address_vector()?;
+        let src = match av.remote_ip {
+            IpAddr::V4(_) => IpAddr::V4(self.cfg.ipv4?),
+            IpAddr::V6(_) => IpAddr::V6(self.cfg.ipv6?),
+        };
+        let eth = crate::wire::ethernet::Repr {
+            dst: av.remote_mac,
+            src: self.cfg.mac,
+            vlan: None,
+            ethertype: crate::wire::EtherType::Ipv4,
+        };
+        let ip = crate::wire::IpRepr::new_roce(
+            src,
+            av.remote_ip,
+            EcnConfig::default().cnp_dscp,
+            Ecn::NotEct,
+        );
+        let repr = crate::wire::RoceRepr::cnp(eth, ip, qp.udp_src_port(), dest_qpn);
+        repr.emit(&[], buf).ok()
+    }
+
+    /// Installs a congestion controller (with a pacer allowing `burst_bytes` of burst) on a QP.
+    pub fn set_congestion_control(
+        &mut self,
+        qpn: u32,
+        cc: crate::cc::Controller,
+        burst_bytes: u64,
+    ) -> Result<(), QpError> {
+        let pacer = crate::qp::paced::CcPacer::new(cc, burst_bytes);
+        self.set_pacer(qpn, Some(Box::new(pacer)))
+    }
+
+    /// Notification-point counters (CE-marked packets seen, CNPs queued).
+    pub fn np_counters(&self) -> crate::ecn::NpCounters {
+        self.np.counters()
+    }
+
     fn count_tx(&mut self, len: usize) -> usize {
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += len as u64;
@@ -383,7 +441,11 @@ impl Endpoint {
 
     /// The next instant `handle_timeout` (or a paced departure) is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qps.iter().flatten().filter_map(QueuePair::poll_timeout).min()
+        self.qps
+            .iter()
+            .flatten()
+            .filter_map(QueuePair::poll_timeout)
+            .min()
     }
 }
 

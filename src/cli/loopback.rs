@@ -13,7 +13,9 @@ use clap::Args;
 use serde::Serialize;
 
 use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
-use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide};
+use roce::driver::loopback::{
+    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
+};
 use roce::driver::{FrameBuf, Port, PortCaps};
 use roce::endpoint::{Endpoint, EndpointConfig};
 use roce::mr::MrInfo;
@@ -31,7 +33,11 @@ pub struct LoopbackArgs {
     #[arg(long, default_value = "memory")]
     port: String,
     /// Operations, cycled message by message: write, read, send, send-imm, write-imm, atomic.
-    #[arg(long, default_value = "write,read,send,send-imm,write-imm,atomic", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "write,read,send,send-imm,write-imm,atomic",
+        value_delimiter = ','
+    )]
     ops: Vec<String>,
     /// Message size in bytes (atomics always move 8).
     #[arg(long, default_value_t = 4096)]
@@ -167,7 +173,9 @@ struct Summary {
 fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
     if let Some(m) = ep.mr_mut(mr.lkey) {
         for (i, b) in m.bytes_mut().iter_mut().enumerate() {
-            *b = seed.wrapping_add((i as u8).wrapping_mul(31)).wrapping_add((i >> 8) as u8);
+            *b = seed
+                .wrapping_add((i as u8).wrapping_mul(31))
+                .wrapping_add((i >> 8) as u8);
         }
     }
 }
@@ -175,14 +183,31 @@ fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
 /// Runs `roce loopback`.
 pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
     if args.port != "memory" {
-        bail!("--port {:?} is not available (only `memory`; `ring` needs the DPDK runtime)", args.port);
+        bail!(
+            "--port {:?} is not available (only `memory`; `ring` needs the DPDK runtime)",
+            args.port
+        );
     }
-    let mtu = Mtu::from_bytes(args.mtu).with_context(|| format!("--mtu {} is not one of 256, 512, 1024, 2048, 4096", args.mtu))?;
-    let ops = args.ops.iter().map(|s| Op::parse(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mtu = Mtu::from_bytes(args.mtu).with_context(|| {
+        format!(
+            "--mtu {} is not one of 256, 512, 1024, 2048, 4096",
+            args.mtu
+        )
+    })?;
+    let ops = args
+        .ops
+        .iter()
+        .map(|s| Op::parse(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if ops.is_empty() {
         bail!("--ops needs at least one operation");
     }
-    for (name, v) in [("loss", args.loss), ("dup", args.dup), ("reorder", args.reorder), ("corrupt", args.corrupt)] {
+    for (name, v) in [
+        ("loss", args.loss),
+        ("dup", args.dup),
+        ("reorder", args.reorder),
+        ("corrupt", args.corrupt),
+    ] {
         if !(0.0..1.0).contains(&v) {
             bail!("--{name} {v} must be in [0, 1)");
         }
@@ -196,18 +221,41 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
     if args.start_psn > 0xFF_FFFF {
         bail!("--start-psn {} is not a 24-bit PSN", args.start_psn);
     }
-    let faults = FaultConfig { loss: args.loss, duplicate: args.dup, reorder: args.reorder, corrupt: args.corrupt };
+    let faults = FaultConfig {
+        loss: args.loss,
+        duplicate: args.dup,
+        reorder: args.reorder,
+        corrupt: args.corrupt,
+    };
     let writer = match &args.pcap {
-        Some(path) => Some(CaptureWriter::create(path).with_context(|| format!("cannot write {}", path.display()))?),
+        Some(path) => Some(
+            CaptureWriter::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
         None => None,
     };
     let writer = Rc::new(RefCell::new(writer));
     let clock = Rc::new(Cell::new(Instant::ZERO));
     let (pa, pb) = loopback_pair(9000, 1 << 16);
-    let wrap = |p: LoopbackPort, seed: u64| CapturePort { inner: FaultPort::new(p, faults, seed), writer: writer.clone(), clock: clock.clone() };
-    let a = Endpoint::new(EndpointConfig::ipv4(EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]), [198, 18, 0, 11].into()));
-    let b = Endpoint::new(EndpointConfig::ipv4(EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]), [198, 18, 0, 12].into()));
-    let mut pair: EndpointPair<LinkPort> = EndpointPair::new(a, b, wrap(pa, args.seed), wrap(pb, args.seed.wrapping_add(0x5eed)));
+    let wrap = |p: LoopbackPort, seed: u64| CapturePort {
+        inner: FaultPort::new(p, faults, seed),
+        writer: writer.clone(),
+        clock: clock.clone(),
+    };
+    let a = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
+        [198, 18, 0, 11].into(),
+    ));
+    let b = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
+        [198, 18, 0, 12].into(),
+    ));
+    let mut pair: EndpointPair<LinkPort> = EndpointPair::new(
+        a,
+        b,
+        wrap(pa, args.seed),
+        wrap(pb, args.seed.wrapping_add(0x5eed)),
+    );
     let depth = args.count.clamp(1, 128);
     let opts = RcOptions {
         mtu,
@@ -219,11 +267,15 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
         ..RcOptions::default()
     };
     let span = u64::from(args.size.max(8)) * u64::from(args.count);
-    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
     let mut flows = Vec::new();
     for q in 0..args.qps {
         let (sa, sb) = connect_rc(&mut pair.a, &mut pair.b, &opts).context("connecting the QPs")?;
-        let reg = |ep: &mut Endpoint, side: &RcSide, len: u64| ep.reg_mr(side.pd, len as usize, access);
+        let reg =
+            |ep: &mut Endpoint, side: &RcSide, len: u64| ep.reg_mr(side.pd, len as usize, access);
         let a_src = reg(&mut pair.a, &sa, span);
         let a_dst = reg(&mut pair.a, &sa, span);
         let b_src = reg(&mut pair.b, &sb, span);
@@ -231,7 +283,20 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
         let counter = reg(&mut pair.b, &sb, 8);
         fill_pattern(&mut pair.a, &a_src, q as u8);
         fill_pattern(&mut pair.b, &b_src, q as u8 ^ 0x5a);
-        flows.push(Flow { a: sa, b: sb, a_src, a_dst, b_src, b_dst, counter, posted: 0, recvs_posted: 0, completed: 0, recvs_done: 0, errors: vec![] });
+        flows.push(Flow {
+            a: sa,
+            b: sb,
+            a_src,
+            a_dst,
+            b_src,
+            b_dst,
+            counter,
+            posted: 0,
+            recvs_posted: 0,
+            completed: 0,
+            recvs_done: 0,
+            errors: vec![],
+        });
     }
     let size = args.size;
     let count = args.count;
@@ -248,7 +313,14 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
             while f.recvs_posted < recvs_wanted && f.recvs_posted - f.recvs_done < depth {
                 let i = consuming[f.recvs_posted as usize];
                 let len = if op_of(i) == Op::WriteImm { 0 } else { size };
-                let wr = RecvWr::new(u64::from(i), Sge { addr: f.b_dst.addr + slot(i), length: len, lkey: f.b_dst.lkey });
+                let wr = RecvWr::new(
+                    u64::from(i),
+                    Sge {
+                        addr: f.b_dst.addr + slot(i),
+                        length: len,
+                        lkey: f.b_dst.lkey,
+                    },
+                );
                 if b.post_recv(f.b.qpn, wr).is_err() {
                     break;
                 }
@@ -257,23 +329,58 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
             while f.posted < count && f.posted - f.completed < depth {
                 let i = f.posted;
                 let at = slot(i);
-                let sge = |m: &MrInfo, len: u32| Sge { addr: m.addr + at, length: len, lkey: m.lkey };
+                let sge = |m: &MrInfo, len: u32| Sge {
+                    addr: m.addr + at,
+                    length: len,
+                    lkey: m.lkey,
+                };
                 let (opcode, local) = match op_of(i) {
-                    Op::Write => (WrOpcode::RdmaWrite { remote_addr: f.b_dst.addr + at, rkey: f.b_dst.rkey }, sge(&f.a_src, size)),
-                    Op::WriteImm => (WrOpcode::RdmaWriteWithImm { remote_addr: f.b_dst.addr + at, rkey: f.b_dst.rkey, imm: i }, sge(&f.a_src, size)),
-                    Op::Read => (WrOpcode::RdmaRead { remote_addr: f.b_src.addr + at, rkey: f.b_src.rkey }, sge(&f.a_dst, size)),
+                    Op::Write => (
+                        WrOpcode::RdmaWrite {
+                            remote_addr: f.b_dst.addr + at,
+                            rkey: f.b_dst.rkey,
+                        },
+                        sge(&f.a_src, size),
+                    ),
+                    Op::WriteImm => (
+                        WrOpcode::RdmaWriteWithImm {
+                            remote_addr: f.b_dst.addr + at,
+                            rkey: f.b_dst.rkey,
+                            imm: i,
+                        },
+                        sge(&f.a_src, size),
+                    ),
+                    Op::Read => (
+                        WrOpcode::RdmaRead {
+                            remote_addr: f.b_src.addr + at,
+                            rkey: f.b_src.rkey,
+                        },
+                        sge(&f.a_dst, size),
+                    ),
                     Op::Send => (WrOpcode::Send, sge(&f.a_src, size)),
                     Op::SendImm => (WrOpcode::SendWithImm { imm: i }, sge(&f.a_src, size)),
-                    Op::Atomic => (WrOpcode::AtomicFetchAndAdd { remote_addr: f.counter.addr, rkey: f.counter.rkey, add: u64::from(i) + 1 }, sge(&f.a_dst, 8)),
+                    Op::Atomic => (
+                        WrOpcode::AtomicFetchAndAdd {
+                            remote_addr: f.counter.addr,
+                            rkey: f.counter.rkey,
+                            add: u64::from(i) + 1,
+                        },
+                        sge(&f.a_dst, 8),
+                    ),
                 };
-                if a.post_send(f.a.qpn, SendWr::new(u64::from(i), opcode, local)).is_err() {
+                if a.post_send(f.a.qpn, SendWr::new(u64::from(i), opcode, local))
+                    .is_err()
+                {
                     break;
                 }
                 f.posted += 1;
             }
             while let Some(wc) = a.poll_cq_one(f.a.cq) {
                 if wc.status != WcStatus::Success || wc.wr_id != u64::from(f.completed) {
-                    f.errors.push(format!("qp {}: send completion {:?} for wr {} (expected wr {})", f.a.qpn, wc.status, wc.wr_id, f.completed));
+                    f.errors.push(format!(
+                        "qp {}: send completion {:?} for wr {} (expected wr {})",
+                        f.a.qpn, wc.status, wc.wr_id, f.completed
+                    ));
                 }
                 f.completed += 1;
             }
@@ -285,8 +392,16 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
                     Op::SendImm => (WcOpcode::Recv, Some(i)),
                     _ => (WcOpcode::Recv, None),
                 };
-                if wc.status != WcStatus::Success || Some(wc.wr_id) != want.map(u64::from) || wc.opcode != op || wc.imm_data != imm || wc.byte_len != size {
-                    f.errors.push(format!("qp {}: receive completion {wc:?} (expected wr {want:?})", f.b.qpn));
+                if wc.status != WcStatus::Success
+                    || Some(wc.wr_id) != want.map(u64::from)
+                    || wc.opcode != op
+                    || wc.imm_data != imm
+                    || wc.byte_len != size
+                {
+                    f.errors.push(format!(
+                        "qp {}: receive completion {wc:?} (expected wr {want:?})",
+                        f.b.qpn
+                    ));
                 }
                 f.recvs_done += 1;
             }
@@ -301,16 +416,24 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
     let mut bytes_verified = 0u64;
     let mut messages = 0u64;
     for f in &flows {
-        let view = |ep: &Endpoint, m: &MrInfo, at: u64, len: u64| ep.mr(m.lkey).and_then(|r| r.bytes().get(at as usize..(at + len) as usize)).map(<[u8]>::to_vec);
+        let view = |ep: &Endpoint, m: &MrInfo, at: u64, len: u64| {
+            ep.mr(m.lkey)
+                .and_then(|r| r.bytes().get(at as usize..(at + len) as usize))
+                .map(<[u8]>::to_vec)
+        };
         let mut expected_counter = 0u64;
         for i in 0..f.completed.min(count) {
             let at = slot(i);
             let len = u64::from(size);
             let ok = match op_of(i) {
-                Op::Write | Op::WriteImm | Op::Send | Op::SendImm => view(&pair.a, &f.a_src, at, len) == view(&pair.b, &f.b_dst, at, len),
+                Op::Write | Op::WriteImm | Op::Send | Op::SendImm => {
+                    view(&pair.a, &f.a_src, at, len) == view(&pair.b, &f.b_dst, at, len)
+                }
                 Op::Read => view(&pair.a, &f.a_dst, at, len) == view(&pair.b, &f.b_src, at, len),
                 Op::Atomic => {
-                    let orig = view(&pair.a, &f.a_dst, at, 8).and_then(|v| v.try_into().ok()).map(u64::from_le_bytes);
+                    let orig = view(&pair.a, &f.a_dst, at, 8)
+                        .and_then(|v| v.try_into().ok())
+                        .map(u64::from_le_bytes);
                     let ok = orig == Some(expected_counter);
                     expected_counter += u64::from(i) + 1;
                     ok
@@ -320,10 +443,16 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
                 messages += 1;
                 bytes_verified += if op_of(i) == Op::Atomic { 8 } else { len };
             } else {
-                errors.push(format!("qp {}: message {i} ({:?}) has wrong bytes at its destination", f.a.qpn, op_of(i)));
+                errors.push(format!(
+                    "qp {}: message {i} ({:?}) has wrong bytes at its destination",
+                    f.a.qpn,
+                    op_of(i)
+                ));
             }
         }
-        let counter = view(&pair.b, &f.counter, 0, 8).and_then(|v| v.try_into().ok()).map(u64::from_le_bytes);
+        let counter = view(&pair.b, &f.counter, 0, 8)
+            .and_then(|v| v.try_into().ok())
+            .map(u64::from_le_bytes);
         if counter != Some(expected_counter) {
             errors.push(format!("qp {}: atomic counter is {counter:?}, expected {expected_counter} (each atomic exactly once)", f.a.qpn));
         }
@@ -353,7 +482,10 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
         print_summary(&summary);
     }
     if !summary.verified {
-        bail!("verification failed: {}", errors.first().map_or("incomplete run", String::as_str));
+        bail!(
+            "verification failed: {}",
+            errors.first().map_or("incomplete run", String::as_str)
+        );
     }
     Ok(())
 }
@@ -367,7 +499,12 @@ fn print_summary(s: &Summary) {
     println!("NAKs sent         {}", s.naks);
     println!("RNR NAKs sent     {}", s.rnr_naks);
     println!("ACK timeouts      {}", s.timeouts);
-    let f = |c: &FaultCounters| format!("{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted", c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted);
+    let f = |c: &FaultCounters| {
+        format!(
+            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted",
+            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted
+        )
+    };
     println!("faults A->B       {}", f(&s.faults_a_to_b));
     println!("faults B->A       {}", f(&s.faults_b_to_a));
     let q = &s.counters_a.qp;
@@ -381,7 +518,10 @@ fn print_summary(s: &Summary) {
         r.out_of_sequence, r.duplicate_request, r.rx_write_requests, r.rx_read_requests, r.rx_atomic_requests
     );
     let d = &s.counters_b.drops;
-    println!("drops at B        bad_icrc {} malformed {} bad_ip_checksum {} wrong_destination {}", d.bad_icrc, d.malformed, d.bad_ip_checksum, d.wrong_destination);
+    println!(
+        "drops at B        bad_icrc {} malformed {} bad_ip_checksum {} wrong_destination {}",
+        d.bad_icrc, d.malformed, d.bad_ip_checksum, d.wrong_destination
+    );
     for e in &s.errors {
         println!("error             {e}");
     }

@@ -5,6 +5,7 @@
 //! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
 
 pub(crate) mod completer;
+pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
 pub mod state;
@@ -24,8 +25,8 @@ use crate::wire::opcode::Opcode;
 use crate::wire::{bth, ethernet, Ecn, EthernetAddress, ExtRepr, IpRepr, RocePacket, RoceRepr};
 
 use completer::CompleterCtx;
-pub use requester::RequesterConfig;
 use requester::Requester;
+pub use requester::RequesterConfig;
 use responder::{Responder, ResponderCtx};
 pub use state::QpError;
 use timer::{Timer, TimerTable};
@@ -50,9 +51,15 @@ pub struct LocalAddr {
 pub(crate) enum Payload {
     None,
     /// Bytes `offset..offset + len` of the message an SGL describes.
-    Sgl { sgl: Sgl, offset: u64, len: usize },
+    Sgl {
+        sgl: Sgl,
+        offset: u64,
+        len: usize,
+    },
     /// A range of a memory region (READ responses).
-    Mr { range: MrRange },
+    Mr {
+        range: MrRange,
+    },
 }
 
 /// One packet a QP wants to send, before the addresses are added.
@@ -85,6 +92,18 @@ impl Outgoing {
 pub trait DeparturePacer: Send + std::fmt::Debug {
     /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
     fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant;
+    /// A CNP arrived for this QP.
+    fn on_cnp(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// The pacer's own next deadline (rate-increase timers).
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    /// The pacer's deadline has come.
+    fn handle_timeout(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// Attributes in force.
@@ -304,7 +323,13 @@ impl QueuePair {
     }
 
     /// Completes the head send WQE with `status`, then moves to ERR and flushes the rest.
-    fn fail(&mut self, status: WcStatus, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
+    fn fail(
+        &mut self,
+        status: WcStatus,
+        now: Instant,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+    ) {
         // Set first so the step below reports nothing more than the head.
         self.state = QpState::Err;
         self.completer_step(now, mrs, cqs, |q, c| {
@@ -354,7 +379,10 @@ impl QueuePair {
         mrs: &mut MrTable,
         cqs: &mut [CompletionQueue],
     ) -> Result<(), QpError> {
-        if !matches!(self.state, QpState::Rts | QpState::Sqd | QpState::Err | QpState::Sqe) {
+        if !matches!(
+            self.state,
+            QpState::Rts | QpState::Sqd | QpState::Err | QpState::Sqe
+        ) {
             return Err(QpError::InvalidState(self.state));
         }
         if self.req.sq.len() >= self.req.max_send_wr {
@@ -362,7 +390,9 @@ impl QueuePair {
         }
         let len = sgl_len(&wr.sgl);
         if wr.opcode.is_atomic() && len != 8 {
-            return Err(QpError::InvalidWorkRequest("atomic needs one 8-byte local buffer"));
+            return Err(QpError::InvalidWorkRequest(
+                "atomic needs one 8-byte local buffer",
+            ));
         }
         if len > 1 << 31 {
             return Err(QpError::InvalidWorkRequest("message longer than 2 GiB"));
@@ -400,7 +430,11 @@ impl QueuePair {
             return Err(QpError::QueueFull);
         }
         mrs.check_sgl(self.pd, &wr.sgl, AccessFlags::LOCAL_WRITE)
-            .map_err(|_| QpError::InvalidWorkRequest("receive SGE fails its lkey, bounds or LOCAL_WRITE check"))?;
+            .map_err(|_| {
+                QpError::InvalidWorkRequest(
+                    "receive SGE fails its lkey, bounds or LOCAL_WRITE check",
+                )
+            })?;
         self.resp.rq.push_back(wr);
         if self.state == QpState::Err {
             self.enter_error(cqs);
@@ -422,7 +456,10 @@ impl QueuePair {
             self.stats.ecn_ce_received += 1;
         }
         if op.is_request() {
-            if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+            if !matches!(
+                self.state,
+                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+            ) {
                 return false;
             }
             self.count_rx(frame_len);
@@ -476,12 +513,20 @@ impl QueuePair {
     }
 
     /// A CNP arrived for this QP (the reaction point's congestion control reacts to it).
-    pub fn note_cnp(&mut self) {
+    pub fn note_cnp(&mut self, now: Instant) {
         self.stats.rp_cnp_handled += 1;
+        if let Some(p) = self.pacer.as_mut() {
+            p.on_cnp(now);
+        }
     }
 
     /// Runs expired timers.
     pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
+        if let Some(p) = self.pacer.as_mut() {
+            if p.poll_timeout().is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+            }
+        }
         if self.timers.take_expired(Timer::RnrRetry, now) {
             self.completer_step(now, mrs, cqs, |q, c| {
                 q.on_rnr_timer(c);
@@ -495,7 +540,11 @@ impl QueuePair {
 
     /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let t = self.timers.next_timeout();
+        let pacer = self.pacer.as_ref().and_then(|p| p.poll_timeout());
+        let t = match (self.timers.next_timeout(), pacer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if self.has_unpaced_data() && self.next_departure > Instant::ZERO {
             return Some(t.map_or(self.next_departure, |t| t.min(self.next_departure)));
         }
@@ -515,12 +564,7 @@ impl QueuePair {
     }
 
     fn requester_ready(&self) -> Option<Psn> {
-        let ok = match self.state {
-            QpState::Rts => true,
-            QpState::Sqd => true,
-            _ => false,
-        };
-        if !ok {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
         let (psn, _) = self.req.ready(self.attrs.max_rd_atomic, &self.cfg)?;
@@ -584,8 +628,12 @@ impl QueuePair {
             if o.retransmission {
                 self.stats.retransmitted_packets += 1;
             }
-            self.req
-                .arm_ack_timer(now, &mut self.timers, timer::ack_timeout(self.attrs.timeout), false);
+            self.req.arm_ack_timer(
+                now,
+                &mut self.timers,
+                timer::ack_timeout(self.attrs.timeout),
+                false,
+            );
             o
         };
         let n = self.emit(now, &o, local, mrs, buf, true)?;

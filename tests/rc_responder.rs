@@ -425,3 +425,135 @@ fn ce_marked_request_sends_one_cnp_per_interval_to_the_senders_qp() {
         (3, 2, 2)
     );
 }
+
+#[test]
+fn frames_for_another_qp_another_partition_or_a_qp_in_reset_are_counted_and_dropped() {
+    let (mut s, mr) = setup();
+    let mut p = write_only(100, &mr, b"x");
+    p.dest_qpn = Some(0x4242);
+    send!(s, p);
+    let mut p = write_only(100, &mr, b"x");
+    p.pkey = 0x7ffe;
+    send!(s, p);
+    let reset =
+        s.ep.create_qp(roce::verbs::QpInit {
+            pd: s.pd,
+            send_cq: s.cq,
+            recv_cq: s.cq,
+            max_send_wr: 1,
+            max_recv_wr: 1,
+        })
+        .unwrap();
+    let mut p = write_only(100, &mr, b"x");
+    p.dest_qpn = Some(reset);
+    send!(s, p);
+    recv!(s, None);
+    let d = s.ep.counters().drops;
+    assert_eq!((d.unknown_qp, d.bad_pkey, d.bad_state), (1, 1, 1));
+    assert_eq!(s.ep.mr(mr.lkey).unwrap().bytes()[0], 0);
+}
+
+#[test]
+fn random_well_formed_packets_never_panic_the_endpoint() {
+    use rand::{RngExt, SeedableRng};
+    let seed = 7;
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    let (mut s, mut mr) = setup();
+    let mut errors = 0;
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            1,
+            Sge {
+                addr: mr.addr,
+                length: 512,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    let ops: Vec<Opcode> = (0u8..=0x14).map(Opcode).collect();
+    for i in 0..5000 {
+        let op = ops[rng.random_range(0..ops.len())];
+        let info = op.info().unwrap();
+        let mut ext = ExtRepr::default();
+        let va = if rng.random_bool(0.5) {
+            mr.addr + rng.random_range(0..4200)
+        } else {
+            rng.random()
+        };
+        let rkey = if rng.random_bool(0.7) {
+            mr.rkey
+        } else {
+            rng.random()
+        };
+        if info.reth {
+            ext.reth = Some(reth::Repr {
+                va,
+                rkey,
+                dma_len: rng.random_range(0..2000),
+            });
+        }
+        if info.atomic_eth {
+            ext.atomic_eth = Some(atomic_eth::Repr {
+                va,
+                rkey,
+                swap_add: rng.random(),
+                compare: rng.random(),
+            });
+        }
+        if info.aeth {
+            ext.aeth = Some(roce::wire::aeth::Repr {
+                syndrome: roce::wire::aeth::Syndrome::from_byte(rng.random()),
+                msn: roce::psn::Msn::new(rng.random()),
+            });
+        }
+        if info.atomic_ack_eth {
+            ext.atomic_ack_eth = Some(roce::wire::atomic_ack_eth::Repr { orig: rng.random() });
+        }
+        if info.immdt {
+            ext.immdt = Some(rng.random());
+        }
+        if info.ieth {
+            ext.ieth = Some(rng.random());
+        }
+        let len = if info.has_payload {
+            rng.random_range(0..300)
+        } else {
+            0
+        };
+        let psn =
+            s.ep.qp(s.qpn)
+                .map_or(0, |q| q.expected_psn().value())
+                .wrapping_add(rng.random_range(0..4))
+                .wrapping_sub(2);
+        let mut p = Pkt::new(op, psn).ext(ext).payload(&vec![0xab; len]);
+        p.ack_req = rng.random_bool(0.5);
+        send!(s, p);
+        while s.recv().is_some() {}
+        if i % 500 == 0 {
+            s.advance(roce::time::Duration::from_millis(100));
+        }
+        if s.ep.qp(s.qpn).map(|q| q.state()) == Some(QpState::Err) {
+            // Start over so later packets meet a live QP, not only the error state.
+            errors += 1;
+            (s, mr) = setup();
+            s.ep.post_recv(
+                s.qpn,
+                RecvWr::new(
+                    1,
+                    Sge {
+                        addr: mr.addr,
+                        length: 512,
+                        lkey: mr.lkey,
+                    },
+                ),
+            )
+            .unwrap();
+        }
+    }
+    assert!(
+        errors > 10,
+        "seed {seed}: the random packets reached the error paths ({errors} times)"
+    );
+}

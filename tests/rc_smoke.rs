@@ -94,3 +94,58 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
     assert_eq!(&a[6000..9000], &b[100..3100]);
     assert_eq!(&b[9000..9700], &a[..700]);
 }
+
+#[test]
+fn ipv6_endpoints_move_a_multi_packet_send() {
+    use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair};
+    use roce::endpoint::{Endpoint, EndpointConfig};
+    let v6 = |mac, ip: &str| {
+        let mut c = EndpointConfig::ipv4(mac, std::net::Ipv4Addr::UNSPECIFIED);
+        c.ipv4 = None;
+        c.ipv6 = Some(ip.parse().unwrap());
+        Endpoint::new(c)
+    };
+    let (pa, pb) = loopback_pair(9000, 1024);
+    let mut p = EndpointPair::new(v6(MAC_A, "2001:db8::11"), v6(MAC_B, "2001:db8::12"), pa, pb);
+    let (sa, sb) = connect_rc(&mut p.a, &mut p.b, &RcOptions::default()).unwrap();
+    let src = mr(&mut p.a, &sa, 3000, 9);
+    let dst = mr(&mut p.b, &sb, 3000, 0);
+    p.b.post_recv(
+        sb.qpn,
+        RecvWr::new(
+            5,
+            Sge {
+                addr: dst.addr,
+                length: 3000,
+                lkey: dst.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            6,
+            WrOpcode::Send,
+            Sge {
+                addr: src.addr,
+                length: 3000,
+                lkey: src.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let end = p.now + roce::time::Duration::from_secs(1);
+    assert!(p.run_until(end, |_, a, b| {
+        got.extend(a.poll_cq_one(sa.cq));
+        got.extend(b.poll_cq_one(sb.cq));
+        got.len() == 2
+    }));
+    assert!(got.iter().all(|w| w.status == WcStatus::Success));
+    assert_eq!(
+        p.a.mr(src.lkey).unwrap().bytes(),
+        p.b.mr(dst.lkey).unwrap().bytes()
+    );
+    assert_eq!(p.b.counters().qp.rx_send_requests, 1);
+}

@@ -23,6 +23,10 @@ pub struct Pkt {
     pub ack_req: bool,
     pub ext: ExtRepr,
     pub payload: Vec<u8>,
+    /// Overrides the destination QPN (default: the QP under test).
+    pub dest_qpn: Option<u32>,
+    /// The P_Key to stamp (default 0xffff).
+    pub pkey: u16,
 }
 
 impl Pkt {
@@ -33,6 +37,8 @@ impl Pkt {
             ack_req: false,
             ext: ExtRepr::default(),
             payload: vec![],
+            dest_qpn: None,
+            pkey: 0xffff,
         }
     }
     pub fn ack_req(mut self) -> Self {
@@ -156,10 +162,10 @@ impl Script {
             udp_src_port: 0xc001,
             bth: bth::Repr {
                 opcode: p.opcode,
-                dest_qpn: self.qpn,
+                dest_qpn: p.dest_qpn.unwrap_or(self.qpn),
                 ack_req: p.ack_req,
                 psn: p.psn,
-                pkey: 0xffff,
+                pkey: p.pkey,
                 ..bth::Repr::default()
             },
             ext: p.ext,
@@ -184,6 +190,8 @@ impl Script {
             ack_req: pkt.repr.bth.ack_req,
             ext: pkt.repr.ext,
             payload: pkt.payload.to_vec(),
+            dest_qpn: Some(pkt.repr.bth.dest_qpn),
+            pkey: pkt.repr.bth.pkey,
         })
     }
 

@@ -409,3 +409,41 @@ fn paced_qp_holds_packets_until_the_departure_time_and_a_cnp_reaches_its_control
     send!(s, cnp);
     assert_eq!(s.ep.counters().qp.rp_cnp_handled, 1);
 }
+
+#[test]
+fn rnr_wait_longer_than_the_ack_timeout_spends_no_transport_retries() {
+    let (mut s, mr) = setup(50);
+    for id in 1..=2 {
+        s.ep.post_send(
+            s.qpn,
+            SendWr::new(
+                id,
+                WrOpcode::Send,
+                Sge {
+                    addr: mr.addr,
+                    length: 8,
+                    lkey: mr.lkey,
+                },
+            ),
+        )
+        .unwrap();
+    }
+    assert_eq!(s.recv_all().len(), 2);
+    // RNR timer code 0 is 655.36 ms, far beyond the 4 ms ACK timeout; the NAK for the gap the
+    // second SEND left follows it.
+    send!(s, ack(50, 0x20, 0));
+    send!(s, ack(50, 0x60, 0));
+    s.advance(Duration::from_millis(655));
+    recv!(s, None);
+    assert!(statuses(&mut s).is_empty());
+    s.advance(Duration::from_micros(400));
+    assert_eq!(
+        s.recv_all()
+            .iter()
+            .map(|p| p.psn.value())
+            .collect::<Vec<_>>(),
+        vec![50, 51]
+    );
+    let c = s.ep.counters().qp;
+    assert_eq!((c.local_ack_timeout_err, c.completer_retry_err), (0, 0));
+}

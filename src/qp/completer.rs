@@ -207,6 +207,11 @@ impl Requester {
                 match code {
                     NakCode::PsnSequenceError => {
                         c.stats.packet_seq_err += 1;
+                        // Packets that followed an RNR-NAKed one are resent when the RNR wait
+                        // ends anyway; the gap they left is no reason for another round.
+                        if self.rnr_wait {
+                            return Ok(());
+                        }
                         if !self.implied(acked, c)? {
                             self.retry(psn, false, c)?;
                         }
@@ -334,7 +339,7 @@ impl Requester {
 
     /// The local ACK timer fired: resend from the oldest unacknowledged PSN.
     pub fn on_ack_timeout(&mut self, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
-        if !self.una.before(self.high_psn) {
+        if self.rnr_wait || !self.una.before(self.high_psn) {
             return Ok(());
         }
         c.stats.local_ack_timeout_err += 1;

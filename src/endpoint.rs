@@ -140,6 +140,7 @@ impl Endpoint {
     }
 
     /// Moves up to `out.len()` completions of `cq` into `out`; returns how many.
+    #[must_use]
     pub fn poll_cq(&mut self, cq: CqHandle, out: &mut [WorkCompletion]) -> usize {
         let Some(q) = self.cqs.get_mut(cq.0 as usize) else {
             return 0;
@@ -158,6 +159,7 @@ impl Endpoint {
     }
 
     /// The oldest completion of `cq`.
+    #[must_use]
     pub fn poll_cq_one(&mut self, cq: CqHandle) -> Option<WorkCompletion> {
         self.cqs.get_mut(cq.0 as usize)?.pop()
     }
@@ -357,6 +359,7 @@ impl Endpoint {
 
     /// Writes the next frame into `buf`: ACK/NAK/atomic ACK first, then data from the QPs in
     /// round-robin among those whose earliest departure has come. Returns the frame length.
+    #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         while let Some(cnp) = self.np.poll_cnp(now) {
             if let Some(len) = self.emit_cnp(cnp.local_qpn, cnp.dest_qpn, buf) {
@@ -440,6 +443,7 @@ impl Endpoint {
     }
 
     /// The next instant `handle_timeout` (or a paced departure) is due.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.qps
             .iter()

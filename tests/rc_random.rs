@@ -64,12 +64,16 @@ fn sge(m: &MrInfo, len: usize) -> Sge {
 
 fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
     let mut rng = Pcg64::seed_from_u64(seed);
-    let frac = |rng: &mut Pcg64| rng.random_range(0.01..=0.10);
+    // Every fault between 1% and 10% of frames, with frames lost outright (dropped or corrupted)
+    // at most 10% together: past that, eight retransmission rounds in a row without progress
+    // become likely enough that `retry_cnt = 7` legitimately runs out (as on any RC stack).
+    let frac = |rng: &mut Pcg64, max: f64| rng.random_range(0.01..=max);
+    let loss = frac(&mut rng, 0.06);
     let faults = FaultConfig {
-        loss: frac(&mut rng),
-        duplicate: frac(&mut rng),
-        reorder: frac(&mut rng),
-        corrupt: frac(&mut rng),
+        loss,
+        duplicate: frac(&mut rng, 0.10),
+        reorder: frac(&mut rng, 0.10),
+        corrupt: frac(&mut rng, 0.10 - loss),
     };
     let mut p = pair(faults, seed);
     let mtu = [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096][rng.random_range(0..3)];

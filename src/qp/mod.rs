@@ -539,6 +539,7 @@ impl QueuePair {
     }
 
     /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let pacer = self.pacer.as_ref().and_then(|p| p.poll_timeout());
         let t = match (self.timers.next_timeout(), pacer) {
@@ -586,6 +587,7 @@ impl QueuePair {
     }
 
     /// Writes the next control packet into `buf`; returns its length.
+    #[must_use]
     pub fn poll_control(
         &mut self,
         now: Instant,
@@ -607,6 +609,7 @@ impl QueuePair {
 
     /// Writes the next data packet into `buf` (READ responses first, then requests); returns
     /// its length.
+    #[must_use]
     pub fn poll_data(
         &mut self,
         now: Instant,

@@ -14,14 +14,17 @@
 //! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
 //! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
 //! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
-//! - [`driver`]: the `Port` trait and its implementations.
+//! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
+//! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
+//!   `Port`, reading time from a `Clock`.
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod clock;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;
@@ -29,6 +32,7 @@ pub mod mr;
 pub mod pcap;
 pub mod psn;
 pub mod qp;
+pub mod runtime;
 pub mod stats;
 pub mod time;
 pub mod verbs;

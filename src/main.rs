@@ -8,6 +8,8 @@ mod cli {
     pub mod cc;
     pub mod loopback;
     pub mod pcap;
+    #[cfg(feature = "dpdk")]
+    pub mod port;
 }
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
@@ -27,6 +29,10 @@ enum Command {
     Limits,
     /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
     Loopback(cli::loopback::LoopbackArgs),
+    /// Inspect DPDK ports.
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Port(cli::port::PortCommand),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -44,6 +50,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
+        #[cfg(feature = "dpdk")]
+        Command::Port(cmd) => cli::port::run(cmd)?,
     }
     Ok(())
 }

@@ -67,7 +67,9 @@ impl EalConfig {
         }
         if self.auto_no_pci
             && !has(&argv, &["-a", "--allow", "-b", "--block", "--no-pci"])
-            && !argv.iter().any(|a| a.starts_with("-a") || a.starts_with("-b"))
+            && !argv
+                .iter()
+                .any(|a| a.starts_with("-a") || a.starts_with("-b"))
         {
             argv.push("--no-pci".into());
         }
@@ -272,7 +274,13 @@ mod tests {
         c.auto_pmd_dir = false;
         assert_eq!(
             c.argv().unwrap_or_default(),
-            ["-l", "1", "--file-prefix=x", "--vdev=net_null0,size=64", "--no-pci"]
+            [
+                "-l",
+                "1",
+                "--file-prefix=x",
+                "--vdev=net_null0,size=64",
+                "--no-pci"
+            ]
         );
         let mut c = EalConfig::new("--vdev=net_ring0");
         c.auto_no_huge = false;

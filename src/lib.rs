@@ -12,12 +12,14 @@
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
 //! - [`driver`]: the `Port` trait and its implementations.
+//! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod driver;
 pub mod psn;
+pub mod sim;
 pub mod time;
 pub mod wire;
 

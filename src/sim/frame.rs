@@ -1,0 +1,188 @@
+//! What a switch reads from a frame: 802.1Q priority, IP addresses, DSCP/ECN and the UDP ports
+//! (for ECMP), and how it sets CE. A lookup of fixed offsets, not a validating parser: end hosts
+//! validate with `wire::parse_frame`; a switch forwards what it cannot read as non-IP.
+
+/// Ethertype of IPv4.
+const ETHERTYPE_IPV4: u16 = 0x0800;
+/// Ethertype of IPv6.
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// Ethertype of an 802.1Q tag.
+const ETHERTYPE_VLAN: u16 = 0x8100;
+/// IP protocol number of UDP.
+const PROTO_UDP: u8 = 17;
+
+/// An IP address as a switch keys it: IPv4 addresses are stored IPv4-mapped.
+pub type IpKey = u128;
+
+/// The IPv4-mapped key of an IPv4 address.
+pub fn ipv4_key(addr: std::net::Ipv4Addr) -> IpKey {
+    IpKey::from(addr.to_ipv6_mapped())
+}
+
+/// The key of any IP address.
+pub fn ip_key(addr: std::net::IpAddr) -> IpKey {
+    match addr {
+        std::net::IpAddr::V4(a) => ipv4_key(a),
+        std::net::IpAddr::V6(a) => IpKey::from(a),
+    }
+}
+
+/// The header fields a switch acts on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// 802.1Q priority code point, if the frame is tagged.
+    pub pcp: Option<u8>,
+    /// Ethertype after any VLAN tag.
+    pub ethertype: u16,
+    /// IP fields, if the frame carries IPv4 or IPv6.
+    pub ip: Option<IpInfo>,
+}
+
+/// IP and transport fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpInfo {
+    /// Offset of the IP header in the frame.
+    pub offset: usize,
+    /// IPv6 rather than IPv4.
+    pub v6: bool,
+    /// Source address key.
+    pub src: IpKey,
+    /// Destination address key.
+    pub dst: IpKey,
+    /// DSCP (6 bits).
+    pub dscp: u8,
+    /// ECN codepoint (2 bits): 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
+    pub ecn: u8,
+    /// IP protocol / next header.
+    pub proto: u8,
+    /// UDP source port (0 if not UDP).
+    pub sport: u16,
+    /// UDP destination port (0 if not UDP).
+    pub dport: u16,
+}
+
+impl IpInfo {
+    /// Whether the packet is ECN-capable (ECT(0), ECT(1) or already CE).
+    pub fn ect(&self) -> bool {
+        self.ecn != 0
+    }
+}
+
+fn be16(frame: &[u8], at: usize) -> Option<u16> {
+    let b = frame.get(at..at + 2)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// Reads the fields a switch needs. Never panics; what cannot be read is left out.
+pub fn classify(frame: &[u8]) -> FrameInfo {
+    let mut info = FrameInfo::default();
+    let Some(mut ethertype) = be16(frame, 12) else {
+        return info;
+    };
+    let mut l3 = 14;
+    if ethertype == ETHERTYPE_VLAN {
+        let Some(tci) = be16(frame, 14) else {
+            return info;
+        };
+        info.pcp = Some((tci >> 13) as u8);
+        ethertype = be16(frame, 16).unwrap_or(0);
+        l3 = 18;
+    }
+    info.ethertype = ethertype;
+    info.ip = match ethertype {
+        ETHERTYPE_IPV4 => ipv4_info(frame, l3),
+        ETHERTYPE_IPV6 => ipv6_info(frame, l3),
+        _ => None,
+    };
+    info
+}
+
+fn ipv4_info(frame: &[u8], off: usize) -> Option<IpInfo> {
+    let h = frame.get(off..off + 20)?;
+    if h[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let mut src = [0u8; 4];
+    src.copy_from_slice(&h[12..16]);
+    let mut dst = [0u8; 4];
+    dst.copy_from_slice(&h[16..20]);
+    let proto = h[9];
+    let (sport, dport) = udp_ports(frame, off + ihl, proto);
+    Some(IpInfo {
+        offset: off,
+        v6: false,
+        src: ipv4_key(src.into()),
+        dst: ipv4_key(dst.into()),
+        dscp: h[1] >> 2,
+        ecn: h[1] & 3,
+        proto,
+        sport,
+        dport,
+    })
+}
+
+fn ipv6_info(frame: &[u8], off: usize) -> Option<IpInfo> {
+    let h = frame.get(off..off + 40)?;
+    if h[0] >> 4 != 6 {
+        return None;
+    }
+    let tclass = (h[0] << 4) | (h[1] >> 4);
+    let mut src = [0u8; 16];
+    src.copy_from_slice(&h[8..24]);
+    let mut dst = [0u8; 16];
+    dst.copy_from_slice(&h[24..40]);
+    let proto = h[6];
+    let (sport, dport) = udp_ports(frame, off + 40, proto);
+    Some(IpInfo {
+        offset: off,
+        v6: true,
+        src: u128::from_be_bytes(src),
+        dst: u128::from_be_bytes(dst),
+        dscp: tclass >> 2,
+        ecn: tclass & 3,
+        proto,
+        sport,
+        dport,
+    })
+}
+
+fn udp_ports(frame: &[u8], off: usize, proto: u8) -> (u16, u16) {
+    if proto != PROTO_UDP {
+        return (0, 0);
+    }
+    (be16(frame, off).unwrap_or(0), be16(frame, off + 2).unwrap_or(0))
+}
+
+/// Sets CE in the IP header of an ECN-capable packet (updating the IPv4 header checksum).
+/// Returns whether the frame was changed. The RoCE ICRC masks these bits, so it stays valid.
+pub fn mark_ce(frame: &mut [u8], ip: &IpInfo) -> bool {
+    if !ip.ect() || ip.ecn == 3 {
+        return false;
+    }
+    let _ = ip;
+    crate::wire::roce::set_frame_ecn(frame, crate::wire::Ecn::Ce).is_ok()
+}
+
+/// A 64-bit mix of a flow's 5-tuple and a per-switch salt, for ECMP (splitmix64 finalizer).
+pub fn flow_hash(ip: &IpInfo, salt: u64) -> u64 {
+    let mut h = salt ^ 0x9e37_79b9_7f4a_7c15;
+    for word in [
+        ip.src as u64,
+        (ip.src >> 64) as u64,
+        ip.dst as u64,
+        (ip.dst >> 64) as u64,
+        (u64::from(ip.sport) << 24) | (u64::from(ip.dport) << 8) | u64::from(ip.proto),
+    ] {
+        h = mix64(h ^ word);
+    }
+    h
+}
+
+/// splitmix64's finalizer.
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,270 @@
+//! The InfiniBand base transport header (12 bytes), present in every RoCEv2 packet: opcode,
+//! solicited event, migration, pad count, version, P_Key, FECN/BECN, destination QP, AckReq, PSN.
+//! Reserved bits are written as zero and ignored when read.
+
+use super::opcode::Opcode;
+use super::{read_u16, read_u24, write_u16, write_u24, WireError};
+use crate::psn::Psn;
+
+mod field {
+    pub const OPCODE: usize = 0;
+    pub const FLAGS: usize = 1;
+    pub const PKEY: usize = 2;
+    pub const FECN_BECN: usize = 4;
+    pub const DEST_QPN: usize = 5;
+    pub const ACK_REQ: usize = 8;
+    pub const PSN: usize = 9;
+}
+
+/// Length of the BTH.
+pub const HEADER_LEN: usize = 12;
+/// The default partition key (full member of the default partition).
+pub const DEFAULT_PKEY: u16 = 0xffff;
+
+const SE: u8 = 0x80;
+const MIGREQ: u8 = 0x40;
+const FECN: u8 = 0x80;
+const BECN: u8 = 0x40;
+const ACK_REQ: u8 = 0x80;
+
+fixed_header_view!("a base transport header");
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    fn byte(&self, at: usize) -> u8 {
+        self.buffer.as_ref()[at]
+    }
+
+    /// Opcode.
+    pub fn opcode(&self) -> Opcode {
+        Opcode(self.byte(field::OPCODE))
+    }
+
+    /// Solicited event.
+    pub fn solicited(&self) -> bool {
+        self.byte(field::FLAGS) & SE != 0
+    }
+
+    /// Migration request.
+    pub fn migreq(&self) -> bool {
+        self.byte(field::FLAGS) & MIGREQ != 0
+    }
+
+    /// Pad count: bytes of padding between the payload and the ICRC (0-3).
+    pub fn pad_count(&self) -> u8 {
+        (self.byte(field::FLAGS) >> 4) & 0x3
+    }
+
+    /// Transport header version (0).
+    pub fn tver(&self) -> u8 {
+        self.byte(field::FLAGS) & 0x0f
+    }
+
+    /// Partition key.
+    pub fn pkey(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::PKEY)
+    }
+
+    /// Forward explicit congestion notification.
+    pub fn fecn(&self) -> bool {
+        self.byte(field::FECN_BECN) & FECN != 0
+    }
+
+    /// Backward explicit congestion notification (set in a CNP).
+    pub fn becn(&self) -> bool {
+        self.byte(field::FECN_BECN) & BECN != 0
+    }
+
+    /// Destination queue pair number (24 bits).
+    pub fn dest_qpn(&self) -> u32 {
+        read_u24(self.buffer.as_ref(), field::DEST_QPN)
+    }
+
+    /// Acknowledge request.
+    pub fn ack_req(&self) -> bool {
+        self.byte(field::ACK_REQ) & ACK_REQ != 0
+    }
+
+    /// Packet sequence number.
+    pub fn psn(&self) -> Psn {
+        Psn::new(read_u24(self.buffer.as_ref(), field::PSN))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets the opcode.
+    pub fn set_opcode(&mut self, value: Opcode) {
+        self.buffer.as_mut()[field::OPCODE] = value.0;
+    }
+
+    /// Sets SE, M, pad count and TVer at once.
+    pub fn set_flags(&mut self, solicited: bool, migreq: bool, pad_count: u8, tver: u8) {
+        let mut b = ((pad_count & 0x3) << 4) | (tver & 0x0f);
+        if solicited {
+            b |= SE;
+        }
+        if migreq {
+            b |= MIGREQ;
+        }
+        self.buffer.as_mut()[field::FLAGS] = b;
+    }
+
+    /// Sets the partition key.
+    pub fn set_pkey(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::PKEY, value);
+    }
+
+    /// Sets FECN and BECN (reserved bits cleared).
+    pub fn set_fecn_becn(&mut self, fecn: bool, becn: bool) {
+        self.buffer.as_mut()[field::FECN_BECN] =
+            if fecn { FECN } else { 0 } | if becn { BECN } else { 0 };
+    }
+
+    /// Sets the destination QPN (low 24 bits).
+    pub fn set_dest_qpn(&mut self, value: u32) {
+        write_u24(self.buffer.as_mut(), field::DEST_QPN, value);
+    }
+
+    /// Sets AckReq (reserved bits cleared).
+    pub fn set_ack_req(&mut self, value: bool) {
+        self.buffer.as_mut()[field::ACK_REQ] = if value { ACK_REQ } else { 0 };
+    }
+
+    /// Sets the PSN.
+    pub fn set_psn(&mut self, value: Psn) {
+        write_u24(self.buffer.as_mut(), field::PSN, value.value());
+    }
+}
+
+/// A parsed BTH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Repr {
+    /// Opcode (may be unknown: the frame parser rejects those, this header does not).
+    pub opcode: Opcode,
+    /// Solicited event.
+    pub solicited: bool,
+    /// Migration request.
+    pub migreq: bool,
+    /// Pad count (0-3). [`crate::wire::RoceRepr::emit`] derives it from the payload length.
+    pub pad_count: u8,
+    /// Transport header version (0).
+    pub tver: u8,
+    /// Partition key.
+    pub pkey: u16,
+    /// Forward ECN.
+    pub fecn: bool,
+    /// Backward ECN.
+    pub becn: bool,
+    /// Destination QPN (24 bits).
+    pub dest_qpn: u32,
+    /// Acknowledge request.
+    pub ack_req: bool,
+    /// Packet sequence number.
+    pub psn: Psn,
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr {
+            opcode: Opcode::RC_SEND_ONLY,
+            solicited: false,
+            migreq: false,
+            pad_count: 0,
+            tver: 0,
+            pkey: DEFAULT_PKEY,
+            fecn: false,
+            becn: false,
+            dest_qpn: 0,
+            ack_req: false,
+            psn: Psn::new(0),
+        }
+    }
+}
+
+impl Repr {
+    /// Parses a checked header. Any opcode and TVer are accepted here.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
+        packet.check_len()?;
+        Ok(Repr {
+            opcode: packet.opcode(),
+            solicited: packet.solicited(),
+            migreq: packet.migreq(),
+            pad_count: packet.pad_count(),
+            tver: packet.tver(),
+            pkey: packet.pkey(),
+            fecn: packet.fecn(),
+            becn: packet.becn(),
+            dest_qpn: packet.dest_qpn(),
+            ack_req: packet.ack_req(),
+            psn: packet.psn(),
+        })
+    }
+
+    /// 12.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes exactly `buffer_len()` bytes.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+        packet.set_opcode(self.opcode);
+        packet.set_flags(self.solicited, self.migreq, self.pad_count, self.tver);
+        packet.set_pkey(self.pkey);
+        packet.set_fecn_becn(self.fecn, self.becn);
+        packet.set_dest_qpn(self.dest_qpn);
+        packet.set_ack_req(self.ack_req);
+        packet.set_psn(self.psn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static HEADER: [u8; 12] = [
+        0x0a, // RDMA WRITE Only
+        0xa0, // SE, pad count 2, TVer 0
+        0xff, 0xff, // P_Key
+        0x40, // BECN
+        0x00, 0x00, 0x11, // dest QPN 17
+        0x80, // AckReq
+        0xab, 0xcd, 0xef, // PSN
+    ];
+
+    fn repr() -> Repr {
+        Repr {
+            opcode: Opcode::RC_RDMA_WRITE_ONLY,
+            solicited: true,
+            migreq: false,
+            pad_count: 2,
+            tver: 0,
+            pkey: 0xffff,
+            fecn: false,
+            becn: true,
+            dest_qpn: 17,
+            ack_req: true,
+            psn: Psn::new(0xabcdef),
+        }
+    }
+
+    #[test]
+    fn parses_header() {
+        let packet = Packet::new_checked(&HEADER[..]).unwrap();
+        assert_eq!(Repr::parse(&packet).unwrap(), repr());
+    }
+
+    #[test]
+    fn emits_header() {
+        let mut buf = [0xa5u8; 13];
+        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
+        assert_eq!(&buf[..12], &HEADER[..]);
+        assert_eq!(buf[12], 0xa5);
+    }
+
+    #[test]
+    fn short_buffer_is_truncated() {
+        assert_eq!(
+            Packet::new_checked(&HEADER[..11]).map(|_| ()),
+            Err(WireError::Truncated)
+        );
+    }
+}

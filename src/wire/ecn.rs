@@ -1,0 +1,61 @@
+//! The two ECN bits of the IP header (RFC 3168). A switch sets `Ce` instead of dropping; the
+//! ICRC masks these bits, so marking does not break RoCEv2 packets. Marking policy lives elsewhere.
+
+use core::fmt;
+
+/// Explicit Congestion Notification codepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Ecn {
+    /// 0b00: the sender does not support ECN.
+    #[default]
+    NotEct = 0,
+    /// 0b01: ECN-capable transport, codepoint 1.
+    Ect1 = 1,
+    /// 0b10: ECN-capable transport, codepoint 0 (what RoCEv2 senders use).
+    Ect0 = 2,
+    /// 0b11: congestion experienced, set by a switch.
+    Ce = 3,
+}
+
+impl Ecn {
+    /// The codepoint from the low two bits of `bits`.
+    pub const fn from_bits(bits: u8) -> Self {
+        match bits & 0b11 {
+            0 => Ecn::NotEct,
+            1 => Ecn::Ect1,
+            2 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+
+    /// The two-bit codepoint.
+    pub const fn bits(self) -> u8 {
+        self as u8
+    }
+
+    /// ECN-capable (ECT(0), ECT(1) or CE): a switch may mark it instead of dropping.
+    pub const fn is_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+
+    /// What the codepoint means, for annotated dumps.
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            Ecn::NotEct => "Not-ECT (sender does not do ECN)",
+            Ecn::Ect1 => "ECT(1) (ECN-capable transport)",
+            Ecn::Ect0 => "ECT(0) (ECN-capable transport)",
+            Ecn::Ce => "CE (congestion experienced)",
+        }
+    }
+}
+
+impl fmt::Display for Ecn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Ecn::NotEct => "Not-ECT",
+            Ecn::Ect1 => "ECT(1)",
+            Ecn::Ect0 => "ECT(0)",
+            Ecn::Ce => "CE",
+        })
+    }
+}

@@ -1,0 +1,407 @@
+//! IPv4 headers as RoCEv2 uses them: DSCP and ECN in the TOS byte, DF set, no options, no fragments.
+//! `Repr::parse` verifies the header checksum and rejects options and fragments (`Unsupported`)
+//! so that every parsed header can be re-emitted byte for byte.
+
+use std::net::Ipv4Addr;
+
+use super::{read_u16, write_u16, Ecn, WireError};
+
+mod field {
+    use core::ops::Range;
+    pub const VER_IHL: usize = 0;
+    pub const TOS: usize = 1;
+    pub const LENGTH: usize = 2;
+    pub const IDENT: usize = 4;
+    pub const FLG_OFF: usize = 6;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: usize = 10;
+    pub const SRC: Range<usize> = 12..16;
+    pub const DST: Range<usize> = 16..20;
+}
+
+/// Length of an IPv4 header without options.
+pub const HEADER_LEN: usize = 20;
+/// IP protocol number of UDP.
+pub const PROTOCOL_UDP: u8 = 17;
+
+const FLAG_DF: u16 = 0x4000;
+const FLAG_MF: u16 = 0x2000;
+const FRAG_OFFSET_MASK: u16 = 0x1fff;
+
+/// The Internet checksum (RFC 1071) of `data`, as stored in a header.
+pub fn checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut chunks = data.chunks_exact(2);
+    for pair in &mut chunks {
+        sum += u32::from(u16::from_be_bytes([pair[0], pair[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        sum += u32::from(*last) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// A read/write view of an IPv4 packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer after checking the header and the announced total length fit.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// `Err(Truncated)` when the buffer is shorter than the header or the total length;
+    /// `Err(BadLength)` when IHL or the total length are impossible.
+    pub fn check_len(&self) -> Result<(), WireError> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let header_len = self.header_len();
+        let total_len = usize::from(self.total_len());
+        if header_len < HEADER_LEN || total_len < header_len {
+            Err(WireError::BadLength)
+        } else if len < header_len || len < total_len {
+            Err(WireError::Truncated)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The wrapped buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// IP version (4 for a valid packet).
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VER_IHL] >> 4
+    }
+
+    /// Header length in bytes (IHL * 4).
+    pub fn header_len(&self) -> usize {
+        usize::from(self.buffer.as_ref()[field::VER_IHL] & 0x0f) * 4
+    }
+
+    /// Differentiated services code point (6 bits).
+    pub fn dscp(&self) -> u8 {
+        self.buffer.as_ref()[field::TOS] >> 2
+    }
+
+    /// ECN codepoint.
+    pub fn ecn(&self) -> Ecn {
+        Ecn::from_bits(self.buffer.as_ref()[field::TOS])
+    }
+
+    /// Total length (header + payload).
+    pub fn total_len(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::LENGTH)
+    }
+
+    /// Identification.
+    pub fn ident(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::IDENT)
+    }
+
+    /// Don't-fragment flag.
+    pub fn dont_frag(&self) -> bool {
+        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FLAG_DF != 0
+    }
+
+    /// More-fragments flag.
+    pub fn more_frags(&self) -> bool {
+        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FLAG_MF != 0
+    }
+
+    /// Fragment offset in 8-byte units.
+    pub fn frag_offset(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FRAG_OFFSET_MASK
+    }
+
+    /// The reserved ("evil") flag bit.
+    pub fn reserved_flag(&self) -> bool {
+        read_u16(self.buffer.as_ref(), field::FLG_OFF) & 0x8000 != 0
+    }
+
+    /// Time to live.
+    pub fn ttl(&self) -> u8 {
+        self.buffer.as_ref()[field::TTL]
+    }
+
+    /// Protocol of the payload.
+    pub fn protocol(&self) -> u8 {
+        self.buffer.as_ref()[field::PROTOCOL]
+    }
+
+    /// Header checksum as stored.
+    pub fn checksum(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+
+    /// Source address.
+    pub fn src_addr(&self) -> Ipv4Addr {
+        let d = &self.buffer.as_ref()[field::SRC];
+        Ipv4Addr::new(d[0], d[1], d[2], d[3])
+    }
+
+    /// Destination address.
+    pub fn dst_addr(&self) -> Ipv4Addr {
+        let d = &self.buffer.as_ref()[field::DST];
+        Ipv4Addr::new(d[0], d[1], d[2], d[3])
+    }
+
+    /// The header checksum verifies.
+    pub fn verify_checksum(&self) -> bool {
+        checksum(&self.buffer.as_ref()[..self.header_len()]) == 0
+    }
+
+    /// The payload, up to the total length (Ethernet padding excluded).
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.header_len()..usize::from(self.total_len())]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets version 4 and the header length in bytes (a multiple of 4).
+    pub fn set_version_and_header_len(&mut self, header_len: usize) {
+        self.buffer.as_mut()[field::VER_IHL] = 0x40 | ((header_len / 4) as u8 & 0x0f);
+    }
+
+    /// Sets DSCP and ECN.
+    pub fn set_dscp_ecn(&mut self, dscp: u8, ecn: Ecn) {
+        self.buffer.as_mut()[field::TOS] = (dscp << 2) | ecn.bits();
+    }
+
+    /// Sets only the ECN bits (the checksum must be filled again afterwards).
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        let tos = &mut self.buffer.as_mut()[field::TOS];
+        *tos = (*tos & !0b11) | ecn.bits();
+    }
+
+    /// Sets the total length.
+    pub fn set_total_len(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::LENGTH, value);
+    }
+
+    /// Sets the identification.
+    pub fn set_ident(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::IDENT, value);
+    }
+
+    /// Sets flags (DF only, no MF) and a zero fragment offset.
+    pub fn set_dont_frag_unfragmented(&mut self, dont_frag: bool) {
+        let v = if dont_frag { FLAG_DF } else { 0 };
+        write_u16(self.buffer.as_mut(), field::FLG_OFF, v);
+    }
+
+    /// Sets the time to live.
+    pub fn set_ttl(&mut self, value: u8) {
+        self.buffer.as_mut()[field::TTL] = value;
+    }
+
+    /// Sets the protocol.
+    pub fn set_protocol(&mut self, value: u8) {
+        self.buffer.as_mut()[field::PROTOCOL] = value;
+    }
+
+    /// Sets the stored checksum.
+    pub fn set_checksum(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
+    }
+
+    /// Sets the source address.
+    pub fn set_src_addr(&mut self, addr: Ipv4Addr) {
+        self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.octets());
+    }
+
+    /// Sets the destination address.
+    pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
+        self.buffer.as_mut()[field::DST].copy_from_slice(&addr.octets());
+    }
+
+    /// Computes and stores the header checksum.
+    pub fn fill_checksum(&mut self) {
+        self.set_checksum(0);
+        let sum = checksum(&self.buffer.as_ref()[..self.header_len()]);
+        self.set_checksum(sum);
+    }
+}
+
+/// A parsed IPv4 header (no options, unfragmented).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Repr {
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address.
+    pub dst: Ipv4Addr,
+    /// Differentiated services code point (6 bits).
+    pub dscp: u8,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// Time to live.
+    pub ttl: u8,
+    /// Identification (rxe uses a per-socket counter; kept to re-emit identically).
+    pub ident: u16,
+    /// Don't-fragment flag (rxe sets it).
+    pub dont_frag: bool,
+    /// Payload protocol (17 for RoCEv2).
+    pub protocol: u8,
+    /// Payload length (total length minus the header).
+    pub payload_len: usize,
+}
+
+impl Repr {
+    /// Parses a checked packet: version 4, no options, not fragmented, checksum correct.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
+        packet.check_len()?;
+        if packet.version() != 4 {
+            return Err(WireError::BadVersion(packet.version()));
+        }
+        if packet.header_len() != HEADER_LEN
+            || packet.more_frags()
+            || packet.frag_offset() != 0
+            || packet.reserved_flag()
+        {
+            return Err(WireError::Unsupported);
+        }
+        if !packet.verify_checksum() {
+            return Err(WireError::BadChecksum);
+        }
+        Ok(Repr {
+            src: packet.src_addr(),
+            dst: packet.dst_addr(),
+            dscp: packet.dscp(),
+            ecn: packet.ecn(),
+            ttl: packet.ttl(),
+            ident: packet.ident(),
+            dont_frag: packet.dont_frag(),
+            protocol: packet.protocol(),
+            payload_len: usize::from(packet.total_len()) - HEADER_LEN,
+        })
+    }
+
+    /// 20: we never emit options.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in
+    /// 16 bits (the caller checks; larger values are truncated).
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+        packet.set_version_and_header_len(HEADER_LEN);
+        packet.set_dscp_ecn(self.dscp & 0x3f, self.ecn);
+        packet.set_total_len((HEADER_LEN + self.payload_len) as u16);
+        packet.set_ident(self.ident);
+        packet.set_dont_frag_unfragmented(self.dont_frag);
+        packet.set_ttl(self.ttl);
+        packet.set_protocol(self.protocol);
+        packet.set_src_addr(self.src);
+        packet.set_dst_addr(self.dst);
+        packet.fill_checksum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The IPv4 header of the first SEND Only in rc_pingpong_send_64.pcap, shape-wise: TOS 0x02.
+    static HEADER: [u8; 20] = [
+        0x45, 0x02, 0x00, 0x70, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 198, 18, 0, 12,
+        198, 18, 0, 11,
+    ];
+
+    fn header_with_checksum() -> [u8; 20] {
+        let mut h = HEADER;
+        let sum = checksum(&h);
+        h[10..12].copy_from_slice(&sum.to_be_bytes());
+        h
+    }
+
+    fn repr() -> Repr {
+        Repr {
+            src: Ipv4Addr::new(198, 18, 0, 12),
+            dst: Ipv4Addr::new(198, 18, 0, 11),
+            dscp: 0,
+            ecn: Ecn::Ect0,
+            ttl: 64,
+            ident: 0x1234,
+            dont_frag: true,
+            protocol: PROTOCOL_UDP,
+            payload_len: 0x70 - 20,
+        }
+    }
+
+    #[test]
+    fn checksum_matches_rfc1071_example() {
+        // RFC 1071 section 3 example bytes: sum 0xddf2, checksum 0x220d.
+        assert_eq!(
+            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            0x220d
+        );
+    }
+
+    #[test]
+    fn parses_header() {
+        let mut buf = [0u8; 0x70];
+        buf[..20].copy_from_slice(&header_with_checksum());
+        let packet = Packet::new_checked(&buf[..]).unwrap();
+        assert_eq!(Repr::parse(&packet).unwrap(), repr());
+    }
+
+    #[test]
+    fn emits_header() {
+        let mut buf = [0xa5u8; 22];
+        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
+        assert_eq!(&buf[..20], &header_with_checksum());
+        assert_eq!(&buf[20..], &[0xa5, 0xa5]);
+    }
+
+    #[test]
+    fn rejects_bad_checksum_options_and_fragments() {
+        let mut buf = [0u8; 0x70];
+        buf[..20].copy_from_slice(&header_with_checksum());
+        buf[8] = 63; // TTL changed, checksum stale
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()),
+            Err(WireError::BadChecksum)
+        );
+        buf[..20].copy_from_slice(&header_with_checksum());
+        buf[6] = 0x20; // MF
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()),
+            Err(WireError::Unsupported)
+        );
+        buf[..20].copy_from_slice(&header_with_checksum());
+        buf[0] = 0x65;
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()),
+            Err(WireError::BadVersion(6))
+        );
+    }
+
+    #[test]
+    fn truncated_and_impossible_lengths_are_errors() {
+        let h = header_with_checksum();
+        assert_eq!(Packet::new_checked(&h[..19]), Err(WireError::Truncated));
+        // total length 0x70 but only 20 bytes present
+        assert_eq!(Packet::new_checked(&h[..]), Err(WireError::Truncated));
+        let mut short = h;
+        short[2..4].copy_from_slice(&10u16.to_be_bytes());
+        assert_eq!(Packet::new_checked(&short[..]), Err(WireError::BadLength));
+    }
+}

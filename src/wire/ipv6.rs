@@ -1,0 +1,276 @@
+//! IPv6 fixed headers as RoCEv2 uses them: traffic class (DSCP + ECN), flow label, hop limit.
+//! Extension headers are not walked: RoCEv2 puts UDP directly after the fixed header.
+
+use std::net::Ipv6Addr;
+
+use super::{read_u16, read_u32, write_u16, write_u32, Ecn, WireError};
+
+mod field {
+    use core::ops::Range;
+    pub const VER_TC_FLOW: usize = 0;
+    pub const LENGTH: usize = 4;
+    pub const NXT_HDR: usize = 6;
+    pub const HOP_LIMIT: usize = 7;
+    pub const SRC: Range<usize> = 8..24;
+    pub const DST: Range<usize> = 24..40;
+}
+
+/// Length of the fixed IPv6 header.
+pub const HEADER_LEN: usize = 40;
+
+/// A read/write view of an IPv6 packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer after checking the header and the announced payload fit.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// `Err(Truncated)` when the header or the announced payload do not fit.
+    pub fn check_len(&self) -> Result<(), WireError> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN || len < HEADER_LEN + usize::from(self.payload_len()) {
+            Err(WireError::Truncated)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The wrapped buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn first_word(&self) -> u32 {
+        read_u32(self.buffer.as_ref(), field::VER_TC_FLOW)
+    }
+
+    /// IP version (6 for a valid packet).
+    pub fn version(&self) -> u8 {
+        (self.first_word() >> 28) as u8
+    }
+
+    /// Traffic class (DSCP << 2 | ECN).
+    pub fn traffic_class(&self) -> u8 {
+        (self.first_word() >> 20) as u8
+    }
+
+    /// DSCP (6 bits).
+    pub fn dscp(&self) -> u8 {
+        self.traffic_class() >> 2
+    }
+
+    /// ECN codepoint.
+    pub fn ecn(&self) -> Ecn {
+        Ecn::from_bits(self.traffic_class())
+    }
+
+    /// Flow label (20 bits).
+    pub fn flow_label(&self) -> u32 {
+        self.first_word() & 0x000f_ffff
+    }
+
+    /// Payload length.
+    pub fn payload_len(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::LENGTH)
+    }
+
+    /// Next header (17 for UDP).
+    pub fn next_header(&self) -> u8 {
+        self.buffer.as_ref()[field::NXT_HDR]
+    }
+
+    /// Hop limit.
+    pub fn hop_limit(&self) -> u8 {
+        self.buffer.as_ref()[field::HOP_LIMIT]
+    }
+
+    /// Source address.
+    pub fn src_addr(&self) -> Ipv6Addr {
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&self.buffer.as_ref()[field::SRC]);
+        Ipv6Addr::from(b)
+    }
+
+    /// Destination address.
+    pub fn dst_addr(&self) -> Ipv6Addr {
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&self.buffer.as_ref()[field::DST]);
+        Ipv6Addr::from(b)
+    }
+
+    /// The payload, up to the payload length (Ethernet padding excluded).
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + usize::from(self.payload_len())]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets version 6, traffic class from DSCP and ECN, and the flow label.
+    pub fn set_version_tc_flow(&mut self, dscp: u8, ecn: Ecn, flow_label: u32) {
+        let tc = u32::from(((dscp & 0x3f) << 2) | ecn.bits());
+        write_u32(
+            self.buffer.as_mut(),
+            field::VER_TC_FLOW,
+            (6 << 28) | (tc << 20) | (flow_label & 0x000f_ffff),
+        );
+    }
+
+    /// Sets only the ECN bits.
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        // The ECN bits are the low two bits of the traffic class: bits 5..4 of byte 1.
+        let b = &mut self.buffer.as_mut()[1];
+        *b = (*b & !0x30) | (ecn.bits() << 4);
+    }
+
+    /// Sets the payload length.
+    pub fn set_payload_len(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::LENGTH, value);
+    }
+
+    /// Sets the next header.
+    pub fn set_next_header(&mut self, value: u8) {
+        self.buffer.as_mut()[field::NXT_HDR] = value;
+    }
+
+    /// Sets the hop limit.
+    pub fn set_hop_limit(&mut self, value: u8) {
+        self.buffer.as_mut()[field::HOP_LIMIT] = value;
+    }
+
+    /// Sets the source address.
+    pub fn set_src_addr(&mut self, addr: Ipv6Addr) {
+        self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.octets());
+    }
+
+    /// Sets the destination address.
+    pub fn set_dst_addr(&mut self, addr: Ipv6Addr) {
+        self.buffer.as_mut()[field::DST].copy_from_slice(&addr.octets());
+    }
+}
+
+/// A parsed IPv6 fixed header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Repr {
+    /// Source address.
+    pub src: Ipv6Addr,
+    /// Destination address.
+    pub dst: Ipv6Addr,
+    /// DSCP (6 bits).
+    pub dscp: u8,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// Flow label (20 bits).
+    pub flow_label: u32,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Next header (17 for UDP).
+    pub next_header: u8,
+    /// Payload length.
+    pub payload_len: usize,
+}
+
+impl Repr {
+    /// Parses a checked packet (version must be 6).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
+        packet.check_len()?;
+        if packet.version() != 6 {
+            return Err(WireError::BadVersion(packet.version()));
+        }
+        Ok(Repr {
+            src: packet.src_addr(),
+            dst: packet.dst_addr(),
+            dscp: packet.dscp(),
+            ecn: packet.ecn(),
+            flow_label: packet.flow_label(),
+            hop_limit: packet.hop_limit(),
+            next_header: packet.next_header(),
+            payload_len: usize::from(packet.payload_len()),
+        })
+    }
+
+    /// 40.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes exactly `buffer_len()` bytes (`payload_len` must fit in 16 bits).
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+        packet.set_version_tc_flow(self.dscp, self.ecn, self.flow_label);
+        packet.set_payload_len(self.payload_len as u16);
+        packet.set_next_header(self.next_header);
+        packet.set_hop_limit(self.hop_limit);
+        packet.set_src_addr(self.src);
+        packet.set_dst_addr(self.dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static HEADER: [u8; 40] = [
+        0x6b, 0xaa, 0xbc, 0xde, // version 6, TC 0xba (DSCP 46, ECT(0)), flow label 0xabcde
+        0x00, 0x04, 0x11, 0x40, // payload 4, UDP, hop limit 64
+        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, // src
+        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11, // dst
+    ];
+
+    fn repr() -> Repr {
+        Repr {
+            src: "2001:db8::12".parse().unwrap(),
+            dst: "2001:db8::11".parse().unwrap(),
+            dscp: 0xb8 >> 2,
+            ecn: Ecn::Ect0,
+            flow_label: 0xabcde,
+            hop_limit: 64,
+            next_header: 17,
+            payload_len: 4,
+        }
+    }
+
+    #[test]
+    fn parses_header() {
+        let mut buf = HEADER.to_vec();
+        buf.extend_from_slice(&[1, 2, 3, 4]);
+        let packet = Packet::new_checked(&buf[..]).unwrap();
+        // TC = 0xb8 | ECT(0) = 0xba: byte 0 low nibble 0xb, byte 1 high nibble 0xa.
+        assert_eq!(packet.traffic_class(), 0xba);
+        assert_eq!(Repr::parse(&packet).unwrap(), repr());
+        assert_eq!(packet.payload(), &[1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn emits_header() {
+        let mut buf = [0xa5u8; 41];
+        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
+        assert_eq!(&buf[..40], &HEADER[..]);
+        assert_eq!(buf[40], 0xa5);
+    }
+
+    #[test]
+    fn set_ecn_touches_only_ecn_bits() {
+        let mut buf = HEADER;
+        let mut packet = Packet::new_unchecked(&mut buf[..]);
+        packet.set_ecn(Ecn::Ce);
+        assert_eq!(packet.ecn(), Ecn::Ce);
+        assert_eq!(packet.dscp(), 0xb8 >> 2);
+        assert_eq!(packet.flow_label(), 0xabcde);
+    }
+
+    #[test]
+    fn truncated_payload_is_an_error() {
+        assert_eq!(Packet::new_checked(&HEADER[..]), Err(WireError::Truncated));
+    }
+}

@@ -1,0 +1,1 @@
+//! Human-readable renderings of parsed frames (filled in below).

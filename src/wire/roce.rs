@@ -1,0 +1,546 @@
+//! Whole RoCEv2 frames: one checked parse from Ethernet through the ICRC, and one-shot emission of
+//! a complete frame (headers, payload, pad, ICRC) into a caller's buffer. No transport state and
+//! no policy (P_Key, QP lookup, PSN windows) lives here; those checks belong to the QP layer.
+//!
+//! `parse_frame` verifies the IPv4 header checksum (`BadChecksum`) before the ICRC, so a frame
+//! whose TTL or DSCP a router changed without fixing the checksum is rejected there.
+
+use std::net::IpAddr;
+
+use super::icrc::{compute_icrc, ICRC_LEN};
+use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
+use super::{
+    aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
+    Ecn, EtherType, WireError, ROCE_UDP_PORT,
+};
+use crate::psn::Psn;
+
+/// The IP layer of a RoCEv2 frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IpRepr {
+    /// IPv4.
+    V4(ipv4::Repr),
+    /// IPv6.
+    V6(ipv6::Repr),
+}
+
+impl IpRepr {
+    /// An IP header as rxe sends it: IPv4 with DF, TTL 64 and ident 0, or IPv6 with hop limit 64
+    /// and flow label 0; protocol UDP. Mixed address families give IPv6 with mapped addresses.
+    pub fn new_roce(src: IpAddr, dst: IpAddr, dscp: u8, ecn: Ecn) -> Self {
+        match (src, dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => IpRepr::V4(ipv4::Repr {
+                src,
+                dst,
+                dscp,
+                ecn,
+                ttl: 64,
+                ident: 0,
+                dont_frag: true,
+                protocol: ipv4::PROTOCOL_UDP,
+                payload_len: 0,
+            }),
+            (src, dst) => IpRepr::V6(ipv6::Repr {
+                src: to_v6(src),
+                dst: to_v6(dst),
+                dscp,
+                ecn,
+                flow_label: 0,
+                hop_limit: 64,
+                next_header: ipv4::PROTOCOL_UDP,
+                payload_len: 0,
+            }),
+        }
+    }
+
+    /// The ECN codepoint.
+    pub fn ecn(&self) -> Ecn {
+        match self {
+            IpRepr::V4(r) => r.ecn,
+            IpRepr::V6(r) => r.ecn,
+        }
+    }
+
+    /// Sets the ECN codepoint.
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        match self {
+            IpRepr::V4(r) => r.ecn = ecn,
+            IpRepr::V6(r) => r.ecn = ecn,
+        }
+    }
+
+    /// The DSCP.
+    pub fn dscp(&self) -> u8 {
+        match self {
+            IpRepr::V4(r) => r.dscp,
+            IpRepr::V6(r) => r.dscp,
+        }
+    }
+
+    /// Source address.
+    pub fn src(&self) -> IpAddr {
+        match self {
+            IpRepr::V4(r) => IpAddr::V4(r.src),
+            IpRepr::V6(r) => IpAddr::V6(r.src),
+        }
+    }
+
+    /// Destination address.
+    pub fn dst(&self) -> IpAddr {
+        match self {
+            IpRepr::V4(r) => IpAddr::V4(r.dst),
+            IpRepr::V6(r) => IpAddr::V6(r.dst),
+        }
+    }
+
+    /// Header length (20 or 40).
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            IpRepr::V4(r) => r.buffer_len(),
+            IpRepr::V6(r) => r.buffer_len(),
+        }
+    }
+
+    /// Bytes after the IP header.
+    pub fn payload_len(&self) -> usize {
+        match self {
+            IpRepr::V4(r) => r.payload_len,
+            IpRepr::V6(r) => r.payload_len,
+        }
+    }
+
+    fn set_payload_len_udp(&mut self, len: usize) {
+        match self {
+            IpRepr::V4(r) => {
+                r.payload_len = len;
+                r.protocol = ipv4::PROTOCOL_UDP;
+            }
+            IpRepr::V6(r) => {
+                r.payload_len = len;
+                r.next_header = ipv4::PROTOCOL_UDP;
+            }
+        }
+    }
+
+    fn ethertype(&self) -> EtherType {
+        match self {
+            IpRepr::V4(_) => EtherType::Ipv4,
+            IpRepr::V6(_) => EtherType::Ipv6,
+        }
+    }
+}
+
+fn to_v6(addr: IpAddr) -> std::net::Ipv6Addr {
+    match addr {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// The extension headers after the BTH; the opcode table says which are present.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtRepr {
+    /// Datagram ETH (UD).
+    pub deth: Option<deth::Repr>,
+    /// RDMA ETH (WRITE First/Only, READ Request).
+    pub reth: Option<reth::Repr>,
+    /// Atomic ETH (CmpSwap, FetchAdd).
+    pub atomic_eth: Option<atomic_eth::Repr>,
+    /// ACK ETH (ACK, READ Response First/Last/Only, Atomic ACK).
+    pub aeth: Option<aeth::Repr>,
+    /// Atomic ACK ETH.
+    pub atomic_ack_eth: Option<atomic_ack_eth::Repr>,
+    /// Immediate data.
+    pub immdt: Option<u32>,
+    /// R_Key to invalidate.
+    pub ieth: Option<u32>,
+}
+
+/// Everything in a RoCEv2 frame but the payload bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoceRepr {
+    /// Ethernet header (its `ethertype` is derived from `ip` on emit).
+    pub eth: ethernet::Repr,
+    /// IP header (its payload length and protocol are derived on emit).
+    pub ip: IpRepr,
+    /// UDP source port: the flow entropy, fixed per QP.
+    pub udp_src_port: u16,
+    /// Base transport header (its pad count is derived on emit).
+    pub bth: bth::Repr,
+    /// Extension headers.
+    pub ext: ExtRepr,
+    /// Payload bytes, without pad.
+    pub payload_len: usize,
+}
+
+/// A parsed frame: the headers, the payload (without pad) borrowed from the frame, and the ICRC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RocePacket<'a> {
+    /// The headers.
+    pub repr: RoceRepr,
+    /// The payload, pad excluded.
+    pub payload: &'a [u8],
+    /// The ICRC carried by the frame.
+    pub icrc: u32,
+}
+
+/// The pad count for a payload length: bytes to the next multiple of 4.
+pub const fn pad_count(payload_len: usize) -> u8 {
+    ((4 - payload_len % 4) % 4) as u8
+}
+
+/// Parses and checks a whole frame, ICRC included.
+///
+/// Checks, in order: Ethernet header (`Truncated`), EtherType IPv4/IPv6 (`NotRoce`), IP version
+/// (`BadVersion`), lengths (`Truncated`/`BadLength`), IPv4 options or fragments (`Unsupported`),
+/// protocol UDP and port 4791 (`NotRoce`), IPv4 header checksum (`BadChecksum`), UDP length,
+/// BTH TVer (`BadVersion`), opcode (`BadOpcode`), extension headers, pad and payload against the
+/// opcode table (`BadLength`), and the ICRC (`BadIcrc`). Bytes after the IP packet (Ethernet
+/// padding) are ignored. Never panics.
+pub fn parse_frame(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
+    parse(frame, true)
+}
+
+/// Like [`parse_frame`] but skips only the ICRC comparison (`icrc` is still the carried value).
+pub fn parse_frame_unverified(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
+    parse(frame, false)
+}
+
+/// The IP packet inside `frame` (header through ICRC, Ethernet padding cut off).
+fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError> {
+    let eth_frame = ethernet::Frame::new_checked(frame)?;
+    let eth = ethernet::Repr::parse(&eth_frame)?;
+    let ip_bytes = frame
+        .get(eth_frame.header_len()..)
+        .ok_or(WireError::Truncated)?;
+    match eth.ethertype {
+        EtherType::Ipv4 => {
+            let packet = ipv4::Packet::new_checked(ip_bytes)?;
+            if packet.version() != 4 {
+                return Err(WireError::BadVersion(packet.version()));
+            }
+            if packet.protocol() != ipv4::PROTOCOL_UDP {
+                return Err(WireError::NotRoce);
+            }
+            let repr = ipv4::Repr::parse(&packet)?;
+            let total = usize::from(packet.total_len());
+            Ok((eth, IpRepr::V4(repr), &ip_bytes[..total]))
+        }
+        EtherType::Ipv6 => {
+            let packet = ipv6::Packet::new_checked(ip_bytes)?;
+            let repr = ipv6::Repr::parse(&packet)?;
+            if repr.next_header != ipv4::PROTOCOL_UDP {
+                return Err(WireError::NotRoce);
+            }
+            let total = ipv6::HEADER_LEN + repr.payload_len;
+            Ok((eth, IpRepr::V6(repr), &ip_bytes[..total]))
+        }
+        _ => Err(WireError::NotRoce),
+    }
+}
+
+fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
+    let (eth, ip, ip_bytes) = ip_packet(frame)?;
+    let ip_len = ip.buffer_len();
+    let udp_packet = udp::Packet::new_checked(&ip_bytes[ip_len..])?;
+    if udp_packet.dst_port() != ROCE_UDP_PORT {
+        return Err(WireError::NotRoce);
+    }
+    if usize::from(udp_packet.len()) != ip.payload_len() {
+        return Err(WireError::BadLength);
+    }
+    let udp_payload = &ip_bytes[ip_len + udp::HEADER_LEN..];
+    if udp_payload.len() < bth::HEADER_LEN + ICRC_LEN {
+        return Err(WireError::Truncated);
+    }
+    let bth_packet = bth::Packet::new_checked(udp_payload)?;
+    let bth = bth::Repr::parse(&bth_packet)?;
+    if bth.tver != 0 {
+        return Err(WireError::BadVersion(bth.tver));
+    }
+    let info = bth
+        .opcode
+        .info()
+        .ok_or(WireError::BadOpcode(bth.opcode.0))?;
+
+    let (covered, trailer) = udp_payload.split_at(udp_payload.len() - ICRC_LEN);
+    let icrc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let after_bth = &covered[bth::HEADER_LEN..];
+    if after_bth.len() < info.ext_len {
+        return Err(WireError::BadLength);
+    }
+    let (ext_bytes, padded) = after_bth.split_at(info.ext_len);
+    let pad = usize::from(bth.pad_count);
+    if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
+        return Err(WireError::BadLength);
+    }
+    let payload = &padded[..padded.len() - pad];
+
+    if verify {
+        let icrc_end = ip_bytes.len() - ICRC_LEN;
+        let expected = compute_icrc(&ip_bytes[..icrc_end])?;
+        if expected != icrc {
+            return Err(WireError::BadIcrc {
+                expected,
+                found: icrc,
+            });
+        }
+    }
+
+    let ext = parse_ext(info, ext_bytes)?;
+    Ok(RocePacket {
+        repr: RoceRepr {
+            eth,
+            ip,
+            udp_src_port: udp_packet.src_port(),
+            bth,
+            ext,
+            payload_len: payload.len(),
+        },
+        payload,
+        icrc,
+    })
+}
+
+/// Parses the extension headers the opcode table lists, in wire order.
+fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, WireError> {
+    let mut ext = ExtRepr::default();
+    let mut take = |len: usize| -> Result<&[u8], WireError> {
+        if bytes.len() < len {
+            return Err(WireError::BadLength);
+        }
+        let (head, tail) = bytes.split_at(len);
+        bytes = tail;
+        Ok(head)
+    };
+    if info.deth {
+        ext.deth = Some(deth::Repr::parse(&deth::Packet::new_checked(take(
+            deth::HEADER_LEN,
+        )?)?)?);
+    }
+    if info.reth {
+        ext.reth = Some(reth::Repr::parse(&reth::Packet::new_checked(take(
+            reth::HEADER_LEN,
+        )?)?)?);
+    }
+    if info.atomic_eth {
+        ext.atomic_eth = Some(atomic_eth::Repr::parse(&atomic_eth::Packet::new_checked(
+            take(atomic_eth::HEADER_LEN)?,
+        )?)?);
+    }
+    if info.immdt {
+        let p = immdt::Packet::new_checked(take(immdt::HEADER_LEN)?)?;
+        ext.immdt = Some(p.imm_data());
+    }
+    if info.ieth {
+        let p = ieth::Packet::new_checked(take(ieth::HEADER_LEN)?)?;
+        ext.ieth = Some(p.rkey());
+    }
+    if info.aeth {
+        ext.aeth = Some(aeth::Repr::parse(&aeth::Packet::new_checked(take(
+            aeth::HEADER_LEN,
+        )?)?)?);
+    }
+    if info.atomic_ack_eth {
+        ext.atomic_ack_eth = Some(atomic_ack_eth::Repr::parse(
+            &atomic_ack_eth::Packet::new_checked(take(atomic_ack_eth::HEADER_LEN)?)?,
+        )?);
+    }
+    Ok(ext)
+}
+
+impl RoceRepr {
+    /// A CNP (opcode 0x81, BECN set, P_Key 0xffff, PSN 0) to the reaction point's QP `dest_qpn`.
+    pub fn cnp(eth: ethernet::Repr, ip: IpRepr, udp_src_port: u16, dest_qpn: u32) -> Self {
+        let mut repr = RoceRepr {
+            eth,
+            ip,
+            udp_src_port,
+            bth: bth::Repr {
+                opcode: Opcode::CNP,
+                becn: true,
+                dest_qpn,
+                psn: Psn::new(0),
+                ..bth::Repr::default()
+            },
+            ext: ExtRepr::default(),
+            payload_len: 0,
+        };
+        repr.fill_lengths();
+        repr
+    }
+
+    /// Sets the derived fields (EtherType, IP payload length and protocol, BTH pad count) to
+    /// what [`RoceRepr::emit`] writes, so that `parse(emit(repr)) == repr`.
+    pub fn fill_lengths(&mut self) {
+        self.eth.ethertype = self.ip.ethertype();
+        let udp_len = self.udp_len();
+        self.ip.set_payload_len_udp(udp_len);
+        self.bth.pad_count = pad_count(self.payload_len);
+    }
+
+    fn ext_len(&self) -> usize {
+        self.bth.opcode.info().map_or(0, |i| i.ext_len)
+    }
+
+    fn udp_len(&self) -> usize {
+        udp::HEADER_LEN
+            + bth::HEADER_LEN
+            + self.ext_len()
+            + self.payload_len
+            + usize::from(pad_count(self.payload_len))
+            + ICRC_LEN
+    }
+
+    /// Bytes of the whole frame, Ethernet header through ICRC, pad included.
+    pub fn frame_len(&self) -> usize {
+        self.eth.buffer_len() + self.ip.buffer_len() + self.udp_len()
+    }
+
+    /// Writes the complete frame (headers, `payload`, pad, ICRC) to the start of `buf`; returns
+    /// its length. `payload.len()` must equal `payload_len`.
+    pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, WireError> {
+        if payload.len() != self.payload_len {
+            return Err(WireError::BadLength);
+        }
+        self.emit_with(buf, |dst| dst.copy_from_slice(payload))
+    }
+
+    /// Writes the frame, letting `fill_payload` write the `payload_len` payload bytes in place
+    /// (gather from memory regions without an intermediate copy); returns the frame length.
+    pub fn emit_with(
+        &self,
+        buf: &mut [u8],
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) -> Result<usize, WireError> {
+        let info = self
+            .bth
+            .opcode
+            .info()
+            .ok_or(WireError::BadOpcode(self.bth.opcode.0))?;
+        if !info.has_payload && self.payload_len != 0 {
+            return Err(WireError::BadLength);
+        }
+        let udp_len = self.udp_len();
+        let ip_payload_len = udp_len;
+        let frame_len = self.frame_len();
+        let ip_total = self.ip.buffer_len() + ip_payload_len;
+        if ip_total > usize::from(u16::MAX) {
+            return Err(WireError::BadLength);
+        }
+        let frame = buf.get_mut(..frame_len).ok_or(WireError::BufferTooSmall)?;
+
+        let eth_len = self.eth.buffer_len();
+        let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
+        let mut eth_frame = ethernet::Frame::new_unchecked(&mut *eth_bytes);
+        eth_frame.set_dst_addr(self.eth.dst);
+        eth_frame.set_src_addr(self.eth.src);
+        eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
+
+        let ip_len = self.ip.buffer_len();
+        let mut ip = self.ip;
+        ip.set_payload_len_udp(ip_payload_len);
+        match &ip {
+            IpRepr::V4(r) => r.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_bytes)),
+            IpRepr::V6(r) => r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_bytes)),
+        }
+
+        let (ip_header, udp_bytes) = ip_bytes.split_at_mut(ip_len);
+        let _ = ip_header;
+        udp::Repr {
+            src_port: self.udp_src_port,
+            dst_port: ROCE_UDP_PORT,
+            length: udp_len as u16,
+        }
+        .emit(&mut udp::Packet::new_unchecked(&mut *udp_bytes));
+
+        let transport = &mut udp_bytes[udp::HEADER_LEN..];
+        let pad = pad_count(self.payload_len);
+        let mut bth_repr = self.bth;
+        bth_repr.pad_count = pad;
+        bth_repr.emit(&mut bth::Packet::new_unchecked(&mut *transport));
+
+        let ext_end = bth::HEADER_LEN + info.ext_len;
+        self.emit_ext(info, &mut transport[bth::HEADER_LEN..ext_end])?;
+
+        let payload_end = ext_end + self.payload_len;
+        fill_payload(&mut transport[ext_end..payload_end]);
+        let pad_end = payload_end + usize::from(pad);
+        transport[payload_end..pad_end].fill(0);
+
+        let icrc = compute_icrc(&ip_bytes[..ip_total - ICRC_LEN])?;
+        ip_bytes[ip_total - ICRC_LEN..ip_total].copy_from_slice(&icrc.to_le_bytes());
+        Ok(frame_len)
+    }
+
+    fn emit_ext(&self, info: &OpcodeInfo, mut bytes: &mut [u8]) -> Result<(), WireError> {
+        let missing = WireError::MissingHeader;
+        let mut next = |len: usize| {
+            let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
+            bytes = tail;
+            head
+        };
+        if info.deth {
+            let r = self.ext.deth.ok_or(missing("DETH"))?;
+            r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
+        }
+        if info.reth {
+            let r = self.ext.reth.ok_or(missing("RETH"))?;
+            r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
+        }
+        if info.atomic_eth {
+            let r = self.ext.atomic_eth.ok_or(missing("AtomicETH"))?;
+            r.emit(&mut atomic_eth::Packet::new_unchecked(next(
+                atomic_eth::HEADER_LEN,
+            )));
+        }
+        if info.immdt {
+            let imm_data = self.ext.immdt.ok_or(missing("ImmDt"))?;
+            immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
+        }
+        if info.ieth {
+            let rkey = self.ext.ieth.ok_or(missing("IETH"))?;
+            ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
+        }
+        if info.aeth {
+            let r = self.ext.aeth.ok_or(missing("AETH"))?;
+            r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
+        }
+        if info.atomic_ack_eth {
+            let r = self.ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
+            r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
+                atomic_ack_eth::HEADER_LEN,
+            )));
+        }
+        if info.ext.contains(ExtHeaders::CNP_RESERVED) {
+            cnp::Packet::new_unchecked(next(cnp::HEADER_LEN)).clear();
+        }
+        Ok(())
+    }
+}
+
+/// Rewrites the ECN codepoint of a RoCEv2 (or any IPv4/IPv6) frame in place, as a switch marking
+/// CE does, fixing the IPv4 header checksum; the ICRC stays valid because it masks ECN.
+/// Returns the previous codepoint.
+pub fn set_frame_ecn(frame: &mut [u8], ecn: Ecn) -> Result<Ecn, WireError> {
+    let eth_frame = ethernet::Frame::new_checked(&*frame)?;
+    let ethertype = eth_frame.ethertype();
+    let start = eth_frame.header_len();
+    let ip_bytes = &mut frame[start..];
+    match ethertype {
+        EtherType::Ipv4 => {
+            let mut packet = ipv4::Packet::new_checked(ip_bytes)?;
+            let old = packet.ecn();
+            packet.set_ecn(ecn);
+            packet.fill_checksum();
+            Ok(old)
+        }
+        EtherType::Ipv6 => {
+            let mut packet = ipv6::Packet::new_checked(ip_bytes)?;
+            let old = packet.ecn();
+            packet.set_ecn(ecn);
+            Ok(old)
+        }
+        _ => Err(WireError::NotRoce),
+    }
+}

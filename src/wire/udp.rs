@@ -1,0 +1,181 @@
+//! UDP headers as RoCEv2 uses them: destination port 4791, source port as flow entropy (fixed
+//! per QP), checksum 0. The checksum is neither verified nor computed (the ICRC covers the data).
+
+use super::{read_u16, write_u16, WireError};
+
+mod field {
+    pub const SRC_PORT: usize = 0;
+    pub const DST_PORT: usize = 2;
+    pub const LENGTH: usize = 4;
+    pub const CHECKSUM: usize = 6;
+}
+
+/// Length of the UDP header.
+pub const HEADER_LEN: usize = 8;
+
+/// A read/write view of a UDP datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer after checking the header and the announced length fit.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// `Err(Truncated)` when the header or the datagram do not fit, `Err(BadLength)` when the
+    /// length field is shorter than the header.
+    pub fn check_len(&self) -> Result<(), WireError> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let length = usize::from(self.len());
+        if length < HEADER_LEN {
+            Err(WireError::BadLength)
+        } else if len < length {
+            Err(WireError::Truncated)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The wrapped buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::SRC_PORT)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::DST_PORT)
+    }
+
+    /// Length of header plus payload.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::LENGTH)
+    }
+
+    /// Checksum as stored (0 = none).
+    pub fn checksum(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+
+    /// The payload, up to the length field.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..usize::from(self.len())]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets the source port.
+    pub fn set_src_port(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::SRC_PORT, value);
+    }
+
+    /// Sets the destination port.
+    pub fn set_dst_port(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::DST_PORT, value);
+    }
+
+    /// Sets the length field.
+    pub fn set_len(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::LENGTH, value);
+    }
+
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
+    }
+}
+
+/// A parsed UDP header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Repr {
+    /// Source port (RoCEv2: flow entropy).
+    pub src_port: u16,
+    /// Destination port (RoCEv2: 4791).
+    pub dst_port: u16,
+    /// Length of the whole datagram, header included.
+    pub length: u16,
+}
+
+impl Repr {
+    /// Parses a checked datagram.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
+        packet.check_len()?;
+        Ok(Repr {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            length: packet.len(),
+        })
+    }
+
+    /// 8.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes exactly `buffer_len()` bytes, checksum 0.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+        packet.set_src_port(self.src_port);
+        packet.set_dst_port(self.dst_port);
+        packet.set_len(self.length);
+        packet.set_checksum(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static DATAGRAM: [u8; 12] = [0xc0, 0x01, 0x12, 0xb7, 0x00, 0x0c, 0x00, 0x00, 1, 2, 3, 4];
+
+    fn repr() -> Repr {
+        Repr {
+            src_port: 0xc001,
+            dst_port: super::super::ROCE_UDP_PORT,
+            length: 12,
+        }
+    }
+
+    #[test]
+    fn parses_datagram() {
+        let packet = Packet::new_checked(&DATAGRAM[..]).unwrap();
+        assert_eq!(Repr::parse(&packet).unwrap(), repr());
+        assert_eq!(packet.payload(), &[1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn emits_header_with_zero_checksum() {
+        let mut buf = [0xa5u8; 9];
+        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
+        assert_eq!(&buf[..8], &DATAGRAM[..8]);
+        assert_eq!(buf[8], 0xa5);
+    }
+
+    #[test]
+    fn bad_lengths_are_errors() {
+        assert_eq!(
+            Packet::new_checked(&DATAGRAM[..11]),
+            Err(WireError::Truncated)
+        );
+        let mut short = DATAGRAM;
+        short[5] = 7;
+        assert_eq!(Packet::new_checked(&short[..]), Err(WireError::BadLength));
+    }
+}

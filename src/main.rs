@@ -2,6 +2,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod cli {
+    pub mod sim;
+}
+
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
 #[command(name = "roce", version, about)]
@@ -14,6 +18,9 @@ struct Cli {
 enum Command {
     /// Print the compile-time limits.
     Limits,
+    /// Run experiments in the deterministic virtual-time fabric.
+    #[command(subcommand)]
+    Sim(cli::sim::SimCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -28,6 +35,7 @@ fn main() -> anyhow::Result<()> {
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
+        Command::Sim(cmd) => cli::sim::run(cmd)?,
     }
     Ok(())
 }

@@ -221,6 +221,7 @@ pub struct Fabric<E> {
     ip_to_host: HashMap<IpKey, usize>,
     scratch: Vec<u8>,
     routed: bool,
+    started: bool,
     /// The tap counting flows and CNPs at the host NICs.
     pub tap: FlowTap,
     recorder: Option<Recorder<E>>,
@@ -245,6 +246,7 @@ impl<E: Engine> Fabric<E> {
             ip_to_host: HashMap::new(),
             scratch: vec![0; crate::limits::MAX_FRAME],
             routed: false,
+            started: false,
             tap: FlowTap::default(),
             recorder: None,
         }
@@ -392,6 +394,11 @@ impl<E: Engine> Fabric<E> {
         self.w.queue.push(at, Event::Sample);
     }
 
+    /// The recorder, if one is attached.
+    pub fn recorder(&self) -> Option<&Recorder<E>> {
+        self.recorder.as_ref()
+    }
+
     /// The recorder, once the run is over.
     pub fn take_recorder(&mut self) -> Option<Recorder<E>> {
         self.recorder.take()
@@ -506,6 +513,9 @@ impl<E: Engine> Fabric<E> {
     pub fn run_until_with(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
         if !self.routed {
             self.compute_routes();
+        }
+        if !self.started {
+            self.started = true;
             for h in 0..self.hosts.len() {
                 self.service_host(h);
             }

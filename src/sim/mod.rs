@@ -10,11 +10,17 @@ pub mod event;
 pub mod fabric;
 pub mod frame;
 pub mod pfc;
+pub mod report;
 mod port;
+pub mod scenario;
 pub mod series;
 pub mod stats;
+pub mod summary;
 pub mod switch;
 pub mod tap;
+pub mod testing;
+pub mod topology;
+pub mod workload;
 
 pub use fabric::{Cable, Fabric, FabricError, LinkConfig};
 pub use port::wire_bytes;

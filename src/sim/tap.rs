@@ -37,7 +37,8 @@ pub struct FlowSpec {
 /// What the tap saw of one flow.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlowProgress {
-    /// Payload bytes received in PSN order (retransmitted duplicates are not counted twice).
+    /// Payload bytes of packets whose PSN advanced the flow (duplicates from retransmission are
+    /// not counted twice; a gap is skipped, so a lost packet is simply missing).
     pub bytes: u64,
     /// Payload bytes received before the measurement window opened.
     pub bytes_at_warmup: u64,
@@ -104,11 +105,11 @@ impl FlowTap {
         let (Some(prog), Some(spec)) = (self.progress.get_mut(id), self.specs.get(id)) else {
             return;
         };
-        let psn = bth.psn.value();
-        if prog.next_psn.is_some_and(|n| n != psn) {
-            return; // out of order or duplicate: the responder drops or re-ACKs it
+        let psn = Psn::new(bth.psn.value());
+        if prog.next_psn.is_some_and(|n| psn.cmp_serial(Psn::new(n)).is_lt()) {
+            return; // a duplicate (retransmission): already counted
         }
-        prog.next_psn = Some(Psn::new(psn).add(1).value());
+        prog.next_psn = Some(psn.add(1).value());
         let t = now.as_nanos();
         prog.bytes += p.repr.payload_len as u64;
         prog.first_ns.get_or_insert(t);

@@ -269,12 +269,13 @@ impl Engine for TestHost {
                 }
             }
         }
-        let psn = repr.bth.psn.value();
-        let expected = self.next_psn.entry(key).or_insert(psn);
-        if *expected != psn {
+        // Count packets that advance the PSN (skip gaps from loss, ignore duplicates).
+        let psn = repr.bth.psn;
+        let expected = self.next_psn.entry(key).or_insert(psn.value());
+        if psn.cmp_serial(Psn::new(*expected)).is_lt() {
             return;
         }
-        *expected = Psn::new(psn).add(1).value();
+        *expected = psn.add(1).value();
         let before = self.counters.rx_bytes;
         self.counters.rx_bytes += repr.payload_len as u64;
         if let Some(m) = self.mark_every {

@@ -13,9 +13,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use roce::sim::report;
-use roce::sim::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
-use roce::sim::workload::Workload;
-use roce::sim::{EcnConfig, LinkConfig};
+use roce::sim::builtin::{Builtin, BuiltinKind};
+use roce::sim::scenario::Scenario;
+use roce::sim::EcnConfig;
 
 /// `roce sim` subcommands.
 #[derive(Subcommand, Debug)]
@@ -137,142 +137,37 @@ fn parse_micros(s: &str) -> Result<f64, String> {
 }
 
 impl BuiltinArgs {
-    fn base(&self, name: &str, topology: TopologySpec, default_us: f64) -> Scenario {
-        let ecn = (self.pmax > 0.0).then_some(EcnConfig {
-            kmin_bytes: self.kmin,
-            kmax_bytes: self.kmax,
-            pmax: self.pmax,
-            step_bytes: None,
-        });
-        Scenario {
-            name: name.into(),
-            seed: self.seed,
-            duration_us: self.duration.unwrap_or(default_us),
-            warmup_us: self.warmup,
-            sample_us: 1.0,
+    fn params(&self) -> Builtin {
+        Builtin {
+            senders: self.senders,
+            link_gbps: self.link_gbps,
+            delay_us: self.delay_us,
+            ecn: (self.pmax > 0.0).then_some(EcnConfig {
+                kmin_bytes: self.kmin,
+                kmax_bytes: self.kmax,
+                pmax: self.pmax,
+                step_bytes: None,
+            }),
             cc: self.cc.clone(),
-            mtu: 1024,
-            message_bytes: 1 << 20,
-            cnp_interval_us: 50.0,
-            topology,
-            switch: SwitchSpec {
-                pfc: self.pfc == OnOff::On,
-                ecn,
-                ..SwitchSpec::default()
-            },
-            workloads: Vec::new(),
-            link_events: Vec::new(),
-            monitor_host: None,
+            duration_us: self.duration,
+            warmup_us: self.warmup,
+            seed: self.seed,
+            pfc: self.pfc == OnOff::On,
         }
-    }
-
-    fn link(&self) -> LinkConfig {
-        LinkConfig::new(self.link_gbps, (self.delay_us * 1000.0).round() as u64)
     }
 }
 
 /// The scenario a built-in experiment runs.
-pub fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
-    let (name, a) = match cmd {
+fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
+    let (kind, a) = match cmd {
         SimCommand::Run { .. } => return None,
-        SimCommand::Incast(a) => ("incast", a),
-        SimCommand::Fairness(a) => ("fairness", a),
-        SimCommand::PfcSpreading(a) => ("pfc-spreading", a),
-        SimCommand::Allreduce(a) => ("allreduce", a),
-        SimCommand::LinkFailure(a) => ("link-failure", a),
+        SimCommand::Incast(a) => (BuiltinKind::Incast, a),
+        SimCommand::Fairness(a) => (BuiltinKind::Fairness, a),
+        SimCommand::PfcSpreading(a) => (BuiltinKind::PfcSpreading, a),
+        SimCommand::Allreduce(a) => (BuiltinKind::Allreduce, a),
+        SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
-    let link = a.link();
-    let s = match name {
-        "incast" => {
-            let n = a.senders.unwrap_or(16);
-            let mut s = a.base(name, TopologySpec::Star { hosts: n + 1, link }, 2_000.0);
-            s.workloads.push(Workload::Incast {
-                senders: (0..n).collect(),
-                receiver: n,
-                bytes: None,
-                start_us: 0.0,
-            });
-            s
-        }
-        "fairness" => {
-            let n = a.senders.unwrap_or(4);
-            let mut s = a.base(name, TopologySpec::Dumbbell { left: n, right: n, link, core: link }, 2_000.0);
-            for i in 0..n {
-                s.workloads.push(flow(i, n + i, 0.0));
-            }
-            s
-        }
-        "pfc-spreading" => {
-            // Left: victim sender 0 and incast senders 1..=k; right: incast receiver, victim
-            // receiver, then k more incast senders. The core has room for everything.
-            let k = a.senders.unwrap_or(4).div_ceil(2).max(1);
-            let core = LinkConfig::new((a.link_gbps * (k as f64 + 2.0)).min(800.0), link.delay_ns);
-            let left = k + 1;
-            let right = k + 2;
-            let mut s = a.base(name, TopologySpec::Dumbbell { left, right, link, core }, 2_000.0);
-            let receiver = left;
-            let victim_dst = left + 1;
-            let mut senders: Vec<usize> = (1..=k).collect();
-            senders.extend(left + 2..left + 2 + k);
-            s.workloads.push(flow(0, victim_dst, 0.0));
-            s.workloads.push(Workload::Incast {
-                senders,
-                receiver,
-                bytes: None,
-                start_us: 0.0,
-            });
-            s.monitor_host = Some(receiver);
-            s
-        }
-        "allreduce" => {
-            let n = a.senders.unwrap_or(8);
-            let mut s = a.base(name, TopologySpec::Star { hosts: n, link }, 2_000.0);
-            s.workloads.push(Workload::AllReduce {
-                hosts: (0..n).collect(),
-                bytes: 4 << 20,
-                iterations: 1000,
-            });
-            s
-        }
-        _ => {
-            let n = a.senders.unwrap_or(4);
-            let topo = TopologySpec::LeafSpine {
-                leaves: 2,
-                spines: 2,
-                hosts_per_leaf: n,
-                rails: 1,
-                link,
-                uplink: link,
-            };
-            let mut s = a.base(name, topo, 3_000.0);
-            for i in 0..n {
-                s.workloads.push(flow(i, n + i, 0.0));
-            }
-            let t = s.duration_us;
-            for (at_us, up) in [(t / 3.0, false), (2.0 * t / 3.0, true)] {
-                s.link_events.push(LinkEvent {
-                    a: "leaf0r0".into(),
-                    b: "spine0r0".into(),
-                    at_us,
-                    up,
-                });
-            }
-            s
-        }
-    };
-    Some((s, &a.out))
-}
-
-fn flow(src: usize, dst: usize, start_us: f64) -> Workload {
-    Workload::Flow {
-        src,
-        dst,
-        bytes: None,
-        start_us,
-        rate_gbps: None,
-        dscp: 26,
-        send: false,
-    }
+    Some((a.params().scenario(kind), &a.out))
 }
 
 /// Runs `roce sim ...`; a failure prints one line (`error: what: why`) and exits with status 2.

@@ -6,6 +6,7 @@
 //! seeded RNG, so a scenario and a seed replay bit for bit. It is not a packet-level model of
 //! any particular switch ASIC, and it does no I/O except where `report` writes files on request.
 
+pub mod builtin;
 pub mod event;
 pub mod fabric;
 pub mod frame;

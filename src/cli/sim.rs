@@ -12,8 +12,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use roce::sim::report;
 use roce::sim::builtin::{Builtin, BuiltinKind};
+use roce::sim::report;
 use roce::sim::scenario::Scenario;
 use roce::sim::EcnConfig;
 
@@ -181,8 +181,13 @@ pub fn run(cmd: SimCommand) -> Result<()> {
 
 fn run_inner(cmd: SimCommand) -> Result<()> {
     let (scenario, out) = match &cmd {
-        SimCommand::Run { scenario, seed, out } => {
-            let text = std::fs::read_to_string(scenario).with_context(|| format!("reading {}", scenario.display()))?;
+        SimCommand::Run {
+            scenario,
+            seed,
+            out,
+        } => {
+            let text = std::fs::read_to_string(scenario)
+                .with_context(|| format!("reading {}", scenario.display()))?;
             let mut s = Scenario::from_toml(&text)?;
             if let Some(seed) = seed {
                 s.seed = *seed;
@@ -199,8 +204,10 @@ fn run_inner(cmd: SimCommand) -> Result<()> {
     let started = WallInstant::now();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {percent}% virtual time, {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent}% virtual time, {elapsed}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.set_message(scenario.name.clone());
     let mut shown = false;

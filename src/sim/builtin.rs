@@ -153,9 +153,17 @@ impl Builtin {
                 // Left: victim sender 0 and incast senders 1..=k; right: incast receiver,
                 // victim receiver, then k more incast senders. The core has room for all.
                 let k = self.senders.unwrap_or(4).div_ceil(2).max(1);
-                let core = LinkConfig::new((self.link_gbps * (k as f64 + 2.0)).min(800.0), link.delay_ns);
+                let core = LinkConfig::new(
+                    (self.link_gbps * (k as f64 + 2.0)).min(800.0),
+                    link.delay_ns,
+                );
                 let (left, right) = (k + 1, k + 2);
-                let topo = TopologySpec::Dumbbell { left, right, link, core };
+                let topo = TopologySpec::Dumbbell {
+                    left,
+                    right,
+                    link,
+                    core,
+                };
                 let mut s = self.base(kind, topo, 2_000.0);
                 let receiver = left;
                 let mut senders: Vec<usize> = (1..=k).collect();

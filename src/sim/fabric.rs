@@ -180,8 +180,10 @@ impl Wires {
             c.tx_packets += 1;
             c.tx_bytes += len;
         }
-        self.queue
-            .push(Instant::from_nanos(self.now + ser), Event::TxDone(node, port));
+        self.queue.push(
+            Instant::from_nanos(self.now + ser),
+            Event::TxDone(node, port),
+        );
         let Some(link) = tx.link.and_then(|l| self.links.get_mut(l.0)) else {
             self.pool.release(pkt);
             return;
@@ -209,7 +211,6 @@ impl Wires {
             self.queue.push(Instant::from_nanos(at), Event::Deliver(id));
         }
     }
-
 }
 
 /// A simulated network of engines, switches and links.
@@ -319,7 +320,10 @@ impl<E: Engine> Fabric<E> {
     fn new_port(&mut self, node: Node, rate_bps: u64) -> Result<u16, FabricError> {
         match node {
             Node::Host(h) => {
-                let host = self.hosts.get_mut(h.0).ok_or(FabricError::NoSuchNode(node))?;
+                let host = self
+                    .hosts
+                    .get_mut(h.0)
+                    .ok_or(FabricError::NoSuchNode(node))?;
                 if host.tx.link.is_some() {
                     return Err(FabricError::HostBusy(h.0));
                 }
@@ -327,9 +331,19 @@ impl<E: Engine> Fabric<E> {
                 Ok(0)
             }
             Node::Switch(s) => {
-                let sw = self.switches.get_mut(s.0).ok_or(FabricError::NoSuchNode(node))?;
+                let sw = self
+                    .switches
+                    .get_mut(s.0)
+                    .ok_or(FabricError::NoSuchNode(node))?;
                 let port = sw.ports.len();
-                let mac = [0x02, 0x00, 0x00, 0x02 + (s.0 >> 8) as u8, s.0 as u8, port as u8];
+                let mac = [
+                    0x02,
+                    0x00,
+                    0x00,
+                    0x02 + (s.0 >> 8) as u8,
+                    s.0 as u8,
+                    port as u8,
+                ];
                 sw.ports.push(SwitchPort::new(TxPort::new(rate_bps, mac)));
                 Ok(port as u16)
             }
@@ -411,7 +425,11 @@ impl<E: Engine> Fabric<E> {
 
     /// Runs `f` on the engine of `host` at the current time (e.g. to post work), then lets the
     /// host transmit and re-arms its timer.
-    pub fn with_engine<R>(&mut self, host: HostId, f: impl FnOnce(&mut E, Instant) -> R) -> Option<R> {
+    pub fn with_engine<R>(
+        &mut self,
+        host: HostId,
+        f: impl FnOnce(&mut E, Instant) -> R,
+    ) -> Option<R> {
         let now = self.now();
         let r = f(&mut self.hosts.get_mut(host.0)?.engine, now);
         self.service_host(host.0);
@@ -472,13 +490,16 @@ impl<E: Engine> Fabric<E> {
             // BFS over switches from the host's attachment point.
             let mut dist = vec![u32::MAX; self.switches.len()];
             let mut frontier = VecDeque::new();
-            if let Some((Node::Switch(s), _)) = self.hosts[h].tx.link.and_then(|l| self.link_peer(l)) {
+            if let Some((Node::Switch(s), _)) =
+                self.hosts[h].tx.link.and_then(|l| self.link_peer(l))
+            {
                 dist[s.0] = 1;
                 frontier.push_back(s.0);
             }
             while let Some(s) = frontier.pop_front() {
                 for port in &self.switches[s].ports {
-                    if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.link_peer(l)) {
+                    if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.link_peer(l))
+                    {
                         if dist[n.0] == u32::MAX {
                             dist[n.0] = dist[s] + 1;
                             frontier.push_back(n.0);
@@ -491,7 +512,9 @@ impl<E: Engine> Fabric<E> {
                 for (p, port) in self.switches[s].ports.iter().enumerate() {
                     let next_hop = match port.tx.link.and_then(|l| self.link_peer(l)) {
                         Some((Node::Host(x), _)) => x.0 == h,
-                        Some((Node::Switch(n), _)) => dist[s] != u32::MAX && dist[n.0] + 1 == dist[s],
+                        Some((Node::Switch(n), _)) => {
+                            dist[s] != u32::MAX && dist[n.0] + 1 == dist[s]
+                        }
                         None => false,
                     };
                     if next_hop {
@@ -647,7 +670,12 @@ impl<E: Engine> Fabric<E> {
         let len = frame.len() as u64;
         let info = classify(frame);
         let prio = priority(info.pcp, info.ip.as_ref());
-        let fcs_bad = self.w.pool.slots.get(pkt as usize).is_some_and(|s| s.fcs_bad);
+        let fcs_bad = self
+            .w
+            .pool
+            .slots
+            .get(pkt as usize)
+            .is_some_and(|s| s.fcs_bad);
         let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             PauseRepr::parse(frame)
         } else {
@@ -695,7 +723,14 @@ impl<E: Engine> Fabric<E> {
         }
     }
 
-    fn forward(&mut self, s: SwitchId, ingress: u16, pkt: PktId, info: super::frame::FrameInfo, prio: usize) {
+    fn forward(
+        &mut self,
+        s: SwitchId,
+        ingress: u16,
+        pkt: PktId,
+        info: super::frame::FrameInfo,
+        prio: usize,
+    ) {
         let len = self.w.pool.len(pkt);
         let Some(sw) = self.switches.get_mut(s.0) else {
             self.w.pool.release(pkt);
@@ -714,7 +749,11 @@ impl<E: Engine> Fabric<E> {
             })
         });
         let Some(egress) = egress else {
-            if let Some(c) = sw.ports.get_mut(usize::from(ingress)).and_then(|p| p.tx.counters.prio.get_mut(prio)) {
+            if let Some(c) = sw
+                .ports
+                .get_mut(usize::from(ingress))
+                .and_then(|p| p.tx.counters.prio.get_mut(prio))
+            {
                 c.drops += 1;
             }
             self.w.pool.release(pkt);
@@ -722,7 +761,11 @@ impl<E: Engine> Fabric<E> {
         };
         if let Err(why) = sw.admit(ingress, egress, prio, len) {
             tracing::trace!(switch = %sw.name, ?why, "drop");
-            if let Some(c) = sw.ports.get_mut(usize::from(egress)).and_then(|p| p.tx.counters.prio.get_mut(prio)) {
+            if let Some(c) = sw
+                .ports
+                .get_mut(usize::from(egress))
+                .and_then(|p| p.tx.counters.prio.get_mut(prio))
+            {
                 c.drops += 1;
             }
             self.w.pool.release(pkt);
@@ -732,7 +775,11 @@ impl<E: Engine> Fabric<E> {
             if sw.ecn_mark(egress, prio, &mut self.w.rng) {
                 if let Some(slot) = self.w.pool.slot_mut(pkt) {
                     if mark_ce(&mut slot.buf, ip) {
-                        if let Some(c) = sw.ports.get_mut(usize::from(egress)).and_then(|p| p.tx.counters.prio.get_mut(prio)) {
+                        if let Some(c) = sw
+                            .ports
+                            .get_mut(usize::from(egress))
+                            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+                        {
                             c.ecn_marked += 1;
                         }
                     }
@@ -752,12 +799,19 @@ impl<E: Engine> Fabric<E> {
         let Some(sw) = self.switches.get_mut(s.0) else {
             return;
         };
-        let quanta = if xoff { sw.cfg.pfc.map_or(0, |p| p.quanta) } else { 0 };
+        let quanta = if xoff {
+            sw.cfg.pfc.map_or(0, |p| p.quanta)
+        } else {
+            0
+        };
         let Some(p) = sw.ports.get_mut(usize::from(port)) else {
             return;
         };
         let mut buf = [0u8; pfc::FRAME_LEN];
-        if PauseRepr::single(p.tx.mac, prio as u8, quanta).emit(&mut buf).is_none() {
+        if PauseRepr::single(p.tx.mac, prio as u8, quanta)
+            .emit(&mut buf)
+            .is_none()
+        {
             return;
         }
         let pkt = self.w.pool.alloc(&buf);
@@ -804,14 +858,18 @@ impl<E: Engine> Fabric<E> {
             if let Some(t) = p.tx.earliest_resume(waiting, now) {
                 if p.tx.pause_wake.is_none_or(|w| t < w) {
                     p.tx.pause_wake = Some(t);
-                    self.w.queue.push(Instant::from_nanos(t), Event::PauseEnd(Node::Switch(s), port));
+                    self.w.queue.push(
+                        Instant::from_nanos(t),
+                        Event::PauseEnd(Node::Switch(s), port),
+                    );
                 }
             }
             return;
         };
         let _ = d.len;
         if let Some(p) = sw.ports.get_mut(usize::from(port)) {
-            self.w.transmit(&mut p.tx, Node::Switch(s), port, d.pkt, d.prio);
+            self.w
+                .transmit(&mut p.tx, Node::Switch(s), port, d.pkt, d.prio);
         }
         if sw.should_resume(d.ingress, d.prio) {
             self.send_pfc(s, d.ingress, d.prio, false);
@@ -846,7 +904,9 @@ impl<E: Engine> Fabric<E> {
         if wake != host.wake {
             host.wake = wake;
             if let Some(d) = wake {
-                self.w.queue.push(Instant::from_nanos(d), Event::HostWake(HostId(h)));
+                self.w
+                    .queue
+                    .push(Instant::from_nanos(d), Event::HostWake(HostId(h)));
             }
         }
     }
@@ -876,7 +936,10 @@ impl<E: Engine> Fabric<E> {
             }
         }
         if waiting == 0 {
-            let Some(len) = host.engine.poll_transmit(Instant::from_nanos(now), &mut self.scratch) else {
+            let Some(len) = host
+                .engine
+                .poll_transmit(Instant::from_nanos(now), &mut self.scratch)
+            else {
                 return;
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
@@ -896,7 +959,9 @@ impl<E: Engine> Fabric<E> {
         if let Some(t) = host.tx.earliest_resume(waiting, now) {
             if host.tx.pause_wake.is_none_or(|w| t < w) {
                 host.tx.pause_wake = Some(t);
-                self.w.queue.push(Instant::from_nanos(t), Event::PauseEnd(node, 0));
+                self.w
+                    .queue
+                    .push(Instant::from_nanos(t), Event::PauseEnd(node, 0));
             }
         }
     }

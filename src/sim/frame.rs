@@ -151,7 +151,10 @@ fn udp_ports(frame: &[u8], off: usize, proto: u8) -> (u16, u16) {
     if proto != PROTO_UDP {
         return (0, 0);
     }
-    (be16(frame, off).unwrap_or(0), be16(frame, off + 2).unwrap_or(0))
+    (
+        be16(frame, off).unwrap_or(0),
+        be16(frame, off + 2).unwrap_or(0),
+    )
 }
 
 /// Sets CE in the IP header of an ECN-capable packet (updating the IPv4 header checksum).
@@ -185,4 +188,79 @@ pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psn::Psn;
+    use crate::wire::{
+        bth, ethernet, parse_frame, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
+        RoceRepr, VlanTag,
+    };
+    use std::net::IpAddr;
+
+    fn frame(src: IpAddr, dst: IpAddr, vlan: Option<VlanTag>) -> Vec<u8> {
+        let repr = RoceRepr {
+            eth: ethernet::Repr {
+                dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                vlan,
+                ethertype: EtherType::Ipv4,
+            },
+            ip: IpRepr::new_roce(src, dst, 26, Ecn::Ect0),
+            udp_src_port: 0xc123,
+            bth: bth::Repr {
+                opcode: Opcode::RC_SEND_ONLY,
+                dest_qpn: 17,
+                psn: Psn::new(5),
+                pkey: 0xffff,
+                ..bth::Repr::default()
+            },
+            ext: ExtRepr::default(),
+            payload_len: 37,
+        };
+        let mut buf = vec![0u8; repr.frame_len()];
+        let n = repr.emit(&[7u8; 37], &mut buf).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn marking_ce_keeps_the_icrc_valid_for_ipv4_and_ipv6() {
+        let v4: (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let v6: (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        for (src, dst) in [v4, v6] {
+            let mut f = frame(src, dst, None);
+            let info = classify(&f);
+            let ip = info.ip.unwrap();
+            assert_eq!((ip.dscp, ip.ecn, ip.sport, ip.dport), (26, 2, 0xc123, 4791));
+            assert_eq!(ip.dst, ip_key(dst));
+            assert!(mark_ce(&mut f, &ip));
+            let p = parse_frame(&f).expect("ICRC still valid after CE marking");
+            assert_eq!(p.repr.ip.ecn(), Ecn::Ce);
+            assert_eq!(p.payload, &[7u8; 37]);
+            // Already CE: nothing to do.
+            let again = classify(&f).ip.unwrap();
+            assert!(!mark_ce(&mut f, &again));
+        }
+    }
+
+    #[test]
+    fn vlan_priority_is_read_from_the_pcp() {
+        let tag = VlanTag {
+            pcp: 5,
+            dei: false,
+            vid: 10,
+        };
+        let f = frame(
+            "10.0.0.1".parse().unwrap(),
+            "10.0.0.2".parse().unwrap(),
+            Some(tag),
+        );
+        let info = classify(&f);
+        assert_eq!(info.pcp, Some(5));
+        assert_eq!(info.ip.map(|i| i.dscp), Some(26));
+        assert_eq!(classify(&f[..10]), FrameInfo::default());
+    }
 }

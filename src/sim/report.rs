@@ -59,7 +59,8 @@ pub fn write_all<E: Engine>(
         path: dir.join(name).display().to_string(),
         message: e,
     };
-    let json = serde_json::to_string_pretty(summary).map_err(|e| fmt_err("summary.json", e.to_string()))?;
+    let json = serde_json::to_string_pretty(summary)
+        .map_err(|e| fmt_err("summary.json", e.to_string()))?;
     write(dir, "summary.json", &json)?;
     let toml = toml::to_string(scenario).map_err(|e| fmt_err("scenario.toml", e.to_string()))?;
     write(dir, "scenario.toml", &toml)?;
@@ -116,7 +117,14 @@ pub fn cc_csv<E>(rec: &Recorder<E>) -> String {
     let mut s = String::from("t_us,host,qpn,rate_gbps,alpha\n");
     for r in &rec.rows {
         for (h, c) in &r.cc {
-            let _ = writeln!(s, "{:.3},{h},{},{:.4},{:.6}", r.t_ns as f64 / 1e3, c.qpn, c.rate_gbps, c.alpha);
+            let _ = writeln!(
+                s,
+                "{:.3},{h},{},{:.4},{:.6}",
+                r.t_ns as f64 / 1e3,
+                c.qpn,
+                c.rate_gbps,
+                c.alpha
+            );
         }
     }
     s
@@ -127,16 +135,35 @@ pub fn pfc_csv<E>(rec: &Recorder<E>) -> String {
     let mut s = String::from("t_us,switch,port,prio,kind\n");
     for p in &rec.pauses {
         let kind = if p.xoff { "XOFF" } else { "XON" };
-        let _ = writeln!(s, "{:.3},{},{},{},{kind}", p.t_ns as f64 / 1e3, p.switch, p.port, p.prio);
+        let _ = writeln!(
+            s,
+            "{:.3},{},{},{},{kind}",
+            p.t_ns as f64 / 1e3,
+            p.switch,
+            p.port,
+            p.prio
+        );
     }
     s
 }
 
-fn line_chart(path: &Path, title: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<(), String> {
+fn line_chart(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), String> {
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let x_max = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1e-9, f64::max);
-    let y_max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1e-9, f64::max) * 1.05;
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1e-9, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(1e-9, f64::max)
+        * 1.05;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(10)
@@ -193,7 +220,11 @@ fn plot_queue<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
             let pts = rec
                 .rows
                 .iter()
-                .filter_map(|r| r.queue_bytes.get(i).map(|q| (r.t_ns as f64 / 1e3, *q as f64 / 1e3)))
+                .filter_map(|r| {
+                    r.queue_bytes
+                        .get(i)
+                        .map(|q| (r.t_ns as f64 / 1e3, *q as f64 / 1e3))
+                })
                 .collect();
             (format!("switch {} port {}", sw.0, p), pts)
         })

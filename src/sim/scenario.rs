@@ -209,7 +209,8 @@ pub struct Scenario {
 impl Scenario {
     /// Parses a scenario from TOML text.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse(e.message().to_owned()))?;
+        let s: Scenario =
+            toml::from_str(text).map_err(|e| ScenarioError::Parse(e.message().to_owned()))?;
         s.validate()?;
         Ok(s)
     }
@@ -218,9 +219,15 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         if !(self.duration_us > 0.0) {
-            return bad(format!("duration_us must be positive, got {}", self.duration_us));
+            return bad(format!(
+                "duration_us must be positive, got {}",
+                self.duration_us
+            ));
         }
-        if self.warmup_us.is_some_and(|w| !(0.0..self.duration_us).contains(&w)) {
+        if self
+            .warmup_us
+            .is_some_and(|w| !(0.0..self.duration_us).contains(&w))
+        {
             return bad("warmup_us must lie in [0, duration_us)".into());
         }
         if !(self.sample_us > 0.0) {
@@ -230,7 +237,10 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         if self.cc != "none" {
-            return bad(format!("cc {:?} is not available with the test engines (use \"none\")", self.cc));
+            return bad(format!(
+                "cc {:?} is not available with the test engines (use \"none\")",
+                self.cc
+            ));
         }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
@@ -251,10 +261,28 @@ impl Scenario {
         match &self.topology {
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
-            TopologySpec::Dumbbell { left, right, link, core } => Topology::dumbbell(*left, *right, *link, *core, cfg),
-            TopologySpec::LeafSpine { leaves, spines, hosts_per_leaf, rails, link, uplink } => {
-                Topology::leaf_spine(*leaves, *spines, *hosts_per_leaf, *rails, *link, *uplink, cfg)
-            }
+            TopologySpec::Dumbbell {
+                left,
+                right,
+                link,
+                core,
+            } => Topology::dumbbell(*left, *right, *link, *core, cfg),
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                rails,
+                link,
+                uplink,
+            } => Topology::leaf_spine(
+                *leaves,
+                *spines,
+                *hosts_per_leaf,
+                *rails,
+                *link,
+                *uplink,
+                cfg,
+            ),
         }
     }
 
@@ -277,7 +305,8 @@ impl Scenario {
             message_bytes: self.message_bytes,
             link_gbps: self.host_link().gbps,
         };
-        let plan = Plan::new(&self.workloads, &ips, defaults, self.seed).map_err(ScenarioError::Invalid)?;
+        let plan = Plan::new(&self.workloads, &ips, defaults, self.seed)
+            .map_err(ScenarioError::Invalid)?;
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
             let mut h = TestHost::new(ip);
@@ -305,20 +334,30 @@ impl Scenario {
                 (na == Some(&ev.a) && nb == Some(&ev.b)) || (na == Some(&ev.b) && nb == Some(&ev.a))
             });
             let Some((_, cable)) = found else {
-                return Err(ScenarioError::Invalid(format!("no cable between {:?} and {:?}", ev.a, ev.b)));
+                return Err(ScenarioError::Invalid(format!(
+                    "no cable between {:?} and {:?}",
+                    ev.a, ev.b
+                )));
             };
             let at = Instant::from_nanos((ev.at_us * 1000.0) as u64);
             fabric.schedule_link(cable.ab, at, ev.up);
             fabric.schedule_link(cable.ba, at, ev.up);
         }
         let bottleneck = match self.monitor_host {
-            Some(h) => topo.cables.iter().zip(&cables).find_map(|((a, b, _), c)| match (a, b) {
-                (End::Switch(s), End::Host(x)) if *x == h => Some((*s, c.a_port)),
-                _ => None,
-            }),
+            Some(h) => topo
+                .cables
+                .iter()
+                .zip(&cables)
+                .find_map(|((a, b, _), c)| match (a, b) {
+                    (End::Switch(s), End::Host(x)) if *x == h => Some((*s, c.a_port)),
+                    _ => None,
+                }),
             None => topo.bottleneck,
         };
-        let monitors: Vec<(SwitchId, u16)> = bottleneck.map(|(s, p)| (SwitchId(s), p)).into_iter().collect();
+        let monitors: Vec<(SwitchId, u16)> = bottleneck
+            .map(|(s, p)| (SwitchId(s), p))
+            .into_iter()
+            .collect();
         let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
         fabric.record(Recorder::new(interval, monitors.clone()));
         Ok(Built {
@@ -334,9 +373,13 @@ impl Scenario {
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
         let warm = Instant::from_nanos(self.warmup_ns());
         let total = end.as_nanos().max(1) as f64;
-        built.fabric.run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
+        built
+            .fabric
+            .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
-        built.fabric.run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
+        built
+            .fabric
+            .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
         let summary = Summary::collect(self, &built);
         Ok((summary, built))

@@ -125,7 +125,12 @@ impl Summary {
                 let mut prev = 0u64;
                 (0..iters)
                     .map(|i| {
-                        let done = marks.iter().filter_map(|m| m.get(i)).map(|t| t.as_nanos()).max().unwrap_or(0);
+                        let done = marks
+                            .iter()
+                            .filter_map(|m| m.get(i))
+                            .map(|t| t.as_nanos())
+                            .max()
+                            .unwrap_or(0);
                         let d = done.saturating_sub(prev);
                         prev = done;
                         d as f64 / 1e3
@@ -157,7 +162,11 @@ impl Summary {
     pub fn table(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let _ = writeln!(s, "scenario {} seed {} duration {:.1} us", self.name, self.seed, self.duration_us);
+        let _ = writeln!(
+            s,
+            "scenario {} seed {} duration {:.1} us",
+            self.name, self.seed, self.duration_us
+        );
         let _ = writeln!(
             s,
             "jain {:.4}  queue mean {:.0} B p99 {} B  ecn {}  cnp {}/{}  pfc {} (hosts got {}, paused {:.1} us)  drops {}  events {}",
@@ -178,8 +187,14 @@ impl Summary {
             let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
         }
         for f in &self.flows {
-            let c = f.completion_us.map_or("-".to_owned(), |c| format!("{c:.1}"));
-            let _ = writeln!(s, "flow {:>3} {:<16} {:>8.3} Gbit/s  done {:>10} us  {} B", f.id, f.name, f.goodput_gbps, c, f.bytes);
+            let c = f
+                .completion_us
+                .map_or("-".to_owned(), |c| format!("{c:.1}"));
+            let _ = writeln!(
+                s,
+                "flow {:>3} {:<16} {:>8.3} Gbit/s  done {:>10} us  {} B",
+                f.id, f.name, f.goodput_gbps, c, f.bytes
+            );
         }
         s
     }

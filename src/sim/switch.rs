@@ -222,7 +222,13 @@ impl Switch {
     }
 
     /// Admission: can a packet of `len` bytes from `ingress` join `egress`'s queue `prio`?
-    pub fn admit(&self, ingress: u16, egress: u16, prio: usize, len: u64) -> Result<(), DropReason> {
+    pub fn admit(
+        &self,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> Result<(), DropReason> {
         if self.used_bytes + len > self.cfg.buffer_bytes {
             return Err(DropReason::BufferFull);
         }
@@ -268,7 +274,14 @@ impl Switch {
     }
 
     /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF.
-    pub fn enqueue(&mut self, pkt: PktId, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
+    pub fn enqueue(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
         self.used_bytes += len;
         let pfc_on = self.cfg.pfc_on(prio);
         let xoff_at = self.cfg.pfc.map_or(u64::MAX, |p| p.xoff_bytes);
@@ -297,12 +310,19 @@ impl Switch {
 
     /// Picks the next packet for `egress` (round robin over unpaused, non-empty priorities) and
     /// releases its buffer. `len_of` tells a packet's length.
-    pub fn dequeue(&mut self, egress: u16, now: u64, len_of: impl Fn(PktId) -> u64) -> Option<Dequeued> {
+    pub fn dequeue(
+        &mut self,
+        egress: u16,
+        now: u64,
+        len_of: impl Fn(PktId) -> u64,
+    ) -> Option<Dequeued> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let start = port.rr;
         let prio = (1..=PRIORITIES)
             .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !port.tx.is_paused(p, now))?;
+            .find(|&p| {
+                port.queues.get(p).is_some_and(|q| !q.is_empty()) && !port.tx.is_paused(p, now)
+            })?;
         port.rr = prio;
         let (pkt, ingress) = port.queues.get_mut(prio)?.pop_front()?;
         let len = len_of(pkt);

@@ -106,7 +106,10 @@ impl FlowTap {
             return;
         };
         let psn = Psn::new(bth.psn.value());
-        if prog.next_psn.is_some_and(|n| psn.cmp_serial(Psn::new(n)).is_lt()) {
+        if prog
+            .next_psn
+            .is_some_and(|n| psn.cmp_serial(Psn::new(n)).is_lt())
+        {
             return; // a duplicate (retransmission): already counted
         }
         prog.next_psn = Some(psn.add(1).value());

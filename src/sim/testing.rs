@@ -11,8 +11,8 @@ use crate::driver::Engine;
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 use crate::wire::{
-    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode, RoceRepr,
-    VlanTag,
+    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
+    RoceRepr, VlanTag,
 };
 
 use super::port::wire_bytes;
@@ -210,7 +210,11 @@ impl TestHost {
             eth: ethernet::Repr {
                 dst: mac_of(cfg.dst_ip),
                 src: mac_of(self.ip),
-                vlan: cfg.pcp.map(|pcp| VlanTag { pcp, dei: false, vid: 0 }),
+                vlan: cfg.pcp.map(|pcp| VlanTag {
+                    pcp,
+                    dei: false,
+                    vid: 0,
+                }),
                 ethertype: EtherType::Ipv4,
             },
             ip: IpRepr::new_roce(self.ip, cfg.dst_ip, cfg.dscp, ecn),
@@ -262,7 +266,10 @@ impl Engine for TestHost {
         if repr.ip.ecn() == Ecn::Ce {
             self.counters.ce_received += 1;
             if let Some(iv) = self.cnp_interval {
-                let due = self.last_cnp.get(&key).is_none_or(|&t| now.saturating_since(t) >= iv);
+                let due = self
+                    .last_cnp
+                    .get(&key)
+                    .is_none_or(|&t| now.saturating_since(t) >= iv);
                 if due {
                     self.last_cnp.insert(key, now);
                     self.pending_cnps.push_back(key);

@@ -133,10 +133,22 @@ impl Topology {
 
     /// `left` hosts on switch 0, `right` hosts on switch 1, the two switches joined by `core`;
     /// the bottleneck is switch 0's port toward switch 1. Left hosts are 0..left.
-    pub fn dumbbell(left: usize, right: usize, edge: LinkConfig, core: LinkConfig, cfg: SwitchConfig) -> Self {
+    pub fn dumbbell(
+        left: usize,
+        right: usize,
+        edge: LinkConfig,
+        core: LinkConfig,
+        cfg: SwitchConfig,
+    ) -> Self {
         let mut t = Topology::new();
         let s0 = t.switch("sw0", cfg.clone());
-        let s1 = t.switch("sw1", SwitchConfig { ecmp_salt: 1, ..cfg });
+        let s1 = t.switch(
+            "sw1",
+            SwitchConfig {
+                ecmp_salt: 1,
+                ..cfg
+            },
+        );
         for i in 0..left {
             let h = t.host(format!("l{i}"));
             t.cable(s0, h, edge);
@@ -170,12 +182,24 @@ impl Topology {
             let mut plane = Vec::new();
             for l in 0..leaves {
                 let salt = (r * 1000 + l) as u64;
-                plane.push(t.switch(format!("leaf{l}r{r}"), SwitchConfig { ecmp_salt: salt, ..cfg.clone() }));
+                plane.push(t.switch(
+                    format!("leaf{l}r{r}"),
+                    SwitchConfig {
+                        ecmp_salt: salt,
+                        ..cfg.clone()
+                    },
+                ));
             }
             let spine_ids: Vec<End> = (0..spines)
                 .map(|s| {
                     let salt = (r * 1000 + 500 + s) as u64;
-                    t.switch(format!("spine{s}r{r}"), SwitchConfig { ecmp_salt: salt, ..cfg.clone() })
+                    t.switch(
+                        format!("spine{s}r{r}"),
+                        SwitchConfig {
+                            ecmp_salt: salt,
+                            ..cfg.clone()
+                        },
+                    )
                 })
                 .collect();
             for &leaf in &plane {
@@ -202,7 +226,12 @@ impl Topology {
     }
 
     /// Oversubscription ratio of a leaf (downlink over uplink capacity), for reports.
-    pub fn oversubscription(hosts_per_leaf: usize, spines: usize, access: &LinkConfig, uplink: &LinkConfig) -> f64 {
+    pub fn oversubscription(
+        hosts_per_leaf: usize,
+        spines: usize,
+        access: &LinkConfig,
+        uplink: &LinkConfig,
+    ) -> f64 {
         hosts_per_leaf as f64 * access.gbps / (spines as f64 * uplink.gbps).max(1e-9)
     }
 }

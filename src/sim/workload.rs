@@ -204,7 +204,12 @@ pub struct Plan {
 
 impl Plan {
     /// Expands `workloads` over hosts with addresses `ips`.
-    pub fn new(workloads: &[Workload], ips: &[IpAddr], defaults: FlowDefaults, seed: u64) -> Result<Plan, String> {
+    pub fn new(
+        workloads: &[Workload],
+        ips: &[IpAddr],
+        defaults: FlowDefaults,
+        seed: u64,
+    ) -> Result<Plan, String> {
         let mut plan = Plan {
             host_flows: vec![Vec::new(); ips.len()],
             next_qpn: 0x11,
@@ -215,12 +220,23 @@ impl Plan {
             if h < ips.len() {
                 Ok(h)
             } else {
-                Err(format!("host {h} does not exist (the topology has {})", ips.len()))
+                Err(format!(
+                    "host {h} does not exist (the topology has {})",
+                    ips.len()
+                ))
             }
         };
         for w in workloads {
             match w {
-                Workload::Flow { src, dst, bytes, start_us, rate_gbps, dscp, send } => {
+                Workload::Flow {
+                    src,
+                    dst,
+                    bytes,
+                    start_us,
+                    rate_gbps,
+                    dscp,
+                    send,
+                } => {
                     let (s, d) = (check(*src)?, check(*dst)?);
                     plan.add(ips, s, d, defaults, *bytes, *start_us, |f| {
                         f.rate_gbps = *rate_gbps;
@@ -228,13 +244,25 @@ impl Plan {
                         f.send = *send;
                     });
                 }
-                Workload::Incast { senders, receiver, bytes, start_us } => {
+                Workload::Incast {
+                    senders,
+                    receiver,
+                    bytes,
+                    start_us,
+                } => {
                     let d = check(*receiver)?;
                     for &s in senders {
                         plan.add(ips, check(s)?, d, defaults, *bytes, *start_us, |_| {});
                     }
                 }
-                Workload::Microburst { senders, receiver, burst_bytes, period_us, count, start_us } => {
+                Workload::Microburst {
+                    senders,
+                    receiver,
+                    burst_bytes,
+                    period_us,
+                    count,
+                    start_us,
+                } => {
                     let d = check(*receiver)?;
                     for k in 0..*count {
                         for &s in senders {
@@ -243,7 +271,11 @@ impl Plan {
                         }
                     }
                 }
-                Workload::AllReduce { hosts, bytes, iterations } => {
+                Workload::AllReduce {
+                    hosts,
+                    bytes,
+                    iterations,
+                } => {
                     let k = hosts.len();
                     if k < 2 {
                         return Err("allreduce needs at least 2 hosts".into());
@@ -253,14 +285,27 @@ impl Plan {
                     for (i, &h) in hosts.iter().enumerate() {
                         let next = hosts.get((i + 1) % k).copied().unwrap_or(h);
                         let total = per_iter * u64::from(*iterations);
-                        plan.add(ips, check(h)?, check(next)?, defaults, Some(total), 0.0, |f| {
-                            f.gate_chunk = Some(chunk);
-                            f.message_bytes = chunk;
-                        });
+                        plan.add(
+                            ips,
+                            check(h)?,
+                            check(next)?,
+                            defaults,
+                            Some(total),
+                            0.0,
+                            |f| {
+                                f.gate_chunk = Some(chunk);
+                                f.message_bytes = chunk;
+                            },
+                        );
                     }
                     plan.rings.push((hosts.clone(), per_iter));
                 }
-                Workload::FlowSizes { hosts, load, sizes, flows } => {
+                Workload::FlowSizes {
+                    hosts,
+                    load,
+                    sizes,
+                    flows,
+                } => {
                     if hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
                         return Err("flow_sizes needs 2+ hosts and 0 < load <= 1".into());
                     }
@@ -277,7 +322,15 @@ impl Plan {
                             d = hosts[hosts.len() - 1];
                         }
                         let size = sizes.sample(&mut rng);
-                        plan.add(ips, check(s)?, check(d)?, defaults, Some(size), t_us, |_| {});
+                        plan.add(
+                            ips,
+                            check(s)?,
+                            check(d)?,
+                            defaults,
+                            Some(size),
+                            t_us,
+                            |_| {},
+                        );
                     }
                 }
             }
@@ -335,6 +388,9 @@ mod tests {
         v.sort_unstable();
         // The CDF passes 0.53 at 53 kB: the median lies between 33 kB and 53 kB.
         let median = v[v.len() / 2];
-        assert!((33_000..=53_000).contains(&median), "median {median}, seed 7");
+        assert!(
+            (33_000..=53_000).contains(&median),
+            "median {median}, seed 7"
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! any particular switch ASIC, and it does no I/O except where `report` writes files on request.
 
 pub mod builtin;
+mod dispatch;
 pub mod event;
 pub mod fabric;
 pub mod frame;
@@ -21,6 +22,7 @@ pub mod switch;
 pub mod tap;
 pub mod testing;
 pub mod topology;
+mod wires;
 pub mod workload;
 
 pub use fabric::{Cable, Fabric, FabricError, LinkConfig};

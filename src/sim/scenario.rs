@@ -218,7 +218,7 @@ impl Scenario {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
-        if !(self.duration_us > 0.0) {
+        if self.duration_us.is_nan() || self.duration_us <= 0.0 {
             return bad(format!(
                 "duration_us must be positive, got {}",
                 self.duration_us
@@ -230,7 +230,7 @@ impl Scenario {
         {
             return bad("warmup_us must lie in [0, duration_us)".into());
         }
-        if !(self.sample_us > 0.0) {
+        if self.sample_us.is_nan() || self.sample_us <= 0.0 {
             return bad("sample_us must be positive".into());
         }
         if !(64..=9000).contains(&self.mtu) {

@@ -269,7 +269,7 @@ impl Engine for TestHost {
                 let due = self
                     .last_cnp
                     .get(&key)
-                    .is_none_or(|&t| now.saturating_since(t) >= iv);
+                    .map_or(true, |&t| now.saturating_since(t) >= iv);
                 if due {
                     self.last_cnp.insert(key, now);
                     self.pending_cnps.push_back(key);

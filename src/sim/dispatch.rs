@@ -3,11 +3,10 @@
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
 use super::fabric::Fabric;
-use super::frame::{classify, mark_ce, FrameInfo};
+use super::frame::{mark_ce, FrameInfo};
 use super::pfc::{self, PauseRepr};
 use super::stats::{PortCounters, PRIORITIES};
-use super::switch::priority;
-use super::wires::{link_from, Event};
+use super::wires::{link_from, Event, Slot};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use crate::driver::Engine;
 use crate::time::Instant;
@@ -127,7 +126,7 @@ impl<E: Engine> Fabric<E> {
         };
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
-            let prio = self.frame_prio(pkt);
+            let prio = self.w.pool.prio(pkt);
             self.count(link_from(&self.w.links, l), |c| {
                 if let Some(c) = c.prio.get_mut(prio) {
                     c.drops += 1;
@@ -139,11 +138,6 @@ impl<E: Engine> Fabric<E> {
         self.receive(node, port, pkt);
     }
 
-    pub(super) fn frame_prio(&self, pkt: PktId) -> usize {
-        let info = classify(self.w.pool.frame(pkt));
-        priority(info.pcp, info.ip.as_ref())
-    }
-
     pub(super) fn count(&mut self, at: Option<(Node, u16)>, f: impl FnOnce(&mut PortCounters)) {
         if let Some(tx) = at.and_then(|(n, p)| self.tx_mut(n, p)) {
             f(&mut tx.counters);
@@ -152,18 +146,13 @@ impl<E: Engine> Fabric<E> {
 
     pub(super) fn receive(&mut self, node: Node, port: u16, pkt: PktId) {
         let now = self.w.now;
-        let frame = self.w.pool.frame(pkt);
-        let len = frame.len() as u64;
-        let info = classify(frame);
-        let prio = priority(info.pcp, info.ip.as_ref());
-        let fcs_bad = self
-            .w
-            .pool
-            .slots
-            .get(pkt as usize)
-            .is_some_and(|s| s.fcs_bad);
+        let Some(slot) = self.w.pool.slot(pkt) else {
+            return;
+        };
+        let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
+        let len = slot.buf.len() as u64;
         let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
-            PauseRepr::parse(frame)
+            PauseRepr::parse(&slot.buf)
         } else {
             None
         };
@@ -199,7 +188,7 @@ impl<E: Engine> Fabric<E> {
                 let t = self.now();
                 if let Some(host) = self.hosts.get_mut(h.0) {
                     let frame = self.w.pool.frame(pkt);
-                    self.tap.on_rx(h.0, t, frame);
+                    self.tap.on_rx(h.0, t, frame, &info);
                     host.engine.handle_frame(t, frame);
                 }
                 self.w.pool.release(pkt);
@@ -257,10 +246,11 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         }
-        if let Some(ip) = info.ip.as_ref().filter(|ip| ip.ect()) {
+        if info.ip.as_ref().is_some_and(|ip| ip.ect()) {
             if sw.ecn_mark(egress, prio, &mut self.w.rng) {
                 if let Some(slot) = self.w.pool.slot_mut(pkt) {
-                    if mark_ce(&mut slot.buf, ip) {
+                    let Slot { buf, info, .. } = slot;
+                    if info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip)) {
                         if let Some(c) = sw
                             .ports
                             .get_mut(usize::from(egress))
@@ -429,10 +419,11 @@ impl<E: Engine> Fabric<E> {
                 return;
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
-            self.tap.on_tx(frame);
-            let info = classify(frame);
-            let prio = priority(info.pcp, info.ip.as_ref());
             let pkt = self.w.pool.alloc(frame);
+            let prio = self.w.pool.prio(pkt);
+            if let Some(slot) = self.w.pool.slot(pkt) {
+                self.tap.on_tx(&slot.buf, &slot.info);
+            }
             if !host.tx.is_paused(prio, now) {
                 self.w.transmit(&mut host.tx, node, 0, pkt, prio);
                 return;

@@ -11,6 +11,9 @@ const ETHERTYPE_VLAN: u16 = 0x8100;
 /// IP protocol number of UDP.
 const PROTO_UDP: u8 = 17;
 
+use crate::psn::Psn;
+use crate::wire::{bth, Opcode, ROCE_UDP_PORT};
+
 /// An IP address as a switch keys it: IPv4 addresses are stored IPv4-mapped.
 pub type IpKey = u128;
 
@@ -59,6 +62,10 @@ pub struct IpInfo {
     pub sport: u16,
     /// UDP destination port (0 if not UDP).
     pub dport: u16,
+    /// Offset of the UDP header in the frame (0 if not UDP).
+    pub l4: usize,
+    /// UDP length field (0 if not UDP).
+    pub udp_len: u16,
 }
 
 impl IpInfo {
@@ -108,9 +115,11 @@ fn ipv4_info(frame: &[u8], off: usize) -> Option<IpInfo> {
     let mut dst = [0u8; 4];
     dst.copy_from_slice(&h[16..20]);
     let proto = h[9];
-    let (sport, dport) = udp_ports(frame, off + ihl, proto);
+    let (sport, dport, udp_len) = udp_ports(frame, off + ihl, proto);
     Some(IpInfo {
         offset: off,
+        l4: off + ihl,
+        udp_len,
         v6: false,
         src: ipv4_key(src.into()),
         dst: ipv4_key(dst.into()),
@@ -133,9 +142,11 @@ fn ipv6_info(frame: &[u8], off: usize) -> Option<IpInfo> {
     let mut dst = [0u8; 16];
     dst.copy_from_slice(&h[24..40]);
     let proto = h[6];
-    let (sport, dport) = udp_ports(frame, off + 40, proto);
+    let (sport, dport, udp_len) = udp_ports(frame, off + 40, proto);
     Some(IpInfo {
         offset: off,
+        l4: off + 40,
+        udp_len,
         v6: true,
         src: u128::from_be_bytes(src),
         dst: u128::from_be_bytes(dst),
@@ -147,24 +158,59 @@ fn ipv6_info(frame: &[u8], off: usize) -> Option<IpInfo> {
     })
 }
 
-fn udp_ports(frame: &[u8], off: usize, proto: u8) -> (u16, u16) {
+fn udp_ports(frame: &[u8], off: usize, proto: u8) -> (u16, u16, u16) {
     if proto != PROTO_UDP {
-        return (0, 0);
+        return (0, 0, 0);
     }
     (
         be16(frame, off).unwrap_or(0),
         be16(frame, off + 2).unwrap_or(0),
+        be16(frame, off + 4).unwrap_or(0),
     )
+}
+
+/// The base transport header fields the fabric's tap reads, without checking the ICRC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BthInfo {
+    /// Opcode.
+    pub opcode: Opcode,
+    /// Destination QP.
+    pub dest_qpn: u32,
+    /// PSN.
+    pub psn: Psn,
+    /// Payload bytes (without pad), from the UDP length and the opcode table.
+    pub payload_len: usize,
+}
+
+/// Reads the BTH of a RoCEv2 frame (UDP port 4791) through the wire layer's views.
+pub fn bth_info(frame: &[u8], ip: &IpInfo) -> Option<BthInfo> {
+    if ip.dport != ROCE_UDP_PORT || ip.l4 == 0 {
+        return None;
+    }
+    let bth = bth::Packet::new_checked(frame.get(ip.l4 + 8..)?).ok()?;
+    let opcode = bth.opcode();
+    let ext = opcode.info()?.ext_len;
+    let payload_len = usize::from(ip.udp_len)
+        .checked_sub(8 + bth::HEADER_LEN + ext + usize::from(bth.pad_count()) + 4)?;
+    Some(BthInfo {
+        opcode,
+        dest_qpn: bth.dest_qpn(),
+        psn: bth.psn(),
+        payload_len,
+    })
 }
 
 /// Sets CE in the IP header of an ECN-capable packet (updating the IPv4 header checksum).
 /// Returns whether the frame was changed. The RoCE ICRC masks these bits, so it stays valid.
-pub fn mark_ce(frame: &mut [u8], ip: &IpInfo) -> bool {
+pub fn mark_ce(frame: &mut [u8], ip: &mut IpInfo) -> bool {
     if !ip.ect() || ip.ecn == 3 {
         return false;
     }
-    let _ = ip;
-    crate::wire::roce::set_frame_ecn(frame, crate::wire::Ecn::Ce).is_ok()
+    let marked = crate::wire::roce::set_frame_ecn(frame, crate::wire::Ecn::Ce).is_ok();
+    if marked {
+        ip.ecn = 3;
+    }
+    marked
 }
 
 /// A 64-bit mix of a flow's 5-tuple and a per-switch salt, for ECMP (splitmix64 finalizer).
@@ -233,16 +279,22 @@ mod tests {
         for (src, dst) in [v4, v6] {
             let mut f = frame(src, dst, None);
             let info = classify(&f);
-            let ip = info.ip.unwrap();
+            let mut ip = info.ip.unwrap();
             assert_eq!((ip.dscp, ip.ecn, ip.sport, ip.dport), (26, 2, 0xc123, 4791));
             assert_eq!(ip.dst, ip_key(dst));
-            assert!(mark_ce(&mut f, &ip));
+            let b = bth_info(&f, &ip).unwrap();
+            assert_eq!(
+                (b.opcode, b.dest_qpn, b.psn, b.payload_len),
+                (Opcode::RC_SEND_ONLY, 17, Psn::new(5), 37)
+            );
+            assert!(mark_ce(&mut f, &mut ip));
+            assert_eq!(ip.ecn, 3);
             let p = parse_frame(&f).expect("ICRC still valid after CE marking");
             assert_eq!(p.repr.ip.ecn(), Ecn::Ce);
             assert_eq!(p.payload, &[7u8; 37]);
             // Already CE: nothing to do.
-            let again = classify(&f).ip.unwrap();
-            assert!(!mark_ce(&mut f, &again));
+            let mut again = classify(&f).ip.unwrap();
+            assert!(!mark_ce(&mut f, &mut again));
         }
     }
 

@@ -1,4 +1,4 @@
-//! A passive tap on every host NIC: counts in-order payload bytes per registered flow (goodput,
+//! A passive tap on every host NIC (reading BTH fields through the wire views, no ICRC check): counts in-order payload bytes per registered flow (goodput,
 //! completion time) and the CNPs hosts send and receive. It reads frames; it never changes them,
 //! and the engines never know it is there.
 
@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::frame::{ip_key, IpKey};
+use super::frame::{bth_info, ip_key, FrameInfo, IpKey};
 use crate::psn::Psn;
 use crate::time::Instant;
-use crate::wire::{opcode::Opcode, parse_frame_unverified};
+use crate::wire::Opcode;
 
 /// Index of a registered flow.
 pub type FlowId = usize;
@@ -77,35 +77,35 @@ impl FlowTap {
     }
 
     /// A frame left a host.
-    pub fn on_tx(&mut self, frame: &[u8]) {
-        if let Ok(p) = parse_frame_unverified(frame) {
-            if p.repr.bth.opcode == Opcode::CNP {
-                self.cnp_sent += 1;
-            }
+    pub fn on_tx(&mut self, frame: &[u8], info: &FrameInfo) {
+        let bth = info.ip.as_ref().and_then(|ip| bth_info(frame, ip));
+        if bth.is_some_and(|b| b.opcode == Opcode::CNP) {
+            self.cnp_sent += 1;
         }
     }
 
     /// A frame reached host `host` at `now`.
-    pub fn on_rx(&mut self, host: usize, now: Instant, frame: &[u8]) {
-        let Ok(p) = parse_frame_unverified(frame) else {
+    pub fn on_rx(&mut self, host: usize, now: Instant, frame: &[u8], info: &FrameInfo) {
+        let Some(ip) = info.ip.as_ref() else {
             return;
         };
-        let bth = &p.repr.bth;
+        let Some(bth) = bth_info(frame, ip) else {
+            return;
+        };
         if bth.opcode == Opcode::CNP {
             self.cnp_received += 1;
             return;
         }
-        if p.repr.payload_len == 0 || self.index.is_empty() {
+        if bth.payload_len == 0 || self.index.is_empty() {
             return;
         }
-        let src = ip_key(p.repr.ip.src());
-        let Some(&id) = self.index.get(&(host, src, bth.dest_qpn)) else {
+        let Some(&id) = self.index.get(&(host, ip.src, bth.dest_qpn)) else {
             return;
         };
         let (Some(prog), Some(spec)) = (self.progress.get_mut(id), self.specs.get(id)) else {
             return;
         };
-        let psn = Psn::new(bth.psn.value());
+        let psn = bth.psn;
         if prog
             .next_psn
             .is_some_and(|n| psn.cmp_serial(Psn::new(n)).is_lt())
@@ -114,7 +114,7 @@ impl FlowTap {
         }
         prog.next_psn = Some(psn.add(1).value());
         let t = now.as_nanos();
-        prog.bytes += p.repr.payload_len as u64;
+        prog.bytes += bth.payload_len as u64;
         prog.first_ns.get_or_insert(t);
         prog.last_ns = Some(t);
         if prog.completed_ns.is_none() && spec.size_bytes.is_some_and(|s| prog.bytes >= s) {

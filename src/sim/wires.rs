@@ -8,7 +8,9 @@ use rand::RngExt;
 use rand_pcg::Pcg64;
 
 use super::event::EventQueue;
+use super::frame::{classify, FrameInfo};
 use super::port::TxPort;
+use super::switch::priority;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use crate::time::Instant;
 
@@ -35,10 +37,13 @@ pub(super) struct Link {
     pub(super) inflight: VecDeque<(PktId, u32)>,
 }
 
+/// A frame and what the fabric read from it once, when it entered the fabric.
 #[derive(Debug, Default)]
 pub(super) struct Slot {
     pub(super) buf: Vec<u8>,
     pub(super) fcs_bad: bool,
+    pub(super) info: FrameInfo,
+    pub(super) prio: u8,
 }
 
 /// Frames in flight or queued, by index; buffers are reused.
@@ -58,8 +63,16 @@ impl PacketPool {
             s.buf.clear();
             s.buf.extend_from_slice(data);
             s.fcs_bad = false;
+            s.info = classify(data);
+            s.prio = priority(s.info.pcp, s.info.ip.as_ref()) as u8;
         }
         id
+    }
+    pub(super) fn slot(&self, id: PktId) -> Option<&Slot> {
+        self.slots.get(id as usize)
+    }
+    pub(super) fn prio(&self, id: PktId) -> usize {
+        self.slot(id).map_or(0, |s| usize::from(s.prio))
     }
     pub(super) fn release(&mut self, id: PktId) {
         self.free.push(id);

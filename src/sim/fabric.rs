@@ -4,7 +4,7 @@
 //!
 //! Engines see only frames and `now`; nothing in them knows it is simulated.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use rand::SeedableRng;
@@ -12,7 +12,7 @@ use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
 use super::event::EventQueue;
-use super::frame::{ip_key, IpKey};
+use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::stats::{PortCounters, PRIORITIES};
@@ -103,7 +103,7 @@ pub struct Fabric<E> {
     pub(super) seed: u64,
     pub(super) hosts: Vec<Host<E>>,
     pub(super) switches: Vec<Switch>,
-    pub(super) ip_to_host: HashMap<IpKey, usize>,
+    pub(super) ip_to_host: MixMap<IpKey, usize>,
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
     pub(super) started: bool,
@@ -128,7 +128,7 @@ impl<E: Engine> Fabric<E> {
             seed,
             hosts: Vec::new(),
             switches: Vec::new(),
-            ip_to_host: HashMap::new(),
+            ip_to_host: MixMap::default(),
             scratch: vec![0; crate::limits::MAX_FRAME],
             routed: false,
             started: false,

@@ -2,11 +2,9 @@
 //! completion time) and the CNPs hosts send and receive. It reads frames; it never changes them,
 //! and the engines never know it is there.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
-use super::frame::{bth_info, ip_key, FrameInfo, IpKey};
+use super::frame::{bth_info, ip_key, FrameInfo, IpKey, MixMap};
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::Opcode;
@@ -58,7 +56,7 @@ pub struct FlowTap {
     pub specs: Vec<FlowSpec>,
     /// Progress, indexed like `specs`.
     pub progress: Vec<FlowProgress>,
-    index: HashMap<(usize, IpKey, u32), FlowId>,
+    index: MixMap<(usize, IpKey, u32), FlowId>,
     /// CNPs sent by hosts.
     pub cnp_sent: u64,
     /// CNPs received by hosts.

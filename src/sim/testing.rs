@@ -4,7 +4,7 @@
 //! benchmarks and built-in scenarios; they do not retransmit, complete or react to CNPs beyond
 //! counting them (that is the real `Endpoint`'s and `cc`'s job).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use crate::driver::Engine;
@@ -15,6 +15,7 @@ use crate::wire::{
     RoceRepr, VlanTag,
 };
 
+use super::frame::MixMap;
 use super::port::wire_bytes;
 
 /// The MAC address a test host derives from an IP address (switches route on IP).
@@ -125,9 +126,9 @@ pub struct TestHost {
     flows: Vec<FlowState>,
     rr: usize,
     cnp_interval: Option<Duration>,
-    last_cnp: HashMap<(IpAddr, u32), Instant>,
+    last_cnp: MixMap<(IpAddr, u32), Instant>,
     pending_cnps: VecDeque<(IpAddr, u32)>,
-    next_psn: HashMap<(IpAddr, u32), u32>,
+    next_psn: MixMap<(IpAddr, u32), u32>,
     /// Counters.
     pub counters: TestCounters,
     /// Times at which the in-order received bytes crossed each multiple of `mark_every`.
@@ -143,9 +144,9 @@ impl TestHost {
             flows: Vec::new(),
             rr: 0,
             cnp_interval: None,
-            last_cnp: HashMap::new(),
+            last_cnp: MixMap::default(),
             pending_cnps: VecDeque::new(),
-            next_psn: HashMap::new(),
+            next_psn: MixMap::default(),
             counters: TestCounters::default(),
             marks: Vec::new(),
             mark_every: None,

@@ -13,11 +13,15 @@
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
 //! - [`driver`]: the `Port` trait and its implementations.
 //! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
+//! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
+//!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cc;
 pub mod driver;
+pub mod ecn;
 pub mod psn;
 pub mod sim;
 pub mod time;

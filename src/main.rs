@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod cli {
+    pub mod cc;
     pub mod sim;
 }
 
@@ -21,6 +22,11 @@ enum Command {
     /// Run experiments in the deterministic virtual-time fabric.
     #[command(subcommand)]
     Sim(cli::sim::SimCommand),
+    /// Congestion control: show a controller's parameters, replay a CNP script against it.
+    Cc {
+        #[command(subcommand)]
+        cmd: cli::cc::CcCommand,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +42,7 @@ fn main() -> anyhow::Result<()> {
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
         Command::Sim(cmd) => cli::sim::run(cmd)?,
+        Command::Cc { cmd } => cli::cc::main(cmd),
     }
     Ok(())
 }

@@ -1,0 +1,38 @@
+//! The `none` controller: the QP always sends at the line rate and counts, but ignores, CNPs.
+//!
+//! Useful as a baseline in experiments and when congestion is left to PFC alone.
+
+use super::{CcMetrics, CongestionControl, Rate};
+use crate::time::Instant;
+
+/// Always the line rate.
+#[derive(Clone, Debug)]
+pub struct LineRate {
+    metrics: CcMetrics,
+}
+
+impl LineRate {
+    /// A controller pinned at `line_rate`.
+    pub fn new(line_rate: Rate) -> Self {
+        LineRate {
+            metrics: CcMetrics {
+                rate: line_rate,
+                target_rate: line_rate,
+                ..CcMetrics::default()
+            },
+        }
+    }
+}
+
+impl CongestionControl for LineRate {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn on_cnp(&mut self, _now: Instant) {
+        self.metrics.rp_cnp_ignored += 1;
+    }
+    #[inline]
+    fn metrics(&self) -> CcMetrics {
+        self.metrics
+    }
+}

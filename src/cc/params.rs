@@ -1,0 +1,203 @@
+//! Named, typed, printable controller parameters: what `--set name=value` and `roce cc show` use.
+//!
+//! Each controller declares its parameter struct with [`cc_params!`](crate::cc_params), which
+//! generates field-by-name assignment and a listing with units and one-line docs. Not a general
+//! configuration system: values are plain numbers (or booleans), units are fixed per parameter.
+
+use core::fmt;
+
+/// One parameter as printed by `roce cc show`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ParamInfo {
+    /// The parameter's name (mlx5 names where one exists).
+    pub name: &'static str,
+    /// Its current value, as `--set` would accept it.
+    pub value: String,
+    /// The unit of the value (`us`, `Mbit/s`, `bytes`, `1/1024`, ...), empty when unitless.
+    pub unit: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+impl fmt::Display for ParamInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let value = if self.unit.is_empty() {
+            self.value.clone()
+        } else {
+            format!("{} {}", self.value, self.unit)
+        };
+        write!(f, "{:<32} {:<18} {}", self.name, value, self.doc)
+    }
+}
+
+/// Why a single parameter could not be set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamError {
+    /// No parameter has this name.
+    Unknown,
+    /// The value does not parse as the parameter's type.
+    BadValue {
+        /// What the parameter accepts.
+        expected: &'static str,
+    },
+}
+
+/// A value type a parameter can have.
+pub trait ParamValue: Sized {
+    /// What the type accepts, for error messages.
+    const EXPECTED: &'static str;
+    /// Parses a `--set` value.
+    fn parse_value(s: &str) -> Option<Self>;
+    /// Prints the value so that [`ParamValue::parse_value`] reads it back.
+    fn show_value(&self) -> String;
+}
+
+impl ParamValue for u32 {
+    const EXPECTED: &'static str = "an unsigned integer (0..=4294967295)";
+    fn parse_value(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+    fn show_value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ParamValue for u64 {
+    const EXPECTED: &'static str = "an unsigned integer";
+    fn parse_value(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+    fn show_value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ParamValue for f64 {
+    const EXPECTED: &'static str = "a finite number";
+    fn parse_value(s: &str) -> Option<Self> {
+        s.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+    }
+    fn show_value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ParamValue for bool {
+    const EXPECTED: &'static str = "0, 1, true or false";
+    fn parse_value(s: &str) -> Option<Self> {
+        match s.trim() {
+            "1" | "true" => Some(true),
+            "0" | "false" => Some(false),
+            _ => None,
+        }
+    }
+    fn show_value(&self) -> String {
+        u8::from(*self).to_string()
+    }
+}
+
+/// A parameter struct: assignment by name and a printable listing.
+pub trait ParamSet {
+    /// Every parameter name, in declaration order.
+    fn names(&self) -> &'static [&'static str];
+    /// Sets one parameter from its textual value.
+    fn set(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
+    /// Every parameter with its current value.
+    fn list(&self) -> Vec<ParamInfo>;
+}
+
+/// Declares a parameter struct whose fields can be set by name and listed with units and docs.
+///
+/// ```text
+/// cc_params! {
+///     /// Doc of the struct.
+///     pub struct FooParams {
+///         /// Doc of the field.
+///         bar: u32 = "us",
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! cc_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $( #[doc = $doc:literal] )+ $field:ident : $ty:ty = $unit:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+        pub struct $name {
+            $( $( #[doc = $doc] )+ pub $field: $ty, )*
+        }
+
+        impl $crate::cc::params::ParamSet for $name {
+            fn names(&self) -> &'static [&'static str] {
+                &[$(stringify!($field)),*]
+            }
+            fn set(&mut self, name: &str, value: &str) -> Result<(), $crate::cc::params::ParamError> {
+                use $crate::cc::params::{ParamError, ParamValue};
+                match name {
+                    $( stringify!($field) => {
+                        self.$field = <$ty as ParamValue>::parse_value(value)
+                            .ok_or(ParamError::BadValue { expected: <$ty as ParamValue>::EXPECTED })?;
+                        Ok(())
+                    } )*
+                    _ => Err(ParamError::Unknown),
+                }
+            }
+            fn list(&self) -> Vec<$crate::cc::params::ParamInfo> {
+                use $crate::cc::params::{ParamInfo, ParamValue};
+                vec![ $( ParamInfo {
+                    name: stringify!($field),
+                    value: ParamValue::show_value(&self.$field),
+                    unit: $unit,
+                    doc: concat!($($doc),+).trim_start(),
+                } ),* ]
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::cc_params! {
+        /// A test set.
+        pub struct Demo {
+            /// A timer.
+            timer: u32 = "us",
+            /// A gain.
+            gain: f64 = "",
+            /// A switch.
+            on: bool = "",
+        }
+    }
+
+    #[test]
+    fn params_set_by_name_and_reject_bad_input() {
+        let mut d = Demo {
+            timer: 1,
+            gain: 0.5,
+            on: false,
+        };
+        assert_eq!(d.set("timer", "55"), Ok(()));
+        assert_eq!(d.set("on", "true"), Ok(()));
+        assert_eq!(d.timer, 55);
+        assert!(d.on);
+        assert_eq!(d.set("nope", "1"), Err(ParamError::Unknown));
+        assert_eq!(
+            d.set("gain", "NaN"),
+            Err(ParamError::BadValue {
+                expected: f64::EXPECTED
+            })
+        );
+        assert_eq!(d.names(), &["timer", "gain", "on"]);
+        let list = d.list();
+        assert_eq!(list[0].value, "55");
+        assert_eq!(list[0].unit, "us");
+        assert_eq!(list[0].doc, "A timer.");
+        assert_eq!(list[2].value, "1");
+    }
+}

@@ -1,0 +1,216 @@
+//! TIMELY: Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter", SIGCOMM
+//! 2015. The rate follows the gradient of the RTT samples that ACKs carry; ECN/CNPs are ignored.
+//! Also holds the RTT-gradient filter that [`super::PatchedTimely`] shares.
+//!
+//! Per RTT sample r (the paper's Algorithm 1): new_diff = r − prev;
+//! rtt_diff ← (1 − a)·rtt_diff + a·new_diff; gradient = rtt_diff / min_rtt. If r < T_low:
+//! R += δ. If r > T_high: R ← R(1 − β(1 − T_high/r)). If gradient ≤ 0: R += N·δ, with
+//! N = `hai_n` after `hai_n` consecutive increases, else 1. Otherwise R ← R(1 − β·gradient).
+//! Defaults follow the paper (δ = 10 Mbit/s, β = 0.8, T_low = 50 us, T_high = 500 us, N = 5)
+//! and the HPCC authors' ns-3 model (a = 0.875, min_rtt = 20 us).
+
+use tracing::trace;
+
+use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
+use crate::time::{Duration, Instant};
+
+crate::cc_params! {
+    /// TIMELY parameters.
+    pub struct TimelyParams {
+        /// Below this RTT the rate always grows.
+        t_low: u32 = "us",
+        /// Above this RTT the rate is cut in proportion to the excess.
+        t_high: u32 = "us",
+        /// Normalizes the RTT difference into a gradient.
+        min_rtt: u32 = "us",
+        /// EWMA weight a of the newest RTT difference.
+        ewma: f64 = "",
+        /// Multiplicative decrease factor beta.
+        beta: f64 = "",
+        /// Additive step delta.
+        add_step: u32 = "Mbit/s",
+        /// Hyper-additive multiplier N, used after N consecutive increases.
+        hai_n: u32 = "",
+        /// Floor of the rate.
+        min_rate: u32 = "Mbit/s",
+    }
+}
+
+impl Default for TimelyParams {
+    fn default() -> Self {
+        TimelyParams {
+            t_low: 50,
+            t_high: 500,
+            min_rtt: 20,
+            ewma: 0.875,
+            beta: 0.8,
+            add_step: 10,
+            hai_n: 5,
+            min_rate: 100,
+        }
+    }
+}
+
+/// The filtered RTT gradient of Algorithm 1, shared by TIMELY and patched TIMELY.
+#[derive(Clone, Debug, Default)]
+struct RttGradient {
+    prev: Option<f64>,
+    diff: f64,
+}
+
+impl RttGradient {
+    /// Feeds one RTT sample (ns); returns the normalized gradient once two samples were seen.
+    fn update(&mut self, rtt_ns: f64, ewma: f64, min_rtt_ns: f64) -> Option<f64> {
+        let prev = self.prev.replace(rtt_ns)?;
+        let a = ewma.clamp(0.0, 1.0);
+        self.diff = (1.0 - a) * self.diff + a * (rtt_ns - prev);
+        Some(self.diff / min_rtt_ns.max(1.0))
+    }
+}
+
+/// The rate rule of an RTT-gradient controller: TIMELY's or the patched one.
+pub trait RttRule {
+    /// The controller's name.
+    const NAME: &'static str;
+    /// EWMA weight of the newest RTT difference.
+    fn ewma(&self) -> f64;
+    /// The RTT that normalizes the gradient, ns.
+    fn min_rtt_ns(&self) -> f64;
+    /// The rate floor, bits/s.
+    fn min_rate_bps(&self) -> f64;
+    /// The new rate (bits/s, before clamping) after RTT sample `rtt_ns` with normalized
+    /// `gradient`, from rate `rate`.
+    fn next_rate(&mut self, rate: f64, rtt_ns: f64, gradient: f64) -> f64;
+}
+
+/// A controller driven by the RTT samples ACKs carry; it ignores CNPs.
+#[derive(Clone, Debug)]
+pub struct RttController<R> {
+    rule: R,
+    max: f64,
+    rc: f64,
+    grad: RttGradient,
+    metrics: CcMetrics,
+}
+
+impl<R: RttRule> RttController<R> {
+    pub(crate) fn with_rule(rule: R, line_rate: Rate) -> Self {
+        let max = line_rate.as_bps_f64();
+        let rate = Rate::from_bps_f64(max);
+        RttController {
+            rule,
+            max,
+            rc: max,
+            grad: RttGradient::default(),
+            metrics: CcMetrics {
+                rate,
+                target_rate: rate,
+                ..CcMetrics::default()
+            },
+        }
+    }
+
+    fn on_rtt(&mut self, now: Instant, rtt: Duration) {
+        let r = rtt.as_nanos() as f64;
+        let Some(gradient) = self
+            .grad
+            .update(r, self.rule.ewma(), self.rule.min_rtt_ns())
+        else {
+            return;
+        };
+        let old = self.rc;
+        let min = self.rule.min_rate_bps().min(self.max);
+        self.rc = clamp_rate(self.rule.next_rate(self.rc, r, gradient), min, self.max);
+        if self.rc < old {
+            self.metrics.rate_cuts += 1;
+        } else {
+            self.metrics.rate_increases += 1;
+        }
+        trace!(
+            t_ns = now.as_nanos(),
+            rtt_ns = r,
+            gradient,
+            rc_bps = self.rc,
+            name = R::NAME,
+            "rtt update"
+        );
+        self.metrics.rate = Rate::from_bps_f64(self.rc);
+        self.metrics.target_rate = self.metrics.rate;
+    }
+}
+
+impl<R: RttRule> CongestionControl for RttController<R> {
+    fn name(&self) -> &'static str {
+        R::NAME
+    }
+    fn on_ack(&mut self, now: Instant, _acked_bytes: u64, rtt: Option<Duration>) {
+        if let Some(rtt) = rtt {
+            self.on_rtt(now, rtt);
+        }
+    }
+    fn on_cnp(&mut self, _now: Instant) {
+        self.metrics.rp_cnp_ignored += 1;
+    }
+    #[inline]
+    fn metrics(&self) -> CcMetrics {
+        self.metrics
+    }
+}
+
+/// TIMELY's rule: its parameters and the count of consecutive increases.
+#[derive(Clone, Debug)]
+pub struct TimelyRule {
+    p: TimelyParams,
+    inc_stage: u32,
+}
+
+impl RttRule for TimelyRule {
+    const NAME: &'static str = "timely";
+    fn ewma(&self) -> f64 {
+        self.p.ewma
+    }
+    fn min_rtt_ns(&self) -> f64 {
+        f64::from(self.p.min_rtt) * 1e3
+    }
+    fn min_rate_bps(&self) -> f64 {
+        f64::from(self.p.min_rate) * 1e6
+    }
+    fn next_rate(&mut self, rate: f64, r: f64, gradient: f64) -> f64 {
+        let delta = f64::from(self.p.add_step) * 1e6;
+        let t_high = f64::from(self.p.t_high) * 1e3;
+        let step = if r < f64::from(self.p.t_low) * 1e3 {
+            delta
+        } else if r > t_high {
+            self.inc_stage = 0;
+            return rate * (1.0 - self.p.beta * (1.0 - t_high / r));
+        } else if gradient <= 0.0 {
+            let n = if self.inc_stage >= self.p.hai_n {
+                self.p.hai_n.max(1)
+            } else {
+                1
+            };
+            f64::from(n) * delta
+        } else {
+            self.inc_stage = 0;
+            return rate * (1.0 - (self.p.beta * gradient).min(1.0));
+        };
+        self.inc_stage = self.inc_stage.saturating_add(1);
+        rate + step
+    }
+}
+
+/// TIMELY for one QP.
+pub type Timely = RttController<TimelyRule>;
+
+impl Timely {
+    /// A controller starting at `line_rate`.
+    pub fn new(params: TimelyParams, line_rate: Rate) -> Self {
+        Self::with_rule(
+            TimelyRule {
+                p: params,
+                inc_stage: 0,
+            },
+            line_rate,
+        )
+    }
+}

@@ -1,0 +1,301 @@
+//! DCQCN reaction point: exact, hand-computed rate/target/alpha trajectories.
+
+use roce::cc::params::ParamSet;
+use roce::cc::{CcConfig, CcError, CongestionControl, Dcqcn, DcqcnParams, Rate};
+use roce::time::{Duration, Instant};
+
+const LINE: Rate = Rate::from_gbps(100);
+
+fn us(v: u64) -> Instant {
+    Instant::ZERO + Duration::from_micros(v)
+}
+
+fn gbps(v: f64) -> Rate {
+    Rate::from_bps_f64(v * 1e9)
+}
+
+/// The paper preset with alpha starting at exactly 1.
+fn paper(set: &[(&str, &str)]) -> Dcqcn {
+    let mut p = DcqcnParams::paper();
+    for (k, v) in set {
+        p.set(k, v).unwrap();
+    }
+    Dcqcn::new(p, LINE)
+}
+
+#[test]
+fn one_cnp_with_alpha_one_halves_the_rate() {
+    let mut d = paper(&[]);
+    assert_eq!(d.rate(), LINE);
+    d.on_cnp(us(0));
+    let m = d.metrics();
+    assert_eq!(m.rate, gbps(50.0));
+    assert_eq!(m.target_rate, LINE);
+    assert_eq!(m.alpha, 1.0);
+    assert_eq!(m.rp_cnp_handled, 1);
+    assert_eq!(m.rate_cuts, 1);
+}
+
+#[test]
+fn fast_recovery_closes_the_gap_to_the_target_by_halves() {
+    let mut d = paper(&[("rpg_byte_reset", "0")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.poll_timeout(), Some(us(55)));
+    let mut rates = Vec::new();
+    for k in 1..=5 {
+        d.handle_timeout(us(55 * k));
+        rates.push(d.rate());
+    }
+    // RC/RT = 0.75, 0.875, 0.9375, 0.96875, 0.984375 of the 100 Gbit/s target.
+    assert_eq!(
+        rates,
+        [75.0, 87.5, 93.75, 96.875, 98.4375].map(gbps).to_vec()
+    );
+    assert_eq!(d.metrics().target_rate, LINE);
+    assert_eq!(d.metrics().rate_increases, 5);
+}
+
+#[test]
+fn alpha_decays_with_a_half_life_of_177_periods_at_g_1_256() {
+    // No increases, so the rate limiter stays engaged and only the alpha timer runs.
+    let mut d = paper(&[("rpg_byte_reset", "0"), ("rpg_time_reset", "0")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.metrics().alpha, 1.0);
+    d.handle_timeout(us(55 * 177));
+    let mut expect = 1.0f64;
+    for _ in 0..177 {
+        expect *= 1.0 - 1.0 / 256.0;
+    }
+    assert_eq!(d.metrics().alpha, expect);
+    assert!(expect > 0.5);
+    d.handle_timeout(us(55 * 178));
+    assert!(d.metrics().alpha < 0.5);
+    // The next cut uses the decayed alpha: RC(1 - alpha/2).
+    let alpha = d.metrics().alpha;
+    let rc = d.rate().as_bps_f64();
+    d.on_cnp(us(55 * 178 + 1));
+    assert_eq!(d.rate(), Rate::from_bps_f64(rc * (1.0 - alpha / 2.0)));
+}
+
+#[test]
+fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
+    let mut d = paper(&[
+        ("rpg_threshold", "1"),
+        ("rpg_ai_rate", "5"),
+        ("rpg_hai_rate", "50"),
+        ("rpg_byte_reset", "10000"),
+        ("rpg_time_reset", "300"),
+    ]);
+    d.on_cnp(us(0)); // RT 100, RC 50
+    d.on_cnp(us(1)); // RT 50, RC 25
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.0), gbps(25.0))
+    );
+    // Byte event 1 (T=0, BC=0): fast recovery.
+    d.on_sent(us(2), 10_000);
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.0), gbps(37.5))
+    );
+    // Byte event 2 (T=0, BC=1): additive, RT += 5 Mbit/s.
+    d.on_sent(us(3), 10_000);
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.005), gbps(43.7525))
+    );
+    // Timer event 1 at 301 us (T=0, BC=2): additive again.
+    d.handle_timeout(us(301));
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.010), gbps(46.88125))
+    );
+    // Timer event 2 (T=1, BC=2): hyper with i = 1, RT += 50 Mbit/s.
+    d.handle_timeout(us(601));
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.060), gbps(48.470625))
+    );
+    // Byte event 3 (T=2, BC=2): hyper with i = 2, RT += 100 Mbit/s.
+    d.on_sent(us(602), 10_000);
+    assert_eq!(
+        (d.metrics().target_rate, d.rate()),
+        (gbps(50.160), gbps(49.3153125))
+    );
+}
+
+#[test]
+fn byte_counter_alone_drives_increases_when_timers_are_disabled() {
+    let mut d = paper(&[
+        ("rpg_time_reset", "0"),
+        ("dce_tcp_rtt", "0"),
+        ("rpg_byte_reset", "1000000"),
+    ]);
+    d.on_cnp(us(0));
+    assert_eq!(d.poll_timeout(), None);
+    d.on_sent(us(1), 999_999);
+    assert_eq!(d.rate(), gbps(50.0));
+    d.on_sent(us(2), 1);
+    assert_eq!(d.rate(), gbps(75.0));
+    d.on_sent(us(3), 1_000_000);
+    assert_eq!(d.rate(), gbps(87.5));
+    assert_eq!(d.poll_timeout(), None);
+}
+
+#[test]
+fn min_dec_fac_bounds_the_cut_and_min_rate_bounds_the_rate() {
+    let mut d = paper(&[("rpg_min_dec_fac", "80")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.rate(), gbps(80.0));
+
+    let mut d = paper(&[("rpg_min_rate", "30000")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.rate(), gbps(50.0));
+    d.on_cnp(us(1));
+    assert_eq!(d.rate(), gbps(30.0));
+    d.on_cnp(us(2));
+    assert_eq!(d.rate(), gbps(30.0));
+    assert_eq!(d.metrics().rate_cuts, 3);
+}
+
+#[test]
+fn several_cnps_inside_one_monitor_period_cause_one_cut() {
+    let mut d = paper(&[("rate_reduce_monitor_period", "4"), ("dce_tcp_rtt", "0")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.rate(), gbps(50.0));
+    for t in 1..=3 {
+        d.on_cnp(us(t));
+        assert_eq!(d.rate(), gbps(50.0));
+    }
+    assert_eq!(d.poll_timeout(), Some(us(4)));
+    d.handle_timeout(us(4));
+    assert_eq!(d.rate(), gbps(25.0));
+    let m = d.metrics();
+    assert_eq!((m.rate_cuts, m.rp_cnp_handled, m.rp_cnp_ignored), (2, 2, 2));
+    // The period after the deferred cut passes quietly; a later CNP cuts at once.
+    d.handle_timeout(us(8));
+    d.on_cnp(us(9));
+    assert_eq!(d.rate(), gbps(12.5));
+}
+
+#[test]
+fn target_is_clamped_only_after_an_increase_without_clamp_tgt_rate() {
+    let mut d = paper(&[
+        ("clamp_tgt_rate", "0"),
+        ("clamp_tgt_rate_after_time_inc", "1"),
+        ("rpg_byte_reset", "0"),
+    ]);
+    d.on_cnp(us(0));
+    d.on_cnp(us(1));
+    // No increase in between: the target stays where it was.
+    assert_eq!((d.metrics().target_rate, d.rate()), (LINE, gbps(25.0)));
+    d.handle_timeout(us(56)); // timer fast recovery: RC = (100 + 25)/2
+    assert_eq!(d.rate(), gbps(62.5));
+    d.on_cnp(us(57));
+    assert_eq!(d.metrics().target_rate, gbps(62.5));
+}
+
+#[test]
+fn rate_to_set_on_first_cnp_replaces_the_first_cut() {
+    let mut d = paper(&[("rate_to_set_on_first_cnp", "10000")]);
+    d.on_cnp(us(0));
+    assert_eq!(d.rate(), gbps(10.0));
+    d.on_cnp(us(1));
+    assert_eq!(d.rate(), gbps(5.0));
+}
+
+#[test]
+fn recovery_to_line_rate_releases_the_limiter_and_its_timers() {
+    let mut d = paper(&[("rpg_byte_reset", "0")]);
+    d.on_cnp(us(0));
+    let mut wakeups = 0;
+    while let Some(t) = d.poll_timeout() {
+        d.handle_timeout(t);
+        wakeups += 1;
+        assert!(wakeups < 10_000, "never released");
+    }
+    assert_eq!(d.rate(), LINE);
+    assert!(!d.is_limiting());
+    // The next CNP is a first CNP again: alpha restarts at initial_alpha_value (1.0).
+    d.on_cnp(us(1_000_000));
+    assert_eq!(d.rate(), gbps(50.0));
+}
+
+#[test]
+fn mlx_preset_cuts_with_initial_alpha_then_samples_the_cnp_first() {
+    let mut d = Dcqcn::new(DcqcnParams::mlx(), LINE);
+    d.on_cnp(us(0));
+    let a0 = 1023.0 / 1024.0;
+    assert_eq!(d.rate(), Rate::from_bps_f64(100e9 * (1.0 - a0 / 2.0)));
+    // A CNP inside the 4 us monitor period waits for its end; alpha has decayed by then but the
+    // deferred cut folds the CNP in first: alpha = g + (1 - g) * alpha ~ 0.995.
+    d.on_cnp(us(2));
+    let before = d.rate().as_bps_f64();
+    d.handle_timeout(us(4));
+    let alpha = d.metrics().alpha;
+    assert!(alpha > 1019.0 / 1024.0);
+    assert_eq!(d.rate(), Rate::from_bps_f64(before * (1.0 - alpha / 2.0)));
+}
+
+#[test]
+fn presets_print_their_full_parameter_sets() {
+    for name in ["dcqcn-paper", "dcqcn-mlx"] {
+        let cfg = CcConfig::new(name, LINE).unwrap();
+        let names: Vec<_> = cfg.describe().iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), 18);
+        for n in [
+            "rpg_time_reset",
+            "rpg_byte_reset",
+            "rpg_threshold",
+            "rpg_ai_rate",
+            "rpg_hai_rate",
+            "rpg_min_rate",
+            "rpg_max_rate",
+            "rpg_gd",
+            "rpg_min_dec_fac",
+            "rate_reduce_monitor_period",
+            "dce_tcp_g",
+            "dce_tcp_rtt",
+            "initial_alpha_value",
+            "rate_to_set_on_first_cnp",
+            "clamp_tgt_rate",
+            "clamp_tgt_rate_after_time_inc",
+            "min_time_between_cnps",
+        ] {
+            assert!(names.contains(&n), "{name} lacks {n}");
+        }
+    }
+    let mlx = CcConfig::new("dcqcn-mlx", LINE).unwrap().describe();
+    let get = |n: &str| mlx.iter().find(|p| p.name == n).unwrap().value.clone();
+    assert_eq!(get("rpg_time_reset"), "300");
+    assert_eq!(get("rpg_byte_reset"), "32767");
+    assert_eq!(get("dce_tcp_g"), "1019");
+    assert_eq!(get("initial_alpha_value"), "1023");
+    assert_eq!(get("min_time_between_cnps"), "4");
+}
+
+#[test]
+fn config_errors_list_the_valid_choices() {
+    let e = CcConfig::new("cubic", LINE).unwrap_err();
+    assert!(matches!(e, CcError::UnknownController { .. }));
+    assert!(e.to_string().contains("dcqcn-mlx"));
+
+    let mut cfg = CcConfig::new("dcqcn-paper", LINE).unwrap();
+    let e = cfg.apply("rpg_bogus=1").unwrap_err();
+    assert!(e.to_string().contains("rpg_time_reset"));
+    let e = cfg.apply("rpg_ai_rate=fast").unwrap_err();
+    assert!(matches!(e, CcError::BadValue { .. }));
+    let e = cfg.apply("rpg_min_dec_fac=101").unwrap_err();
+    assert!(matches!(e, CcError::BadValue { .. }));
+    assert!(matches!(
+        cfg.apply("rpg_ai_rate").unwrap_err(),
+        CcError::BadSetting { .. }
+    ));
+    cfg.apply("rpg_ai_rate=10").unwrap();
+    let none = CcConfig::new("none", LINE).unwrap();
+    let mut none2 = none.clone();
+    assert!(matches!(
+        none2.apply("x=1").unwrap_err(),
+        CcError::UnknownParam { .. }
+    ));
+}

@@ -1,0 +1,188 @@
+//! DCTCP, TIMELY, patched TIMELY, HPCC and `none`: cut on their congestion signal, grow without.
+
+use roce::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
+use roce::cc::{
+    CcConfig, CcEvent, CongestionControl, Controller, Dctcp, DctcpParams, Hpcc, HpccParams, IntHop,
+    PatchedTimely, PatchedTimelyParams, Rate, Timely, TimelyParams,
+};
+use roce::time::{Duration, Instant};
+
+fn us(v: u64) -> Instant {
+    Instant::ZERO + Duration::from_micros(v)
+}
+
+#[test]
+fn dctcp_cuts_on_cnp_and_grows_each_window_without_one() {
+    let mut d = Dctcp::new(DctcpParams::default(), Rate::from_gbps(100));
+    d.on_cnp(us(0));
+    assert_eq!(d.rate(), Rate::from_gbps(50));
+    d.on_cnp(us(1)); // inside congestion window reduction: no second cut
+    assert_eq!(d.rate(), Rate::from_gbps(50));
+    assert_eq!(
+        (d.metrics().rp_cnp_handled, d.metrics().rp_cnp_ignored),
+        (1, 1)
+    );
+    assert_eq!(d.poll_timeout(), Some(us(10)));
+    d.handle_timeout(us(10)); // F = 1: alpha stays 1; CWR over: +1 Gbit/s
+    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(51), 1.0));
+    d.handle_timeout(us(20)); // no marks: alpha = 15/16, +1 Gbit/s
+    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(52), 0.9375));
+}
+
+#[test]
+fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
+    let mut t = Timely::new(TimelyParams::default(), Rate::from_gbps(10));
+    t.on_ack(us(0), 4096, Some(Duration::from_micros(100)));
+    assert_eq!(t.rate(), Rate::from_gbps(10)); // first sample: no gradient yet
+    t.on_ack(us(1), 4096, Some(Duration::from_micros(101)));
+    // rtt_diff = 0.875 * 1000 ns, gradient = 875 / 20000, R *= 1 - 0.8 * gradient
+    let g = 875.0 / 20_000.0;
+    let cut = 10e9 * (1.0 - 0.8 * g);
+    assert_eq!(t.rate(), Rate::from_bps_f64(cut));
+    t.on_ack(us(2), 4096, Some(Duration::from_micros(30)));
+    assert_eq!(t.rate(), Rate::from_bps_f64(cut + 10e6));
+    t.on_cnp(us(3));
+    assert_eq!(t.metrics().rp_cnp_ignored, 1);
+}
+
+#[test]
+fn patched_timely_cuts_above_the_reference_rtt_and_grows_below_t_low() {
+    let mut t = PatchedTimely::new(PatchedTimelyParams::default(), Rate::from_gbps(10));
+    t.on_ack(us(0), 4096, Some(Duration::from_micros(200)));
+    t.on_ack(us(1), 4096, Some(Duration::from_micros(300)));
+    // gradient >= 1/4 so w = 1; e = (300 - 100) / 100 = 2; R = R (1 - 0.008 * 2)
+    assert_eq!(t.rate(), Rate::from_bps_f64(10e9 * (1.0 - 0.008 * 2.0)));
+    let before = t.rate().as_bps_f64();
+    t.on_ack(us(2), 4096, Some(Duration::from_micros(20)));
+    assert_eq!(t.rate(), Rate::from_bps_f64(before + 10e6));
+}
+
+#[test]
+fn hpcc_steers_to_eta_on_a_saturated_hop_and_adds_w_ai_on_an_idle_one() {
+    let b = Rate::from_gbps(100);
+    let mut h = Hpcc::new(HpccParams::default(), b);
+    let hop = |t: u64, tx: u64| IntHop {
+        qlen_bytes: 0,
+        tx_bytes: tx,
+        ts: us(t),
+        link_rate: b,
+    };
+    h.on_int(us(0), &[hop(0, 0)]);
+    assert_eq!(h.rate(), b);
+    // 10 us at 100 Gbit/s = 125 000 bytes: u = 1, k = 1/0.95, R = R_ref/k + W_AI
+    h.on_int(us(10), &[hop(10, 125_000)]);
+    let r1 = 100e9 / (1.0 / 0.95) + 50e6;
+    assert_eq!(h.rate(), Rate::from_bps_f64(r1));
+    assert_eq!(h.metrics().alpha, 1.0);
+    // Next 10 us at half the line rate: u = 0.5 < eta, additive step from the new reference.
+    h.on_int(us(20), &[hop(20, 187_500)]);
+    assert_eq!(h.rate(), Rate::from_bps_f64(r1 + 50e6));
+    h.on_cnp(us(21));
+    assert_eq!(h.metrics().rp_cnp_ignored, 1);
+}
+
+#[test]
+fn none_stays_at_line_rate_and_counts_ignored_cnps() {
+    let mut c = CcConfig::new("none", Rate::from_gbps(25)).unwrap().build();
+    c.on_cnp(us(0));
+    assert_eq!(c.rate(), Rate::from_gbps(25));
+    assert_eq!(c.metrics().rp_cnp_ignored, 1);
+    assert_eq!(c.poll_timeout(), None);
+}
+
+#[test]
+fn every_named_controller_builds_and_reports_its_name() {
+    let names: Vec<_> = roce::cc::CC_NAMES
+        .iter()
+        .map(|n| {
+            CcConfig::new(n, Rate::from_gbps(100))
+                .unwrap()
+                .build()
+                .name()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "dcqcn",
+            "dcqcn",
+            "dctcp",
+            "timely",
+            "patched-timely",
+            "hpcc"
+        ]
+    );
+}
+
+/// A controller an experiment brings along: halves on every CNP.
+struct Halver(Rate);
+
+impl CongestionControl for Halver {
+    fn name(&self) -> &'static str {
+        "halver"
+    }
+    fn on_sent(&mut self, _: Instant, _: u64) {}
+    fn on_ack(&mut self, _: Instant, _: u64, _: Option<Duration>) {}
+    fn on_cnp(&mut self, _: Instant) {
+        self.0 = Rate::from_bps(self.0.as_bps() / 2);
+    }
+    fn on_loss(&mut self, _: Instant) {}
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn rate(&self) -> Rate {
+        self.0
+    }
+    fn metrics(&self) -> roce::cc::CcMetrics {
+        roce::cc::CcMetrics {
+            rate: self.0,
+            target_rate: self.0,
+            ..Default::default()
+        }
+    }
+}
+
+#[test]
+fn custom_controller_runs_behind_the_enum() {
+    let mut c = Controller::Custom(Box::new(Halver(Rate::from_gbps(8))));
+    c.on_cnp(us(0));
+    assert_eq!((c.name(), c.rate()), ("halver", Rate::from_gbps(4)));
+}
+
+#[test]
+fn replay_records_the_cut_and_the_first_timer_recovery() {
+    let mut cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(100)).unwrap();
+    cfg.apply("initial_alpha_value=1024").unwrap();
+    let samples = replay(
+        cfg.build(),
+        &ReplayConfig {
+            mtu: 4096,
+            duration: parse_time("60us").unwrap(),
+            events: parse_events("cnp@0us").unwrap(),
+        },
+    );
+    let points: Vec<_> = samples
+        .iter()
+        .map(|s| (s.t_ns, s.rate_bps, s.event))
+        .collect();
+    assert_eq!(points[0], (0, 100_000_000_000, CcEvent::Start));
+    assert_eq!(points[1], (0, 50_000_000_000, CcEvent::Cnp));
+    assert_eq!(points[2], (55_000, 75_000_000_000, CcEvent::Timer));
+    assert_eq!(points.len(), 3);
+    let csv = roce::cc::recorder::to_csv(&samples);
+    assert!(csv.starts_with("t_ns,rate_bps,target_bps,alpha,event\n0,100000000000,"));
+}
+
+#[test]
+fn replay_script_errors_name_the_bad_item() {
+    assert!(parse_events("cnp@5us,ecn@3us")
+        .unwrap_err()
+        .to_string()
+        .contains("ecn@3us"));
+    assert!(parse_time("5 parsecs").is_err());
+    assert_eq!(parse_time("1.5us").unwrap(), Duration::from_nanos(1500));
+    let ev = parse_events(" loss@2ms , cnp@1ms ").unwrap();
+    assert_eq!(ev[0].at, us(1000));
+}

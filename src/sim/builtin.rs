@@ -103,6 +103,7 @@ impl Builtin {
             warmup_us: self.warmup_us,
             sample_us: 1.0,
             cc: self.cc.clone(),
+            cc_params: Vec::new(),
             mtu: 1024,
             message_bytes: 1 << 20,
             cnp_interval_us: 50.0,

@@ -13,7 +13,8 @@ use super::switch::{EcnConfig, PfcConfig, SwitchConfig};
 use super::testing::TestHost;
 use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
-use super::{Node, SwitchId};
+use super::{HostId, Node, SwitchId};
+use crate::cc::{CcConfig, Rate};
 use crate::time::{Duration, Instant};
 
 /// Why a scenario could not be run.
@@ -178,9 +179,13 @@ pub struct Scenario {
     /// Time-series sampling interval, µs.
     #[serde(default = "d_sample")]
     pub sample_us: f64,
-    /// Congestion control of the senders ("none" with the test engines).
+    /// Congestion control of every sender, by name (see `roce cc show`): "none", "dcqcn-mlx",
+    /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
+    /// Parameter overrides for `cc`, as `name=value`.
+    #[serde(default)]
+    pub cc_params: Vec<String>,
     /// Payload bytes per packet.
     #[serde(default = "d_mtu")]
     pub mtu: usize,
@@ -236,18 +241,28 @@ impl Scenario {
         if !(64..=9000).contains(&self.mtu) {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
-        if self.cc != "none" {
-            return bad(format!(
-                "cc {:?} is not available with the test engines (use \"none\")",
-                self.cc
-            ));
-        }
+        self.cc_config()?;
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
             }
         }
         Ok(())
+    }
+
+    /// The senders' congestion control, `None` for "none".
+    pub fn cc_config(&self) -> Result<Option<CcConfig>, ScenarioError> {
+        if self.cc == "none" {
+            return Ok(None);
+        }
+        let line = Rate::from_bps(self.host_link().rate_bps());
+        let mut cfg =
+            CcConfig::new(&self.cc, line).map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        for setting in &self.cc_params {
+            cfg.apply(setting)
+                .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        }
+        Ok(Some(cfg))
     }
 
     /// Warm-up end, ns.
@@ -305,8 +320,12 @@ impl Scenario {
             message_bytes: self.message_bytes,
             link_gbps: self.host_link().gbps,
         };
-        let plan = Plan::new(&self.workloads, &ips, defaults, self.seed)
+        let mut plan = Plan::new(&self.workloads, &ips, defaults, self.seed)
             .map_err(ScenarioError::Invalid)?;
+        let cc = self.cc_config()?;
+        for f in plan.host_flows.iter_mut().flatten() {
+            f.cc.clone_from(&cc);
+        }
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
             let mut h = TestHost::new(ip);
@@ -359,7 +378,12 @@ impl Scenario {
             .into_iter()
             .collect();
         let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
-        fabric.record(Recorder::new(interval, monitors.clone()));
+        let mut recorder = Recorder::new(interval, monitors.clone());
+        if cc.is_some() {
+            let senders = (0..ips.len()).map(HostId).collect();
+            recorder = recorder.with_probe(senders, TestHost::cc_samples);
+        }
+        fabric.record(recorder);
         Ok(Built {
             fabric,
             bottleneck: monitors.first().map(|&(s, p)| (Node::Switch(s), p)),

@@ -1,8 +1,9 @@
 //! Test engines for the fabric: [`TestHost`], a host that sends paced RC WRITE (or SEND)
 //! streams built with the wire layer and counts what it receives, acting as an ECN notification
-//! point (CNP per QP at most once per interval). They stand in for the transport in fabric tests,
-//! benchmarks and built-in scenarios; they do not retransmit, complete or react to CNPs beyond
-//! counting them (that is the real `Endpoint`'s and `cc`'s job).
+//! point (CNP per QP at most once per interval). A flow may carry a congestion controller from
+//! [`crate::cc`] (DCQCN...) that CNPs drive and whose rate the flow's [`Pacer`] enforces. They
+//! stand in for the transport in fabric tests, benchmarks and built-in scenarios; they never
+//! retransmit or complete work requests (that is the real `Endpoint`'s job).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -17,6 +18,8 @@ use crate::wire::{
 
 use super::frame::MixMap;
 use super::port::wire_bytes;
+use super::series::CcSample;
+use crate::cc::{CcConfig, CcMetrics, CongestionControl, Controller, Pacer};
 
 /// The MAC address a test host derives from an IP address (switches route on IP).
 pub fn mac_of(ip: IpAddr) -> EthernetAddress {
@@ -53,6 +56,8 @@ pub struct TestFlow {
     pub send: bool,
     /// Ring gating: may send at most `chunk * (1 + chunks received)` bytes.
     pub gate_chunk: Option<u64>,
+    /// Congestion control (reacting to CNPs for `qpn`); `None` sends at the pacing rate.
+    pub cc: Option<CcConfig>,
 }
 
 impl TestFlow {
@@ -72,6 +77,7 @@ impl TestFlow {
             start: Instant::ZERO,
             send: false,
             gate_chunk: None,
+            cc: None,
         }
     }
 }
@@ -82,6 +88,7 @@ struct FlowState {
     sent: u64,
     psn: Psn,
     next_ps: u64,
+    cc: Option<(Controller, Pacer)>,
 }
 
 impl FlowState {
@@ -96,7 +103,14 @@ impl FlowState {
         }
     }
     fn ready_at_ps(&self) -> u64 {
-        self.next_ps.max(self.cfg.start.as_nanos() * 1000)
+        let paced = self.cc.as_ref().map_or(0, |(_, p)| {
+            p.earliest_departure(Instant::ZERO, 0)
+                .as_nanos()
+                .saturating_mul(1000)
+        });
+        self.next_ps
+            .max(self.cfg.start.as_nanos() * 1000)
+            .max(paced)
     }
 }
 
@@ -155,11 +169,17 @@ impl TestHost {
 
     /// Adds a flow to send.
     pub fn with_flow(mut self, flow: TestFlow) -> Self {
+        let cc = flow.cc.as_ref().map(|c| {
+            let cc = c.build();
+            let pacer = Pacer::new(cc.rate(), 0);
+            (cc, pacer)
+        });
         self.flows.push(FlowState {
             next_ps: flow.start.as_nanos() * 1000,
             cfg: flow,
             sent: 0,
             psn: Psn::new(0),
+            cc,
         });
         self
     }
@@ -175,6 +195,25 @@ impl TestHost {
     pub fn with_marks(mut self, bytes: u64) -> Self {
         self.mark_every = Some(bytes.max(1));
         self
+    }
+
+    /// Congestion-control state of every flow with a controller (for the fabric's recorder).
+    pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
+        for f in &self.flows {
+            if let Some((cc, _)) = &f.cc {
+                let m = cc.metrics();
+                out.push(CcSample {
+                    qpn: f.cfg.qpn,
+                    rate_gbps: m.rate.as_gbps_f64(),
+                    alpha: m.alpha,
+                });
+            }
+        }
+    }
+
+    /// Congestion-control metrics of flow `i`, if it has a controller.
+    pub fn cc_metrics(&self, i: usize) -> Option<CcMetrics> {
+        self.flows.get(i)?.cc.as_ref().map(|(cc, _)| cc.metrics())
     }
 
     /// Payload bytes sent by flow `i`.
@@ -261,6 +300,13 @@ impl Engine for TestHost {
         let repr = &p.repr;
         if repr.bth.opcode == Opcode::CNP {
             self.counters.cnp_handled += 1;
+            let qpn = repr.bth.dest_qpn;
+            for f in self.flows.iter_mut().filter(|f| f.cfg.qpn == qpn) {
+                if let Some((cc, pacer)) = &mut f.cc {
+                    cc.on_cnp(now);
+                    pacer.set_rate(now, cc.rate());
+                }
+            }
             return;
         }
         let key = (repr.ip.src(), repr.bth.dest_qpn);
@@ -293,7 +339,16 @@ impl Engine for TestHost {
         }
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
+    fn handle_timeout(&mut self, now: Instant) {
+        for f in &mut self.flows {
+            if let Some((cc, pacer)) = &mut f.cc {
+                if cc.poll_timeout().is_some_and(|t| t <= now) {
+                    cc.handle_timeout(now);
+                    pacer.set_rate(now, cc.rate());
+                }
+            }
+        }
+    }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         if let Some((to, qpn)) = self.pending_cnps.pop_front() {
@@ -313,6 +368,11 @@ impl Engine for TestHost {
         let f = self.flows.get_mut(pick)?;
         f.sent += payload;
         f.psn = f.psn.add(1);
+        if let Some((cc, pacer)) = &mut f.cc {
+            // Rates are wire rates: the pacer charges preamble, IFG and FCS too.
+            cc.on_sent(now, len as u64);
+            pacer.on_sent(now, wire_bytes(len));
+        }
         if let Some(gbps) = f.cfg.rate_gbps {
             let ps = (wire_bytes(len) as f64 * 8_000.0 / gbps).round() as u64;
             f.next_ps = f.next_ps.max(now_ps) + ps;
@@ -327,10 +387,20 @@ impl Engine for TestHost {
             return Some(Instant::ZERO);
         }
         let rx = self.counters.rx_bytes;
-        self.flows
+        let send = self
+            .flows
             .iter()
             .filter(|f| !f.done() && f.sent < f.allowance(rx))
             .map(|f| Instant::from_nanos(f.ready_at_ps().div_ceil(1000)))
-            .min()
+            .min();
+        let timers = self
+            .flows
+            .iter()
+            .filter_map(|f| f.cc.as_ref().and_then(|(cc, _)| cc.poll_timeout()))
+            .min();
+        match (send, timers) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }

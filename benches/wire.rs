@@ -1,12 +1,138 @@
-//! Wire benchmarks (filled in with the wire layer).
-use criterion::{criterion_group, criterion_main, Criterion};
+//! Wire benchmarks: emit (headers + payload copy + ICRC) and checked parse (every header check +
+//! ICRC verify) of an RC RDMA WRITE Only frame with 64 B and 4096 B of payload, each measured next
+//! to raw crc32fast over the bytes the ICRC covers, in the same run. After the runs the medians
+//! and their ratios are printed from criterion's estimates.
 
-fn crc_baseline(c: &mut Criterion) {
-    let buf = vec![0xa5u8; 4096];
-    c.bench_function("crc32fast/4096", |b| {
-        b.iter(|| crc32fast::hash(criterion::black_box(&buf)))
-    });
+use std::path::PathBuf;
+
+use criterion::{black_box, BenchmarkId, Criterion, Throughput};
+use roce::psn::Psn;
+use roce::wire::{
+    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
+    RoceRepr,
+};
+
+const SIZES: [usize; 2] = [64, 4096];
+
+fn write_only(payload_len: usize) -> RoceRepr {
+    let mut repr = RoceRepr {
+        eth: ethernet::Repr {
+            dst: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
+            src: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
+            vlan: None,
+            ethertype: EtherType::Ipv4,
+        },
+        ip: IpRepr::new_roce(
+            "198.18.0.12".parse().expect("addr"),
+            "198.18.0.11".parse().expect("addr"),
+            0,
+            Ecn::Ect0,
+        ),
+        udp_src_port: 0xc351,
+        bth: bth::Repr {
+            opcode: Opcode::RC_RDMA_WRITE_ONLY,
+            dest_qpn: 17,
+            ack_req: true,
+            psn: Psn::new(0x42_4242),
+            ..bth::Repr::default()
+        },
+        ext: ExtRepr {
+            reth: Some(reth::Repr {
+                va: 0x7f00_0000_1000,
+                rkey: 0x1234,
+                dma_len: payload_len as u32,
+            }),
+            ..ExtRepr::default()
+        },
+        payload_len,
+    };
+    repr.fill_lengths();
+    repr
 }
 
-criterion_group!(benches, crc_baseline);
-criterion_main!(benches);
+/// Bytes the ICRC hashes: 8 bytes of ones plus IP header through pad.
+fn icrc_covered_len(repr: &RoceRepr) -> usize {
+    8 + repr.frame_len() - repr.eth.buffer_len() - 4
+}
+
+fn emit(c: &mut Criterion) {
+    for size in SIZES {
+        let repr = write_only(size);
+        let payload = vec![0x5au8; size];
+        let mut buf = vec![0u8; repr.frame_len()];
+        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let mut group = c.benchmark_group(format!("emit_{size}B"));
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function(BenchmarkId::from_parameter("emit_icrc"), |b| {
+            b.iter(|| black_box(&repr).emit(black_box(&payload), &mut buf))
+        });
+        group.bench_function(BenchmarkId::from_parameter("crc32fast"), |b| {
+            b.iter(|| crc32fast::hash(black_box(&raw)))
+        });
+        group.finish();
+    }
+}
+
+fn parse(c: &mut Criterion) {
+    for size in SIZES {
+        let repr = write_only(size);
+        let mut frame = vec![0u8; repr.frame_len()];
+        repr.emit(&vec![0x5au8; size], &mut frame).expect("emit");
+        assert!(parse_frame(&frame).is_ok());
+        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let mut group = c.benchmark_group(format!("parse_{size}B"));
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function(BenchmarkId::from_parameter("parse_verify"), |b| {
+            b.iter(|| parse_frame(black_box(&frame)).map(|p| p.payload.len()))
+        });
+        group.bench_function(BenchmarkId::from_parameter("crc32fast"), |b| {
+            b.iter(|| crc32fast::hash(black_box(&raw)))
+        });
+        group.finish();
+    }
+}
+
+/// The median (ns) criterion stored for `group/function` in this run.
+fn median_ns(group: &str, function: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let path = target
+        .join("criterion")
+        .join(group)
+        .join(function)
+        .join("new")
+        .join("estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    json["median"]["point_estimate"].as_f64()
+}
+
+fn print_ratios() {
+    println!("\nwire bench medians (baseline: crc32fast over the bytes the ICRC covers)");
+    for (kind, subject) in [("emit", "emit_icrc"), ("parse", "parse_verify")] {
+        for size in SIZES {
+            let group = format!("{kind}_{size}B");
+            match (median_ns(&group, subject), median_ns(&group, "crc32fast")) {
+                (Some(s), Some(b)) => {
+                    let target = if size == 64 { 1.5 * b + 20.0 } else { 1.2 * b };
+                    let verdict = if s <= target { "within" } else { "OVER" };
+                    println!(
+                        "{group:<12} {subject:<13} {s:>9.1} ns   crc32fast {b:>8.1} ns   \
+                         ratio {:>5.2}   {verdict} target {target:.1} ns",
+                        s / b
+                    );
+                }
+                _ => println!("{group}: no estimates (filtered out?)"),
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    emit(&mut c);
+    parse(&mut c);
+    c.final_summary();
+    print_ratios();
+}

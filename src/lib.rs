@@ -11,6 +11,9 @@
 //! Layers, bottom up:
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
+//! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
+//! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
+//! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
 //! - [`driver`]: the `Port` trait and its implementations.
 //! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
@@ -22,9 +25,14 @@
 pub mod cc;
 pub mod driver;
 pub mod ecn;
+pub mod endpoint;
+pub mod mr;
 pub mod psn;
+pub mod qp;
 pub mod sim;
+pub mod stats;
 pub mod time;
+pub mod verbs;
 pub mod wire;
 
 /// Compile-time limits chosen by `build.rs` (override with environment variables at build time).

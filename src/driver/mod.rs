@@ -47,6 +47,9 @@ pub trait Port {
     fn tx_burst(&mut self, bufs: &mut Vec<Self::Buf>) -> usize;
 }
 
+pub mod fault;
+pub mod loopback;
+
 /// A sans-IO protocol engine as a driver sees it: frames and time in, frames and deadlines out.
 ///
 /// The transport's `Endpoint` implements it; the DPDK run loop, the in-memory pairs and the

@@ -206,13 +206,37 @@ impl Repr {
 
     /// Writes exactly `buffer_len()` bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_opcode(self.opcode);
-        packet.set_flags(self.solicited, self.migreq, self.pad_count, self.tver);
-        packet.set_pkey(self.pkey);
-        packet.set_fecn_becn(self.fecn, self.becn);
-        packet.set_dest_qpn(self.dest_qpn);
-        packet.set_ack_req(self.ack_req);
-        packet.set_psn(self.psn);
+        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
+    }
+
+    /// The FECN/BECN byte (byte 4), reserved bits zero.
+    pub const fn fecn_becn_byte(&self) -> u8 {
+        (if self.fecn { FECN } else { 0 }) | (if self.becn { BECN } else { 0 })
+    }
+
+    /// The 12 header bytes (what `emit` writes).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let flags = (if self.solicited { SE } else { 0 })
+            | (if self.migreq { MIGREQ } else { 0 })
+            | ((self.pad_count & 0x3) << 4)
+            | (self.tver & 0x0f);
+        let pkey = self.pkey.to_be_bytes();
+        let qpn = self.dest_qpn.to_be_bytes();
+        let psn = self.psn.value().to_be_bytes();
+        [
+            self.opcode.0,
+            flags,
+            pkey[0],
+            pkey[1],
+            self.fecn_becn_byte(),
+            qpn[1],
+            qpn[2],
+            qpn[3],
+            if self.ack_req { ACK_REQ } else { 0 },
+            psn[1],
+            psn[2],
+            psn[3],
+        ]
     }
 }
 

@@ -68,37 +68,74 @@ fn ip_header_len(packet: &[u8]) -> Result<usize, WireError> {
     }
 }
 
+/// The byte positions (within the IP packet) of the variant fields, and the bits of each that
+/// the ICRC masks to ones; also how many header bytes must be present.
+fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireError> {
+    let ip_len = ip_header_len(packet)?;
+    let bth_flags = ip_len + udp::HEADER_LEN + 4;
+    let positions = if packet[0] >> 4 == 6 {
+        // Traffic class and flow label (all of the first word but the version), hop limit.
+        [(0, 0x0f), (1, 0xff), (2, 0xff), (3, 0xff), (7, 0xff), (bth_flags, 0xff)]
+    } else {
+        // TOS, TTL, header checksum (two bytes), BTH FECN/BECN/resv6a.
+        [(1, 0xff), (8, 0xff), (10, 0xff), (11, 0xff), (bth_flags, 0xff), (bth_flags, 0xff)]
+    };
+    Ok((positions, ip_len + udp::HEADER_LEN + BTH_LEN))
+}
+
 /// Computes the ICRC of `packet`, which starts at the IP header and ends right before the ICRC
 /// (so it includes the pad bytes). The IP version is read from the first nibble; IPv4 options,
-/// if any, are covered unmasked.
+/// if any, are covered unmasked. Only the IP/UDP/BTH headers are copied (to a stack buffer) to
+/// be masked; the rest is hashed in place.
 pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
-    let ip_len = ip_header_len(packet)?;
-    let masked_len = ip_len + udp::HEADER_LEN + BTH_LEN;
+    let (positions, masked_len) = masked_positions(packet)?;
     let headers = packet.get(..masked_len).ok_or(WireError::Truncated)?;
     let rest = packet.get(masked_len..).ok_or(WireError::Truncated)?;
 
     let mut pseudo = [0xffu8; MAX_MASKED];
     let pseudo = &mut pseudo[..8 + masked_len];
     pseudo[8..].copy_from_slice(headers);
-    let ip = 8;
-    if ip_len == ipv6::HEADER_LEN && headers[0] >> 4 == 6 {
-        // Traffic class and flow label: everything of the first word but the version nibble.
-        pseudo[ip] |= 0x0f;
-        pseudo[ip + 1..ip + 4].fill(0xff);
-        pseudo[ip + 7] = 0xff; // hop limit
-    } else {
-        pseudo[ip + 1] = 0xff; // TOS (DSCP + ECN)
-        pseudo[ip + 8] = 0xff; // TTL
-        pseudo[ip + 10..ip + 12].fill(0xff); // header checksum
+    for (at, bits) in positions {
+        pseudo[8 + at] |= bits;
     }
-    let udp_at = ip + ip_len;
-    pseudo[udp_at + 6..udp_at + 8].fill(0xff); // UDP checksum
-    pseudo[udp_at + udp::HEADER_LEN + 4] = 0xff; // BTH FECN, BECN, resv6
+    let udp_checksum = 8 + masked_len - BTH_LEN - 2;
+    pseudo[udp_checksum..udp_checksum + 2].fill(0xff);
 
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(pseudo);
     hasher.update(rest);
     Ok(hasher.finalize())
+}
+
+/// Computes the same ICRC as [`compute_icrc`] in one streaming pass, by setting the variant
+/// fields of `packet` to ones in place, hashing, and restoring them. `packet` is unchanged on
+/// return. This is what the emitter uses: no copy at all.
+pub fn compute_icrc_in_place(packet: &mut [u8]) -> Result<u32, WireError> {
+    let (positions, masked_len) = masked_positions(packet)?;
+    if packet.len() < masked_len {
+        return Err(WireError::Truncated);
+    }
+    let udp_checksum = masked_len - BTH_LEN - 2;
+    let mut saved = [0u8; 8];
+    for (slot, (at, bits)) in saved.iter_mut().zip(positions) {
+        *slot = packet[at];
+        packet[at] |= bits;
+    }
+    saved[6] = packet[udp_checksum];
+    saved[7] = packet[udp_checksum + 1];
+    packet[udp_checksum..udp_checksum + 2].fill(0xff);
+
+    let mut hasher = crc32fast::Hasher::new_with_initial(LRH_SEED);
+    hasher.update(packet);
+    let icrc = hasher.finalize();
+
+    // Restore in reverse order: a position may be listed twice.
+    packet[udp_checksum] = saved[6];
+    packet[udp_checksum + 1] = saved[7];
+    for (slot, (at, _)) in saved.iter().zip(positions).rev() {
+        packet[at] = *slot;
+    }
+    Ok(icrc)
 }
 
 /// Checks the ICRC of `packet`, which starts at the IP header and ends with the 4-byte ICRC.
@@ -139,11 +176,24 @@ mod tests {
     }
 
     #[test]
+    fn in_place_icrc_equals_copying_icrc_and_restores_the_packet() {
+        for first in [0x45u8, 0x60] {
+            let mut packet: Vec<u8> = (0..120u8).map(|b| b.wrapping_mul(7)).collect();
+            packet[0] = first;
+            let before = packet.clone();
+            let copied = compute_icrc(&packet).unwrap();
+            assert_eq!(compute_icrc_in_place(&mut packet), Ok(copied));
+            assert_eq!(packet, before);
+        }
+    }
+
+    #[test]
     fn short_or_non_ip_input_is_an_error_not_a_panic() {
         assert_eq!(compute_icrc(&[]), Err(WireError::Truncated));
         assert_eq!(compute_icrc(&[0x45; 30]), Err(WireError::Truncated));
         assert_eq!(compute_icrc(&[0x55; 60]), Err(WireError::BadVersion(5)));
         assert_eq!(compute_icrc(&[0x41; 60]), Err(WireError::BadLength));
         assert_eq!(verify_icrc(&[0x45, 0, 0]), Err(WireError::Truncated));
+        assert_eq!(compute_icrc_in_place(&mut [0x45; 30]), Err(WireError::Truncated));
     }
 }

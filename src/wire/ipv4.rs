@@ -39,10 +39,25 @@ pub fn checksum(data: &[u8]) -> u16 {
     if let [last] = chunks.remainder() {
         sum += u32::from(*last) << 8;
     }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+    fold(sum)
+}
+
+/// Folds a 32-bit one's-complement sum to 16 bits and complements it.
+const fn fold(mut sum: u32) -> u16 {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
     !(sum as u16)
+}
+
+/// The checksum of an option-less 20-byte header (fixed size, so the loop unrolls).
+fn header_checksum(header: &[u8; HEADER_LEN]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut i = 0;
+    while i < HEADER_LEN {
+        sum += u32::from(u16::from_be_bytes([header[i], header[i + 1]]));
+        i += 2;
+    }
+    fold(sum)
 }
 
 /// A read/write view of an IPv4 packet.
@@ -166,7 +181,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// The header checksum verifies.
     pub fn verify_checksum(&self) -> bool {
-        checksum(&self.buffer.as_ref()[..self.header_len()]) == 0
+        let data = self.buffer.as_ref();
+        match data.first_chunk::<HEADER_LEN>() {
+            Some(fixed) if self.header_len() == HEADER_LEN => header_checksum(fixed) == 0,
+            _ => checksum(&data[..self.header_len()]) == 0,
+        }
     }
 
     /// The payload, up to the total length (Ethernet padding excluded).
@@ -236,7 +255,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Computes and stores the header checksum.
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
-        let sum = checksum(&self.buffer.as_ref()[..self.header_len()]);
+        let data = self.buffer.as_ref();
+        let sum = match data.first_chunk::<HEADER_LEN>() {
+            Some(fixed) if self.header_len() == HEADER_LEN => header_checksum(fixed),
+            _ => checksum(&data[..self.header_len()]),
+        };
         self.set_checksum(sum);
     }
 }
@@ -302,16 +325,41 @@ impl Repr {
     /// Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in
     /// 16 bits (the caller checks; larger values are truncated).
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_version_and_header_len(HEADER_LEN);
-        packet.set_dscp_ecn(self.dscp & 0x3f, self.ecn);
-        packet.set_total_len((HEADER_LEN + self.payload_len) as u16);
-        packet.set_ident(self.ident);
-        packet.set_dont_frag_unfragmented(self.dont_frag);
-        packet.set_ttl(self.ttl);
-        packet.set_protocol(self.protocol);
-        packet.set_src_addr(self.src);
-        packet.set_dst_addr(self.dst);
-        packet.fill_checksum();
+        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
+    }
+
+    /// The 20 header bytes, checksum included (what `emit` writes).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let total = ((HEADER_LEN + self.payload_len) as u16).to_be_bytes();
+        let ident = self.ident.to_be_bytes();
+        let flags = if self.dont_frag { 0x40 } else { 0 };
+        let (src, dst) = (self.src.octets(), self.dst.octets());
+        let mut h = [
+            0x45,
+            ((self.dscp & 0x3f) << 2) | self.ecn.bits(),
+            total[0],
+            total[1],
+            ident[0],
+            ident[1],
+            flags,
+            0,
+            self.ttl,
+            self.protocol,
+            0,
+            0,
+            src[0],
+            src[1],
+            src[2],
+            src[3],
+            dst[0],
+            dst[1],
+            dst[2],
+            dst[3],
+        ];
+        let sum = header_checksum(&h).to_be_bytes();
+        h[10] = sum[0];
+        h[11] = sum[1];
+        h
     }
 }
 

@@ -77,9 +77,16 @@ impl Repr {
 
     /// Writes exactly `buffer_len()` bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_va(self.va);
-        packet.set_rkey(self.rkey);
-        packet.set_dma_len(self.dma_len);
+        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
+    }
+
+    /// The 16 header bytes (what `emit` writes).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[..8].copy_from_slice(&self.va.to_be_bytes());
+        b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
+        b[12..].copy_from_slice(&self.dma_len.to_be_bytes());
+        b
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, ICRC_LEN};
+use super::icrc::{compute_icrc, Icrc, ICRC_LEN};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
@@ -408,6 +408,10 @@ impl RoceRepr {
 
     /// Writes the frame, letting `fill_payload` write the `payload_len` payload bytes in place
     /// (gather from memory regions without an intermediate copy); returns the frame length.
+    ///
+    /// The IP, UDP and BTH headers are first written with their ICRC-variant fields set to
+    /// ones, the ICRC is computed in one streaming pass over the frame, then the real values of
+    /// those few bytes are written back: no copy of the frame and no second pass.
     pub fn emit_with(
         &self,
         buf: &mut [u8],
@@ -421,55 +425,90 @@ impl RoceRepr {
         if !info.has_payload && self.payload_len != 0 {
             return Err(WireError::BadLength);
         }
-        let udp_len = self.udp_len();
-        let ip_payload_len = udp_len;
-        let frame_len = self.frame_len();
-        let ip_total = self.ip.buffer_len() + ip_payload_len;
+        let pad = pad_count(self.payload_len);
+        let ext_end = bth::HEADER_LEN + info.ext_len;
+        let payload_end = ext_end + self.payload_len;
+        let pad_end = payload_end + usize::from(pad);
+        let udp_len = udp::HEADER_LEN + pad_end + ICRC_LEN;
+        let eth_len = self.eth.buffer_len();
+        let ip_len = self.ip.buffer_len();
+        let ip_total = ip_len + udp_len;
         if ip_total > usize::from(u16::MAX) {
             return Err(WireError::BadLength);
         }
+        let frame_len = eth_len + ip_total;
         let frame = buf.get_mut(..frame_len).ok_or(WireError::BufferTooSmall)?;
-
-        let eth_len = self.eth.buffer_len();
         let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
-        let mut eth_frame = ethernet::Frame::new_unchecked(&mut *eth_bytes);
+
+        let mut eth_frame = ethernet::Frame::new_unchecked(eth_bytes);
         eth_frame.set_dst_addr(self.eth.dst);
         eth_frame.set_src_addr(self.eth.src);
         eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
 
-        let ip_len = self.ip.buffer_len();
-        let mut ip = self.ip;
-        ip.set_payload_len_udp(ip_payload_len);
-        match &ip {
-            IpRepr::V4(r) => r.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_bytes)),
-            IpRepr::V6(r) => r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_bytes)),
-        }
-
         let (ip_header, udp_bytes) = ip_bytes.split_at_mut(ip_len);
-        let _ = ip_header;
-        udp::Repr {
-            src_port: self.udp_src_port,
-            dst_port: ROCE_UDP_PORT,
-            length: udp_len as u16,
-        }
-        .emit(&mut udp::Packet::new_unchecked(&mut *udp_bytes));
+        let mut ip = self.ip;
+        ip.set_payload_len_udp(udp_len);
+        // The real values of the masked IP bytes: IPv4 TOS, TTL, checksum; IPv6 first word and
+        // hop limit.
+        let saved: [u8; 5] = match &ip {
+            IpRepr::V4(r) => {
+                ip_header.copy_from_slice(&r.to_bytes());
+                let saved = [ip_header[1], ip_header[8], ip_header[10], ip_header[11], 0];
+                ip_header[1] = 0xff;
+                ip_header[8] = 0xff;
+                ip_header[10] = 0xff;
+                ip_header[11] = 0xff;
+                saved
+            }
+            IpRepr::V6(r) => {
+                r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
+                let saved = [ip_header[0], ip_header[1], ip_header[2], ip_header[3], ip_header[7]];
+                ip_header[0] |= 0x0f;
+                ip_header[1] = 0xff;
+                ip_header[2] = 0xff;
+                ip_header[3] = 0xff;
+                ip_header[7] = 0xff;
+                saved
+            }
+        };
 
-        let transport = &mut udp_bytes[udp::HEADER_LEN..];
-        let pad = pad_count(self.payload_len);
+        let (udp_header, transport) = udp_bytes.split_at_mut(udp::HEADER_LEN);
+        udp_header[..2].copy_from_slice(&self.udp_src_port.to_be_bytes());
+        udp_header[2..4].copy_from_slice(&ROCE_UDP_PORT.to_be_bytes());
+        udp_header[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        udp_header[6..8].fill(0xff); // checksum, masked
+
         let mut bth_repr = self.bth;
         bth_repr.pad_count = pad;
-        bth_repr.emit(&mut bth::Packet::new_unchecked(&mut *transport));
+        transport[..bth::HEADER_LEN].copy_from_slice(&bth_repr.to_bytes());
+        transport[4] = 0xff; // FECN, BECN, resv6a: masked
 
-        let ext_end = bth::HEADER_LEN + info.ext_len;
         self.emit_ext(info, &mut transport[bth::HEADER_LEN..ext_end])?;
-
-        let payload_end = ext_end + self.payload_len;
         fill_payload(&mut transport[ext_end..payload_end]);
-        let pad_end = payload_end + usize::from(pad);
-        transport[payload_end..pad_end].fill(0);
+        if pad > 0 {
+            transport[payload_end..pad_end].fill(0);
+        }
 
-        let icrc = compute_icrc(&ip_bytes[..ip_total - ICRC_LEN])?;
-        ip_bytes[ip_total - ICRC_LEN..ip_total].copy_from_slice(&icrc.to_le_bytes());
+        let mut icrc = Icrc::new();
+        icrc.update(&ip_bytes[..ip_total - ICRC_LEN]);
+        let icrc = icrc.finish();
+
+        // Put back the real values of the masked fields.
+        match ip {
+            IpRepr::V4(_) => {
+                ip_bytes[1] = saved[0];
+                ip_bytes[8] = saved[1];
+                ip_bytes[10] = saved[2];
+                ip_bytes[11] = saved[3];
+            }
+            IpRepr::V6(_) => {
+                ip_bytes[..4].copy_from_slice(&saved[..4]);
+                ip_bytes[7] = saved[4];
+            }
+        }
+        ip_bytes[ip_len + 6..ip_len + 8].fill(0); // UDP checksum: none
+        ip_bytes[ip_len + udp::HEADER_LEN + 4] = bth_repr.fecn_becn_byte();
+        ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }
 

@@ -277,7 +277,9 @@ impl Endpoint {
             IpAddr::V4(v4) => self.cfg.ipv4 == Some(v4),
             IpAddr::V6(v6) => {
                 self.cfg.ipv6 == Some(v6)
-                    || v6.to_ipv4_mapped().is_some_and(|v4| self.cfg.ipv4 == Some(v4))
+                    || v6
+                        .to_ipv4_mapped()
+                        .is_some_and(|v4| self.cfg.ipv4 == Some(v4))
             }
         }
     }
@@ -383,7 +385,11 @@ impl Endpoint {
 
     /// The next instant `handle_timeout` (or a paced departure) is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qps.iter().flatten().filter_map(QueuePair::poll_timeout).min()
+        self.qps
+            .iter()
+            .flatten()
+            .filter_map(QueuePair::poll_timeout)
+            .min()
     }
 }
 

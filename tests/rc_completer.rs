@@ -13,7 +13,15 @@ use roce::wire::opcode::Opcode;
 use roce::wire::{atomic_ack_eth, ExtRepr};
 
 fn opts(start: u32) -> RcOptions {
-    RcOptions { mtu: Mtu::Mtu256, b_psn: Psn::new(start), timeout: 10, retry_cnt: 2, rnr_retry: 1, max_rd_atomic: 2, ..RcOptions::default() }
+    RcOptions {
+        mtu: Mtu::Mtu256,
+        b_psn: Psn::new(start),
+        timeout: 10,
+        retry_cnt: 2,
+        rnr_retry: 1,
+        max_rd_atomic: 2,
+        ..RcOptions::default()
+    }
 }
 
 fn setup(start: u32) -> (Script, roce::mr::MrInfo) {
@@ -23,12 +31,26 @@ fn setup(start: u32) -> (Script, roce::mr::MrInfo) {
 }
 
 fn write(s: &mut Script, mr: &roce::mr::MrInfo, wr_id: u64, len: u32) {
-    let wr = SendWr::new(wr_id, WrOpcode::RdmaWrite { remote_addr: 0x5000, rkey: 0x77 }, Sge { addr: mr.addr, length: len, lkey: mr.lkey });
+    let wr = SendWr::new(
+        wr_id,
+        WrOpcode::RdmaWrite {
+            remote_addr: 0x5000,
+            rkey: 0x77,
+        },
+        Sge {
+            addr: mr.addr,
+            length: len,
+            lkey: mr.lkey,
+        },
+    );
     s.ep.post_send(s.qpn, wr).unwrap();
 }
 
 fn statuses(s: &mut Script) -> Vec<(u64, WcStatus)> {
-    s.completions().iter().map(|w| (w.wr_id, w.status)).collect()
+    s.completions()
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect()
 }
 
 #[test]
@@ -36,12 +58,26 @@ fn long_write_is_segmented_first_middle_last_across_the_psn_wrap_with_ackreq_on_
     let (mut s, mr) = setup(0xFF_FFFF);
     write(&mut s, &mr, 1, 600);
     let p = s.recv_all();
-    let shape: Vec<_> = p.iter().map(|p| (p.opcode, p.psn.value(), p.ack_req, p.payload.len(), p.ext.reth.is_some())).collect();
-    assert_eq!(shape, vec![
-        (Opcode::RC_RDMA_WRITE_FIRST, 0xFF_FFFF, false, 256, true),
-        (Opcode::RC_RDMA_WRITE_MIDDLE, 0, false, 256, false),
-        (Opcode::RC_RDMA_WRITE_LAST, 1, true, 88, false),
-    ]);
+    let shape: Vec<_> = p
+        .iter()
+        .map(|p| {
+            (
+                p.opcode,
+                p.psn.value(),
+                p.ack_req,
+                p.payload.len(),
+                p.ext.reth.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (Opcode::RC_RDMA_WRITE_FIRST, 0xFF_FFFF, false, 256, true),
+            (Opcode::RC_RDMA_WRITE_MIDDLE, 0, false, 256, false),
+            (Opcode::RC_RDMA_WRITE_LAST, 1, true, 88, false),
+        ]
+    );
     assert_eq!(p[0].ext.reth.unwrap().dma_len, 600);
     send!(s, ack(1, 0x1f, 1));
     assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
@@ -50,10 +86,33 @@ fn long_write_is_segmented_first_middle_last_across_the_psn_wrap_with_ackreq_on_
 #[test]
 fn read_request_consumes_one_psn_per_response_packet() {
     let (mut s, mr) = setup(10);
-    s.ep.post_send(s.qpn, SendWr::new(1, WrOpcode::RdmaRead { remote_addr: 0x9000, rkey: 5 }, Sge { addr: mr.addr, length: 600, lkey: mr.lkey })).unwrap();
+    s.ep.post_send(
+        s.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::RdmaRead {
+                remote_addr: 0x9000,
+                rkey: 5,
+            },
+            Sge {
+                addr: mr.addr,
+                length: 600,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
     write(&mut s, &mr, 2, 4);
     let p = s.recv_all();
-    assert_eq!(p.iter().map(|p| (p.opcode, p.psn.value())).collect::<Vec<_>>(), vec![(Opcode::RC_RDMA_READ_REQUEST, 10), (Opcode::RC_RDMA_WRITE_ONLY, 13)]);
+    assert_eq!(
+        p.iter()
+            .map(|p| (p.opcode, p.psn.value()))
+            .collect::<Vec<_>>(),
+        vec![
+            (Opcode::RC_RDMA_READ_REQUEST, 10),
+            (Opcode::RC_RDMA_WRITE_ONLY, 13)
+        ]
+    );
 }
 
 #[test]
@@ -64,7 +123,14 @@ fn ack_for_a_later_psn_completes_every_earlier_request() {
     }
     assert_eq!(s.recv_all().len(), 3);
     send!(s, ack(52, 0x1f, 3));
-    assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success)]);
+    assert_eq!(
+        statuses(&mut s),
+        vec![
+            (1, WcStatus::Success),
+            (2, WcStatus::Success),
+            (3, WcStatus::Success)
+        ]
+    );
 }
 
 #[test]
@@ -88,16 +154,39 @@ fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
 #[test]
 fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(s.qpn, SendWr::new(1, WrOpcode::RdmaRead { remote_addr: 0x9000, rkey: 5 }, Sge { addr: mr.addr, length: 16, lkey: mr.lkey })).unwrap();
+    s.ep.post_send(
+        s.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::RdmaRead {
+                remote_addr: 0x9000,
+                rkey: 5,
+            },
+            Sge {
+                addr: mr.addr,
+                length: 16,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
     write(&mut s, &mr, 2, 8);
     assert_eq!(s.recv_all().len(), 2);
     send!(s, ack(51, 0x1f, 2));
     let r = recv!(s);
-    assert_eq!((r.opcode, r.psn.value()), (Opcode::RC_RDMA_READ_REQUEST, 50));
+    assert_eq!(
+        (r.opcode, r.psn.value()),
+        (Opcode::RC_RDMA_READ_REQUEST, 50)
+    );
     assert_eq!(s.ep.counters().qp.implied_nak_seq_err, 1);
     assert!(statuses(&mut s).is_empty());
     // The READ response completes both, in order.
-    send!(s, Pkt::new(Opcode::RC_RDMA_READ_RESPONSE_ONLY, 50).ext(ack(0, 0x1f, 1).ext).payload(&[9; 16]));
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_READ_RESPONSE_ONLY, 50)
+            .ext(ack(0, 0x1f, 1).ext)
+            .payload(&[9; 16])
+    );
     assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
     send!(s, ack(51, 0x1f, 2));
     assert_eq!(statuses(&mut s), vec![(2, WcStatus::Success)]);
@@ -107,13 +196,32 @@ fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
 #[test]
 fn atomic_ack_lands_the_original_value() {
     let (mut s, mr) = setup(7);
-    s.ep.post_send(s.qpn, SendWr::new(1, WrOpcode::AtomicFetchAndAdd { remote_addr: 0x9000, rkey: 5, add: 1 }, Sge { addr: mr.addr + 64, length: 8, lkey: mr.lkey })).unwrap();
+    s.ep.post_send(
+        s.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr: 0x9000,
+                rkey: 5,
+                add: 1,
+            },
+            Sge {
+                addr: mr.addr + 64,
+                length: 8,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
     assert_eq!(recv!(s).opcode, Opcode::RC_FETCH_ADD);
     let mut ext = ack(0, 0x1f, 1).ext;
     ext.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig: 0xabcd });
     send!(s, Pkt::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, 7).ext(ext));
     assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
-    assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[64..72], &0xabcdu64.to_le_bytes());
+    assert_eq!(
+        &s.ep.mr(mr.lkey).unwrap().bytes()[64..72],
+        &0xabcdu64.to_le_bytes()
+    );
 }
 
 #[test]
@@ -130,16 +238,34 @@ fn local_ack_timeout_resends_until_retry_cnt_runs_out_then_fails_and_flushes() {
         assert_eq!(s.recv_all().len(), 2, "round {round} resends both");
     }
     s.advance(timeout);
-    assert_eq!(statuses(&mut s), vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]);
+    assert_eq!(
+        statuses(&mut s),
+        vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr)]
+    );
     assert_eq!(s.ep.qp(s.qpn).unwrap().state(), QpState::Err);
     let c = s.ep.counters().qp;
-    assert_eq!((c.local_ack_timeout_err, c.req_transport_retries_exceeded), (3, 1));
+    assert_eq!(
+        (c.local_ack_timeout_err, c.req_transport_retries_exceeded),
+        (3, 1)
+    );
 }
 
 #[test]
 fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(s.qpn, SendWr::new(1, WrOpcode::Send, Sge { addr: mr.addr, length: 8, lkey: mr.lkey })).unwrap();
+    s.ep.post_send(
+        s.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::Send,
+            Sge {
+                addr: mr.addr,
+                length: 8,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
     assert_eq!(recv!(s).psn.value(), 50);
     send!(s, ack(50, 0x20 | 1, 0));
     s.advance(Duration::from_micros(9));
@@ -160,14 +286,32 @@ fn remote_access_nak_completes_with_rem_access_err_and_flushes_the_rest() {
     }
     assert_eq!(s.recv_all().len(), 3);
     send!(s, ack(51, 0x62, 1));
-    assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success), (2, WcStatus::RemAccessErr), (3, WcStatus::WrFlushErr)]);
+    assert_eq!(
+        statuses(&mut s),
+        vec![
+            (1, WcStatus::Success),
+            (2, WcStatus::RemAccessErr),
+            (3, WcStatus::WrFlushErr)
+        ]
+    );
     assert_eq!(s.ep.counters().qp.req_remote_access_errors, 1);
 }
 
 #[test]
 fn unsignaled_requests_complete_silently_and_errors_always_report() {
     let (mut s, mr) = setup(50);
-    let mut wr = SendWr::new(1, WrOpcode::RdmaWrite { remote_addr: 0, rkey: 1 }, Sge { addr: mr.addr, length: 8, lkey: mr.lkey });
+    let mut wr = SendWr::new(
+        1,
+        WrOpcode::RdmaWrite {
+            remote_addr: 0,
+            rkey: 1,
+        },
+        Sge {
+            addr: mr.addr,
+            length: 8,
+            lkey: mr.lkey,
+        },
+    );
     wr.flags = roce::verbs::SendFlags::empty();
     s.ep.post_send(s.qpn, wr.clone()).unwrap();
     wr.wr_id = 2;
@@ -182,7 +326,15 @@ fn unsignaled_requests_complete_silently_and_errors_always_report() {
 #[test]
 fn bad_local_key_completes_with_a_local_protection_error() {
     let (mut s, mr) = setup(50);
-    let wr = SendWr::new(1, WrOpcode::Send, Sge { addr: mr.addr, length: 8, lkey: mr.lkey ^ 0x100 });
+    let wr = SendWr::new(
+        1,
+        WrOpcode::Send,
+        Sge {
+            addr: mr.addr,
+            length: 8,
+            lkey: mr.lkey ^ 0x100,
+        },
+    );
     s.ep.post_send(s.qpn, wr).unwrap();
     recv!(s, None);
     assert_eq!(statuses(&mut s), vec![(1, WcStatus::LocProtErr)]);
@@ -192,12 +344,42 @@ fn bad_local_key_completes_with_a_local_protection_error() {
 #[test]
 fn fence_holds_a_request_until_earlier_reads_complete() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(s.qpn, SendWr::new(1, WrOpcode::RdmaRead { remote_addr: 0x9000, rkey: 5 }, Sge { addr: mr.addr, length: 8, lkey: mr.lkey })).unwrap();
-    let mut wr = SendWr::new(2, WrOpcode::Send, Sge { addr: mr.addr, length: 8, lkey: mr.lkey });
+    s.ep.post_send(
+        s.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::RdmaRead {
+                remote_addr: 0x9000,
+                rkey: 5,
+            },
+            Sge {
+                addr: mr.addr,
+                length: 8,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    let mut wr = SendWr::new(
+        2,
+        WrOpcode::Send,
+        Sge {
+            addr: mr.addr,
+            length: 8,
+            lkey: mr.lkey,
+        },
+    );
     wr.flags |= roce::verbs::SendFlags::FENCE;
     s.ep.post_send(s.qpn, wr).unwrap();
     assert_eq!(recv!(s).opcode, Opcode::RC_RDMA_READ_REQUEST);
     recv!(s, None);
-    send!(s, Pkt::new(Opcode::RC_RDMA_READ_RESPONSE_ONLY, 50).ext(ExtRepr { ..ack(0, 0x1f, 1).ext }).payload(&[1; 8]));
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_READ_RESPONSE_ONLY, 50)
+            .ext(ExtRepr {
+                ..ack(0, 0x1f, 1).ext
+            })
+            .payload(&[1; 8])
+    );
     assert_eq!(recv!(s).opcode, Opcode::RC_SEND_ONLY);
 }

@@ -13,7 +13,9 @@ use roce::driver::fault::FaultConfig;
 use roce::driver::loopback::RcOptions;
 use roce::mr::MrInfo;
 use roce::psn::Psn;
-use roce::verbs::{Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode};
+use roce::verbs::{
+    Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+};
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -53,13 +55,22 @@ fn size(rng: &mut Pcg64, budget: &mut usize) -> usize {
 }
 
 fn sge(m: &MrInfo, len: usize) -> Sge {
-    Sge { addr: m.addr, length: len as u32, lkey: m.lkey }
+    Sge {
+        addr: m.addr,
+        length: len as u32,
+        lkey: m.lkey,
+    }
 }
 
 fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
     let mut rng = Pcg64::seed_from_u64(seed);
     let frac = |rng: &mut Pcg64| rng.random_range(0.01..=0.10);
-    let faults = FaultConfig { loss: frac(&mut rng), duplicate: frac(&mut rng), reorder: frac(&mut rng), corrupt: frac(&mut rng) };
+    let faults = FaultConfig {
+        loss: frac(&mut rng),
+        duplicate: frac(&mut rng),
+        reorder: frac(&mut rng),
+        corrupt: frac(&mut rng),
+    };
     let mut p = pair(faults, seed);
     let mtu = [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096][rng.random_range(0..3)];
     let mut sides = Vec::new();
@@ -78,10 +89,28 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
             ..RcOptions::default()
         };
         let (sa, sb) = connect(&mut p, &o);
-        let mut e = Expect { copies: vec![], recvs: vec![], sends: vec![], atomic_results: vec![], counters: vec![] };
+        let mut e = Expect {
+            copies: vec![],
+            recvs: vec![],
+            sends: vec![],
+            atomic_results: vec![],
+            counters: vec![],
+        };
         let counter = mr(&mut p.b, &sb, 8, 0);
-        let mut counter_value = u64::from_le_bytes(p.b.mr(counter.lkey).unwrap().bytes()[..8].try_into().unwrap());
-        let ops = [Op::Write, Op::WriteImm, Op::Read, Op::Send, Op::SendImm, Op::FetchAdd, Op::CmpSwap];
+        let mut counter_value = u64::from_le_bytes(
+            p.b.mr(counter.lkey).unwrap().bytes()[..8]
+                .try_into()
+                .unwrap(),
+        );
+        let ops = [
+            Op::Write,
+            Op::WriteImm,
+            Op::Read,
+            Op::Send,
+            Op::SendImm,
+            Op::FetchAdd,
+            Op::CmpSwap,
+        ];
         for i in 0..ops_per_qp {
             let op = ops[rng.random_range(0..ops.len())];
             let wr_id = (q as u64) << 32 | i as u64;
@@ -94,28 +123,56 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
                 Op::Write | Op::WriteImm | Op::Read | Op::Send | Op::SendImm => {
                     let n = size(&mut rng, &mut budget);
                     let fill: u8 = rng.random();
-                    let (la, lb) = if matches!(op, Op::Read) { (mr(&mut p.a, &sa, n, 0), mr(&mut p.b, &sb, n, fill)) } else { (mr(&mut p.a, &sa, n, fill), mr(&mut p.b, &sb, n, 0)) };
-                    e.copies.push((la.lkey, lb.lkey, n, !matches!(op, Op::Read)));
+                    let (la, lb) = if matches!(op, Op::Read) {
+                        (mr(&mut p.a, &sa, n, 0), mr(&mut p.b, &sb, n, fill))
+                    } else {
+                        (mr(&mut p.a, &sa, n, fill), mr(&mut p.b, &sb, n, 0))
+                    };
+                    e.copies
+                        .push((la.lkey, lb.lkey, n, !matches!(op, Op::Read)));
                     let opcode = match op {
-                        Op::Write => WrOpcode::RdmaWrite { remote_addr: lb.addr, rkey: lb.rkey },
-                        Op::WriteImm => WrOpcode::RdmaWriteWithImm { remote_addr: lb.addr, rkey: lb.rkey, imm },
-                        Op::Read => WrOpcode::RdmaRead { remote_addr: lb.addr, rkey: lb.rkey },
+                        Op::Write => WrOpcode::RdmaWrite {
+                            remote_addr: lb.addr,
+                            rkey: lb.rkey,
+                        },
+                        Op::WriteImm => WrOpcode::RdmaWriteWithImm {
+                            remote_addr: lb.addr,
+                            rkey: lb.rkey,
+                            imm,
+                        },
+                        Op::Read => WrOpcode::RdmaRead {
+                            remote_addr: lb.addr,
+                            rkey: lb.rkey,
+                        },
                         Op::Send => WrOpcode::Send,
                         _ => WrOpcode::SendWithImm { imm },
                     };
                     match op {
                         Op::Send | Op::SendImm => {
-                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&lb, n))).unwrap();
-                            e.recvs.push((wr_id, WcOpcode::Recv, n as u32, matches!(op, Op::SendImm).then_some(imm)));
+                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&lb, n)))
+                                .unwrap();
+                            e.recvs.push((
+                                wr_id,
+                                WcOpcode::Recv,
+                                n as u32,
+                                matches!(op, Op::SendImm).then_some(imm),
+                            ));
                         }
                         Op::WriteImm => {
                             let dummy = mr(&mut p.b, &sb, 1, 0);
-                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&dummy, 1))).unwrap();
-                            e.recvs.push((wr_id, WcOpcode::RecvRdmaWithImm, n as u32, Some(imm)));
+                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&dummy, 1)))
+                                .unwrap();
+                            e.recvs
+                                .push((wr_id, WcOpcode::RecvRdmaWithImm, n as u32, Some(imm)));
                         }
                         _ => {}
                     }
-                    SendWr { wr_id, opcode, sgl: [sge(&la, n)].into_iter().collect(), flags }
+                    SendWr {
+                        wr_id,
+                        opcode,
+                        sgl: [sge(&la, n)].into_iter().collect(),
+                        flags,
+                    }
                 }
                 Op::FetchAdd | Op::CmpSwap => {
                     let res = mr(&mut p.a, &sa, 8, 0xee);
@@ -123,16 +180,34 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
                     let opcode = if matches!(op, Op::FetchAdd) {
                         let add: u64 = rng.random_range(1..1 << 40);
                         counter_value = counter_value.wrapping_add(add);
-                        WrOpcode::AtomicFetchAndAdd { remote_addr: counter.addr, rkey: counter.rkey, add }
+                        WrOpcode::AtomicFetchAndAdd {
+                            remote_addr: counter.addr,
+                            rkey: counter.rkey,
+                            add,
+                        }
                     } else {
                         let swap: u64 = rng.random();
-                        let compare = if rng.random_bool(0.5) { counter_value } else { counter_value ^ 1 };
+                        let compare = if rng.random_bool(0.5) {
+                            counter_value
+                        } else {
+                            counter_value ^ 1
+                        };
                         if compare == counter_value {
                             counter_value = swap;
                         }
-                        WrOpcode::AtomicCmpAndSwp { remote_addr: counter.addr, rkey: counter.rkey, compare, swap }
+                        WrOpcode::AtomicCmpAndSwp {
+                            remote_addr: counter.addr,
+                            rkey: counter.rkey,
+                            compare,
+                            swap,
+                        }
                     };
-                    SendWr { wr_id, opcode, sgl: [sge(&res, 8)].into_iter().collect(), flags }
+                    SendWr {
+                        wr_id,
+                        opcode,
+                        sgl: [sge(&res, 8)].into_iter().collect(),
+                        flags,
+                    }
                 }
             };
             p.a.post_send(sa.qpn, wr).unwrap();
@@ -154,8 +229,16 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
         }
         got_a.len() >= want_a && got_b.len() >= want_b
     });
-    let ctx = format!("seed {seed} faults {faults:?} mtu {mtu:?}; counters A {:?}", p.a.counters());
-    assert!(done, "run did not finish: {} of {want_a} send and {} of {want_b} receive completions; {ctx}", got_a.len(), got_b.len());
+    let ctx = format!(
+        "seed {seed} faults {faults:?} mtu {mtu:?}; counters A {:?}",
+        p.a.counters()
+    );
+    assert!(
+        done,
+        "run did not finish: {} of {want_a} send and {} of {want_b} receive completions; {ctx}",
+        got_a.len(),
+        got_b.len()
+    );
     // A few more rounds: nothing may complete twice.
     let later = p.now + roce::time::Duration::from_millis(50);
     p.run_until(later, |a, b| {
@@ -169,9 +252,20 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
     assert_eq!(got_b.len(), want_b, "extra receive completions; {ctx}");
     for ((sa, sb), e) in sides.iter().zip(&expects) {
         let mine: Vec<_> = got_a.iter().filter(|w| w.qp_num == sa.qpn).collect();
-        assert!(mine.iter().all(|w| w.status == WcStatus::Success), "send failure {mine:?}; {ctx}");
-        assert_eq!(mine.iter().map(|w| w.wr_id).collect::<Vec<_>>(), e.sends, "send completion order; {ctx}");
-        let recvs: Vec<_> = got_b.iter().filter(|w| w.qp_num == sb.qpn).map(|w| (w.wr_id, w.opcode, w.byte_len, w.imm_data)).collect();
+        assert!(
+            mine.iter().all(|w| w.status == WcStatus::Success),
+            "send failure {mine:?}; {ctx}"
+        );
+        assert_eq!(
+            mine.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            e.sends,
+            "send completion order; {ctx}"
+        );
+        let recvs: Vec<_> = got_b
+            .iter()
+            .filter(|w| w.qp_num == sb.qpn)
+            .map(|w| (w.wr_id, w.opcode, w.byte_len, w.imm_data))
+            .collect();
         assert_eq!(recvs, e.recvs, "receive completions; {ctx}");
         for &(la, lb, n, _) in &e.copies {
             let a = &p.a.mr(la).unwrap().bytes()[..n];
@@ -184,13 +278,19 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
         }
         for &(l, v) in &e.counters {
             let got = u64::from_le_bytes(p.b.mr(l).unwrap().bytes()[..8].try_into().unwrap());
-            assert_eq!(got, v, "atomic target executed other than exactly once; {ctx}");
+            assert_eq!(
+                got, v,
+                "atomic target executed other than exactly once; {ctx}"
+            );
         }
     }
 }
 
 fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
-    match std::env::var("ROCE_TEST_SEED").ok().and_then(|s| s.parse().ok()) {
+    match std::env::var("ROCE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(s) => vec![s],
         None => default.collect(),
     }

@@ -16,7 +16,13 @@ const NAK_INV: u8 = 0x61;
 const NAK_ACCESS: u8 = 0x62;
 
 fn opts() -> RcOptions {
-    RcOptions { mtu: Mtu::Mtu256, a_psn: Psn::new(100), min_rnr_timer: 12, max_rd_atomic: 4, ..RcOptions::default() }
+    RcOptions {
+        mtu: Mtu::Mtu256,
+        a_psn: Psn::new(100),
+        min_rnr_timer: 12,
+        max_rd_atomic: 4,
+        ..RcOptions::default()
+    }
 }
 
 fn setup() -> (Script, roce::mr::MrInfo) {
@@ -26,11 +32,21 @@ fn setup() -> (Script, roce::mr::MrInfo) {
 }
 
 fn reth(mr: &roce::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
-    ExtRepr { reth: Some(reth::Repr { va: mr.addr + off, rkey: mr.rkey, dma_len: len }), ..Default::default() }
+    ExtRepr {
+        reth: Some(reth::Repr {
+            va: mr.addr + off,
+            rkey: mr.rkey,
+            dma_len: len,
+        }),
+        ..Default::default()
+    }
 }
 
 fn write_only(psn: u32, mr: &roce::mr::MrInfo, data: &[u8]) -> Pkt {
-    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn).ack_req().ext(reth(mr, 0, data.len() as u32)).payload(data)
+    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
+        .ack_req()
+        .ext(reth(mr, 0, data.len() as u32))
+        .payload(data)
 }
 
 #[test]
@@ -38,7 +54,10 @@ fn write_only_is_executed_and_acked_with_credits_31_and_msn_1() {
     let (mut s, mr) = setup();
     send!(s, write_only(100, &mr, b"hello"));
     let a = recv!(s);
-    assert_eq!((a.opcode, a.psn, a.aeth()), (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((ACK, 1))));
+    assert_eq!(
+        (a.opcode, a.psn, a.aeth()),
+        (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((ACK, 1)))
+    );
     recv!(s, None);
     assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[..5], b"hello");
     assert_eq!(s.ep.counters().qp.rx_write_requests, 1);
@@ -49,7 +68,10 @@ fn psn_gap_gets_one_sequence_nak_carrying_the_expected_psn() {
     let (mut s, mr) = setup();
     send!(s, write_only(105, &mr, b"x"));
     let n = recv!(s);
-    assert_eq!((n.opcode, n.psn, n.aeth()), (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((NAK_SEQ, 0))));
+    assert_eq!(
+        (n.opcode, n.psn, n.aeth()),
+        (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((NAK_SEQ, 0)))
+    );
     send!(s, write_only(106, &mr, b"y"));
     recv!(s, None);
     assert_eq!(s.ep.counters().qp.out_of_sequence, 2);
@@ -66,11 +88,19 @@ fn duplicate_write_is_acked_with_psn_one_less_and_msn_unchanged() {
     let (mut s, mr) = setup();
     send!(s, write_only(100, &mr, b"a"));
     send!(s, write_only(101, &mr, b"b"));
-    assert_eq!(recv!(s).psn, Psn::new(101), "two ACKs coalesce into the later one");
+    assert_eq!(
+        recv!(s).psn,
+        Psn::new(101),
+        "two ACKs coalesce into the later one"
+    );
     send!(s, write_only(100, &mr, b"c"));
     let a = recv!(s);
     assert_eq!((a.psn, a.aeth()), (Psn::new(101), Some((ACK, 2))));
-    assert_eq!(s.ep.mr(mr.lkey).unwrap().bytes()[0], b'b', "a duplicate is not executed again");
+    assert_eq!(
+        s.ep.mr(mr.lkey).unwrap().bytes()[0],
+        b'b',
+        "a duplicate is not executed again"
+    );
     assert_eq!(s.ep.counters().qp.duplicate_request, 1);
 }
 
@@ -79,18 +109,41 @@ fn send_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_once_posted() {
     let (mut s, mr) = setup();
     let send = Pkt::new(Opcode::RC_SEND_ONLY_WITH_IMMEDIATE, 100)
         .ack_req()
-        .ext(ExtRepr { immdt: Some(0x1234_5678), ..Default::default() })
+        .ext(ExtRepr {
+            immdt: Some(0x1234_5678),
+            ..Default::default()
+        })
         .payload(b"ping");
     send!(s, send);
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
     assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
-    s.ep.post_recv(s.qpn, RecvWr::new(7, Sge { addr: mr.addr, length: 64, lkey: mr.lkey })).unwrap();
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            7,
+            Sge {
+                addr: mr.addr,
+                length: 64,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
     send!(s, send);
     assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
     let wc = s.completions();
     assert_eq!(wc.len(), 1);
-    assert_eq!((wc[0].wr_id, wc[0].status, wc[0].opcode, wc[0].byte_len, wc[0].imm_data), (7, WcStatus::Success, WcOpcode::Recv, 4, Some(0x1234_5678)));
+    assert_eq!(
+        (
+            wc[0].wr_id,
+            wc[0].status,
+            wc[0].opcode,
+            wc[0].byte_len,
+            wc[0].imm_data
+        ),
+        (7, WcStatus::Success, WcOpcode::Recv, 4, Some(0x1234_5678))
+    );
 }
 
 #[test]
@@ -131,7 +184,12 @@ fn middle_without_first_is_an_invalid_request() {
 #[test]
 fn write_first_shorter_than_the_path_mtu_is_an_invalid_request() {
     let (mut s, mr) = setup();
-    send!(s, Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100).ext(reth(&mr, 0, 1000)).payload(&[0; 100]));
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100)
+            .ext(reth(&mr, 0, 1000))
+            .payload(&[0; 100])
+    );
     assert_eq!(recv!(s).aeth(), Some((NAK_INV, 0)));
 }
 
@@ -140,20 +198,56 @@ fn read_is_answered_with_segmented_responses_carrying_aeth_on_first_and_last() {
     let (mut s, mr) = setup();
     let data: Vec<u8> = (0..600u32).map(|i| i as u8).collect();
     s.ep.mr_mut(mr.lkey).unwrap().bytes_mut()[..600].copy_from_slice(&data);
-    send!(s, Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 100).ack_req().ext(reth(&mr, 0, 600)));
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 100)
+            .ack_req()
+            .ext(reth(&mr, 0, 600))
+    );
     let r = s.recv_all();
-    let shape: Vec<_> = r.iter().map(|p| (p.opcode, p.psn.value(), p.aeth(), p.payload.len())).collect();
-    assert_eq!(shape, vec![
-        (Opcode::RC_RDMA_READ_RESPONSE_FIRST, 100, Some((ACK, 1)), 256),
-        (Opcode::RC_RDMA_READ_RESPONSE_MIDDLE, 101, None, 256),
-        (Opcode::RC_RDMA_READ_RESPONSE_LAST, 102, Some((ACK, 1)), 88),
-    ]);
-    assert_eq!(r.iter().flat_map(|p| p.payload.clone()).collect::<Vec<_>>(), data);
-    assert_eq!(s.ep.qp(s.qpn).unwrap().expected_psn(), Psn::new(103), "a READ consumes one PSN per response");
+    let shape: Vec<_> = r
+        .iter()
+        .map(|p| (p.opcode, p.psn.value(), p.aeth(), p.payload.len()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (
+                Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+                100,
+                Some((ACK, 1)),
+                256
+            ),
+            (Opcode::RC_RDMA_READ_RESPONSE_MIDDLE, 101, None, 256),
+            (Opcode::RC_RDMA_READ_RESPONSE_LAST, 102, Some((ACK, 1)), 88),
+        ]
+    );
+    assert_eq!(
+        r.iter().flat_map(|p| p.payload.clone()).collect::<Vec<_>>(),
+        data
+    );
+    assert_eq!(
+        s.ep.qp(s.qpn).unwrap().expected_psn(),
+        Psn::new(103),
+        "a READ consumes one PSN per response"
+    );
     // A duplicate READ from the middle is served again from there.
-    send!(s, Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 101).ext(reth(&mr, 256, 344)));
-    let again: Vec<_> = s.recv_all().iter().map(|p| (p.opcode, p.psn.value())).collect();
-    assert_eq!(again, vec![(Opcode::RC_RDMA_READ_RESPONSE_FIRST, 101), (Opcode::RC_RDMA_READ_RESPONSE_LAST, 102)]);
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 101).ext(reth(&mr, 256, 344))
+    );
+    let again: Vec<_> = s
+        .recv_all()
+        .iter()
+        .map(|p| (p.opcode, p.psn.value()))
+        .collect();
+    assert_eq!(
+        again,
+        vec![
+            (Opcode::RC_RDMA_READ_RESPONSE_FIRST, 101),
+            (Opcode::RC_RDMA_READ_RESPONSE_LAST, 102)
+        ]
+    );
 }
 
 #[test]
@@ -161,47 +255,118 @@ fn duplicate_atomic_replays_the_original_value_without_executing_again() {
     let (mut s, mr) = setup();
     s.ep.mr_mut(mr.lkey).unwrap().bytes_mut()[8..16].copy_from_slice(&40u64.to_le_bytes());
     let fadd = Pkt::new(Opcode::RC_FETCH_ADD, 100).ack_req().ext(ExtRepr {
-        atomic_eth: Some(atomic_eth::Repr { va: mr.addr + 8, rkey: mr.rkey, swap_add: 2, compare: 0 }),
+        atomic_eth: Some(atomic_eth::Repr {
+            va: mr.addr + 8,
+            rkey: mr.rkey,
+            swap_add: 2,
+            compare: 0,
+        }),
         ..Default::default()
     });
     send!(s, fadd);
     let a = recv!(s);
-    assert_eq!((a.opcode, a.psn.value(), a.aeth(), a.ext.atomic_ack_eth.map(|x| x.orig)), (Opcode::RC_ATOMIC_ACKNOWLEDGE, 100, Some((ACK, 1)), Some(40)));
+    assert_eq!(
+        (
+            a.opcode,
+            a.psn.value(),
+            a.aeth(),
+            a.ext.atomic_ack_eth.map(|x| x.orig)
+        ),
+        (Opcode::RC_ATOMIC_ACKNOWLEDGE, 100, Some((ACK, 1)), Some(40))
+    );
     send!(s, fadd);
     let a = recv!(s);
-    assert_eq!((a.psn.value(), a.ext.atomic_ack_eth.map(|x| x.orig)), (100, Some(40)));
-    assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[8..16], &42u64.to_le_bytes());
+    assert_eq!(
+        (a.psn.value(), a.ext.atomic_ack_eth.map(|x| x.orig)),
+        (100, Some(40))
+    );
+    assert_eq!(
+        &s.ep.mr(mr.lkey).unwrap().bytes()[8..16],
+        &42u64.to_le_bytes()
+    );
     assert_eq!(s.ep.counters().qp.rx_atomic_requests, 1);
 }
 
 #[test]
 fn misaligned_atomic_is_an_invalid_request() {
     let (mut s, mr) = setup();
-    send!(s, Pkt::new(Opcode::RC_COMPARE_SWAP, 100).ext(ExtRepr {
-        atomic_eth: Some(atomic_eth::Repr { va: mr.addr + 4, rkey: mr.rkey, swap_add: 1, compare: 0 }),
-        ..Default::default()
-    }));
+    send!(
+        s,
+        Pkt::new(Opcode::RC_COMPARE_SWAP, 100).ext(ExtRepr {
+            atomic_eth: Some(atomic_eth::Repr {
+                va: mr.addr + 4,
+                rkey: mr.rkey,
+                swap_add: 1,
+                compare: 0
+            }),
+            ..Default::default()
+        })
+    );
     assert_eq!(recv!(s).aeth(), Some((NAK_INV, 0)));
 }
 
 #[test]
 fn write_with_immediate_consumes_a_receive_and_reports_the_immediate() {
     let (mut s, mr) = setup();
-    s.ep.post_recv(s.qpn, RecvWr::new(9, Sge { addr: mr.addr, length: 1, lkey: mr.lkey })).unwrap();
-    send!(s, Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100).ext(reth(&mr, 100, 300)).payload(&[5; 256]));
-    send!(s, Pkt::new(Opcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 101).ack_req().ext(ExtRepr { immdt: Some(77), ..Default::default() }).payload(&[6; 44]));
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            9,
+            Sge {
+                addr: mr.addr,
+                length: 1,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100)
+            .ext(reth(&mr, 100, 300))
+            .payload(&[5; 256])
+    );
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 101)
+            .ack_req()
+            .ext(ExtRepr {
+                immdt: Some(77),
+                ..Default::default()
+            })
+            .payload(&[6; 44])
+    );
     let a = recv!(s);
     assert_eq!((a.psn.value(), a.aeth()), (101, Some((ACK, 1))));
     let wc = s.completions();
-    assert_eq!((wc[0].wr_id, wc[0].opcode, wc[0].byte_len, wc[0].imm_data), (9, WcOpcode::RecvRdmaWithImm, 300, Some(77)));
+    assert_eq!(
+        (wc[0].wr_id, wc[0].opcode, wc[0].byte_len, wc[0].imm_data),
+        (9, WcOpcode::RecvRdmaWithImm, 300, Some(77))
+    );
     assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[355..357], &[5, 6]);
 }
 
 #[test]
 fn send_larger_than_the_receive_is_a_local_length_error_and_an_invalid_request_nak() {
     let (mut s, mr) = setup();
-    s.ep.post_recv(s.qpn, RecvWr::new(3, Sge { addr: mr.addr, length: 10, lkey: mr.lkey })).unwrap();
-    send!(s, Pkt::new(Opcode::RC_SEND_ONLY, 100).ack_req().payload(&[1; 20]));
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            3,
+            Sge {
+                addr: mr.addr,
+                length: 10,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    send!(
+        s,
+        Pkt::new(Opcode::RC_SEND_ONLY, 100)
+            .ack_req()
+            .payload(&[1; 20])
+    );
     assert_eq!(recv!(s).aeth(), Some((NAK_INV, 0)));
     let wc = s.completions();
     assert_eq!((wc[0].wr_id, wc[0].status), (3, WcStatus::LocLenErr));
@@ -224,5 +389,9 @@ fn frames_with_bad_icrc_wrong_qp_or_wrong_pkey_are_counted_and_dropped() {
     s.ep.handle_frame(s.now, &[0u8; 10]);
     recv!(s, None);
     let d = s.ep.counters().drops;
-    assert_eq!((d.bad_icrc, d.malformed), (2, 1), "a rewritten QPN breaks the ICRC too");
+    assert_eq!(
+        (d.bad_icrc, d.malformed),
+        (2, 1),
+        "a rewritten QPN breaks the ICRC too"
+    );
 }

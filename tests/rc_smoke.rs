@@ -2,10 +2,10 @@
 
 mod rc_support;
 
+use rc_support::*;
 use roce::driver::fault::FaultConfig;
 use roce::driver::loopback::RcOptions;
 use roce::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
-use rc_support::*;
 
 #[test]
 fn write_read_send_and_atomics_complete_over_a_clean_link() {
@@ -13,12 +13,59 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
     let (sa, sb) = connect(&mut p, &RcOptions::default());
     let src = mr(&mut p.a, &sa, 10_000, 7);
     let dst = mr(&mut p.b, &sb, 10_000, 0);
-    let sge = |m: &roce::mr::MrInfo, off: u64, len: u32| Sge { addr: m.addr + off, length: len, lkey: m.lkey };
-    p.a.post_send(sa.qpn, SendWr::new(1, WrOpcode::RdmaWrite { remote_addr: dst.addr, rkey: dst.rkey }, sge(&src, 0, 5000))).unwrap();
-    p.a.post_send(sa.qpn, SendWr::new(2, WrOpcode::RdmaRead { remote_addr: dst.addr + 100, rkey: dst.rkey }, sge(&src, 6000, 3000))).unwrap();
-    p.b.post_recv(sb.qpn, RecvWr::new(10, sge(&dst, 9000, 1000))).unwrap();
-    p.a.post_send(sa.qpn, SendWr::new(3, WrOpcode::SendWithImm { imm: 0xdead_beef }, sge(&src, 0, 700))).unwrap();
-    p.a.post_send(sa.qpn, SendWr::new(4, WrOpcode::AtomicFetchAndAdd { remote_addr: dst.addr + 8000, rkey: dst.rkey, add: 5 }, sge(&src, 9000, 8))).unwrap();
+    let sge = |m: &roce::mr::MrInfo, off: u64, len: u32| Sge {
+        addr: m.addr + off,
+        length: len,
+        lkey: m.lkey,
+    };
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::RdmaWrite {
+                remote_addr: dst.addr,
+                rkey: dst.rkey,
+            },
+            sge(&src, 0, 5000),
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            2,
+            WrOpcode::RdmaRead {
+                remote_addr: dst.addr + 100,
+                rkey: dst.rkey,
+            },
+            sge(&src, 6000, 3000),
+        ),
+    )
+    .unwrap();
+    p.b.post_recv(sb.qpn, RecvWr::new(10, sge(&dst, 9000, 1000)))
+        .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            3,
+            WrOpcode::SendWithImm { imm: 0xdead_beef },
+            sge(&src, 0, 700),
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            4,
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr: dst.addr + 8000,
+                rkey: dst.rkey,
+                add: 5,
+            },
+            sge(&src, 9000, 8),
+        ),
+    )
+    .unwrap();
     let mut wa = Vec::new();
     let mut wb = Vec::new();
     let end = deadline(&p, 1);
@@ -28,8 +75,19 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
         wa.len() == 4 && wb.len() == 1
     });
     assert!(ok, "timed out: {wa:?} {wb:?}");
-    assert_eq!(wa.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success), (4, WcStatus::Success)]);
-    assert_eq!((wb[0].wr_id, wb[0].opcode, wb[0].byte_len, wb[0].imm_data), (10, WcOpcode::Recv, 700, Some(0xdead_beef)));
+    assert_eq!(
+        wa.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![
+            (1, WcStatus::Success),
+            (2, WcStatus::Success),
+            (3, WcStatus::Success),
+            (4, WcStatus::Success)
+        ]
+    );
+    assert_eq!(
+        (wb[0].wr_id, wb[0].opcode, wb[0].byte_len, wb[0].imm_data),
+        (10, WcOpcode::Recv, 700, Some(0xdead_beef))
+    );
     let a = p.a.mr(src.lkey).unwrap().bytes().to_vec();
     let b = p.b.mr(dst.lkey).unwrap().bytes().to_vec();
     assert_eq!(&b[..5000], &a[..5000]);

@@ -36,6 +36,8 @@ fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
             .fabric
             .engine(HostId(h))
             .unwrap()
+            .as_test()
+            .unwrap()
             .cc_metrics(0)
             .unwrap();
         assert!(m.rp_cnp_handled > 0, "host {h}: {m:?}");

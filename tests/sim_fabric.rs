@@ -122,7 +122,13 @@ fn ce_marked_frames_keep_a_valid_icrc_end_to_end() {
     let s = params(4, 200.0, true).scenario(BuiltinKind::Incast);
     let (sum, built) = s.run(|_| {}).unwrap();
     assert!(sum.ecn_marked > 0);
-    let rx = built.fabric.engine(HostId(4)).unwrap().counters;
+    let rx = built
+        .fabric
+        .engine(HostId(4))
+        .unwrap()
+        .as_test()
+        .unwrap()
+        .counters;
     // The receiver checks every frame with parse_frame (ICRC included).
     assert_eq!(rx.rx_errors, 0);
     // Every CE the receiver saw was set by a switch (marked packets may still be queued).

@@ -280,7 +280,9 @@ impl Default for RcOptions {
             rnr_retry: 7,
             min_rnr_timer: 1,
             max_rd_atomic: 16,
-            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
+            access: AccessFlags::REMOTE_WRITE
+                | AccessFlags::REMOTE_READ
+                | AccessFlags::REMOTE_ATOMIC,
             max_send_wr: 256,
             max_recv_wr: 256,
         }

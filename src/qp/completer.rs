@@ -84,7 +84,11 @@ impl Requester {
             c.stats.error_completions += 1;
         }
         if status != WcStatus::Success || w.wr.flags.contains(SendFlags::SIGNALED) {
-            let byte_len = if w.wr.opcode.is_atomic() { 8 } else { w.len as u32 };
+            let byte_len = if w.wr.opcode.is_atomic() {
+                8
+            } else {
+                w.len as u32
+            };
             c.cq.push(WorkCompletion {
                 wr_id: w.wr.wr_id,
                 status,
@@ -268,7 +272,8 @@ impl Requester {
             u64::from(c.mtu)
         };
         let position_ok = if last {
-            opcode == Opcode::RC_RDMA_READ_RESPONSE_LAST || opcode == Opcode::RC_RDMA_READ_RESPONSE_ONLY
+            opcode == Opcode::RC_RDMA_READ_RESPONSE_LAST
+                || opcode == Opcode::RC_RDMA_READ_RESPONSE_ONLY
         } else {
             opcode == Opcode::RC_RDMA_READ_RESPONSE_FIRST
                 || opcode == Opcode::RC_RDMA_READ_RESPONSE_MIDDLE

@@ -24,8 +24,8 @@ use crate::wire::opcode::Opcode;
 use crate::wire::{bth, ethernet, Ecn, EthernetAddress, ExtRepr, IpRepr, RocePacket, RoceRepr};
 
 use completer::CompleterCtx;
-pub use requester::RequesterConfig;
 use requester::Requester;
+pub use requester::RequesterConfig;
 use responder::{Responder, ResponderCtx};
 pub use state::QpError;
 use timer::{Timer, TimerTable};
@@ -50,9 +50,15 @@ pub struct LocalAddr {
 pub(crate) enum Payload {
     None,
     /// Bytes `offset..offset + len` of the message an SGL describes.
-    Sgl { sgl: Sgl, offset: u64, len: usize },
+    Sgl {
+        sgl: Sgl,
+        offset: u64,
+        len: usize,
+    },
     /// A range of a memory region (READ responses).
-    Mr { range: MrRange },
+    Mr {
+        range: MrRange,
+    },
 }
 
 /// One packet a QP wants to send, before the addresses are added.
@@ -304,7 +310,13 @@ impl QueuePair {
     }
 
     /// Completes the head send WQE with `status`, then moves to ERR and flushes the rest.
-    fn fail(&mut self, status: WcStatus, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
+    fn fail(
+        &mut self,
+        status: WcStatus,
+        now: Instant,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+    ) {
         // Set first so the step below reports nothing more than the head.
         self.state = QpState::Err;
         self.completer_step(now, mrs, cqs, |q, c| {
@@ -354,7 +366,10 @@ impl QueuePair {
         mrs: &mut MrTable,
         cqs: &mut [CompletionQueue],
     ) -> Result<(), QpError> {
-        if !matches!(self.state, QpState::Rts | QpState::Sqd | QpState::Err | QpState::Sqe) {
+        if !matches!(
+            self.state,
+            QpState::Rts | QpState::Sqd | QpState::Err | QpState::Sqe
+        ) {
             return Err(QpError::InvalidState(self.state));
         }
         if self.req.sq.len() >= self.req.max_send_wr {
@@ -362,7 +377,9 @@ impl QueuePair {
         }
         let len = sgl_len(&wr.sgl);
         if wr.opcode.is_atomic() && len != 8 {
-            return Err(QpError::InvalidWorkRequest("atomic needs one 8-byte local buffer"));
+            return Err(QpError::InvalidWorkRequest(
+                "atomic needs one 8-byte local buffer",
+            ));
         }
         if len > 1 << 31 {
             return Err(QpError::InvalidWorkRequest("message longer than 2 GiB"));
@@ -400,7 +417,11 @@ impl QueuePair {
             return Err(QpError::QueueFull);
         }
         mrs.check_sgl(self.pd, &wr.sgl, AccessFlags::LOCAL_WRITE)
-            .map_err(|_| QpError::InvalidWorkRequest("receive SGE fails its lkey, bounds or LOCAL_WRITE check"))?;
+            .map_err(|_| {
+                QpError::InvalidWorkRequest(
+                    "receive SGE fails its lkey, bounds or LOCAL_WRITE check",
+                )
+            })?;
         self.resp.rq.push_back(wr);
         if self.state == QpState::Err {
             self.enter_error(cqs);
@@ -422,7 +443,10 @@ impl QueuePair {
             self.stats.ecn_ce_received += 1;
         }
         if op.is_request() {
-            if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+            if !matches!(
+                self.state,
+                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+            ) {
                 return false;
             }
             self.count_rx(frame_len);
@@ -584,8 +608,12 @@ impl QueuePair {
             if o.retransmission {
                 self.stats.retransmitted_packets += 1;
             }
-            self.req
-                .arm_ack_timer(now, &mut self.timers, timer::ack_timeout(self.attrs.timeout), false);
+            self.req.arm_ack_timer(
+                now,
+                &mut self.timers,
+                timer::ack_timeout(self.attrs.timeout),
+                false,
+            );
             o
         };
         let n = self.emit(now, &o, local, mrs, buf, true)?;

@@ -28,7 +28,11 @@ pub const ACK_CREDITS_INVALID: u8 = 0x1f;
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RespItem {
     /// ACK or NAK.
-    Ack { psn: Psn, syndrome: Syndrome, msn: Msn },
+    Ack {
+        psn: Psn,
+        syndrome: Syndrome,
+        msn: Msn,
+    },
     /// ATOMIC ACKNOWLEDGE.
     AtomicAck {
         psn: Psn,
@@ -50,8 +54,15 @@ pub(crate) enum RespItem {
 
 #[derive(Clone, Debug)]
 enum InMessage {
-    Send { wqe: RecvWr, offset: u64 },
-    Write { range: Option<MrRange>, offset: u64, dma_len: u64 },
+    Send {
+        wqe: RecvWr,
+        offset: u64,
+    },
+    Write {
+        range: Option<MrRange>,
+        offset: u64,
+        dma_len: u64,
+    },
 }
 
 /// What the responder needs from its QP for one packet.
@@ -343,7 +354,9 @@ impl Responder {
             None
         };
         if let Some(r) = range {
-            let dst = c.mrs.slice_mut(MrTable::narrow(r, offset as usize, len as usize));
+            let dst = c
+                .mrs
+                .slice_mut(MrTable::narrow(r, offset as usize, len as usize));
             if dst.len() != pkt.payload.len() {
                 return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
             }
@@ -372,13 +385,18 @@ impl Responder {
     fn pending_rd_atomic(&self) -> usize {
         self.out
             .iter()
-            .filter(|i| matches!(i, RespItem::Read {
+            .filter(|i| {
+                matches!(
+                    i,
+                    RespItem::Read {
                         duplicate: false,
                         ..
                     } | RespItem::AtomicAck {
                         duplicate: false,
                         ..
-                    }))
+                    }
+                )
+            })
             .count()
     }
 

@@ -145,8 +145,7 @@ fn check_range(a: &QpAttr) -> Result<(), QpError> {
     if a.max_rd_atomic.is_some_and(|t| t > MAX_RD_ATOMIC) {
         return Err(bad("max_rd_atomic"));
     }
-    if a
-        .max_dest_rd_atomic
+    if a.max_dest_rd_atomic
         .is_some_and(|t| t == 0 || t > MAX_RD_ATOMIC)
     {
         return Err(bad("max_dest_rd_atomic"));

@@ -104,6 +104,7 @@ impl Builtin {
             sample_us: 1.0,
             cc: self.cc.clone(),
             cc_params: Vec::new(),
+            engine: "test".into(),
             mtu: 1024,
             message_bytes: 1 << 20,
             cnp_interval_us: 50.0,

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::fabric::{Fabric, FabricError, LinkConfig};
+use super::host::SimHost;
+use super::rc_host::RcHost;
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, PfcConfig, SwitchConfig};
@@ -16,6 +18,7 @@ use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
 use crate::cc::{CcConfig, Rate};
 use crate::time::{Duration, Instant};
+use std::net::IpAddr;
 
 /// Why a scenario could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,9 @@ fn d_msg() -> u64 {
 }
 fn d_cnp() -> f64 {
     50.0
+}
+fn d_engine() -> String {
+    "test".into()
 }
 fn d_cc() -> String {
     "none".into()
@@ -183,6 +189,9 @@ pub struct Scenario {
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
+    /// Host engine: "test" (the fabric's test senders) or "rc" (the RC endpoint, WRITE flows).
+    #[serde(default = "d_engine")]
+    pub engine: String,
     /// Parameter overrides for `cc`, as `name=value`.
     #[serde(default)]
     pub cc_params: Vec<String>,
@@ -242,6 +251,12 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         self.cc_config()?;
+        if !matches!(self.engine.as_str(), "test" | "rc") {
+            return bad(format!(
+                "engine {:?} is not \"test\" or \"rc\"",
+                self.engine
+            ));
+        }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
@@ -263,6 +278,61 @@ impl Scenario {
                 .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
         }
         Ok(Some(cfg))
+    }
+
+    /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
+    /// to the receiver's QP.
+    fn rc_hosts(
+        &self,
+        ips: &[IpAddr],
+        plan: &mut Plan,
+        cnp: Duration,
+    ) -> Result<Vec<SimHost>, ScenarioError> {
+        let invalid = |m: String| ScenarioError::Invalid(m);
+        if !plan.rings.is_empty() {
+            return Err(invalid("all_reduce needs engine = \"test\"".into()));
+        }
+        if self.cc != "none" {
+            return Err(invalid(
+                "engine = \"rc\" runs with cc = \"none\" (the endpoint owns its CC)".into(),
+            ));
+        }
+        let np = (cnp > Duration::ZERO).then_some(cnp);
+        let mut rc = ips
+            .iter()
+            .map(|&ip| RcHost::new(ip, np))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid(e.to_string()))?;
+        for spec in &mut plan.flows {
+            let flow = plan
+                .host_flows
+                .get(spec.src_host)
+                .and_then(|v| v.get(spec.src_index))
+                .ok_or_else(|| invalid("flow without a sender".into()))?;
+            let (lo, hi) = (
+                spec.src_host.min(spec.dst_host),
+                spec.src_host.max(spec.dst_host),
+            );
+            if lo == hi || hi >= rc.len() {
+                return Err(invalid(format!(
+                    "flow {} needs two distinct hosts",
+                    spec.name
+                )));
+            }
+            let (left, right) = rc.split_at_mut(hi);
+            let (Some(a), Some(b)) = (left.get_mut(lo), right.first_mut()) else {
+                return Err(invalid(format!(
+                    "flow {} needs two distinct hosts",
+                    spec.name
+                )));
+            };
+            let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
+            let msg = u32::try_from(flow.message_bytes).unwrap_or(u32::MAX);
+            let (qpn, _) = RcHost::connect(src, dst, self.mtu, msg, flow.total_bytes, flow.start)
+                .map_err(|e| invalid(e.to_string()))?;
+            spec.dst_qpn = qpn;
+        }
+        Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())
     }
 
     /// Warm-up end, ns.
@@ -310,7 +380,7 @@ impl Scenario {
         }
     }
 
-    /// Builds the fabric with test engines, ready to run.
+    /// Builds the fabric with its engines, ready to run.
     pub fn build(&self) -> Result<Built, ScenarioError> {
         self.validate()?;
         let topo = self.topology();
@@ -327,18 +397,32 @@ impl Scenario {
             f.cc.clone_from(&cc);
         }
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
+        let hosts = match self.engine.as_str() {
+            "rc" => self.rc_hosts(&ips, &mut plan, cnp)?,
+            _ => ips
+                .iter()
+                .enumerate()
+                .map(|(i, &ip)| {
+                    let mut h = TestHost::new(ip);
+                    if cnp > Duration::ZERO {
+                        h = h.with_cnp_interval(cnp);
+                    }
+                    for f in plan.host_flows.get(i).into_iter().flatten() {
+                        h = h.with_flow(f.clone());
+                    }
+                    if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
+                        h = h.with_marks(*per_iter);
+                    }
+                    SimHost::Test(h)
+                })
+                .collect(),
+        };
+        let mut hosts: Vec<Option<SimHost>> = hosts.into_iter().map(Some).collect();
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
-            let mut h = TestHost::new(ip);
-            if cnp > Duration::ZERO {
-                h = h.with_cnp_interval(cnp);
-            }
-            for f in plan.host_flows.get(i).into_iter().flatten() {
-                h = h.with_flow(f.clone());
-            }
-            if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
-                h = h.with_marks(*per_iter);
-            }
-            h
+            hosts
+                .get_mut(i)
+                .and_then(Option::take)
+                .unwrap_or_else(|| SimHost::Test(TestHost::new(ip)))
         })?;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
@@ -381,7 +465,7 @@ impl Scenario {
         let mut recorder = Recorder::new(interval, monitors.clone());
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();
-            recorder = recorder.with_probe(senders, TestHost::cc_samples);
+            recorder = recorder.with_probe(senders, SimHost::cc_samples);
         }
         fabric.record(recorder);
         Ok(Built {
@@ -413,7 +497,7 @@ impl Scenario {
 /// A built scenario.
 pub struct Built {
     /// The fabric.
-    pub fabric: Fabric<TestHost>,
+    pub fabric: Fabric<SimHost>,
     /// The monitored egress port.
     pub bottleneck: Option<(Node, u16)>,
     /// Rings (members, bytes per member per iteration).

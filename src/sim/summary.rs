@@ -87,7 +87,13 @@ impl Summary {
             .zip(&tap.progress)
             .enumerate()
             .map(|(id, (spec, p))| {
-                let completion_ns = p.completed_ns.map(|c| c.saturating_sub(spec.start_ns));
+                // The sender's own completion (RC work completions) beats the tap's count.
+                let done = f
+                    .engine(HostId(spec.src_host))
+                    .and_then(|e| e.completed_at(spec.src_index))
+                    .map(|t| t.as_nanos())
+                    .or(p.completed_ns);
+                let completion_ns = done.map(|c| c.saturating_sub(spec.start_ns));
                 let goodput = match (spec.size_bytes, completion_ns) {
                     (Some(size), Some(c)) => size as f64 * 8.0 / c.max(1) as f64,
                     _ => (p.bytes - p.bytes_at_warmup) as f64 * 8.0 / window / 1e9,
@@ -117,9 +123,9 @@ impl Summary {
             .rings
             .iter()
             .map(|(members, _)| {
-                let marks: Vec<&Vec<_>> = members
+                let marks: Vec<&[_]> = members
                     .iter()
-                    .filter_map(|&m| f.engine(HostId(m)).map(|e| &e.marks))
+                    .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
                     .collect();
                 let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
                 let mut prev = 0u64;

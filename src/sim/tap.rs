@@ -20,6 +20,8 @@ pub struct FlowSpec {
     pub name: String,
     /// Sending host index.
     pub src_host: usize,
+    /// Index of this flow among its sender's flows.
+    pub src_index: usize,
     /// Receiving host index.
     pub dst_host: usize,
     /// The sender's IP address.

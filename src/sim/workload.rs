@@ -361,9 +361,11 @@ impl Plan {
         flow.total_bytes = bytes;
         flow.start = start;
         tweak(&mut flow);
+        let src_index = self.host_flows.get(src).map_or(0, Vec::len);
         self.flows.push(FlowSpec {
             name: format!("{src}->{dst}#{qpn}"),
             src_host: src,
+            src_index,
             dst_host: dst,
             src_ip,
             dst_qpn: qpn,

@@ -75,10 +75,24 @@ fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireErro
     let bth_flags = ip_len + udp::HEADER_LEN + 4;
     let positions = if packet[0] >> 4 == 6 {
         // Traffic class and flow label (all of the first word but the version), hop limit.
-        [(0, 0x0f), (1, 0xff), (2, 0xff), (3, 0xff), (7, 0xff), (bth_flags, 0xff)]
+        [
+            (0, 0x0f),
+            (1, 0xff),
+            (2, 0xff),
+            (3, 0xff),
+            (7, 0xff),
+            (bth_flags, 0xff),
+        ]
     } else {
         // TOS, TTL, header checksum (two bytes), BTH FECN/BECN/resv6a.
-        [(1, 0xff), (8, 0xff), (10, 0xff), (11, 0xff), (bth_flags, 0xff), (bth_flags, 0xff)]
+        [
+            (1, 0xff),
+            (8, 0xff),
+            (10, 0xff),
+            (11, 0xff),
+            (bth_flags, 0xff),
+            (bth_flags, 0xff),
+        ]
     };
     Ok((positions, ip_len + udp::HEADER_LEN + BTH_LEN))
 }
@@ -194,6 +208,9 @@ mod tests {
         assert_eq!(compute_icrc(&[0x55; 60]), Err(WireError::BadVersion(5)));
         assert_eq!(compute_icrc(&[0x41; 60]), Err(WireError::BadLength));
         assert_eq!(verify_icrc(&[0x45, 0, 0]), Err(WireError::Truncated));
-        assert_eq!(compute_icrc_in_place(&mut [0x45; 30]), Err(WireError::Truncated));
+        assert_eq!(
+            compute_icrc_in_place(&mut [0x45; 30]),
+            Err(WireError::Truncated)
+        );
     }
 }

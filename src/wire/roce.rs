@@ -462,7 +462,13 @@ impl RoceRepr {
             }
             IpRepr::V6(r) => {
                 r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
-                let saved = [ip_header[0], ip_header[1], ip_header[2], ip_header[3], ip_header[7]];
+                let saved = [
+                    ip_header[0],
+                    ip_header[1],
+                    ip_header[2],
+                    ip_header[3],
+                    ip_header[7],
+                ];
                 ip_header[0] |= 0x0f;
                 ip_header[1] = 0xff;
                 ip_header[2] = 0xff;

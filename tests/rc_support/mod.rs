@@ -4,7 +4,9 @@
 use std::net::Ipv4Addr;
 
 use roce::driver::fault::{FaultConfig, FaultPort};
-use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide};
+use roce::driver::loopback::{
+    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
+};
 use roce::endpoint::{Endpoint, EndpointConfig};
 use roce::mr::MrInfo;
 use roce::time::{Duration, Instant};

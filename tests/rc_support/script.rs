@@ -27,7 +27,13 @@ pub struct Pkt {
 
 impl Pkt {
     pub fn new(opcode: Opcode, psn: u32) -> Self {
-        Pkt { opcode, psn: Psn::new(psn), ack_req: false, ext: ExtRepr::default(), payload: vec![] }
+        Pkt {
+            opcode,
+            psn: Psn::new(psn),
+            ack_req: false,
+            ext: ExtRepr::default(),
+            payload: vec![],
+        }
     }
     pub fn ack_req(mut self) -> Self {
         self.ack_req = true;
@@ -49,7 +55,10 @@ impl Pkt {
 
 pub fn ack(psn: u32, syndrome: u8, msn: u32) -> Pkt {
     Pkt::new(Opcode::RC_ACKNOWLEDGE, psn).ext(ExtRepr {
-        aeth: Some(aeth::Repr { syndrome: Syndrome::from_byte(syndrome), msn: Msn::new(msn) }),
+        aeth: Some(aeth::Repr {
+            syndrome: Syndrome::from_byte(syndrome),
+            msn: Msn::new(msn),
+        }),
         ..Default::default()
     })
 }
@@ -69,15 +78,30 @@ impl Script {
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
         let qpn = ep
-            .create_qp(QpInit { pd, send_cq: cq, recv_cq: cq, max_send_wr: o.max_send_wr, max_recv_wr: o.max_recv_wr })
+            .create_qp(QpInit {
+                pd,
+                send_cq: cq,
+                recv_cq: cq,
+                max_send_wr: o.max_send_wr,
+                max_recv_wr: o.max_recv_wr,
+            })
             .unwrap();
         let attrs = [
-            QpAttr { state: Some(QpState::Init), access_flags: Some(o.access), ..Default::default() },
+            QpAttr {
+                state: Some(QpState::Init),
+                access_flags: Some(o.access),
+                ..Default::default()
+            },
             QpAttr {
                 state: Some(QpState::Rtr),
                 path_mtu: Some(o.mtu),
                 dest_qp_num: Some(PEER_QPN),
-                av: Some(AddressVector { remote_ip: IP_A.into(), remote_mac: MAC_A, traffic_class: 0, hop_limit: 64 }),
+                av: Some(AddressVector {
+                    remote_ip: IP_A.into(),
+                    remote_mac: MAC_A,
+                    traffic_class: 0,
+                    hop_limit: 64,
+                }),
                 rq_psn: Some(o.a_psn),
                 min_rnr_timer: Some(o.min_rnr_timer),
                 max_dest_rd_atomic: Some(o.max_rd_atomic.max(1)),
@@ -96,7 +120,13 @@ impl Script {
         for a in &attrs {
             ep.modify_qp(qpn, a).unwrap();
         }
-        Script { ep, qpn, cq, pd, now: Instant::ZERO }
+        Script {
+            ep,
+            qpn,
+            cq,
+            pd,
+            now: Instant::ZERO,
+        }
     }
 
     /// The peer sends `p` to the QP under test.
@@ -107,10 +137,22 @@ impl Script {
 
     pub fn frame(&self, p: &Pkt) -> Vec<u8> {
         let mut repr = RoceRepr {
-            eth: ethernet::Repr { dst: MAC_B, src: MAC_A, vlan: None, ethertype: EtherType::Ipv4 },
+            eth: ethernet::Repr {
+                dst: MAC_B,
+                src: MAC_A,
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
             ip: IpRepr::new_roce(IP_A.into(), IP_B.into(), 0, Ecn::Ect0),
             udp_src_port: 0xc001,
-            bth: bth::Repr { opcode: p.opcode, dest_qpn: self.qpn, ack_req: p.ack_req, psn: p.psn, pkey: 0xffff, ..bth::Repr::default() },
+            bth: bth::Repr {
+                opcode: p.opcode,
+                dest_qpn: self.qpn,
+                ack_req: p.ack_req,
+                psn: p.psn,
+                pkey: 0xffff,
+                ..bth::Repr::default()
+            },
             ext: p.ext,
             payload_len: p.payload.len(),
         };
@@ -127,7 +169,13 @@ impl Script {
         let pkt = parse_frame(&buf[..n]).expect("the endpoint emits valid frames");
         assert_eq!(pkt.repr.bth.dest_qpn, PEER_QPN);
         assert_eq!(pkt.repr.eth.dst, MAC_A);
-        Some(Pkt { opcode: pkt.repr.bth.opcode, psn: pkt.repr.bth.psn, ack_req: pkt.repr.bth.ack_req, ext: pkt.repr.ext, payload: pkt.payload.to_vec() })
+        Some(Pkt {
+            opcode: pkt.repr.bth.opcode,
+            psn: pkt.repr.bth.psn,
+            ack_req: pkt.repr.bth.ack_req,
+            ext: pkt.repr.ext,
+            payload: pkt.payload.to_vec(),
+        })
     }
 
     /// Every packet waiting now.

@@ -98,6 +98,9 @@ pub struct BuiltinArgs {
     /// PFC on the lossless class.
     #[arg(long, value_enum, default_value = "on")]
     pfc: OnOff,
+    /// Host engine: the fabric's test senders, or the RC endpoint (WRITE flows; not allreduce).
+    #[arg(long, default_value = "test")]
+    engine: String,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -153,6 +156,7 @@ impl BuiltinArgs {
             warmup_us: self.warmup,
             seed: self.seed,
             pfc: self.pfc == OnOff::On,
+            engine: self.engine.clone(),
         }
     }
 }

@@ -59,6 +59,8 @@ pub struct Builtin {
     pub seed: u64,
     /// PFC on the lossless class.
     pub pfc: bool,
+    /// Host engine ("test" or "rc").
+    pub engine: String,
 }
 
 impl Default for Builtin {
@@ -78,6 +80,7 @@ impl Default for Builtin {
             warmup_us: None,
             seed: 1,
             pfc: true,
+            engine: "test".into(),
         }
     }
 }
@@ -104,7 +107,7 @@ impl Builtin {
             sample_us: 1.0,
             cc: self.cc.clone(),
             cc_params: Vec::new(),
-            engine: "test".into(),
+            engine: self.engine.clone(),
             mtu: 1024,
             message_bytes: 1 << 20,
             cnp_interval_us: 50.0,
@@ -112,6 +115,8 @@ impl Builtin {
             switch: SwitchSpec {
                 pfc: self.pfc,
                 ecn: self.ecn,
+                // The RC endpoint's QPs use traffic class 0: make that class the lossless one.
+                lossless: if self.engine == "rc" { vec![0, 3] } else { vec![3] },
                 ..SwitchSpec::default()
             },
             workloads: Vec::new(),

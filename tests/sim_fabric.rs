@@ -211,3 +211,44 @@ fn lossy_background_class_drops_while_the_lossless_class_is_paused_instead() {
     assert_eq!(c.prio[3].drops, 0);
     let _ = sum;
 }
+
+#[test]
+fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
+    use roce::sim::testing::{TestFlow, TestHost};
+    use roce::sim::topology::Topology;
+    use roce::sim::{LinkConfig, SwitchConfig};
+    use roce::time::Instant;
+
+    let cfg = SwitchConfig {
+        int: true,
+        ..SwitchConfig::default()
+    };
+    let link = LinkConfig::new(100.0, 1000);
+    let core = LinkConfig::new(40.0, 1000);
+    let topo = Topology::dumbbell(1, 1, link, core, cfg);
+    let dst = topo.hosts[1].1;
+    let (mut fabric, _) = topo
+        .build(9, |i, ip| {
+            let h = TestHost::new(ip);
+            if i == 0 {
+                let mut f = TestFlow::bulk(dst, 17);
+                f.total_bytes = Some(64 * 1024);
+                h.with_flow(f)
+            } else {
+                h
+            }
+        })
+        .unwrap();
+    fabric.set_int_sink(TestHost::on_int);
+    fabric.run_until(Instant::from_nanos(100_000));
+    let rx = fabric.engine(HostId(1)).unwrap();
+    assert_eq!(rx.counters.rx_packets, 64);
+    assert_eq!(rx.counters.int_hops, 2 * 64);
+    let hops = rx.last_int();
+    assert_eq!(hops.len(), 2);
+    // First hop: the 40 Gbit/s core port of switch 0, where the 100 Gbit/s burst queued up.
+    assert_eq!(hops[0].link_rate.as_gbps_f64(), 40.0);
+    assert_eq!(hops[1].link_rate.as_gbps_f64(), 100.0);
+    assert!(hops[0].ts < hops[1].ts);
+    assert!(hops[0].tx_bytes > 60 * 1024);
+}

@@ -116,7 +116,11 @@ impl Builtin {
                 pfc: self.pfc,
                 ecn: self.ecn,
                 // The RC endpoint's QPs use traffic class 0: make that class the lossless one.
-                lossless: if self.engine == "rc" { vec![0, 3] } else { vec![3] },
+                lossless: if self.engine == "rc" {
+                    vec![0, 3]
+                } else {
+                    vec![3]
+                },
                 ..SwitchSpec::default()
             },
             workloads: Vec::new(),

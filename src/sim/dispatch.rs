@@ -8,6 +8,7 @@ use super::pfc::{self, PauseRepr};
 use super::stats::{PortCounters, PRIORITIES};
 use super::wires::{link_from, Event, Slot};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
+use crate::cc::{IntHop, Rate};
 use crate::driver::Engine;
 use crate::time::Instant;
 
@@ -186,10 +187,12 @@ impl<E: Engine> Fabric<E> {
         match node {
             Node::Host(h) => {
                 let t = self.now();
-                if let Some(host) = self.hosts.get_mut(h.0) {
-                    let frame = self.w.pool.frame(pkt);
-                    self.tap.on_rx(h.0, t, frame, &info);
-                    host.engine.handle_frame(t, frame);
+                if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
+                    self.tap.on_rx(h.0, t, &slot.buf, &info);
+                    if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
+                        sink(&mut host.engine, t, &slot.int);
+                    }
+                    host.engine.handle_frame(t, &slot.buf);
                 }
                 self.w.pool.release(pkt);
                 self.service_host(h.0);
@@ -344,6 +347,18 @@ impl<E: Engine> Fabric<E> {
         };
         let _ = d.len;
         if let Some(p) = sw.ports.get_mut(usize::from(port)) {
+            if sw.cfg.int {
+                // HPCC-style in-band telemetry: this hop's queue, byte counter, time and rate.
+                let hop = IntHop {
+                    qlen_bytes: p.queued_bytes(),
+                    tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
+                    ts: Instant::from_nanos(now),
+                    link_rate: Rate::from_bps(p.tx.rate_bps),
+                };
+                if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
+                    slot.int.push(hop);
+                }
+            }
             self.w
                 .transmit(&mut p.tx, Node::Switch(s), port, d.pkt, d.prio);
         }

@@ -97,6 +97,9 @@ pub(super) struct Host<E> {
     pub(super) parked: [Option<PktId>; PRIORITIES],
 }
 
+/// Receives the INT hops a frame collected, before the frame: `(engine, now, hops)`.
+pub type IntSink<E> = fn(&mut E, Instant, &[crate::cc::IntHop]);
+
 /// A simulated network of engines, switches and links.
 pub struct Fabric<E> {
     pub(super) w: Wires,
@@ -110,6 +113,7 @@ pub struct Fabric<E> {
     /// The tap counting flows and CNPs at the host NICs.
     pub tap: FlowTap,
     pub(super) recorder: Option<Recorder<E>>,
+    pub(super) int_sink: Option<IntSink<E>>,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -134,6 +138,7 @@ impl<E: Engine> Fabric<E> {
             started: false,
             tap: FlowTap::default(),
             recorder: None,
+            int_sink: None,
         }
     }
 
@@ -278,6 +283,12 @@ impl<E: Engine> Fabric<E> {
     /// Frames on a link that goes down are lost; switches stop hashing flows onto it at once.
     pub fn schedule_link(&mut self, link: LinkId, at: Instant, up: bool) {
         self.w.queue.push(at, Event::LinkState(link, up));
+    }
+
+    /// Hands each frame's INT stack (from switches with `int` on) to the receiving engine,
+    /// just before the frame itself: the hook for HPCC-style controllers.
+    pub fn set_int_sink(&mut self, sink: IntSink<E>) {
+        self.int_sink = Some(sink);
     }
 
     /// Follows a flow in the tap (goodput, completion time).

@@ -27,7 +27,7 @@ pub mod topology;
 mod wires;
 pub mod workload;
 
-pub use fabric::{Cable, Fabric, FabricError, LinkConfig};
+pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};
 pub use port::wire_bytes;
 pub use switch::{EcnConfig, PfcConfig, SwitchConfig};
 

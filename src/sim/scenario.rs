@@ -123,6 +123,9 @@ pub struct SwitchSpec {
     /// ECN marking on every queue.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
+    /// INT stamping at egress (HPCC telemetry).
+    #[serde(default)]
+    pub int: bool,
 }
 
 impl Default for SwitchSpec {
@@ -135,6 +138,7 @@ impl Default for SwitchSpec {
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
+            int: false,
         }
     }
 }
@@ -149,6 +153,7 @@ impl SwitchSpec {
             pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
             ecn: Vec::new(),
             ecmp_salt: 0,
+            int: self.int,
         }
         .with_ecn_all(self.ecn)
     }

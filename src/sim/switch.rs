@@ -84,6 +84,10 @@ pub struct SwitchConfig {
     pub ecn: Vec<Option<EcnConfig>>,
     /// Salt of the ECMP hash (vary it per switch to avoid polarization).
     pub ecmp_salt: u64,
+    /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
+    /// as HPCC switches do; hosts get the stack through `Fabric::set_int_sink`.
+    #[serde(default)]
+    pub int: bool,
 }
 
 impl Default for SwitchConfig {
@@ -95,6 +99,7 @@ impl Default for SwitchConfig {
             pfc: Some(PfcConfig::default()),
             ecn: vec![None; PRIORITIES],
             ecmp_salt: 0,
+            int: false,
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::wire::{
 use super::frame::MixMap;
 use super::port::wire_bytes;
 use super::series::CcSample;
-use crate::cc::{CcConfig, CcMetrics, CongestionControl, Controller, Pacer};
+use crate::cc::{CcConfig, CcMetrics, CongestionControl, Controller, IntHop, Pacer};
 
 /// The MAC address a test host derives from an IP address (switches route on IP).
 pub fn mac_of(ip: IpAddr) -> EthernetAddress {
@@ -125,6 +125,8 @@ pub struct TestCounters {
     pub rx_errors: u64,
     /// Frames received with CE set.
     pub ce_received: u64,
+    /// INT hops received (through the fabric's INT sink).
+    pub int_hops: u64,
     /// CNPs sent (as notification point).
     pub cnp_sent: u64,
     /// CNPs received (as reaction point).
@@ -147,6 +149,7 @@ pub struct TestHost {
     pub counters: TestCounters,
     /// Times at which the in-order received bytes crossed each multiple of `mark_every`.
     pub marks: Vec<Instant>,
+    last_int: Vec<IntHop>,
     mark_every: Option<u64>,
 }
 
@@ -163,6 +166,7 @@ impl TestHost {
             next_psn: MixMap::default(),
             counters: TestCounters::default(),
             marks: Vec::new(),
+            last_int: Vec::new(),
             mark_every: None,
         }
     }
@@ -195,6 +199,18 @@ impl TestHost {
     pub fn with_marks(mut self, bytes: u64) -> Self {
         self.mark_every = Some(bytes.max(1));
         self
+    }
+
+    /// The fabric's INT sink for test hosts: counts hops and keeps the last stack.
+    pub fn on_int(&mut self, _now: Instant, hops: &[IntHop]) {
+        self.counters.int_hops += hops.len() as u64;
+        self.last_int.clear();
+        self.last_int.extend_from_slice(hops);
+    }
+
+    /// The INT stack of the last frame that carried one.
+    pub fn last_int(&self) -> &[IntHop] {
+        &self.last_int
     }
 
     /// Congestion-control state of every flow with a controller (for the fabric's recorder).

@@ -12,6 +12,7 @@ use super::frame::{classify, FrameInfo};
 use super::port::TxPort;
 use super::switch::priority;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
+use crate::cc::IntHop;
 use crate::time::Instant;
 
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +45,8 @@ pub(super) struct Slot {
     pub(super) fcs_bad: bool,
     pub(super) info: FrameInfo,
     pub(super) prio: u8,
+    /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
+    pub(super) int: Vec<IntHop>,
 }
 
 /// Frames in flight or queued, by index; buffers are reused.
@@ -63,6 +66,7 @@ impl PacketPool {
             s.buf.clear();
             s.buf.extend_from_slice(data);
             s.fcs_bad = false;
+            s.int.clear();
             s.info = classify(data);
             s.prio = priority(s.info.pcp, s.info.ip.as_ref()) as u8;
         }

@@ -14,21 +14,26 @@
 //! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
 //! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
 //! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
-//! - [`driver`]: the `Port` trait and its implementations.
+//! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
+//! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
+//!   `Port`, reading time from a `Clock`.
 //! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod clock;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;
 pub mod mr;
+pub mod pcap;
 pub mod psn;
 pub mod qp;
+pub mod runtime;
 pub mod sim;
 pub mod stats;
 pub mod time;

@@ -1,9 +1,14 @@
 //! The `roce` command line.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    pub mod pcap;
+    #[cfg(feature = "dpdk")]
+    pub mod port;
     pub mod sim;
 }
 
@@ -17,8 +22,15 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Check and explain packet captures.
+    #[command(subcommand)]
+    Pcap(cli::pcap::PcapCommand),
     /// Print the compile-time limits.
     Limits,
+    /// Inspect DPDK ports.
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Port(cli::port::PortCommand),
     /// Run experiments in the deterministic virtual-time fabric.
     #[command(subcommand)]
     Sim(cli::sim::SimCommand),
@@ -29,20 +41,34 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Pcap(cmd) => cli::pcap::run(cmd)?,
+        Command::Cc { cmd } => cli::cc::run(cmd)?,
+        Command::Sim(cmd) => cli::sim::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);
             println!("max_qps {}", roce::limits::MAX_QPS);
         }
-        Command::Sim(cmd) => cli::sim::run(cmd)?,
-        Command::Cc { cmd } => cli::cc::main(cmd),
+        #[cfg(feature = "dpdk")]
+        Command::Port(cmd) => cli::port::run(cmd)?,
     }
     Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One clear line: the error and its causes, joined.
+            eprintln!("roce: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

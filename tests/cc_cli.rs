@@ -84,6 +84,6 @@ fn bad_input_gives_one_error_line_and_a_nonzero_exit() {
         assert_eq!(code, 1, "{args:?}");
         assert!(out.is_empty(), "{args:?}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(err.starts_with("roce: "), "{args:?}: {err}");
     }
 }

@@ -222,19 +222,25 @@ fn recovery_to_line_rate_releases_the_limiter_and_its_timers() {
 }
 
 #[test]
-fn mlx_preset_cuts_with_initial_alpha_then_samples_the_cnp_first() {
+fn mlx_preset_cuts_with_initial_alpha_and_coalesces_cnps_in_the_monitor_period() {
     let mut d = Dcqcn::new(DcqcnParams::mlx(), LINE);
     d.on_cnp(us(0));
     let a0 = 1023.0 / 1024.0;
     assert_eq!(d.rate(), Rate::from_bps_f64(100e9 * (1.0 - a0 / 2.0)));
-    // A CNP inside the 4 us monitor period waits for its end; alpha has decayed by then but the
-    // deferred cut folds the CNP in first: alpha = g + (1 - g) * alpha ~ 0.995.
+    // DCE_TCP_G 1019 is the weight of the old alpha: g = 5/1024 for the new sample.
+    let g = 5.0 / 1024.0;
+    assert_eq!(d.metrics().alpha, (1.0 - g) * a0 + g);
+    // A CNP inside the 4 us monitor period waits for its end and then cuts once, with the
+    // alpha of that moment (decayed by (1 - g) per microsecond, so still close to one).
     d.on_cnp(us(2));
     let before = d.rate().as_bps_f64();
     d.handle_timeout(us(4));
-    let alpha = d.metrics().alpha;
-    assert!(alpha > 1019.0 / 1024.0);
-    assert_eq!(d.rate(), Rate::from_bps_f64(before * (1.0 - alpha / 2.0)));
+    let post = d.metrics().alpha;
+    let at_cut = (post - g) / (1.0 - g);
+    assert!(at_cut > 0.97 && at_cut < 1.0, "{at_cut}");
+    let expect = before * (1.0 - at_cut / 2.0);
+    assert!((d.rate().as_bps_f64() - expect).abs() <= 2.0);
+    assert_eq!(d.metrics().rate_cuts, 2);
 }
 
 #[test]

@@ -23,8 +23,10 @@
 //! - When RC is back at the maximum the flow's rate limiter is released: timers stop, and the next
 //!   CNP is again a "first" CNP (`initial_alpha_value`, `rate_to_set_on_first_cnp`).
 //!
-//! g is `dce_tcp_g`/1024 as NVIDIA documents it (alpha = (cnp_received·dce_tcp_g + alpha·(1024 −
-//! dce_tcp_g))/1024); alpha is kept as an exact `f64`, not in 10-bit fixed point.
+//! `dce_tcp_g` is the weight of the *old* alpha, as NVIDIA documents DcQcnDceAlphaG: every
+//! `dce_tcp_rtt`, alpha ← (G·alpha + (1024 − G)·cnp_received)/1024. So the paper's g is
+//! (1024 − `dce_tcp_g`)/1024: the ConnectX default 1019 is g = 5/1024, the paper's g = 1/256 is
+//! `dce_tcp_g` = 1020. alpha is kept as an exact `f64`, not in 10-bit fixed point.
 
 use tracing::{debug, trace};
 
@@ -56,7 +58,7 @@ crate::cc_params! {
         rpg_min_dec_fac: u32 = "%",
         /// At most one cut per period; CNPs inside it are coalesced. 0 cuts on every CNP.
         rate_reduce_monitor_period: u32 = "us",
-        /// g in 1/1024: alpha = (cnp*g + alpha*(1024 - g))/1024.
+        /// G, the weight of the old alpha in 1/1024: alpha = (G*alpha + (1024 - G)*cnp)/1024.
         dce_tcp_g: u32 = "1/1024",
         /// Alpha decays by (1 - g) after each such period without a CNP; 0 disables decay.
         dce_tcp_rtt: u32 = "us",
@@ -71,8 +73,8 @@ crate::cc_params! {
         clamp_tgt_rate_after_time_inc: bool = "",
         /// Notification point: at most one CNP per QP per this interval (used by crate::ecn).
         min_time_between_cnps: u32 = "us",
-        /// Model switch, not an mlx5 knob: 1 folds the CNP into alpha before the cut uses it
-        /// (ConnectX samples alpha every dce_tcp_rtt), 0 cuts first (SIGCOMM'15 Fig. 7).
+        /// Model switch, not an mlx5 knob: 1 folds the CNP into alpha before the cut uses it,
+        /// 0 cuts first and updates alpha after (SIGCOMM'15 Fig. 7; both presets).
         alpha_update_before_cut: bool = "",
     }
 }
@@ -96,7 +98,7 @@ impl DcqcnParams {
             rpg_gd: 11,
             rpg_min_dec_fac: 0,
             rate_reduce_monitor_period: 0,
-            dce_tcp_g: 4,
+            dce_tcp_g: 1020,
             dce_tcp_rtt: 55,
             initial_alpha_value: 1024,
             rate_to_set_on_first_cnp: 0,
@@ -134,7 +136,7 @@ impl DcqcnParams {
             clamp_tgt_rate: false,
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 4,
-            alpha_update_before_cut: true,
+            alpha_update_before_cut: false,
         }
     }
 
@@ -207,7 +209,7 @@ impl Dcqcn {
         };
         let min = (f64::from(params.rpg_min_rate) * 1e6).min(max);
         let mut d = Dcqcn {
-            g: f64::from(params.dce_tcp_g.min(1024)) / 1024.0,
+            g: f64::from(1024 - params.dce_tcp_g.min(1024)) / 1024.0,
             alpha: f64::from(params.initial_alpha_value.min(1024)) / 1024.0,
             p: params,
             max,

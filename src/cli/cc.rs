@@ -81,15 +81,8 @@ fn changes(samples: &[Sample]) -> Vec<Sample> {
     out
 }
 
-/// Runs one `roce cc` command; on bad input prints one `error: ...` line and exits with 1.
-pub fn main(cmd: CcCommand) {
-    if let Err(e) = run(cmd) {
-        eprintln!("error: {e:#}");
-        std::process::exit(1);
-    }
-}
-
-fn run(cmd: CcCommand) -> anyhow::Result<()> {
+/// Runs one `roce cc` command.
+pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
     match cmd {
         CcCommand::Show { name, set, json } => {
             let cfg = config(&name, Rate::from_gbps(100), &set)?;

@@ -174,16 +174,8 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
     Some((a.params().scenario(kind), &a.out))
 }
 
-/// Runs `roce sim ...`; a failure prints one line (`error: what: why`) and exits with status 2.
+/// Runs `roce sim ...` (errors become one line in `main`).
 pub fn run(cmd: SimCommand) -> Result<()> {
-    if let Err(e) = run_inner(cmd) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
-    Ok(())
-}
-
-fn run_inner(cmd: SimCommand) -> Result<()> {
     let (scenario, out) = match &cmd {
         SimCommand::Run {
             scenario,

@@ -4,6 +4,10 @@
 //! the simulator and middleware (pcap capture, fault injection) all implement it, so the same
 //! runtime loop and the same transport run over any of them.
 
+#[cfg(feature = "dpdk")]
+#[allow(unsafe_code)]
+pub mod dpdk;
+
 /// An owned buffer holding one Ethernet frame (without FCS).
 pub trait FrameBuf {
     /// The frame's bytes.

@@ -1,0 +1,195 @@
+//! DPDK data-path benchmarks, one core, with baselines measured in the same run:
+//! - TX of RDMA WRITE Only frames (alloc + headers + payload + ICRC + tx_burst) on net_null,
+//!   beside bare DPDK (alloc + tx_burst of empty mbufs) and raw crc32fast over the same bytes,
+//!   for 64-byte payloads (Mpps) and 4096-byte payloads (Gbit/s);
+//! - RX + parse + ICRC verify on a net_ring loopback pair, beside RX alone.
+//!
+//! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios.
+
+#[path = "../tests/support/roce_frames.rs"]
+mod roce_frames;
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput};
+use roce::driver::dpdk::{
+    ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
+};
+use roce::driver::{FrameBuf, Port};
+use roce::wire::parse_frame;
+
+const BURST: usize = 32;
+const SIZES: [usize; 2] = [64, 4096];
+
+struct Setup {
+    eal: Eal,
+    pool: Arc<Mempool>,
+}
+
+fn port(setup: &Setup, id: u16) -> DpdkPort {
+    let config = PortConfig {
+        mtu: Some(4200),
+        ..PortConfig::default()
+    };
+    match DpdkPort::new(&setup.eal, id, setup.pool.clone(), &config) {
+        Ok(p) => p,
+        Err(e) => panic!("port {id}: {e}"),
+    }
+}
+
+fn alloc_burst(pool: &Mempool, burst: &mut Vec<Mbuf>) {
+    while !pool.alloc_bulk(burst, BURST) {
+        std::hint::spin_loop();
+    }
+}
+
+fn tx_benches(c: &mut Criterion, setup: &Setup) {
+    let null = match setup.eal.port_by_name("net_null0") {
+        Ok(id) => id,
+        Err(e) => panic!("{e}"),
+    };
+    let mut port = port(setup, null);
+    let pool = setup.pool.clone();
+    let mut burst: Vec<Mbuf> = Vec::with_capacity(BURST);
+    for size in SIZES {
+        let repr = roce_frames::write_only(1, size);
+        let payload = roce_frames::payload(1, size);
+        let frame = roce_frames::frame(1, size);
+        let frame_len = frame.len();
+        let mut g = c.benchmark_group(format!("tx_{size}B"));
+        g.throughput(Throughput::Elements(BURST as u64));
+        g.bench_function("roce_write", |b| {
+            b.iter(|| {
+                alloc_burst(&pool, &mut burst);
+                for m in burst.iter_mut() {
+                    m.set_frame_len(frame_len);
+                    let _ = black_box(repr.emit(&payload, m.frame_mut()));
+                }
+                while !burst.is_empty() {
+                    port.tx_burst(&mut burst);
+                }
+            })
+        });
+        g.bench_function("bare_dpdk", |b| {
+            b.iter(|| {
+                alloc_burst(&pool, &mut burst);
+                for m in burst.iter_mut() {
+                    m.set_frame_len(frame_len);
+                }
+                while !burst.is_empty() {
+                    port.tx_burst(&mut burst);
+                }
+            })
+        });
+        g.bench_function("crc32fast", |b| {
+            b.iter(|| {
+                for _ in 0..BURST {
+                    black_box(crc32fast::hash(black_box(&frame)));
+                }
+            })
+        });
+        g.finish();
+    }
+}
+
+fn rx_benches(c: &mut Criterion, setup: &Setup) {
+    let (a, b) = match ring_pair(&setup.eal, "bench", 1024) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let (mut tx, mut rx) = (port(setup, a), port(setup, b));
+    let pool = setup.pool.clone();
+    let frame = roce_frames::frame(1, 64);
+    let mut out: Vec<Mbuf> = Vec::with_capacity(BURST);
+    let mut burst: Vec<Mbuf> = Vec::with_capacity(BURST);
+    let mut g = c.benchmark_group("rx_64B_ring");
+    g.throughput(Throughput::Elements(BURST as u64));
+    let mut run = |b: &mut criterion::Bencher, parse: bool| {
+        b.iter(|| {
+            alloc_burst(&pool, &mut burst);
+            for m in burst.iter_mut() {
+                if let Some(d) = m.append(frame.len()) {
+                    d.copy_from_slice(&frame);
+                }
+            }
+            while !burst.is_empty() {
+                tx.tx_burst(&mut burst);
+            }
+            let mut got = 0;
+            while got < BURST {
+                got += rx.rx_burst(&mut out, BURST - got);
+            }
+            if parse {
+                for m in &out {
+                    let _ = black_box(parse_frame(m.frame()).is_ok());
+                }
+            }
+            out.clear();
+        })
+    };
+    g.bench_function("rx_parse_verify", |b| run(b, true));
+    g.bench_function("rx_only", |b| run(b, false));
+    g.finish();
+}
+
+/// Median nanoseconds per iteration criterion measured for `group/function`.
+fn median_ns(group: &str, function: &str) -> Option<f64> {
+    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+    let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+fn summary() {
+    println!("\n== DPDK summary (medians, {BURST} frames per iteration, one core)");
+    for size in SIZES {
+        let g = format!("tx_{size}B");
+        let frame_bits = (roce_frames::frame(1, size).len() * 8) as f64;
+        let rate = |f: &str| median_ns(&g, f).map(|ns| BURST as f64 / ns * 1e3);
+        let (Some(roce), Some(bare), Some(crc)) =
+            (rate("roce_write"), rate("bare_dpdk"), rate("crc32fast"))
+        else {
+            println!("{g}: no estimates (run with a filter that includes it)");
+            continue;
+        };
+        println!(
+            "{g}: roce_write {roce:.2} Mpps = {:.1} Gbit/s | bare_dpdk {bare:.2} Mpps ({:.2}x of bare) | crc32fast alone {crc:.2} Mpps ({:.2}x of crc)",
+            roce * frame_bits / 1e3,
+            roce / bare,
+            roce / crc
+        );
+    }
+    let g = "rx_64B_ring";
+    if let (Some(p), Some(r)) = (median_ns(g, "rx_parse_verify"), median_ns(g, "rx_only")) {
+        println!(
+            "{g}: tx+rx+parse+icrc {:.2} Mpps | tx+rx only {:.2} Mpps ({:.2}x)",
+            BURST as f64 / p * 1e3,
+            BURST as f64 / r * 1e3,
+            r / p
+        );
+    }
+}
+
+fn main() {
+    let mut config = EalConfig::new("--log-level=lib.eal:4 --vdev=net_null0");
+    config.require_ports = true;
+    let eal = match Eal::init(&config) {
+        Ok(e) => e,
+        Err(e) => panic!("{e}"),
+    };
+    let pool = match Mempool::new(&eal, &MempoolConfig::for_frames(4300, 2047)) {
+        Ok(p) => Arc::new(p),
+        Err(e) => panic!("{e}"),
+    };
+    let setup = Setup { eal, pool };
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2))
+        .configure_from_args();
+    tx_benches(&mut c, &setup);
+    rx_benches(&mut c, &setup);
+    c.final_summary();
+    summary();
+}

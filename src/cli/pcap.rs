@@ -1,0 +1,277 @@
+//! `roce pcap check` and `roce pcap explain`: validate and teach from packet captures.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Subcommand;
+use serde::Serialize;
+
+use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
+use roce::wire::roce::{parse_frame, parse_frame_unverified, RocePacket};
+use roce::wire::{pretty, WireError};
+
+/// Subcommands of `roce pcap`.
+#[derive(Subcommand, Debug)]
+pub enum PcapCommand {
+    /// One line per frame: opcode, PSN, QPN, payload length, ECN, FECN/BECN and ICRC verdict.
+    /// Exits non-zero when any RoCE frame is malformed or fails its ICRC.
+    Check {
+        /// A pcap or pcapng file with Ethernet frames.
+        file: PathBuf,
+        /// One JSON object per frame, then a summary object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every RoCE frame as an annotated header dump: field, value and what it means.
+    Explain {
+        /// A pcap or pcapng file with Ethernet frames.
+        file: PathBuf,
+        /// Only the frame with this number (1-based, as Wireshark counts).
+        #[arg(long)]
+        frame: Option<usize>,
+    },
+}
+
+/// Runs a `roce pcap` subcommand.
+pub fn run(cmd: PcapCommand) -> anyhow::Result<()> {
+    match cmd {
+        PcapCommand::Check { file, json } => check(file, json),
+        PcapCommand::Explain { file, frame } => explain(file, frame),
+    }
+}
+
+/// What `check` found in one frame (short-lived on the stack, so its size does not matter).
+#[allow(clippy::large_enum_variant)]
+enum Verdict<'a> {
+    NotRoce,
+    Roce {
+        packet: RocePacket<'a>,
+        icrc_ok: bool,
+    },
+    Malformed(WireError),
+}
+
+fn judge(data: &[u8]) -> Verdict<'_> {
+    match parse_frame_unverified(data) {
+        Err(WireError::NotRoce) => Verdict::NotRoce,
+        Err(e) => Verdict::Malformed(e),
+        Ok(packet) => match parse_frame(data) {
+            Ok(_) => Verdict::Roce {
+                packet,
+                icrc_ok: true,
+            },
+            Err(WireError::BadIcrc { .. }) => Verdict::Roce {
+                packet,
+                icrc_ok: false,
+            },
+            Err(e) => Verdict::Malformed(e),
+        },
+    }
+}
+
+#[derive(Default, Serialize)]
+struct Summary {
+    summary: bool,
+    frames: usize,
+    roce: usize,
+    icrc_ok: usize,
+    icrc_bad: usize,
+    malformed: usize,
+}
+
+#[derive(Serialize)]
+struct FrameLine {
+    frame: usize,
+    time: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opcode: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opcode_name: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    psn: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dest_qpn: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_len: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ecn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fecn: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    becn: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    icrc: Option<&'static str>,
+    roce: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
+    let reader = CaptureReader::open(&file)?;
+    let mut summary = Summary {
+        summary: true,
+        ..Summary::default()
+    };
+    let mut damage: Option<CaptureError> = None;
+    let mut start = None;
+    for item in reader {
+        let frame: CapturedFrame = match item {
+            Ok(frame) => frame,
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        };
+        summary.frames += 1;
+        let n = summary.frames;
+        let t0 = *start.get_or_insert(frame.timestamp);
+        let time = frame.timestamp.saturating_sub(t0).as_secs_f64();
+        let mut line = FrameLine {
+            frame: n,
+            time,
+            opcode: None,
+            opcode_name: None,
+            psn: None,
+            dest_qpn: None,
+            payload_len: None,
+            ecn: None,
+            fecn: None,
+            becn: None,
+            icrc: None,
+            roce: false,
+            error: None,
+        };
+        let text = match judge(&frame.data) {
+            Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
+            Verdict::Malformed(e) => {
+                summary.roce += 1;
+                summary.malformed += 1;
+                line.roce = true;
+                line.error = Some(e.to_string());
+                format!("MALFORMED: {e}")
+            }
+            Verdict::Roce { packet, icrc_ok } => {
+                summary.roce += 1;
+                if icrc_ok {
+                    summary.icrc_ok += 1;
+                } else {
+                    summary.icrc_bad += 1;
+                }
+                let bth = &packet.repr.bth;
+                line.roce = true;
+                line.opcode = Some(bth.opcode.0);
+                line.opcode_name = Some(bth.opcode.name());
+                line.psn = Some(bth.psn.value());
+                line.dest_qpn = Some(bth.dest_qpn);
+                line.payload_len = Some(packet.repr.payload_len);
+                line.ecn = Some(packet.repr.ip.ecn().to_string());
+                line.fecn = Some(bth.fecn);
+                line.becn = Some(bth.becn);
+                line.icrc = Some(if icrc_ok { "ok" } else { "bad" });
+                format!(
+                    "{} icrc {}",
+                    pretty::summary(&packet),
+                    if icrc_ok { "ok" } else { "BAD" }
+                )
+            }
+        };
+        if json {
+            println!("{}", serde_json::to_string(&line)?);
+        } else {
+            println!("{n:>6} {time:>12.6}  {text}");
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        println!(
+            "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed",
+            summary.frames, summary.roce, summary.icrc_ok, summary.icrc_bad, summary.malformed
+        );
+    }
+    if let Some(e) = damage {
+        return Err(e).with_context(|| format!("{}", file.display()));
+    }
+    if summary.icrc_bad + summary.malformed > 0 {
+        bail!(
+            "{}: {} frame(s) failed the check ({} bad ICRC, {} malformed)",
+            file.display(),
+            summary.icrc_bad + summary.malformed,
+            summary.icrc_bad,
+            summary.malformed
+        );
+    }
+    Ok(())
+}
+
+/// Names a frame that is not RoCEv2 (ARP, the TCP exchange of QP numbers, ...) for the listing.
+fn describe_other(data: &[u8]) -> String {
+    use roce::wire::{ethernet, ipv4, ipv6, EtherType};
+    let Ok(eth) = ethernet::Frame::new_checked(data) else {
+        return format!("{} bytes, too short for Ethernet", data.len());
+    };
+    let Ok(eth) = ethernet::Repr::parse(&eth) else {
+        return "unparseable Ethernet header".to_string();
+    };
+    let l3 = data.get(eth.buffer_len()..).unwrap_or_default();
+    let (src, dst, proto) = match eth.ethertype {
+        EtherType::Arp => return "ARP".to_string(),
+        EtherType::Ipv4 => match ipv4::Packet::new_checked(l3) {
+            Ok(ip) => (
+                ip.src_addr().to_string(),
+                ip.dst_addr().to_string(),
+                ip.protocol(),
+            ),
+            Err(_) => return "truncated IPv4".to_string(),
+        },
+        EtherType::Ipv6 => match ipv6::Packet::new_checked(l3) {
+            Ok(ip) => (
+                ip.src_addr().to_string(),
+                ip.dst_addr().to_string(),
+                ip.next_header(),
+            ),
+            Err(_) => return "truncated IPv6".to_string(),
+        },
+        other => return format!("EtherType {:#06x}", u16::from(other)),
+    };
+    let proto = match proto {
+        1 => "ICMP".to_string(),
+        6 => "TCP".to_string(),
+        17 => "UDP".to_string(),
+        58 => "ICMPv6".to_string(),
+        n => format!("protocol {n}"),
+    };
+    format!("{src} > {dst} {proto}")
+}
+
+fn explain(file: PathBuf, only: Option<usize>) -> anyhow::Result<()> {
+    let reader = CaptureReader::open(&file)?;
+    let mut shown = 0;
+    for (i, item) in reader.enumerate() {
+        let n = i + 1;
+        let frame = item.with_context(|| format!("{}", file.display()))?;
+        if only.is_some_and(|want| want != n) {
+            continue;
+        }
+        match pretty::explain_frame(&frame.data) {
+            Ok(dump) => {
+                println!("── frame {n} ({} bytes) ──", frame.data.len());
+                print!("{dump}");
+                println!();
+                shown += 1;
+            }
+            Err(WireError::NotRoce) if only.is_none() => {}
+            Err(e) => {
+                println!("── frame {n} ({} bytes) ──", frame.data.len());
+                println!("not a valid RoCEv2 frame: {e}\n");
+                shown += 1;
+            }
+        }
+    }
+    if let Some(want) = only {
+        if shown == 0 {
+            bail!("{}: there is no frame {want}", file.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! `roce port ...`: look at the DPDK ports EAL finds. Not here: sending traffic (see `roce demo`).
+
+use clap::{Args, Subcommand};
+use roce::driver::dpdk::{DpdkError, Eal, EalConfig, PortInfo, PortSpec};
+
+/// `roce port` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum PortCommand {
+    /// List the ports with driver, MAC, MTU, link and offloads.
+    Info(InfoArgs),
+}
+
+/// Arguments of `roce port info`.
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// EAL arguments, e.g. "-l 0 --no-huge --vdev=net_ring0" (defaults are added: --no-huge
+    /// without hugepages, --in-memory, -d <Debian PMD dir>).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub eal: String,
+    /// Ports to create: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS (repeatable).
+    #[arg(long = "port")]
+    pub ports: Vec<PortSpec>,
+}
+
+/// Runs a `roce port` subcommand.
+pub fn run(cmd: PortCommand) -> anyhow::Result<()> {
+    match cmd {
+        PortCommand::Info(args) => info(&args),
+    }
+}
+
+fn info(args: &InfoArgs) -> anyhow::Result<()> {
+    let mut eal_args = args.eal.clone();
+    for (i, spec) in args.ports.iter().enumerate() {
+        for a in spec.eal_args(i) {
+            eal_args.push(' ');
+            eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
+        }
+    }
+    let eal = match Eal::init(&EalConfig::new(eal_args)) {
+        Ok(eal) => eal,
+        Err(DpdkError::NoPorts) => {
+            println!("0 ports");
+            anyhow::bail!("{}", DpdkError::NoPorts);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let ids = eal.port_ids();
+    println!("{} port(s); EAL args: {}", ids.len(), eal.args().join(" "));
+    for id in ids {
+        match eal.port_info(id) {
+            Ok(info) => println!("{}", describe(&info)),
+            Err(e) => println!("port {id}: {e}"),
+        }
+    }
+    Ok(())
+}
+
+fn describe(p: &PortInfo) -> String {
+    let m = p.mac;
+    let offloads = p.offloads.names();
+    format!(
+        "port {} {} driver={} mac={:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} mtu={} (range {}..={}) link={} speed={}Mb/s{} socket={} offloads={}",
+        p.id,
+        p.name,
+        p.driver,
+        m[0], m[1], m[2], m[3], m[4], m[5],
+        p.mtu,
+        p.min_mtu,
+        p.max_mtu,
+        if p.link.up { "up" } else { "down" },
+        p.link.speed_mbps,
+        if p.link.full_duplex { " full-duplex" } else { "" },
+        p.socket,
+        if offloads.is_empty() { "none".to_owned() } else { offloads.join(",") },
+    )
+}

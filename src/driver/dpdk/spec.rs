@@ -1,0 +1,150 @@
+//! The CLI's port convention `null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS`,
+//! turned into EAL arguments (`--vdev=...` or `-a ADDRESS`) or hot-plug devargs.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::DpdkError;
+
+/// Which device a `--port` names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortSpec {
+    /// `net_null`: swallows TX, RX returns nothing.
+    Null,
+    /// `net_ring`: a port whose TX loops back to its own RX.
+    Ring,
+    /// `net_tap`: a kernel tap interface (named, or `dtapN` by default).
+    Tap(Option<String>),
+    /// `net_af_packet` on an existing kernel interface (e.g. a veth end).
+    AfPacket(String),
+    /// A PCI NIC by address (`0000:03:00.0`).
+    Pci(String),
+}
+
+fn valid_ifname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+impl FromStr for PortSpec {
+    type Err = DpdkError;
+
+    fn from_str(s: &str) -> Result<Self, DpdkError> {
+        let bad = |why| DpdkError::BadPortSpec {
+            spec: s.to_owned(),
+            why,
+        };
+        let (kind, arg) = match s.split_once(':') {
+            Some((k, a)) => (k, Some(a)),
+            None => (s, None),
+        };
+        let ifname = |a: Option<&str>| match a {
+            Some(n) if valid_ifname(n) => Ok(n.to_owned()),
+            Some(_) => Err(bad("interface names are 1-15 of [A-Za-z0-9._-]")),
+            None => Err(bad("this kind needs an interface name")),
+        };
+        match kind {
+            "null" | "ring" if arg.is_some() => Err(bad("this kind takes no argument")),
+            "null" => Ok(PortSpec::Null),
+            "ring" => Ok(PortSpec::Ring),
+            "tap" => Ok(PortSpec::Tap(arg.map(|a| ifname(Some(a))).transpose()?)),
+            "af_packet" => Ok(PortSpec::AfPacket(ifname(arg)?)),
+            "pci" => match arg {
+                Some(a)
+                    if !a.is_empty()
+                        && a.bytes()
+                            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') =>
+                {
+                    Ok(PortSpec::Pci(a.to_owned()))
+                }
+                _ => Err(bad("pci needs an address like 0000:03:00.0")),
+            },
+            _ => Err(bad("unknown port kind")),
+        }
+    }
+}
+
+impl PortSpec {
+    /// Device arguments for hot-plug (`Eal::probe_device`); `index` makes vdev names unique.
+    pub fn devargs(&self, index: usize) -> String {
+        match self {
+            PortSpec::Null => format!("net_null{index}"),
+            PortSpec::Ring => format!("net_ring{index}"),
+            PortSpec::Tap(None) => format!("net_tap{index}"),
+            PortSpec::Tap(Some(i)) => format!("net_tap{index},iface={i}"),
+            PortSpec::AfPacket(i) => format!("net_af_packet{index},iface={i}"),
+            PortSpec::Pci(a) => a.clone(),
+        }
+    }
+
+    /// EAL arguments that create the device at start.
+    pub fn eal_args(&self, index: usize) -> Vec<String> {
+        match self {
+            PortSpec::Pci(a) => vec!["-a".into(), a.clone()],
+            other => vec![format!("--vdev={}", other.devargs(index))],
+        }
+    }
+}
+
+impl fmt::Display for PortSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PortSpec::Null => f.write_str("null"),
+            PortSpec::Ring => f.write_str("ring"),
+            PortSpec::Tap(None) => f.write_str("tap"),
+            PortSpec::Tap(Some(i)) => write!(f, "tap:{i}"),
+            PortSpec::AfPacket(i) => write!(f, "af_packet:{i}"),
+            PortSpec::Pci(a) => write!(f, "pci:{a}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_specs_turn_into_vdev_args() {
+        let cases = [
+            ("null", "--vdev=net_null0"),
+            ("ring", "--vdev=net_ring0"),
+            ("tap", "--vdev=net_tap0"),
+            ("tap:rtap1", "--vdev=net_tap0,iface=rtap1"),
+            ("af_packet:veth0", "--vdev=net_af_packet0,iface=veth0"),
+        ];
+        for (spec, args) in cases {
+            let parsed: PortSpec = spec.parse().unwrap_or(PortSpec::Null);
+            assert_eq!(parsed.to_string(), spec);
+            assert_eq!(parsed.eal_args(0), [args]);
+        }
+        assert_eq!(
+            "pci:0000:03:00.0"
+                .parse::<PortSpec>()
+                .ok()
+                .map(|p| p.eal_args(0)),
+            Some(vec!["-a".to_owned(), "0000:03:00.0".to_owned()])
+        );
+    }
+
+    #[test]
+    fn bad_port_specs_are_rejected() {
+        for spec in [
+            "",
+            "nul",
+            "null:x",
+            "af_packet",
+            "tap:",
+            "tap:a b",
+            "pci:",
+            "pci:zz",
+        ] {
+            assert!(
+                matches!(spec.parse::<PortSpec>(), Err(DpdkError::BadPortSpec { .. })),
+                "{spec:?} accepted"
+            );
+        }
+    }
+}

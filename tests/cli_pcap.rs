@@ -1,0 +1,194 @@
+//! `roce pcap check` / `explain` as a user runs them: real vectors, damaged files, bad paths.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn vectors() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors"))
+}
+
+fn roce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(args)
+        .output()
+        .expect("the roce binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("roce-cli-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn summary_of(out: &Output) -> serde_json::Value {
+    let text = stdout(out);
+    let last = text.lines().last().expect("a summary line");
+    serde_json::from_str(last).expect("the summary is JSON")
+}
+
+#[test]
+fn check_passes_every_clean_vector_with_exact_counts() {
+    // (file, frames, RoCE frames) from ../shared/vectors/README.md
+    let expected = [
+        ("rc_pingpong_send_64.pcap", 32, 20),
+        ("rc_pingpong_send_8192_mtu1024.pcap", 66, 54),
+        ("ib_write_bw_64.pcap", 50, 10),
+        ("ib_write_bw_8192_mtu1024.pcap", 84, 45),
+        ("ib_read_bw_8192_mtu1024.pcap", 86, 45),
+        ("verbs_imm_atomic.pcap", 38, 26),
+        ("verbs_ce_marked_to_a.pcap", 19, 7),
+        ("v6_rc_pingpong_64.pcap", 31, 20),
+        ("extra_rc_pingpong_1003_mtu256.pcap", 42, 30),
+    ];
+    for (file, frames, roce_frames) in expected {
+        let path = vectors().join(file);
+        let out = roce(&["pcap", "check", path.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{file}: {}", stderr(&out));
+        let s = summary_of(&out);
+        assert_eq!(s["summary"], true);
+        assert_eq!(s["frames"], frames, "{file}");
+        assert_eq!(s["roce"], roce_frames, "{file}");
+        assert_eq!(s["icrc_ok"], roce_frames, "{file}");
+        assert_eq!(s["icrc_bad"], 0, "{file}");
+        assert_eq!(s["malformed"], 0, "{file}");
+        // One JSON line per frame plus the summary.
+        assert_eq!(stdout(&out).lines().count(), frames + 1, "{file}");
+    }
+}
+
+#[test]
+fn check_reports_the_deliberately_corrupted_frame_and_fails() {
+    let path = vectors().join("host_peer_to_guest.pcap");
+    let out = roce(&["pcap", "check", path.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = summary_of(&out);
+    assert_eq!(
+        (s["roce"].as_u64(), s["icrc_bad"].as_u64()),
+        (Some(15), Some(1))
+    );
+    let bad: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["icrc"] == "bad")
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["frame"], 14);
+    assert_eq!(
+        bad[0]["opcode"], 10,
+        "the corrupted frame is an RDMA WRITE Only"
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one error line: {err}");
+    assert!(err.contains("1 bad ICRC"), "{err}");
+}
+
+/// Copies a vector, lets `damage` change its bytes, and runs `pcap check` on the copy.
+fn check_damaged(name: &str, damage: impl FnOnce(&mut Vec<u8>)) -> Output {
+    let mut bytes = std::fs::read(vectors().join("rc_pingpong_send_64.pcap")).unwrap();
+    damage(&mut bytes);
+    let path = scratch(name);
+    std::fs::write(&path, &bytes).unwrap();
+    roce(&["pcap", "check", path.to_str().unwrap(), "--json"])
+}
+
+#[test]
+fn flipped_payload_byte_is_reported_as_bad_icrc() {
+    // The last frame is an ACK; its last 4 bytes are the ICRC. Flip a bit in the BTH PSN instead:
+    // ACK frames are 62 bytes (14 Eth + 20 IP + 8 UDP + 12 BTH + 4 AETH + 4 ICRC).
+    let out = check_damaged("flipped.pcap", |b| {
+        let n = b.len();
+        b[n - 62 + 14 + 20 + 8 + 11] ^= 0x01;
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let s = summary_of(&out);
+    assert_eq!(s["icrc_bad"], 1);
+    assert_eq!(s["icrc_ok"], 19);
+}
+
+#[test]
+fn truncated_capture_lists_what_it_read_then_fails_with_one_line() {
+    let out = check_damaged("truncated.pcap", |b| b.truncate(b.len() - 10));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("truncated after frame 31"), "{err}");
+    let s = summary_of(&out);
+    assert_eq!(s["frames"], 31);
+}
+
+#[test]
+fn unreadable_and_non_capture_files_give_one_clear_line() {
+    let out = roce(&["pcap", "check", "/nonexistent/roce.pcap"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("roce: cannot open /nonexistent/roce.pcap"),
+        "{err}"
+    );
+
+    let text = scratch("text.pcap");
+    std::fs::write(&text, "just some text\n").unwrap();
+    let out = roce(&["pcap", "check", text.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is not a pcap or pcapng file"));
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn garbage_frames_are_malformed_not_panics() {
+    // Keep the pcap records intact but overwrite frame bodies after the UDP header with 0xff:
+    // every RoCE frame must come out as malformed or bad-ICRC, never crash the tool.
+    let out = check_damaged("garbage.pcap", |b| {
+        let mut off = 24;
+        while off + 16 <= b.len() {
+            let incl = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
+            let body = off + 16;
+            for byte in b.iter_mut().skip(body + 42).take(incl.saturating_sub(42)) {
+                *byte = 0xff;
+            }
+            off = body + incl;
+        }
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let s = summary_of(&out);
+    assert_eq!(s["icrc_ok"], 0);
+    assert_eq!(
+        s["icrc_bad"].as_u64().unwrap() + s["malformed"].as_u64().unwrap(),
+        20
+    );
+}
+
+#[test]
+fn explain_annotates_a_nak_for_a_class() {
+    let path = vectors().join("host_peer_to_guest.pcap");
+    let out = roce(&["pcap", "explain", path.to_str().unwrap(), "--frame", "16"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("NAK: PSN sequence error"), "{text}");
+    assert!(text.contains("4791 = RoCEv2"), "{text}");
+    assert!(text.contains("invariant CRC: correct"), "{text}");
+
+    let out = roce(&["pcap", "explain", path.to_str().unwrap(), "--frame", "999"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("there is no frame 999"));
+}
+
+#[test]
+fn explain_covers_every_roce_frame_of_a_capture() {
+    let path = vectors().join("verbs_imm_atomic.pcap");
+    let out = roce(&["pcap", "explain", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(text.matches("── frame").count(), 26);
+    assert!(text.contains("AtomicETH"));
+    assert!(text.contains("ImmDt"), "immediate data is explained");
+}

@@ -1,0 +1,67 @@
+//! `roce port info` end to end, each run in its own process (and so its own EAL).
+#![cfg(feature = "dpdk")]
+
+use std::process::Command;
+
+fn roce(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run roce: {e}"));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn port_info_lists_driver_mac_mtu_link_and_offloads() {
+    let (ok, stdout, stderr) = roce(&[
+        "port",
+        "info",
+        "--eal",
+        "--no-pci --log-level=1",
+        "--port",
+        "null",
+        "--port",
+        "ring",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("2 port(s)"), "{stdout}");
+    let null = stdout
+        .lines()
+        .find(|l| l.starts_with("port 0 net_null0 driver=net_null mac="));
+    assert!(
+        null.is_some_and(|l| l.contains(" mtu=1500 ") && l.contains(" link=")),
+        "{stdout}"
+    );
+    let ring = stdout
+        .lines()
+        .find(|l| l.starts_with("port 1 net_ring1 driver=net_ring"));
+    assert!(
+        ring.is_some_and(|l| l.contains("offloads=rx-scatter,tx-multi-segs")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn port_info_without_ports_explains_what_to_do() {
+    let (ok, stdout, stderr) = roce(&["port", "info", "--eal", "--no-pci --log-level=1"]);
+    assert!(!ok);
+    assert!(stdout.contains("0 ports"), "{stdout}");
+    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
+    assert_eq!(error.len(), 1, "{stderr}");
+    assert!(
+        error[0].contains("--vdev=net_null0") && error[0].contains("-d /usr/lib"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn port_info_rejects_a_bad_port_spec_in_one_line() {
+    let (ok, _, stderr) = roce(&["port", "info", "--port", "tap:"]);
+    assert!(!ok);
+    assert!(stderr.contains("bad port spec \"tap:\""), "{stderr}");
+}

@@ -400,3 +400,18 @@ fn same_ip(a: IpAddr, b: IpAddr) -> bool {
     };
     v6(a) == v6(b)
 }
+
+impl crate::driver::Engine for Endpoint {
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        Endpoint::handle_frame(self, now, frame)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Endpoint::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        Endpoint::poll_transmit(self, now, buf)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Endpoint::poll_timeout(self)
+    }
+}

@@ -12,7 +12,7 @@ fn run(p: &mut Pair, side: &roce::driver::loopback::RcSide, want: usize) -> Vec<
     let mut got = Vec::new();
     let end = deadline(p, 30);
     let s = *side;
-    p.run_until(end, |a, _| {
+    p.run_until(end, |_, a, _| {
         drain(a, &s, &mut got);
         got.len() >= want
     });

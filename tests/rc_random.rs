@@ -222,7 +222,7 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
     let want_a: usize = expects.iter().map(|e| e.sends.len()).sum();
     let want_b: usize = expects.iter().map(|e| e.recvs.len()).sum();
     let end = deadline(&p, 5);
-    let done = p.run_until(end, |a, b| {
+    let done = p.run_until(end, |_, a, b| {
         for (sa, sb) in &sides {
             drain(a, sa, &mut got_a);
             drain(b, sb, &mut got_b);
@@ -241,7 +241,7 @@ fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
     );
     // A few more rounds: nothing may complete twice.
     let later = p.now + roce::time::Duration::from_millis(50);
-    p.run_until(later, |a, b| {
+    p.run_until(later, |_, a, b| {
         for (sa, sb) in &sides {
             drain(a, sa, &mut got_a);
             drain(b, sb, &mut got_b);

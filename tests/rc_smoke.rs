@@ -69,7 +69,7 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
     let mut wa = Vec::new();
     let mut wb = Vec::new();
     let end = deadline(&p, 1);
-    let ok = p.run_until(end, |a, b| {
+    let ok = p.run_until(end, |_, a, b| {
         drain(a, &sa, &mut wa);
         drain(b, &sb, &mut wb);
         wa.len() == 4 && wb.len() == 1

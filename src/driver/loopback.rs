@@ -208,16 +208,16 @@ impl<P: Port> EndpointPair<P> {
         moved
     }
 
-    /// Runs until `done` says so (checked after every round) or virtual time passes `deadline`.
+    /// Runs until `done` (given the time and both endpoints) says so (checked after every round) or virtual time passes `deadline`.
     /// Returns `true` when `done` was reached.
     pub fn run_until(
         &mut self,
         deadline: Instant,
-        mut done: impl FnMut(&mut Endpoint, &mut Endpoint) -> bool,
+        mut done: impl FnMut(Instant, &mut Endpoint, &mut Endpoint) -> bool,
     ) -> bool {
         loop {
             let moved = self.step();
-            if done(&mut self.a, &mut self.b) {
+            if done(self.now, &mut self.a, &mut self.b) {
                 return true;
             }
             if self.now > deadline {

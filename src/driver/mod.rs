@@ -51,9 +51,6 @@ pub trait Port {
     fn tx_burst(&mut self, bufs: &mut Vec<Self::Buf>) -> usize;
 }
 
-pub mod fault;
-pub mod loopback;
-
 /// A sans-IO protocol engine as a driver sees it: frames and time in, frames and deadlines out.
 ///
 /// The transport's `Endpoint` implements it; the DPDK run loop, the in-memory pairs and the
@@ -70,3 +67,6 @@ pub trait Engine {
     /// The next instant at which the engine wants `handle_timeout` or has a paced frame due.
     fn poll_timeout(&self) -> Option<crate::time::Instant>;
 }
+
+pub mod fault;
+pub mod loopback;

@@ -74,6 +74,7 @@ pub struct Repr {
 
 impl Repr {
     /// Parses a checked header.
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
         Ok(Repr {

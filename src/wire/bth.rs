@@ -182,6 +182,7 @@ impl Default for Repr {
 
 impl Repr {
     /// Parses a checked header. Any opcode and TVer are accepted here.
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
         Ok(Repr {

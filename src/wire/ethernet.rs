@@ -273,6 +273,7 @@ pub struct Repr {
 
 impl Repr {
     /// Parses a checked frame.
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(frame: &Frame<&T>) -> Result<Repr, WireError> {
         frame.check_len()?;
         Ok(Repr {

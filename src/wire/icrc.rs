@@ -2,8 +2,8 @@
 //! IP header with its variant fields set to ones, the UDP header with its checksum set to ones,
 //! the BTH with byte 4 (FECN/BECN/reserved) set to ones, then everything up to the ICRC (extension
 //! headers, payload, pad). The 32-bit result goes on the wire least-significant byte first.
-//! Only the IP/UDP/BTH headers (at most 80 bytes) are copied to be masked; the rest is hashed in
-//! place in one streaming pass.
+//! Verification copies at most the first 256 bytes (which hold the headers) to mask them and
+//! hashes the rest in place; the emitter masks in place and makes one streaming pass.
 
 use super::{ipv4, ipv6, udp, WireError};
 
@@ -14,7 +14,8 @@ pub const ICRC_LEN: usize = 4;
 const LRH_SEED: u32 = 0x2144_df1c;
 
 const BTH_LEN: usize = super::bth::HEADER_LEN;
-const MAX_MASKED: usize = 8 + 60 + udp::HEADER_LEN + BTH_LEN;
+/// Bytes copied to the stack to be masked: at least the largest IPv4 + UDP + BTH headers.
+const STACK_HEAD: usize = 256;
 
 /// A streaming ICRC: feed it the already masked headers and the rest of the packet.
 ///
@@ -58,6 +59,7 @@ fn ip_header_len(packet: &[u8]) -> Result<usize, WireError> {
         4 => {
             let ihl = usize::from(first & 0x0f) * 4;
             if ihl < ipv4::HEADER_LEN {
+                // (ihl <= 60, so IP + UDP + BTH always fit in STACK_HEAD)
                 Err(WireError::BadLength)
             } else {
                 Ok(ihl)
@@ -99,25 +101,32 @@ fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireErro
 
 /// Computes the ICRC of `packet`, which starts at the IP header and ends right before the ICRC
 /// (so it includes the pad bytes). The IP version is read from the first nibble; IPv4 options,
-/// if any, are covered unmasked. Only the IP/UDP/BTH headers are copied (to a stack buffer) to
-/// be masked; the rest is hashed in place.
+/// if any, are covered unmasked. At most the first 256 bytes are copied (to a stack buffer) to be
+/// masked; the rest is hashed in place.
 pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
     let (positions, masked_len) = masked_positions(packet)?;
-    let headers = packet.get(..masked_len).ok_or(WireError::Truncated)?;
-    let rest = packet.get(masked_len..).ok_or(WireError::Truncated)?;
-
-    let mut pseudo = [0xffu8; MAX_MASKED];
-    let pseudo = &mut pseudo[..8 + masked_len];
-    pseudo[8..].copy_from_slice(headers);
-    for (at, bits) in positions {
-        pseudo[8 + at] |= bits;
+    if packet.len() < masked_len {
+        return Err(WireError::Truncated);
     }
-    let udp_checksum = 8 + masked_len - BTH_LEN - 2;
-    pseudo[udp_checksum..udp_checksum + 2].fill(0xff);
+    // Copy a head that covers the masked headers (and, for small packets, everything) so that
+    // small packets are hashed in a single call; larger ones in two.
+    let head_len = packet.len().min(STACK_HEAD);
+    let (head, rest) = packet.split_at(head_len);
+    let mut copy = [0u8; STACK_HEAD];
+    let copy = &mut copy[..head_len];
+    copy.copy_from_slice(head);
+    for (at, bits) in positions {
+        copy[at] |= bits;
+    }
+    let udp_checksum = masked_len - BTH_LEN - 2;
+    copy[udp_checksum] = 0xff;
+    copy[udp_checksum + 1] = 0xff;
 
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(pseudo);
-    hasher.update(rest);
+    let mut hasher = crc32fast::Hasher::new_with_initial(LRH_SEED);
+    hasher.update(copy);
+    if !rest.is_empty() {
+        hasher.update(rest);
+    }
     Ok(hasher.finalize())
 }
 

@@ -289,6 +289,7 @@ pub struct Repr {
 
 impl Repr {
     /// Parses a checked packet: version 4, no options, not fragmented, checksum correct.
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
         if packet.version() != 4 {

@@ -183,6 +183,7 @@ pub struct Repr {
 
 impl Repr {
     /// Parses a checked packet (version must be 6).
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
         if packet.version() != 6 {

@@ -207,6 +207,7 @@ pub fn parse_frame_unverified(frame: &[u8]) -> Result<RocePacket<'_>, WireError>
 }
 
 /// The IP packet inside `frame` (header through ICRC, Ethernet padding cut off).
+#[inline]
 fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError> {
     let eth_frame = ethernet::Frame::new_checked(frame)?;
     let eth = ethernet::Repr::parse(&eth_frame)?;
@@ -239,6 +240,7 @@ fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError>
     }
 }
 
+#[inline]
 fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
     let (eth, ip, ip_bytes) = ip_packet(frame)?;
     let ip_len = ip.buffer_len();
@@ -303,6 +305,7 @@ fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
 }
 
 /// Parses the extension headers the opcode table lists, in wire order.
+#[inline]
 fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, WireError> {
     let mut ext = ExtRepr::default();
     let mut take = |len: usize| -> Result<&[u8], WireError> {

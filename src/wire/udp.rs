@@ -116,6 +116,7 @@ pub struct Repr {
 
 impl Repr {
     /// Parses a checked datagram.
+    #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
         Ok(Repr {

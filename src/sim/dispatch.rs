@@ -249,20 +249,20 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         }
-        if info.ip.as_ref().is_some_and(|ip| ip.ect()) {
-            if sw.ecn_mark(egress, prio, &mut self.w.rng) {
-                if let Some(slot) = self.w.pool.slot_mut(pkt) {
-                    let Slot { buf, info, .. } = slot;
-                    if info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip)) {
-                        if let Some(c) = sw
-                            .ports
-                            .get_mut(usize::from(egress))
-                            .and_then(|p| p.tx.counters.prio.get_mut(prio))
-                        {
-                            c.ecn_marked += 1;
-                        }
-                    }
-                }
+        let ect = info.ip.as_ref().is_some_and(|ip| ip.ect());
+        // Only ECT packets draw from the RNG (on the RED ramp), so marking stays replayable.
+        if ect && sw.ecn_mark(egress, prio, &mut self.w.rng) {
+            let marked = self.w.pool.slot_mut(pkt).is_some_and(|slot| {
+                let Slot { buf, info, .. } = slot;
+                info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
+            });
+            if let Some(c) = sw
+                .ports
+                .get_mut(usize::from(egress))
+                .and_then(|p| p.tx.counters.prio.get_mut(prio))
+                .filter(|_| marked)
+            {
+                c.ecn_marked += 1;
             }
         }
         let crossed = sw.enqueue(pkt, ingress, egress, prio, len);

@@ -11,7 +11,7 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub enum SimHost {
     /// Test sender/receiver (no retransmission; optional CC from `roce::cc`).
-    Test(TestHost),
+    Test(Box<TestHost>),
     /// The RC endpoint.
     Rc(Box<RcHost>),
 }

@@ -418,7 +418,7 @@ impl Scenario {
                     if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
                         h = h.with_marks(*per_iter);
                     }
-                    SimHost::Test(h)
+                    SimHost::Test(Box::new(h))
                 })
                 .collect(),
         };
@@ -427,7 +427,7 @@ impl Scenario {
             hosts
                 .get_mut(i)
                 .and_then(Option::take)
-                .unwrap_or_else(|| SimHost::Test(TestHost::new(ip)))
+                .unwrap_or_else(|| SimHost::Test(Box::new(TestHost::new(ip))))
         })?;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());

@@ -227,11 +227,7 @@ impl<E: Engine> Fabric<E> {
             })
         });
         let Some(egress) = egress else {
-            if let Some(c) = sw
-                .ports
-                .get_mut(usize::from(ingress))
-                .and_then(|p| p.tx.counters.prio.get_mut(prio))
-            {
+            if let Some(c) = sw.counters_mut(ingress, prio) {
                 c.drops += 1;
             }
             self.w.pool.release(pkt);
@@ -239,11 +235,7 @@ impl<E: Engine> Fabric<E> {
         };
         if let Err(why) = sw.admit(ingress, egress, prio, len) {
             tracing::trace!(switch = %sw.name, ?why, "drop");
-            if let Some(c) = sw
-                .ports
-                .get_mut(usize::from(egress))
-                .and_then(|p| p.tx.counters.prio.get_mut(prio))
-            {
+            if let Some(c) = sw.counters_mut(egress, prio) {
                 c.drops += 1;
             }
             self.w.pool.release(pkt);
@@ -256,12 +248,7 @@ impl<E: Engine> Fabric<E> {
                 let Slot { buf, info, .. } = slot;
                 info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
             });
-            if let Some(c) = sw
-                .ports
-                .get_mut(usize::from(egress))
-                .and_then(|p| p.tx.counters.prio.get_mut(prio))
-                .filter(|_| marked)
-            {
+            if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
                 c.ecn_marked += 1;
             }
         }

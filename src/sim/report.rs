@@ -11,7 +11,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::scenario::Scenario;
-use super::series::Recorder;
+use super::series::{Recorder, Row};
 use super::summary::Summary;
 use crate::driver::Engine;
 
@@ -77,39 +77,43 @@ pub fn write_all<E: Engine>(
     Ok(())
 }
 
-/// `t_us,flow0_gbps,flow1_gbps,...`
-pub fn flows_csv<E>(rec: &Recorder<E>) -> String {
-    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+/// A CSV with a `t_us` column, then one column per `columns` name, one row per sample with the
+/// values `cells(row)` gives.
+fn time_csv<E, V: std::fmt::Display>(
+    rec: &Recorder<E>,
+    columns: impl Iterator<Item = String>,
+    cells: impl Fn(&Row) -> Vec<V>,
+) -> String {
     let mut s = String::from("t_us");
-    for i in 0..n {
-        let _ = write!(s, ",flow{i}_gbps");
+    for c in columns {
+        let _ = write!(s, ",{c}");
     }
     s.push('\n');
     for r in &rec.rows {
         let _ = write!(s, "{:.3}", r.t_ns as f64 / 1e3);
-        for g in &r.flow_gbps {
-            let _ = write!(s, ",{g:.4}");
+        for v in cells(r) {
+            let _ = write!(s, ",{v}");
         }
         s.push('\n');
     }
     s
 }
 
-/// `t_us,port0_bytes,...` for the monitored ports.
+/// `t_us,flow0_gbps,flow1_gbps,...`
+pub fn flows_csv<E>(rec: &Recorder<E>) -> String {
+    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+    time_csv(rec, (0..n).map(|i| format!("flow{i}_gbps")), |r| {
+        r.flow_gbps.iter().map(|g| format!("{g:.4}")).collect()
+    })
+}
+
+/// `t_us,sw0p3_bytes,...` for the monitored ports.
 pub fn queue_csv<E>(rec: &Recorder<E>) -> String {
-    let mut s = String::from("t_us");
-    for (sw, p) in &rec.monitors {
-        let _ = write!(s, ",sw{}p{}_bytes", sw.0, p);
-    }
-    s.push('\n');
-    for r in &rec.rows {
-        let _ = write!(s, "{:.3}", r.t_ns as f64 / 1e3);
-        for q in &r.queue_bytes {
-            let _ = write!(s, ",{q}");
-        }
-        s.push('\n');
-    }
-    s
+    let names = rec
+        .monitors
+        .iter()
+        .map(|(sw, p)| format!("sw{}p{}_bytes", sw.0, p));
+    time_csv(rec, names, |r| r.queue_bytes.clone())
 }
 
 /// `t_us,host,qpn,rate_gbps,alpha` (empty when the engines have no probe).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{flow_hash, IpInfo};
 use super::port::TxPort;
-use super::stats::PRIORITIES;
+use super::stats::{PrioCounters, PRIORITIES};
 use super::PktId;
 
 /// ECN marking of one queue.
@@ -239,27 +239,38 @@ impl Switch {
         }
         if self.cfg.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
-            let from = self
-                .ports
-                .get(usize::from(ingress))
-                .and_then(|p| p.ingress_bytes.get(prio))
-                .copied()
-                .unwrap_or(0);
-            if from + len > pfc.xoff_bytes + pfc.headroom_bytes {
+            if self.ingress_depth(ingress, prio) + len > pfc.xoff_bytes + pfc.headroom_bytes {
                 return Err(DropReason::HeadroomOverrun);
             }
-        } else {
-            let depth = self
-                .ports
-                .get(usize::from(egress))
-                .and_then(|p| p.qbytes.get(prio))
-                .copied()
-                .unwrap_or(0);
-            if depth + len > self.cfg.queue_limit_bytes {
-                return Err(DropReason::QueueFull);
-            }
+        } else if self.queue_depth(egress, prio) + len > self.cfg.queue_limit_bytes {
+            return Err(DropReason::QueueFull);
         }
         Ok(())
+    }
+
+    /// Bytes in `egress`'s queue `prio`.
+    pub fn queue_depth(&self, egress: u16, prio: usize) -> u64 {
+        self.ports
+            .get(usize::from(egress))
+            .and_then(|p| p.qbytes.get(prio))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Bytes buffered that arrived on `ingress` with priority `prio`.
+    pub fn ingress_depth(&self, ingress: u16, prio: usize) -> u64 {
+        self.ports
+            .get(usize::from(ingress))
+            .and_then(|p| p.ingress_bytes.get(prio))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.ports
+            .get_mut(usize::from(port))
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
     }
 
     /// Whether to mark an ECT packet joining `egress`'s queue `prio` (drawing from `rng` only
@@ -268,12 +279,7 @@ impl Switch {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
             return false;
         };
-        let depth = self
-            .ports
-            .get(usize::from(egress))
-            .and_then(|p| p.qbytes.get(prio))
-            .copied()
-            .unwrap_or(0);
+        let depth = self.queue_depth(egress, prio);
         let p = ecn.probability(depth);
         p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
     }

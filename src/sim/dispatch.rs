@@ -122,9 +122,12 @@ impl<E: Engine> Fabric<E> {
         let Some(link) = self.w.links.get_mut(l.0) else {
             return;
         };
-        let Some((pkt, epoch)) = link.inflight.pop_front() else {
+        let Some((pkt, epoch, _)) = link.inflight.pop_front() else {
             return;
         };
+        if let Some(&(_, _, next)) = link.inflight.front() {
+            self.w.queue.push(Instant::from_nanos(next), Event::Deliver(l));
+        }
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
             let prio = self.w.pool.prio(pkt);

@@ -35,7 +35,9 @@ pub(super) struct Link {
     pub(super) corrupt: f64,
     pub(super) up: bool,
     pub(super) epoch: u32,
-    pub(super) inflight: VecDeque<(PktId, u32)>,
+    /// Frames on the wire: (frame, link epoch when sent, delivery time). Delivery times only
+    /// grow, so only the head has a `Deliver` event in the queue.
+    pub(super) inflight: VecDeque<(PktId, u32, u64)>,
 }
 
 /// A frame and what the fabric read from it once, when it entered the fabric.
@@ -144,9 +146,10 @@ impl Wires {
                 s.fcs_bad = true;
             }
         }
-        link.inflight.push_back((pkt, link.epoch));
         let at = self.now + ser + link.delay_ns;
-        if let Some(id) = tx.link {
+        let was_idle = link.inflight.is_empty();
+        link.inflight.push_back((pkt, link.epoch, at));
+        if let (true, Some(id)) = (was_idle, tx.link) {
             self.queue.push(Instant::from_nanos(at), Event::Deliver(id));
         }
     }

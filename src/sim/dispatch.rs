@@ -126,7 +126,9 @@ impl<E: Engine> Fabric<E> {
             return;
         };
         if let Some(&(_, _, next)) = link.inflight.front() {
-            self.w.queue.push(Instant::from_nanos(next), Event::Deliver(l));
+            self.w
+                .queue
+                .push(Instant::from_nanos(next), Event::Deliver(l));
         }
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {

@@ -50,14 +50,16 @@ impl<E: Engine> Fabric<E> {
     /// Handles one event; false for stale wake-ups.
     pub(super) fn dispatch(&mut self, ev: Event) -> bool {
         match ev {
-            Event::Deliver(l) => self.deliver(l),
+            Event::Deliver(l) => self.deliver(LinkId(l as usize)),
             Event::TxDone(node, port) => {
+                let node = node.node();
                 if let Some(tx) = self.tx_mut(node, port) {
                     tx.busy = false;
                 }
                 self.kick(node, port);
             }
             Event::HostWake(h) => {
+                let h = HostId(h as usize);
                 let Some(host) = self.hosts.get_mut(h.0) else {
                     return false;
                 };
@@ -68,12 +70,14 @@ impl<E: Engine> Fabric<E> {
                 self.service_host(h.0);
             }
             Event::PauseEnd(node, port) => {
+                let node = node.node();
                 if let Some(tx) = self.tx_mut(node, port) {
                     tx.pause_wake = None;
                 }
                 self.kick(node, port);
             }
             Event::XoffRefresh(s, port, prio, gen) => {
+                let s = SwitchId(s as usize);
                 let standing = self
                     .switches
                     .get(s.0)
@@ -88,6 +92,7 @@ impl<E: Engine> Fabric<E> {
                 self.send_pfc(s, port, usize::from(prio), true);
             }
             Event::LinkState(l, up) => {
+                let l = LinkId(l as usize);
                 let Some(link) = self.w.links.get_mut(l.0) else {
                     return false;
                 };
@@ -128,7 +133,7 @@ impl<E: Engine> Fabric<E> {
         if let Some(&(_, _, next)) = link.inflight.front() {
             self.w
                 .queue
-                .push(Instant::from_nanos(next), Event::Deliver(l));
+                .push(Instant::from_nanos(next), Event::Deliver(l.0 as u32));
         }
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
@@ -298,7 +303,7 @@ impl<E: Engine> Fabric<E> {
             let refresh = pfc::quanta_to_nanos(quanta, p.tx.rate_bps) / 2;
             self.w.queue.push(
                 Instant::from_nanos(now + refresh.max(1)),
-                Event::XoffRefresh(s, port, prio as u8, gen),
+                Event::XoffRefresh(s.0 as u32, port, prio as u8, gen),
             );
         }
         if let Some(rec) = self.recorder.as_mut() {
@@ -331,7 +336,7 @@ impl<E: Engine> Fabric<E> {
                     p.tx.pause_wake = Some(t);
                     self.w.queue.push(
                         Instant::from_nanos(t),
-                        Event::PauseEnd(Node::Switch(s), port),
+                        Event::PauseEnd(Node::Switch(s).into(), port),
                     );
                 }
             }
@@ -389,7 +394,7 @@ impl<E: Engine> Fabric<E> {
             if let Some(d) = wake {
                 self.w
                     .queue
-                    .push(Instant::from_nanos(d), Event::HostWake(HostId(h)));
+                    .push(Instant::from_nanos(d), Event::HostWake(h as u32));
             }
         }
     }
@@ -445,7 +450,7 @@ impl<E: Engine> Fabric<E> {
                 host.tx.pause_wake = Some(t);
                 self.w
                     .queue
-                    .push(Instant::from_nanos(t), Event::PauseEnd(node, 0));
+                    .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), 0));
             }
         }
     }

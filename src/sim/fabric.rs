@@ -282,7 +282,7 @@ impl<E: Engine> Fabric<E> {
     /// Takes the link down or up at `at` (both directions of a cable: call it for each).
     /// Frames on a link that goes down are lost; switches stop hashing flows onto it at once.
     pub fn schedule_link(&mut self, link: LinkId, at: Instant, up: bool) {
-        self.w.queue.push(at, Event::LinkState(link, up));
+        self.w.queue.push(at, Event::LinkState(link.0 as u32, up));
     }
 
     /// Hands each frame's INT stack (from switches with `int` on) to the receiving engine,

@@ -17,13 +17,39 @@ use crate::time::Instant;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Event {
-    Deliver(LinkId),
-    TxDone(Node, u16),
-    HostWake(HostId),
-    PauseEnd(Node, u16),
-    XoffRefresh(SwitchId, u16, u8, u32),
-    LinkState(LinkId, bool),
+    Deliver(u32),
+    TxDone(NodeRef, u16),
+    HostWake(u32),
+    PauseEnd(NodeRef, u16),
+    XoffRefresh(u32, u16, u8, u32),
+    LinkState(u32, bool),
     Sample,
+}
+
+/// A [`Node`] in 32 bits (top bit: switch), so that queue entries stay small.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NodeRef(u32);
+
+const SWITCH_BIT: u32 = 1 << 31;
+
+impl From<Node> for NodeRef {
+    fn from(n: Node) -> Self {
+        match n {
+            Node::Host(h) => NodeRef(h.0 as u32 & !SWITCH_BIT),
+            Node::Switch(s) => NodeRef(s.0 as u32 | SWITCH_BIT),
+        }
+    }
+}
+
+impl NodeRef {
+    pub(super) fn node(self) -> Node {
+        let i = (self.0 & !SWITCH_BIT) as usize;
+        if self.0 & SWITCH_BIT != 0 {
+            Node::Switch(SwitchId(i))
+        } else {
+            Node::Host(HostId(i))
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -123,7 +149,7 @@ impl Wires {
         }
         self.queue.push(
             Instant::from_nanos(self.now + ser),
-            Event::TxDone(node, port),
+            Event::TxDone(node.into(), port),
         );
         let Some(link) = tx.link.and_then(|l| self.links.get_mut(l.0)) else {
             self.pool.release(pkt);
@@ -150,7 +176,8 @@ impl Wires {
         let was_idle = link.inflight.is_empty();
         link.inflight.push_back((pkt, link.epoch, at));
         if let (true, Some(id)) = (was_idle, tx.link) {
-            self.queue.push(Instant::from_nanos(at), Event::Deliver(id));
+            self.queue
+                .push(Instant::from_nanos(at), Event::Deliver(id.0 as u32));
         }
     }
 }

@@ -20,16 +20,22 @@
 //! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
+//! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
+//! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
+//! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp;
 pub mod cc;
 pub mod clock;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;
 pub mod mr;
+pub mod ndp;
+pub mod oob;
 pub mod pcap;
 pub mod psn;
 pub mod qp;

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod cli {
     pub mod cc;
     pub mod loopback;
+    pub mod oob;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod port;
@@ -26,6 +27,9 @@ enum Command {
     /// Check and explain packet captures.
     #[command(subcommand)]
     Pcap(cli::pcap::PcapCommand),
+    /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
+    #[command(subcommand)]
+    Oob(cli::oob::OobCommand),
     /// Print the compile-time limits.
     Limits,
     /// Inspect DPDK ports.
@@ -50,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Sim(cmd) => cli::sim::run(cmd)?,
         Command::Loopback(args) => cli::loopback::run(args)?,
+        Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

@@ -331,36 +331,48 @@ impl Repr {
 
     /// The 20 header bytes, checksum included (what `emit` writes).
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let total = ((HEADER_LEN + self.payload_len) as u16).to_be_bytes();
-        let ident = self.ident.to_be_bytes();
-        let flags = if self.dont_frag { 0x40 } else { 0 };
-        let (src, dst) = (self.src.octets(), self.dst.octets());
-        let mut h = [
+        let tos = ((self.dscp & 0x3f) << 2) | self.ecn.bits();
+        let total = (HEADER_LEN + self.payload_len) as u16;
+        let flags: u16 = if self.dont_frag { FLAG_DF } else { 0 };
+        let (src, dst) = (u32::from(self.src), u32::from(self.dst));
+        // The checksum from the field values (not by reading back the bytes just written).
+        let sum = (0x4500 | u32::from(tos))
+            + u32::from(total)
+            + u32::from(self.ident)
+            + u32::from(flags)
+            + ((u32::from(self.ttl) << 8) | u32::from(self.protocol))
+            + (src >> 16)
+            + (src & 0xffff)
+            + (dst >> 16)
+            + (dst & 0xffff);
+        let [t0, t1] = total.to_be_bytes();
+        let [i0, i1] = self.ident.to_be_bytes();
+        let [f0, f1] = flags.to_be_bytes();
+        let [c0, c1] = fold(sum).to_be_bytes();
+        let [s0, s1, s2, s3] = src.to_be_bytes();
+        let [d0, d1, d2, d3] = dst.to_be_bytes();
+        [
             0x45,
-            ((self.dscp & 0x3f) << 2) | self.ecn.bits(),
-            total[0],
-            total[1],
-            ident[0],
-            ident[1],
-            flags,
-            0,
+            tos,
+            t0,
+            t1,
+            i0,
+            i1,
+            f0,
+            f1,
             self.ttl,
             self.protocol,
-            0,
-            0,
-            src[0],
-            src[1],
-            src[2],
-            src[3],
-            dst[0],
-            dst[1],
-            dst[2],
-            dst[3],
-        ];
-        let sum = header_checksum(&h).to_be_bytes();
-        h[10] = sum[0];
-        h[11] = sum[1];
-        h
+            c0,
+            c1,
+            s0,
+            s1,
+            s2,
+            s3,
+            d0,
+            d1,
+            d2,
+            d3,
+        ]
     }
 }
 

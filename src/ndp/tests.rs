@@ -1,0 +1,207 @@
+//! Neighbour discovery: frames both ways, the checksum, and the responder.
+
+use super::*;
+
+const A_MAC: EthernetAddress = EthernetAddress([0x52, 0x54, 0x00, 0x12, 0x00, 0x11]);
+const B_MAC: EthernetAddress = EthernetAddress([0x52, 0x54, 0x00, 0x12, 0x00, 0x12]);
+
+fn a_ip() -> Ipv6Addr {
+    "2001:db8::11".parse().unwrap()
+}
+fn b_ip() -> Ipv6Addr {
+    "2001:db8::12".parse().unwrap()
+}
+
+fn solicit_from_b() -> Vec<u8> {
+    let mut buf = [0u8; 128];
+    let b = Responder::new(B_MAC, b_ip());
+    let len = b.solicit(a_ip(), &mut buf).unwrap();
+    buf[..len].to_vec()
+}
+
+#[test]
+fn solicited_node_group_and_mac() {
+    assert_eq!(
+        solicited_node(a_ip()),
+        "ff02::1:ff00:11".parse::<Ipv6Addr>().unwrap()
+    );
+    assert_eq!(
+        multicast_mac(solicited_node(a_ip())),
+        EthernetAddress([0x33, 0x33, 0xff, 0x00, 0x00, 0x11])
+    );
+}
+
+#[test]
+fn solicitation_round_trips_with_valid_checksum() {
+    let frame = solicit_from_b();
+    assert_eq!(frame.len(), 14 + 40 + MESSAGE_LEN);
+    let parsed = parse_frame(&frame).unwrap();
+    assert_eq!(
+        parsed.eth.dst,
+        EthernetAddress([0x33, 0x33, 0xff, 0x00, 0x00, 0x11])
+    );
+    assert_eq!((parsed.ip.src, parsed.ip.hop_limit), (b_ip(), 255));
+    assert_eq!(
+        parsed.ndp,
+        NdpRepr::Solicit {
+            target: a_ip(),
+            source_mac: Some(B_MAC)
+        }
+    );
+}
+
+#[test]
+fn corrupted_checksum_and_low_hop_limit_are_dropped() {
+    let mut bad = solicit_from_b();
+    bad[14 + 40 + 20] ^= 1; // a target address byte
+    assert_eq!(parse_frame(&bad), Err(NdpError::BadChecksum));
+    let mut routed = solicit_from_b();
+    routed[14 + 7] = 64;
+    assert_eq!(parse_frame(&routed), Err(NdpError::HopLimit(64)));
+    let mut a = Responder::new(A_MAC, a_ip());
+    assert_eq!(a.handle_frame(&bad), Err(NdpError::BadChecksum));
+    assert_eq!(a.counters().rx_dropped, 1);
+}
+
+#[test]
+fn other_frames_are_not_ndp() {
+    let mut frame = solicit_from_b();
+    frame[14 + 40] = 128; // echo request
+    assert_eq!(parse_frame(&frame), Err(NdpError::NotNdp));
+    frame[12] = 0x08;
+    frame[13] = 0x00;
+    assert_eq!(parse_frame(&frame), Err(NdpError::NotNdp));
+}
+
+#[test]
+fn answers_solicitation_for_our_address_and_learns_asker() {
+    let mut a = Responder::new(A_MAC, a_ip());
+    a.handle_frame(&solicit_from_b()).unwrap();
+    assert_eq!(a.neighbour(b_ip()), Some(B_MAC));
+    let mut buf = [0u8; 128];
+    let len = a.poll_transmit(&mut buf).unwrap().unwrap();
+    let reply = parse_frame(&buf[..len]).unwrap();
+    assert_eq!((reply.eth.src, reply.eth.dst), (A_MAC, B_MAC));
+    assert_eq!((reply.ip.src, reply.ip.dst), (a_ip(), b_ip()));
+    assert_eq!(
+        reply.ndp,
+        NdpRepr::Advert {
+            router: false,
+            solicited: true,
+            override_cache: true,
+            target: a_ip(),
+            target_mac: Some(A_MAC)
+        }
+    );
+    assert_eq!(a.poll_transmit(&mut buf), Ok(None));
+    // And the asker learns us from the advertisement.
+    let mut b = Responder::new(B_MAC, b_ip());
+    b.handle_frame(&buf[..len]).unwrap();
+    assert_eq!(b.neighbour(a_ip()), Some(A_MAC));
+}
+
+#[test]
+fn ignores_solicitations_for_other_addresses() {
+    let mut c = Responder::new(A_MAC, "2001:db8::13".parse().unwrap());
+    c.handle_frame(&solicit_from_b()).unwrap();
+    assert_eq!(c.poll_transmit(&mut [0u8; 128]), Ok(None));
+}
+
+#[test]
+fn duplicate_address_probe_is_answered_to_all_nodes() {
+    let mut buf = [0u8; 128];
+    let probe = NdpRepr::Solicit {
+        target: a_ip(),
+        source_mac: None,
+    };
+    let group = solicited_node(a_ip());
+    let len = emit_frame(
+        &probe,
+        B_MAC,
+        multicast_mac(group),
+        Ipv6Addr::UNSPECIFIED,
+        group,
+        &mut buf,
+    )
+    .unwrap();
+    assert_eq!(len, 14 + 40 + 24);
+    let mut a = Responder::new(A_MAC, a_ip());
+    a.handle_frame(&buf[..len]).unwrap();
+    let len = a.poll_transmit(&mut buf).unwrap().unwrap();
+    let reply = parse_frame(&buf[..len]).unwrap();
+    assert_eq!(reply.ip.dst, "ff02::1".parse::<Ipv6Addr>().unwrap());
+    assert!(matches!(
+        reply.ndp,
+        NdpRepr::Advert {
+            solicited: false,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn small_buffer_is_an_error() {
+    let b = Responder::new(B_MAC, b_ip());
+    assert_eq!(
+        b.solicit(a_ip(), &mut [0u8; 85]),
+        Err(NdpError::BufferTooSmall)
+    );
+}
+
+/// Real frames captured on br-rxe by tools/interop/run.sh (Debian 12 guests, kernel 6.1).
+static LINUX_SOLICIT_B_FOR_A: [u8; 86] = [
+    0x33, 0x33, 0xff, 0x00, 0x00, 0x11, 0x52, 0x54, 0x00, 0x12, 0x00, 0x12, 0x86, 0xdd, 0x60,
+    0x00, //
+    0x00, 0x00, 0x00, 0x20, 0x3a, 0xff, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x12, 0xff, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+    0x00, 0x01, 0xff, 0x00, 0x00, 0x11, 0x87, 0x00, 0xcb, 0x80, 0x00, 0x00, 0x00, 0x00, 0x20,
+    0x01, //
+    0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x11, 0x01,
+    0x01, //
+    0x52, 0x54, 0x00, 0x12, 0x00, 0x12,
+];
+static LINUX_ADVERT_A_TO_B: [u8; 86] = [
+    0x52, 0x54, 0x00, 0x12, 0x00, 0x12, 0x52, 0x54, 0x00, 0x12, 0x00, 0x11, 0x86, 0xdd, 0x60,
+    0x00, //
+    0x00, 0x00, 0x00, 0x20, 0x3a, 0xff, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x11, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x12, 0x88, 0x00, 0x39, 0xcd, 0x60, 0x00, 0x00, 0x00, 0x20,
+    0x01, //
+    0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x11, 0x02,
+    0x01, //
+    0x52, 0x54, 0x00, 0x12, 0x00, 0x11,
+];
+
+#[test]
+fn our_solicitation_is_byte_for_byte_linux() {
+    assert_eq!(solicit_from_b(), LINUX_SOLICIT_B_FOR_A);
+}
+
+#[test]
+fn answers_a_linux_solicitation_exactly_as_linux_does() {
+    let mut a = Responder::new(A_MAC, a_ip());
+    a.handle_frame(&LINUX_SOLICIT_B_FOR_A).unwrap();
+    let mut buf = [0xa5u8; 128];
+    let len = a.poll_transmit(&mut buf).unwrap().unwrap();
+    assert_eq!(&buf[..len], &LINUX_ADVERT_A_TO_B[..]);
+    assert_eq!(buf[len], 0xa5);
+}
+
+#[test]
+fn linux_advertisement_parses_with_its_checksum() {
+    let parsed = parse_frame(&LINUX_ADVERT_A_TO_B).unwrap();
+    assert_eq!(
+        parsed.ndp,
+        NdpRepr::Advert {
+            router: false,
+            solicited: true,
+            override_cache: true,
+            target: a_ip(),
+            target_mac: Some(A_MAC)
+        }
+    );
+}

@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# tools/interop/run.sh - roce against the Linux kernel's Soft-RoCE (rdma_rxe), end to end.
+#
+# On a fresh Debian 12 machine (root, no internet but the Debian mirror):
+#   1. installs the peer's host packages (rxe/install-host-deps.sh: qemu, debootstrap, tcpdump,
+#      tshark) unless they are there;
+#   2. builds the guest image once (rxe/build-guest.sh) into $OUT (default /var/tmp/rxe-guest,
+#      outside the repo; about 50 s on an idle host, several minutes on a loaded one);
+#   3. brings up a private network namespace $NS with the bridge br-rxe, boots guests a
+#      (198.18.0.11) and b (198.18.0.12);
+#   4. runs the checks below, capturing every exchange on br-rxe;
+#   5. collects logs, pcaps, consoles and timings into $RESULTS;
+#   6. tears everything down in an EXIT trap (tcpdump and qemu by pid, then the namespace),
+#      also when a check fails or the run is interrupted.
+#
+# Checks (one line each in $RESULTS/summary.txt: PASS, FAIL or PENDING):
+#   guest_boot            guests a and b reach READY; if not, the run stops here with the
+#                         console tail and exit code 2 (never a silent skip)
+#   rxe_rc_pingpong       ibv_rc_pingpong a (server) <-> b (client); `roce pcap check` is clean
+#   rxe_write_bw          ib_write_bw a <-> b; `roce pcap check` is clean
+#   rxe_verbs_peer        rc_verbs_peer.py a <-> b (SEND/WRITE with imm, atomics); pcap clean
+#   arp_capture           the guests' ARP frames on br-rxe (pcaps/arp.pcap) for tests/interop_rxe.rs
+#   ndp_capture           IPv6 neighbour solicitation/advertisement between the guests
+#                         (pcaps/ndp.pcap; guests get 2001:db8::11 and ::12)
+#   oob_pingpong_client   `roce oob pingpong-client` (roce's TCP exchange, no QP) against
+#                         ibv_rc_pingpong on a: a prints our QPN/PSN/GID as its remote
+#   oob_pingpong_server   ibv_rc_pingpong on b as client of `roce oob pingpong-server`
+#   oob_perftest_client   `roce oob perftest-client` against ib_write_bw on a: the server
+#                         completes its whole exchange (preamble, keys, report, done), rc 0
+#   oob_verbs_peer_client `roce oob verbs-peer-client` against rc_verbs_peer.py on a, rc 0
+#                         (the oob_* checks pre-seed the guests' neighbour entry for
+#                         198.18.0.2 with a dummy MAC: nothing answers ARP for it yet)
+#   roce_pingpong_client  PENDING until `roce pingpong` exists: roce (DPDK port on br-rxe) as
+#                         client of ibv_rc_pingpong on guest a   -> see LEAD section below
+#   roce_pingpong_server  PENDING: ibv_rc_pingpong on guest a as client of roce
+#   roce_write_bw         PENDING until `roce perf` exists: ib_write_bw on guest a vs roce
+# Exit code: 0 when no check FAILs (PENDING is not a failure), 1 when one does, 2 when the
+# guests cannot boot, 3 when the setup (deps, image, roce build) fails.
+#
+# Environment: NS (default roce-interop), SHARE (9p dir, default /var/tmp/roce-interop-share),
+#   OUT (image dir), RESULTS (default target/interop/<timestamp>), SKIP_DEPS=1, CHECKS (space-
+#   separated subset of the names above), ROCE_BIN (a built roce binary; default: build it
+#   with `cargo build --no-default-features --bin roce`), RXE_DIR (peer scripts, default
+#   tools/interop/rxe, copied unmodified from the shared peers folder).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+RXE=${RXE_DIR:-$HERE/rxe}
+export NS=${NS:-roce-interop}
+export SHARE=${SHARE:-/var/tmp/roce-interop-share}
+export OUT=${OUT:-/var/tmp/rxe-guest}
+RESULTS=${RESULTS:-$REPO/target/interop/$(date -u +%Y%m%dT%H%M%SZ)}
+CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture oob_pingpong_client oob_pingpong_server oob_perftest_client oob_verbs_peer_client roce_pingpong_client roce_pingpong_server roce_write_bw"}
+GUESTS="a b"
+
+mkdir -p "$RESULTS/pcaps" "$RESULTS/logs"
+SUMMARY=$RESULTS/summary.txt
+TIMINGS=$RESULTS/timings.txt
+: > "$SUMMARY"
+: > "$TIMINGS"
+BG_PIDS=()
+FAILED=0
+
+log() { echo "[interop $(date -u +%H:%M:%S)] $*" >&2; }
+now() { date +%s.%N; }
+elapsed() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+record() { # record NAME STATUS DETAIL
+    printf '%-22s %-8s %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY" >&2
+    [ "$2" != FAIL ] || FAILED=1
+}
+rg() { "$RXE/run-guest.sh" "$@"; }
+
+cleanup() {
+    local rc=$?
+    set +e
+    for pid in "${BG_PIDS[@]}"; do
+        kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    done
+    for g in $GUESTS; do
+        rg stop "$g" >/dev/null 2>&1
+        [ -e "$SHARE/$g.console" ] && cp "$SHARE/$g.console" "$RESULTS/logs/console-$g.txt"
+    done
+    ip netns list 2>/dev/null | grep -qw "$NS" && rg down >/dev/null 2>&1
+    log "torn down; results in $RESULTS (exit $rc)"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- setup ---------------------------------------------------------------------------------
+setup_deps() {
+    [ "$(id -u)" = 0 ] || { log "must run as root (namespaces, taps, qemu)"; exit 3; }
+    local missing=0 c
+    for c in qemu-system-x86_64 debootstrap tcpdump tshark bc python3; do
+        command -v "$c" >/dev/null || missing=1
+    done
+    if [ "$missing" = 1 ]; then
+        [ "${SKIP_DEPS:-0}" = 1 ] && { log "host packages missing and SKIP_DEPS=1"; exit 3; }
+        log "installing host packages (rxe/install-host-deps.sh)"
+        local t0; t0=$(now)
+        "$RXE/install-host-deps.sh" > "$RESULTS/logs/install-host-deps.log" 2>&1 \
+            || { log "install-host-deps.sh failed: see $RESULTS/logs/install-host-deps.log"; exit 3; }
+        echo "host_deps_s $(elapsed "$t0")" >> "$TIMINGS"
+    fi
+}
+
+setup_image() {
+    mkdir -p "$(dirname "$OUT")"
+    # One builder at a time; later runs reuse the image.
+    exec 9> "$OUT.lock"
+    flock 9
+    if [ ! -s "$OUT/rootfs.img" ] || [ ! -s "$OUT/vmlinuz" ] || [ ! -s "$OUT/initrd.img" ]; then
+        log "building the guest image into $OUT (once)"
+        local t0; t0=$(now)
+        "$RXE/build-guest.sh" "$OUT" > "$RESULTS/logs/build-guest.log" 2>&1 \
+            || { log "build-guest.sh failed: see $RESULTS/logs/build-guest.log"; exit 3; }
+        echo "image_build_s $(elapsed "$t0")" >> "$TIMINGS"
+    else
+        echo "image_build_s cached" >> "$TIMINGS"
+    fi
+    flock -u 9
+}
+
+setup_roce() {
+    if [ -z "${ROCE_BIN:-}" ]; then
+        log "building roce (no DPDK features: pcap tools only)"
+        (cd "$REPO" && cargo build -q --no-default-features --bin roce) \
+            > "$RESULTS/logs/cargo-build.log" 2>&1 \
+            || { log "cargo build failed: see $RESULTS/logs/cargo-build.log"; exit 3; }
+        ROCE_BIN=${CARGO_TARGET_DIR:-$REPO/target}/debug/roce
+    fi
+    [ -x "$ROCE_BIN" ] || { log "no roce binary at $ROCE_BIN"; exit 3; }
+}
+
+boot_failed() { # boot_failed REASON FILE LINES: record, show the file's tail, stop the run
+    record guest_boot FAIL "$1"
+    tail -"$3" "$2" | sed 's/^/    /' | tee -a "$SUMMARY" >&2
+    exit 2
+}
+
+boot_guests() {
+    rg up > "$RESULTS/logs/netns.log" 2>&1
+    local t0 g; t0=$(now)
+    for g in $GUESTS; do
+        rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1 \
+            || boot_failed "qemu could not start guest $g:" "$RESULTS/logs/netns.log" 5
+    done
+    for g in $GUESTS; do
+        rg wait "$g" >> "$RESULTS/logs/netns.log" 2>&1 \
+            || boot_failed "guest $g not ready; console tail:" "$SHARE/$g.console" 20
+    done
+    local s; s=$(elapsed "$t0")
+    echo "boot_two_guests_s $s" >> "$TIMINGS"
+    record guest_boot PASS "a and b ready in ${s} s"
+}
+
+# ---- helpers for checks --------------------------------------------------------------------
+start_capture() { # start_capture NAME FILTER -> pid in CAPTURE_PID
+    ip netns exec "$NS" tcpdump -i br-rxe -U -s 0 -w "$RESULTS/pcaps/$1.pcap" "$2" \
+        2> "$RESULTS/logs/tcpdump-$1.log" &
+    CAPTURE_PID=$!
+    BG_PIDS+=("$CAPTURE_PID")
+    sleep 1
+}
+
+stop_capture() { # stop_capture PID
+    sleep 1
+    kill -INT "$1" 2>/dev/null && wait "$1" 2>/dev/null || true
+}
+
+wait_listen() { # wait_listen GUEST PORT
+    rg exec "$1" "for i in \$(seq 1 200); do ss -ltn | grep -q ':$2 ' && exit 0; sleep 0.1; done; echo not-listening; exit 1"
+}
+
+pair_run() { # pair_run NAME PORT 'server cmd on a' 'client cmd on b'
+    local name=$1 port=$2 srv=$3 cli=$4 sid crc src cout sout
+    sid=$(rg bg a "$srv")
+    wait_listen a "$port" > /dev/null || { echo "server on a never listened on $port"; return 1; }
+    cout=$(rg exec b "$cli"); crc=$?
+    sout=$(rg result a "$sid"); src=$?
+    {
+        echo "# server (guest a, rc=$src): $srv"; echo "$sout"
+        echo "# client (guest b, rc=$crc): $cli"; echo "$cout"
+    } > "$RESULTS/logs/$name.log"
+    [ "$src" = 0 ] && [ "$crc" = 0 ] || { echo "server rc=$src client rc=$crc (see logs/$name.log)"; return 1; }
+}
+
+pcap_clean() { # pcap_clean NAME MIN_ROCE -> prints the summary; fails unless clean
+    local out
+    out=$("$ROCE_BIN" pcap check --json "$RESULTS/pcaps/$1.pcap" 2> "$RESULTS/logs/pcap-check-$1.err")
+    local rc=$?
+    echo "$out" > "$RESULTS/logs/pcap-check-$1.json"
+    echo "$out" | python3 -c '
+import json, sys
+need = int(sys.argv[1])
+s = [json.loads(l) for l in sys.stdin if l.strip().startswith("{")]
+s = [o for o in s if o.get("summary")]
+if not s: sys.exit("no summary from roce pcap check")
+s = s[-1]
+print("frames={frames} roce={roce} icrc_ok={icrc_ok} icrc_bad={icrc_bad} malformed={malformed}".format(**s))
+sys.exit(0 if s["roce"] >= need and s["icrc_bad"] == 0 and s["malformed"] == 0 and s["icrc_ok"] == s["roce"] else 1)
+' "$2" && [ "$rc" = 0 ]
+}
+
+rxe_pair_check() { # rxe_pair_check NAME PORT MIN_ROCE SERVER CLIENT
+    local name=$1 detail t0
+    t0=$(now)
+    start_capture "$name" "udp port 4791 or tcp port $2"
+    local cap=$CAPTURE_PID
+    if ! detail=$(pair_run "$name" "$2" "$4" "$5" 2>&1); then
+        stop_capture "$cap"; record "$name" FAIL "$detail"; return
+    fi
+    stop_capture "$cap"
+    if detail=$(pcap_clean "$name" "$3" 2>&1); then
+        record "$name" PASS "$detail ($(elapsed "$t0") s)"
+    else
+        record "$name" FAIL "roce pcap check: $detail"
+    fi
+}
+
+# ---- checks between the two Linux guests (prove the peer and the capture chain) -------------
+check_rxe_rc_pingpong() {
+    rxe_pair_check rxe_rc_pingpong 18515 20 \
+        'ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5' \
+        'ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 198.18.0.11'
+}
+check_rxe_write_bw() {
+    rxe_pair_check rxe_write_bw 18515 10 \
+        'ib_write_bw -d rxe0 -x 1 -F -s 64 -n 5' \
+        'ib_write_bw -d rxe0 -x 1 -F -s 64 -n 5 198.18.0.11'
+}
+check_rxe_verbs_peer() {
+    rxe_pair_check rxe_verbs_peer 18516 20 \
+        'python3 /mnt/host/rc_verbs_peer.py server' \
+        'python3 /mnt/host/rc_verbs_peer.py client 198.18.0.11'
+}
+check_arp_capture() {
+    # The guests ARP for each other (flush first so they must) while a capture runs.
+    start_capture arp arp
+    local cap=$CAPTURE_PID
+    rg exec a 'ip neigh flush dev eth0' > /dev/null
+    rg exec b 'ip neigh flush dev eth0; ping -c 1 -W 2 198.18.0.11' > "$RESULTS/logs/arp.log" 2>&1
+    stop_capture "$cap"
+    local n; n=$(tcpdump -r "$RESULTS/pcaps/arp.pcap" arp 2>/dev/null | wc -l)
+    if [ "$n" -ge 2 ]; then record arp_capture PASS "$n ARP frames"; else record arp_capture FAIL "$n ARP frames"; fi
+}
+
+check_ndp_capture() {
+    start_capture ndp 'icmp6 and (ip6[40] == 135 or ip6[40] == 136)'
+    local cap=$CAPTURE_PID
+    rg exec a 'ip -6 addr replace 2001:db8::11/64 dev eth0 nodad' > /dev/null
+    rg exec b 'ip -6 addr replace 2001:db8::12/64 dev eth0 nodad; ip -6 neigh flush dev eth0; ping -6 -c 1 -W 3 2001:db8::11' \
+        > "$RESULTS/logs/ndp.log" 2>&1
+    stop_capture "$cap"
+    local n; n=$(tcpdump -r "$RESULTS/pcaps/ndp.pcap" 2>/dev/null | wc -l)
+    if [ "$n" -ge 2 ]; then record ndp_capture PASS "$n NS/NA frames"; else record ndp_capture FAIL "$n NS/NA frames"; fi
+}
+
+# ---- roce's own TCP exchange (roce::oob) against the real tools; no QP on our side ----------
+OOB_MINE="QPN 0x000abc, PSN 0x123456, GID ::ffff:198.18.0.2"
+seed_neigh() { rg exec "$1" 'ip neigh replace 198.18.0.2 lladdr 02:00:00:00:00:02 dev eth0 nud permanent' > /dev/null; }
+
+oob_vs_guest_server() { # NAME PORT 'server cmd on a' GREP_IN_SERVER_OUTPUT|'' roce oob ARGS...
+    local name=$1 port=$2 srv=$3 want=$4 t0 sid out rrc sout src; shift 4
+    t0=$(now)
+    seed_neigh a
+    start_capture "$name" "tcp port $port or udp port 4791"
+    local cap=$CAPTURE_PID
+    sid=$(rg bg a "$srv")
+    wait_listen a "$port" > /dev/null || { stop_capture "$cap"; record "$name" FAIL "server never listened"; return; }
+    out=$(ip netns exec "$NS" timeout 60 "$ROCE_BIN" oob "$@" 2>&1); rrc=$?
+    sout=$(rg result a "$sid"); src=$?
+    stop_capture "$cap"
+    printf '# roce oob %s (rc=%s)\n%s\n# guest a (rc=%s): %s\n%s\n' "$*" "$rrc" "$out" "$src" "$srv" "$sout" \
+        > "$RESULTS/logs/$name.log"
+    if [ "$rrc" != 0 ]; then record "$name" FAIL "roce oob rc=$rrc: $out"; return; fi
+    if [ -n "$want" ]; then
+        echo "$sout" | grep -qF "$want" || { record "$name" FAIL "guest did not see our data (logs/$name.log)"; return; }
+    elif [ "$src" != 0 ]; then
+        record "$name" FAIL "guest tool rc=$src (logs/$name.log)"; return
+    fi
+    record "$name" PASS "peer: $out ($(elapsed "$t0") s)"
+}
+check_oob_pingpong_client() {
+    # The server waits for a SEND that never comes after the exchange: timeout ends it (and
+    # stdbuf keeps its output, which a killed process would otherwise lose in its buffer).
+    oob_vs_guest_server oob_pingpong_client 18515 'timeout 15 stdbuf -oL ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1' \
+        "remote address: LID 0x0000, $OOB_MINE" pingpong-client 198.18.0.11:18515
+}
+check_oob_perftest_client() {
+    oob_vs_guest_server oob_perftest_client 18515 'ib_write_bw -d rxe0 -x 1 -F -s 64 -n 5' "" \
+        perftest-client 198.18.0.11:18515
+}
+check_oob_verbs_peer_client() {
+    oob_vs_guest_server oob_verbs_peer_client 18516 'python3 /mnt/host/rc_verbs_peer.py server' "" \
+        verbs-peer-client 198.18.0.11:18516
+}
+check_oob_pingpong_server() {
+    local name=oob_pingpong_server t0 pid out rrc cout
+    t0=$(now)
+    seed_neigh b
+    start_capture "$name" "tcp port 18515 or udp port 4791"
+    local cap=$CAPTURE_PID
+    ip netns exec "$NS" timeout 60 "$ROCE_BIN" oob pingpong-server --listen 198.18.0.1:18515 \
+        > "$RESULTS/logs/$name.roce" 2>&1 &
+    pid=$!
+    BG_PIDS+=("$pid")
+    sleep 1
+    # The client's SENDs go unanswered after the exchange (no QP here): its rc is not ours.
+    cout=$(rg exec b 'timeout 20 stdbuf -oL ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 1 198.18.0.1' 2>&1)
+    wait "$pid"; rrc=$?
+    stop_capture "$cap"
+    out=$(cat "$RESULTS/logs/$name.roce")
+    printf '# roce oob pingpong-server (rc=%s)\n%s\n# guest b\n%s\n' "$rrc" "$out" "$cout" > "$RESULTS/logs/$name.log"
+    if [ "$rrc" = 0 ] && echo "$cout" | grep -qF "remote address: LID 0x0000, $OOB_MINE"; then
+        record "$name" PASS "peer: $out ($(elapsed "$t0") s)"
+    else
+        record "$name" FAIL "roce rc=$rrc (logs/$name.log)"
+    fi
+}
+
+# ==== LEAD: fill in when `roce pingpong` / `roce perf` exist ================================
+# roce_attach_port: how roce joins br-rxe. Run roce inside the namespace on veth-host (which is
+# already a bridge port, without a kernel IP), with address 198.18.0.2 and its own MAC; roce
+# answers ARP itself (roce::arp::Resolver) and runs the TCP exchange from the namespace's
+# kernel stack (198.18.0.1; roce::oob::tcp). Suggested command lines (adapt to the real CLI):
+#   ip netns exec "$NS" "$ROCE_BIN" pingpong --vdev net_af_packet0,iface=veth-host \
+#       --ip 198.18.0.2 --gid-index 1 --size 64 --iters 5 198.18.0.11          # client
+#   ip netns exec "$NS" "$ROCE_BIN" perf write --vdev ... --ip 198.18.0.2 198.18.0.11
+# A roce built with DPDK is needed then (ROCE_BIN from `cargo build --release`).
+roce_has() { "$ROCE_BIN" help 2>/dev/null | grep -qE "^\s+$1\b"; }
+roce_attach_port() { # roce_attach_port ARGS... : runs roce on the bridge; prints its output
+    ip netns exec "$NS" "$ROCE_BIN" "$@" --vdev "net_af_packet0,iface=veth-host" --ip 198.18.0.2
+}
+check_roce_pingpong_client() {
+    roce_has pingpong || { record roce_pingpong_client PENDING "needs \`roce pingpong\`"; return; }
+    local t0; t0=$(now)
+    start_capture roce_pingpong_client "arp or udp port 4791 or tcp port 18515"
+    local cap=$CAPTURE_PID sid out
+    sid=$(rg bg a 'ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5')
+    wait_listen a 18515 > /dev/null
+    out=$(roce_attach_port pingpong --size 64 --iters 5 198.18.0.11 2>&1); local rrc=$?
+    local sout; sout=$(rg result a "$sid"); local src=$?
+    stop_capture "$cap"
+    printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/roce_pingpong_client.log"
+    if [ "$rrc" = 0 ] && [ "$src" = 0 ] && pcap_clean roce_pingpong_client 20 > /dev/null; then
+        record roce_pingpong_client PASS "$(elapsed "$t0") s"
+    else
+        record roce_pingpong_client FAIL "roce rc=$rrc guest rc=$src (logs/roce_pingpong_client.log)"
+    fi
+}
+check_roce_pingpong_server() {
+    roce_has pingpong || { record roce_pingpong_server PENDING "needs \`roce pingpong\` (server mode)"; return; }
+    record roce_pingpong_server PENDING "LEAD: mirror check_roce_pingpong_client with roles swapped"
+}
+check_roce_write_bw() {
+    roce_has perf || { record roce_write_bw PENDING "needs \`roce perf\`"; return; }
+    record roce_write_bw PENDING "LEAD: ib_write_bw -d rxe0 -x 1 -F on a, roce perf write as client"
+}
+# ==== end of LEAD section ===================================================================
+
+main() {
+    log "results in $RESULTS"
+    setup_deps
+    setup_image
+    setup_roce
+    boot_guests
+    local c
+    for c in $CHECKS; do
+        log "check $c"
+        "check_$c" || record "$c" FAIL "check aborted (see logs)"
+    done
+    log "summary:"; cat "$SUMMARY" >&2
+    [ "$FAILED" = 0 ]
+}
+# On one line, so bash has read the whole file before anything runs (editing the script during
+# a run cannot change what the running shell executes next).
+main "$@"; exit $?

@@ -11,6 +11,7 @@ mod cli {
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod port;
+    pub mod sim;
 }
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
@@ -37,6 +38,9 @@ enum Command {
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
     Port(cli::port::PortCommand),
+    /// Run experiments in the deterministic virtual-time fabric.
+    #[command(subcommand)]
+    Sim(cli::sim::SimCommand),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -50,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Loopback(args) => cli::loopback::run(args)?,
+        Command::Sim(cmd) => cli::sim::run(cmd)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

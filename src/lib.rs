@@ -14,6 +14,9 @@
 //! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
 //! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
 //!   `Port`, reading time from a `Clock`.
+//! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
+//! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
+//! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
@@ -28,12 +31,17 @@ pub mod cc;
 pub mod clock;
 pub mod driver;
 pub mod ecn;
+pub mod endpoint;
+pub mod mr;
 pub mod ndp;
 pub mod oob;
 pub mod pcap;
 pub mod psn;
+pub mod qp;
 pub mod runtime;
+pub mod stats;
 pub mod time;
+pub mod verbs;
 pub mod wire;
 
 /// Compile-time limits chosen by `build.rs` (override with environment variables at build time).

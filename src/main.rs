@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    pub mod loopback;
     pub mod oob;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
@@ -34,6 +35,8 @@ enum Command {
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
     Port(cli::port::PortCommand),
+    /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
+    Loopback(cli::loopback::LoopbackArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -46,6 +49,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
         Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Oob(cmd) => cli::oob::run(cmd)?,
+        Command::Loopback(args) => cli::loopback::run(args)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

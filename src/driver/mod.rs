@@ -67,3 +67,6 @@ pub trait Engine {
     /// The next instant at which the engine wants `handle_timeout` or has a paced frame due.
     fn poll_timeout(&self) -> Option<crate::time::Instant>;
 }
+
+pub mod fault;
+pub mod loopback;

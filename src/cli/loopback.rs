@@ -1,0 +1,528 @@
+//! `roce loopback`: two endpoints in one process over an in-memory link (optionally lossy),
+//! moving messages with the chosen operations and verifying every destination byte, every
+//! completion and every atomic result.
+//!
+//! Virtual time: the run is deterministic for a given `--seed`.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Serialize;
+
+use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
+use roce::driver::loopback::{
+    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
+};
+use roce::driver::{FrameBuf, Port, PortCaps};
+use roce::endpoint::{Endpoint, EndpointConfig};
+use roce::mr::MrInfo;
+use roce::pcap::CaptureWriter;
+use roce::psn::Psn;
+use roce::stats::EndpointCounters;
+use roce::time::{Duration, Instant};
+use roce::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce::wire::EthernetAddress;
+
+/// Options of `roce loopback`.
+#[derive(Args, Debug)]
+pub struct LoopbackArgs {
+    /// Link between the endpoints: `memory` (in-process queues). `ring` (DPDK) is not built yet.
+    #[arg(long, default_value = "memory")]
+    port: String,
+    /// Operations, cycled message by message: write, read, send, send-imm, write-imm, atomic.
+    #[arg(
+        long,
+        default_value = "write,read,send,send-imm,write-imm,atomic",
+        value_delimiter = ','
+    )]
+    ops: Vec<String>,
+    /// Message size in bytes (atomics always move 8).
+    #[arg(long, default_value_t = 4096)]
+    size: u32,
+    /// Messages per QP.
+    #[arg(long, default_value_t = 1000)]
+    count: u32,
+    /// Queue pairs.
+    #[arg(long, default_value_t = 1)]
+    qps: u32,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096.
+    #[arg(long, default_value_t = 1024)]
+    mtu: u32,
+    /// First PSN of every QP (try 16777200 to cross the 24-bit wrap).
+    #[arg(long, default_value_t = 0)]
+    start_psn: u32,
+    /// Fraction of frames dropped, each direction (0..1).
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Fraction of frames duplicated.
+    #[arg(long, default_value_t = 0.0)]
+    dup: f64,
+    /// Fraction of frames held back behind later ones.
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
+    /// Fraction of frames with a flipped bit.
+    #[arg(long, default_value_t = 0.0)]
+    corrupt: f64,
+    /// Seed of the fault injector.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write every frame sent (before faults) to this pcap file.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Write,
+    Read,
+    Send,
+    SendImm,
+    WriteImm,
+    Atomic,
+}
+
+impl Op {
+    fn parse(s: &str) -> anyhow::Result<Op> {
+        Ok(match s.trim() {
+            "write" => Op::Write,
+            "read" => Op::Read,
+            "send" => Op::Send,
+            "send-imm" => Op::SendImm,
+            "write-imm" => Op::WriteImm,
+            "atomic" => Op::Atomic,
+            other => bail!("unknown operation {other:?} (expected write, read, send, send-imm, write-imm, atomic)"),
+        })
+    }
+    fn consumes_recv(self) -> bool {
+        matches!(self, Op::Send | Op::SendImm | Op::WriteImm)
+    }
+}
+
+/// A port that also writes what it sends to a pcap file.
+struct CapturePort<P: Port> {
+    inner: P,
+    writer: Rc<RefCell<Option<CaptureWriter>>>,
+    clock: Rc<Cell<Instant>>,
+}
+
+impl<P: Port> Port for CapturePort<P> {
+    type Buf = P::Buf;
+    fn caps(&self) -> PortCaps {
+        self.inner.caps()
+    }
+    fn alloc(&mut self) -> Option<P::Buf> {
+        self.inner.alloc()
+    }
+    fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
+        self.inner.rx_burst(out, max)
+    }
+    fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
+        if let Some(w) = self.writer.borrow_mut().as_mut() {
+            let ts = std::time::Duration::from_nanos(self.clock.get().as_nanos());
+            for b in bufs.iter() {
+                if let Err(e) = w.write_frame(ts, b.frame()) {
+                    tracing::warn!(error = %e, "pcap write failed");
+                }
+            }
+        }
+        self.inner.tx_burst(bufs)
+    }
+}
+
+type LinkPort = CapturePort<FaultPort<LoopbackPort>>;
+
+/// Per-QP plan and buffers.
+struct Flow {
+    a: RcSide,
+    b: RcSide,
+    a_src: MrInfo,
+    a_dst: MrInfo,
+    b_src: MrInfo,
+    b_dst: MrInfo,
+    counter: MrInfo,
+    posted: u32,
+    recvs_posted: u32,
+    completed: u32,
+    recvs_done: u32,
+    errors: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    verified: bool,
+    messages: u64,
+    bytes_verified: u64,
+    virtual_time_us: f64,
+    retransmissions: u64,
+    naks: u64,
+    rnr_naks: u64,
+    timeouts: u64,
+    faults_a_to_b: FaultCounters,
+    faults_b_to_a: FaultCounters,
+    errors: Vec<String>,
+    counters_a: EndpointCounters,
+    counters_b: EndpointCounters,
+}
+
+fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
+    if let Some(m) = ep.mr_mut(mr.lkey) {
+        for (i, b) in m.bytes_mut().iter_mut().enumerate() {
+            *b = seed
+                .wrapping_add((i as u8).wrapping_mul(31))
+                .wrapping_add((i >> 8) as u8);
+        }
+    }
+}
+
+/// Runs `roce loopback`.
+pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
+    if args.port != "memory" {
+        bail!(
+            "--port {:?} is not available (only `memory`; `ring` needs the DPDK runtime)",
+            args.port
+        );
+    }
+    let mtu = Mtu::from_bytes(args.mtu).with_context(|| {
+        format!(
+            "--mtu {} is not one of 256, 512, 1024, 2048, 4096",
+            args.mtu
+        )
+    })?;
+    let ops = args
+        .ops
+        .iter()
+        .map(|s| Op::parse(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if ops.is_empty() {
+        bail!("--ops needs at least one operation");
+    }
+    for (name, v) in [
+        ("loss", args.loss),
+        ("dup", args.dup),
+        ("reorder", args.reorder),
+        ("corrupt", args.corrupt),
+    ] {
+        if !(0.0..1.0).contains(&v) {
+            bail!("--{name} {v} must be in [0, 1)");
+        }
+    }
+    if args.qps == 0 || args.qps > 1024 {
+        bail!("--qps {} must be in 1..=1024", args.qps);
+    }
+    if args.size > 1 << 30 || u64::from(args.size) * u64::from(args.count) > 1 << 32 {
+        bail!("--size × --count is too large for memory (limit 4 GiB per buffer)");
+    }
+    if args.start_psn > 0xFF_FFFF {
+        bail!("--start-psn {} is not a 24-bit PSN", args.start_psn);
+    }
+    let faults = FaultConfig {
+        loss: args.loss,
+        duplicate: args.dup,
+        reorder: args.reorder,
+        corrupt: args.corrupt,
+    };
+    let writer = match &args.pcap {
+        Some(path) => Some(
+            CaptureWriter::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let writer = Rc::new(RefCell::new(writer));
+    let clock = Rc::new(Cell::new(Instant::ZERO));
+    let (pa, pb) = loopback_pair(9000, 1 << 16);
+    let wrap = |p: LoopbackPort, seed: u64| CapturePort {
+        inner: FaultPort::new(p, faults, seed),
+        writer: writer.clone(),
+        clock: clock.clone(),
+    };
+    let a = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
+        [198, 18, 0, 11].into(),
+    ));
+    let b = Endpoint::new(EndpointConfig::ipv4(
+        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
+        [198, 18, 0, 12].into(),
+    ));
+    let mut pair: EndpointPair<LinkPort> = EndpointPair::new(
+        a,
+        b,
+        wrap(pa, args.seed),
+        wrap(pb, args.seed.wrapping_add(0x5eed)),
+    );
+    let depth = args.count.clamp(1, 128);
+    let opts = RcOptions {
+        mtu,
+        a_psn: Psn::new(args.start_psn),
+        b_psn: Psn::new(args.start_psn),
+        max_send_wr: depth,
+        max_recv_wr: depth,
+        timeout: 10,
+        ..RcOptions::default()
+    };
+    let span = u64::from(args.size.max(8)) * u64::from(args.count);
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let mut flows = Vec::new();
+    for q in 0..args.qps {
+        let (sa, sb) = connect_rc(&mut pair.a, &mut pair.b, &opts).context("connecting the QPs")?;
+        let reg =
+            |ep: &mut Endpoint, side: &RcSide, len: u64| ep.reg_mr(side.pd, len as usize, access);
+        let a_src = reg(&mut pair.a, &sa, span);
+        let a_dst = reg(&mut pair.a, &sa, span);
+        let b_src = reg(&mut pair.b, &sb, span);
+        let b_dst = reg(&mut pair.b, &sb, span);
+        let counter = reg(&mut pair.b, &sb, 8);
+        fill_pattern(&mut pair.a, &a_src, q as u8);
+        fill_pattern(&mut pair.b, &b_src, q as u8 ^ 0x5a);
+        flows.push(Flow {
+            a: sa,
+            b: sb,
+            a_src,
+            a_dst,
+            b_src,
+            b_dst,
+            counter,
+            posted: 0,
+            recvs_posted: 0,
+            completed: 0,
+            recvs_done: 0,
+            errors: vec![],
+        });
+    }
+    let size = args.size;
+    let count = args.count;
+    let op_of = |i: u32| ops[i as usize % ops.len()];
+    let consuming: Vec<u32> = (0..count).filter(|&i| op_of(i).consumes_recv()).collect();
+    let recvs_wanted = consuming.len() as u32;
+    let slot = |i: u32| u64::from(size.max(8)) * u64::from(i);
+    let deadline = Instant::ZERO + Duration::from_secs(3600);
+    let done = pair.run_until(deadline, |now, a, b| {
+        clock.set(now);
+        let mut all = true;
+        for f in flows.iter_mut() {
+            // Keep the receive queue stocked in message order.
+            while f.recvs_posted < recvs_wanted && f.recvs_posted - f.recvs_done < depth {
+                let i = consuming[f.recvs_posted as usize];
+                let len = if op_of(i) == Op::WriteImm { 0 } else { size };
+                let wr = RecvWr::new(
+                    u64::from(i),
+                    Sge {
+                        addr: f.b_dst.addr + slot(i),
+                        length: len,
+                        lkey: f.b_dst.lkey,
+                    },
+                );
+                if b.post_recv(f.b.qpn, wr).is_err() {
+                    break;
+                }
+                f.recvs_posted += 1;
+            }
+            while f.posted < count && f.posted - f.completed < depth {
+                let i = f.posted;
+                let at = slot(i);
+                let sge = |m: &MrInfo, len: u32| Sge {
+                    addr: m.addr + at,
+                    length: len,
+                    lkey: m.lkey,
+                };
+                let (opcode, local) = match op_of(i) {
+                    Op::Write => (
+                        WrOpcode::RdmaWrite {
+                            remote_addr: f.b_dst.addr + at,
+                            rkey: f.b_dst.rkey,
+                        },
+                        sge(&f.a_src, size),
+                    ),
+                    Op::WriteImm => (
+                        WrOpcode::RdmaWriteWithImm {
+                            remote_addr: f.b_dst.addr + at,
+                            rkey: f.b_dst.rkey,
+                            imm: i,
+                        },
+                        sge(&f.a_src, size),
+                    ),
+                    Op::Read => (
+                        WrOpcode::RdmaRead {
+                            remote_addr: f.b_src.addr + at,
+                            rkey: f.b_src.rkey,
+                        },
+                        sge(&f.a_dst, size),
+                    ),
+                    Op::Send => (WrOpcode::Send, sge(&f.a_src, size)),
+                    Op::SendImm => (WrOpcode::SendWithImm { imm: i }, sge(&f.a_src, size)),
+                    Op::Atomic => (
+                        WrOpcode::AtomicFetchAndAdd {
+                            remote_addr: f.counter.addr,
+                            rkey: f.counter.rkey,
+                            add: u64::from(i) + 1,
+                        },
+                        sge(&f.a_dst, 8),
+                    ),
+                };
+                if a.post_send(f.a.qpn, SendWr::new(u64::from(i), opcode, local))
+                    .is_err()
+                {
+                    break;
+                }
+                f.posted += 1;
+            }
+            while let Some(wc) = a.poll_cq_one(f.a.cq) {
+                if wc.status != WcStatus::Success || wc.wr_id != u64::from(f.completed) {
+                    f.errors.push(format!(
+                        "qp {}: send completion {:?} for wr {} (expected wr {})",
+                        f.a.qpn, wc.status, wc.wr_id, f.completed
+                    ));
+                }
+                f.completed += 1;
+            }
+            while let Some(wc) = b.poll_cq_one(f.b.cq) {
+                let want = consuming.get(f.recvs_done as usize).copied();
+                let i = want.unwrap_or(u32::MAX);
+                let (op, imm) = match op_of(i) {
+                    Op::WriteImm => (WcOpcode::RecvRdmaWithImm, Some(i)),
+                    Op::SendImm => (WcOpcode::Recv, Some(i)),
+                    _ => (WcOpcode::Recv, None),
+                };
+                if wc.status != WcStatus::Success
+                    || Some(wc.wr_id) != want.map(u64::from)
+                    || wc.opcode != op
+                    || wc.imm_data != imm
+                    || wc.byte_len != size
+                {
+                    f.errors.push(format!(
+                        "qp {}: receive completion {wc:?} (expected wr {want:?})",
+                        f.b.qpn
+                    ));
+                }
+                f.recvs_done += 1;
+            }
+            all &= f.completed >= count && f.recvs_done >= recvs_wanted;
+        }
+        all || flows.iter().any(|f| !f.errors.is_empty())
+    });
+    let mut errors: Vec<String> = flows.iter().flat_map(|f| f.errors.clone()).collect();
+    if !done {
+        errors.push("the run did not finish in an hour of virtual time".into());
+    }
+    let mut bytes_verified = 0u64;
+    let mut messages = 0u64;
+    for f in &flows {
+        let view = |ep: &Endpoint, m: &MrInfo, at: u64, len: u64| {
+            ep.mr(m.lkey)
+                .and_then(|r| r.bytes().get(at as usize..(at + len) as usize))
+                .map(<[u8]>::to_vec)
+        };
+        let mut expected_counter = 0u64;
+        for i in 0..f.completed.min(count) {
+            let at = slot(i);
+            let len = u64::from(size);
+            let ok = match op_of(i) {
+                Op::Write | Op::WriteImm | Op::Send | Op::SendImm => {
+                    view(&pair.a, &f.a_src, at, len) == view(&pair.b, &f.b_dst, at, len)
+                }
+                Op::Read => view(&pair.a, &f.a_dst, at, len) == view(&pair.b, &f.b_src, at, len),
+                Op::Atomic => {
+                    let orig = view(&pair.a, &f.a_dst, at, 8)
+                        .and_then(|v| v.try_into().ok())
+                        .map(u64::from_le_bytes);
+                    let ok = orig == Some(expected_counter);
+                    expected_counter += u64::from(i) + 1;
+                    ok
+                }
+            };
+            if ok {
+                messages += 1;
+                bytes_verified += if op_of(i) == Op::Atomic { 8 } else { len };
+            } else {
+                errors.push(format!(
+                    "qp {}: message {i} ({:?}) has wrong bytes at its destination",
+                    f.a.qpn,
+                    op_of(i)
+                ));
+            }
+        }
+        let counter = view(&pair.b, &f.counter, 0, 8)
+            .and_then(|v| v.try_into().ok())
+            .map(u64::from_le_bytes);
+        if counter != Some(expected_counter) {
+            errors.push(format!("qp {}: atomic counter is {counter:?}, expected {expected_counter} (each atomic exactly once)", f.a.qpn));
+        }
+    }
+    if let Some(w) = writer.borrow_mut().take() {
+        w.finish().context("finishing the pcap file")?;
+    }
+    let (ca, cb) = (pair.a.counters(), pair.b.counters());
+    let summary = Summary {
+        verified: errors.is_empty() && done,
+        messages,
+        bytes_verified,
+        virtual_time_us: pair.now.as_nanos() as f64 / 1e3,
+        retransmissions: ca.qp.retransmitted_packets + cb.qp.retransmitted_packets,
+        naks: ca.qp.naks_sent + cb.qp.naks_sent,
+        rnr_naks: ca.qp.send_rnr_err + cb.qp.send_rnr_err,
+        timeouts: ca.qp.local_ack_timeout_err + cb.qp.local_ack_timeout_err,
+        faults_a_to_b: pair.port_a.inner.counters(),
+        faults_b_to_a: pair.port_b.inner.counters(),
+        errors: errors.iter().take(20).cloned().collect(),
+        counters_a: ca,
+        counters_b: cb,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print_summary(&summary);
+    }
+    if !summary.verified {
+        bail!(
+            "verification failed: {}",
+            errors.first().map_or("incomplete run", String::as_str)
+        );
+    }
+    Ok(())
+}
+
+fn print_summary(s: &Summary) {
+    println!("verified          {}", s.verified);
+    println!("messages          {}", s.messages);
+    println!("bytes verified    {}", s.bytes_verified);
+    println!("virtual time      {:.1} us", s.virtual_time_us);
+    println!("retransmissions   {}", s.retransmissions);
+    println!("NAKs sent         {}", s.naks);
+    println!("RNR NAKs sent     {}", s.rnr_naks);
+    println!("ACK timeouts      {}", s.timeouts);
+    let f = |c: &FaultCounters| {
+        format!(
+            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted",
+            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted
+        )
+    };
+    println!("faults A->B       {}", f(&s.faults_a_to_b));
+    println!("faults B->A       {}", f(&s.faults_b_to_a));
+    let q = &s.counters_a.qp;
+    println!(
+        "requester A       packet_seq_err {} implied_nak_seq_err {} local_ack_timeout_err {} rnr_nak_retry_err {}",
+        q.packet_seq_err, q.implied_nak_seq_err, q.local_ack_timeout_err, q.rnr_nak_retry_err
+    );
+    let r = &s.counters_b.qp;
+    println!(
+        "responder B       out_of_sequence {} duplicate_request {} rx_write {} rx_read {} rx_atomic {}",
+        r.out_of_sequence, r.duplicate_request, r.rx_write_requests, r.rx_read_requests, r.rx_atomic_requests
+    );
+    let d = &s.counters_b.drops;
+    println!(
+        "drops at B        bad_icrc {} malformed {} bad_ip_checksum {} wrong_destination {}",
+        d.bad_icrc, d.malformed, d.bad_ip_checksum, d.wrong_destination
+    );
+    for e in &s.errors {
+        println!("error             {e}");
+    }
+}

@@ -1,0 +1,155 @@
+//! Fault injection as port middleware: wraps any [`Port`] and, on transmit, drops, duplicates,
+//! holds back (reorders) or corrupts frames at configured fractions, from a seeded RNG so every
+//! run can be replayed from its seed.
+//!
+//! It changes only what leaves through the wrapped port; wrap both ends for both directions.
+
+use std::collections::VecDeque;
+
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+use serde::Serialize;
+
+use super::{FrameBuf, Port, PortCaps};
+
+/// Fractions (0.0..=1.0) of transmitted frames each fault hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultConfig {
+    /// Dropped.
+    pub loss: f64,
+    /// Sent twice.
+    pub duplicate: f64,
+    /// Held back behind 1-4 later frames.
+    pub reorder: f64,
+    /// One byte flipped.
+    pub corrupt: f64,
+}
+
+/// What the injector did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FaultCounters {
+    /// Frames seen.
+    pub frames: u64,
+    /// Frames dropped.
+    pub dropped: u64,
+    /// Extra copies sent.
+    pub duplicated: u64,
+    /// Frames held back.
+    pub reordered: u64,
+    /// Frames with a flipped byte.
+    pub corrupted: u64,
+}
+
+/// A port that misbehaves on purpose.
+#[derive(Debug)]
+pub struct FaultPort<P: Port> {
+    inner: P,
+    cfg: FaultConfig,
+    rng: Pcg64,
+    held: VecDeque<(P::Buf, u32)>,
+    out: Vec<P::Buf>,
+    counters: FaultCounters,
+}
+
+impl<P: Port> FaultPort<P> {
+    /// Wraps `inner`; `seed` fixes every decision.
+    pub fn new(inner: P, cfg: FaultConfig, seed: u64) -> Self {
+        FaultPort {
+            inner,
+            cfg,
+            rng: Pcg64::seed_from_u64(seed),
+            held: VecDeque::new(),
+            out: Vec::new(),
+            counters: FaultCounters::default(),
+        }
+    }
+
+    /// What the injector did so far.
+    pub fn counters(&self) -> FaultCounters {
+        self.counters
+    }
+
+    /// The wrapped port.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    fn hit(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.random_bool(p.min(1.0))
+    }
+
+    /// Counts down held frames and sends those whose turn has come.
+    fn release_held(&mut self) {
+        for (_, n) in self.held.iter_mut() {
+            *n = n.saturating_sub(1);
+        }
+        while self.held.front().is_some_and(|(_, n)| *n == 0) {
+            if let Some((buf, _)) = self.held.pop_front() {
+                self.out.push(buf);
+            }
+        }
+        if !self.out.is_empty() {
+            self.inner.tx_burst(&mut self.out);
+            self.out.clear();
+        }
+    }
+}
+
+impl<P: Port> Port for FaultPort<P> {
+    type Buf = P::Buf;
+
+    fn caps(&self) -> PortCaps {
+        self.inner.caps()
+    }
+
+    fn alloc(&mut self) -> Option<P::Buf> {
+        self.inner.alloc()
+    }
+
+    fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
+        self.release_held();
+        self.inner.rx_burst(out, max)
+    }
+
+    fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
+        let n = bufs.len();
+        let mut pending = std::mem::take(&mut self.out);
+        for mut buf in bufs.drain(..) {
+            self.counters.frames += 1;
+            if self.hit(self.cfg.loss) {
+                self.counters.dropped += 1;
+                continue;
+            }
+            if self.hit(self.cfg.corrupt) {
+                let len = buf.frame().len();
+                if len > 0 {
+                    let at = self.rng.random_range(0..len);
+                    let bit = 1u8 << self.rng.random_range(0..8u32);
+                    if let Some(b) = buf.frame_mut().get_mut(at) {
+                        *b ^= bit;
+                    }
+                    self.counters.corrupted += 1;
+                }
+            }
+            if self.hit(self.cfg.duplicate) {
+                if let Some(mut copy) = self.inner.alloc() {
+                    if copy.set_frame_len(buf.frame().len()) {
+                        copy.frame_mut().copy_from_slice(buf.frame());
+                        pending.push(copy);
+                        self.counters.duplicated += 1;
+                    }
+                }
+            }
+            if self.hit(self.cfg.reorder) {
+                let behind = self.rng.random_range(1..=4u32);
+                self.held.push_back((buf, behind));
+                self.counters.reordered += 1;
+                continue;
+            }
+            pending.push(buf);
+        }
+        self.out = pending;
+        self.release_held();
+        n
+    }
+}

@@ -1,0 +1,401 @@
+//! In-memory ports: a connected pair of [`Port`]s in one thread, deterministic, with pooled
+//! buffers so a steady-state loop allocates nothing; and [`EndpointPair`], a two-endpoint harness
+//! on virtual time that drives any pair of ports (plain, fault-injecting, DPDK rings).
+//!
+//! Not thread-safe by design: both ends live in the caller's thread.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use super::{FrameBuf, Port, PortCaps};
+use crate::endpoint::Endpoint;
+use crate::time::{Duration, Instant};
+
+type Pool = Rc<RefCell<Vec<Vec<u8>>>>;
+
+/// A frame buffer of a loopback port; dropping it returns its memory to the pool.
+#[derive(Debug)]
+pub struct LoopbackBuf {
+    data: Vec<u8>,
+    len: usize,
+    pool: Pool,
+}
+
+impl FrameBuf for LoopbackBuf {
+    fn frame(&self) -> &[u8] {
+        self.data.get(..self.len).unwrap_or(&[])
+    }
+    fn frame_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        self.data.get_mut(..len).unwrap_or(&mut [])
+    }
+    fn room(&self) -> usize {
+        self.data.len()
+    }
+    fn set_frame_len(&mut self, len: usize) -> bool {
+        if len > self.data.len() {
+            return false;
+        }
+        self.len = len;
+        true
+    }
+}
+
+impl Drop for LoopbackBuf {
+    fn drop(&mut self) {
+        let data = std::mem::take(&mut self.data);
+        if let Ok(mut pool) = self.pool.try_borrow_mut() {
+            pool.push(data);
+        }
+    }
+}
+
+type Queue = Rc<RefCell<VecDeque<LoopbackBuf>>>;
+
+/// One end of an in-memory link.
+#[derive(Debug)]
+pub struct LoopbackPort {
+    rx: Queue,
+    peer_rx: Queue,
+    pool: Pool,
+    caps: PortCaps,
+    frame_room: usize,
+    queue_limit: usize,
+}
+
+/// Two connected ports: what one sends, the other receives, in order.
+pub fn loopback_pair(mtu: usize, queue_limit: usize) -> (LoopbackPort, LoopbackPort) {
+    let qa: Queue = Rc::default();
+    let qb: Queue = Rc::default();
+    let pool: Pool = Rc::default();
+    let caps = PortCaps {
+        mtu,
+        burst: crate::limits::BURST_SIZE,
+    };
+    let frame_room = mtu + 18;
+    let a = LoopbackPort {
+        rx: qa.clone(),
+        peer_rx: qb.clone(),
+        pool: pool.clone(),
+        caps,
+        frame_room,
+        queue_limit,
+    };
+    let b = LoopbackPort {
+        rx: qb,
+        peer_rx: qa,
+        pool,
+        caps,
+        frame_room,
+        queue_limit,
+    };
+    (a, b)
+}
+
+impl LoopbackPort {
+    /// Frames waiting to be received on this end.
+    pub fn pending(&self) -> usize {
+        self.rx.borrow().len()
+    }
+}
+
+impl Port for LoopbackPort {
+    type Buf = LoopbackBuf;
+
+    fn caps(&self) -> PortCaps {
+        self.caps
+    }
+
+    fn alloc(&mut self) -> Option<LoopbackBuf> {
+        let mut data = self.pool.borrow_mut().pop().unwrap_or_default();
+        if data.len() < self.frame_room {
+            data.resize(self.frame_room, 0);
+        }
+        Some(LoopbackBuf {
+            data,
+            len: 0,
+            pool: self.pool.clone(),
+        })
+    }
+
+    fn rx_burst(&mut self, out: &mut Vec<LoopbackBuf>, max: usize) -> usize {
+        let mut q = self.rx.borrow_mut();
+        let n = max.min(q.len());
+        out.extend(q.drain(..n));
+        n
+    }
+
+    fn tx_burst(&mut self, bufs: &mut Vec<LoopbackBuf>) -> usize {
+        let mut q = self.peer_rx.borrow_mut();
+        let n = bufs.len().min(self.queue_limit.saturating_sub(q.len()));
+        q.extend(bufs.drain(..n));
+        n
+    }
+}
+
+/// Two endpoints joined by two ports, run on virtual time: frames move in bursts, and when
+/// nothing moves the clock jumps to the next deadline (quinn-proto's `Pair`, for RoCE).
+#[derive(Debug)]
+pub struct EndpointPair<P: Port> {
+    /// Endpoint A (sends through `port_a`).
+    pub a: Endpoint,
+    /// Endpoint B (sends through `port_b`).
+    pub b: Endpoint,
+    /// A's port.
+    pub port_a: P,
+    /// B's port.
+    pub port_b: P,
+    /// Virtual time now.
+    pub now: Instant,
+    /// Time that passes per round in which frames moved.
+    pub tick: Duration,
+    scratch: Vec<P::Buf>,
+}
+
+impl<P: Port> EndpointPair<P> {
+    /// Joins `a` and `b` (A sends on `port_a`, whose peer is `port_b`).
+    pub fn new(a: Endpoint, b: Endpoint, port_a: P, port_b: P) -> Self {
+        EndpointPair {
+            a,
+            b,
+            port_a,
+            port_b,
+            now: Instant::ZERO,
+            tick: Duration::from_micros(1),
+            scratch: Vec::with_capacity(crate::limits::BURST_SIZE),
+        }
+    }
+
+    fn transmit(ep: &mut Endpoint, port: &mut P, now: Instant, scratch: &mut Vec<P::Buf>) -> usize {
+        let burst = port.caps().burst.max(1);
+        while scratch.len() < burst {
+            let Some(mut buf) = port.alloc() else { break };
+            let room = buf.room();
+            buf.set_frame_len(room);
+            match ep.poll_transmit(now, buf.frame_mut()) {
+                Some(n) => {
+                    buf.set_frame_len(n);
+                    scratch.push(buf);
+                }
+                None => break,
+            }
+        }
+        let n = scratch.len();
+        port.tx_burst(scratch);
+        scratch.clear();
+        n
+    }
+
+    fn receive(ep: &mut Endpoint, port: &mut P, now: Instant, scratch: &mut Vec<P::Buf>) -> usize {
+        let burst = port.caps().burst.max(1);
+        let n = port.rx_burst(scratch, burst);
+        for buf in scratch.drain(..) {
+            ep.handle_frame(now, buf.frame());
+        }
+        n
+    }
+
+    /// One round: due timers fire, each side sends a burst, each side receives a burst.
+    /// Returns how many frames moved.
+    pub fn step(&mut self) -> usize {
+        self.a.handle_timeout(self.now);
+        self.b.handle_timeout(self.now);
+        let mut moved = Self::transmit(&mut self.a, &mut self.port_a, self.now, &mut self.scratch);
+        moved += Self::transmit(&mut self.b, &mut self.port_b, self.now, &mut self.scratch);
+        moved += Self::receive(&mut self.b, &mut self.port_b, self.now, &mut self.scratch);
+        moved += Self::receive(&mut self.a, &mut self.port_a, self.now, &mut self.scratch);
+        moved
+    }
+
+    /// Runs until `done` (given the time and both endpoints) says so (checked after every round) or virtual time passes `deadline`.
+    /// Returns `true` when `done` was reached.
+    pub fn run_until(
+        &mut self,
+        deadline: Instant,
+        mut done: impl FnMut(Instant, &mut Endpoint, &mut Endpoint) -> bool,
+    ) -> bool {
+        loop {
+            let moved = self.step();
+            if done(self.now, &mut self.a, &mut self.b) {
+                return true;
+            }
+            if self.now > deadline {
+                return false;
+            }
+            if moved > 0 {
+                self.now += self.tick;
+                continue;
+            }
+            let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            self.now = match next {
+                Some(t) if t > self.now => t,
+                Some(_) => self.now + self.tick,
+                // Idle with nothing armed: frames may still sit in a fault injector.
+                None => self.now + self.tick,
+            };
+        }
+    }
+}
+
+/// How [`connect_rc`] sets up a QP pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RcOptions {
+    /// Path MTU of both QPs.
+    pub mtu: crate::verbs::Mtu,
+    /// First send PSN of A's QP (B's expected PSN).
+    pub a_psn: crate::psn::Psn,
+    /// First send PSN of B's QP (A's expected PSN).
+    pub b_psn: crate::psn::Psn,
+    /// Local ACK timeout code.
+    pub timeout: u8,
+    /// Transport retries.
+    pub retry_cnt: u8,
+    /// RNR retries (7 = infinite).
+    pub rnr_retry: u8,
+    /// RNR NAK timer code.
+    pub min_rnr_timer: u8,
+    /// READ/atomic depth both ways.
+    pub max_rd_atomic: u8,
+    /// Remote access both responders allow.
+    pub access: crate::verbs::AccessFlags,
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+}
+
+impl Default for RcOptions {
+    fn default() -> Self {
+        use crate::verbs::AccessFlags;
+        RcOptions {
+            mtu: crate::verbs::Mtu::Mtu1024,
+            a_psn: crate::psn::Psn::new(0),
+            b_psn: crate::psn::Psn::new(0),
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            max_rd_atomic: 16,
+            access: AccessFlags::REMOTE_WRITE
+                | AccessFlags::REMOTE_READ
+                | AccessFlags::REMOTE_ATOMIC,
+            max_send_wr: 256,
+            max_recv_wr: 256,
+        }
+    }
+}
+
+/// One side of a connected QP pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RcSide {
+    /// Protection domain the QP lives in.
+    pub pd: crate::mr::PdHandle,
+    /// CQ for both send and receive completions.
+    pub cq: crate::verbs::CqHandle,
+    /// The QP number.
+    pub qpn: u32,
+}
+
+fn rc_qp(
+    ep: &mut Endpoint,
+    pd: crate::mr::PdHandle,
+    cq: crate::verbs::CqHandle,
+    o: &RcOptions,
+) -> Result<u32, crate::qp::QpError> {
+    ep.create_qp(crate::verbs::QpInit {
+        pd,
+        send_cq: cq,
+        recv_cq: cq,
+        max_send_wr: o.max_send_wr,
+        max_recv_wr: o.max_recv_wr,
+    })
+}
+
+fn to_rts(
+    ep: &mut Endpoint,
+    qpn: u32,
+    peer: &Endpoint,
+    peer_qpn: u32,
+    sq_psn: crate::psn::Psn,
+    rq_psn: crate::psn::Psn,
+    o: &RcOptions,
+) -> Result<(), crate::qp::QpError> {
+    use crate::verbs::{AddressVector, QpAttr, QpState};
+    let pc = peer.config();
+    let remote_ip = match (pc.ipv4, pc.ipv6, ep.config().ipv4) {
+        (Some(v4), _, Some(_)) => std::net::IpAddr::V4(v4),
+        (_, Some(v6), _) => std::net::IpAddr::V6(v6),
+        (Some(v4), None, None) => std::net::IpAddr::V4(v4),
+        (None, None, _) => return Err(crate::qp::QpError::InvalidAttribute("av.remote_ip")),
+    };
+    ep.modify_qp(
+        qpn,
+        &QpAttr {
+            state: Some(QpState::Init),
+            access_flags: Some(o.access),
+            ..Default::default()
+        },
+    )?;
+    ep.modify_qp(
+        qpn,
+        &QpAttr {
+            state: Some(QpState::Rtr),
+            path_mtu: Some(o.mtu),
+            dest_qp_num: Some(peer_qpn),
+            av: Some(AddressVector {
+                remote_ip,
+                remote_mac: pc.mac,
+                traffic_class: 0,
+                hop_limit: 64,
+            }),
+            rq_psn: Some(rq_psn),
+            min_rnr_timer: Some(o.min_rnr_timer),
+            max_dest_rd_atomic: Some(o.max_rd_atomic.max(1)),
+            ..Default::default()
+        },
+    )?;
+    ep.modify_qp(
+        qpn,
+        &QpAttr {
+            state: Some(QpState::Rts),
+            sq_psn: Some(sq_psn),
+            timeout: Some(o.timeout),
+            retry_cnt: Some(o.retry_cnt),
+            rnr_retry: Some(o.rnr_retry),
+            max_rd_atomic: Some(o.max_rd_atomic),
+            ..Default::default()
+        },
+    )
+}
+
+/// Creates a QP on each endpoint (with a fresh PD and CQ each) and moves both to RTS, connected
+/// to each other, as an out-of-band exchange (TCP in `ibv_rc_pingpong`) would.
+pub fn connect_rc(
+    a: &mut Endpoint,
+    b: &mut Endpoint,
+    o: &RcOptions,
+) -> Result<(RcSide, RcSide), crate::qp::QpError> {
+    let cap = (o.max_send_wr + o.max_recv_wr) as usize * 2;
+    let (pd_a, cq_a) = (a.alloc_pd(), a.create_cq(cap));
+    let (pd_b, cq_b) = (b.alloc_pd(), b.create_cq(cap));
+    let qa = rc_qp(a, pd_a, cq_a, o)?;
+    let qb = rc_qp(b, pd_b, cq_b, o)?;
+    to_rts(a, qa, b, qb, o.a_psn, o.b_psn, o)?;
+    to_rts(b, qb, a, qa, o.b_psn, o.a_psn, o)?;
+    Ok((
+        RcSide {
+            pd: pd_a,
+            cq: cq_a,
+            qpn: qa,
+        },
+        RcSide {
+            pd: pd_b,
+            cq: cq_b,
+            qpn: qb,
+        },
+    ))
+}

@@ -1,0 +1,59 @@
+//! A congestion controller and its pacer as a QP's [`DeparturePacer`]: every data packet sent is
+//! charged to both, CNPs and the controller's timers change the rate, and the pacer turns the rate
+//! into the earliest departure of the next packet.
+//!
+//! The algorithms live in [`crate::cc`]; this is only the glue to the QP scheduler.
+
+use crate::cc::pacer::Pacer;
+use crate::cc::{CongestionControl, Controller};
+use crate::time::Instant;
+
+use super::DeparturePacer;
+
+/// A controller driving a token-bucket pacer.
+#[derive(Debug)]
+pub struct CcPacer {
+    cc: Controller,
+    pacer: Pacer,
+}
+
+impl CcPacer {
+    /// Paces at `cc`'s rate with `burst_bytes` of burst allowance.
+    pub fn new(cc: Controller, burst_bytes: u64) -> Self {
+        let pacer = Pacer::new(cc.rate(), burst_bytes);
+        CcPacer { cc, pacer }
+    }
+
+    /// The controller (for its metrics).
+    pub fn controller(&self) -> &Controller {
+        &self.cc
+    }
+
+    fn follow_rate(&mut self, now: Instant) {
+        self.pacer.set_rate(now, self.cc.rate());
+    }
+}
+
+impl DeparturePacer for CcPacer {
+    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant {
+        let len = frame_len as u64;
+        self.cc.on_sent(now, len);
+        self.pacer.on_sent(now, len);
+        self.follow_rate(now);
+        self.pacer.earliest_departure(now, len)
+    }
+
+    fn on_cnp(&mut self, now: Instant) {
+        self.cc.on_cnp(now);
+        self.follow_rate(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.cc.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.cc.handle_timeout(now);
+        self.follow_rate(now);
+    }
+}

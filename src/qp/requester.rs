@@ -1,0 +1,329 @@
+//! The requester half of an RC queue pair: the send queue, PSN assignment (24-bit wrap, READs
+//! consuming one PSN per response packet), segmentation by path MTU, AckReq placement, and the
+//! limits on outstanding PSNs and READ/atomic requests.
+//!
+//! Not here: what responses do to the send queue (see [`super::completer`]).
+
+use std::collections::VecDeque;
+
+use crate::psn::Psn;
+use crate::verbs::{SendFlags, SendWr, WcStatus, WrOpcode};
+use crate::wire::opcode::Opcode;
+use crate::wire::{atomic_eth, reth, ExtRepr};
+
+use super::{Outgoing, Payload};
+
+/// A posted send work request and its place in PSN space.
+#[derive(Clone, Debug)]
+pub(crate) struct SendWqe {
+    pub wr: SendWr,
+    /// Message bytes (atomics: 8).
+    pub len: u64,
+    pub first_psn: Psn,
+    /// PSNs the message occupies (request packets, or response packets for a READ).
+    pub npkts: u32,
+    /// READ response packets received in order so far.
+    pub read_pkts: u32,
+    /// A local error found when posting; reported when the WQE reaches the head.
+    pub local_error: Option<WcStatus>,
+}
+
+impl SendWqe {
+    /// PSN of the last packet (or last READ response).
+    pub fn last_psn(&self) -> Psn {
+        self.first_psn.add(self.npkts.saturating_sub(1))
+    }
+    /// `psn` lies in this WQE's PSN range.
+    pub fn covers(&self, psn: Psn) -> bool {
+        let d = psn.diff(self.first_psn);
+        d >= 0 && (d as u32) < self.npkts
+    }
+}
+
+/// Send-queue and requester state.
+#[derive(Debug)]
+pub(crate) struct Requester {
+    pub sq: VecDeque<SendWqe>,
+    pub max_send_wr: usize,
+    /// PSN for the next posted WQE.
+    pub next_post_psn: Psn,
+    /// Index in `sq` of the WQE being transmitted.
+    pub cursor: usize,
+    /// Packet index within that WQE.
+    pub cursor_pkt: u32,
+    /// Oldest PSN not yet acknowledged.
+    pub una: Psn,
+    /// One past the highest PSN ever sent (retransmissions stay below it).
+    pub high_psn: Psn,
+    /// READ/atomic WQEs sent and not completed.
+    pub rd_atomic_outstanding: u32,
+    /// Packets sent since the last AckReq.
+    pub since_ack_req: u32,
+    /// Waiting for the RNR timer: send nothing.
+    pub rnr_wait: bool,
+    /// The PSN of the current retransmission round (suppresses repeated NAK-triggered rounds).
+    pub retry_psn: Option<Psn>,
+    pub retry_left: u8,
+    pub rnr_retry_left: u8,
+}
+
+/// Tunables of the requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequesterConfig {
+    /// Most PSNs outstanding (sent, not acknowledged).
+    pub max_outstanding_psns: u32,
+    /// Set AckReq at least every this many packets inside long messages.
+    pub ack_req_interval: u32,
+}
+
+impl Default for RequesterConfig {
+    fn default() -> Self {
+        RequesterConfig {
+            max_outstanding_psns: 512,
+            ack_req_interval: 32,
+        }
+    }
+}
+
+impl Requester {
+    pub fn new(max_send_wr: usize) -> Self {
+        Requester {
+            sq: VecDeque::with_capacity(max_send_wr),
+            max_send_wr,
+            next_post_psn: Psn::new(0),
+            cursor: 0,
+            cursor_pkt: 0,
+            una: Psn::new(0),
+            high_psn: Psn::new(0),
+            rd_atomic_outstanding: 0,
+            since_ack_req: 0,
+            rnr_wait: false,
+            retry_psn: None,
+            retry_left: 0,
+            rnr_retry_left: 0,
+        }
+    }
+
+    /// Starts PSN space at `psn` (modify to RTS).
+    pub fn set_sq_psn(&mut self, psn: Psn) {
+        self.next_post_psn = psn;
+        self.una = psn;
+        self.high_psn = psn;
+    }
+
+    /// Queues a WQE, assigning its PSNs.
+    pub fn push(&mut self, wr: SendWr, len: u64, mtu: u32, local_error: Option<WcStatus>) {
+        let npkts = if wr.opcode.is_atomic() {
+            1
+        } else {
+            (len.div_ceil(u64::from(mtu)).max(1)) as u32
+        };
+        let first_psn = self.next_post_psn;
+        self.next_post_psn = first_psn.add(npkts);
+        self.sq.push_back(SendWqe {
+            wr,
+            len,
+            first_psn,
+            npkts,
+            read_pkts: 0,
+            local_error,
+        });
+    }
+
+    /// Moves the transmit cursor back to `psn` (go-back-N). Returns `false` when `psn` is not in
+    /// any sent WQE.
+    pub fn rewind(&mut self, psn: Psn) -> bool {
+        let Some(i) = self.sq.iter().position(|w| w.covers(psn)) else {
+            return false;
+        };
+        let k = psn.diff(self.sq[i].first_psn) as u32;
+        // A READ whose (re)request is still unsent may skip ahead to the first missing response.
+        let read_ahead = i == self.cursor && self.sq[i].wr.opcode.is_read_or_atomic();
+        if i > self.cursor || (i == self.cursor && k > self.cursor_pkt && !read_ahead) {
+            return false;
+        }
+        self.cursor = i;
+        self.cursor_pkt = k;
+        self.rd_atomic_outstanding = self
+            .sq
+            .iter()
+            .take(i)
+            .filter(|w| w.wr.opcode.is_read_or_atomic())
+            .count() as u32;
+        self.since_ack_req = 0;
+        true
+    }
+
+    /// The next request packet, if the window, fences and limits allow one; advances the cursor.
+    pub fn next_packet(
+        &mut self,
+        mtu: u32,
+        max_rd_atomic: u8,
+        cfg: &RequesterConfig,
+    ) -> Option<Outgoing> {
+        let (psn, in_flight) = self.ready(max_rd_atomic, cfg)?;
+        let w = self.sq.get(self.cursor)?;
+        let rd_atomic = w.wr.opcode.is_read_or_atomic();
+        let mtu64 = u64::from(mtu);
+        let k = self.cursor_pkt;
+        let offset = u64::from(k) * mtu64;
+        let last = k + 1 >= w.npkts;
+        let mut ext = ExtRepr::default();
+        let mut payload = Payload::None;
+        let mut ack_req = last || self.since_ack_req + 1 >= cfg.ack_req_interval;
+        if in_flight + 1 >= cfg.max_outstanding_psns {
+            ack_req = true;
+        }
+        let first = k == 0;
+        let opcode = match w.wr.opcode {
+            WrOpcode::Send | WrOpcode::SendWithImm { .. } => {
+                let imm = match w.wr.opcode {
+                    WrOpcode::SendWithImm { imm } => Some(imm),
+                    _ => None,
+                };
+                if last {
+                    ext.immdt = imm;
+                }
+                payload = sgl_payload(w, offset, mtu64);
+                match (first, last, imm.is_some()) {
+                    (true, true, false) => Opcode::RC_SEND_ONLY,
+                    (true, true, true) => Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
+                    (true, false, _) => Opcode::RC_SEND_FIRST,
+                    (false, false, _) => Opcode::RC_SEND_MIDDLE,
+                    (false, true, false) => Opcode::RC_SEND_LAST,
+                    (false, true, true) => Opcode::RC_SEND_LAST_WITH_IMMEDIATE,
+                }
+            }
+            WrOpcode::RdmaWrite { remote_addr, rkey }
+            | WrOpcode::RdmaWriteWithImm {
+                remote_addr, rkey, ..
+            } => {
+                let imm = match w.wr.opcode {
+                    WrOpcode::RdmaWriteWithImm { imm, .. } => Some(imm),
+                    _ => None,
+                };
+                if first {
+                    ext.reth = Some(reth::Repr {
+                        va: remote_addr,
+                        rkey,
+                        dma_len: w.len as u32,
+                    });
+                }
+                if last {
+                    ext.immdt = imm;
+                }
+                payload = sgl_payload(w, offset, mtu64);
+                match (first, last, imm.is_some()) {
+                    (true, true, false) => Opcode::RC_RDMA_WRITE_ONLY,
+                    (true, true, true) => Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+                    (true, false, _) => Opcode::RC_RDMA_WRITE_FIRST,
+                    (false, false, _) => Opcode::RC_RDMA_WRITE_MIDDLE,
+                    (false, true, false) => Opcode::RC_RDMA_WRITE_LAST,
+                    (false, true, true) => Opcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+                }
+            }
+            WrOpcode::RdmaRead { remote_addr, rkey } => {
+                ext.reth = Some(reth::Repr {
+                    va: remote_addr.wrapping_add(offset),
+                    rkey,
+                    dma_len: w.len.saturating_sub(offset) as u32,
+                });
+                ack_req = true;
+                Opcode::RC_RDMA_READ_REQUEST
+            }
+            WrOpcode::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                ext.atomic_eth = Some(atomic_eth::Repr {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: swap,
+                    compare,
+                });
+                ack_req = true;
+                Opcode::RC_COMPARE_SWAP
+            }
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                ext.atomic_eth = Some(atomic_eth::Repr {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+                ack_req = true;
+                Opcode::RC_FETCH_ADD
+            }
+        };
+        let solicited = last && w.wr.flags.contains(SendFlags::SOLICITED);
+        // A READ request covers the rest of the message's PSNs in one packet.
+        let psns = if rd_atomic { w.npkts - k } else { 1 };
+        let retransmission = psn.before(self.high_psn);
+        let end = psn.add(psns);
+        if end.after(self.high_psn) {
+            self.high_psn = end;
+        }
+        if rd_atomic || last {
+            self.cursor += 1;
+            self.cursor_pkt = 0;
+        } else {
+            self.cursor_pkt += 1;
+        }
+        if rd_atomic {
+            self.rd_atomic_outstanding += 1;
+        }
+        self.since_ack_req = if ack_req { 0 } else { self.since_ack_req + 1 };
+        Some(Outgoing {
+            opcode,
+            psn,
+            ack_req,
+            solicited,
+            ext,
+            payload,
+            retransmission,
+        })
+    }
+
+    /// The PSN and in-flight count of the next packet, when the window, fences and READ/atomic
+    /// limits allow one now.
+    pub fn ready(&self, max_rd_atomic: u8, cfg: &RequesterConfig) -> Option<(Psn, u32)> {
+        if self.rnr_wait {
+            return None;
+        }
+        let w = self.sq.get(self.cursor)?;
+        if w.local_error.is_some() {
+            return None;
+        }
+        let psn = w.first_psn.add(self.cursor_pkt);
+        let in_flight = psn.diff(self.una).max(0) as u32;
+        if in_flight >= cfg.max_outstanding_psns {
+            return None;
+        }
+        let rd_atomic = w.wr.opcode.is_read_or_atomic();
+        if rd_atomic && self.rd_atomic_outstanding >= u32::from(max_rd_atomic.max(1)) {
+            return None;
+        }
+        let fenced = w.wr.flags.contains(SendFlags::FENCE)
+            && self.cursor_pkt == 0
+            && self.rd_atomic_outstanding > 0;
+        (!fenced).then_some((psn, in_flight))
+    }
+}
+
+fn sgl_payload(w: &SendWqe, offset: u64, mtu: u64) -> Payload {
+    let len = w.len.saturating_sub(offset).min(mtu) as usize;
+    if len == 0 {
+        return Payload::None;
+    }
+    Payload::Sgl {
+        sgl: w.wr.sgl.clone(),
+        offset,
+        len,
+    }
+}

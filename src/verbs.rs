@@ -1,0 +1,429 @@
+//! The verbs vocabulary: work requests, scatter/gather entries, completions, access flags and
+//! queue-pair attributes, shaped after libibverbs but as plain Rust values.
+//!
+//! Nothing here does work; the [`crate::endpoint::Endpoint`] and [`crate::qp`] act on these types.
+
+use std::net::IpAddr;
+
+use arrayvec::ArrayVec;
+use bitflags::bitflags;
+use serde::Serialize;
+
+use crate::psn::Psn;
+use crate::wire::EthernetAddress;
+
+/// Most scatter/gather entries one work request carries.
+pub const MAX_SGE: usize = 4;
+
+bitflags! {
+    /// What a memory region (or a QP's responder) allows.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+    pub struct AccessFlags: u32 {
+        /// The local side may write (RDMA READ responses and receives land here).
+        const LOCAL_WRITE = 1 << 0;
+        /// A remote peer may RDMA WRITE.
+        const REMOTE_WRITE = 1 << 1;
+        /// A remote peer may RDMA READ.
+        const REMOTE_READ = 1 << 2;
+        /// A remote peer may run atomics.
+        const REMOTE_ATOMIC = 1 << 3;
+    }
+}
+
+bitflags! {
+    /// Per-work-request flags.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SendFlags: u32 {
+        /// Generate a completion on success (errors always complete).
+        const SIGNALED = 1 << 0;
+        /// Wait for earlier RDMA READs and atomics to complete before starting.
+        const FENCE = 1 << 1;
+        /// Set the solicited-event bit on the last packet.
+        const SOLICITED = 1 << 2;
+    }
+}
+
+/// One scatter/gather entry: `length` bytes at `addr` of the region named by `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Address inside the region (the region's `addr` plus an offset).
+    pub addr: u64,
+    /// Bytes.
+    pub length: u32,
+    /// The region's local key.
+    pub lkey: u32,
+}
+
+/// A scatter/gather list (at most [`MAX_SGE`] entries, stored inline).
+pub type Sgl = ArrayVec<Sge, MAX_SGE>;
+
+/// Total bytes of a scatter/gather list.
+pub fn sgl_len(sgl: &[Sge]) -> u64 {
+    sgl.iter().map(|s| u64::from(s.length)).sum()
+}
+
+/// What a send work request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrOpcode {
+    /// SEND into the peer's next receive.
+    Send,
+    /// SEND carrying 32 bits of immediate data.
+    SendWithImm {
+        /// Immediate data (sent in network order).
+        imm: u32,
+    },
+    /// RDMA WRITE to `remote_addr` under `rkey`.
+    RdmaWrite {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE that also consumes a receive on the peer and carries immediate data.
+    RdmaWriteWithImm {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ from `remote_addr` under `rkey` into the local SGL.
+    RdmaRead {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// 64-bit compare-and-swap; the original value lands in the local SGL (8 bytes).
+    AtomicCmpAndSwp {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to compare with.
+        compare: u64,
+        /// Value stored when equal.
+        swap: u64,
+    },
+    /// 64-bit fetch-and-add; the original value lands in the local SGL (8 bytes).
+    AtomicFetchAndAdd {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+}
+
+impl WrOpcode {
+    /// RDMA READ or an atomic: needs a response and counts against `max_rd_atomic`.
+    pub fn is_read_or_atomic(&self) -> bool {
+        matches!(
+            self,
+            WrOpcode::RdmaRead { .. }
+                | WrOpcode::AtomicCmpAndSwp { .. }
+                | WrOpcode::AtomicFetchAndAdd { .. }
+        )
+    }
+
+    /// An atomic operation.
+    pub fn is_atomic(&self) -> bool {
+        matches!(
+            self,
+            WrOpcode::AtomicCmpAndSwp { .. } | WrOpcode::AtomicFetchAndAdd { .. }
+        )
+    }
+
+    /// The completion opcode reported for this request.
+    pub fn wc_opcode(&self) -> WcOpcode {
+        match self {
+            WrOpcode::Send | WrOpcode::SendWithImm { .. } => WcOpcode::Send,
+            WrOpcode::RdmaWrite { .. } | WrOpcode::RdmaWriteWithImm { .. } => WcOpcode::RdmaWrite,
+            WrOpcode::RdmaRead { .. } => WcOpcode::RdmaRead,
+            WrOpcode::AtomicCmpAndSwp { .. } => WcOpcode::CompSwap,
+            WrOpcode::AtomicFetchAndAdd { .. } => WcOpcode::FetchAdd,
+        }
+    }
+}
+
+/// A send work request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendWr {
+    /// Caller's cookie, returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub opcode: WrOpcode,
+    /// Local data: gathered for SEND/WRITE, scattered into for READ/atomics.
+    pub sgl: Sgl,
+    /// Signaled, fence, solicited.
+    pub flags: SendFlags,
+}
+
+impl SendWr {
+    /// A signaled request with one SGE.
+    pub fn new(wr_id: u64, opcode: WrOpcode, sge: Sge) -> Self {
+        let mut sgl = Sgl::new();
+        sgl.push(sge);
+        SendWr {
+            wr_id,
+            opcode,
+            sgl,
+            flags: SendFlags::SIGNALED,
+        }
+    }
+}
+
+/// A receive work request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecvWr {
+    /// Caller's cookie, returned in the completion.
+    pub wr_id: u64,
+    /// Where incoming SEND data lands.
+    pub sgl: Sgl,
+}
+
+impl RecvWr {
+    /// A receive with one SGE.
+    pub fn new(wr_id: u64, sge: Sge) -> Self {
+        let mut sgl = Sgl::new();
+        sgl.push(sge);
+        RecvWr { wr_id, sgl }
+    }
+}
+
+/// Completion status, named after `ibv_wc_status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum WcStatus {
+    /// Done.
+    Success,
+    /// Local length error (receive too small, SGL longer than allowed).
+    LocLenErr,
+    /// Local QP operation error.
+    LocQpOpErr,
+    /// Local protection error (bad lkey, bounds, access).
+    LocProtErr,
+    /// Flushed because the QP went to the error state.
+    WrFlushErr,
+    /// Unexpected response from the responder.
+    BadRespErr,
+    /// Local access error (response could not be written locally).
+    LocAccessErr,
+    /// The responder rejected the request as invalid (NAK invalid request).
+    RemInvReqErr,
+    /// The responder refused access (NAK remote access error).
+    RemAccessErr,
+    /// The responder failed (NAK remote operational error).
+    RemOpErr,
+    /// Transport retries (`retry_cnt`) exhausted.
+    RetryExcErr,
+    /// RNR retries (`rnr_retry`) exhausted.
+    RnrRetryExcErr,
+}
+
+/// What a completion completes, named after `ibv_wc_opcode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum WcOpcode {
+    /// A SEND (with or without immediate).
+    Send,
+    /// An RDMA WRITE (with or without immediate).
+    RdmaWrite,
+    /// An RDMA READ.
+    RdmaRead,
+    /// A compare-and-swap.
+    CompSwap,
+    /// A fetch-and-add.
+    FetchAdd,
+    /// A receive consumed by a SEND.
+    Recv,
+    /// A receive consumed by an RDMA WRITE with immediate.
+    RecvRdmaWithImm,
+}
+
+/// One work completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkCompletion {
+    /// The work request's cookie.
+    pub wr_id: u64,
+    /// Outcome.
+    pub status: WcStatus,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// Bytes transferred (receives: bytes received; READ: bytes read).
+    pub byte_len: u32,
+    /// Immediate data of a receive, if any.
+    pub imm_data: Option<u32>,
+    /// The local QP number.
+    pub qp_num: u32,
+}
+
+/// Queue-pair states (IBTA 10.3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum QpState {
+    /// Fresh: nothing happens.
+    Reset,
+    /// Initialized: receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drained: no new requests start.
+    Sqd,
+    /// Send queue error: receives still work.
+    Sqe,
+    /// Error: everything flushes.
+    Err,
+}
+
+/// Path MTU: the payload bytes per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256,
+    /// 512 bytes.
+    Mtu512,
+    /// 1024 bytes.
+    Mtu1024,
+    /// 2048 bytes.
+    Mtu2048,
+    /// 4096 bytes.
+    Mtu4096,
+}
+
+impl Mtu {
+    /// Payload bytes per packet.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Mtu::Mtu256 => 256,
+            Mtu::Mtu512 => 512,
+            Mtu::Mtu1024 => 1024,
+            Mtu::Mtu2048 => 2048,
+            Mtu::Mtu4096 => 4096,
+        }
+    }
+
+    /// The MTU of exactly `bytes` (256, 512, 1024, 2048 or 4096).
+    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
+        match bytes {
+            256 => Some(Mtu::Mtu256),
+            512 => Some(Mtu::Mtu512),
+            1024 => Some(Mtu::Mtu1024),
+            2048 => Some(Mtu::Mtu2048),
+            4096 => Some(Mtu::Mtu4096),
+            _ => None,
+        }
+    }
+}
+
+/// Where the peer is: its GID (an IPv4 or IPv6 address for RoCEv2) and MAC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressVector {
+    /// The peer's IP address (its RoCEv2 GID).
+    pub remote_ip: IpAddr,
+    /// The peer's (or next hop's) MAC address.
+    pub remote_mac: EthernetAddress,
+    /// IP traffic class (DSCP << 2 | ECN); 0 lets the endpoint choose the ECN bits.
+    pub traffic_class: u8,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub hop_limit: u8,
+}
+
+/// Attributes for `modify_qp`; `None` leaves an attribute as it is. The transition to `state`
+/// decides which attributes are required (see [`crate::qp::state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpAttr {
+    /// Target state.
+    pub state: Option<QpState>,
+    /// Path MTU (required for INIT→RTR).
+    pub path_mtu: Option<Mtu>,
+    /// Destination QP number, 24 bits (required for INIT→RTR).
+    pub dest_qp_num: Option<u32>,
+    /// Peer address (required for INIT→RTR).
+    pub av: Option<AddressVector>,
+    /// Expected receive PSN (required for INIT→RTR).
+    pub rq_psn: Option<Psn>,
+    /// First send PSN (required for RTR→RTS).
+    pub sq_psn: Option<Psn>,
+    /// Local ACK timeout exponent: 4.096 µs × 2^timeout; 0 = infinite (0..=31, required for RTR→RTS).
+    pub timeout: Option<u8>,
+    /// Transport retries (0..=7, required for RTR→RTS).
+    pub retry_cnt: Option<u8>,
+    /// RNR retries (0..=7, 7 = infinite; required for RTR→RTS).
+    pub rnr_retry: Option<u8>,
+    /// RNR NAK timer code the responder advertises (0..=31, required for INIT→RTR).
+    pub min_rnr_timer: Option<u8>,
+    /// Outstanding READ/atomic requests as requester (required for RTR→RTS).
+    pub max_rd_atomic: Option<u8>,
+    /// Outstanding READ/atomic requests as responder (required for INIT→RTR).
+    pub max_dest_rd_atomic: Option<u8>,
+    /// Remote access the responder allows (RESET→INIT; defaults to none).
+    pub access_flags: Option<AccessFlags>,
+}
+
+/// Sizes of a new QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpInit {
+    /// Protection domain.
+    pub pd: crate::mr::PdHandle,
+    /// CQ for send completions.
+    pub send_cq: CqHandle,
+    /// CQ for receive completions.
+    pub recv_cq: CqHandle,
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+}
+
+/// A completion queue of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CqHandle(pub(crate) u32);
+
+/// A completion queue: completions in the order they happened.
+#[derive(Debug, Default)]
+pub struct CompletionQueue {
+    entries: std::collections::VecDeque<WorkCompletion>,
+    overflows: u64,
+    capacity: usize,
+}
+
+impl CompletionQueue {
+    /// A queue holding up to `capacity` completions (preallocated).
+    pub fn new(capacity: usize) -> Self {
+        CompletionQueue {
+            entries: std::collections::VecDeque::with_capacity(capacity),
+            overflows: 0,
+            capacity,
+        }
+    }
+
+    /// Appends a completion; counts (and keeps) it past capacity rather than losing it.
+    pub fn push(&mut self, wc: WorkCompletion) {
+        if self.entries.len() >= self.capacity {
+            self.overflows += 1;
+        }
+        self.entries.push_back(wc);
+    }
+
+    /// The oldest completion.
+    pub fn pop(&mut self) -> Option<WorkCompletion> {
+        self.entries.pop_front()
+    }
+
+    /// Completions waiting.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No completions waiting.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Times a completion arrived while the queue was full.
+    pub fn overflows(&self) -> u64 {
+        self.overflows
+    }
+}

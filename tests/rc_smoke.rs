@@ -1,0 +1,151 @@
+//! One of each operation over a clean link: the bytes land and every WR completes once.
+
+mod rc_support;
+
+use rc_support::*;
+use roce::driver::fault::FaultConfig;
+use roce::driver::loopback::RcOptions;
+use roce::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+
+#[test]
+fn write_read_send_and_atomics_complete_over_a_clean_link() {
+    let mut p = pair(FaultConfig::default(), 1);
+    let (sa, sb) = connect(&mut p, &RcOptions::default());
+    let src = mr(&mut p.a, &sa, 10_000, 7);
+    let dst = mr(&mut p.b, &sb, 10_000, 0);
+    let sge = |m: &roce::mr::MrInfo, off: u64, len: u32| Sge {
+        addr: m.addr + off,
+        length: len,
+        lkey: m.lkey,
+    };
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            1,
+            WrOpcode::RdmaWrite {
+                remote_addr: dst.addr,
+                rkey: dst.rkey,
+            },
+            sge(&src, 0, 5000),
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            2,
+            WrOpcode::RdmaRead {
+                remote_addr: dst.addr + 100,
+                rkey: dst.rkey,
+            },
+            sge(&src, 6000, 3000),
+        ),
+    )
+    .unwrap();
+    p.b.post_recv(sb.qpn, RecvWr::new(10, sge(&dst, 9000, 1000)))
+        .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            3,
+            WrOpcode::SendWithImm { imm: 0xdead_beef },
+            sge(&src, 0, 700),
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            4,
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr: dst.addr + 8000,
+                rkey: dst.rkey,
+                add: 5,
+            },
+            sge(&src, 9000, 8),
+        ),
+    )
+    .unwrap();
+    let mut wa = Vec::new();
+    let mut wb = Vec::new();
+    let end = deadline(&p, 1);
+    let ok = p.run_until(end, |_, a, b| {
+        drain(a, &sa, &mut wa);
+        drain(b, &sb, &mut wb);
+        wa.len() == 4 && wb.len() == 1
+    });
+    assert!(ok, "timed out: {wa:?} {wb:?}");
+    assert_eq!(
+        wa.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![
+            (1, WcStatus::Success),
+            (2, WcStatus::Success),
+            (3, WcStatus::Success),
+            (4, WcStatus::Success)
+        ]
+    );
+    assert_eq!(
+        (wb[0].wr_id, wb[0].opcode, wb[0].byte_len, wb[0].imm_data),
+        (10, WcOpcode::Recv, 700, Some(0xdead_beef))
+    );
+    let a = p.a.mr(src.lkey).unwrap().bytes().to_vec();
+    let b = p.b.mr(dst.lkey).unwrap().bytes().to_vec();
+    assert_eq!(&b[..5000], &a[..5000]);
+    assert_eq!(&a[6000..9000], &b[100..3100]);
+    assert_eq!(&b[9000..9700], &a[..700]);
+}
+
+#[test]
+fn ipv6_endpoints_move_a_multi_packet_send() {
+    use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair};
+    use roce::endpoint::{Endpoint, EndpointConfig};
+    let v6 = |mac, ip: &str| {
+        let mut c = EndpointConfig::ipv4(mac, std::net::Ipv4Addr::UNSPECIFIED);
+        c.ipv4 = None;
+        c.ipv6 = Some(ip.parse().unwrap());
+        Endpoint::new(c)
+    };
+    let (pa, pb) = loopback_pair(9000, 1024);
+    let mut p = EndpointPair::new(v6(MAC_A, "2001:db8::11"), v6(MAC_B, "2001:db8::12"), pa, pb);
+    let (sa, sb) = connect_rc(&mut p.a, &mut p.b, &RcOptions::default()).unwrap();
+    let src = mr(&mut p.a, &sa, 3000, 9);
+    let dst = mr(&mut p.b, &sb, 3000, 0);
+    p.b.post_recv(
+        sb.qpn,
+        RecvWr::new(
+            5,
+            Sge {
+                addr: dst.addr,
+                length: 3000,
+                lkey: dst.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    p.a.post_send(
+        sa.qpn,
+        SendWr::new(
+            6,
+            WrOpcode::Send,
+            Sge {
+                addr: src.addr,
+                length: 3000,
+                lkey: src.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let end = p.now + roce::time::Duration::from_secs(1);
+    assert!(p.run_until(end, |_, a, b| {
+        got.extend(a.poll_cq_one(sa.cq));
+        got.extend(b.poll_cq_one(sb.cq));
+        got.len() == 2
+    }));
+    assert!(got.iter().all(|w| w.status == WcStatus::Success));
+    assert_eq!(
+        p.a.mr(src.lkey).unwrap().bytes(),
+        p.b.mr(dst.lkey).unwrap().bytes()
+    );
+    assert_eq!(p.b.counters().qp.rx_send_requests, 1);
+}

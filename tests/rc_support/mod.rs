@@ -1,0 +1,70 @@
+//! Shared set-up for the RC integration tests: two endpoints on an in-memory link.
+#![allow(dead_code)]
+
+use std::net::Ipv4Addr;
+
+use roce::driver::fault::{FaultConfig, FaultPort};
+use roce::driver::loopback::{
+    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
+};
+use roce::endpoint::{Endpoint, EndpointConfig};
+use roce::mr::MrInfo;
+use roce::time::{Duration, Instant};
+use roce::verbs::{AccessFlags, WorkCompletion};
+use roce::wire::EthernetAddress;
+
+pub const MAC_A: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]);
+pub const MAC_B: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]);
+pub const IP_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 11);
+pub const IP_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 12);
+
+pub fn endpoints() -> (Endpoint, Endpoint) {
+    (
+        Endpoint::new(EndpointConfig::ipv4(MAC_A, IP_A)),
+        Endpoint::new(EndpointConfig::ipv4(MAC_B, IP_B)),
+    )
+}
+
+pub type Pair = EndpointPair<FaultPort<LoopbackPort>>;
+
+pub fn pair(faults: FaultConfig, seed: u64) -> Pair {
+    let (a, b) = endpoints();
+    let (pa, pb) = loopback_pair(9000, 1 << 16);
+    EndpointPair::new(
+        a,
+        b,
+        FaultPort::new(pa, faults, seed),
+        FaultPort::new(pb, faults, seed ^ 0x5eed),
+    )
+}
+
+pub fn connect(p: &mut Pair, o: &RcOptions) -> (RcSide, RcSide) {
+    connect_rc(&mut p.a, &mut p.b, o).expect("connect")
+}
+
+pub const ALL_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ)
+    .union(AccessFlags::REMOTE_ATOMIC);
+
+pub fn mr(ep: &mut Endpoint, side: &RcSide, len: usize, fill: u8) -> MrInfo {
+    let mr = ep.reg_mr(side.pd, len, ALL_ACCESS);
+    if let Some(m) = ep.mr_mut(mr.lkey) {
+        for (i, b) in m.bytes_mut().iter_mut().enumerate() {
+            *b = fill.wrapping_add((i % 251) as u8);
+        }
+    }
+    mr
+}
+
+pub fn drain(ep: &mut Endpoint, side: &RcSide, out: &mut Vec<WorkCompletion>) {
+    while let Some(wc) = ep.poll_cq_one(side.cq) {
+        out.push(wc);
+    }
+}
+
+pub fn deadline(p: &Pair, secs: u64) -> Instant {
+    p.now + Duration::from_secs(secs)
+}
+
+pub mod script;

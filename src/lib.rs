@@ -17,6 +17,7 @@
 //! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
 //! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
 //! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
+//! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
@@ -39,6 +40,7 @@ pub mod pcap;
 pub mod psn;
 pub mod qp;
 pub mod runtime;
+pub mod sim;
 pub mod stats;
 pub mod time;
 pub mod verbs;

@@ -11,6 +11,7 @@ mod cli {
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod port;
+    pub mod sim;
 }
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
@@ -35,6 +36,9 @@ enum Command {
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
     Port(cli::port::PortCommand),
+    /// Run experiments in the deterministic virtual-time fabric.
+    #[command(subcommand)]
+    Sim(cli::sim::SimCommand),
     /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
     Loopback(cli::loopback::LoopbackArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
@@ -49,6 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pcap(cmd) => cli::pcap::run(cmd)?,
         Command::Cc { cmd } => cli::cc::run(cmd)?,
         Command::Oob(cmd) => cli::oob::run(cmd)?,
+        Command::Sim(cmd) => cli::sim::run(cmd)?,
         Command::Loopback(args) => cli::loopback::run(args)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);

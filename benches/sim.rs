@@ -1,0 +1,168 @@
+//! Simulator throughput: fabric events per second on one core, beside a baseline measured in the
+//! same run (push + pop of as many entries on a bare `BinaryHeap`, the floor any event-driven
+//! simulator pays). Two fabrics: "fabric only" hosts replay one prebuilt frame and count what
+//! they get (the simulator's own cost), and the test engines (which build every frame with its
+//! ICRC and check every ICRC on receipt). Also the wall time of a 16:1 incast at 100 Gbit/s for
+//! 10 ms of virtual time. Prints medians and ratios.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hint::black_box;
+use std::time::Instant as Wall;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use roce::driver::Engine;
+use roce::sim::builtin::{Builtin, BuiltinKind};
+use roce::sim::scenario::Scenario;
+use roce::sim::testing::{TestFlow, TestHost};
+use roce::sim::topology::Topology;
+use roce::sim::{LinkConfig, SwitchConfig};
+use roce::time::Instant;
+
+fn incast(senders: usize, duration_us: f64) -> Scenario {
+    Builtin {
+        senders: Some(senders),
+        duration_us: Some(duration_us),
+        ..Builtin::default()
+    }
+    .scenario(BuiltinKind::Incast)
+}
+
+/// Runs the scenario; returns (events, wall seconds).
+fn run_scenario(s: &Scenario) -> (u64, f64) {
+    let t = Wall::now();
+    let (summary, _) = s.run(|_| {}).expect("runs");
+    (summary.events, t.elapsed().as_secs_f64())
+}
+
+/// A host that sends one prebuilt frame over and over, or swallows what it receives.
+enum Replay {
+    Sender(Vec<u8>),
+    Sink(u64),
+}
+
+impl Engine for Replay {
+    fn handle_frame(&mut self, _now: Instant, frame: &[u8]) {
+        if let Replay::Sink(n) = self {
+            *n += frame.len() as u64;
+        }
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
+        match self {
+            Replay::Sender(f) => {
+                buf.get_mut(..f.len())?.copy_from_slice(f);
+                Some(f.len())
+            }
+            Replay::Sink(_) => None,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Replay::Sender(_) => Some(Instant::ZERO),
+            Replay::Sink(_) => None,
+        }
+    }
+}
+
+/// A 16:1 incast of replaying hosts through one PFC switch; returns (events, wall seconds).
+fn run_fabric_only(senders: usize, duration_us: u64) -> (u64, f64) {
+    let cfg = SwitchConfig::default();
+    let topo = Topology::star(senders + 1, LinkConfig::new(100.0, 1000), cfg);
+    let dst = topo.hosts[senders].1;
+    let (mut fabric, _) = topo
+        .build(1, |i, ip| {
+            if i == senders {
+                return Replay::Sink(0);
+            }
+            let mut h = TestHost::new(ip).with_flow(TestFlow::bulk(dst, 17 + i as u32));
+            let mut buf = vec![0u8; 9216];
+            let n = h.poll_transmit(Instant::ZERO, &mut buf).unwrap_or(0);
+            buf.truncate(n);
+            Replay::Sender(buf)
+        })
+        .expect("builds");
+    let t = Wall::now();
+    fabric.run_until(Instant::from_nanos(duration_us * 1000));
+    (fabric.events(), t.elapsed().as_secs_f64())
+}
+
+/// Pushes and pops `n` timed entries with a pseudo-random spread of times, as the fabric does.
+fn heap_baseline(n: u64) -> u64 {
+    let mut heap = BinaryHeap::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut now = 0u64;
+    let mut acc = 0u64;
+    // Keep ~64 pending entries, like a fabric of a few dozen ports and hosts.
+    for seq in 0..64u64 {
+        heap.push(Reverse((seq * 50, seq)));
+    }
+    for seq in 64..n + 64 {
+        if let Some(Reverse((t, s))) = heap.pop() {
+            now = t;
+            acc = acc.wrapping_add(s);
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        heap.push(Reverse((now + (x & 1023), seq)));
+    }
+    black_box(acc)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn bench(c: &mut Criterion) {
+    let short = incast(16, 1_000.0);
+    let (events, _) = run_scenario(&short);
+    let (fo_events, _) = run_fabric_only(16, 1_000);
+    let mut g = c.benchmark_group("sim");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(fo_events));
+    g.bench_function("fabric_only_incast16_100g_1ms", |b| {
+        b.iter(|| black_box(run_fabric_only(16, 1_000)))
+    });
+    g.throughput(Throughput::Elements(events));
+    g.bench_function("test_engines_incast16_100g_1ms", |b| {
+        b.iter(|| black_box(run_scenario(&short)))
+    });
+    g.bench_function("binaryheap_baseline_same_count", |b| {
+        b.iter(|| heap_baseline(black_box(events)))
+    });
+    g.finish();
+
+    // Medians of our own, for the ratio lines and the 10 ms figure.
+    let (mut fo, mut te, mut heap) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let (ev, secs) = run_fabric_only(16, 1_000);
+        fo.push(ev as f64 / secs);
+        let (ev, secs) = run_scenario(&short);
+        te.push(ev as f64 / secs);
+        let t = Wall::now();
+        heap_baseline(events);
+        heap.push(events as f64 / t.elapsed().as_secs_f64());
+    }
+    let (fo, te, h) = (median(fo), median(te), median(heap));
+    println!(
+        "sim events/s (median of 5): fabric only {:.2} M/s, with test engines {:.2} M/s, \
+         BinaryHeap push+pop baseline {:.2} M/s; ratios to baseline {:.3} and {:.3}",
+        fo / 1e6,
+        te / 1e6,
+        h / 1e6,
+        fo / h,
+        te / h
+    );
+    let long = incast(16, 10_000.0);
+    let runs: Vec<(u64, f64)> = (0..3).map(|_| run_scenario(&long)).collect();
+    let ev = runs.first().map_or(0, |r| r.0);
+    let wall = median(runs.iter().map(|r| r.1).collect());
+    println!(
+        "16:1 incast at 100 Gbit/s, 10 ms virtual (test engines): {ev} events, median wall {wall:.3} s"
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

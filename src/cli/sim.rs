@@ -1,0 +1,229 @@
+//! `roce sim`: run a scenario file or a built-in experiment in the virtual-time fabric, print a
+//! summary table (or JSON) and optionally write time series and plots.
+//!
+//! Built-ins are scenarios made from flags; `--out DIR` saves the scenario they ran as TOML, so
+//! any run can be replayed with `roce sim run DIR/scenario.toml`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration as WallDuration, Instant as WallInstant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use roce::sim::builtin::{Builtin, BuiltinKind};
+use roce::sim::report;
+use roce::sim::scenario::Scenario;
+use roce::sim::EcnConfig;
+
+/// `roce sim` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// Run a scenario file.
+    Run {
+        /// The scenario (TOML).
+        scenario: PathBuf,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// N senders to one receiver through one switch.
+    Incast(BuiltinArgs),
+    /// N long flows sharing one bottleneck (dumbbell); reports Jain's index.
+    Fairness(BuiltinArgs),
+    /// A victim flow beside an incast it shares no bottleneck with: slowed only by PFC.
+    PfcSpreading(BuiltinArgs),
+    /// Ring AllReduce among N hosts on one switch; per-iteration times.
+    Allreduce(BuiltinArgs),
+    /// Leaf-spine flows while a leaf-spine cable fails and recovers.
+    LinkFailure(BuiltinArgs),
+}
+
+/// Where results go.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write summary, scenario, time-series CSVs and SVG plots here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// PFC switch.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// Flags of the built-in experiments.
+#[derive(Args, Debug)]
+pub struct BuiltinArgs {
+    /// Senders (incast, fairness flows, spreading incast senders, ring size, flows per leaf).
+    #[arg(long)]
+    senders: Option<usize>,
+    /// Host link rate, Gbit/s.
+    #[arg(long, default_value_t = 100.0)]
+    link_gbps: f64,
+    /// One-way link propagation delay, µs.
+    #[arg(long, default_value_t = 1.0)]
+    delay_us: f64,
+    /// ECN Kmin, bytes (suffix K or M allowed).
+    #[arg(long, value_parser = parse_bytes, default_value = "100K")]
+    kmin: u64,
+    /// ECN Kmax, bytes (suffix K or M allowed).
+    #[arg(long, value_parser = parse_bytes, default_value = "400K")]
+    kmax: u64,
+    /// ECN marking probability at Kmax (0 turns marking off).
+    #[arg(long, default_value_t = 0.2)]
+    pmax: f64,
+    /// Congestion control of the senders.
+    #[arg(long, default_value = "none")]
+    cc: String,
+    /// Virtual run time (e.g. 2ms, 500us; a bare number is µs).
+    #[arg(long, value_parser = parse_micros)]
+    duration: Option<f64>,
+    /// Measurement starts after this (default: a fifth of the run).
+    #[arg(long, value_parser = parse_micros)]
+    warmup: Option<f64>,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// PFC on the lossless class.
+    #[arg(long, value_enum, default_value = "on")]
+    pfc: OnOff,
+    /// Host engine: the fabric's test senders, or the RC endpoint (WRITE flows; not allreduce).
+    #[arg(long, default_value = "test")]
+    engine: String,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1_000),
+        Some((i, 'm' | 'M')) => (&s[..i], 1_000_000),
+        _ => (s, 1),
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| *v >= 0.0)
+        .map(|v| (v * mult as f64) as u64)
+        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 100K)"))
+}
+
+fn parse_micros(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1_000.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("ns") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        (s, 1.0)
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0)
+        .map(|v| v * mult)
+        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 2ms, 500us)"))
+}
+
+impl BuiltinArgs {
+    fn params(&self) -> Builtin {
+        Builtin {
+            senders: self.senders,
+            link_gbps: self.link_gbps,
+            delay_us: self.delay_us,
+            ecn: (self.pmax > 0.0).then_some(EcnConfig {
+                kmin_bytes: self.kmin,
+                kmax_bytes: self.kmax,
+                pmax: self.pmax,
+                step_bytes: None,
+            }),
+            cc: self.cc.clone(),
+            duration_us: self.duration,
+            warmup_us: self.warmup,
+            seed: self.seed,
+            pfc: self.pfc == OnOff::On,
+            engine: self.engine.clone(),
+        }
+    }
+}
+
+/// The scenario a built-in experiment runs.
+fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
+    let (kind, a) = match cmd {
+        SimCommand::Run { .. } => return None,
+        SimCommand::Incast(a) => (BuiltinKind::Incast, a),
+        SimCommand::Fairness(a) => (BuiltinKind::Fairness, a),
+        SimCommand::PfcSpreading(a) => (BuiltinKind::PfcSpreading, a),
+        SimCommand::Allreduce(a) => (BuiltinKind::Allreduce, a),
+        SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
+    };
+    Some((a.params().scenario(kind), &a.out))
+}
+
+/// Runs `roce sim ...` (errors become one line in `main`).
+pub fn run(cmd: SimCommand) -> Result<()> {
+    let (scenario, out) = match &cmd {
+        SimCommand::Run {
+            scenario,
+            seed,
+            out,
+        } => {
+            let text = std::fs::read_to_string(scenario)
+                .with_context(|| format!("reading {}", scenario.display()))?;
+            let mut s = Scenario::from_toml(&text)?;
+            if let Some(seed) = seed {
+                s.seed = *seed;
+            }
+            (s, out)
+        }
+        other => match builtin(other) {
+            Some(x) => x,
+            None => bail!("unknown experiment"),
+        },
+    };
+    scenario.validate()?;
+    tracing::info!(seed = scenario.seed, name = %scenario.name, "running scenario (replay with --seed)");
+    let started = WallInstant::now();
+    let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent}% virtual time, {elapsed}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(scenario.name.clone());
+    let mut shown = false;
+    let (summary, built) = scenario.run(|frac| {
+        if !shown && started.elapsed() > WallDuration::from_secs(1) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_position((frac * 1000.0) as u64);
+    })?;
+    bar.finish_and_clear();
+    if let Some(dir) = &out.out {
+        report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
+    }
+    let text = if out.json {
+        serde_json::to_string_pretty(&summary)? + "\n"
+    } else {
+        summary.table()
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(())
+}

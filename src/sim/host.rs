@@ -1,0 +1,79 @@
+//! The engines scenarios put on hosts: the fabric's [`TestHost`] or the real RC transport
+//! ([`RcHost`]), behind one enum so a scenario's fabric has a single engine type.
+
+use super::rc_host::RcHost;
+use super::series::CcSample;
+use super::testing::TestHost;
+use crate::driver::Engine;
+use crate::time::Instant;
+
+/// A scenario host.
+#[derive(Debug)]
+pub enum SimHost {
+    /// Test sender/receiver (no retransmission; optional CC from `roce::cc`).
+    Test(Box<TestHost>),
+    /// The RC endpoint.
+    Rc(Box<RcHost>),
+}
+
+impl SimHost {
+    /// The test host, if this is one.
+    pub fn as_test(&self) -> Option<&TestHost> {
+        match self {
+            SimHost::Test(t) => Some(t),
+            SimHost::Rc(_) => None,
+        }
+    }
+
+    /// The RC host, if this is one.
+    pub fn as_rc(&self) -> Option<&RcHost> {
+        match self {
+            SimHost::Rc(r) => Some(r),
+            SimHost::Test(_) => None,
+        }
+    }
+
+    /// Ring AllReduce iteration marks (test hosts only).
+    pub fn marks(&self) -> &[Instant] {
+        self.as_test().map_or(&[], |t| &t.marks)
+    }
+
+    /// Congestion-control samples (test hosts with a controller).
+    pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
+        if let SimHost::Test(t) = self {
+            t.cc_samples(out);
+        }
+    }
+
+    /// When the sender's flow `i` completed, as the engine itself knows it (RC completions).
+    pub fn completed_at(&self, i: usize) -> Option<Instant> {
+        self.as_rc().and_then(|r| r.completed_at(i))
+    }
+}
+
+impl Engine for SimHost {
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        match self {
+            SimHost::Test(t) => t.handle_frame(now, frame),
+            SimHost::Rc(r) => r.handle_frame(now, frame),
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            SimHost::Test(t) => t.handle_timeout(now),
+            SimHost::Rc(r) => r.handle_timeout(now),
+        }
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        match self {
+            SimHost::Test(t) => t.poll_transmit(now, buf),
+            SimHost::Rc(r) => r.poll_transmit(now, buf),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            SimHost::Test(t) => t.poll_timeout(),
+            SimHost::Rc(r) => r.poll_timeout(),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! A transmitter: one port's side of a link, shared by host NICs and switch ports. It serializes
+//! one frame at a time at its line rate and keeps the per-priority PFC pause state others set.
+//!
+//! Queues are not here (a switch port has eight, a NIC asks its engine); this is the wire end.
+
+use std::collections::VecDeque;
+
+use super::stats::{PortCounters, PRIORITIES};
+use super::{LinkId, PktId};
+
+/// Bytes on the wire around each frame besides the frame itself: preamble + SFD + IFG (20) + FCS (4).
+pub const WIRE_OVERHEAD: u64 = 24;
+/// Frames shorter than this (without FCS) are padded on the wire.
+pub const MIN_FRAME: u64 = 60;
+
+/// Wire bytes one frame of `len` bytes (without FCS) occupies.
+pub fn wire_bytes(len: usize) -> u64 {
+    (len as u64).max(MIN_FRAME) + WIRE_OVERHEAD
+}
+
+/// One transmitter.
+#[derive(Debug)]
+pub(crate) struct TxPort {
+    /// The link this port sends on.
+    pub link: Option<LinkId>,
+    /// Line rate, bits per second.
+    pub rate_bps: u64,
+    /// Picoseconds of serialization time carried over between frames (keeps long runs exact).
+    carry_ps: u64,
+    /// A frame is on the wire.
+    pub busy: bool,
+    /// Per priority, paused until this nanosecond (PFC received).
+    pub paused_until: [u64; PRIORITIES],
+    /// Per priority, when the current or last pause period began.
+    pause_since: [u64; PRIORITIES],
+    /// Per priority, nanoseconds of closed pause periods.
+    pause_closed_ns: [u64; PRIORITIES],
+    /// A scheduled wake-up for the end of a pause, if any.
+    pub pause_wake: Option<u64>,
+    /// Control frames (PFC) waiting; they go before any data and ignore pauses.
+    pub ctrl: VecDeque<PktId>,
+    /// The port's MAC address (source of its PFC frames).
+    pub mac: [u8; 6],
+    /// Counters.
+    pub counters: PortCounters,
+}
+
+impl TxPort {
+    pub fn new(rate_bps: u64, mac: [u8; 6]) -> Self {
+        TxPort {
+            link: None,
+            rate_bps,
+            carry_ps: 0,
+            busy: false,
+            paused_until: [0; PRIORITIES],
+            pause_since: [0; PRIORITIES],
+            pause_closed_ns: [0; PRIORITIES],
+            pause_wake: None,
+            ctrl: VecDeque::new(),
+            mac,
+            counters: PortCounters::default(),
+        }
+    }
+
+    /// Serialization time of a `len`-byte frame in whole nanoseconds, carrying the remainder.
+    pub fn serialize_ns(&mut self, len: usize) -> u64 {
+        let ps = wire_bytes(len) * 8 * 1_000_000_000_000 / self.rate_bps.max(1) + self.carry_ps;
+        self.carry_ps = ps % 1000;
+        ps / 1000
+    }
+
+    /// Whether `prio` may send at `now`.
+    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
+        self.paused_until.get(prio).is_some_and(|&u| u > now)
+    }
+
+    /// Applies a received pause time for `prio`: `0` resumes, otherwise pauses for `ns`.
+    pub fn apply_pause(&mut self, prio: usize, now: u64, ns: u64) {
+        let (Some(until), Some(since), Some(closed)) = (
+            self.paused_until.get_mut(prio),
+            self.pause_since.get_mut(prio),
+            self.pause_closed_ns.get_mut(prio),
+        ) else {
+            return;
+        };
+        if *until <= now {
+            // Not paused: the previous period (if any) is over; a new one starts now.
+            *closed += until.saturating_sub(*since);
+            *since = now;
+            *until = now;
+        }
+        *until = now + ns;
+    }
+
+    /// Nanoseconds `prio` has been paused up to `now`.
+    pub fn pause_ns(&self, prio: usize, now: u64) -> u64 {
+        let until = self.paused_until.get(prio).copied().unwrap_or(0);
+        let since = self.pause_since.get(prio).copied().unwrap_or(0);
+        let closed = self.pause_closed_ns.get(prio).copied().unwrap_or(0);
+        closed + until.min(now).saturating_sub(since)
+    }
+
+    /// Earliest end among the pauses of the priorities in `waiting` (bit mask), if any is paused.
+    pub fn earliest_resume(&self, waiting: u8, now: u64) -> Option<u64> {
+        (0..PRIORITIES)
+            .filter(|&p| waiting & (1 << p) != 0 && self.is_paused(p, now))
+            .filter_map(|p| self.paused_until.get(p).copied())
+            .min()
+    }
+
+    /// Counters with pause durations filled in up to `now`.
+    pub fn counters_at(&self, now: u64) -> PortCounters {
+        let mut c = self.counters;
+        for (p, pc) in c.prio.iter_mut().enumerate() {
+            pc.pause_ns = self.pause_ns(p, now);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialization_of_1500_byte_frames_at_100g_is_exact_over_many_frames() {
+        let mut port = TxPort::new(100_000_000_000, [0; 6]);
+        let total: u64 = (0..1000).map(|_| port.serialize_ns(1500)).sum();
+        // (1500 + 24) * 8 bits / 100 Gbit/s = 121.92 ns per frame.
+        assert_eq!(total, 121_920);
+    }
+
+    #[test]
+    fn pause_time_accumulates_across_periods_and_resume() {
+        let mut port = TxPort::new(10_000_000_000, [0; 6]);
+        port.apply_pause(3, 100, 50);
+        assert!(port.is_paused(3, 120));
+        port.apply_pause(3, 120, 0); // XON at 120
+        assert!(!port.is_paused(3, 120));
+        port.apply_pause(3, 200, 30);
+        assert_eq!(port.pause_ns(3, 1000), 20 + 30);
+        assert_eq!(port.pause_ns(3, 210), 20 + 10);
+    }
+}

@@ -1,0 +1,85 @@
+//! Snapshot tables of the built-in experiments (short runs): any change to the fabric's
+//! behaviour shows up as a reviewed diff of these summaries. Also checks that every scenario
+//! file in scenarios/ parses and builds.
+
+use roce::sim::builtin::{Builtin, BuiltinKind};
+use roce::sim::scenario::Scenario;
+
+fn table(kind: BuiltinKind, senders: usize, duration_us: f64) -> String {
+    let p = Builtin {
+        senders: Some(senders),
+        duration_us: Some(duration_us),
+        ..Builtin::default()
+    };
+    let s = p.scenario(kind);
+    println!("scenario {} seed {}", s.name, s.seed);
+    s.run(|_| {}).expect("runs").0.table()
+}
+
+#[test]
+fn incast_summary_snapshot() {
+    insta::assert_snapshot!(table(BuiltinKind::Incast, 4, 300.0));
+}
+
+#[test]
+fn fairness_summary_snapshot() {
+    insta::assert_snapshot!(table(BuiltinKind::Fairness, 3, 300.0));
+}
+
+#[test]
+fn pfc_spreading_summary_snapshot() {
+    insta::assert_snapshot!(table(BuiltinKind::PfcSpreading, 4, 300.0));
+}
+
+#[test]
+fn allreduce_summary_snapshot() {
+    insta::assert_snapshot!(table(BuiltinKind::Allreduce, 4, 400.0));
+}
+
+#[test]
+fn link_failure_summary_snapshot() {
+    insta::assert_snapshot!(table(BuiltinKind::LinkFailure, 2, 600.0));
+}
+
+#[test]
+fn every_scenario_file_parses_and_builds() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let s = Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        s.build()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 5, "found {n} scenario files");
+}
+
+#[test]
+fn bad_scenarios_are_rejected_with_one_clear_line() {
+    let cases = [
+        ("name = \"x\"", "missing field `duration_us`"),
+        (
+            "name = \"x\"\nduration_us = 10\ntopology = { kind = \"star\", hosts = 2, link = { gbps = 900, delay_ns = 1 } }",
+            "link rate 900 Gbit/s is outside 1..=800",
+        ),
+        (
+            "name = \"x\"\nduration_us = 10\ntopology = { kind = \"ring\" }",
+            "unknown variant `ring`",
+        ),
+        (
+            "name = \"x\"\nduration_us = 10\ntopology = { kind = \"star\", hosts = 2, link = { gbps = 10, delay_ns = 1 } }\nworkloads = [{ kind = \"flow\", src = 0, dst = 5 }]",
+            "host 5 does not exist",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = Scenario::from_toml(text).and_then(|s| s.build().map(|_| ()));
+        let msg = err.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains(want), "{msg:?} should mention {want:?}");
+        assert!(!msg.contains('\n'), "one line: {msg:?}");
+    }
+}

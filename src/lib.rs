@@ -22,6 +22,7 @@
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
 //! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
+//! - [`host`]: an endpoint with ARP and NDP in front of it, as one engine for a real port.
 //! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![deny(unsafe_code)]
@@ -33,6 +34,7 @@ pub mod clock;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;
+pub mod host;
 pub mod mr;
 pub mod ndp;
 pub mod oob;

@@ -10,6 +10,8 @@ mod cli {
     pub mod oob;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
+    pub mod perf;
+    #[cfg(feature = "dpdk")]
     pub mod port;
     pub mod sim;
 }
@@ -41,6 +43,10 @@ enum Command {
     Sim(cli::sim::SimCommand),
     /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
     Loopback(cli::loopback::LoopbackArgs),
+    /// perftest's bandwidth and latency tests over a DPDK port (write-bw, send-lat, ...).
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Perf(cli::perf::PerfCommand),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -62,6 +68,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         #[cfg(feature = "dpdk")]
         Command::Port(cmd) => cli::port::run(cmd)?,
+        #[cfg(feature = "dpdk")]
+        Command::Perf(cmd) => cli::perf::run(cmd)?,
     }
     Ok(())
 }

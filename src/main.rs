@@ -12,6 +12,8 @@ mod cli {
     #[cfg(feature = "dpdk")]
     pub mod perf;
     #[cfg(feature = "dpdk")]
+    pub mod pingpong;
+    #[cfg(feature = "dpdk")]
     pub mod port;
     pub mod sim;
 }
@@ -47,6 +49,9 @@ enum Command {
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
     Perf(cli::perf::PerfCommand),
+    /// ibv_rc_pingpong over a DPDK port (speaks its TCP exchange: the real tool can be the peer).
+    #[cfg(feature = "dpdk")]
+    Pingpong(cli::pingpong::PingpongArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -70,6 +75,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Port(cmd) => cli::port::run(cmd)?,
         #[cfg(feature = "dpdk")]
         Command::Perf(cmd) => cli::perf::run(cmd)?,
+        #[cfg(feature = "dpdk")]
+        Command::Pingpong(args) => cli::pingpong::run(args)?,
     }
     Ok(())
 }

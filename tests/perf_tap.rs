@@ -94,6 +94,17 @@ fn result_row(stdout: &str, header: &str) -> Vec<f64> {
 
 /// Runs `test` server and client; returns the client's result row.
 fn run_pair(test: &str, ns: &str, extra: &[&str]) -> Option<(Vec<f64>, String)> {
+    let header = if test.ends_with("-bw") {
+        "#bytes     #iterations    BW peak"
+    } else {
+        "#bytes #iterations    t_min"
+    };
+    let (cout, sout) = run_processes(&["perf", test], ns, extra)?;
+    Some((result_row(&cout, header), sout))
+}
+
+/// Runs `cmd` as server and client in a fresh namespace; returns both stdouts.
+fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, String)> {
     if !is_root() {
         eprintln!("skipping: creating namespaces and taps needs root");
         return None;
@@ -101,12 +112,14 @@ fn run_pair(test: &str, ns: &str, extra: &[&str]) -> Option<(Vec<f64>, String)> 
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut n = Netns::up(ns);
     let common = ["-n", "200", "--timeout", "20"];
-    let mut server_args = vec!["perf", test, "--port", "tap:rtap0", "--ip", "198.18.0.1/15"];
+    let mut server_args = cmd.to_vec();
+    server_args.extend(["--port", "tap:rtap0", "--ip", "198.18.0.1/15"]);
     server_args.extend(common);
     server_args.extend(extra);
     let server = n.spawn(&server_args);
     n.script(&["attach", "rtap0"]);
-    let mut client_args = vec!["perf", test, "--port", "tap:rtap1", "--ip", "198.18.0.2/15"];
+    let mut client_args = cmd.to_vec();
+    client_args.extend(["--port", "tap:rtap1", "--ip", "198.18.0.2/15"]);
     client_args.extend(common);
     client_args.extend(extra);
     client_args.push("198.18.0.254");
@@ -126,12 +139,7 @@ fn run_pair(test: &str, ns: &str, extra: &[&str]) -> Option<(Vec<f64>, String)> 
         s.status,
         String::from_utf8_lossy(&s.stderr)
     );
-    let header = if test.ends_with("-bw") {
-        "#bytes     #iterations    BW peak"
-    } else {
-        "#bytes #iterations    t_min"
-    };
-    Some((result_row(&cout, header), sout))
+    Some((cout, sout))
 }
 
 fn assert_bw(test: &str, ns: &str) {
@@ -172,4 +180,24 @@ fn send_lat_between_two_processes_reports_perftest_columns() {
     // min <= typical <= max, avg within [min, max].
     assert!(row[2] <= row[4] && row[4] <= row[3], "{row:?}");
     assert!(row[2] <= row[5] && row[5] <= row[3], "{row:?}");
+}
+
+#[test]
+fn pingpong_checks_every_buffer_and_prints_rc_pingpong_lines() {
+    let Some((cout, sout)) = run_processes(&["pingpong"], "roce-perf-pp", &["-s", "4096", "-c"])
+    else {
+        return;
+    };
+    for out in [&cout, &sout] {
+        assert!(
+            out.contains("  local address:  LID 0x0000, QPN 0x"),
+            "{out}"
+        );
+        let bytes = out
+            .lines()
+            .find(|l| l.contains(" bytes in "))
+            .unwrap_or_else(|| panic!("no bytes line in {out}"));
+        assert!(bytes.starts_with("1638400 bytes in "), "{bytes}");
+        assert!(out.contains("200 iters in "), "{out}");
+    }
 }

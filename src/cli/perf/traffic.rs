@@ -131,7 +131,7 @@ pub(super) fn client_run(
         let mut times = Vec::with_capacity(hello.iters as usize * qps.len());
         loop {
             let t = ns(s);
-            let running = stop_at.is_none_or(|d| t < d);
+            let running = stop_at.map_or(true, |d| t < d);
             let mut all_done = true;
             for q in qps.iter_mut() {
                 while running

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use roce::driver::loopback::RcOptions;
-use roce::host::{HostEvent, PeerQp};
+use roce::host::PeerQp;
 use roce::mr::{MrInfo, PdHandle};
 use roce::psn::Psn;
 use roce::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
@@ -316,12 +316,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     if theirs.len() != qps.len() {
         bail!("the peer has {} QPs, we have {}", theirs.len(), qps.len());
     }
-    let peer_mac = args
-        .port
-        .peer_mac
-        .as_deref()
-        .map(session::parse_mac)
-        .transpose()?;
+    let peer_mac = args.port.peer_mac()?;
     let opts = RcOptions {
         mtu,
         timeout: 14,
@@ -329,6 +324,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         rnr_retry: 7,
         ..RcOptions::default()
     };
+    let mut plan = Vec::new();
     for (q, d) in qps.iter_mut().zip(&theirs) {
         q.peer = *d;
         let peer = PeerQp {
@@ -337,11 +333,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             qpn: d.qpn,
             psn: Psn::new(d.psn),
         };
-        let now = s.now();
-        let _ = s
-            .host
-            .connect_qp(now, q.qpn, &peer, Psn::new(psn_of(q.qpn)), &opts)
-            .context("connecting the QP")?;
+        plan.push((q.qpn, peer, Psn::new(psn_of(q.qpn))));
         if let Some(c) = cc.as_ref() {
             s.host
                 .endpoint_mut()
@@ -349,19 +341,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
                 .context("installing --cc")?;
         }
     }
-    let peer_ip = theirs.first().map(|d| session::gid_ip(d.gid));
-    let qpns: Vec<u32> = qps.iter().map(|q| q.qpn).collect();
-    s.poll_until(
-        &format!("resolving the peer {} with ARP", fmt_ip(peer_ip)),
-        |h| {
-            while let Some(ev) = h.poll_event() {
-                if let HostEvent::QpUnreachable { ip, .. } = ev {
-                    bail!("the peer {ip} does not answer ARP");
-                }
-            }
-            Ok(qpns.iter().all(|&q| !h.is_deferred(q)).then_some(()))
-        },
-    )?;
+    s.connect_all(&plan, &opts)?;
     print_banner(test, &hello, depth, &qps, ip, args.report_gbits);
     if test.uses_recv() {
         for q in qps.iter_mut() {
@@ -428,10 +408,6 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     }
     println!("{RESULT_LINE}");
     Ok(())
-}
-
-fn fmt_ip(ip: Option<std::net::IpAddr>) -> String {
-    ip.map_or_else(|| "?".into(), |i| i.to_string())
 }
 
 fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
 use roce::driver::loopback::RcOptions;
-use roce::host::{HostEvent, PeerQp};
+use roce::host::PeerQp;
 use roce::oob::pingpong::{self, PingpongDest};
 use roce::psn::Psn;
 use roce::verbs::{AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
@@ -132,12 +132,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     let decode = |msg: &[u8]| {
         PingpongDest::decode(msg).map_err(|e| anyhow!("the peer's rc_pingpong message: {e}"))
     };
-    let peer_mac = args
-        .port
-        .peer_mac
-        .as_deref()
-        .map(session::parse_mac)
-        .transpose()?;
+    let peer_mac = args.port.peer_mac()?;
     let opts = RcOptions {
         mtu,
         timeout: 14,
@@ -148,6 +143,17 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         access: AccessFlags::empty(),
         ..RcOptions::default()
     };
+    let post_recv = |s: &mut Session| -> anyhow::Result<()> {
+        let sge = Sge {
+            addr: mr.addr,
+            length: args.size,
+            lkey: mr.lkey,
+        };
+        s.host
+            .endpoint_mut()
+            .post_recv(qpn, RecvWr::new(RECV_WRID, sge))
+            .context("posting a receive")
+    };
     let connect_to = |s: &mut Session, theirs: &PingpongDest| -> anyhow::Result<()> {
         let peer = PeerQp {
             ip: session::gid_ip(theirs.gid),
@@ -155,32 +161,9 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
             qpn: theirs.qpn,
             psn: theirs.psn,
         };
-        let now = s.now();
-        let _ = s
-            .host
-            .connect_qp(now, qpn, &peer, Psn::new(my_psn), &opts)
-            .context("connecting the QP")?;
-        s.poll_until(&format!("resolving the peer {} with ARP", peer.ip), |h| {
-            while let Some(ev) = h.poll_event() {
-                if let HostEvent::QpUnreachable { ip, .. } = ev {
-                    bail!("the peer {ip} does not answer ARP");
-                }
-            }
-            Ok((!h.is_deferred(qpn)).then_some(()))
-        })?;
+        s.connect_all(&[(qpn, peer, Psn::new(my_psn))], &opts)?;
         for _ in 0..depth {
-            let wr = RecvWr::new(
-                RECV_WRID,
-                Sge {
-                    addr: mr.addr,
-                    length: args.size,
-                    lkey: mr.lkey,
-                },
-            );
-            s.host
-                .endpoint_mut()
-                .post_recv(qpn, wr)
-                .context("posting receives")?;
+            post_recv(s)?;
         }
         Ok(())
     };
@@ -286,18 +269,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
                     if args.chk && !is_client {
                         check_buffer(&s, mr.lkey, size)?;
                     }
-                    let wr = RecvWr::new(
-                        RECV_WRID,
-                        Sge {
-                            addr: mr.addr,
-                            length: args.size,
-                            lkey: mr.lkey,
-                        },
-                    );
-                    s.host
-                        .endpoint_mut()
-                        .post_recv(qpn, wr)
-                        .context("posting a receive")?;
+                    post_recv(&mut s)?;
                 }
                 _ => {
                     scnt += 1;

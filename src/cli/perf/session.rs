@@ -15,9 +15,11 @@ use roce::clock::{Clock, MonotonicClock};
 use roce::driver::dpdk::{
     DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
+use roce::driver::loopback::RcOptions;
 use roce::endpoint::EndpointConfig;
-use roce::host::Host;
+use roce::host::{Host, HostEvent, PeerQp};
 use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
+use roce::psn::Psn;
 use roce::runtime::{Runtime, RuntimeConfig};
 use roce::time::Instant;
 use roce::wire::EthernetAddress;
@@ -43,6 +45,13 @@ pub struct PortArgs {
     /// Seconds any single wait may last (TCP connect/accept, ARP, the peer's answers).
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+}
+
+impl PortArgs {
+    /// `--peer-mac`, parsed.
+    pub fn peer_mac(&self) -> anyhow::Result<Option<EthernetAddress>> {
+        self.peer_mac.as_deref().map(parse_mac).transpose()
+    }
 }
 
 /// Parses `ADDR/LEN`.
@@ -184,6 +193,33 @@ impl Session {
                 bail!("{what}: nothing within {} s", self.timeout.as_secs());
             }
         }
+    }
+
+    /// Connects each `(qpn, peer, sq_psn)` (RESET to RTS) and polls until ARP has resolved every
+    /// peer; a peer that never answers is an error.
+    pub fn connect_all(
+        &mut self,
+        qps: &[(u32, PeerQp, Psn)],
+        opts: &RcOptions,
+    ) -> anyhow::Result<()> {
+        for (qpn, peer, sq_psn) in qps {
+            let now = self.now();
+            let _ = self
+                .host
+                .connect_qp(now, *qpn, peer, *sq_psn, opts)
+                .context("connecting the QP")?;
+        }
+        let peer_ip = qps
+            .first()
+            .map_or_else(|| "?".into(), |q| q.1.ip.to_string());
+        self.poll_until(&format!("resolving the peer {peer_ip} with ARP"), |h| {
+            while let Some(ev) = h.poll_event() {
+                if let HostEvent::QpUnreachable { ip, .. } = ev {
+                    bail!("the peer {ip} does not answer ARP");
+                }
+            }
+            Ok(qps.iter().all(|q| !h.is_deferred(q.0)).then_some(()))
+        })
     }
 
     /// Sends `req` to the out-of-band thread and polls (calling `each` every turn) until its

@@ -339,7 +339,7 @@ check_roce_pingpong_client() {
     unseed_neigh a
     start_capture roce_pingpong_client "arp or udp port 4791 or tcp port 18515"
     local cap=$CAPTURE_PID sid out
-    sid=$(rg bg a 'ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c')
+    sid=$(rg bg a 'timeout 90 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c')
     wait_listen a 18515 > /dev/null
     out=$(roce_attach_port pingpong -s 64 -n 5 -c 198.18.0.11 2>&1); local rrc=$?
     local sout; sout=$(rg result a "$sid"); local src=$?
@@ -380,7 +380,7 @@ check_roce_write_bw() {
     unseed_neigh a
     start_capture "$name" "arp or udp port 4791 or tcp port 18515"
     local cap=$CAPTURE_PID
-    sid=$(rg bg a 'ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 200')
+    sid=$(rg bg a 'timeout 120 ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 200')
     wait_listen a 18515 > /dev/null
     out=$(roce_attach_port perf write-bw --peer-format perftest -s 4096 -n 200 198.18.0.11 2>&1); rrc=$?
     sout=$(rg result a "$sid"); src=$?

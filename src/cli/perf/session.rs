@@ -141,8 +141,9 @@ impl Session {
             .ok_or_else(|| anyhow!("no DPDK port: --port {} created nothing", args.port))?;
         // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
         let l3 = roce_mtu as usize + 80;
+        // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
         let pool = Arc::new(
-            Mempool::new(&eal, &MempoolConfig::for_frames(l3.max(1500) + 18, 8191))
+            Mempool::new(&eal, &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191))
                 .context("creating the mbuf pool")?,
         );
         let config = PortConfig {

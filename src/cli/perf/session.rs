@@ -143,8 +143,11 @@ impl Session {
         let l3 = roce_mtu as usize + 80;
         // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
         let pool = Arc::new(
-            Mempool::new(&eal, &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191))
-                .context("creating the mbuf pool")?,
+            Mempool::new(
+                &eal,
+                &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191),
+            )
+            .context("creating the mbuf pool")?,
         );
         let config = PortConfig {
             mtu: (l3 > 1500).then_some(l3),
@@ -173,9 +176,14 @@ impl Session {
         self.clock.now()
     }
 
-    /// One turn of the loop.
+    /// One turn of the loop (yielding the CPU when nothing moved).
     pub fn poll(&mut self) -> usize {
-        self.runtime.poll_once(&mut self.host)
+        let moved = self.runtime.poll_once(&mut self.host);
+        if moved == 0 {
+            // Idle: let the peer process (often on the same cores, e.g. over taps) run.
+            std::thread::yield_now();
+        }
+        moved
     }
 
     /// Polls until `f` returns `Some`, or fails after the timeout naming `what`.

@@ -20,7 +20,7 @@ use roce::psn::Psn;
 use roce::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};
-use session::{Connect, Oob, PortArgs, Req, Session};
+use session::{Oob, PortArgs, Req, Session};
 use traffic::{client_run, post_recvs, Server};
 
 /// `roce perf` tests.
@@ -197,23 +197,12 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     {
         bail!("--peer-format perftest: only as the client of a bandwidth test, one size, one QP");
     }
-    let listener = match args.server {
-        None => Some(session::listen(args.tcp_port)?),
-        Some(_) => None,
-    };
-    let server = args
-        .server
-        .as_deref()
-        .map(|s| session::server_addr(s, args.tcp_port))
-        .transpose()?;
-    let mut s = Session::open(&args.port, mtu.bytes())?;
-    let connect = match (listener, server) {
-        (Some(l), _) => Connect::Server(l),
-        (None, Some(addr)) => Connect::Client(addr),
-        (None, None) => bail!("internal: neither server nor client"),
-    };
-    let oob = Oob::start(connect, s.timeout);
-    let is_client = server.is_some();
+    let (mut s, oob, is_client) = session::start(
+        args.server.as_deref(),
+        args.tcp_port,
+        &args.port,
+        mtu.bytes(),
+    )?;
 
     // 1. Parameters: the client's rule.
     let hello = if perftest {
@@ -221,15 +210,15 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         Hello { mtu, ..hello }
     } else if is_client {
         let line = json_line(&hello)?;
-        s.converse(&oob, Req::Send("send parameters", line), |_| Ok(()))?;
-        let ack = s.converse(&oob, Req::RecvLine("read parameters"), |_| Ok(()))?;
+        s.ask(&oob, Req::Send("send parameters", line))?;
+        let ack = s.ask(&oob, Req::RecvLine("read parameters"))?;
         let theirs: Hello = parse_line(&ack, "parameters")?;
         Hello {
             mtu: theirs.mtu.min(hello.mtu),
             ..hello
         }
     } else {
-        let msg = s.converse(&oob, Req::RecvLine("read parameters"), |_| Ok(()))?;
+        let msg = s.ask(&oob, Req::RecvLine("read parameters"))?;
         let theirs: Hello = parse_line(&msg, "parameters")?;
         if theirs.test != test {
             bail!(
@@ -242,11 +231,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             mtu: theirs.mtu.min(hello.mtu),
             ..theirs
         };
-        s.converse(
-            &oob,
-            Req::Send("send parameters", json_line(&agreed)?),
-            |_| Ok(()),
-        )?;
+        s.ask(&oob, Req::Send("send parameters", json_line(&agreed)?))?;
         agreed
     };
     let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
@@ -379,12 +364,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         let _: Vec<u64> = swap(&mut s, &oob, is_client, &[size], "start")?;
         if is_client {
             let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
-            s.converse(
-                &oob,
-                Req::Send("send results", json_line(&end)?),
-                |_| Ok(()),
-            )?;
-            let _ = s.converse(&oob, Req::RecvLine("read results"), |_| Ok(()))?;
+            s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
+            let _ = s.ask(&oob, Req::RecvLine("read results"))?;
             if let Some(bw) = end.bw {
                 println!("{}", bw.line(args.report_gbits));
             }
@@ -398,9 +379,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
                 bw: None,
                 completed: server.seen,
             };
-            s.converse(&oob, Req::Send("send results", json_line(&mine)?), |_| {
-                Ok(())
-            })?;
+            s.ask(&oob, Req::Send("send results", json_line(&mine)?))?;
             if let Some(bw) = end.bw {
                 println!("{}", bw.line(args.report_gbits));
             }
@@ -477,11 +456,11 @@ fn swap<T: Serialize + for<'a> Deserialize<'a>>(
 ) -> anyhow::Result<Vec<T>> {
     let line = json_line(&mine)?;
     let theirs = if is_client {
-        s.converse(oob, Req::Send(what, line), |_| Ok(()))?;
-        s.converse(oob, Req::RecvLine(what), |_| Ok(()))?
+        s.ask(oob, Req::Send(what, line))?;
+        s.ask(oob, Req::RecvLine(what))?
     } else {
-        let theirs = s.converse(oob, Req::RecvLine(what), |_| Ok(()))?;
-        s.converse(oob, Req::Send(what, line), |_| Ok(()))?;
+        let theirs = s.ask(oob, Req::RecvLine(what))?;
+        s.ask(oob, Req::Send(what, line))?;
         theirs
     };
     parse_line(&theirs, what)

@@ -11,7 +11,7 @@ use roce::oob::pingpong::{self, PingpongDest};
 use roce::psn::Psn;
 use roce::verbs::{AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
-use super::perf::session::{self, Connect, Oob, PortArgs, Req, Session};
+use super::perf::session::{self, PortArgs, Req, Session};
 
 /// Options of `roce pingpong` (ibv_rc_pingpong's).
 #[derive(Args, Debug)]
@@ -78,24 +78,13 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     if args.rx_depth == 0 || args.rx_depth > 4096 {
         bail!("-r {}: the receive depth must be 1..=4096", args.rx_depth);
     }
-    let listener = match args.server {
-        None => Some(session::listen(args.tcp_port)?),
-        Some(_) => None,
-    };
-    let server = args
-        .server
-        .as_deref()
-        .map(|s| session::server_addr(s, args.tcp_port))
-        .transpose()?;
     let ip = session::parse_ip(&args.port.ip)?;
-    let mut s = Session::open(&args.port, mtu.bytes())?;
-    let connect = match (listener, server) {
-        (Some(l), _) => Connect::Server(l),
-        (None, Some(a)) => Connect::Client(a),
-        (None, None) => bail!("internal: neither server nor client"),
-    };
-    let oob = Oob::start(connect, s.timeout);
-    let is_client = server.is_some();
+    let (mut s, oob, is_client) = session::start(
+        args.server.as_deref(),
+        args.tcp_port,
+        &args.port,
+        mtu.bytes(),
+    )?;
 
     let size = args.size as usize;
     let depth = args.rx_depth;
@@ -168,42 +157,30 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         Ok(())
     };
     let theirs = if is_client {
-        s.converse(
+        s.ask(
             &oob,
             Req::Send("send rc_pingpong dest", mine.encode().to_vec()),
-            |_| Ok(()),
         )?;
-        let msg = s.converse(
+        let msg = s.ask(
             &oob,
             Req::RecvExact("read rc_pingpong dest", pingpong::MESSAGE_LEN),
-            |_| Ok(()),
         )?;
         let theirs = decode(&msg)?;
-        s.converse(
-            &oob,
-            Req::Send("send done", pingpong::DONE.to_vec()),
-            |_| Ok(()),
-        )?;
+        s.ask(&oob, Req::Send("send done", pingpong::DONE.to_vec()))?;
         connect_to(&mut s, &theirs)?;
         theirs
     } else {
-        let msg = s.converse(
+        let msg = s.ask(
             &oob,
             Req::RecvExact("read rc_pingpong dest", pingpong::MESSAGE_LEN),
-            |_| Ok(()),
         )?;
         let theirs = decode(&msg)?;
         connect_to(&mut s, &theirs)?;
-        s.converse(
+        s.ask(
             &oob,
             Req::Send("send rc_pingpong dest", mine.encode().to_vec()),
-            |_| Ok(()),
         )?;
-        let done = s.converse(
-            &oob,
-            Req::RecvExact("read done", pingpong::DONE.len()),
-            |_| Ok(()),
-        )?;
+        let done = s.ask(&oob, Req::RecvExact("read done", pingpong::DONE.len()))?;
         pingpong::decode_done(&done).map_err(|e| anyhow!("the peer's done message: {e}"))?;
         theirs
     };

@@ -20,7 +20,7 @@ fn exchange(
     step: &'static str,
     mine: Vec<u8>,
 ) -> anyhow::Result<Vec<u8>> {
-    s.converse(oob, Req::Exchange(step, mine), |_| Ok(()))
+    s.ask(oob, Req::Exchange(step, mine))
 }
 
 /// Version, system data and MTU; returns the path MTU both use.
@@ -110,8 +110,6 @@ pub(super) fn finish(
         exchange(s, oob, "perftest report", part.to_vec())?;
     }
     keys(s, oob, mine)?;
-    s.converse(oob, Req::Send("send done", perftest::DONE.to_vec()), |_| {
-        Ok(())
-    })?;
+    s.ask(oob, Req::Send("send done", perftest::DONE.to_vec()))?;
     Ok(())
 }

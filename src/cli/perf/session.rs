@@ -231,6 +231,11 @@ impl Session {
         })
     }
 
+    /// [`Session::converse`] with nothing to do meanwhile but poll.
+    pub fn ask(&mut self, oob: &Oob, req: Req) -> anyhow::Result<Vec<u8>> {
+        self.converse(oob, req, |_| Ok(()))
+    }
+
     /// Sends `req` to the out-of-band thread and polls (calling `each` every turn) until its
     /// answer comes.
     pub fn converse(
@@ -281,6 +286,25 @@ pub enum Connect {
 pub struct Oob {
     tx: Sender<Req>,
     rx: Receiver<Result<Vec<u8>, String>>,
+}
+
+/// Starts a server (no address: listen on `tcp_port`) or a client (connect to `server`): binds
+/// or resolves the TCP side first (a busy port fails before EAL starts), opens the DPDK port,
+/// starts the out-of-band thread. Returns the session, the exchange and whether we are the client.
+pub fn start(
+    server: Option<&str>,
+    tcp_port: u16,
+    port: &PortArgs,
+    roce_mtu: u32,
+) -> anyhow::Result<(Session, Oob, bool)> {
+    let connect = match server {
+        None => Connect::Server(listen(tcp_port)?),
+        Some(host) => Connect::Client(server_addr(host, tcp_port)?),
+    };
+    let is_client = server.is_some();
+    let s = Session::open(port, roce_mtu)?;
+    let oob = Oob::start(connect, s.timeout);
+    Ok((s, oob, is_client))
 }
 
 /// Binds the server's TCP port on all addresses.

@@ -466,6 +466,12 @@ fn swap<T: Serialize + for<'a> Deserialize<'a>>(
     parse_line(&theirs, what)
 }
 
+/// A GID as perftest prints it: sixteen bytes in decimal (`...:255:255:198:18:00:01`).
+fn perftest_gid(gid: std::net::Ipv6Addr) -> String {
+    let parts: Vec<String> = gid.octets().iter().map(|b| format!("{b:02}")).collect();
+    parts.join(":")
+}
+
 fn print_banner(
     test: Test,
     hello: &Hello,
@@ -491,12 +497,12 @@ fn print_banner(
             q.dst.rkey,
             q.dst.addr
         );
-        println!(" GID: {}", roce::oob::gid_to_groups(ip.to_ipv6_mapped()));
+        println!(" GID: {}", perftest_gid(ip.to_ipv6_mapped()));
         println!(
             " remote address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
             q.peer.qpn, q.peer.psn, q.peer.rkey, q.peer.addr
         );
-        println!(" GID: {}", roce::oob::gid_to_groups(q.peer.gid));
+        println!(" GID: {}", perftest_gid(q.peer.gid));
         let _ = q.pd;
     }
     println!("{RESULT_LINE}");

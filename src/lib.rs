@@ -11,17 +11,18 @@
 //! Layers, bottom up:
 //! - [`wire`]: zero-copy views and `Repr`s for every header, the opcode table, the ICRC.
 //! - [`psn`]: 24-bit sequence numbers compared as serial numbers.
-//! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
-//! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
-//! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
 //! - [`driver`]: the `Port` trait and its implementations (DPDK in `driver::dpdk`, feature `dpdk`).
 //! - [`clock`] and [`runtime`]: the run-to-completion loop that drives an [`runtime::Engine`] over a
 //!   `Port`, reading time from a `Clock`.
+//! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
+//! - [`qp`]: the RC queue pair (requester, responder, completer, state machine, timers).
+//! - [`endpoint`]: the sans-IO endpoint owning QPs, MRs and CQs; [`stats`]: its counters.
 //! - [`sim`]: the deterministic virtual-time fabric (links, switches with ECN and PFC, workloads).
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
 //! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
+//! - [`host`]: an endpoint with ARP and NDP in front of it, as one engine for a real port.
 //! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![deny(unsafe_code)]
@@ -33,6 +34,7 @@ pub mod clock;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;
+pub mod host;
 pub mod mr;
 pub mod ndp;
 pub mod oob;

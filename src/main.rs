@@ -10,6 +10,10 @@ mod cli {
     pub mod oob;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
+    pub mod perf;
+    #[cfg(feature = "dpdk")]
+    pub mod pingpong;
+    #[cfg(feature = "dpdk")]
     pub mod port;
     pub mod sim;
 }
@@ -41,6 +45,13 @@ enum Command {
     /// Run experiments in the deterministic virtual-time fabric.
     #[command(subcommand)]
     Sim(cli::sim::SimCommand),
+    /// perftest's bandwidth and latency tests over a DPDK port (write-bw, send-lat, ...).
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Perf(cli::perf::PerfCommand),
+    /// ibv_rc_pingpong over a DPDK port (speaks its TCP exchange: the real tool can be the peer).
+    #[cfg(feature = "dpdk")]
+    Pingpong(cli::pingpong::PingpongArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
@@ -62,6 +73,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         #[cfg(feature = "dpdk")]
         Command::Port(cmd) => cli::port::run(cmd)?,
+        #[cfg(feature = "dpdk")]
+        Command::Perf(cmd) => cli::perf::run(cmd)?,
+        #[cfg(feature = "dpdk")]
+        Command::Pingpong(args) => cli::pingpong::run(args)?,
     }
     Ok(())
 }

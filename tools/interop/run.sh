@@ -320,27 +320,28 @@ check_oob_pingpong_server() {
     fi
 }
 
-# ==== LEAD: fill in when `roce pingpong` / `roce perf` exist ================================
-# roce_attach_port: how roce joins br-rxe. Run roce inside the namespace on veth-host (which is
-# already a bridge port, without a kernel IP), with address 198.18.0.2 and its own MAC; roce
-# answers ARP itself (roce::arp::Resolver) and runs the TCP exchange from the namespace's
-# kernel stack (198.18.0.1; roce::oob::tcp). Suggested command lines (adapt to the real CLI):
-#   ip netns exec "$NS" "$ROCE_BIN" pingpong --vdev net_af_packet0,iface=veth-host \
-#       --ip 198.18.0.2 --gid-index 1 --size 64 --iters 5 198.18.0.11          # client
-#   ip netns exec "$NS" "$ROCE_BIN" perf write --vdev ... --ip 198.18.0.2 198.18.0.11
-# A roce built with DPDK is needed then (ROCE_BIN from `cargo build --release`).
+# ==== LEAD: roce pingpong / roce perf against rxe =========================================
+# roce joins br-rxe through veth-host (a bridge port without a kernel IP) with a DPDK
+# net_af_packet port, address 198.18.0.2 and its own MAC (derived from veth-host's); it answers
+# ARP itself (roce::host) and runs the TCP exchange on the namespace's kernel stack
+# (198.18.0.1). These checks need a roce built with DPDK: ROCE_BIN=target/debug/roce after
+# `cargo build --bin roce` (the default no-DPDK build leaves them PENDING).
+ROCE_PORT_ARGS=(--port af_packet:veth-host --ip 198.18.0.2/15 --timeout 20)
 roce_has() { "$ROCE_BIN" help 2>/dev/null | grep -qE "^\s+$1\b"; }
+# The oob_* checks pinned 198.18.0.2 to a dummy MAC on the guests: let them ARP for us again.
+unseed_neigh() { rg exec "$1" 'ip neigh del 198.18.0.2 dev eth0 2>/dev/null; true' > /dev/null; }
 roce_attach_port() { # roce_attach_port ARGS... : runs roce on the bridge; prints its output
-    ip netns exec "$NS" "$ROCE_BIN" "$@" --vdev "net_af_packet0,iface=veth-host" --ip 198.18.0.2
+    ip netns exec "$NS" timeout 90 "$ROCE_BIN" "$@" "${ROCE_PORT_ARGS[@]}"
 }
 check_roce_pingpong_client() {
-    roce_has pingpong || { record roce_pingpong_client PENDING "needs \`roce pingpong\`"; return; }
+    roce_has pingpong || { record roce_pingpong_client PENDING "needs \`roce pingpong\` (a DPDK build)"; return; }
     local t0; t0=$(now)
+    unseed_neigh a
     start_capture roce_pingpong_client "arp or udp port 4791 or tcp port 18515"
     local cap=$CAPTURE_PID sid out
-    sid=$(rg bg a 'ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5')
+    sid=$(rg bg a 'timeout 90 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c')
     wait_listen a 18515 > /dev/null
-    out=$(roce_attach_port pingpong --size 64 --iters 5 198.18.0.11 2>&1); local rrc=$?
+    out=$(roce_attach_port pingpong -s 64 -n 5 -c 198.18.0.11 2>&1); local rrc=$?
     local sout; sout=$(rg result a "$sid"); local src=$?
     stop_capture "$cap"
     printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/roce_pingpong_client.log"
@@ -351,12 +352,46 @@ check_roce_pingpong_client() {
     fi
 }
 check_roce_pingpong_server() {
-    roce_has pingpong || { record roce_pingpong_server PENDING "needs \`roce pingpong\` (server mode)"; return; }
-    record roce_pingpong_server PENDING "LEAD: mirror check_roce_pingpong_client with roles swapped"
+    roce_has pingpong || { record roce_pingpong_server PENDING "needs \`roce pingpong\` (a DPDK build)"; return; }
+    local name=roce_pingpong_server t0 pid out rrc cout crc
+    t0=$(now)
+    unseed_neigh b
+    start_capture "$name" "arp or udp port 4791 or tcp port 18515"
+    local cap=$CAPTURE_PID
+    roce_attach_port pingpong -s 64 -n 5 -c > "$RESULTS/logs/$name.roce" 2>&1 &
+    pid=$!
+    BG_PIDS+=("$pid")
+    sleep 2
+    cout=$(rg exec b 'timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c 198.18.0.1' 2>&1); crc=$?
+    wait "$pid"; rrc=$?
+    stop_capture "$cap"
+    out=$(cat "$RESULTS/logs/$name.roce")
+    printf '# roce rc=%s\n%s\n# guest b rc=%s\n%s\n' "$rrc" "$out" "$crc" "$cout" > "$RESULTS/logs/$name.log"
+    if [ "$rrc" = 0 ] && [ "$crc" = 0 ] && pcap_clean "$name" 20 > /dev/null; then
+        record "$name" PASS "$(elapsed "$t0") s"
+    else
+        record "$name" FAIL "roce rc=$rrc guest rc=$crc (logs/$name.log)"
+    fi
 }
 check_roce_write_bw() {
-    roce_has perf || { record roce_write_bw PENDING "needs \`roce perf\`"; return; }
-    record roce_write_bw PENDING "LEAD: ib_write_bw -d rxe0 -x 1 -F on a, roce perf write as client"
+    roce_has perf || { record roce_write_bw PENDING "needs \`roce perf\` (a DPDK build)"; return; }
+    local name=roce_write_bw t0 sid out rrc sout src
+    t0=$(now)
+    unseed_neigh a
+    start_capture "$name" "arp or udp port 4791 or tcp port 18515"
+    local cap=$CAPTURE_PID
+    sid=$(rg bg a 'timeout 120 ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 200')
+    wait_listen a 18515 > /dev/null
+    out=$(roce_attach_port perf write-bw --peer-format perftest -s 4096 -n 200 198.18.0.11 2>&1); rrc=$?
+    sout=$(rg result a "$sid"); src=$?
+    stop_capture "$cap"
+    printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/$name.log"
+    if [ "$rrc" = 0 ] && [ "$src" = 0 ] && echo "$out" | grep -qE '^ 4096 +200 ' \
+        && pcap_clean "$name" 200 > /dev/null; then
+        record "$name" PASS "$(echo "$out" | grep -E '^ 4096 +200 ' | tr -s ' \t' ' ') ($(elapsed "$t0") s)"
+    else
+        record "$name" FAIL "roce rc=$rrc guest rc=$src (logs/$name.log)"
+    fi
 }
 # ==== end of LEAD section ===================================================================
 

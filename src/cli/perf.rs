@@ -1,0 +1,514 @@
+//! `roce perf`: perftest's bandwidth and latency tests (`ib_write_bw`, `ib_send_lat`, ...) over a
+//! DPDK port, with perftest's names, options and output lines. Server without an address, client
+//! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, or perftest's format with
+//! `--peer-format perftest`, client side). Not here: the transport (`roce::host`), the port and
+//! TCP plumbing ([`session`]), the output formatting ([`report`]).
+
+mod perftest;
+pub mod report;
+pub mod session;
+mod traffic;
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use roce::driver::loopback::RcOptions;
+use roce::host::PeerQp;
+use roce::mr::{MrInfo, PdHandle};
+use roce::psn::Psn;
+use roce::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
+
+use report::{Bw, LAT_HEADER, RESULT_LINE};
+use session::{Oob, PortArgs, Req, Session};
+use traffic::{client_run, post_recvs, Server};
+
+/// `roce perf` tests.
+#[derive(Subcommand, Debug)]
+pub enum PerfCommand {
+    /// RDMA WRITE bandwidth (ib_write_bw).
+    WriteBw(PerfArgs),
+    /// RDMA READ bandwidth (ib_read_bw).
+    ReadBw(PerfArgs),
+    /// SEND bandwidth (ib_send_bw).
+    SendBw(PerfArgs),
+    /// RDMA WRITE latency (ib_write_lat).
+    WriteLat(PerfArgs),
+    /// RDMA READ latency (ib_read_lat).
+    ReadLat(PerfArgs),
+    /// SEND latency (ib_send_lat).
+    SendLat(PerfArgs),
+    /// Fetch-and-add latency (ib_atomic_lat).
+    AtomicLat(PerfArgs),
+}
+
+/// How QP information is exchanged over TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PeerFormat {
+    /// roce's JSON lines (both sides roce).
+    Roce,
+    /// perftest 4.5's messages (the server is ib_*_bw; client only, one QP, one size).
+    Perftest,
+}
+
+/// Options shared by every test (perftest's names).
+#[derive(Args, Debug)]
+pub struct PerfArgs {
+    /// The server's TCP address (client mode); without it we are the server.
+    pub server: Option<String>,
+    /// Message size in bytes.
+    #[arg(short = 's', long = "size")]
+    pub size: Option<u64>,
+    /// All sizes from 2 to 2^23 bytes.
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations (default 5000 for bandwidth, 1000 for latency).
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Run for this many seconds instead of a number of iterations (bandwidth tests).
+    #[arg(short = 'D', long = "duration")]
+    pub duration: Option<u64>,
+    /// Path MTU: 256, 512, 1024, 2048, 4096.
+    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
+    pub mtu: u32,
+    /// Queue pairs (bandwidth tests).
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// Send queue depth (outstanding requests per QP).
+    #[arg(short = 't', long = "tx-depth", default_value_t = 128)]
+    pub tx_depth: u32,
+    /// TCP port of the out-of-band exchange.
+    #[arg(short = 'p', long = "tcp-port", default_value_t = 18515)]
+    pub tcp_port: u16,
+    /// Report bandwidth in Gbit/s.
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Congestion control of our QPs (see `roce cc show`); none by default.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Format of the out-of-band exchange.
+    #[arg(long, value_enum, default_value = "roce")]
+    pub peer_format: PeerFormat,
+    /// DPDK port.
+    #[command(flatten)]
+    pub port: PortArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Test {
+    WriteBw,
+    ReadBw,
+    SendBw,
+    WriteLat,
+    ReadLat,
+    SendLat,
+    AtomicLat,
+}
+
+impl Test {
+    fn is_bw(self) -> bool {
+        matches!(self, Test::WriteBw | Test::ReadBw | Test::SendBw)
+    }
+    fn title(self) -> &'static str {
+        match self {
+            Test::WriteBw => "RDMA_Write BW Test",
+            Test::ReadBw => "RDMA_Read BW Test",
+            Test::SendBw => "Send BW Test",
+            Test::WriteLat => "RDMA_Write Latency Test",
+            Test::ReadLat => "RDMA_Read Latency Test",
+            Test::SendLat => "Send Latency Test",
+            Test::AtomicLat => "Atomic FETCH_AND_ADD Latency Test",
+        }
+    }
+    fn uses_recv(self) -> bool {
+        matches!(self, Test::SendBw | Test::SendLat)
+    }
+}
+
+/// What the client tells the server: the test and its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Hello {
+    test: Test,
+    sizes: Vec<u64>,
+    iters: u64,
+    duration: u64,
+    qps: u32,
+    mtu: u32,
+}
+
+/// One QP's keys, as exchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Dest {
+    qpn: u32,
+    psn: u32,
+    rkey: u32,
+    addr: u64,
+    gid: std::net::Ipv6Addr,
+}
+
+/// The end of one size: what the client measured, or what the server saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct End {
+    bw: Option<Bw>,
+    completed: u64,
+}
+
+struct Qp {
+    qpn: u32,
+    cq: CqHandle,
+    pd: PdHandle,
+    src: MrInfo,
+    dst: MrInfo,
+    peer: Dest,
+    posted: u64,
+    done: u64,
+    recvs: u64,
+}
+
+/// Runs a `roce perf` test.
+pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
+    let (test, args) = match cmd {
+        PerfCommand::WriteBw(a) => (Test::WriteBw, a),
+        PerfCommand::ReadBw(a) => (Test::ReadBw, a),
+        PerfCommand::SendBw(a) => (Test::SendBw, a),
+        PerfCommand::WriteLat(a) => (Test::WriteLat, a),
+        PerfCommand::ReadLat(a) => (Test::ReadLat, a),
+        PerfCommand::SendLat(a) => (Test::SendLat, a),
+        PerfCommand::AtomicLat(a) => (Test::AtomicLat, a),
+    };
+    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
+        anyhow!(
+            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
+            args.mtu
+        )
+    })?;
+    let hello = plan(test, &args)?;
+    let cc = match args.cc.as_deref() {
+        Some(name) => Some(
+            roce::cc::CcConfig::new(name, roce::cc::Rate::from_gbps(10))
+                .map_err(|e| anyhow!("--cc {name:?}: {e}"))?,
+        ),
+        None => None,
+    };
+    let perftest = args.peer_format == PeerFormat::Perftest;
+    if perftest
+        && (args.server.is_none() || !test.is_bw() || hello.sizes.len() != 1 || hello.qps != 1)
+    {
+        bail!("--peer-format perftest: only as the client of a bandwidth test, one size, one QP");
+    }
+    let (mut s, oob, is_client) = session::start(
+        args.server.as_deref(),
+        args.tcp_port,
+        &args.port,
+        mtu.bytes(),
+    )?;
+
+    // 1. Parameters: the client's rule.
+    let hello = if perftest {
+        let mtu = perftest::preamble(&mut s, &oob, hello.mtu)?;
+        Hello { mtu, ..hello }
+    } else if is_client {
+        let line = json_line(&hello)?;
+        s.ask(&oob, Req::Send("send parameters", line))?;
+        let ack = s.ask(&oob, Req::RecvLine("read parameters"))?;
+        let theirs: Hello = parse_line(&ack, "parameters")?;
+        Hello {
+            mtu: theirs.mtu.min(hello.mtu),
+            ..hello
+        }
+    } else {
+        let msg = s.ask(&oob, Req::RecvLine("read parameters"))?;
+        let theirs: Hello = parse_line(&msg, "parameters")?;
+        if theirs.test != test {
+            bail!(
+                "the client runs {:?}, we run {:?}: start both with the same test",
+                theirs.test,
+                test
+            );
+        }
+        let agreed = Hello {
+            mtu: theirs.mtu.min(hello.mtu),
+            ..theirs
+        };
+        s.ask(&oob, Req::Send("send parameters", json_line(&agreed)?))?;
+        agreed
+    };
+    let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
+    let max_size = hello.sizes.iter().copied().max().unwrap_or(8).max(8);
+
+    // 2. QPs and buffers, then keys.
+    let depth = args.tx_depth.clamp(1, 1024);
+    let mut qps = Vec::new();
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    for _ in 0..hello.qps {
+        let ep = s.host.endpoint_mut();
+        let pd = ep.alloc_pd();
+        let cq = ep.create_cq(4 * depth as usize + 64);
+        let qpn = ep
+            .create_qp(QpInit {
+                pd,
+                send_cq: cq,
+                recv_cq: cq,
+                max_send_wr: depth,
+                max_recv_wr: depth,
+            })
+            .context("creating a QP")?;
+        let src = ep.reg_mr(pd, max_size as usize, access);
+        let dst = ep.reg_mr(pd, max_size as usize, access);
+        qps.push(Qp {
+            qpn,
+            cq,
+            pd,
+            src,
+            dst,
+            peer: Dest {
+                qpn: 0,
+                psn: 0,
+                rkey: 0,
+                addr: 0,
+                gid: std::net::Ipv6Addr::UNSPECIFIED,
+            },
+            posted: 0,
+            done: 0,
+            recvs: 0,
+        });
+    }
+    let ip = session::parse_ip(&args.port.ip)?;
+    let psn_of = |qpn: u32| qpn.wrapping_mul(0x9e37) & 0xff_ffff;
+    let mine: Vec<Dest> = qps
+        .iter()
+        .map(|q| Dest {
+            qpn: q.qpn,
+            psn: psn_of(q.qpn),
+            rkey: q.dst.rkey,
+            addr: q.dst.addr,
+            gid: ip.to_ipv6_mapped(),
+        })
+        .collect();
+    let theirs: Vec<Dest> = if perftest {
+        let mut t = Vec::new();
+        for d in &mine {
+            t.push(perftest::keys(&mut s, &oob, d)?);
+        }
+        t
+    } else {
+        swap(&mut s, &oob, is_client, &mine, "keys")?
+    };
+    if theirs.len() != qps.len() {
+        bail!("the peer has {} QPs, we have {}", theirs.len(), qps.len());
+    }
+    let peer_mac = args.port.peer_mac()?;
+    let opts = RcOptions {
+        mtu,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        ..RcOptions::default()
+    };
+    let mut plan = Vec::new();
+    for (q, d) in qps.iter_mut().zip(&theirs) {
+        q.peer = *d;
+        let peer = PeerQp {
+            ip: session::gid_ip(d.gid),
+            mac: peer_mac,
+            qpn: d.qpn,
+            psn: Psn::new(d.psn),
+        };
+        plan.push((q.qpn, peer, Psn::new(psn_of(q.qpn))));
+        if let Some(c) = cc.as_ref() {
+            s.host
+                .endpoint_mut()
+                .set_congestion_control(q.qpn, c.build(), 64 * 1024)
+                .context("installing --cc")?;
+        }
+    }
+    s.connect_all(&plan, &opts)?;
+    print_banner(test, &hello, depth, &qps, ip, args.report_gbits);
+    if test.uses_recv() {
+        for q in qps.iter_mut() {
+            post_recvs(&mut s, q, max_size, depth)?;
+        }
+    }
+    if perftest {
+        // After ctx_connect, and once more before traffic.
+        for d in mine.iter().chain(&mine) {
+            perftest::keys(&mut s, &oob, d)?;
+        }
+    } else {
+        let _: Vec<bool> = swap(&mut s, &oob, is_client, &[true], "ready")?;
+    }
+
+    // 3. One run per size.
+    for &size in &hello.sizes {
+        for q in qps.iter_mut() {
+            q.posted = 0;
+            q.done = 0;
+            if let Some(m) = s.host.endpoint_mut().mr_mut(q.dst.lkey) {
+                m.bytes_mut().fill(0);
+            }
+        }
+        if perftest {
+            let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
+            let bw = end
+                .bw
+                .ok_or_else(|| anyhow!("internal: no bandwidth measured"))?;
+            println!("{}", bw.line(args.report_gbits));
+            let d = mine.first().ok_or_else(|| anyhow!("internal: no QP"))?;
+            perftest::finish(&mut s, &oob, d, &bw, args.report_gbits)?;
+            continue;
+        }
+        let _: Vec<u64> = swap(&mut s, &oob, is_client, &[size], "start")?;
+        if is_client {
+            let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
+            s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
+            let _ = s.ask(&oob, Req::RecvLine("read results"))?;
+            if let Some(bw) = end.bw {
+                println!("{}", bw.line(args.report_gbits));
+            }
+        } else {
+            let mut server = Server::new(test, size);
+            let msg = s.converse(&oob, Req::RecvLine("read results"), |h| {
+                server.step(h, &mut qps, max_size, depth)
+            })?;
+            let end: End = parse_line(&msg, "results")?;
+            let mine = End {
+                bw: None,
+                completed: server.seen,
+            };
+            s.ask(&oob, Req::Send("send results", json_line(&mine)?))?;
+            if let Some(bw) = end.bw {
+                println!("{}", bw.line(args.report_gbits));
+            }
+        }
+    }
+    println!("{RESULT_LINE}");
+    Ok(())
+}
+
+fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
+    let max = 1u64 << 23;
+    let sizes: Vec<u64> = if test == Test::AtomicLat {
+        vec![8]
+    } else if args.all {
+        (1..=23).map(|i| 1u64 << i).collect()
+    } else {
+        let size = args.size.unwrap_or(if test.is_bw() { 65536 } else { 2 });
+        if size == 0 || size > max {
+            bail!("-s {size}: the size must be 1..={max} bytes");
+        }
+        vec![size]
+    };
+    if args.duration.is_some() && !test.is_bw() {
+        bail!("-D is supported by the bandwidth tests only");
+    }
+    if args.duration == Some(0) {
+        bail!("-D 0: the duration must be at least 1 s");
+    }
+    let iters = args.iters.unwrap_or(if test.is_bw() { 5000 } else { 1000 });
+    if iters == 0 || iters > 1 << 32 {
+        bail!("-n {iters}: iterations must be 1..=2^32");
+    }
+    if args.qps == 0 || args.qps > 64 {
+        bail!("-q {}: 1..=64 QPs", args.qps);
+    }
+    if args.qps > 1 && !test.is_bw() {
+        bail!("-q is supported by the bandwidth tests only");
+    }
+    if args.tx_depth == 0 || args.tx_depth > 1024 {
+        bail!("-t {}: the TX depth must be 1..=1024", args.tx_depth);
+    }
+    Ok(Hello {
+        test,
+        sizes,
+        iters,
+        duration: args.duration.unwrap_or(0),
+        qps: args.qps,
+        mtu: args.mtu,
+    })
+}
+
+fn json_line<T: Serialize>(v: &T) -> anyhow::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(v)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn parse_line<T: for<'a> Deserialize<'a>>(line: &[u8], what: &str) -> anyhow::Result<T> {
+    serde_json::from_slice(line).with_context(|| {
+        format!(
+            "the peer's {what} are not roce's (is it perftest? try --peer-format perftest): {:?}",
+            String::from_utf8_lossy(line).trim_end()
+        )
+    })
+}
+
+/// Client sends first, server answers: both get the other's `mine`.
+fn swap<T: Serialize + for<'a> Deserialize<'a>>(
+    s: &mut Session,
+    oob: &Oob,
+    is_client: bool,
+    mine: &[T],
+    what: &'static str,
+) -> anyhow::Result<Vec<T>> {
+    let line = json_line(&mine)?;
+    let theirs = if is_client {
+        s.ask(oob, Req::Send(what, line))?;
+        s.ask(oob, Req::RecvLine(what))?
+    } else {
+        let theirs = s.ask(oob, Req::RecvLine(what))?;
+        s.ask(oob, Req::Send(what, line))?;
+        theirs
+    };
+    parse_line(&theirs, what)
+}
+
+/// A GID as perftest prints it: sixteen bytes in decimal (`...:255:255:198:18:00:01`).
+fn perftest_gid(gid: std::net::Ipv6Addr) -> String {
+    let parts: Vec<String> = gid.octets().iter().map(|b| format!("{b:02}")).collect();
+    parts.join(":")
+}
+
+fn print_banner(
+    test: Test,
+    hello: &Hello,
+    depth: u32,
+    qps: &[Qp],
+    ip: std::net::Ipv4Addr,
+    gbits: bool,
+) {
+    println!("{RESULT_LINE}");
+    println!("                    {}", test.title());
+    println!(" Number of qps   : {}\t\tTransport type : IB", hello.qps);
+    println!(" Connection type : RC\t\tUsing SRQ      : OFF");
+    println!(" TX depth        : {depth}");
+    println!(" Mtu             : {}[B]", hello.mtu);
+    println!(" Link type       : Ethernet");
+    println!(" Data ex. method : Ethernet");
+    println!("{RESULT_LINE}");
+    for q in qps {
+        println!(
+            " local address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
+            q.qpn,
+            q.qpn.wrapping_mul(0x9e37) & 0xff_ffff,
+            q.dst.rkey,
+            q.dst.addr
+        );
+        println!(" GID: {}", perftest_gid(ip.to_ipv6_mapped()));
+        println!(
+            " remote address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
+            q.peer.qpn, q.peer.psn, q.peer.rkey, q.peer.addr
+        );
+        println!(" GID: {}", perftest_gid(q.peer.gid));
+        let _ = q.pd;
+    }
+    println!("{RESULT_LINE}");
+    if test.is_bw() {
+        println!("{}", report::bw_header(gbits));
+    } else {
+        println!("{LAT_HEADER}");
+    }
+}

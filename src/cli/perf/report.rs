@@ -1,0 +1,181 @@
+//! perftest's output: the dashed banner, the key lines, and the bandwidth and latency result
+//! lines with perftest's column names, computed from completion times. Formatting and
+//! arithmetic only.
+
+/// perftest's separator line.
+pub const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------";
+
+/// The bandwidth header (`--report_gbits` switches the unit).
+pub fn bw_header(gbits: bool) -> String {
+    let unit = if gbits { "Gb/sec" } else { "MB/sec" };
+    format!(" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]")
+}
+
+/// The latency header.
+pub const LAT_HEADER: &str = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
+
+/// One bandwidth measurement.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Bw {
+    /// Message size.
+    pub size: u64,
+    /// Iterations (per QP).
+    pub iters: u64,
+    /// Best windowed bandwidth, bytes per second.
+    pub peak: f64,
+    /// Average bandwidth, bytes per second.
+    pub avg: f64,
+    /// Messages per second.
+    pub msg_rate: f64,
+}
+
+impl Bw {
+    /// From message completions: `times` are completion instants in ns since the start (sorted),
+    /// `window` the number of completions a peak window spans.
+    pub fn from_completions(size: u64, iters: u64, times: &[u64], window: usize) -> Bw {
+        let n = times.len();
+        let total = times.last().copied().unwrap_or(0).max(1) as f64 / 1e9;
+        let avg = n as f64 * size as f64 / total;
+        let w = window.clamp(1, n.max(1));
+        let mut peak = avg;
+        for j in 0..n.saturating_sub(w - 1) {
+            let start = if j == 0 {
+                0
+            } else {
+                times.get(j - 1).copied().unwrap_or(0)
+            };
+            let end = times.get(j + w - 1).copied().unwrap_or(0);
+            let dt = end.saturating_sub(start).max(1) as f64 / 1e9;
+            peak = peak.max(w as f64 * size as f64 / dt);
+        }
+        Bw {
+            size,
+            iters,
+            peak,
+            avg,
+            msg_rate: n as f64 / total,
+        }
+    }
+
+    /// perftest's result line.
+    pub fn line(&self, gbits: bool) -> String {
+        let unit = |bps: f64| {
+            if gbits {
+                bps * 8.0 / 1e9
+            } else {
+                bps / f64::from(1u32 << 20)
+            }
+        };
+        format!(
+            " {:<7}    {:<10}       {:<7.2}            {:<7.2}\t\t   {:<7.6}",
+            self.size,
+            self.iters,
+            unit(self.peak),
+            unit(self.avg),
+            self.msg_rate / 1e6
+        )
+    }
+}
+
+/// Latency statistics in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lat {
+    /// Message size.
+    pub size: u64,
+    /// Iterations.
+    pub iters: u64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Median.
+    pub typical: f64,
+    /// Mean.
+    pub avg: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+}
+
+impl Lat {
+    /// From samples in nanoseconds, each divided by `divisor` (2 for round trips reported as
+    /// one-way, as ib_write_lat and ib_send_lat do).
+    pub fn from_samples(size: u64, samples: &[u64], divisor: f64) -> Lat {
+        let mut us: Vec<f64> = samples.iter().map(|&s| s as f64 / 1e3 / divisor).collect();
+        us.sort_by(f64::total_cmp);
+        let n = us.len().max(1) as f64;
+        let avg = us.iter().sum::<f64>() / n;
+        let var = us.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+        let pct = |p: f64| {
+            let i = ((p * n).ceil() as usize).saturating_sub(1);
+            us.get(i.min(us.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        Lat {
+            size,
+            iters: samples.len() as u64,
+            min: us.first().copied().unwrap_or(0.0),
+            max: us.last().copied().unwrap_or(0.0),
+            typical: pct(0.5),
+            avg,
+            stdev: var.sqrt(),
+            p99: pct(0.99),
+            p999: pct(0.999),
+        }
+    }
+
+    /// perftest's result line.
+    pub fn line(&self) -> String {
+        format!(
+            " {:<7} {:<10}     {:<7.2}        {:<7.2}      {:<7.2}  \t{:<7.2}     \t{:<7.2}\t\t{:<7.2} \t\t{:<7.2}",
+            self.size,
+            self.iters,
+            self.min,
+            self.max,
+            self.typical,
+            self.avg,
+            self.stdev,
+            self.p99,
+            self.p999
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bw_line_has_perftest_columns_in_mib() {
+        // 4 messages of 1 MiB over 4 ms: 1000 MiB/s average.
+        let bw = Bw::from_completions(1 << 20, 4, &[1_000_000, 2_000_000, 3_000_000, 4_000_000], 1);
+        let cols: Vec<f64> = bw
+            .line(false)
+            .split_whitespace()
+            .map(|c| c.parse().unwrap())
+            .collect();
+        assert_eq!(cols, vec![1048576.0, 4.0, 1000.0, 1000.0, 0.001]);
+    }
+
+    #[test]
+    fn peak_is_the_best_window() {
+        // The second message completes 0.5 ms after the first: a 2 GiB/s window.
+        let bw = Bw::from_completions(1 << 20, 3, &[1_000_000, 1_500_000, 3_000_000], 1);
+        assert!((bw.peak - 2_097_152_000.0).abs() < 1.0, "{}", bw.peak);
+    }
+
+    #[test]
+    fn latency_percentiles_of_a_hundred_samples() {
+        let samples: Vec<u64> = (1..=100).map(|i| i * 2000).collect();
+        let lat = Lat::from_samples(2, &samples, 2.0);
+        assert_eq!((lat.min, lat.max, lat.typical), (1.0, 100.0, 50.0));
+        assert_eq!((lat.p99, lat.p999), (99.0, 100.0));
+        assert_eq!(lat.avg, 50.5);
+        assert_eq!(lat.line().split_whitespace().count(), 9);
+    }
+}

@@ -1,0 +1,400 @@
+//! What `roce perf` and `roce pingpong` share: one DPDK port driven by the runtime loop with a
+//! [`Host`] (endpoint + ARP/NDP) as its engine, and the out-of-band TCP exchange on a helper
+//! thread so the poll loop keeps answering ARP while the kernel's TCP stack does the talking.
+//! Not here: the tests themselves.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+
+use roce::clock::{Clock, MonotonicClock};
+use roce::driver::dpdk::{
+    DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
+};
+use roce::driver::loopback::RcOptions;
+use roce::endpoint::EndpointConfig;
+use roce::host::{Host, HostEvent, PeerQp};
+use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
+use roce::psn::Psn;
+use roce::runtime::{Runtime, RuntimeConfig};
+use roce::time::Instant;
+use roce::wire::EthernetAddress;
+
+/// The DPDK port options of `roce perf` and `roce pingpong`.
+#[derive(Args, Debug, Clone)]
+pub struct PortArgs {
+    /// DPDK port: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS.
+    #[arg(long, default_value = "tap")]
+    pub port: PortSpec,
+    /// Extra EAL arguments (e.g. "-l 1"; --no-huge/--in-memory/-d are added when needed).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub eal: String,
+    /// Our IPv4 address on the port, ADDR/LEN (e.g. 198.18.0.1/15).
+    #[arg(long)]
+    pub ip: String,
+    /// Our MAC address (default: the port's).
+    #[arg(long)]
+    pub mac: Option<String>,
+    /// The peer's MAC address (default: resolved with ARP).
+    #[arg(long)]
+    pub peer_mac: Option<String>,
+    /// Seconds any single wait may last (TCP connect/accept, ARP, the peer's answers).
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+}
+
+impl PortArgs {
+    /// `--peer-mac`, parsed.
+    pub fn peer_mac(&self) -> anyhow::Result<Option<EthernetAddress>> {
+        self.peer_mac.as_deref().map(parse_mac).transpose()
+    }
+}
+
+/// Parses `ADDR/LEN`.
+pub fn parse_ip(text: &str) -> anyhow::Result<Ipv4Addr> {
+    let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
+    let ip: Ipv4Addr = addr
+        .parse()
+        .with_context(|| format!("--ip {text:?}: not an IPv4 address"))?;
+    match len.parse::<u8>() {
+        Ok(l) if l <= 32 => {}
+        _ => bail!("--ip {text:?}: prefix length must be 0..=32"),
+    }
+    if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+        bail!("--ip {text:?}: not a unicast address");
+    }
+    Ok(ip)
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(text: &str) -> anyhow::Result<EthernetAddress> {
+    let parts: Vec<u8> = text
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16))
+        .collect::<Result<_, _>>()
+        .map_err(|_| anyhow!("{text:?} is not a MAC address"))?;
+    let bytes: [u8; 6] = parts
+        .try_into()
+        .map_err(|_| anyhow!("{text:?} is not a MAC address (six bytes)"))?;
+    let mac = EthernetAddress(bytes);
+    if mac.is_multicast() || bytes == [0; 6] {
+        bail!("{text:?} is not a unicast MAC address");
+    }
+    Ok(mac)
+}
+
+/// Our default MAC. A tap or af_packet port's MAC is the kernel interface's (a bridge delivers
+/// frames for it to the kernel), so we take a different, locally administered one derived from
+/// it; a NIC's MAC is ours.
+fn own_mac(spec: &PortSpec, port_mac: [u8; 6]) -> EthernetAddress {
+    let mut m = port_mac;
+    if matches!(spec, PortSpec::Tap(_) | PortSpec::AfPacket(_)) {
+        m[0] = (m[0] | 0x02) & !0x01;
+        m[1] ^= 0x5a;
+    }
+    EthernetAddress(m)
+}
+
+/// Resolves the server's TCP address.
+pub fn server_addr(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve server address {host:?}"))?
+        .next()
+        .ok_or_else(|| anyhow!("server address {host:?} has no IP address"))
+}
+
+/// A DPDK port, the runtime loop and the host it drives.
+pub struct Session {
+    // Field order is drop order: the runtime (port) before the pool before EAL.
+    runtime: Runtime<DpdkPort, MonotonicClock>,
+    /// The endpoint with ARP/NDP.
+    pub host: Host,
+    clock: MonotonicClock,
+    _pool: Arc<Mempool>,
+    _eal: Eal,
+    /// How long a wait may last.
+    pub timeout: StdDuration,
+}
+
+impl Session {
+    /// Starts EAL with the port, brings it up for frames of `roce_mtu` payload.
+    pub fn open(args: &PortArgs, roce_mtu: u32) -> anyhow::Result<Session> {
+        let ip = parse_ip(&args.ip)?;
+        let mac = args.mac.as_deref().map(parse_mac).transpose()?;
+        let mut eal_args = args.eal.clone();
+        for a in args.port.eal_args(0) {
+            eal_args.push(' ');
+            eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
+        }
+        let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
+            DpdkError::NoPorts => anyhow!("no DPDK port: --port {} created nothing", args.port),
+            e => anyhow!("DPDK port {}: {e}", args.port),
+        })?;
+        let id = *eal
+            .port_ids()
+            .first()
+            .ok_or_else(|| anyhow!("no DPDK port: --port {} created nothing", args.port))?;
+        // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
+        let l3 = roce_mtu as usize + 80;
+        // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
+        let pool = Arc::new(
+            Mempool::new(
+                &eal,
+                &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191),
+            )
+            .context("creating the mbuf pool")?,
+        );
+        let config = PortConfig {
+            mtu: (l3 > 1500).then_some(l3),
+            link_timeout: StdDuration::from_secs(args.timeout.min(10)),
+            ..PortConfig::default()
+        };
+        let port = DpdkPort::new(&eal, id, pool.clone(), &config)
+            .with_context(|| format!("bringing up DPDK port {}", args.port))?;
+        let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
+        let mut host = Host::new(EndpointConfig::ipv4(mac, ip));
+        host.announce();
+        tracing::info!(port = %args.port, %mac, %ip, "port up");
+        let clock = MonotonicClock::new();
+        Ok(Session {
+            runtime: Runtime::new(port, clock, RuntimeConfig::default()),
+            host,
+            clock,
+            _pool: pool,
+            _eal: eal,
+            timeout: StdDuration::from_secs(args.timeout.max(1)),
+        })
+    }
+
+    /// The loop's clock now.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// One turn of the loop (yielding the CPU when nothing moved).
+    pub fn poll(&mut self) -> usize {
+        let moved = self.runtime.poll_once(&mut self.host);
+        if moved == 0 {
+            // Idle: let the peer process (often on the same cores, e.g. over taps) run.
+            std::thread::yield_now();
+        }
+        moved
+    }
+
+    /// Polls until `f` returns `Some`, or fails after the timeout naming `what`.
+    pub fn poll_until<T>(
+        &mut self,
+        what: &str,
+        mut f: impl FnMut(&mut Host) -> anyhow::Result<Option<T>>,
+    ) -> anyhow::Result<T> {
+        let deadline = std::time::Instant::now() + self.timeout;
+        loop {
+            self.poll();
+            if let Some(v) = f(&mut self.host)? {
+                return Ok(v);
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("{what}: nothing within {} s", self.timeout.as_secs());
+            }
+        }
+    }
+
+    /// Connects each `(qpn, peer, sq_psn)` (RESET to RTS) and polls until ARP has resolved every
+    /// peer; a peer that never answers is an error.
+    pub fn connect_all(
+        &mut self,
+        qps: &[(u32, PeerQp, Psn)],
+        opts: &RcOptions,
+    ) -> anyhow::Result<()> {
+        for (qpn, peer, sq_psn) in qps {
+            let now = self.now();
+            let _ = self
+                .host
+                .connect_qp(now, *qpn, peer, *sq_psn, opts)
+                .context("connecting the QP")?;
+        }
+        let peer_ip = qps
+            .first()
+            .map_or_else(|| "?".into(), |q| q.1.ip.to_string());
+        self.poll_until(&format!("resolving the peer {peer_ip} with ARP"), |h| {
+            while let Some(ev) = h.poll_event() {
+                if let HostEvent::QpUnreachable { ip, .. } = ev {
+                    bail!("the peer {ip} does not answer ARP");
+                }
+            }
+            Ok(qps.iter().all(|q| !h.is_deferred(q.0)).then_some(()))
+        })
+    }
+
+    /// [`Session::converse`] with nothing to do meanwhile but poll.
+    pub fn ask(&mut self, oob: &Oob, req: Req) -> anyhow::Result<Vec<u8>> {
+        self.converse(oob, req, |_| Ok(()))
+    }
+
+    /// Sends `req` to the out-of-band thread and polls (calling `each` every turn) until its
+    /// answer comes.
+    pub fn converse(
+        &mut self,
+        oob: &Oob,
+        req: Req,
+        mut each: impl FnMut(&mut Host) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Vec<u8>> {
+        oob.tx
+            .send(req)
+            .map_err(|_| anyhow!("the TCP exchange thread has stopped"))?;
+        loop {
+            for _ in 0..64 {
+                self.poll();
+                each(&mut self.host)?;
+            }
+            match oob.rx.try_recv() {
+                Ok(r) => return r.map_err(|e| anyhow!(e)),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => bail!("the TCP exchange thread has stopped"),
+            }
+        }
+    }
+}
+
+/// A request to the out-of-band thread.
+#[derive(Debug)]
+pub enum Req {
+    /// Write these bytes.
+    Send(&'static str, Vec<u8>),
+    /// Read one newline-terminated line.
+    RecvLine(&'static str),
+    /// Read exactly this many bytes.
+    RecvExact(&'static str, usize),
+    /// perftest's symmetric step (client writes first, server reads first).
+    Exchange(&'static str, Vec<u8>),
+}
+
+/// How the out-of-band connection starts.
+pub enum Connect {
+    /// Wait for a client on this listener.
+    Server(TcpListener),
+    /// Connect to the server (retrying refused connections until the timeout).
+    Client(SocketAddr),
+}
+
+/// The out-of-band TCP connection, run on its own thread.
+pub struct Oob {
+    tx: Sender<Req>,
+    rx: Receiver<Result<Vec<u8>, String>>,
+}
+
+/// Starts a server (no address: listen on `tcp_port`) or a client (connect to `server`): binds
+/// or resolves the TCP side first (a busy port fails before EAL starts), opens the DPDK port,
+/// starts the out-of-band thread. Returns the session, the exchange and whether we are the client.
+pub fn start(
+    server: Option<&str>,
+    tcp_port: u16,
+    port: &PortArgs,
+    roce_mtu: u32,
+) -> anyhow::Result<(Session, Oob, bool)> {
+    let connect = match server {
+        None => Connect::Server(listen(tcp_port)?),
+        Some(host) => Connect::Client(server_addr(host, tcp_port)?),
+    };
+    let is_client = server.is_some();
+    let s = Session::open(port, roce_mtu)?;
+    let oob = Oob::start(connect, s.timeout);
+    Ok((s, oob, is_client))
+}
+
+/// Binds the server's TCP port on all addresses.
+pub fn listen(port: u16) -> anyhow::Result<TcpListener> {
+    TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow!("TCP port {port} is busy"),
+        _ => anyhow!("cannot listen on TCP port {port}: {e}"),
+    })
+}
+
+impl Oob {
+    /// Starts the thread; it connects (or accepts) and then serves requests in order.
+    pub fn start(connect: Connect, timeout: StdDuration) -> Oob {
+        let (tx, req_rx) = mpsc::channel::<Req>();
+        let (rep_tx, rx) = mpsc::channel();
+        let timeouts = Timeouts {
+            connect: timeout,
+            accept: timeout,
+            io: timeout,
+        };
+        std::thread::spawn(move || {
+            let stream = match establish(connect, timeouts) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Answer the first request with the error.
+                    if req_rx.recv().is_ok() {
+                        let _ = rep_tx.send(Err(e.to_string()));
+                    }
+                    return;
+                }
+            };
+            serve(stream, &req_rx, &rep_tx);
+        });
+        Oob { tx, rx }
+    }
+}
+
+fn establish(connect: Connect, timeouts: Timeouts) -> Result<OobStream, String> {
+    match connect {
+        Connect::Server(listener) => OobStream::accept(&listener, timeouts)
+            .map_err(|e| format!("waiting for the client: {e}")),
+        Connect::Client(addr) => {
+            let deadline = std::time::Instant::now() + timeouts.connect;
+            loop {
+                match OobStream::connect(addr, timeouts) {
+                    Ok(s) => return Ok(s),
+                    Err(ExchangeError::Connect { source, .. })
+                        if source.kind() == std::io::ErrorKind::ConnectionRefused
+                            && std::time::Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(StdDuration::from_millis(100));
+                    }
+                    Err(ExchangeError::Connect { source, .. })
+                        if source.kind() == std::io::ErrorKind::ConnectionRefused =>
+                    {
+                        return Err(format!(
+                            "no server listens at {addr} (refused for {} s)",
+                            timeouts.connect.as_secs()
+                        ))
+                    }
+                    Err(e) => return Err(format!("{e}")),
+                }
+            }
+        }
+    }
+}
+
+fn serve(mut stream: OobStream, reqs: &Receiver<Req>, reps: &Sender<Result<Vec<u8>, String>>) {
+    loop {
+        let req = match reqs.recv_timeout(StdDuration::from_secs(3600)) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
+        };
+        let rep = match req {
+            Req::Send(step, bytes) => stream.send(step, &bytes).map(|()| Vec::new()),
+            Req::RecvLine(step) => stream.recv_line(step, 1 << 20),
+            Req::RecvExact(step, n) => stream.recv_exact(step, n),
+            Req::Exchange(step, bytes) => stream.exchange(step, &bytes),
+        };
+        let failed = rep.is_err();
+        if reps.send(rep.map_err(|e| format!("peer: {e}"))).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// The IPv4 address inside a GID (`::ffff:a.b.c.d`), or the IPv6 address itself.
+pub fn gid_ip(gid: std::net::Ipv6Addr) -> IpAddr {
+    match gid.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(gid),
+    }
+}

@@ -1,0 +1,280 @@
+//! The traffic of `roce perf`: the client's timed loops (bandwidth with a window of outstanding
+//! requests, latency with one request in flight) and the server's part (echoes, receives).
+//! Not here: setup, exchange, output.
+
+use anyhow::{anyhow, bail, Context};
+
+use roce::host::Host;
+use roce::mr::MrInfo;
+use roce::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+
+use super::report::{Bw, Lat};
+use super::session::Session;
+use super::{End, Hello, Qp, Test};
+
+pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
+    let h = &mut s.host;
+    refill(h, q, size, depth)
+}
+
+fn refill(h: &mut Host, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
+    while q.recvs < u64::from(depth) {
+        let wr = RecvWr::new(
+            0,
+            Sge {
+                addr: q.dst.addr,
+                length: size as u32,
+                lkey: q.dst.lkey,
+            },
+        );
+        h.endpoint_mut()
+            .post_recv(q.qpn, wr)
+            .context("posting a receive")?;
+        q.recvs += 1;
+    }
+    Ok(())
+}
+
+fn send_wr(test: Test, q: &Qp, size: u64, id: u64) -> SendWr {
+    let local = |m: &MrInfo, len: u64| Sge {
+        addr: m.addr,
+        length: len as u32,
+        lkey: m.lkey,
+    };
+    let (op, sge) = match test {
+        Test::WriteBw | Test::WriteLat => (
+            WrOpcode::RdmaWrite {
+                remote_addr: q.peer.addr,
+                rkey: q.peer.rkey,
+            },
+            local(&q.src, size),
+        ),
+        Test::ReadBw | Test::ReadLat => (
+            WrOpcode::RdmaRead {
+                remote_addr: q.peer.addr,
+                rkey: q.peer.rkey,
+            },
+            local(&q.src, size),
+        ),
+        Test::SendBw | Test::SendLat => (WrOpcode::Send, local(&q.src, size)),
+        Test::AtomicLat => (
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr: q.peer.addr,
+                rkey: q.peer.rkey,
+                add: 1,
+            },
+            local(&q.src, 8),
+        ),
+    };
+    SendWr::new(id, op, sge)
+}
+
+/// The last byte of a write-lat buffer in iteration `i`.
+fn mark(i: u64) -> u8 {
+    (i % 255) as u8 + 1
+}
+
+fn last_byte(h: &Host, m: &MrInfo, size: u64) -> Option<u8> {
+    h.endpoint()
+        .mr(m.lkey)?
+        .bytes()
+        .get(size.checked_sub(1)? as usize)
+        .copied()
+}
+
+fn set_last_byte(h: &mut Host, m: &MrInfo, size: u64, v: u8) {
+    if let Some(b) = h
+        .endpoint_mut()
+        .mr_mut(m.lkey)
+        .and_then(|r| r.bytes_mut().get_mut(size.saturating_sub(1) as usize))
+    {
+        *b = v;
+    }
+}
+
+/// Reaps completions of `q`: returns (send completions, receive completions).
+fn reap(h: &mut Host, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
+    let (mut sends, mut recvs) = (0, 0);
+    while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
+        if wc.status != WcStatus::Success {
+            bail!(
+                "QP {:#x}: completion {:?} ({:?}); the peer stopped answering?",
+                q.qpn,
+                wc.status,
+                wc.opcode
+            );
+        }
+        if matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+            recvs += 1;
+            q.recvs = q.recvs.saturating_sub(1);
+        } else {
+            sends += 1;
+        }
+    }
+    Ok((sends, recvs))
+}
+
+pub(super) fn client_run(
+    s: &mut Session,
+    test: Test,
+    hello: &Hello,
+    size: u64,
+    depth: u32,
+    qps: &mut [Qp],
+) -> anyhow::Result<End> {
+    let start = s.now();
+    let ns = |s: &Session| s.now().saturating_since(start).as_nanos();
+    let stop_at = (hello.duration > 0).then(|| hello.duration * 1_000_000_000);
+    let wait = s.timeout.as_nanos() as u64;
+    let mut last_progress = 0u64;
+    if test.is_bw() {
+        let mut times = Vec::with_capacity(hello.iters as usize * qps.len());
+        loop {
+            let t = ns(s);
+            let running = stop_at.map_or(true, |d| t < d);
+            let mut all_done = true;
+            for q in qps.iter_mut() {
+                while running
+                    && (stop_at.is_some() || q.posted < hello.iters)
+                    && q.posted - q.done < u64::from(depth)
+                {
+                    let wr = send_wr(test, q, size, q.posted);
+                    s.host
+                        .endpoint_mut()
+                        .post_send(q.qpn, wr)
+                        .context("posting a request")?;
+                    q.posted += 1;
+                }
+                let (sent, _) = reap(&mut s.host, q)?;
+                q.done += sent;
+                for _ in 0..sent {
+                    times.push(t);
+                }
+                if sent > 0 {
+                    last_progress = t;
+                }
+                all_done &= q.done == q.posted && (!running || q.posted >= hello.iters);
+            }
+            if all_done && (stop_at.is_none() || !running) {
+                break;
+            }
+            if t.saturating_sub(last_progress) > wait {
+                bail!(
+                    "the peer stopped answering ({} of {} requests done)",
+                    qps.iter().map(|q| q.done).sum::<u64>(),
+                    qps.iter().map(|q| q.posted).sum::<u64>()
+                );
+            }
+            s.poll();
+        }
+        let iters = qps.iter().map(|q| q.done).min().unwrap_or(0);
+        let bw = Bw::from_completions(size, iters, &times, depth as usize);
+        return Ok(End {
+            bw: Some(bw),
+            completed: times.len() as u64,
+        });
+    }
+    // Latency: one request in flight.
+    let q = qps
+        .first_mut()
+        .ok_or_else(|| anyhow!("no QP for the latency test"))?;
+    let mut samples = Vec::with_capacity(hello.iters as usize);
+    for i in 0..hello.iters {
+        if test == Test::WriteLat {
+            set_last_byte(&mut s.host, &q.src, size, mark(i));
+        }
+        let t0 = ns(s);
+        s.host
+            .endpoint_mut()
+            .post_send(q.qpn, send_wr(test, q, size, i))
+            .context("posting a request")?;
+        let (mut sent, mut got) = (0, 0);
+        loop {
+            s.poll();
+            let (a, b) = reap(&mut s.host, q)?;
+            sent += a;
+            got += b;
+            let done = match test {
+                Test::WriteLat => last_byte(&s.host, &q.dst, size) == Some(mark(i)),
+                Test::SendLat => got > 0,
+                _ => sent > 0,
+            };
+            if done {
+                break;
+            }
+            if ns(s) - t0 > wait {
+                bail!(
+                    "the peer stopped answering (iteration {i} of {})",
+                    hello.iters
+                );
+            }
+        }
+        samples.push(ns(s) - t0);
+        if test == Test::SendLat {
+            refill(&mut s.host, q, size, depth)?;
+        }
+    }
+    let one_way = matches!(test, Test::WriteLat | Test::SendLat);
+    let lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
+    println!("{}", lat.line());
+    Ok(End {
+        bw: None,
+        completed: samples.len() as u64,
+    })
+}
+
+/// The server's part while the client runs: echoing (write-lat, send-lat), refilling receives.
+pub(super) struct Server {
+    test: Test,
+    size: u64,
+    pub(super) seen: u64,
+}
+
+impl Server {
+    pub(super) fn new(test: Test, size: u64) -> Self {
+        Server {
+            test,
+            size,
+            seen: 0,
+        }
+    }
+
+    pub(super) fn step(
+        &mut self,
+        h: &mut Host,
+        qps: &mut [Qp],
+        max_size: u64,
+        depth: u32,
+    ) -> anyhow::Result<()> {
+        for q in qps.iter_mut() {
+            let (_, got) = reap(h, q)?;
+            match self.test {
+                Test::SendBw => {
+                    self.seen += got;
+                    refill(h, q, max_size, depth)?;
+                }
+                Test::SendLat => {
+                    for _ in 0..got {
+                        h.endpoint_mut()
+                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.seen))
+                            .context("posting the answer")?;
+                        self.seen += 1;
+                    }
+                    refill(h, q, max_size, depth)?;
+                }
+                Test::WriteLat => {
+                    let want = mark(self.seen);
+                    if last_byte(h, &q.dst, self.size) == Some(want) {
+                        set_last_byte(h, &q.src, self.size, want);
+                        h.endpoint_mut()
+                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.seen))
+                            .context("posting the answer")?;
+                        self.seen += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

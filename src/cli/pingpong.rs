@@ -1,0 +1,301 @@
+//! `roce pingpong`: rdma-core's `ibv_rc_pingpong` on a DPDK port: the same options, the same
+//! 52-byte TCP exchange (so the real tool can be either peer), the same ping-pong of SENDs and the
+//! same closing lines. Not here: UD/XRC/SRQ variants, ODP, events (`-e`).
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+
+use roce::driver::loopback::RcOptions;
+use roce::host::PeerQp;
+use roce::oob::pingpong::{self, PingpongDest};
+use roce::psn::Psn;
+use roce::verbs::{AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+
+use super::perf::session::{self, PortArgs, Req, Session};
+
+/// Options of `roce pingpong` (ibv_rc_pingpong's).
+#[derive(Args, Debug)]
+pub struct PingpongArgs {
+    /// The server's TCP address (client mode); without it we are the server.
+    pub server: Option<String>,
+    /// TCP port of the exchange.
+    #[arg(short = 'p', long = "tcp-port", default_value_t = 18515)]
+    pub tcp_port: u16,
+    /// Size of each message.
+    #[arg(short = 's', long = "size", default_value_t = 4096)]
+    pub size: u32,
+    /// Path MTU: 256, 512, 1024, 2048, 4096.
+    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
+    pub mtu: u32,
+    /// Receives to post at a time.
+    #[arg(short = 'r', long = "rx-depth", default_value_t = 500)]
+    pub rx_depth: u32,
+    /// Messages to exchange.
+    #[arg(short = 'n', long = "iters", default_value_t = 1000)]
+    pub iters: u32,
+    /// Starting PSN (default: random like rc_pingpong).
+    #[arg(long)]
+    pub psn: Option<u32>,
+    /// GID index (accepted for compatibility; we have one GID, our IPv4 address).
+    #[arg(short = 'g', long = "gid-idx", default_value_t = 0)]
+    pub gid_idx: u32,
+    /// Check received buffers (rc_pingpong's `-c`).
+    #[arg(short = 'c', long = "chk")]
+    pub chk: bool,
+    /// DPDK port.
+    #[command(flatten)]
+    pub port: PortArgs,
+}
+
+const PAGE: usize = 4096;
+const RECV_WRID: u64 = 1;
+const SEND_WRID: u64 = 2;
+
+/// rc_pingpong's buffer: 0x7b everywhere, with `-c` the first byte of each page is 0
+/// (`i / page_size % sizeof(char)`).
+fn expected_byte(i: usize, chk: bool) -> u8 {
+    if chk && i % PAGE == 0 {
+        0
+    } else {
+        0x7b
+    }
+}
+
+/// Runs `roce pingpong`.
+pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
+    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
+        anyhow!(
+            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
+            args.mtu
+        )
+    })?;
+    if args.size == 0 || args.size > 1 << 30 {
+        bail!("-s {}: the size must be 1..=2^30 bytes", args.size);
+    }
+    if args.iters == 0 {
+        bail!("-n 0: at least one iteration");
+    }
+    if args.rx_depth == 0 || args.rx_depth > 4096 {
+        bail!("-r {}: the receive depth must be 1..=4096", args.rx_depth);
+    }
+    let ip = session::parse_ip(&args.port.ip)?;
+    let (mut s, oob, is_client) = session::start(
+        args.server.as_deref(),
+        args.tcp_port,
+        &args.port,
+        mtu.bytes(),
+    )?;
+
+    let size = args.size as usize;
+    let depth = args.rx_depth;
+    let ep = s.host.endpoint_mut();
+    let pd = ep.alloc_pd();
+    let cq = ep.create_cq(depth as usize + 8);
+    let qpn = ep
+        .create_qp(QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: 1,
+            max_recv_wr: depth,
+        })
+        .context("creating the QP")?;
+    let mr = ep.reg_mr(pd, size, AccessFlags::LOCAL_WRITE);
+    if let Some(m) = ep.mr_mut(mr.lkey) {
+        for (i, b) in m.bytes_mut().iter_mut().enumerate() {
+            *b = expected_byte(i, args.chk);
+        }
+    }
+    let my_psn = args.psn.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        (t ^ qpn.wrapping_mul(0x9e37_79b9)) & 0xff_ffff
+    });
+    let mine = PingpongDest {
+        lid: 0,
+        qpn,
+        psn: Psn::new(my_psn),
+        gid: ip.to_ipv6_mapped(),
+    };
+    let decode = |msg: &[u8]| {
+        PingpongDest::decode(msg).map_err(|e| anyhow!("the peer's rc_pingpong message: {e}"))
+    };
+    let peer_mac = args.port.peer_mac()?;
+    let opts = RcOptions {
+        mtu,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: 1,
+        access: AccessFlags::empty(),
+        ..RcOptions::default()
+    };
+    let post_recv = |s: &mut Session| -> anyhow::Result<()> {
+        let sge = Sge {
+            addr: mr.addr,
+            length: args.size,
+            lkey: mr.lkey,
+        };
+        s.host
+            .endpoint_mut()
+            .post_recv(qpn, RecvWr::new(RECV_WRID, sge))
+            .context("posting a receive")
+    };
+    let connect_to = |s: &mut Session, theirs: &PingpongDest| -> anyhow::Result<()> {
+        let peer = PeerQp {
+            ip: session::gid_ip(theirs.gid),
+            mac: peer_mac,
+            qpn: theirs.qpn,
+            psn: theirs.psn,
+        };
+        s.connect_all(&[(qpn, peer, Psn::new(my_psn))], &opts)?;
+        for _ in 0..depth {
+            post_recv(s)?;
+        }
+        Ok(())
+    };
+    let theirs = if is_client {
+        s.ask(
+            &oob,
+            Req::Send("send rc_pingpong dest", mine.encode().to_vec()),
+        )?;
+        let msg = s.ask(
+            &oob,
+            Req::RecvExact("read rc_pingpong dest", pingpong::MESSAGE_LEN),
+        )?;
+        let theirs = decode(&msg)?;
+        s.ask(&oob, Req::Send("send done", pingpong::DONE.to_vec()))?;
+        connect_to(&mut s, &theirs)?;
+        theirs
+    } else {
+        let msg = s.ask(
+            &oob,
+            Req::RecvExact("read rc_pingpong dest", pingpong::MESSAGE_LEN),
+        )?;
+        let theirs = decode(&msg)?;
+        connect_to(&mut s, &theirs)?;
+        s.ask(
+            &oob,
+            Req::Send("send rc_pingpong dest", mine.encode().to_vec()),
+        )?;
+        let done = s.ask(&oob, Req::RecvExact("read done", pingpong::DONE.len()))?;
+        pingpong::decode_done(&done).map_err(|e| anyhow!("the peer's done message: {e}"))?;
+        theirs
+    };
+    let gid = |g: std::net::Ipv6Addr| match g.to_ipv4_mapped() {
+        Some(v4) => format!("::ffff:{v4}"),
+        None => g.to_string(),
+    };
+    println!(
+        "  local address:  LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+        0,
+        qpn,
+        my_psn,
+        gid(mine.gid)
+    );
+    println!(
+        "  remote address: LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+        theirs.lid,
+        theirs.qpn,
+        theirs.psn.value(),
+        gid(theirs.gid)
+    );
+
+    // rc_pingpong's loop: the client sends first; each side sends again once its last SEND and
+    // a receive have both completed.
+    let send = |s: &mut Session| -> anyhow::Result<()> {
+        let wr = SendWr::new(
+            SEND_WRID,
+            WrOpcode::Send,
+            Sge {
+                addr: mr.addr,
+                length: args.size,
+                lkey: mr.lkey,
+            },
+        );
+        s.host
+            .endpoint_mut()
+            .post_send(qpn, wr)
+            .context("posting a send")
+    };
+    let start = std::time::Instant::now();
+    let (mut scnt, mut rcnt) = (0u32, 0u32);
+    let (mut send_pending, mut recv_pending) = (false, true);
+    if is_client {
+        send(&mut s)?;
+        send_pending = true;
+    }
+    let mut last_progress = std::time::Instant::now();
+    while scnt < args.iters || rcnt < args.iters {
+        s.poll();
+        while let Some(wc) = s.host.endpoint_mut().poll_cq_one(cq) {
+            if wc.status != WcStatus::Success {
+                bail!(
+                    "Failed status {:?} for wr_id {} (the peer stopped answering?)",
+                    wc.status,
+                    wc.wr_id
+                );
+            }
+            last_progress = std::time::Instant::now();
+            match wc.opcode {
+                WcOpcode::Recv => {
+                    rcnt += 1;
+                    recv_pending = false;
+                    if args.chk && !is_client {
+                        check_buffer(&s, mr.lkey, size)?;
+                    }
+                    post_recv(&mut s)?;
+                }
+                _ => {
+                    scnt += 1;
+                    send_pending = false;
+                }
+            }
+            if !send_pending && !recv_pending && scnt < args.iters {
+                send(&mut s)?;
+                send_pending = true;
+                recv_pending = true;
+            }
+        }
+        if last_progress.elapsed() > s.timeout {
+            bail!(
+                "the peer stopped answering ({scnt} sends, {rcnt} receives of {})",
+                args.iters
+            );
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let bytes = u64::from(args.size) * u64::from(args.iters) * 2;
+    println!(
+        "{bytes} bytes in {secs:.2} seconds = {:.2} Mbit/sec",
+        bytes as f64 * 8.0 / secs / 1e6
+    );
+    println!(
+        "{} iters in {secs:.2} seconds = {:.2} usec/iter",
+        args.iters,
+        secs * 1e6 / f64::from(args.iters)
+    );
+    // Let the last ACKs leave before the port goes away.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+    while std::time::Instant::now() < until {
+        s.poll();
+    }
+    Ok(())
+}
+
+fn check_buffer(s: &Session, lkey: u32, size: usize) -> anyhow::Result<()> {
+    let bytes = s
+        .host
+        .endpoint()
+        .mr(lkey)
+        .map(|m| m.bytes())
+        .ok_or_else(|| anyhow!("the buffer is gone"))?;
+    for (i, &b) in bytes.iter().take(size).enumerate() {
+        if b != expected_byte(i, true) {
+            bail!("invalid data in page {} (byte {i} is {b:#04x})", i / PAGE);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! `roce perf` and `roce pingpong` refuse bad input with one clear line and a non-zero exit, and
+//! every wait ends: a busy TCP port, bad sizes and MTUs, a server nobody listens at, a port that
+//! does not exist.
+#![cfg(feature = "dpdk")]
+
+use std::process::Command;
+
+fn roce(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(args)
+        .output()
+        .expect("run roce");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .filter(|l| l.starts_with("roce: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (out.status.success(), line)
+}
+
+#[test]
+fn bad_mtu_is_refused() {
+    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/15", "-m", "1000"]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "roce: -m 1000: the MTU must be 256, 512, 1024, 2048 or 4096"
+    );
+}
+
+#[test]
+fn zero_and_huge_sizes_are_refused() {
+    for size in ["0", "8388609"] {
+        let (ok, err) = roce(&["perf", "send-bw", "--ip", "198.18.0.1/15", "-s", size]);
+        assert!(!ok);
+        assert_eq!(
+            err,
+            format!("roce: -s {size}: the size must be 1..=8388608 bytes")
+        );
+    }
+}
+
+#[test]
+fn duration_on_a_latency_test_is_refused() {
+    let (ok, err) = roce(&["perf", "send-lat", "--ip", "198.18.0.1/15", "-D", "2"]);
+    assert!(!ok);
+    assert_eq!(err, "roce: -D is supported by the bandwidth tests only");
+}
+
+#[test]
+fn bad_ip_is_refused() {
+    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/40"]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "roce: --ip \"198.18.0.1/40\": prefix length must be 0..=32"
+    );
+}
+
+#[test]
+fn busy_tcp_port_is_one_line() {
+    let busy = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/15", "-p", &port]);
+    assert!(!ok);
+    assert_eq!(err, format!("roce: TCP port {port} is busy"));
+}
+
+#[test]
+fn pingpong_bad_mtu_is_refused() {
+    let (ok, err) = roce(&["pingpong", "--ip", "198.18.0.1/15", "-m", "9000"]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "roce: -m 9000: the MTU must be 256, 512, 1024, 2048 or 4096"
+    );
+}
+
+#[test]
+fn client_without_a_server_gives_up_after_the_timeout() {
+    // A port nobody listens on: bind and drop.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--port",
+        "null",
+        "--timeout",
+        "1",
+        "-p",
+        &port,
+        "127.0.0.1",
+    ]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        format!("roce: no server listens at 127.0.0.1:{port} (refused for 1 s)")
+    );
+}
+
+#[test]
+fn missing_pci_device_is_one_line() {
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--port",
+        "pci:0000:99:00.0",
+        "127.0.0.1",
+    ]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "roce: no DPDK port: --port pci:0000:99:00.0 created nothing"
+    );
+}

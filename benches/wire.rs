@@ -2,6 +2,11 @@
 //! ICRC verify) of an RC RDMA WRITE Only frame with 64 B and 4096 B of payload, each measured next
 //! to raw crc32fast over the bytes the ICRC covers, in the same run. After the runs the medians
 //! and their ratios are printed from criterion's estimates.
+//!
+//! With `WIRE_ICOUNT=<n>` set, criterion is skipped and each case runs `n` times through an
+//! `#[inline(never)]` `icount_*` function (`WIRE_ICOUNT_SIZE=64` picks one size) instead, for instruction counting under load, e.g.
+//! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
+//! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
 use std::path::PathBuf;
 
@@ -129,7 +134,51 @@ fn print_ratios() {
     }
 }
 
+#[inline(never)]
+fn icount_emit(repr: &RoceRepr, payload: &[u8], buf: &mut [u8], n: usize) {
+    for _ in 0..n {
+        let _ = black_box(black_box(repr).emit(black_box(payload), &mut *buf));
+    }
+}
+
+#[inline(never)]
+fn icount_parse(frame: &[u8], n: usize) {
+    for _ in 0..n {
+        let _ = black_box(parse_frame(black_box(frame)).map(|p| p.payload.len()));
+    }
+}
+
+#[inline(never)]
+fn icount_crc32fast(raw: &[u8], n: usize) {
+    for _ in 0..n {
+        black_box(crc32fast::hash(black_box(raw)));
+    }
+}
+
+/// Runs every case `n` times outside criterion (see the module docs).
+fn icount(n: usize) {
+    let only: Option<usize> = std::env::var("WIRE_ICOUNT_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for size in SIZES.into_iter().filter(|s| only.map_or(true, |o| o == *s)) {
+        let repr = write_only(size);
+        let payload = vec![0x5au8; size];
+        let mut frame = vec![0u8; repr.frame_len()];
+        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        icount_emit(&repr, &payload, &mut frame, n);
+        icount_parse(&frame, n);
+        icount_crc32fast(&raw, n);
+    }
+}
+
 fn main() {
+    if let Some(n) = std::env::var("WIRE_ICOUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        icount(n);
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     emit(&mut c);
     parse(&mut c);

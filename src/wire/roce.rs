@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, Icrc, ICRC_LEN};
+use super::icrc::{compute_icrc, crc32, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
@@ -413,8 +413,9 @@ impl RoceRepr {
     /// (gather from memory regions without an intermediate copy); returns the frame length.
     ///
     /// The IP, UDP and BTH headers are first written with their ICRC-variant fields set to
-    /// ones, the ICRC is computed in one streaming pass over the frame, then the real values of
-    /// those few bytes are written back: no copy of the frame and no second pass.
+    /// ones and the last 8 bytes of the Ethernet header to ones (the masked LRH), so the ICRC is
+    /// one CRC-32 call over contiguous bytes; then the real values of those few bytes and the
+    /// Ethernet header are written: no copy of the frame and no second pass.
     pub fn emit_with(
         &self,
         buf: &mut [u8],
@@ -442,30 +443,33 @@ impl RoceRepr {
         let frame_len = eth_len + ip_total;
         let frame = buf.get_mut(..frame_len).ok_or(WireError::BufferTooSmall)?;
         let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
-
-        let mut eth_frame = ethernet::Frame::new_unchecked(eth_bytes);
-        eth_frame.set_dst_addr(self.eth.dst);
-        eth_frame.set_src_addr(self.eth.src);
-        eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
-
         let (ip_header, udp_bytes) = ip_bytes.split_at_mut(ip_len);
-        let mut ip = self.ip;
-        ip.set_payload_len_udp(udp_len);
-        // The real values of the masked IP bytes: IPv4 TOS, TTL, checksum; IPv6 first word and
-        // hop limit.
-        let saved: [u8; 5] = match &ip {
+
+        // The IP header with the ICRC-variant bytes set to ones; `real` keeps the real ones.
+        let real: [u8; 5] = match &self.ip {
             IpRepr::V4(r) => {
-                ip_header.copy_from_slice(&r.to_bytes());
-                let saved = [ip_header[1], ip_header[8], ip_header[10], ip_header[11], 0];
-                ip_header[1] = 0xff;
-                ip_header[8] = 0xff;
-                ip_header[10] = 0xff;
-                ip_header[11] = 0xff;
-                saved
+                let mut header = ipv4::Repr {
+                    payload_len: udp_len,
+                    protocol: ipv4::PROTOCOL_UDP,
+                    ..*r
+                }
+                .to_bytes();
+                let real = [header[1], header[8], header[10], header[11], 0];
+                header[1] = 0xff;
+                header[8] = 0xff;
+                header[10] = 0xff;
+                header[11] = 0xff;
+                ip_header.copy_from_slice(&header);
+                real
             }
             IpRepr::V6(r) => {
-                r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
-                let saved = [
+                let repr = ipv6::Repr {
+                    payload_len: udp_len,
+                    next_header: ipv4::PROTOCOL_UDP,
+                    ..*r
+                };
+                repr.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
+                let real = [
                     ip_header[0],
                     ip_header[1],
                     ip_header[2],
@@ -473,50 +477,63 @@ impl RoceRepr {
                     ip_header[7],
                 ];
                 ip_header[0] |= 0x0f;
-                ip_header[1] = 0xff;
-                ip_header[2] = 0xff;
-                ip_header[3] = 0xff;
+                ip_header[1..4].fill(0xff);
                 ip_header[7] = 0xff;
-                saved
+                real
             }
         };
 
-        let (udp_header, transport) = udp_bytes.split_at_mut(udp::HEADER_LEN);
-        udp_header[..2].copy_from_slice(&self.udp_src_port.to_be_bytes());
-        udp_header[2..4].copy_from_slice(&ROCE_UDP_PORT.to_be_bytes());
-        udp_header[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
-        udp_header[6..8].fill(0xff); // checksum, masked
+        let (udp_header, transport) = udp_bytes
+            .split_first_chunk_mut::<{ udp::HEADER_LEN }>()
+            .ok_or(WireError::BufferTooSmall)?;
+        let [s0, s1] = self.udp_src_port.to_be_bytes();
+        let [d0, d1] = ROCE_UDP_PORT.to_be_bytes();
+        let [l0, l1] = (udp_len as u16).to_be_bytes();
+        // The checksum is masked to ones for the ICRC, and is zero (none) on the wire.
+        *udp_header = [s0, s1, d0, d1, l0, l1, 0xff, 0xff];
 
-        let mut bth_repr = self.bth;
-        bth_repr.pad_count = pad;
-        transport[..bth::HEADER_LEN].copy_from_slice(&bth_repr.to_bytes());
-        transport[4] = 0xff; // FECN, BECN, resv6a: masked
+        let bth_repr = bth::Repr {
+            pad_count: pad,
+            ..self.bth
+        };
+        let (bth_header, after_bth) = transport
+            .split_first_chunk_mut::<{ bth::HEADER_LEN }>()
+            .ok_or(WireError::BufferTooSmall)?;
+        let mut bth_bytes = bth_repr.to_bytes();
+        bth_bytes[4] = 0xff; // FECN, BECN, resv6a: masked
+        *bth_header = bth_bytes;
 
-        self.emit_ext(info, &mut transport[bth::HEADER_LEN..ext_end])?;
-        fill_payload(&mut transport[ext_end..payload_end]);
-        if pad > 0 {
-            transport[payload_end..pad_end].fill(0);
-        }
+        self.emit_ext(info, &mut after_bth[..info.ext_len])?;
+        let (payload, pad_icrc) = after_bth[info.ext_len..].split_at_mut(self.payload_len);
+        fill_payload(payload);
+        pad_icrc[..usize::from(pad)].fill(0);
 
-        let mut icrc = Icrc::new();
-        icrc.update(&ip_bytes[..ip_total - ICRC_LEN]);
-        let icrc = icrc.finish();
+        // The masked LRH in the Ethernet header's last bytes, then one pass.
+        let lrh_start = eth_len - LRH_LEN;
+        eth_bytes[lrh_start..].fill(0xff);
+        let covered_end = frame_len - ICRC_LEN;
+        let icrc = crc32(&frame[lrh_start..covered_end]);
 
-        // Put back the real values of the masked fields.
-        match ip {
+        let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
+        let mut eth_frame = ethernet::Frame::new_unchecked(eth_bytes);
+        eth_frame.set_dst_addr(self.eth.dst);
+        eth_frame.set_src_addr(self.eth.src);
+        eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
+        match self.ip {
             IpRepr::V4(_) => {
-                ip_bytes[1] = saved[0];
-                ip_bytes[8] = saved[1];
-                ip_bytes[10] = saved[2];
-                ip_bytes[11] = saved[3];
+                ip_bytes[1] = real[0];
+                ip_bytes[8] = real[1];
+                ip_bytes[10] = real[2];
+                ip_bytes[11] = real[3];
             }
             IpRepr::V6(_) => {
-                ip_bytes[..4].copy_from_slice(&saved[..4]);
-                ip_bytes[7] = saved[4];
+                ip_bytes[..4].copy_from_slice(&real[..4]);
+                ip_bytes[7] = real[4];
             }
         }
-        ip_bytes[ip_len + 6..ip_len + 8].fill(0); // UDP checksum: none
-        ip_bytes[ip_len + udp::HEADER_LEN + 4] = bth_repr.fecn_becn_byte();
+        let (udp_checksum, bth_flags) = (ip_len + 6, ip_len + udp::HEADER_LEN + 4);
+        ip_bytes[udp_checksum..udp_checksum + 2].fill(0);
+        ip_bytes[bth_flags] = bth_repr.fecn_becn_byte();
         ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }

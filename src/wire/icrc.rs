@@ -136,6 +136,7 @@ fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireErro
 /// if any, are covered unmasked. The 8 bytes of ones and the packet (or, past 248 bytes, only its
 /// masked headers) are copied to a stack buffer to be masked, so a small packet is hashed in a
 /// single call and a larger one in two.
+#[inline]
 pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
     let (positions, masked_len) = masked_positions(packet)?;
     if packet.len() < masked_len {

@@ -330,6 +330,7 @@ impl Repr {
     }
 
     /// The 20 header bytes, checksum included (what `emit` writes).
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let tos = ((self.dscp & 0x3f) << 2) | self.ecn.bits();
         let total = (HEADER_LEN + self.payload_len) as u16;

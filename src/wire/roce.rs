@@ -635,6 +635,7 @@ impl RoceRepr {
         Ok(frame_len)
     }
 
+    #[inline]
     fn emit_ext(&self, info: &OpcodeInfo, mut bytes: &mut [u8]) -> Result<(), WireError> {
         let missing = WireError::MissingHeader;
         let mut next = |len: usize| {

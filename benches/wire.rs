@@ -8,51 +8,19 @@
 //! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
 //! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
+#[path = "../tests/support/roce_frames.rs"]
+mod roce_frames;
+
 use std::path::PathBuf;
 
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use roce::psn::Psn;
-use roce::wire::{
-    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
-    RoceRepr,
-};
+use roce::wire::{parse_frame, RoceRepr};
 
 const SIZES: [usize; 2] = [64, 4096];
 
+/// The RDMA WRITE Only the DPDK benches send (tests/support/roce_frames.rs), PSN 1.
 fn write_only(payload_len: usize) -> RoceRepr {
-    let mut repr = RoceRepr {
-        eth: ethernet::Repr {
-            dst: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
-            src: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ip: IpRepr::new_roce(
-            "198.18.0.12".parse().expect("addr"),
-            "198.18.0.11".parse().expect("addr"),
-            0,
-            Ecn::Ect0,
-        ),
-        udp_src_port: 0xc351,
-        bth: bth::Repr {
-            opcode: Opcode::RC_RDMA_WRITE_ONLY,
-            dest_qpn: 17,
-            ack_req: true,
-            psn: Psn::new(0x42_4242),
-            ..bth::Repr::default()
-        },
-        ext: ExtRepr {
-            reth: Some(reth::Repr {
-                va: 0x7f00_0000_1000,
-                rkey: 0x1234,
-                dma_len: payload_len as u32,
-            }),
-            ..ExtRepr::default()
-        },
-        payload_len,
-    };
-    repr.fill_lengths();
-    repr
+    roce_frames::write_only(1, payload_len)
 }
 
 /// Bytes the ICRC hashes: 8 bytes of ones plus IP header through pad.

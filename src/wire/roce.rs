@@ -713,38 +713,30 @@ mod tests {
     use super::*;
     use crate::wire::EthernetAddress;
 
+    /// An RDMA WRITE Only, derived from a CNP's headers.
     fn write_only(payload_len: usize) -> RoceRepr {
-        let mut repr = RoceRepr {
-            eth: ethernet::Repr {
-                dst: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
-                src: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
-                vlan: None,
-                ethertype: EtherType::Ipv4,
-            },
-            ip: IpRepr::new_roce(
-                [198, 18, 0, 12].into(),
-                [198, 18, 0, 11].into(),
-                26,
-                Ecn::Ect0,
-            ),
-            udp_src_port: 0xc351,
-            bth: bth::Repr {
-                opcode: Opcode::RC_RDMA_WRITE_ONLY,
-                dest_qpn: 17,
-                ack_req: true,
-                psn: Psn::new(0x42_4242),
-                ..bth::Repr::default()
-            },
-            ext: ExtRepr {
-                reth: Some(reth::Repr {
-                    va: 0x7f00_0000_1000,
-                    rkey: 0x1234,
-                    dma_len: payload_len as u32,
-                }),
-                ..ExtRepr::default()
-            },
-            payload_len,
+        let eth = ethernet::Repr {
+            dst: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+            src: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
+            vlan: None,
+            ethertype: EtherType::Ipv4,
         };
+        let ip = IpRepr::new_roce(
+            [198, 18, 0, 12].into(),
+            [198, 18, 0, 11].into(),
+            26,
+            Ecn::Ect0,
+        );
+        let mut repr = RoceRepr::cnp(eth, ip, 0xc351, 17);
+        repr.bth.opcode = Opcode::RC_RDMA_WRITE_ONLY;
+        repr.bth.becn = false;
+        repr.bth.psn = Psn::new(0x42_4242);
+        repr.ext.reth = Some(reth::Repr {
+            va: 0x7f00_0000_1000,
+            rkey: 0x1234,
+            dma_len: payload_len as u32,
+        });
+        repr.payload_len = payload_len;
         repr.fill_lengths();
         repr
     }

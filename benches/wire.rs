@@ -2,52 +2,25 @@
 //! ICRC verify) of an RC RDMA WRITE Only frame with 64 B and 4096 B of payload, each measured next
 //! to raw crc32fast over the bytes the ICRC covers, in the same run. After the runs the medians
 //! and their ratios are printed from criterion's estimates.
+//!
+//! With `WIRE_ICOUNT=<n>` set, criterion is skipped and each case runs `n` times through an
+//! `#[inline(never)]` `icount_*` function (`WIRE_ICOUNT_SIZE=64` picks one size) instead, for instruction counting under load, e.g.
+//! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
+//! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
+
+#[path = "../tests/support/roce_frames.rs"]
+mod roce_frames;
 
 use std::path::PathBuf;
 
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use roce::psn::Psn;
-use roce::wire::{
-    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
-    RoceRepr,
-};
+use roce::wire::{parse_frame, RoceRepr};
 
 const SIZES: [usize; 2] = [64, 4096];
 
+/// The RDMA WRITE Only the DPDK benches send (tests/support/roce_frames.rs), PSN 1.
 fn write_only(payload_len: usize) -> RoceRepr {
-    let mut repr = RoceRepr {
-        eth: ethernet::Repr {
-            dst: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
-            src: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ip: IpRepr::new_roce(
-            "198.18.0.12".parse().expect("addr"),
-            "198.18.0.11".parse().expect("addr"),
-            0,
-            Ecn::Ect0,
-        ),
-        udp_src_port: 0xc351,
-        bth: bth::Repr {
-            opcode: Opcode::RC_RDMA_WRITE_ONLY,
-            dest_qpn: 17,
-            ack_req: true,
-            psn: Psn::new(0x42_4242),
-            ..bth::Repr::default()
-        },
-        ext: ExtRepr {
-            reth: Some(reth::Repr {
-                va: 0x7f00_0000_1000,
-                rkey: 0x1234,
-                dma_len: payload_len as u32,
-            }),
-            ..ExtRepr::default()
-        },
-        payload_len,
-    };
-    repr.fill_lengths();
-    repr
+    roce_frames::write_only(1, payload_len)
 }
 
 /// Bytes the ICRC hashes: 8 bytes of ones plus IP header through pad.
@@ -129,7 +102,51 @@ fn print_ratios() {
     }
 }
 
+#[inline(never)]
+fn icount_emit(repr: &RoceRepr, payload: &[u8], buf: &mut [u8], n: usize) {
+    for _ in 0..n {
+        let _ = black_box(black_box(repr).emit(black_box(payload), &mut *buf));
+    }
+}
+
+#[inline(never)]
+fn icount_parse(frame: &[u8], n: usize) {
+    for _ in 0..n {
+        let _ = black_box(parse_frame(black_box(frame)).map(|p| p.payload.len()));
+    }
+}
+
+#[inline(never)]
+fn icount_crc32fast(raw: &[u8], n: usize) {
+    for _ in 0..n {
+        black_box(crc32fast::hash(black_box(raw)));
+    }
+}
+
+/// Runs every case `n` times outside criterion (see the module docs).
+fn icount(n: usize) {
+    let only: Option<usize> = std::env::var("WIRE_ICOUNT_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for size in SIZES.into_iter().filter(|s| only.map_or(true, |o| o == *s)) {
+        let repr = write_only(size);
+        let payload = vec![0x5au8; size];
+        let mut frame = vec![0u8; repr.frame_len()];
+        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        icount_emit(&repr, &payload, &mut frame, n);
+        icount_parse(&frame, n);
+        icount_crc32fast(&raw, n);
+    }
+}
+
 fn main() {
+    if let Some(n) = std::env::var("WIRE_ICOUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        icount(n);
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     emit(&mut c);
     parse(&mut c);

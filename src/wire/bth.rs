@@ -216,6 +216,7 @@ impl Repr {
     }
 
     /// The 12 header bytes (what `emit` writes).
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let flags = (if self.solicited { SE } else { 0 })
             | (if self.migreq { MIGREQ } else { 0 })

@@ -225,16 +225,19 @@ impl<T: AsRef<[u8]>> Frame<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Sets the destination MAC.
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: EthernetAddress) {
         self.buffer.as_mut()[field::DST].copy_from_slice(&addr.0);
     }
 
     /// Sets the source MAC.
+    #[inline]
     pub fn set_src_addr(&mut self, addr: EthernetAddress) {
         self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.0);
     }
 
     /// Writes the tag (or none) and the payload EtherType; returns the header length used.
+    #[inline]
     pub fn set_vlan_and_ethertype(&mut self, vlan: Option<VlanTag>, ethertype: EtherType) -> usize {
         let data = self.buffer.as_mut();
         match vlan {

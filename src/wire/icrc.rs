@@ -2,20 +2,52 @@
 //! IP header with its variant fields set to ones, the UDP header with its checksum set to ones,
 //! the BTH with byte 4 (FECN/BECN/reserved) set to ones, then everything up to the ICRC (extension
 //! headers, payload, pad). The 32-bit result goes on the wire least-significant byte first.
-//! Verification copies at most the first 256 bytes (which hold the headers) to mask them and
-//! hashes the rest in place; the emitter masks in place and makes one streaming pass.
+//! Verification copies the 8 bytes of ones and the packet (up to 248 bytes, else only the masked
+//! headers) to a stack buffer to mask them, so small packets are hashed in one call and large
+//! ones in two; the emitter masks in place and makes one pass.
+
+use std::sync::OnceLock;
 
 use super::{ipv4, ipv6, udp, WireError};
 
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 
+/// Bytes of ones that stand for the masked LRH at the start of the hashed data.
+pub const LRH_LEN: usize = 8;
+
 /// CRC-32 state after the 8 bytes of 0xff that stand for the masked LRH.
 const LRH_SEED: u32 = 0x2144_df1c;
 
 const BTH_LEN: usize = super::bth::HEADER_LEN;
-/// Bytes copied to the stack to be masked: at least the largest IPv4 + UDP + BTH headers.
-const STACK_HEAD: usize = 256;
+/// The stack buffer verification masks in: the LRH ones, then up to 248 packet bytes (at least
+/// the largest IPv4 + UDP + BTH headers, 80 bytes).
+const STACK_BUF: usize = 256;
+
+/// A CRC-32 hasher at its initial state. crc32fast detects the CPU's features each time a hasher
+/// is created, so one is made once and cloned (a few register moves) per packet.
+#[inline]
+fn plain_hasher() -> crc32fast::Hasher {
+    static PROTOTYPE: OnceLock<crc32fast::Hasher> = OnceLock::new();
+    PROTOTYPE.get_or_init(crc32fast::Hasher::new).clone()
+}
+
+/// A CRC-32 hasher that has absorbed the 8 bytes of ones (state `LRH_SEED`), cloned likewise.
+#[inline]
+fn lrh_hasher() -> crc32fast::Hasher {
+    static PROTOTYPE: OnceLock<crc32fast::Hasher> = OnceLock::new();
+    PROTOTYPE
+        .get_or_init(|| crc32fast::Hasher::new_with_initial(LRH_SEED))
+        .clone()
+}
+
+/// CRC-32 of `data` (what `crc32fast::hash` computes) without re-detecting CPU features.
+#[inline]
+pub(crate) fn crc32(data: &[u8]) -> u32 {
+    let mut hasher = plain_hasher();
+    hasher.update(data);
+    hasher.finalize()
+}
 
 /// A streaming ICRC: feed it the already masked headers and the rest of the packet.
 ///
@@ -35,7 +67,7 @@ impl Icrc {
     /// A hasher that has absorbed the masked LRH.
     pub fn new() -> Self {
         Icrc {
-            hasher: crc32fast::Hasher::new_with_initial(LRH_SEED),
+            hasher: lrh_hasher(),
         }
     }
 
@@ -101,19 +133,23 @@ fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireErro
 
 /// Computes the ICRC of `packet`, which starts at the IP header and ends right before the ICRC
 /// (so it includes the pad bytes). The IP version is read from the first nibble; IPv4 options,
-/// if any, are covered unmasked. At most the first 256 bytes are copied (to a stack buffer) to be
-/// masked; the rest is hashed in place.
+/// if any, are covered unmasked. The 8 bytes of ones and the packet (or, past 248 bytes, only its
+/// masked headers) are copied to a stack buffer to be masked, so a small packet is hashed in a
+/// single call and a larger one in two.
+#[inline]
 pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
     let (positions, masked_len) = masked_positions(packet)?;
     if packet.len() < masked_len {
         return Err(WireError::Truncated);
     }
-    // Copy a head that covers the masked headers (and, for small packets, everything) so that
-    // small packets are hashed in a single call; larger ones in two.
-    let head_len = packet.len().min(STACK_HEAD);
+    let head_len = if packet.len() <= STACK_BUF - LRH_LEN {
+        packet.len()
+    } else {
+        masked_len
+    };
     let (head, rest) = packet.split_at(head_len);
-    let mut copy = [0u8; STACK_HEAD];
-    let copy = &mut copy[..head_len];
+    let mut buf = [0xffu8; STACK_BUF];
+    let copy = &mut buf[LRH_LEN..LRH_LEN + head_len];
     copy.copy_from_slice(head);
     for (at, bits) in positions {
         copy[at] |= bits;
@@ -122,8 +158,8 @@ pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
     copy[udp_checksum] = 0xff;
     copy[udp_checksum + 1] = 0xff;
 
-    let mut hasher = crc32fast::Hasher::new_with_initial(LRH_SEED);
-    hasher.update(copy);
+    let mut hasher = plain_hasher();
+    hasher.update(&buf[..LRH_LEN + head_len]);
     if !rest.is_empty() {
         hasher.update(rest);
     }
@@ -148,7 +184,7 @@ pub fn compute_icrc_in_place(packet: &mut [u8]) -> Result<u32, WireError> {
     saved[7] = packet[udp_checksum + 1];
     packet[udp_checksum..udp_checksum + 2].fill(0xff);
 
-    let mut hasher = crc32fast::Hasher::new_with_initial(LRH_SEED);
+    let mut hasher = lrh_hasher();
     hasher.update(packet);
     let icrc = hasher.finalize();
 

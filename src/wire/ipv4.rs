@@ -25,7 +25,7 @@ pub const HEADER_LEN: usize = 20;
 /// IP protocol number of UDP.
 pub const PROTOCOL_UDP: u8 = 17;
 
-const FLAG_DF: u16 = 0x4000;
+pub(crate) const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;
 const FRAG_OFFSET_MASK: u16 = 0x1fff;
 
@@ -50,7 +50,7 @@ const fn fold(mut sum: u32) -> u16 {
 }
 
 /// The checksum of an option-less 20-byte header (fixed size, so the loop unrolls).
-fn header_checksum(header: &[u8; HEADER_LEN]) -> u16 {
+pub(crate) fn header_checksum(header: &[u8; HEADER_LEN]) -> u16 {
     let mut sum: u32 = 0;
     let mut i = 0;
     while i < HEADER_LEN {
@@ -330,6 +330,7 @@ impl Repr {
     }
 
     /// The 20 header bytes, checksum included (what `emit` writes).
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let tos = ((self.dscp & 0x3f) << 2) | self.ecn.bits();
         let total = (HEADER_LEN + self.payload_len) as u16;

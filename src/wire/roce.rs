@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, Icrc, ICRC_LEN};
+use super::icrc::{compute_icrc, crc32, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
@@ -240,8 +240,105 @@ fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError>
     }
 }
 
+/// Bytes from the start of an untagged IPv4 RoCEv2 frame through the BTH.
+const V4_HEADERS_LEN: usize =
+    ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN;
+
 #[inline]
 fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
+    match parse_untagged_v4(frame, verify) {
+        Some(packet) => Ok(packet),
+        None => parse_any(frame, verify),
+    }
+}
+
+/// The fast path for the common shape (untagged Ethernet, option-less IPv4): flat, fixed-offset
+/// reads. It returns `None` unless every check [`parse_any`] makes passes, so the general path
+/// then reports the error (or handles a VLAN tag or IPv6); on `Some` both give the same packet.
+#[inline]
+fn parse_untagged_v4(frame: &[u8], verify: bool) -> Option<RocePacket<'_>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    const UDP: usize = IP + ipv4::HEADER_LEN;
+    const BTH: usize = UDP + udp::HEADER_LEN;
+    let head: &[u8; V4_HEADERS_LEN] = frame.first_chunk()?;
+    let be16 = |at: usize| u16::from_be_bytes([head[at], head[at + 1]]);
+    let ip_header: &[u8; ipv4::HEADER_LEN] = head[IP..UDP].try_into().ok()?;
+    let total = usize::from(be16(IP + 2));
+    if be16(12) != 0x0800
+        || head[IP] != 0x45
+        || head[IP + 9] != ipv4::PROTOCOL_UDP
+        || be16(IP + 6) & !ipv4::FLAG_DF != 0
+        || total < UDP - IP + udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN
+        || be16(BTH - 6) != ROCE_UDP_PORT
+        || usize::from(be16(BTH - 4)) != total - ipv4::HEADER_LEN
+        || head[BTH + 1] & 0x0f != 0
+        || ipv4::header_checksum(ip_header) != 0
+    {
+        return None;
+    }
+    let ip_bytes = frame.get(IP..IP + total)?;
+    let bth = bth::Repr::parse(&bth::Packet::new_unchecked(&head[BTH..])).ok()?;
+    let info = bth.opcode.info()?;
+    let (covered, trailer) = ip_bytes.split_last_chunk::<ICRC_LEN>()?;
+    let icrc = u32::from_le_bytes(*trailer);
+    let after_bth = covered.get(BTH - IP + bth::HEADER_LEN..)?;
+    let ext_bytes = after_bth.get(..info.ext_len)?;
+    let padded = after_bth.get(info.ext_len..)?;
+    let pad = usize::from(bth.pad_count);
+    if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
+        return None;
+    }
+    let payload = padded.get(..padded.len() - pad)?;
+    if verify && compute_icrc(covered).ok()? != icrc {
+        return None;
+    }
+    let ext = parse_ext(info, ext_bytes).ok()?;
+    let tos = head[IP + 1];
+    let octets =
+        |at: usize| std::net::Ipv4Addr::new(head[at], head[at + 1], head[at + 2], head[at + 3]);
+    let mac = |at: usize| {
+        super::EthernetAddress([
+            head[at],
+            head[at + 1],
+            head[at + 2],
+            head[at + 3],
+            head[at + 4],
+            head[at + 5],
+        ])
+    };
+    Some(RocePacket {
+        repr: RoceRepr {
+            eth: ethernet::Repr {
+                dst: mac(0),
+                src: mac(6),
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
+            ip: IpRepr::V4(ipv4::Repr {
+                src: octets(IP + 12),
+                dst: octets(IP + 16),
+                dscp: tos >> 2,
+                ecn: Ecn::from_bits(tos),
+                ttl: head[IP + 8],
+                ident: be16(IP + 4),
+                dont_frag: be16(IP + 6) & ipv4::FLAG_DF != 0,
+                protocol: ipv4::PROTOCOL_UDP,
+                payload_len: total - ipv4::HEADER_LEN,
+            }),
+            udp_src_port: be16(UDP),
+            bth,
+            ext,
+            payload_len: payload.len(),
+        },
+        payload,
+        icrc,
+    })
+}
+
+/// The general parse: any Ethernet (tagged or not) and IP version, each check in order with its
+/// own error.
+#[inline(never)]
+fn parse_any(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
     let (eth, ip, ip_bytes) = ip_packet(frame)?;
     let ip_len = ip.buffer_len();
     let udp_packet = udp::Packet::new_checked(&ip_bytes[ip_len..])?;
@@ -413,8 +510,9 @@ impl RoceRepr {
     /// (gather from memory regions without an intermediate copy); returns the frame length.
     ///
     /// The IP, UDP and BTH headers are first written with their ICRC-variant fields set to
-    /// ones, the ICRC is computed in one streaming pass over the frame, then the real values of
-    /// those few bytes are written back: no copy of the frame and no second pass.
+    /// ones and the last 8 bytes of the Ethernet header to ones (the masked LRH), so the ICRC is
+    /// one CRC-32 call over contiguous bytes; then the real values of those few bytes and the
+    /// Ethernet header are written: no copy of the frame and no second pass.
     pub fn emit_with(
         &self,
         buf: &mut [u8],
@@ -442,30 +540,33 @@ impl RoceRepr {
         let frame_len = eth_len + ip_total;
         let frame = buf.get_mut(..frame_len).ok_or(WireError::BufferTooSmall)?;
         let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
-
-        let mut eth_frame = ethernet::Frame::new_unchecked(eth_bytes);
-        eth_frame.set_dst_addr(self.eth.dst);
-        eth_frame.set_src_addr(self.eth.src);
-        eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
-
         let (ip_header, udp_bytes) = ip_bytes.split_at_mut(ip_len);
-        let mut ip = self.ip;
-        ip.set_payload_len_udp(udp_len);
-        // The real values of the masked IP bytes: IPv4 TOS, TTL, checksum; IPv6 first word and
-        // hop limit.
-        let saved: [u8; 5] = match &ip {
+
+        // The IP header with the ICRC-variant bytes set to ones; `real` keeps the real ones.
+        let real: [u8; 5] = match &self.ip {
             IpRepr::V4(r) => {
-                ip_header.copy_from_slice(&r.to_bytes());
-                let saved = [ip_header[1], ip_header[8], ip_header[10], ip_header[11], 0];
-                ip_header[1] = 0xff;
-                ip_header[8] = 0xff;
-                ip_header[10] = 0xff;
-                ip_header[11] = 0xff;
-                saved
+                let mut header = ipv4::Repr {
+                    payload_len: udp_len,
+                    protocol: ipv4::PROTOCOL_UDP,
+                    ..*r
+                }
+                .to_bytes();
+                let real = [header[1], header[8], header[10], header[11], 0];
+                header[1] = 0xff;
+                header[8] = 0xff;
+                header[10] = 0xff;
+                header[11] = 0xff;
+                ip_header.copy_from_slice(&header);
+                real
             }
             IpRepr::V6(r) => {
-                r.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
-                let saved = [
+                let repr = ipv6::Repr {
+                    payload_len: udp_len,
+                    next_header: ipv4::PROTOCOL_UDP,
+                    ..*r
+                };
+                repr.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
+                let real = [
                     ip_header[0],
                     ip_header[1],
                     ip_header[2],
@@ -473,54 +574,68 @@ impl RoceRepr {
                     ip_header[7],
                 ];
                 ip_header[0] |= 0x0f;
-                ip_header[1] = 0xff;
-                ip_header[2] = 0xff;
-                ip_header[3] = 0xff;
+                ip_header[1..4].fill(0xff);
                 ip_header[7] = 0xff;
-                saved
+                real
             }
         };
 
-        let (udp_header, transport) = udp_bytes.split_at_mut(udp::HEADER_LEN);
-        udp_header[..2].copy_from_slice(&self.udp_src_port.to_be_bytes());
-        udp_header[2..4].copy_from_slice(&ROCE_UDP_PORT.to_be_bytes());
-        udp_header[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
-        udp_header[6..8].fill(0xff); // checksum, masked
+        let (udp_header, transport) = udp_bytes
+            .split_first_chunk_mut::<{ udp::HEADER_LEN }>()
+            .ok_or(WireError::BufferTooSmall)?;
+        let [s0, s1] = self.udp_src_port.to_be_bytes();
+        let [d0, d1] = ROCE_UDP_PORT.to_be_bytes();
+        let [l0, l1] = (udp_len as u16).to_be_bytes();
+        // The checksum is masked to ones for the ICRC, and is zero (none) on the wire.
+        *udp_header = [s0, s1, d0, d1, l0, l1, 0xff, 0xff];
 
-        let mut bth_repr = self.bth;
-        bth_repr.pad_count = pad;
-        transport[..bth::HEADER_LEN].copy_from_slice(&bth_repr.to_bytes());
-        transport[4] = 0xff; // FECN, BECN, resv6a: masked
+        let bth_repr = bth::Repr {
+            pad_count: pad,
+            ..self.bth
+        };
+        let (bth_header, after_bth) = transport
+            .split_first_chunk_mut::<{ bth::HEADER_LEN }>()
+            .ok_or(WireError::BufferTooSmall)?;
+        let mut bth_bytes = bth_repr.to_bytes();
+        bth_bytes[4] = 0xff; // FECN, BECN, resv6a: masked
+        *bth_header = bth_bytes;
 
-        self.emit_ext(info, &mut transport[bth::HEADER_LEN..ext_end])?;
-        fill_payload(&mut transport[ext_end..payload_end]);
-        if pad > 0 {
-            transport[payload_end..pad_end].fill(0);
-        }
+        self.emit_ext(info, &mut after_bth[..info.ext_len])?;
+        let (payload, pad_icrc) = after_bth[info.ext_len..].split_at_mut(self.payload_len);
+        fill_payload(payload);
+        pad_icrc[..usize::from(pad)].fill(0);
 
-        let mut icrc = Icrc::new();
-        icrc.update(&ip_bytes[..ip_total - ICRC_LEN]);
-        let icrc = icrc.finish();
+        // The masked LRH in the Ethernet header's last bytes, then one pass.
+        let lrh_start = eth_len - LRH_LEN;
+        eth_bytes[lrh_start..].fill(0xff);
+        let covered_end = frame_len - ICRC_LEN;
+        let icrc = crc32(&frame[lrh_start..covered_end]);
 
-        // Put back the real values of the masked fields.
-        match ip {
+        let (eth_bytes, ip_bytes) = frame.split_at_mut(eth_len);
+        let mut eth_frame = ethernet::Frame::new_unchecked(eth_bytes);
+        eth_frame.set_dst_addr(self.eth.dst);
+        eth_frame.set_src_addr(self.eth.src);
+        eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
+        match self.ip {
             IpRepr::V4(_) => {
-                ip_bytes[1] = saved[0];
-                ip_bytes[8] = saved[1];
-                ip_bytes[10] = saved[2];
-                ip_bytes[11] = saved[3];
+                ip_bytes[1] = real[0];
+                ip_bytes[8] = real[1];
+                ip_bytes[10] = real[2];
+                ip_bytes[11] = real[3];
             }
             IpRepr::V6(_) => {
-                ip_bytes[..4].copy_from_slice(&saved[..4]);
-                ip_bytes[7] = saved[4];
+                ip_bytes[..4].copy_from_slice(&real[..4]);
+                ip_bytes[7] = real[4];
             }
         }
-        ip_bytes[ip_len + 6..ip_len + 8].fill(0); // UDP checksum: none
-        ip_bytes[ip_len + udp::HEADER_LEN + 4] = bth_repr.fecn_becn_byte();
+        let (udp_checksum, bth_flags) = (ip_len + 6, ip_len + udp::HEADER_LEN + 4);
+        ip_bytes[udp_checksum..udp_checksum + 2].fill(0);
+        ip_bytes[bth_flags] = bth_repr.fecn_becn_byte();
         ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }
 
+    #[inline]
     fn emit_ext(&self, info: &OpcodeInfo, mut bytes: &mut [u8]) -> Result<(), WireError> {
         let missing = WireError::MissingHeader;
         let mut next = |len: usize| {
@@ -590,5 +705,66 @@ pub fn set_frame_ecn(frame: &mut [u8], ecn: Ecn) -> Result<Ecn, WireError> {
             Ok(old)
         }
         _ => Err(WireError::NotRoce),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::EthernetAddress;
+
+    /// An RDMA WRITE Only, derived from a CNP's headers.
+    fn write_only(payload_len: usize) -> RoceRepr {
+        let eth = ethernet::Repr {
+            dst: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+            src: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
+            vlan: None,
+            ethertype: EtherType::Ipv4,
+        };
+        let ip = IpRepr::new_roce(
+            [198, 18, 0, 12].into(),
+            [198, 18, 0, 11].into(),
+            26,
+            Ecn::Ect0,
+        );
+        let mut repr = RoceRepr::cnp(eth, ip, 0xc351, 17);
+        repr.bth.opcode = Opcode::RC_RDMA_WRITE_ONLY;
+        repr.bth.becn = false;
+        repr.bth.psn = Psn::new(0x42_4242);
+        repr.ext.reth = Some(reth::Repr {
+            va: 0x7f00_0000_1000,
+            rkey: 0x1234,
+            dma_len: payload_len as u32,
+        });
+        repr.payload_len = payload_len;
+        repr.fill_lengths();
+        repr
+    }
+
+    /// The fast path accepts an untagged IPv4 frame, and for every single-byte corruption it
+    /// either declines (the general path then reports the error) or gives exactly what the
+    /// general path gives.
+    #[test]
+    fn untagged_v4_fast_path_agrees_with_general_parse_under_every_byte_flip() {
+        for payload_len in [0, 3, 64] {
+            let repr = write_only(payload_len);
+            let payload: Vec<u8> = (0..payload_len as u8).collect();
+            let mut frame = vec![0u8; repr.frame_len()];
+            repr.emit(&payload, &mut frame).unwrap();
+            let fast = parse_untagged_v4(&frame, true).expect("fast path taken");
+            assert_eq!(Ok(fast), parse_any(&frame, true));
+            assert_eq!(fast.repr, repr);
+            for at in 0..frame.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut bad = frame.clone();
+                    bad[at] ^= flip;
+                    for verify in [true, false] {
+                        if let Some(p) = parse_untagged_v4(&bad, verify) {
+                            assert_eq!(Ok(p), parse_any(&bad, verify), "byte {at} ^ {flip:#x}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -22,6 +22,8 @@
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
 //! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
+//! - [`demo`]: the pieces of `roce demo`: a real-time software switch (bottleneck, RED/ECN),
+//!   observable congestion control, verifiable payloads, reports.
 //! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![deny(unsafe_code)]
@@ -30,6 +32,7 @@
 pub mod arp;
 pub mod cc;
 pub mod clock;
+pub mod demo;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;

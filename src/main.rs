@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    #[cfg(feature = "dpdk")]
+    pub mod demo;
     pub mod loopback;
     pub mod oob;
     pub mod pcap;
@@ -39,6 +41,10 @@ enum Command {
     /// Run experiments in the deterministic virtual-time fabric.
     #[command(subcommand)]
     Sim(cli::sim::SimCommand),
+    /// Senders and a receiver on DPDK virtual ports through a bottlenecked ECN switch: WRITE,
+    /// SEND and READ flows, ECN marks, CNPs and DCQCN in real time, every byte verified.
+    #[cfg(feature = "dpdk")]
+    Demo(cli::demo::DemoArgs),
     /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
     Loopback(cli::loopback::LoopbackArgs),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
@@ -55,6 +61,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Sim(cmd) => cli::sim::run(cmd)?,
         Command::Loopback(args) => cli::loopback::run(args)?,
+        #[cfg(feature = "dpdk")]
+        Command::Demo(args) => cli::demo::run(args)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

@@ -58,11 +58,11 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 2.0)]
     host_gbps: f64,
     /// How long traffic runs (e.g. 3s, 500ms).
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
-    duration: std::time::Duration,
-    /// Message size in bytes.
-    #[arg(long, default_value_t = 16384)]
-    size: u32,
+    #[arg(long, default_value = "3s")]
+    duration: String,
+    /// Message size in bytes (suffixes K and M count 1024s).
+    #[arg(long, default_value = "16K")]
+    size: String,
     /// Messages outstanding per QP.
     #[arg(long, default_value_t = 4)]
     depth: u32,
@@ -96,6 +96,24 @@ pub struct DemoArgs {
     /// Extra EAL arguments.
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     eal: String,
+}
+
+fn parse_size(s: &str) -> anyhow::Result<u32> {
+    let t = s.trim();
+    let (num, mul) = match t.strip_suffix(['K', 'k']) {
+        Some(n) => (n, 1024),
+        None => match t.strip_suffix(['M', 'm']) {
+            Some(n) => (n, 1024 * 1024),
+            None => (t, 1),
+        },
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--size `{s}` is not a byte count like 4096, 16K or 1M"))?;
+    match n.checked_mul(mul) {
+        Some(v @ 1..=16_777_216) => Ok(v as u32),
+        _ => bail!("--size `{s}` must be 1 byte to 16M"),
+    }
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -188,6 +206,8 @@ fn mac(i: u8) -> EthernetAddress {
 /// The checked options.
 struct Plan {
     spec: PortSpec,
+    size: u32,
+    duration: std::time::Duration,
     ops: Vec<Op>,
     cc: CcConfig,
     mtu: Mtu,
@@ -195,7 +215,10 @@ struct Plan {
 }
 
 fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
-    let spec: PortSpec = args.port.parse().map_err(|e| anyhow::anyhow!("--port: {e}"))?;
+    let spec: PortSpec = args
+        .port
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--port: {e}"))?;
     if !matches!(spec, PortSpec::Ring | PortSpec::Tap(_)) {
         bail!("--port {spec}: the demo runs on virtual ports, `ring` or `tap[:IFNAME]`");
     }
@@ -210,9 +233,8 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     if !(1..=16).contains(&args.senders) {
         bail!("--senders {} must be in 1..=16", args.senders);
     }
-    if args.size == 0 || args.size > 16 << 20 {
-        bail!("--size {} must be in 1..=16777216 bytes", args.size);
-    }
+    let size = parse_size(&args.size)?;
+    let duration = parse_duration(&args.duration).map_err(|e| anyhow::anyhow!("--duration {e}"))?;
     if !(1..=128).contains(&args.depth) {
         bail!("--depth {} must be in 1..=128", args.depth);
     }
@@ -221,7 +243,10 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
         .with_context(|| format!("--mtu {} is not one of 256, 512, 1024", args.mtu))?;
     let finite_pos = |v: f64| v.is_finite() && v > 0.0;
     if !finite_pos(args.bottleneck_gbps) || args.bottleneck_gbps > 400.0 {
-        bail!("--bottleneck-gbps {} must be in (0, 400]", args.bottleneck_gbps);
+        bail!(
+            "--bottleneck-gbps {} must be in (0, 400]",
+            args.bottleneck_gbps
+        );
     }
     if !finite_pos(args.host_gbps) || args.host_gbps > 400.0 {
         bail!("--host-gbps {} must be in (0, 400]", args.host_gbps);
@@ -230,7 +255,10 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
         bail!("RED needs --kmin < --kmax and --pmax in [0, 1]");
     }
     if args.buffer < 16 * 1024 {
-        bail!("--buffer {} is too small (at least 16384 bytes)", args.buffer);
+        bail!(
+            "--buffer {} is too small (at least 16384 bytes)",
+            args.buffer
+        );
     }
     let mut cc = CcConfig::new(&args.cc, Rate::from_bps_f64(args.host_gbps * 1e9))
         .map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
@@ -245,6 +273,8 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     };
     Ok(Plan {
         spec,
+        size,
+        duration,
         ops,
         cc,
         mtu,
@@ -320,7 +350,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     let mut mirror = match &tap_if {
         Some(_) => {
-            let id = eal.port_by_name("net_tap0").context("finding the tap port")?;
+            let id = eal
+                .port_by_name("net_tap0")
+                .context("finding the tap port")?;
             let cfg = PortConfig {
                 link_timeout: std::time::Duration::ZERO,
                 ..PortConfig::default()
@@ -335,7 +367,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut mirror_out: Vec<Mbuf> = Vec::new();
     let mut scratch = Vec::new();
     let start = clock.now();
-    let end = start + Duration::from(args.duration);
+    let end = start + Duration::from(plan.duration);
     let deadline = end + DRAIN_TIMEOUT;
     let mut next_sample = start + SAMPLE_EVERY;
     let mut drained_at = None;
@@ -376,7 +408,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             next_sample = now + SAMPLE_EVERY;
             let delivered: Vec<u64> = flows
                 .iter()
-                .map(|f| f.verified * u64::from(args.size))
+                .map(|f| f.verified * u64::from(plan.size))
                 .collect();
             let cc: Vec<(f64, f64)> = flows
                 .iter()
@@ -392,16 +424,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 &cc,
             );
         }
-        let finished = flows.iter().all(|f| {
-            f.completed >= f.posted && (f.op != Op::Send || f.recv_done >= f.completed)
-        });
+        let finished = flows
+            .iter()
+            .all(|f| f.completed >= f.posted && (f.op != Op::Send || f.recv_done >= f.completed));
         if !posting && finished && drained_at.is_none() {
             drained_at = Some(now);
         }
         if drained_at.is_some() {
             // Let CNPs and ACKs still in flight land before reading counters.
             idle_rounds = if work == 0 { idle_rounds + 1 } else { 0 };
-            let settled = drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
+            let settled =
+                drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
             if idle_rounds >= 1000 || settled {
                 break;
             }
@@ -464,7 +497,7 @@ fn connect_flows(args: &DemoArgs, plan: &Plan, hosts: &mut [Host]) -> anyhow::Re
     let (receiver, senders) = hosts
         .split_first_mut()
         .context("the demo needs a receiver")?;
-    let span = args.size as usize * args.depth as usize;
+    let span = plan.size as usize * args.depth as usize;
     let mut flows = Vec::new();
     for (s, sender) in senders.iter_mut().enumerate() {
         for &op in &plan.ops {
@@ -478,11 +511,11 @@ fn connect_flows(args: &DemoArgs, plan: &Plan, hosts: &mut [Host]) -> anyhow::Re
                 AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
             );
             let id = flows.len() as u32;
-            let payload = Payload::new(args.size as usize, id, args.seed);
+            let payload = Payload::new(plan.size as usize, id, args.seed);
             if op == Op::Read {
                 // READ sources: slot k holds message k for good.
                 if let Some(mr) = receiver.ep.mr_mut(remote.lkey) {
-                    for (k, slot) in mr.bytes_mut().chunks_mut(args.size as usize).enumerate() {
+                    for (k, slot) in mr.bytes_mut().chunks_mut(plan.size as usize).enumerate() {
                         payload.fill(k as u64, slot);
                     }
                 }
@@ -551,11 +584,17 @@ fn drive(
                     .mr(f.remote.lkey)
                     .and_then(|m| m.bytes().get(off..off + size as usize));
                 if wc.status != WcStatus::Success || wc.wr_id != n {
-                    push_err(&mut f.errors, format!("receive {n}: {:?} (wr {})", wc.status, wc.wr_id));
+                    push_err(
+                        &mut f.errors,
+                        format!("receive {n}: {:?} (wr {})", wc.status, wc.wr_id),
+                    );
                 } else if got.is_some_and(|g| f.payload.matches(n, g, scratch)) {
                     f.verified += 1;
                 } else {
-                    push_err(&mut f.errors, format!("SEND message {n} arrived with wrong bytes"));
+                    push_err(
+                        &mut f.errors,
+                        format!("SEND message {n} arrived with wrong bytes"),
+                    );
                 }
             }
             while f.recv_posted < f.recv_done + rslots {
@@ -566,7 +605,11 @@ fn drive(
                     length: size as u32,
                     lkey: f.remote.lkey,
                 };
-                if receiver.ep.post_recv(f.peer_qpn, RecvWr::new(n, sge)).is_err() {
+                if receiver
+                    .ep
+                    .post_recv(f.peer_qpn, RecvWr::new(n, sge))
+                    .is_err()
+                {
                     break;
                 }
                 f.recv_posted += 1;
@@ -583,7 +626,10 @@ fn drive(
             let n = f.completed;
             f.completed += 1;
             if wc.status != WcStatus::Success || wc.wr_id != n {
-                push_err(&mut f.errors, format!("message {n}: {:?} (wr {})", wc.status, wc.wr_id));
+                push_err(
+                    &mut f.errors,
+                    format!("message {n}: {:?} (wr {})", wc.status, wc.wr_id),
+                );
                 continue;
             }
             f.last_done = Some(clock.now());
@@ -609,7 +655,13 @@ fn drive(
             if ok {
                 f.verified += 1;
             } else {
-                push_err(&mut f.errors, format!("{} message {n} has wrong bytes at its destination", f.op.name()));
+                push_err(
+                    &mut f.errors,
+                    format!(
+                        "{} message {n} has wrong bytes at its destination",
+                        f.op.name()
+                    ),
+                );
             }
         }
         while posting && f.errors.is_empty() && f.posted < f.completed + depth {
@@ -672,7 +724,7 @@ fn summarize(
         counters.add(&h.ep);
     }
     let receiver = hosts.first().map_or("r", |h| h.name.as_str());
-    let duration = Duration::from(args.duration).as_secs_f64();
+    let duration = Duration::from(plan.duration).as_secs_f64();
     let mut results = Vec::new();
     let (mut cuts, mut increases) = (0, 0);
     let mut final_rate = Vec::new();
@@ -769,7 +821,7 @@ fn print_text(
         args.host_gbps,
         plan.cc.name(),
         plan.mtu.bytes(),
-        args.size,
+        plan.size,
         args.depth
     );
     println!(
@@ -816,7 +868,10 @@ fn print_text(
         ("duplicate_request", c.duplicate_request),
         ("implied_nak_seq_err", c.implied_nak_seq_err),
         ("rnr_nak_retry_err", c.rnr_nak_retry_err),
-        ("req_transport_retries_exceeded", c.req_transport_retries_exceeded),
+        (
+            "req_transport_retries_exceeded",
+            c.req_transport_retries_exceeded,
+        ),
         ("req_remote_access_errors", c.req_remote_access_errors),
         ("completer_retry_err", c.completer_retry_err),
         ("rx_write_requests", c.rx_write_requests),
@@ -824,7 +879,10 @@ fn print_text(
         ("rx_icrc_errors", c.rx_icrc_errors),
     ];
     for pair in rows.chunks(2) {
-        let cells: Vec<String> = pair.iter().map(|(n, v)| format!("  {n:<32}{v:>10}")).collect();
+        let cells: Vec<String> = pair
+            .iter()
+            .map(|(n, v)| format!("  {n:<32}{v:>10}"))
+            .collect();
         println!("{}", cells.join("    "));
     }
     println!();
@@ -836,9 +894,17 @@ fn print_text(
         );
     }
     if let Some(p) = &args.pcap {
-        println!("Capture: {} (check it with `roce pcap check {}`)", p.display(), p.display());
+        println!(
+            "Capture: {} (check it with `roce pcap check {}`)",
+            p.display(),
+            p.display()
+        );
     }
     if let Some(d) = &args.out {
-        println!("Time series: {}/flows.csv queue.csv cc.csv, plot {}/demo.svg", d.display(), d.display());
+        println!(
+            "Time series: {}/flows.csv queue.csv cc.csv, plot {}/demo.svg",
+            d.display(),
+            d.display()
+        );
     }
 }

@@ -388,7 +388,11 @@ pub fn sparkline(values: &[f64], max: f64) -> String {
     values
         .iter()
         .map(|&v| {
-            let x = if max > 0.0 { (v / max).clamp(0.0, 1.0) } else { 0.0 };
+            let x = if max > 0.0 {
+                (v / max).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
             let i = (x * (BARS.len() - 1) as f64).round() as usize;
             BARS.get(i).copied().unwrap_or(' ')
         })

@@ -120,8 +120,8 @@ impl<P: Port> RtSwitch<P> {
             let bytes_per_ns = r.as_bps_f64() / 8e9;
             Drain {
                 bytes_per_ns,
-                // Half a millisecond of credit absorbs the loop's polling jitter.
-                cap_bytes: (bytes_per_ns * 500_000.0).max(2.0 * 9216.0),
+                // Two milliseconds of credit absorb the polling jitter of a busy machine.
+                cap_bytes: (bytes_per_ns * 2_000_000.0).max(2.0 * 9216.0),
                 tokens: 0.0,
                 last: None,
             }

@@ -78,6 +78,10 @@ pub struct DemoArgs {
     /// RED: marking probability at Kmax.
     #[arg(long, default_value_t = 0.2)]
     pmax: f64,
+    /// Notification point: at most one CNP per QP per this many microseconds (mlx5
+    /// `min_time_between_cnps`).
+    #[arg(long, default_value_t = 50)]
+    cnp_interval_us: u64,
     /// Shared switch buffer, bytes (tail drop beyond).
     #[arg(long, default_value_t = 1_000_000)]
     buffer: u64,
@@ -142,7 +146,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Sampling interval of the time series.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 /// Pacer burst allowance per QP.
-const PACER_BURST: u64 = 32 * 1024;
+const PACER_BURST: u64 = 4 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -342,6 +346,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         switch.add_port(sw_port, Some(m), rate);
         let mut cfg = EndpointConfig::ipv4(m, ip.into());
         cfg.udp_port_seed = i as u16;
+        cfg.cnp_interval = Duration::from_micros(args.cnp_interval_us);
         hosts.push(Host {
             name,
             ep: Endpoint::new(cfg),
@@ -372,7 +377,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut next_sample = start + SAMPLE_EVERY;
     let mut drained_at = None;
     let mut idle_rounds = 0u32;
+    let mut rounds = 0u64;
     loop {
+        rounds += 1;
         let now = clock.now();
         let posting = now < end;
         let mut work = 0;
@@ -410,11 +417,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|f| f.verified * u64::from(plan.size))
                 .collect();
-            let cc: Vec<(f64, f64)> = flows
+            let cc: Vec<(usize, u32, f64, f64)> = flows
                 .iter()
                 .map(|f| {
                     let m = f.probe.get();
-                    (m.rate.as_gbps_f64(), m.alpha)
+                    (f.sender, f.qpn, m.rate.as_gbps_f64(), m.alpha)
                 })
                 .collect();
             series.sample(
@@ -452,11 +459,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             break;
         }
     }
+    let traffic_end = drained_at.unwrap_or_else(|| clock.now());
+    tracing::debug!(rounds, "polling rounds");
     if let Some(w) = writer.take() {
         w.finish().context("finishing the pcap file")?;
     }
 
-    let summary = summarize(&args, &plan, &hosts, &flows, &switch, &series, start);
+    let summary = summarize(
+        &args,
+        &plan,
+        &hosts,
+        &flows,
+        &switch,
+        &series,
+        (start, traffic_end),
+    );
     if let Some(dir) = &args.out {
         let names: Vec<String> = summary
             .flows
@@ -554,6 +571,11 @@ fn slot_of(mr: &MrInfo, n: u64, size: u64, slots: u64) -> (u64, usize) {
     (mr.addr + off, off as usize)
 }
 
+/// The `size` bytes at `off` in region `mr` of `ep`.
+fn slot_bytes<'a>(ep: &'a Endpoint, mr: &MrInfo, off: usize, size: u64) -> Option<&'a [u8]> {
+    ep.mr(mr.lkey)?.bytes().get(off..off + size as usize)
+}
+
 /// The application on host `i` after its loop iteration: post work, reap completions, verify.
 fn drive(
     i: usize,
@@ -579,10 +601,7 @@ fn drive(
                 let n = f.recv_done;
                 f.recv_done += 1;
                 let (_, off) = slot_of(&f.remote, n, size, rslots);
-                let got = receiver
-                    .ep
-                    .mr(f.remote.lkey)
-                    .and_then(|m| m.bytes().get(off..off + size as usize));
+                let got = slot_bytes(&receiver.ep, &f.remote, off, size);
                 if wc.status != WcStatus::Success || wc.wr_id != n {
                     push_err(
                         &mut f.errors,
@@ -636,18 +655,12 @@ fn drive(
             let ok = match f.op {
                 Op::Write => {
                     let (_, off) = slot_of(&f.remote, n, size, depth);
-                    receiver
-                        .ep
-                        .mr(f.remote.lkey)
-                        .and_then(|m| m.bytes().get(off..off + size as usize))
+                    slot_bytes(&receiver.ep, &f.remote, off, size)
                         .is_some_and(|g| f.payload.matches(n, g, scratch))
                 }
                 Op::Read => {
                     let (_, off) = slot_of(&f.local, n, size, depth);
-                    sender
-                        .ep
-                        .mr(f.local.lkey)
-                        .and_then(|m| m.bytes().get(off..off + size as usize))
+                    slot_bytes(&sender.ep, &f.local, off, size)
                         .is_some_and(|g| f.payload.matches(n % depth, g, scratch))
                 }
                 Op::Send => continue,
@@ -717,7 +730,7 @@ fn summarize(
     flows: &[Flow],
     switch: &RtSwitch<DpdkPort>,
     series: &Series,
-    start: Instant,
+    (start, end): (Instant, Instant),
 ) -> Summary {
     let mut counters = Counters::default();
     for h in hosts {
@@ -776,6 +789,9 @@ fn summarize(
             drops: sw.drops,
             pfc_pause_frames: 0,
             forwarded: sw.tx_frames,
+            bottleneck_busy_gbps: switch.port_tx_bytes(0) as f64 * 8.0
+                / end.saturating_since(start).as_secs_f64().max(1e-9)
+                / 1e9,
         },
         cc: CcSummary {
             name: plan.cc.name().into(),
@@ -834,17 +850,18 @@ fn print_text(
     let c = &s.counters;
     println!("The congestion story");
     println!(
-        "  switch   marked {} packets CE, dropped {}, forwarded {}; queue to r mean {:.1} KB, max {:.1} KB; {} PFC pause frames",
+        "  switch   marked {} packets CE, dropped {}, forwarded {}; sent {:.3} Gbit/s to r; queue to r mean {:.1} KB, max {:.1} KB; {} PFC pause frames",
         s.switch.ecn_marked,
         s.switch.drops,
         s.switch.forwarded,
+        s.switch.bottleneck_busy_gbps,
         s.switch.queue_mean_bytes / 1e3,
         s.switch.queue_max_bytes as f64 / 1e3,
         s.switch.pfc_pause_frames
     );
     println!(
-        "  r (NP)   saw {} CE-marked packets, sent {} CNPs (at most one per QP per 4 us)",
-        c.np_ecn_marked_roce_packets, c.np_cnp_sent
+        "  r (NP)   saw {} CE-marked packets, sent {} CNPs (at most one per QP per {} us)",
+        c.np_ecn_marked_roce_packets, c.np_cnp_sent, args.cnp_interval_us
     );
     println!(
         "  senders  handled {} CNPs: {} {} rate cuts, {} increases; lowest rate {:.3} Gbit/s (from {:.1})",

@@ -134,6 +134,8 @@ pub struct SwitchSummary {
     pub pfc_pause_frames: u64,
     /// Frames forwarded.
     pub forwarded: u64,
+    /// Frame bytes sent toward the receiver per second of traffic, Gbit/s (the bottleneck's use).
+    pub bottleneck_busy_gbps: f64,
 }
 
 /// The congestion controllers' story, over all sending QPs.
@@ -201,8 +203,14 @@ impl Series {
     }
 
     /// Records one sample at `t_ns`: per-flow delivered bytes so far, the queue depth and each
-    /// flow's congestion-control rate and alpha.
-    pub fn sample(&mut self, t_ns: u64, delivered: &[u64], queue_bytes: u64, cc: &[(f64, f64)]) {
+    /// flow's sending host, QPN, congestion-control rate (Gbit/s) and alpha.
+    pub fn sample(
+        &mut self,
+        t_ns: u64,
+        delivered: &[u64],
+        queue_bytes: u64,
+        cc: &[(usize, u32, f64, f64)],
+    ) {
         let secs = (t_ns.saturating_sub(self.last_ns) as f64 / 1e9).max(1e-9);
         self.last_bytes.resize(delivered.len(), 0);
         let flow_gbps = delivered
@@ -217,12 +225,11 @@ impl Series {
         self.last_ns = t_ns;
         let cc = cc
             .iter()
-            .enumerate()
-            .map(|(i, &(rate_gbps, alpha))| {
+            .map(|&(host, qpn, rate_gbps, alpha)| {
                 (
-                    i,
+                    host,
                     CcSample {
-                        qpn: i as u32,
+                        qpn,
                         rate_gbps,
                         alpha,
                     },
@@ -314,22 +321,12 @@ impl Series {
             })
             .fold(1e-3, f64::max)
             * 1.05;
-        let mut chart = ChartBuilder::on(&top)
-            .caption(
-                "Goodput (solid) and DCQCN rate (thin) per flow",
-                ("sans-serif", 18),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_rate)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("time (ms)")
-            .y_desc("Gbit/s")
-            .draw()
-            .map_err(|e| err(&e))?;
+        let mut chart = panel(
+            &top,
+            "Goodput (thick) and congestion-control rate (thin) per flow",
+            (x_max, y_rate),
+            "Gbit/s",
+        )?;
         for (i, name) in flow_names.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let good = rows
@@ -358,19 +355,7 @@ impl Series {
             .filter_map(|r| r.queue_bytes.first())
             .fold(1.0, |m, &q| f64::max(m, q as f64 / 1e3))
             * 1.05;
-        let mut chart = ChartBuilder::on(&bottom)
-            .caption("Bottleneck queue", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..x_max, 0f64..q_max)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("time (ms)")
-            .y_desc("KB")
-            .draw()
-            .map_err(|e| err(&e))?;
+        let mut chart = panel(&bottom, "Bottleneck queue", (x_max, q_max), "KB")?;
         let q = rows
             .iter()
             .filter_map(|r| r.queue_bytes.first().map(|q| (t(r), *q as f64 / 1e3)));
@@ -379,6 +364,35 @@ impl Series {
             .map_err(|e| err(&e))?;
         root.present().map_err(|e| err(&e))
     }
+}
+
+type Panel<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One chart with time (ms) across and `y_desc` up to `max.1`.
+fn panel<'a>(
+    area: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    caption: &str,
+    max: (f64, f64),
+    y_desc: &str,
+) -> Result<Panel<'a>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..max.0, 0f64..max.1)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("time (ms)")
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(chart)
 }
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -453,9 +467,15 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
         );
         let rate = series.buckets(width, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
         if !rate.is_empty() {
+            // A READ's requester paces only its requests; the data comes back unpaced.
+            let label = if f.op == "read" {
+                "req rate"
+            } else {
+                " cc rate"
+            };
             let _ = writeln!(
                 s,
-                "          cc rate  {}  (0..{rate_max:.2} Gbit/s)",
+                "         {label}  {}  (0..{rate_max:.2} Gbit/s)",
                 sparkline(&rate, rate_max)
             );
         }
@@ -483,8 +503,8 @@ mod tests {
     #[test]
     fn series_turns_delivered_bytes_into_gbps() {
         let mut s = Series::new(Duration::from_millis(1), 0);
-        s.sample(1_000_000, &[125_000], 10, &[(5.0, 0.5)]);
-        s.sample(2_000_000, &[250_000], 30, &[(4.0, 0.5)]);
+        s.sample(1_000_000, &[125_000], 10, &[(1, 17, 5.0, 0.5)]);
+        s.sample(2_000_000, &[250_000], 30, &[(1, 17, 4.0, 0.5)]);
         assert_eq!(s.peak_gbps(0), 1.0);
         assert_eq!(s.queue_stats(), (20.0, 30));
         assert_eq!(s.min_cc_rate(), 4.0);

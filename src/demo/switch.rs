@@ -21,6 +21,14 @@ use crate::wire::{set_frame_ecn, Ecn, EthernetAddress};
 /// bytes.
 pub const WIRE_OVERHEAD: u64 = 24;
 
+/// Credit an idle bottleneck keeps: one full-size frame, so a link with nothing queued does not
+/// save up bandwidth for a later burst.
+const IDLE_CREDIT: f64 = 1518.0 + WIRE_OVERHEAD as f64;
+
+/// Bursts a port may receive and send per poll: a slow loop (a busy machine) still drains the
+/// bottleneck at its rate.
+const BURSTS_PER_POLL: usize = 4;
+
 /// How the switch behaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RtSwitchConfig {
@@ -58,13 +66,20 @@ struct Drain {
     cap_bytes: f64,
     tokens: f64,
     last: Option<Instant>,
+    /// The queue was empty at the end of the last poll.
+    idle: bool,
 }
 
 impl Drain {
     fn refill(&mut self, now: Instant) {
         if let Some(last) = self.last {
             let dt = now.saturating_since(last).as_nanos() as f64;
-            self.tokens = (self.tokens + dt * self.bytes_per_ns).min(self.cap_bytes);
+            let cap = if self.idle {
+                IDLE_CREDIT
+            } else {
+                self.cap_bytes
+            };
+            self.tokens = (self.tokens + dt * self.bytes_per_ns).min(cap);
         }
         self.last = Some(now);
     }
@@ -75,6 +90,7 @@ struct SwitchPort<P: Port> {
     mac: Option<EthernetAddress>,
     queue: VecDeque<P::Buf>,
     queued_bytes: u64,
+    tx_bytes: u64,
     drain: Option<Drain>,
 }
 
@@ -120,10 +136,12 @@ impl<P: Port> RtSwitch<P> {
             let bytes_per_ns = r.as_bps_f64() / 8e9;
             Drain {
                 bytes_per_ns,
-                // Two milliseconds of credit absorb the polling jitter of a busy machine.
-                cap_bytes: (bytes_per_ns * 2_000_000.0).max(2.0 * 9216.0),
+                // A busy link keeps draining while this process is descheduled (up to 20 ms);
+                // an idle one saves nothing (see `IDLE_CREDIT`).
+                cap_bytes: (bytes_per_ns * 20_000_000.0).max(2.0 * 9216.0),
                 tokens: 0.0,
                 last: None,
+                idle: true,
             }
         });
         self.ports.push(SwitchPort {
@@ -131,6 +149,7 @@ impl<P: Port> RtSwitch<P> {
             mac,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            tx_bytes: 0,
             drain,
         });
         self.ports.len() - 1
@@ -144,6 +163,11 @@ impl<P: Port> RtSwitch<P> {
     /// Bytes queued at egress port `index`.
     pub fn queue_bytes(&self, index: usize) -> u64 {
         self.ports.get(index).map_or(0, |p| p.queued_bytes)
+    }
+
+    /// Bytes sent out of port `index` (frames without wire overhead).
+    pub fn port_tx_bytes(&self, index: usize) -> u64 {
+        self.ports.get(index).map_or(0, |p| p.tx_bytes)
     }
 
     /// Bytes in the shared buffer.
@@ -167,7 +191,7 @@ impl<P: Port> RtSwitch<P> {
             let Some(p) = self.ports.get_mut(i) else {
                 continue;
             };
-            let burst = p.port.caps().burst.max(1);
+            let burst = p.port.caps().burst.max(1) * BURSTS_PER_POLL;
             work += p.port.rx_burst(&mut self.rx, burst);
             let mut rx = std::mem::take(&mut self.rx);
             for buf in rx.drain(..) {
@@ -181,7 +205,7 @@ impl<P: Port> RtSwitch<P> {
                 d.refill(now);
                 budget = d.tokens;
             }
-            let burst = p.port.caps().burst.max(1);
+            let burst = p.port.caps().burst.max(1) * BURSTS_PER_POLL;
             while self.tx.len() < burst {
                 let Some(len) = p.queue.front().map(|b| b.frame().len() as u64) else {
                     break;
@@ -194,6 +218,9 @@ impl<P: Port> RtSwitch<P> {
                 if let Some(b) = p.queue.pop_front() {
                     self.tx.push(b);
                 }
+            }
+            if let Some(d) = p.drain.as_mut() {
+                d.idle = p.queue.is_empty() && self.tx.is_empty();
             }
             if self.tx.is_empty() {
                 continue;
@@ -212,10 +239,14 @@ impl<P: Port> RtSwitch<P> {
             self.used_bytes -= bytes.min(self.used_bytes);
             self.counters.tx_frames += sent as u64;
             self.counters.tx_bytes += bytes;
+            p.tx_bytes += bytes;
             work += sent;
             // What the port refused goes back to the head of its queue, in order.
             while let Some(b) = self.tx.pop() {
                 p.queue.push_front(b);
+            }
+            if let Some(d) = p.drain.as_mut() {
+                d.idle = p.queue.is_empty();
             }
         }
         work
@@ -350,5 +381,23 @@ mod tests {
         sw.poll(Instant::from_nanos(3_072), &mut |_| {});
         assert_eq!(sw.counters().tx_frames, 3);
         assert_eq!(sw.queue_bytes(to_b), 7_000);
+        // A long stall while busy: the link kept draining, so all seven go.
+        sw.poll(Instant::from_nanos(1_000_000), &mut |_| {});
+        assert_eq!(sw.counters().tx_frames, 10);
+        // Idle for a second: no credit saved, one 1000-byte frame goes, the next waits.
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            let Some(mut buf) = host_a.alloc() else {
+                panic!("loopback pool empty")
+            };
+            let f = frame_to(b_mac.0, 0, 1000);
+            buf.set_frame_len(f.len());
+            buf.frame_mut().copy_from_slice(&f);
+            out.push(buf);
+        }
+        assert_eq!(host_a.tx_burst(&mut out), 2);
+        sw.poll(Instant::from_nanos(1_001_000_000), &mut |_| {});
+        assert_eq!(sw.counters().tx_frames, 11);
+        assert_eq!(sw.queue_bytes(to_b), 1_000);
     }
 }

@@ -64,7 +64,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "16K")]
     size: String,
     /// Messages outstanding per QP.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 8)]
     depth: u32,
     /// Path MTU: 256, 512, 1024 (default; frames fit the ports' 1500) .
     #[arg(long, default_value_t = 1024)]

@@ -274,15 +274,21 @@ impl Series {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Per-sample values of `f`, averaged into at most `width` buckets.
-    fn buckets(&self, width: usize, f: impl Fn(&Row) -> Option<f64>) -> Vec<f64> {
+    /// Per-sample values of `f` in at most `width` buckets: their mean, or their minimum.
+    fn buckets(&self, width: usize, lowest: bool, f: impl Fn(&Row) -> Option<f64>) -> Vec<f64> {
         let v: Vec<f64> = self.rec.rows.iter().filter_map(f).collect();
         if v.is_empty() || width == 0 {
             return Vec::new();
         }
         let per = v.len().div_ceil(width);
         v.chunks(per)
-            .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+            .map(|c| {
+                if lowest {
+                    c.iter().copied().fold(f64::INFINITY, f64::min)
+                } else {
+                    c.iter().sum::<f64>() / c.len() as f64
+                }
+            })
             .collect()
     }
 
@@ -448,24 +454,21 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
         .iter()
         .flat_map(|r| r.cc.iter().map(|c| c.1.rate_gbps))
         .fold(1e-9, f64::max);
-    let good_max = rows
-        .iter()
-        .flat_map(|r| r.flow_gbps.iter().copied())
-        .fold(1e-9, f64::max);
     let _ = writeln!(
         s,
-        "  over {span_ms:.0} ms, left to right ({} samples):",
+        "  over {span_ms:.0} ms, left to right ({} samples; goodput and queue: mean per slice, rates: lowest per slice):",
         rows.len()
     );
     for f in flows {
-        let good = series.buckets(width, |r| r.flow_gbps.get(f.id).copied());
+        let good = series.buckets(width, false, |r| r.flow_gbps.get(f.id).copied());
+        let good_max = good.iter().copied().fold(1e-9, f64::max);
         let _ = writeln!(
             s,
             "  flow {:<2} goodput  {}  (0..{good_max:.2} Gbit/s)",
             f.id,
             sparkline(&good, good_max)
         );
-        let rate = series.buckets(width, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
+        let rate = series.buckets(width, true, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
         if !rate.is_empty() {
             // A READ's requester paces only its requests; the data comes back unpaced.
             let label = if f.op == "read" {
@@ -480,7 +483,7 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
             );
         }
     }
-    let q = series.buckets(width, |r| r.queue_bytes.first().map(|&q| q as f64));
+    let q = series.buckets(width, false, |r| r.queue_bytes.first().map(|&q| q as f64));
     let q_max = q.iter().copied().fold(1.0, f64::max);
     let _ = writeln!(
         s,

@@ -16,8 +16,9 @@ use roce::cc::{CcConfig, Rate};
 use roce::clock::{Clock, MonotonicClock};
 use roce::demo::payload::Payload;
 use roce::demo::probe::{CcProbe, ProbedPacer};
-use roce::demo::report::{self, CcSummary, Counters, FlowResult, Series, Summary, SwitchSummary};
+use roce::demo::report::{CcSummary, Counters, FlowResult, Series, Setup, Summary, SwitchSummary};
 use roce::demo::switch::{RtSwitch, RtSwitchConfig};
+use roce::demo::text::{self, Files};
 use roce::driver::dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
@@ -141,6 +142,8 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// The mirror's kernel interface unless `--port tap:IFNAME` names one.
+const TAP_IF: &str = "roce-demo0";
 /// How long flows may take to finish after posting stops.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Sampling interval of the time series.
@@ -205,6 +208,14 @@ struct Flow {
 
 fn mac(i: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0x52, 0x4f, 0x43, 0x45, i])
+}
+
+/// The mirror's interface name in tap mode.
+fn tap_name(spec: &PortSpec) -> Option<String> {
+    match spec {
+        PortSpec::Tap(name) => Some(name.clone().unwrap_or_else(|| TAP_IF.into())),
+        _ => None,
+    }
 }
 
 /// The checked options.
@@ -296,10 +307,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let tap_if = match &plan.spec {
-        PortSpec::Tap(name) => Some(name.clone().unwrap_or_else(|| "roce-demo0".into())),
-        _ => None,
-    };
+    let tap_if = tap_name(&plan.spec);
     let mut eal_args = format!("--log-level=3 -m 256 {}", args.eal);
     if let Some(ifname) = &tap_if {
         eal_args.push_str(&format!(" --vdev=net_tap0,iface={ifname}"));
@@ -370,6 +378,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     let mut series = Series::new(SAMPLE_EVERY, 0);
     let mut mirror_out: Vec<Mbuf> = Vec::new();
+    let mut mirror_in: Vec<Mbuf> = Vec::new();
     let mut scratch = Vec::new();
     let start = clock.now();
     let end = start + Duration::from(plan.duration);
@@ -408,8 +417,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if let Some(m) = mirror.as_mut() {
             m.tx_burst(&mut mirror_out);
             mirror_out.clear();
-            let mut junk = Vec::new();
-            let _ = m.rx_burst(&mut junk, 32);
+            // Whatever the kernel sends into the mirror (router solicitations...) is dropped.
+            let _ = m.rx_burst(&mut mirror_in, 32);
+            mirror_in.clear();
         }
         if now >= next_sample && drained_at.is_none() {
             next_sample = now + SAMPLE_EVERY;
@@ -487,7 +497,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print_text(&args, &plan, &hosts, &summary, &series, tap_if.as_deref());
+        let files = Files {
+            pcap: args.pcap.clone(),
+            out: args.out.clone(),
+        };
+        text::print(&summary, &series, &files);
     }
     if !summary.verified {
         let why = summary
@@ -778,6 +792,23 @@ fn summarize(
         results.iter().all(|f| f.verified) && counters.transport_errors() == 0 && sw.rx_frames > 0;
     Summary {
         verified,
+        setup: Setup {
+            senders: hosts.iter().skip(1).map(|h| h.name.clone()).collect(),
+            ops: plan.ops.iter().map(|o| o.name().to_owned()).collect(),
+            port: plan.spec.to_string(),
+            tap: tap_name(&plan.spec),
+            bottleneck_gbps: args.bottleneck_gbps,
+            buffer_bytes: args.buffer,
+            kmin_bytes: args.kmin,
+            kmax_bytes: args.kmax,
+            pmax: args.pmax,
+            host_gbps: args.host_gbps,
+            cc: plan.cc.name().to_owned(),
+            mtu: plan.mtu.bytes(),
+            size: plan.size,
+            depth: args.depth,
+            cnp_interval_us: args.cnp_interval_us,
+        },
         duration_s: duration,
         bottleneck_gbps: args.bottleneck_gbps,
         flows: results,
@@ -801,127 +832,5 @@ fn summarize(
             min_rate_gbps: series.min_cc_rate().min(args.host_gbps),
             final_rate_gbps: final_rate,
         },
-    }
-}
-
-fn print_text(
-    args: &DemoArgs,
-    plan: &Plan,
-    hosts: &[Host],
-    s: &Summary,
-    series: &Series,
-    tap_if: Option<&str>,
-) {
-    let senders: Vec<&str> = hosts.iter().skip(1).map(|h| h.name.as_str()).collect();
-    println!(
-        "roce demo: {} sender(s) {} -> receiver r through a software switch, real time, one thread",
-        senders.len(),
-        senders.join(" ")
-    );
-    println!(
-        "  ports    DPDK net_ring pairs (host <-> switch){}",
-        tap_if.map_or(String::new(), |i| format!(
-            "; every switched frame mirrored to net_tap `{i}` (tcpdump -i {i})"
-        ))
-    );
-    println!(
-        "  switch   port to r: {:.2} Gbit/s bottleneck, {} KB shared buffer, tail drop, RED/ECN Kmin {} KB Kmax {} KB Pmax {:.2}",
-        args.bottleneck_gbps,
-        args.buffer / 1000,
-        args.kmin / 1000,
-        args.kmax / 1000,
-        args.pmax
-    );
-    println!(
-        "  hosts    line rate {:.1} Gbit/s, congestion control {}, path MTU {}, {} B messages, {} outstanding per QP",
-        args.host_gbps,
-        plan.cc.name(),
-        plan.mtu.bytes(),
-        plan.size,
-        args.depth
-    );
-    println!(
-        "  flows    one RC QP per sender and operation; WRITE/SEND push data through the bottleneck, READ pulls from r (responses take the uncongested r -> sender port)"
-    );
-    println!("  ran      {:.1} s of traffic\n", s.duration_s);
-    println!("Results per flow (perftest style)");
-    print!("{}", report::flow_table(&s.flows));
-    println!();
-    let c = &s.counters;
-    println!("The congestion story");
-    println!(
-        "  switch   marked {} packets CE, dropped {}, forwarded {}; sent {:.3} Gbit/s to r; queue to r mean {:.1} KB, max {:.1} KB; {} PFC pause frames",
-        s.switch.ecn_marked,
-        s.switch.drops,
-        s.switch.forwarded,
-        s.switch.bottleneck_busy_gbps,
-        s.switch.queue_mean_bytes / 1e3,
-        s.switch.queue_max_bytes as f64 / 1e3,
-        s.switch.pfc_pause_frames
-    );
-    println!(
-        "  r (NP)   saw {} CE-marked packets, sent {} CNPs (at most one per QP per {} us)",
-        c.np_ecn_marked_roce_packets, c.np_cnp_sent, args.cnp_interval_us
-    );
-    println!(
-        "  senders  handled {} CNPs: {} {} rate cuts, {} increases; lowest rate {:.3} Gbit/s (from {:.1})",
-        c.rp_cnp_handled,
-        s.cc.rate_cuts,
-        s.cc.name,
-        s.cc.rate_increases,
-        s.cc.min_rate_gbps,
-        s.cc.line_rate_gbps
-    );
-    print!("{}", report::story(series, &s.flows, 60));
-    println!();
-    println!("Counters (mlx5 / rxe names, all hosts)");
-    let rows = [
-        ("np_ecn_marked_roce_packets", c.np_ecn_marked_roce_packets),
-        ("np_cnp_sent", c.np_cnp_sent),
-        ("rp_cnp_handled", c.rp_cnp_handled),
-        ("out_of_sequence", c.out_of_sequence),
-        ("packet_seq_err", c.packet_seq_err),
-        ("local_ack_timeout_err", c.local_ack_timeout_err),
-        ("duplicate_request", c.duplicate_request),
-        ("implied_nak_seq_err", c.implied_nak_seq_err),
-        ("rnr_nak_retry_err", c.rnr_nak_retry_err),
-        (
-            "req_transport_retries_exceeded",
-            c.req_transport_retries_exceeded,
-        ),
-        ("req_remote_access_errors", c.req_remote_access_errors),
-        ("completer_retry_err", c.completer_retry_err),
-        ("rx_write_requests", c.rx_write_requests),
-        ("rx_read_requests", c.rx_read_requests),
-        ("rx_icrc_errors", c.rx_icrc_errors),
-    ];
-    for pair in rows.chunks(2) {
-        let cells: Vec<String> = pair
-            .iter()
-            .map(|(n, v)| format!("  {n:<32}{v:>10}"))
-            .collect();
-        println!("{}", cells.join("    "));
-    }
-    println!();
-    if s.verified {
-        let msgs: u64 = s.flows.iter().map(|f| f.messages).sum();
-        println!(
-            "Verified: all {msgs} messages of {} flows arrived byte for byte; no transport errors.",
-            s.flows.len()
-        );
-    }
-    if let Some(p) = &args.pcap {
-        println!(
-            "Capture: {} (check it with `roce pcap check {}`)",
-            p.display(),
-            p.display()
-        );
-    }
-    if let Some(d) = &args.out {
-        println!(
-            "Time series: {}/flows.csv queue.csv cc.csv, plot {}/demo.svg",
-            d.display(),
-            d.display()
-        );
     }
 }

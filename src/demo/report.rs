@@ -155,11 +155,48 @@ pub struct CcSummary {
     pub final_rate_gbps: Vec<f64>,
 }
 
+/// What ran: hosts, switch and transport settings.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Setup {
+    /// Sending hosts' names.
+    pub senders: Vec<String>,
+    /// Operations, one QP each per sender.
+    pub ops: Vec<String>,
+    /// `--port` as given (`ring`, `tap`, `tap:IFNAME`).
+    pub port: String,
+    /// The mirror interface, in tap mode.
+    pub tap: Option<String>,
+    /// Rate of the switch port toward the receiver, Gbit/s.
+    pub bottleneck_gbps: f64,
+    /// Shared switch buffer, bytes.
+    pub buffer_bytes: u64,
+    /// RED Kmin, bytes.
+    pub kmin_bytes: u64,
+    /// RED Kmax, bytes.
+    pub kmax_bytes: u64,
+    /// RED Pmax.
+    pub pmax: f64,
+    /// Host line rate, Gbit/s.
+    pub host_gbps: f64,
+    /// Congestion control.
+    pub cc: String,
+    /// Path MTU, bytes.
+    pub mtu: u32,
+    /// Message size, bytes.
+    pub size: u32,
+    /// Messages outstanding per QP.
+    pub depth: u32,
+    /// Notification point's minimum CNP interval per QP, microseconds.
+    pub cnp_interval_us: u64,
+}
+
 /// Everything `--json` prints.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
     /// The run was verified end to end (every flow verified, no transport error).
     pub verified: bool,
+    /// What ran.
+    pub setup: Setup,
     /// Measured traffic time, seconds.
     pub duration_s: f64,
     /// Bottleneck rate, Gbit/s.

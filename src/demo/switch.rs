@@ -1,6 +1,6 @@
 //! A real-time software switch between [`Port`]s: forwarding by destination MAC, one egress queue
-//! per port over a shared buffer with tail drop, RED/ECN marking at enqueue (the simulator's
-//! [`EcnConfig`] ramp) and an optional rate-limited drain (a bottleneck link) per egress port.
+//! per port over a shared buffer with tail drop, and on rate-limited ports (bottleneck links) a
+//! token-bucket drain with RED/ECN marking at enqueue (the simulator's [`EcnConfig`] ramp).
 //!
 //! It reads no clock: the caller passes `now` to [`RtSwitch::poll`]. It does no PFC (it is a lossy
 //! ECN switch) and no ECMP; the virtual-time fabric in [`crate::sim`] models those.
@@ -34,7 +34,7 @@ const BURSTS_PER_POLL: usize = 4;
 pub struct RtSwitchConfig {
     /// Shared packet buffer, bytes (a frame that does not fit is dropped).
     pub buffer_bytes: u64,
-    /// ECN marking of every egress queue (`None`: no marking).
+    /// ECN marking of the rate-limited egress queues (`None`: no marking).
     pub ecn: Option<EcnConfig>,
     /// Seed of the marking decisions.
     pub seed: u64,
@@ -266,7 +266,9 @@ impl<P: Port> RtSwitch<P> {
         let Some(p) = self.ports.get_mut(to) else {
             return;
         };
-        if let Some(ecn) = self.cfg.ecn {
+        // Only a rate-limited port builds a real queue; the others stand for links faster than
+        // the loop, whose momentary backlog within one burst is no congestion.
+        if let Some(ecn) = self.cfg.ecn.filter(|_| p.drain.is_some()) {
             let prob = ecn.probability(p.queued_bytes);
             let mark = prob >= 1.0 || (prob > 0.0 && self.rng.random::<f64>() < prob);
             if mark && ect(buf.frame()) && set_frame_ecn(buf.frame_mut(), Ecn::Ce).is_ok() {

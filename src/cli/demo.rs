@@ -67,7 +67,7 @@ pub struct DemoArgs {
     /// Messages outstanding per QP.
     #[arg(long, default_value_t = 8)]
     depth: u32,
-    /// Path MTU: 256, 512, 1024 (default; frames fit the ports' 1500) .
+    /// Path MTU: 256, 512 or 1024 (frames fit the ports' 1500-byte MTU).
     #[arg(long, default_value_t = 1024)]
     mtu: u32,
     /// RED: queue depth (bytes) below which nothing is marked.

@@ -295,7 +295,22 @@ fn ect(frame: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::loopback::loopback_pair;
+    use crate::driver::loopback::{loopback_pair, LoopbackPort};
+
+    /// Sends one IPv4 frame of `len` bytes to `dst` per TOS byte in `tos`.
+    fn send(host: &mut LoopbackPort, dst: EthernetAddress, tos: &[u8], len: usize) {
+        let mut out = Vec::new();
+        for &t in tos {
+            let Some(mut buf) = host.alloc() else {
+                panic!("loopback pool empty")
+            };
+            let f = frame_to(dst.0, t, len);
+            buf.set_frame_len(f.len());
+            buf.frame_mut().copy_from_slice(&f);
+            out.push(buf);
+        }
+        assert_eq!(host.tx_burst(&mut out), tos.len());
+    }
 
     fn frame_to(dst: [u8; 6], tos: u8, len: usize) -> Vec<u8> {
         let mut f = vec![0u8; len];
@@ -326,17 +341,7 @@ mod tests {
         });
         sw.add_port(sw_a, None, None);
         let to_b = sw.add_port(sw_b, Some(b_mac), Some(Rate::from_gbps(1)));
-        let mut out = Vec::new();
-        for tos in [0x02, 0x02, 0x00] {
-            let Some(mut buf) = host_a.alloc() else {
-                panic!("loopback pool empty")
-            };
-            let f = frame_to(b_mac.0, tos, 200);
-            buf.set_frame_len(f.len());
-            buf.frame_mut().copy_from_slice(&f);
-            out.push(buf);
-        }
-        assert_eq!(host_a.tx_burst(&mut out), 3);
+        send(&mut host_a, b_mac, &[0x02, 0x02, 0x00], 200);
         // First poll: the bucket has no credit yet, everything queues.
         sw.poll(Instant::from_nanos(0), &mut |_| {});
         assert_eq!(sw.queue_bytes(to_b), 600);
@@ -365,17 +370,7 @@ mod tests {
         sw.add_port(sw_a, None, None);
         // 8 Gbit/s = 1 byte per ns.
         let to_b = sw.add_port(sw_b, Some(b_mac), Some(Rate::from_gbps(8)));
-        let mut out = Vec::new();
-        for _ in 0..12 {
-            let Some(mut buf) = host_a.alloc() else {
-                panic!("loopback pool empty")
-            };
-            let f = frame_to(b_mac.0, 0, 1000);
-            buf.set_frame_len(f.len());
-            buf.frame_mut().copy_from_slice(&f);
-            out.push(buf);
-        }
-        assert_eq!(host_a.tx_burst(&mut out), 12);
+        send(&mut host_a, b_mac, &[0; 12], 1000);
         sw.poll(Instant::from_nanos(0), &mut |_| {});
         assert_eq!(sw.counters().drops, 2);
         assert_eq!(sw.queue_bytes(to_b), 10_000);
@@ -387,17 +382,7 @@ mod tests {
         sw.poll(Instant::from_nanos(1_000_000), &mut |_| {});
         assert_eq!(sw.counters().tx_frames, 10);
         // Idle for a second: no credit saved, one 1000-byte frame goes, the next waits.
-        let mut out = Vec::new();
-        for _ in 0..2 {
-            let Some(mut buf) = host_a.alloc() else {
-                panic!("loopback pool empty")
-            };
-            let f = frame_to(b_mac.0, 0, 1000);
-            buf.set_frame_len(f.len());
-            buf.frame_mut().copy_from_slice(&f);
-            out.push(buf);
-        }
-        assert_eq!(host_a.tx_burst(&mut out), 2);
+        send(&mut host_a, b_mac, &[0; 2], 1000);
         sw.poll(Instant::from_nanos(1_001_000_000), &mut |_| {});
         assert_eq!(sw.counters().tx_frames, 11);
         assert_eq!(sw.queue_bytes(to_b), 1_000);

@@ -285,74 +285,79 @@ impl MrTable {
         }
     }
 
-    /// Copies bytes `offset..offset + dst.len()` of the message described by `sgl` into `dst`.
-    /// Returns `false` (leaving `dst` partly written) when the SGL does not cover the range.
-    pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
+    /// Where bytes `offset..offset + len` of the message `sgl` describes live: per piece, the
+    /// region slot, the start inside the region, the start inside the message range and the length.
+    /// `None` when the SGL does not cover the range or names a missing region.
+    fn segments(&self, sgl: &[Sge], offset: u64, len: usize) -> Option<Segments> {
+        let mut out = Segments::new();
         let mut skip = offset;
         let mut done = 0usize;
         for sge in sgl {
-            if done == dst.len() {
+            if done == len {
                 break;
             }
-            let len = u64::from(sge.length);
-            if skip >= len {
-                skip -= len;
+            let sge_len = u64::from(sge.length);
+            if skip >= sge_len {
+                skip -= sge_len;
                 continue;
             }
-            let Some(mr) = self.get(sge.lkey) else {
-                return false;
-            };
-            let Some(start) = sge.addr.checked_sub(mr.info.addr).map(|o| o + skip) else {
-                return false;
-            };
-            let n = ((len - skip) as usize).min(dst.len() - done);
-            let (Some(src), Some(out)) = (
-                mr.buf.get(start as usize..start as usize + n),
-                dst.get_mut(done..done + n),
-            ) else {
-                return false;
-            };
-            out.copy_from_slice(src);
+            let slot = slot_of(sge.lkey);
+            let mr = self.get(sge.lkey)?;
+            let start = usize::try_from(sge.addr.checked_sub(mr.info.addr)? + skip).ok()?;
+            let n = ((sge_len - skip) as usize).min(len - done);
+            if start.checked_add(n)? > mr.buf.len() {
+                return None;
+            }
+            out.push((slot, start, done, n));
             done += n;
             skip = 0;
         }
-        done == dst.len()
+        (done == len).then_some(out)
+    }
+
+    /// Copies bytes `offset..offset + dst.len()` of the message described by `sgl` into `dst`.
+    /// Returns `false` (leaving `dst` untouched) when the SGL does not cover the range.
+    pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
+        let Some(segs) = self.segments(sgl, offset, dst.len()) else {
+            return false;
+        };
+        for (slot, start, at, n) in segs {
+            let src = self
+                .slots
+                .get(slot)
+                .and_then(Option::as_ref)
+                .and_then(|m| m.buf.get(start..start + n));
+            match (src, dst.get_mut(at..at + n)) {
+                (Some(src), Some(out)) => out.copy_from_slice(src),
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// Copies `src` into the message described by `sgl` starting `offset` bytes in. Returns `false`
-    /// when the SGL does not cover the range.
+    /// (writing nothing) when the SGL does not cover the range.
     pub fn scatter(&mut self, sgl: &[Sge], offset: u64, src: &[u8]) -> bool {
-        let mut skip = offset;
-        let mut done = 0usize;
-        for sge in sgl {
-            if done == src.len() {
-                break;
+        let Some(segs) = self.segments(sgl, offset, src.len()) else {
+            return false;
+        };
+        for (slot, start, at, n) in segs {
+            let dst = self
+                .slots
+                .get_mut(slot)
+                .and_then(Option::as_mut)
+                .and_then(|m| m.buf.get_mut(start..start + n));
+            match (dst, src.get(at..at + n)) {
+                (Some(out), Some(from)) => out.copy_from_slice(from),
+                _ => return false,
             }
-            let len = u64::from(sge.length);
-            if skip >= len {
-                skip -= len;
-                continue;
-            }
-            let Some(mr) = self.get_mut(sge.lkey) else {
-                return false;
-            };
-            let Some(start) = sge.addr.checked_sub(mr.info.addr).map(|o| o + skip) else {
-                return false;
-            };
-            let n = ((len - skip) as usize).min(src.len() - done);
-            let (Some(out), Some(from)) = (
-                mr.buf.get_mut(start as usize..start as usize + n),
-                src.get(done..done + n),
-            ) else {
-                return false;
-            };
-            out.copy_from_slice(from);
-            done += n;
-            skip = 0;
         }
-        done == src.len()
+        true
     }
 }
+
+/// Pieces of a message in memory regions: (slot, start in region, start in message, length).
+type Segments = arrayvec::ArrayVec<(usize, usize, usize, usize), { crate::verbs::MAX_SGE }>;
 
 #[cfg(test)]
 mod tests {

@@ -232,6 +232,35 @@ impl Requester {
         Ok(())
     }
 
+    /// Finds the WQE a READ response or atomic ACK for `psn` answers (of the kind `is_kind`) and
+    /// retires what precedes it, which the response implicitly acknowledges. `Ok(true)` when that
+    /// WQE is now at the head; stale, unknown or mismatched responses are counted and dropped.
+    fn response_reaches_head(
+        &mut self,
+        psn: Psn,
+        is_kind: impl Fn(&WrOpcode) -> bool,
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<bool, Fatal> {
+        // Never sent, or a duplicate of a response already landed.
+        let found = if self.response_in_window(psn) && !psn.before(self.una) {
+            self.sq.iter().position(|w| w.covers(psn))
+        } else {
+            None
+        };
+        let Some(idx) = found.filter(|&i| is_kind(&self.sq[i].wr.opcode)) else {
+            c.stats.rx_dropped += 1;
+            return Ok(false);
+        };
+        if idx > 0 {
+            let first = self.sq[idx].first_psn;
+            let acked = self.ack_through(first.sub(1), c);
+            if self.implied(acked, c)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// A READ response packet.
     pub fn on_read_response(
         &mut self,
@@ -240,25 +269,8 @@ impl Requester {
         payload: &[u8],
         c: &mut CompleterCtx<'_>,
     ) -> Result<(), Fatal> {
-        if !self.response_in_window(psn) || psn.before(self.una) {
-            // Never sent, or a duplicate of a response already landed.
-            c.stats.rx_dropped += 1;
+        if !self.response_reaches_head(psn, |op| matches!(op, WrOpcode::RdmaRead { .. }), c)? {
             return Ok(());
-        }
-        let Some(idx) = self.sq.iter().position(|w| w.covers(psn)) else {
-            c.stats.rx_dropped += 1;
-            return Ok(());
-        };
-        if !matches!(self.sq[idx].wr.opcode, WrOpcode::RdmaRead { .. }) {
-            c.stats.rx_dropped += 1;
-            return Ok(());
-        }
-        if idx > 0 {
-            let first = self.sq[idx].first_psn;
-            let acked = self.ack_through(first.sub(1), c);
-            if self.implied(acked, c)? {
-                return Ok(());
-            }
         }
         let Some(w) = self.sq.front() else {
             return Ok(());
@@ -308,23 +320,8 @@ impl Requester {
         orig: u64,
         c: &mut CompleterCtx<'_>,
     ) -> Result<(), Fatal> {
-        if !self.response_in_window(psn) || psn.before(self.una) {
-            c.stats.rx_dropped += 1;
+        if !self.response_reaches_head(psn, WrOpcode::is_atomic, c)? {
             return Ok(());
-        }
-        let Some(idx) = self.sq.iter().position(|w| w.covers(psn)) else {
-            c.stats.rx_dropped += 1;
-            return Ok(());
-        };
-        if !self.sq[idx].wr.opcode.is_atomic() {
-            c.stats.rx_dropped += 1;
-            return Ok(());
-        }
-        if idx > 0 {
-            let acked = self.ack_through(psn.sub(1), c);
-            if self.implied(acked, c)? {
-                return Ok(());
-            }
         }
         let Some(w) = self.sq.front() else {
             return Ok(());

@@ -144,6 +144,29 @@ fn cq(cqs: &mut [CompletionQueue], h: CqHandle) -> Option<&mut CompletionQueue> 
     cqs.get_mut(h.0 as usize)
 }
 
+/// Completes every work request of `wrs` as flushed; returns how many.
+fn flush(
+    mut cq: Option<&mut CompletionQueue>,
+    qp_num: u32,
+    wrs: impl Iterator<Item = (u64, WcOpcode)>,
+) -> u64 {
+    let mut n = 0;
+    for (wr_id, opcode) in wrs {
+        n += 1;
+        if let Some(cq) = cq.as_deref_mut() {
+            cq.push(WorkCompletion {
+                wr_id,
+                status: WcStatus::WrFlushErr,
+                opcode,
+                byte_len: 0,
+                imm_data: None,
+                qp_num,
+            });
+        }
+    }
+    n
+}
+
 impl QueuePair {
     /// A QP in RESET.
     pub fn new(qpn: u32, init: &QpInit, udp_src_port: u16, cfg: RequesterConfig) -> Self {
@@ -291,33 +314,14 @@ impl QueuePair {
         self.req.cursor = 0;
         self.req.cursor_pkt = 0;
         let qpn = self.qpn;
-        let mut flushed = 0;
-        if let Some(cq) = cq(cqs, self.send_cq) {
-            for w in self.req.sq.drain(..) {
-                flushed += 1;
-                cq.push(WorkCompletion {
-                    wr_id: w.wr.wr_id,
-                    status: WcStatus::WrFlushErr,
-                    opcode: w.wr.opcode.wc_opcode(),
-                    byte_len: 0,
-                    imm_data: None,
-                    qp_num: qpn,
-                });
-            }
-        }
-        if let Some(cq) = cq(cqs, self.recv_cq) {
-            for w in self.resp.rq.drain(..) {
-                flushed += 1;
-                cq.push(WorkCompletion {
-                    wr_id: w.wr_id,
-                    status: WcStatus::WrFlushErr,
-                    opcode: WcOpcode::Recv,
-                    byte_len: 0,
-                    imm_data: None,
-                    qp_num: qpn,
-                });
-            }
-        }
+        let sends = self
+            .req
+            .sq
+            .drain(..)
+            .map(|w| (w.wr.wr_id, w.wr.opcode.wc_opcode()));
+        let mut flushed = flush(cq(cqs, self.send_cq), qpn, sends);
+        let recvs = self.resp.rq.drain(..).map(|w| (w.wr_id, WcOpcode::Recv));
+        flushed += flush(cq(cqs, self.recv_cq), qpn, recvs);
         self.stats.error_completions += flushed;
         tracing::debug!(qpn, "QP entered the error state");
     }

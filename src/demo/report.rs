@@ -493,7 +493,7 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
         .fold(1e-9, f64::max);
     let _ = writeln!(
         s,
-        "  over {span_ms:.0} ms, left to right ({} samples; goodput and queue: mean per slice, rates: lowest per slice):",
+        "  over {span_ms:.0} ms, left to right ({} samples; mean per slice):",
         rows.len()
     );
     for f in flows {
@@ -505,7 +505,7 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
             f.id,
             sparkline(&good, good_max)
         );
-        let rate = series.buckets(width, true, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
+        let rate = series.buckets(width, false, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
         if !rate.is_empty() {
             // A READ's requester paces only its requests; the data comes back unpaced.
             let label = if f.op == "read" {

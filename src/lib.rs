@@ -23,6 +23,8 @@
 //! - [`arp`]: a sans-IO ARP responder and resolver with a neighbour cache.
 //! - [`ndp`]: IPv6 neighbour solicitation/advertisement and a responder.
 //! - [`host`]: an endpoint with ARP and NDP in front of it, as one engine for a real port.
+//! - [`demo`]: the pieces of `roce demo`: a real-time software switch (bottleneck, RED/ECN),
+//!   observable congestion control, verifiable payloads, reports.
 //! - [`oob`]: the out-of-band QPN/PSN/GID exchanges of ibv_rc_pingpong, perftest and the pyverbs peer.
 
 #![deny(unsafe_code)]
@@ -31,6 +33,7 @@
 pub mod arp;
 pub mod cc;
 pub mod clock;
+pub mod demo;
 pub mod driver;
 pub mod ecn;
 pub mod endpoint;

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;
+    #[cfg(feature = "dpdk")]
+    pub mod demo;
     pub mod loopback;
     pub mod oob;
     pub mod pcap;
@@ -28,23 +30,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Check and explain packet captures.
-    #[command(subcommand)]
-    Pcap(cli::pcap::PcapCommand),
-    /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
-    #[command(subcommand)]
-    Oob(cli::oob::OobCommand),
-    /// Print the compile-time limits.
-    Limits,
+    /// Senders and a receiver on DPDK virtual ports through a bottlenecked ECN switch: WRITE,
+    /// SEND and READ flows, ECN marks, CNPs and DCQCN in real time, every byte verified.
+    #[cfg(feature = "dpdk")]
+    Demo(cli::demo::DemoArgs),
     /// Two endpoints in one process over an in-memory (optionally lossy) link, every byte verified.
     Loopback(cli::loopback::LoopbackArgs),
-    /// Inspect DPDK ports.
-    #[cfg(feature = "dpdk")]
-    #[command(subcommand)]
-    Port(cli::port::PortCommand),
-    /// Run experiments in the deterministic virtual-time fabric.
-    #[command(subcommand)]
-    Sim(cli::sim::SimCommand),
     /// perftest's bandwidth and latency tests over a DPDK port (write-bw, send-lat, ...).
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
@@ -52,11 +43,26 @@ enum Command {
     /// ibv_rc_pingpong over a DPDK port (speaks its TCP exchange: the real tool can be the peer).
     #[cfg(feature = "dpdk")]
     Pingpong(cli::pingpong::PingpongArgs),
+    /// Run experiments in the deterministic virtual-time fabric.
+    #[command(subcommand)]
+    Sim(cli::sim::SimCommand),
     /// Congestion control: show a controller's parameters, replay a CNP script against it.
     Cc {
         #[command(subcommand)]
         cmd: cli::cc::CcCommand,
     },
+    /// Check and explain packet captures.
+    #[command(subcommand)]
+    Pcap(cli::pcap::PcapCommand),
+    /// Inspect DPDK ports.
+    #[cfg(feature = "dpdk")]
+    #[command(subcommand)]
+    Port(cli::port::PortCommand),
+    /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
+    #[command(subcommand)]
+    Oob(cli::oob::OobCommand),
+    /// Print the compile-time limits.
+    Limits,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -66,6 +72,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Oob(cmd) => cli::oob::run(cmd)?,
         Command::Loopback(args) => cli::loopback::run(args)?,
         Command::Sim(cmd) => cli::sim::run(cmd)?,
+        #[cfg(feature = "dpdk")]
+        Command::Demo(args) => cli::demo::run(args)?,
         Command::Limits => {
             println!("burst_size {}", roce::limits::BURST_SIZE);
             println!("max_frame {}", roce::limits::MAX_FRAME);

@@ -1,0 +1,836 @@
+//! `roce demo`: senders and a receiver in one process, each an RC [`Endpoint`] on its own DPDK
+//! virtual port, wired through a real-time software switch whose port toward the receiver is a
+//! rate-limited bottleneck with RED/ECN marking. WRITE, SEND and READ flows run for a while on a
+//! monotonic clock, one thread polling hosts and switch in turn; ECN marks, CNPs and DCQCN rate
+//! cuts happen for real, and every message is verified byte for byte.
+//!
+//! Not here: the switch, payloads and reports ([`roce::demo`]); real NICs (see `roce perf`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use roce::cc::{CcConfig, Rate};
+use roce::clock::{Clock, MonotonicClock};
+use roce::demo::payload::Payload;
+use roce::demo::probe::{CcProbe, ProbedPacer};
+use roce::demo::report::{CcSummary, Counters, FlowResult, Series, Setup, Summary, SwitchSummary};
+use roce::demo::switch::{RtSwitch, RtSwitchConfig};
+use roce::demo::text::{self, Files};
+use roce::driver::dpdk::{
+    ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig, PortSpec,
+};
+use roce::driver::loopback::{connect_rc, RcOptions};
+use roce::driver::{FrameBuf, Port};
+use roce::endpoint::{Endpoint, EndpointConfig};
+use roce::mr::MrInfo;
+use roce::pcap::CaptureWriter;
+use roce::runtime::{Runtime, RuntimeConfig};
+use roce::sim::EcnConfig;
+use roce::time::{Duration, Instant};
+use roce::verbs::{AccessFlags, CqHandle, Mtu, RecvWr, SendWr, Sge, WcStatus, WrOpcode};
+use roce::wire::EthernetAddress;
+
+/// Options of `roce demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Virtual ports: `ring` (net_ring pairs), or `tap[:IFNAME]` (rings plus a net_tap mirror of
+    /// every frame crossing the switch, default interface roce-demo0, for tcpdump).
+    #[arg(long, default_value = "ring")]
+    port: String,
+    /// Sending hosts (one receiver).
+    #[arg(long, default_value_t = 2)]
+    senders: usize,
+    /// Operations: each sender runs one RC QP per operation (write, send, read).
+    #[arg(long, default_value = "write,send,read", value_delimiter = ',')]
+    ops: Vec<String>,
+    /// Congestion control of the sending QPs (dcqcn-mlx, dcqcn-paper, dctcp, none, ...).
+    #[arg(long, default_value = "dcqcn-paper")]
+    cc: String,
+    /// Congestion-control parameter overrides, `name=value` (see `roce cc show NAME`).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Rate of the switch port toward the receiver, Gbit/s.
+    #[arg(long, default_value_t = 1.0)]
+    bottleneck_gbps: f64,
+    /// Host line rate (where congestion control starts), Gbit/s.
+    #[arg(long, default_value_t = 2.0)]
+    host_gbps: f64,
+    /// How long traffic runs (e.g. 3s, 500ms).
+    #[arg(long, default_value = "3s")]
+    duration: String,
+    /// Message size in bytes (suffixes K and M count 1024s).
+    #[arg(long, default_value = "16K")]
+    size: String,
+    /// Messages outstanding per QP.
+    #[arg(long, default_value_t = 8)]
+    depth: u32,
+    /// Path MTU: 256, 512 or 1024 (frames fit the ports' 1500-byte MTU).
+    #[arg(long, default_value_t = 1024)]
+    mtu: u32,
+    /// RED: queue depth (bytes) below which nothing is marked.
+    #[arg(long, default_value_t = 5_000)]
+    kmin: u64,
+    /// RED: queue depth (bytes) at and above which every ECT packet is marked.
+    #[arg(long, default_value_t = 50_000)]
+    kmax: u64,
+    /// RED: marking probability at Kmax.
+    #[arg(long, default_value_t = 0.2)]
+    pmax: f64,
+    /// Notification point: at most one CNP per QP per this many microseconds (mlx5
+    /// `min_time_between_cnps`).
+    #[arg(long, default_value_t = 50)]
+    cnp_interval_us: u64,
+    /// Shared switch buffer, bytes (tail drop beyond).
+    #[arg(long, default_value_t = 1_000_000)]
+    buffer: u64,
+    /// Seed of payloads and marking decisions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print a machine-readable summary (JSON) instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Write every frame crossing the switch to this pcap file.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Write CSV time series and an SVG plot into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Extra EAL arguments.
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    eal: String,
+}
+
+fn parse_size(s: &str) -> anyhow::Result<u32> {
+    let t = s.trim();
+    let (num, mul) = match t.strip_suffix(['K', 'k']) {
+        Some(n) => (n, 1024),
+        None => match t.strip_suffix(['M', 'm']) {
+            Some(n) => (n, 1024 * 1024),
+            None => (t, 1),
+        },
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--size `{s}` is not a byte count like 4096, 16K or 1M"))?;
+    match n.checked_mul(mul) {
+        Some(v @ 1..=16_777_216) => Ok(v as u32),
+        _ => bail!("--size `{s}` must be 1 byte to 16M"),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 3s or 500ms"))?;
+    let secs = match unit {
+        "s" => v,
+        "ms" => v / 1e3,
+        "us" => v / 1e6,
+        _ => return Err(format!("`{s}`: unit must be s, ms or us")),
+    };
+    if !(secs > 0.0 && secs <= 600.0) {
+        return Err(format!("`{s}` must be more than 0 and at most 600 s"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// The mirror's kernel interface unless `--port tap:IFNAME` names one.
+const TAP_IF: &str = "roce-demo0";
+/// How long flows may take to finish after posting stops.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Sampling interval of the time series.
+const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+/// Pacer burst allowance per QP.
+const PACER_BURST: u64 = 4 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Write,
+    Send,
+    Read,
+}
+
+impl Op {
+    fn parse(s: &str) -> anyhow::Result<Op> {
+        Ok(match s.trim() {
+            "write" => Op::Write,
+            "send" => Op::Send,
+            "read" => Op::Read,
+            other => bail!("unknown operation `{other}` (expected write, send, read)"),
+        })
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Send => "send",
+            Op::Read => "read",
+        }
+    }
+}
+
+/// One host: an endpoint and the loop that drives it over its port.
+struct Host<'c> {
+    name: String,
+    ep: Endpoint,
+    rt: Runtime<DpdkPort, &'c MonotonicClock>,
+}
+
+/// One RC flow: a QP on a sender, its peer on the receiver.
+struct Flow {
+    op: Op,
+    sender: usize,
+    qpn: u32,
+    cq: CqHandle,
+    peer_qpn: u32,
+    peer_cq: CqHandle,
+    /// Sender-side buffer (source of WRITE/SEND, destination of READ).
+    local: MrInfo,
+    /// Receiver-side buffer (destination of WRITE/SEND, source of READ).
+    remote: MrInfo,
+    payload: Payload,
+    probe: CcProbe,
+    posted: u64,
+    completed: u64,
+    recv_posted: u64,
+    recv_done: u64,
+    verified: u64,
+    last_done: Option<Instant>,
+    errors: Vec<String>,
+}
+
+fn mac(i: u8) -> EthernetAddress {
+    EthernetAddress([0x02, 0x52, 0x4f, 0x43, 0x45, i])
+}
+
+/// The mirror's interface name in tap mode.
+fn tap_name(spec: &PortSpec) -> Option<String> {
+    match spec {
+        PortSpec::Tap(name) => Some(name.clone().unwrap_or_else(|| TAP_IF.into())),
+        _ => None,
+    }
+}
+
+/// The checked options.
+struct Plan {
+    spec: PortSpec,
+    size: u32,
+    duration: std::time::Duration,
+    ops: Vec<Op>,
+    cc: CcConfig,
+    mtu: Mtu,
+    ecn: EcnConfig,
+}
+
+fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
+    let spec: PortSpec = args
+        .port
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--port: {e}"))?;
+    if !matches!(spec, PortSpec::Ring | PortSpec::Tap(_)) {
+        bail!("--port {spec}: the demo runs on virtual ports, `ring` or `tap[:IFNAME]`");
+    }
+    let ops = args
+        .ops
+        .iter()
+        .map(|s| Op::parse(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if ops.is_empty() {
+        bail!("--ops needs at least one operation");
+    }
+    if !(1..=16).contains(&args.senders) {
+        bail!("--senders {} must be in 1..=16", args.senders);
+    }
+    let size = parse_size(&args.size)?;
+    let duration = parse_duration(&args.duration).map_err(|e| anyhow::anyhow!("--duration {e}"))?;
+    if !(1..=128).contains(&args.depth) {
+        bail!("--depth {} must be in 1..=128", args.depth);
+    }
+    let mtu = Mtu::from_bytes(args.mtu)
+        .filter(|m| m.bytes() <= 1024)
+        .with_context(|| format!("--mtu {} is not one of 256, 512, 1024", args.mtu))?;
+    let finite_pos = |v: f64| v.is_finite() && v > 0.0;
+    if !finite_pos(args.bottleneck_gbps) || args.bottleneck_gbps > 400.0 {
+        bail!(
+            "--bottleneck-gbps {} must be in (0, 400]",
+            args.bottleneck_gbps
+        );
+    }
+    if !finite_pos(args.host_gbps) || args.host_gbps > 400.0 {
+        bail!("--host-gbps {} must be in (0, 400]", args.host_gbps);
+    }
+    if !(0.0..=1.0).contains(&args.pmax) || args.kmin >= args.kmax {
+        bail!("RED needs --kmin < --kmax and --pmax in [0, 1]");
+    }
+    if args.buffer < 16 * 1024 {
+        bail!(
+            "--buffer {} is too small (at least 16384 bytes)",
+            args.buffer
+        );
+    }
+    let mut cc = CcConfig::new(&args.cc, Rate::from_bps_f64(args.host_gbps * 1e9))
+        .map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
+    for s in &args.set {
+        cc.apply(s).map_err(|e| anyhow::anyhow!("--set: {e}"))?;
+    }
+    let ecn = EcnConfig {
+        kmin_bytes: args.kmin,
+        kmax_bytes: args.kmax,
+        pmax: args.pmax,
+        step_bytes: None,
+    };
+    Ok(Plan {
+        spec,
+        size,
+        duration,
+        ops,
+        cc,
+        mtu,
+        ecn,
+    })
+}
+
+/// Runs `roce demo`.
+pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let plan = check(&args)?;
+    let mut writer = match &args.pcap {
+        Some(path) => Some(
+            CaptureWriter::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let tap_if = tap_name(&plan.spec);
+    let mut eal_args = format!("--log-level=3 -m 256 {}", args.eal);
+    if let Some(ifname) = &tap_if {
+        eal_args.push_str(&format!(" --vdev=net_tap0,iface={ifname}"));
+    }
+    let eal = Eal::init(&EalConfig {
+        require_ports: false,
+        ..EalConfig::new(eal_args)
+    })
+    .context("starting DPDK")?;
+    let pool = Arc::new(
+        Mempool::new(
+            &eal,
+            &MempoolConfig {
+                size: 16383,
+                ..MempoolConfig::default()
+            },
+        )
+        .context("creating the mbuf pool")?,
+    );
+    let port_cfg = PortConfig {
+        link_timeout: std::time::Duration::from_secs(2),
+        ..PortConfig::default()
+    };
+    let clock = MonotonicClock::new();
+    let bottleneck = Rate::from_bps_f64(args.bottleneck_gbps * 1e9);
+    let mut switch = RtSwitch::new(RtSwitchConfig {
+        buffer_bytes: args.buffer,
+        ecn: Some(plan.ecn),
+        seed: args.seed,
+    });
+    let mut hosts = Vec::new();
+    for i in 0..=args.senders {
+        let (host_id, sw_id) = ring_pair(&eal, &format!("demo{i}"), 1024)
+            .with_context(|| format!("creating the ring ports of host {i}"))?;
+        let host_port = DpdkPort::new(&eal, host_id, pool.clone(), &port_cfg)?;
+        let sw_port = DpdkPort::new(&eal, sw_id, pool.clone(), &port_cfg)?;
+        let (name, ip) = if i == 0 {
+            ("r".to_owned(), [198, 18, 0, 1])
+        } else {
+            (format!("s{i}"), [198, 18, 0, 10 + i as u8])
+        };
+        let m = mac(i as u8 + 1);
+        let rate = (i == 0).then_some(bottleneck);
+        switch.add_port(sw_port, Some(m), rate);
+        let mut cfg = EndpointConfig::ipv4(m, ip.into());
+        cfg.udp_port_seed = i as u16;
+        cfg.cnp_interval = Duration::from_micros(args.cnp_interval_us);
+        hosts.push(Host {
+            name,
+            ep: Endpoint::new(cfg),
+            rt: Runtime::new(host_port, &clock, RuntimeConfig::default()),
+        });
+    }
+    let mut mirror = match &tap_if {
+        Some(_) => {
+            let id = eal
+                .port_by_name("net_tap0")
+                .context("finding the tap port")?;
+            let cfg = PortConfig {
+                link_timeout: std::time::Duration::ZERO,
+                ..PortConfig::default()
+            };
+            Some(DpdkPort::new(&eal, id, pool.clone(), &cfg).context("starting the tap port")?)
+        }
+        None => None,
+    };
+    let mut flows = connect_flows(&args, &plan, &mut hosts)?;
+
+    let mut series = Series::new(SAMPLE_EVERY, 0);
+    let mut mirror_out: Vec<Mbuf> = Vec::new();
+    let mut mirror_in: Vec<Mbuf> = Vec::new();
+    let mut scratch = Vec::new();
+    let start = clock.now();
+    let end = start + Duration::from(plan.duration);
+    let deadline = end + DRAIN_TIMEOUT;
+    let mut next_sample = start + SAMPLE_EVERY;
+    let mut drained_at = None;
+    let mut idle_rounds = 0u32;
+    let mut rounds = 0u64;
+    loop {
+        rounds += 1;
+        let now = clock.now();
+        let posting = now < end;
+        let mut work = 0;
+        let mut on_egress = |frame: &[u8]| {
+            if let Some(w) = writer.as_mut() {
+                let ts = std::time::Duration::from_nanos(clock.now().as_nanos());
+                if let Err(e) = w.write_frame(ts, frame) {
+                    tracing::warn!(error = %e, "pcap write failed");
+                }
+            }
+            if mirror.is_some() {
+                if let Some(mut m) = pool.alloc() {
+                    if m.set_frame_len(frame.len()) {
+                        m.frame_mut().copy_from_slice(frame);
+                        mirror_out.push(m);
+                    }
+                }
+            }
+        };
+        for i in 0..hosts.len() {
+            let Some(h) = hosts.get_mut(i) else { continue };
+            work += h.rt.poll_once(&mut h.ep);
+            drive(i, &mut hosts, &mut flows, posting, &mut scratch, &clock);
+            work += switch.poll(clock.now(), &mut on_egress);
+        }
+        if let Some(m) = mirror.as_mut() {
+            m.tx_burst(&mut mirror_out);
+            mirror_out.clear();
+            // Whatever the kernel sends into the mirror (router solicitations...) is dropped.
+            let _ = m.rx_burst(&mut mirror_in, 32);
+            mirror_in.clear();
+        }
+        if now >= next_sample && drained_at.is_none() {
+            next_sample = now + SAMPLE_EVERY;
+            let delivered: Vec<u64> = flows
+                .iter()
+                .map(|f| f.verified * u64::from(plan.size))
+                .collect();
+            let cc: Vec<(usize, u32, f64, f64)> = flows
+                .iter()
+                .map(|f| {
+                    let m = f.probe.get();
+                    (f.sender, f.qpn, m.rate.as_gbps_f64(), m.alpha)
+                })
+                .collect();
+            series.sample(
+                now.saturating_since(start).as_nanos(),
+                &delivered,
+                switch.queue_bytes(0),
+                &cc,
+            );
+        }
+        let finished = flows
+            .iter()
+            .all(|f| f.completed >= f.posted && (f.op != Op::Send || f.recv_done >= f.completed));
+        if !posting && finished && drained_at.is_none() {
+            drained_at = Some(now);
+        }
+        if drained_at.is_some() {
+            // Let CNPs and ACKs still in flight land before reading counters.
+            idle_rounds = if work == 0 { idle_rounds + 1 } else { 0 };
+            let settled =
+                drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
+            if idle_rounds >= 1000 || settled {
+                break;
+            }
+        } else if now > deadline {
+            for f in flows.iter_mut() {
+                if f.completed < f.posted {
+                    f.errors.push(format!(
+                        "{} of {} messages not completed {} s after the run",
+                        f.posted - f.completed,
+                        f.posted,
+                        DRAIN_TIMEOUT.as_secs_f64()
+                    ));
+                }
+            }
+            break;
+        }
+    }
+    let traffic_end = drained_at.unwrap_or_else(|| clock.now());
+    tracing::debug!(rounds, "polling rounds");
+    if let Some(w) = writer.take() {
+        w.finish().context("finishing the pcap file")?;
+    }
+
+    let summary = summarize(
+        &args,
+        &plan,
+        &hosts,
+        &flows,
+        &switch,
+        &series,
+        (start, traffic_end),
+    );
+    if let Some(dir) = &args.out {
+        let names: Vec<String> = summary
+            .flows
+            .iter()
+            .map(|f| format!("flow {} {} {}->{}", f.id, f.op, f.from, f.to))
+            .collect();
+        series
+            .write(dir, &names)
+            .map_err(|e| anyhow::anyhow!("--out: {e}"))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        let files = Files {
+            pcap: args.pcap.clone(),
+            out: args.out.clone(),
+        };
+        text::print(&summary, &series, &files);
+    }
+    if !summary.verified {
+        let why = summary
+            .flows
+            .iter()
+            .find_map(|f| f.errors.first().cloned())
+            .unwrap_or_else(|| "transport errors (see counters)".into());
+        bail!("verification failed: {why}");
+    }
+    drop(mirror);
+    drop(hosts);
+    Ok(())
+}
+
+fn connect_flows(args: &DemoArgs, plan: &Plan, hosts: &mut [Host]) -> anyhow::Result<Vec<Flow>> {
+    let opts = RcOptions {
+        mtu: plan.mtu,
+        max_send_wr: args.depth,
+        max_recv_wr: args.depth * 2,
+        // 4.096 us * 2^14 = 67 ms: longer than a window takes at DCQCN's lowest rate.
+        timeout: 14,
+        ..RcOptions::default()
+    };
+    let (receiver, senders) = hosts
+        .split_first_mut()
+        .context("the demo needs a receiver")?;
+    let span = plan.size as usize * args.depth as usize;
+    let mut flows = Vec::new();
+    for (s, sender) in senders.iter_mut().enumerate() {
+        for &op in &plan.ops {
+            let (a, b) = connect_rc(&mut sender.ep, &mut receiver.ep, &opts)
+                .context("connecting a QP pair")?;
+            let local = sender.ep.reg_mr(a.pd, span, AccessFlags::LOCAL_WRITE);
+            let remote_len = if op == Op::Send { span * 2 } else { span };
+            let remote = receiver.ep.reg_mr(
+                b.pd,
+                remote_len,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            );
+            let id = flows.len() as u32;
+            let payload = Payload::new(plan.size as usize, id, args.seed);
+            if op == Op::Read {
+                // READ sources: slot k holds message k for good.
+                if let Some(mr) = receiver.ep.mr_mut(remote.lkey) {
+                    for (k, slot) in mr.bytes_mut().chunks_mut(plan.size as usize).enumerate() {
+                        payload.fill(k as u64, slot);
+                    }
+                }
+            }
+            let (pacer, probe) = ProbedPacer::new(plan.cc.build(), PACER_BURST);
+            sender
+                .ep
+                .set_pacer(a.qpn, Some(Box::new(pacer)))
+                .context("installing congestion control")?;
+            flows.push(Flow {
+                op,
+                sender: s + 1,
+                qpn: a.qpn,
+                cq: a.cq,
+                peer_qpn: b.qpn,
+                peer_cq: b.cq,
+                local,
+                remote,
+                payload,
+                probe,
+                posted: 0,
+                completed: 0,
+                recv_posted: 0,
+                recv_done: 0,
+                verified: 0,
+                last_done: None,
+                errors: Vec::new(),
+            });
+        }
+    }
+    Ok(flows)
+}
+
+fn slot_of(mr: &MrInfo, n: u64, size: u64, slots: u64) -> (u64, usize) {
+    let off = (n % slots) * size;
+    (mr.addr + off, off as usize)
+}
+
+/// The `size` bytes at `off` in region `mr` of `ep`.
+fn slot_bytes<'a>(ep: &'a Endpoint, mr: &MrInfo, off: usize, size: u64) -> Option<&'a [u8]> {
+    ep.mr(mr.lkey)?.bytes().get(off..off + size as usize)
+}
+
+/// The application on host `i` after its loop iteration: post work, reap completions, verify.
+fn drive(
+    i: usize,
+    hosts: &mut [Host],
+    flows: &mut [Flow],
+    posting: bool,
+    scratch: &mut Vec<u8>,
+    clock: &MonotonicClock,
+) {
+    let Some((receiver, senders)) = hosts.split_first_mut() else {
+        return;
+    };
+    for f in flows.iter_mut() {
+        let size = f.payload.len() as u64;
+        let depth = f.local.length / size.max(1);
+        if i == 0 {
+            // The receiver: keep receives posted for SEND flows, verify what they got.
+            if f.op != Op::Send {
+                continue;
+            }
+            let rslots = depth * 2;
+            while let Some(wc) = receiver.ep.poll_cq_one(f.peer_cq) {
+                let n = f.recv_done;
+                f.recv_done += 1;
+                let (_, off) = slot_of(&f.remote, n, size, rslots);
+                let got = slot_bytes(&receiver.ep, &f.remote, off, size);
+                if wc.status != WcStatus::Success || wc.wr_id != n {
+                    push_err(
+                        &mut f.errors,
+                        format!("receive {n}: {:?} (wr {})", wc.status, wc.wr_id),
+                    );
+                } else if got.is_some_and(|g| f.payload.matches(n, g, scratch)) {
+                    f.verified += 1;
+                } else {
+                    push_err(
+                        &mut f.errors,
+                        format!("SEND message {n} arrived with wrong bytes"),
+                    );
+                }
+            }
+            while f.recv_posted < f.recv_done + rslots {
+                let n = f.recv_posted;
+                let (addr, _) = slot_of(&f.remote, n, size, rslots);
+                let sge = Sge {
+                    addr,
+                    length: size as u32,
+                    lkey: f.remote.lkey,
+                };
+                if receiver
+                    .ep
+                    .post_recv(f.peer_qpn, RecvWr::new(n, sge))
+                    .is_err()
+                {
+                    break;
+                }
+                f.recv_posted += 1;
+            }
+            continue;
+        }
+        if f.sender != i {
+            continue;
+        }
+        let Some(sender) = senders.get_mut(i - 1) else {
+            continue;
+        };
+        while let Some(wc) = sender.ep.poll_cq_one(f.cq) {
+            let n = f.completed;
+            f.completed += 1;
+            if wc.status != WcStatus::Success || wc.wr_id != n {
+                push_err(
+                    &mut f.errors,
+                    format!("message {n}: {:?} (wr {})", wc.status, wc.wr_id),
+                );
+                continue;
+            }
+            f.last_done = Some(clock.now());
+            let ok = match f.op {
+                Op::Write => {
+                    let (_, off) = slot_of(&f.remote, n, size, depth);
+                    slot_bytes(&receiver.ep, &f.remote, off, size)
+                        .is_some_and(|g| f.payload.matches(n, g, scratch))
+                }
+                Op::Read => {
+                    let (_, off) = slot_of(&f.local, n, size, depth);
+                    slot_bytes(&sender.ep, &f.local, off, size)
+                        .is_some_and(|g| f.payload.matches(n % depth, g, scratch))
+                }
+                Op::Send => continue,
+            };
+            if ok {
+                f.verified += 1;
+            } else {
+                push_err(
+                    &mut f.errors,
+                    format!(
+                        "{} message {n} has wrong bytes at its destination",
+                        f.op.name()
+                    ),
+                );
+            }
+        }
+        while posting && f.errors.is_empty() && f.posted < f.completed + depth {
+            let n = f.posted;
+            let (laddr, loff) = slot_of(&f.local, n, size, depth);
+            if let Some(slot) = sender
+                .ep
+                .mr_mut(f.local.lkey)
+                .and_then(|m| m.bytes_mut().get_mut(loff..loff + size as usize))
+            {
+                match f.op {
+                    // Poisoned first, so a READ that wrote nothing cannot pass.
+                    Op::Read => slot.fill(0),
+                    Op::Write | Op::Send => f.payload.fill(n, slot),
+                }
+            }
+            let (raddr, _) = slot_of(&f.remote, n, size, depth);
+            let opcode = match f.op {
+                Op::Write => WrOpcode::RdmaWrite {
+                    remote_addr: raddr,
+                    rkey: f.remote.rkey,
+                },
+                Op::Send => WrOpcode::Send,
+                Op::Read => WrOpcode::RdmaRead {
+                    remote_addr: raddr,
+                    rkey: f.remote.rkey,
+                },
+            };
+            let sge = Sge {
+                addr: laddr,
+                length: size as u32,
+                lkey: f.local.lkey,
+            };
+            if let Err(e) = sender.ep.post_send(f.qpn, SendWr::new(n, opcode, sge)) {
+                push_err(&mut f.errors, format!("post_send: {e}"));
+                break;
+            }
+            f.posted += 1;
+        }
+    }
+}
+
+fn push_err(errors: &mut Vec<String>, e: String) {
+    if errors.len() < 8 {
+        errors.push(e);
+    }
+}
+
+fn summarize(
+    args: &DemoArgs,
+    plan: &Plan,
+    hosts: &[Host],
+    flows: &[Flow],
+    switch: &RtSwitch<DpdkPort>,
+    series: &Series,
+    (start, end): (Instant, Instant),
+) -> Summary {
+    let mut counters = Counters::default();
+    for h in hosts {
+        counters.add(&h.ep);
+    }
+    let receiver = hosts.first().map_or("r", |h| h.name.as_str());
+    let duration = Duration::from(plan.duration).as_secs_f64();
+    let mut results = Vec::new();
+    let (mut cuts, mut increases) = (0, 0);
+    let mut final_rate = Vec::new();
+    for (id, f) in flows.iter().enumerate() {
+        let sender = hosts.get(f.sender).map_or("?", |h| h.name.as_str());
+        let (from, to) = match f.op {
+            Op::Read => (receiver, sender),
+            _ => (sender, receiver),
+        };
+        let elapsed = f
+            .last_done
+            .map_or(duration, |t| t.saturating_since(start).as_secs_f64())
+            .max(1e-9);
+        let bytes = f.verified as f64 * f.payload.len() as f64;
+        let m = f.probe.get();
+        cuts += m.rate_cuts;
+        increases += m.rate_increases;
+        final_rate.push(m.rate.as_gbps_f64());
+        let all_done = f.verified == f.posted && f.completed == f.posted;
+        results.push(FlowResult {
+            id,
+            op: f.op.name().into(),
+            from: from.into(),
+            to: to.into(),
+            size: f.payload.len() as u64,
+            messages: f.verified,
+            goodput_gbps: bytes * 8.0 / elapsed / 1e9,
+            bw_peak_mb_s: series.peak_gbps(id) * 1e9 / 8.0 / 1e6,
+            bw_average_mb_s: bytes / elapsed / 1e6,
+            msg_rate_mpps: f.verified as f64 / elapsed / 1e6,
+            verified: f.errors.is_empty() && all_done && f.verified > 0,
+            errors: f.errors.clone(),
+        });
+    }
+    let sw = switch.counters();
+    let (queue_mean, queue_max) = series.queue_stats();
+    let verified =
+        results.iter().all(|f| f.verified) && counters.transport_errors() == 0 && sw.rx_frames > 0;
+    Summary {
+        verified,
+        setup: Setup {
+            senders: hosts.iter().skip(1).map(|h| h.name.clone()).collect(),
+            ops: plan.ops.iter().map(|o| o.name().to_owned()).collect(),
+            port: plan.spec.to_string(),
+            tap: tap_name(&plan.spec),
+            bottleneck_gbps: args.bottleneck_gbps,
+            buffer_bytes: args.buffer,
+            kmin_bytes: args.kmin,
+            kmax_bytes: args.kmax,
+            pmax: args.pmax,
+            host_gbps: args.host_gbps,
+            cc: plan.cc.name().to_owned(),
+            mtu: plan.mtu.bytes(),
+            size: plan.size,
+            depth: args.depth,
+            cnp_interval_us: args.cnp_interval_us,
+        },
+        duration_s: duration,
+        bottleneck_gbps: args.bottleneck_gbps,
+        flows: results,
+        counters,
+        switch: SwitchSummary {
+            ecn_marked: sw.ecn_marked,
+            queue_mean_bytes: queue_mean,
+            queue_max_bytes: queue_max,
+            drops: sw.drops,
+            pfc_pause_frames: 0,
+            forwarded: sw.tx_frames,
+            bottleneck_busy_gbps: switch.port_tx_bytes(0) as f64 * 8.0
+                / end.saturating_since(start).as_secs_f64().max(1e-9)
+                / 1e9,
+        },
+        cc: CcSummary {
+            name: plan.cc.name().into(),
+            line_rate_gbps: args.host_gbps,
+            rate_cuts: cuts,
+            rate_increases: increases,
+            min_rate_gbps: series.min_cc_rate().min(args.host_gbps),
+            final_rate_gbps: final_rate,
+        },
+    }
+}

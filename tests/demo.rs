@@ -1,0 +1,130 @@
+//! `roce demo` end to end, run like a user runs it (a subprocess each: DPDK's EAL starts once per
+//! process): a short run through the bottleneck switch must mark packets, send and handle CNPs,
+//! verify every flow and leave a capture whose every frame has a valid ICRC; bad input is one
+//! line on stderr and a non-zero exit.
+
+use std::process::Command;
+
+fn roce(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(args)
+        .output()
+        .expect("run roce");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
+    let dir = std::env::temp_dir().join(format!("roce-demo-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("demo.pcap");
+    let pcap_s = pcap.to_str().expect("utf-8 path");
+    // A bottleneck well below what even a debug build pushes, so congestion is certain.
+    let (code, out, err) = roce(&[
+        "demo",
+        "--json",
+        "--duration",
+        "2s",
+        "--bottleneck-gbps",
+        "0.2",
+        "--seed",
+        "7",
+        "--pcap",
+        pcap_s,
+        "--out",
+        dir.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
+    let s = json(&out);
+    let flows = s["flows"].as_array().expect("flows");
+    assert_eq!(flows.len(), 6, "2 senders x (write, send, read)");
+    let mut ops: Vec<&str> = flows.iter().filter_map(|f| f["op"].as_str()).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    assert_eq!(ops, ["read", "send", "write"]);
+    for f in flows {
+        assert!(f["goodput_gbps"].as_f64().unwrap_or(0.0) > 0.0, "{f}");
+        assert!(f["messages"].as_u64().unwrap_or(0) > 0, "{f}");
+        assert_eq!(f["verified"], true, "{f}");
+    }
+    let c = &s["counters"];
+    let marked = s["switch"]["ecn_marked"].as_u64().unwrap_or(0);
+    assert!(marked > 0, "no ECN marks: {s}");
+    assert!(c["np_ecn_marked_roce_packets"].as_u64().unwrap_or(0) > 0);
+    let cnps = c["np_cnp_sent"].as_u64().unwrap_or(0);
+    assert!(cnps > 0, "no CNPs: {c}");
+    assert_eq!(c["rp_cnp_handled"].as_u64(), Some(cnps), "{c}");
+    for k in [
+        "error_completions",
+        "req_transport_retries_exceeded",
+        "req_remote_access_errors",
+        "rx_icrc_errors",
+    ] {
+        assert_eq!(c[k].as_u64(), Some(0), "{k}: {c}");
+    }
+    assert_eq!(s["switch"]["pfc_pause_frames"].as_u64(), Some(0));
+    assert!(s["switch"]["queue_mean_bytes"].as_f64().is_some());
+    assert!(s["switch"]["drops"].as_u64().is_some());
+    assert!(
+        s["cc"]["rate_cuts"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        s["cc"]
+    );
+    assert_eq!(s["verified"], true);
+    for f in ["flows.csv", "queue.csv", "cc.csv", "demo.svg"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+
+    let (code, out, err) = roce(&["pcap", "check", pcap_s, "--json"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let last = out.lines().last().unwrap_or_default();
+    let check = json(last);
+    assert_eq!(check["summary"], true);
+    assert!(check["frames"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(check["frames"], check["roce"], "{check}");
+    assert_eq!(check["icrc_bad"].as_u64(), Some(0), "{check}");
+    assert_eq!(check["malformed"].as_u64(), Some(0), "{check}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn assert_one_line_error(args: &[&str], needle: &str) {
+    let (code, out, err) = roce(args);
+    assert_eq!(code, 1, "{args:?}: stdout {out} stderr {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {err}");
+    assert!(lines[0].starts_with("roce: "), "{err}");
+    assert!(lines[0].contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn demo_bad_sizes_are_one_line_errors() {
+    assert_one_line_error(&["demo", "--size", "0"], "--size");
+    assert_one_line_error(&["demo", "--size", "99999999999"], "--size");
+    assert_one_line_error(&["demo", "--size", "big"], "--size");
+    assert_one_line_error(&["demo", "--duration", "0s"], "--duration");
+    assert_one_line_error(&["demo", "--bottleneck-gbps", "0"], "--bottleneck-gbps");
+}
+
+#[test]
+fn demo_unknown_cc_is_one_line_error() {
+    assert_one_line_error(
+        &["demo", "--cc", "bogus"],
+        "unknown congestion control `bogus`",
+    );
+    assert_one_line_error(&["demo", "--set", "nope=1"], "--set");
+}
+
+#[test]
+fn demo_missing_or_unsupported_port_is_one_line_error() {
+    assert_one_line_error(&["demo", "--port", "tap:"], "--port");
+    assert_one_line_error(&["demo", "--port", "pci:0000:99:00.0"], "virtual ports");
+    assert_one_line_error(&["demo", "--port", "nic0"], "--port");
+}

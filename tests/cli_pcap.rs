@@ -192,3 +192,26 @@ fn explain_covers_every_roce_frame_of_a_capture() {
     assert!(text.contains("AtomicETH"));
     assert!(text.contains("ImmDt"), "immediate data is explained");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_listing_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // `roce pcap check big.pcap | head -1`: the pipe closes early; no panic, no error line.
+    let path = vectors().join("rc_pingpong_send_8192_mtu1024.pcap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(["pcap", "explain", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("── frame"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.success(), "{err}");
+}

@@ -1,5 +1,6 @@
 //! `roce pcap check` and `roce pcap explain`: validate and teach from packet captures.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -107,6 +108,7 @@ struct FrameLine {
 }
 
 fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let reader = CaptureReader::open(&file)?;
     let mut summary = Summary {
         summary: true,
@@ -176,19 +178,21 @@ fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
             }
         };
         if json {
-            println!("{}", serde_json::to_string(&line)?);
+            writeln!(out, "{}", serde_json::to_string(&line)?)?;
         } else {
-            println!("{n:>6} {time:>12.6}  {text}");
+            writeln!(out, "{n:>6} {time:>12.6}  {text}")?;
         }
     }
     if json {
-        println!("{}", serde_json::to_string(&summary)?);
+        writeln!(out, "{}", serde_json::to_string(&summary)?)?;
     } else {
-        println!(
+        writeln!(
+            out,
             "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed",
             summary.frames, summary.roce, summary.icrc_ok, summary.icrc_bad, summary.malformed
-        );
+        )?;
     }
+    out.flush()?;
     if let Some(e) = damage {
         return Err(e).with_context(|| format!("{}", file.display()));
     }
@@ -245,6 +249,7 @@ fn describe_other(data: &[u8]) -> String {
 }
 
 fn explain(file: PathBuf, only: Option<usize>) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let reader = CaptureReader::open(&file)?;
     let mut shown = 0;
     for (i, item) in reader.enumerate() {
@@ -255,15 +260,15 @@ fn explain(file: PathBuf, only: Option<usize>) -> anyhow::Result<()> {
         }
         match pretty::explain_frame(&frame.data) {
             Ok(dump) => {
-                println!("── frame {n} ({} bytes) ──", frame.data.len());
-                print!("{dump}");
-                println!();
+                writeln!(out, "── frame {n} ({} bytes) ──", frame.data.len())?;
+                write!(out, "{dump}")?;
+                writeln!(out)?;
                 shown += 1;
             }
             Err(WireError::NotRoce) if only.is_none() => {}
             Err(e) => {
-                println!("── frame {n} ({} bytes) ──", frame.data.len());
-                println!("not a valid RoCEv2 frame: {e}\n");
+                writeln!(out, "── frame {n} ({} bytes) ──", frame.data.len())?;
+                writeln!(out, "not a valid RoCEv2 frame: {e}\n")?;
                 shown += 1;
             }
         }

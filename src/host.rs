@@ -221,37 +221,15 @@ impl Host {
         sq_psn: crate::psn::Psn,
         o: &crate::driver::loopback::RcOptions,
     ) -> Result<Modify, QpError> {
-        let init = QpAttr {
-            state: Some(QpState::Init),
-            access_flags: Some(o.access),
-            ..Default::default()
+        let av = crate::verbs::AddressVector {
+            remote_ip: peer.ip,
+            remote_mac: peer.mac.unwrap_or(UNKNOWN_MAC),
+            traffic_class: 0,
+            hop_limit: 64,
         };
+        let [init, rtr, rts] = o.attrs_to_rts(peer.qpn, av, peer.psn, sq_psn);
         let _ = self.modify_qp(now, qpn, &init)?;
-        let rtr = QpAttr {
-            state: Some(QpState::Rtr),
-            path_mtu: Some(o.mtu),
-            dest_qp_num: Some(peer.qpn),
-            av: Some(crate::verbs::AddressVector {
-                remote_ip: peer.ip,
-                remote_mac: peer.mac.unwrap_or(UNKNOWN_MAC),
-                traffic_class: 0,
-                hop_limit: 64,
-            }),
-            rq_psn: Some(peer.psn),
-            min_rnr_timer: Some(o.min_rnr_timer),
-            max_dest_rd_atomic: Some(o.max_rd_atomic.max(1)),
-            ..Default::default()
-        };
         let _ = self.modify_qp(now, qpn, &rtr)?;
-        let rts = QpAttr {
-            state: Some(QpState::Rts),
-            sq_psn: Some(sq_psn),
-            timeout: Some(o.timeout),
-            retry_cnt: Some(o.retry_cnt),
-            rnr_retry: Some(o.rnr_retry),
-            max_rd_atomic: Some(o.max_rd_atomic),
-            ..Default::default()
-        };
         self.modify_qp(now, qpn, &rts)
     }
 

@@ -69,8 +69,8 @@ fn bad_input_gives_one_clear_error_line() {
             "--loss 1.5 must be in [0, 1)",
         ),
         (
-            &["loopback", "--port", "ring"][..],
-            "--port \"ring\" is not available",
+            &["loopback", "--port", "teleport"][..],
+            "--port \"teleport\" is not one of memory, ring",
         ),
     ] {
         let (code, _, err) = roce(args);
@@ -78,4 +78,57 @@ fn bad_input_gives_one_clear_error_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(want), "{err}");
     }
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn ring_loopback_verifies_every_byte_through_lossy_dpdk_ports() {
+    let (code, out, err) = roce(&[
+        "loopback",
+        "--port",
+        "ring",
+        "--eal",
+        "--log-level=1",
+        "--count",
+        "40",
+        "--qps",
+        "2",
+        "--size",
+        "5000",
+        "--mtu",
+        "4096",
+        "--start-psn",
+        "16777210",
+        "--loss",
+        "0.05",
+        "--dup",
+        "0.05",
+        "--reorder",
+        "0.05",
+        "--corrupt",
+        "0.05",
+        "--seed",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["verified"], serde_json::Value::Bool(true));
+    assert_eq!(v["port"], "ring");
+    assert_eq!(v["messages"], 80);
+    assert!(v["retransmissions"].as_u64().unwrap() > 0);
+    assert!(v["faults_a_to_b"]["corrupted"].as_u64().unwrap() > 0);
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn ring_loopback_with_bad_eal_arguments_ends_in_one_roce_error_line() {
+    let (code, _, err) = roce(&["loopback", "--port", "ring", "--eal", "--no-such-eal-flag"]);
+    assert_eq!(code, 1);
+    // EAL prints its own usage first; our error is the one last line.
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("roce: --port ring: starting DPDK: EAL initialisation failed"),
+        "{err}"
+    );
 }

@@ -1,8 +1,8 @@
-//! `roce loopback`: two endpoints in one process over an in-memory link (optionally lossy),
-//! moving messages with the chosen operations and verifying every destination byte, every
-//! completion and every atomic result.
+//! `roce loopback`: two endpoints in one process over an in-memory link or two DPDK net_ring
+//! ports (optionally lossy), moving messages with the chosen operations and verifying every
+//! destination byte, every completion and every atomic result.
 //!
-//! Virtual time: the run is deterministic for a given `--seed`.
+//! Virtual time on both links: the run is deterministic for a given `--seed`.
 
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
@@ -13,9 +13,7 @@ use clap::Args;
 use serde::Serialize;
 
 use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
-use roce::driver::loopback::{
-    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
-};
+use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair, RcOptions, RcSide};
 use roce::driver::{FrameBuf, Port, PortCaps};
 use roce::endpoint::{Endpoint, EndpointConfig};
 use roce::mr::MrInfo;
@@ -29,9 +27,13 @@ use roce::wire::EthernetAddress;
 /// Options of `roce loopback`.
 #[derive(Args, Debug)]
 pub struct LoopbackArgs {
-    /// Link between the endpoints: `memory` (in-process queues). `ring` (DPDK) is not built yet.
+    /// Link between the endpoints: `memory` (in-process queues) or `ring` (two DPDK net_ring
+    /// ports joined back to back).
     #[arg(long, default_value = "memory")]
     port: String,
+    /// Extra EAL arguments (with `--port ring`).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    eal: String,
     /// Operations, cycled message by message: write, read, send, send-imm, write-imm, atomic.
     #[arg(
         long,
@@ -135,7 +137,8 @@ impl<P: Port> Port for CapturePort<P> {
     }
 }
 
-type LinkPort = CapturePort<FaultPort<LoopbackPort>>;
+/// One end of the link as the run sees it: capture, then faults, then the real port.
+type LinkPort<P> = CapturePort<FaultPort<P>>;
 
 /// Per-QP plan and buffers.
 struct Flow {
@@ -156,6 +159,7 @@ struct Flow {
 #[derive(Serialize)]
 struct Summary {
     verified: bool,
+    port: String,
     messages: u64,
     bytes_verified: u64,
     virtual_time_us: f64,
@@ -182,12 +186,62 @@ fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
 
 /// Runs `roce loopback`.
 pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
-    if args.port != "memory" {
-        bail!(
-            "--port {:?} is not available (only `memory`; `ring` needs the DPDK runtime)",
-            args.port
-        );
+    let plan = check(&args)?;
+    match args.port.as_str() {
+        "memory" => {
+            let (pa, pb) = loopback_pair(9000, 1 << 16);
+            run_on(&args, &plan, pa, pb)
+        }
+        "ring" => run_on_ring(&args, &plan),
+        other => bail!("--port {other:?} is not one of memory, ring"),
     }
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn run_on_ring(_: &LoopbackArgs, _: &Plan) -> anyhow::Result<()> {
+    bail!("--port ring needs DPDK: this roce was built without the `dpdk` feature")
+}
+
+/// Two net_ring ports joined back to back in this process, one mbuf pool for both.
+#[cfg(feature = "dpdk")]
+fn run_on_ring(args: &LoopbackArgs, plan: &Plan) -> anyhow::Result<()> {
+    use roce::driver::dpdk::PortConfig;
+    use roce::driver::dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig};
+    let eal = Eal::init(&EalConfig {
+        require_ports: false,
+        ..EalConfig::new(format!("--log-level=3 -m 256 {}", args.eal))
+    })
+    .context("--port ring: starting DPDK")?;
+    let pool = std::sync::Arc::new(
+        Mempool::new(&eal, &MempoolConfig::for_frames(RING_MTU + 18, 8191))
+            .context("--port ring: creating the mbuf pool")?,
+    );
+    let (ia, ib) =
+        ring_pair(&eal, "loopback", 1024).context("--port ring: creating the ring ports")?;
+    let cfg = PortConfig {
+        mtu: Some(RING_MTU),
+        link_timeout: std::time::Duration::from_secs(2),
+        ..PortConfig::default()
+    };
+    let pa = DpdkPort::new(&eal, ia, pool.clone(), &cfg).context("--port ring: starting port A")?;
+    let pb = DpdkPort::new(&eal, ib, pool.clone(), &cfg).context("--port ring: starting port B")?;
+    run_on(args, plan, pa, pb)?;
+    tracing::debug!(in_use = pool.in_use(), "mbufs still out after the run");
+    Ok(())
+}
+
+/// L3 MTU of the ring ports: room for the largest path MTU plus every RoCE header.
+#[cfg(feature = "dpdk")]
+const RING_MTU: usize = 9000;
+
+/// The checked arguments.
+struct Plan {
+    mtu: Mtu,
+    ops: Vec<Op>,
+    faults: FaultConfig,
+}
+
+fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     let mtu = Mtu::from_bytes(args.mtu).with_context(|| {
         format!(
             "--mtu {} is not one of 256, 512, 1024, 2048, 4096",
@@ -227,6 +281,12 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
         reorder: args.reorder,
         corrupt: args.corrupt,
     };
+    Ok(Plan { mtu, ops, faults })
+}
+
+/// Runs the plan over two connected ports (`port_a` sends to `port_b` and back).
+fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> anyhow::Result<()> {
+    let (mtu, ops, faults) = (plan.mtu, &plan.ops, plan.faults);
     let writer = match &args.pcap {
         Some(path) => Some(
             CaptureWriter::create(path)
@@ -236,8 +296,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
     };
     let writer = Rc::new(RefCell::new(writer));
     let clock = Rc::new(Cell::new(Instant::ZERO));
-    let (pa, pb) = loopback_pair(9000, 1 << 16);
-    let wrap = |p: LoopbackPort, seed: u64| CapturePort {
+    let wrap = |p: P, seed: u64| CapturePort {
         inner: FaultPort::new(p, faults, seed),
         writer: writer.clone(),
         clock: clock.clone(),
@@ -250,11 +309,11 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
         EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
         [198, 18, 0, 12].into(),
     ));
-    let mut pair: EndpointPair<LinkPort> = EndpointPair::new(
+    let mut pair: EndpointPair<LinkPort<P>> = EndpointPair::new(
         a,
         b,
-        wrap(pa, args.seed),
-        wrap(pb, args.seed.wrapping_add(0x5eed)),
+        wrap(port_a, args.seed),
+        wrap(port_b, args.seed.wrapping_add(0x5eed)),
     );
     let depth = args.count.clamp(1, 128);
     let opts = RcOptions {
@@ -463,6 +522,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
     let (ca, cb) = (pair.a.counters(), pair.b.counters());
     let summary = Summary {
         verified: errors.is_empty() && done,
+        port: args.port.clone(),
         messages,
         bytes_verified,
         virtual_time_us: pair.now.as_nanos() as f64 / 1e3,
@@ -492,6 +552,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
 
 fn print_summary(s: &Summary) {
     println!("verified          {}", s.verified);
+    println!("link              {}", s.port);
     println!("messages          {}", s.messages);
     println!("bytes verified    {}", s.bytes_verified);
     println!("virtual time      {:.1} us", s.virtual_time_us);

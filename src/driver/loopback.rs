@@ -289,6 +289,46 @@ impl Default for RcOptions {
     }
 }
 
+impl RcOptions {
+    /// The three `modify_qp` attribute sets (RESET→INIT, INIT→RTR, RTR→RTS) that connect a QP
+    /// to `dest_qpn` at `av`, expecting `rq_psn` and sending from `sq_psn`.
+    pub fn attrs_to_rts(
+        &self,
+        dest_qpn: u32,
+        av: crate::verbs::AddressVector,
+        rq_psn: crate::psn::Psn,
+        sq_psn: crate::psn::Psn,
+    ) -> [crate::verbs::QpAttr; 3] {
+        use crate::verbs::{QpAttr, QpState};
+        [
+            QpAttr {
+                state: Some(QpState::Init),
+                access_flags: Some(self.access),
+                ..Default::default()
+            },
+            QpAttr {
+                state: Some(QpState::Rtr),
+                path_mtu: Some(self.mtu),
+                dest_qp_num: Some(dest_qpn),
+                av: Some(av),
+                rq_psn: Some(rq_psn),
+                min_rnr_timer: Some(self.min_rnr_timer),
+                max_dest_rd_atomic: Some(self.max_rd_atomic.max(1)),
+                ..Default::default()
+            },
+            QpAttr {
+                state: Some(QpState::Rts),
+                sq_psn: Some(sq_psn),
+                timeout: Some(self.timeout),
+                retry_cnt: Some(self.retry_cnt),
+                rnr_retry: Some(self.rnr_retry),
+                max_rd_atomic: Some(self.max_rd_atomic),
+                ..Default::default()
+            },
+        ]
+    }
+}
+
 /// One side of a connected QP pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RcSide {
@@ -324,7 +364,7 @@ fn to_rts(
     rq_psn: crate::psn::Psn,
     o: &RcOptions,
 ) -> Result<(), crate::qp::QpError> {
-    use crate::verbs::{AddressVector, QpAttr, QpState};
+    use crate::verbs::AddressVector;
     let pc = peer.config();
     let remote_ip = match (pc.ipv4, pc.ipv6, ep.config().ipv4) {
         (Some(v4), _, Some(_)) => std::net::IpAddr::V4(v4),
@@ -332,44 +372,16 @@ fn to_rts(
         (Some(v4), None, None) => std::net::IpAddr::V4(v4),
         (None, None, _) => return Err(crate::qp::QpError::InvalidAttribute("av.remote_ip")),
     };
-    ep.modify_qp(
-        qpn,
-        &QpAttr {
-            state: Some(QpState::Init),
-            access_flags: Some(o.access),
-            ..Default::default()
-        },
-    )?;
-    ep.modify_qp(
-        qpn,
-        &QpAttr {
-            state: Some(QpState::Rtr),
-            path_mtu: Some(o.mtu),
-            dest_qp_num: Some(peer_qpn),
-            av: Some(AddressVector {
-                remote_ip,
-                remote_mac: pc.mac,
-                traffic_class: 0,
-                hop_limit: 64,
-            }),
-            rq_psn: Some(rq_psn),
-            min_rnr_timer: Some(o.min_rnr_timer),
-            max_dest_rd_atomic: Some(o.max_rd_atomic.max(1)),
-            ..Default::default()
-        },
-    )?;
-    ep.modify_qp(
-        qpn,
-        &QpAttr {
-            state: Some(QpState::Rts),
-            sq_psn: Some(sq_psn),
-            timeout: Some(o.timeout),
-            retry_cnt: Some(o.retry_cnt),
-            rnr_retry: Some(o.rnr_retry),
-            max_rd_atomic: Some(o.max_rd_atomic),
-            ..Default::default()
-        },
-    )
+    let av = AddressVector {
+        remote_ip,
+        remote_mac: pc.mac,
+        traffic_class: 0,
+        hop_limit: 64,
+    };
+    for attr in o.attrs_to_rts(peer_qpn, av, rq_psn, sq_psn) {
+        ep.modify_qp(qpn, &attr)?;
+    }
+    Ok(())
 }
 
 /// Creates a QP on each endpoint (with a fresh PD and CQ each) and moves both to RTS, connected

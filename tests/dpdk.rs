@@ -5,6 +5,8 @@
 
 #[path = "support/netns.rs"]
 mod netns;
+#[allow(dead_code)]
+mod rc_support;
 #[path = "support/roce_frames.rs"]
 mod roce_frames;
 
@@ -109,6 +111,10 @@ fn main() {
         (
             "runtime_steady_state_allocates_nothing",
             runtime_steady_state_allocates_nothing,
+        ),
+        (
+            "rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf",
+            rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf,
         ),
         (
             "missing_vdev_driver_is_one_clear_error",
@@ -512,6 +518,51 @@ fn runtime_steady_state_allocates_nothing(eal: &Eal) -> anyhow::Result<()> {
         sink.bad
     );
     drop((sender, receiver));
+    no_leak(&pool)
+}
+
+/// The randomized RC suite (tests/rc_support/random.rs) once over two net_ring ports: many QPs,
+/// every opcode, 0 B..1 MiB, 1-10% of every fault, start PSNs at the 24-bit wrap, exact
+/// verification; afterwards every mbuf is back in the pool. `ROCE_TEST_SEED` replays a seed.
+fn rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf(
+    eal: &Eal,
+) -> anyhow::Result<()> {
+    use rc_support::random::{run, Faults, Run};
+    let seed = std::env::var("ROCE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    // Frames of the largest path MTU (4096) plus every RoCE header fit one mbuf.
+    let mtu = 4200;
+    let config = MempoolConfig {
+        cache: 0,
+        ..MempoolConfig::for_frames(mtu + 18, 4095)
+    };
+    let pool = Arc::new(Mempool::new(eal, &config)?);
+    let (a, b) = ring_pair(eal, "rp_rc_random", 1024)?;
+    let cfg = PortConfig {
+        mtu: Some(mtu),
+        ..port_config()
+    };
+    let port_a = DpdkPort::new(eal, a, pool.clone(), &cfg)?;
+    let port_b = DpdkPort::new(eal, b, pool.clone(), &cfg)?;
+    let r = Run {
+        seed,
+        qps: 8,
+        ops_per_qp: 24,
+        byte_budget: 3 << 20,
+        faults: Faults::Random,
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(r, port_a, port_b))).map_err(
+        |e| {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            anyhow::anyhow!("seed {seed}: {msg}")
+        },
+    )?;
     no_leak(&pool)
 }
 

@@ -5,290 +5,9 @@
 
 mod rc_support;
 
-use rand::{RngExt, SeedableRng};
-use rand_pcg::Pcg64;
-
-use rc_support::*;
+use rc_support::random::{run, Faults, Run};
 use roce::driver::fault::FaultConfig;
-use roce::driver::loopback::RcOptions;
-use roce::mr::MrInfo;
-use roce::psn::Psn;
-use roce::verbs::{
-    Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
-};
-
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Write,
-    WriteImm,
-    Read,
-    Send,
-    SendImm,
-    FetchAdd,
-    CmpSwap,
-}
-
-/// What a finished run must show.
-struct Expect {
-    /// (A-side MR, B-side MR, length, direction A→B?)
-    copies: Vec<(u32, u32, usize, bool)>,
-    /// Receive completions B must produce, in order: (wr_id, opcode, byte_len, imm).
-    recvs: Vec<(u64, WcOpcode, u32, Option<u32>)>,
-    /// A's send completions, in order.
-    sends: Vec<u64>,
-    /// (A-side result MR lkey, expected original value) per atomic.
-    atomic_results: Vec<(u32, u64)>,
-    /// (B-side counter lkey, final value).
-    counters: Vec<(u32, u64)>,
-}
-
-fn size(rng: &mut Pcg64, budget: &mut usize) -> usize {
-    let n = match rng.random_range(0..100u32) {
-        0..=44 => rng.random_range(0..=64),
-        45..=79 => rng.random_range(65..=8192),
-        80..=95 => rng.random_range(8193..=65536),
-        _ => rng.random_range(65537..=1 << 20),
-    };
-    let n = n.min(*budget);
-    *budget -= n;
-    n
-}
-
-fn sge(m: &MrInfo, len: usize) -> Sge {
-    Sge {
-        addr: m.addr,
-        length: len as u32,
-        lkey: m.lkey,
-    }
-}
-
-fn run(seed: u64, qps: usize, ops_per_qp: usize, byte_budget: usize) {
-    let mut rng = Pcg64::seed_from_u64(seed);
-    // Every fault between 1% and 10% of frames, with frames lost outright (dropped or corrupted)
-    // at most 10% together: past that, eight retransmission rounds in a row without progress
-    // become likely enough that `retry_cnt = 7` legitimately runs out (as on any RC stack).
-    let frac = |rng: &mut Pcg64, max: f64| rng.random_range(0.01..=max);
-    let loss = frac(&mut rng, 0.06);
-    let faults = FaultConfig {
-        loss,
-        duplicate: frac(&mut rng, 0.10),
-        reorder: frac(&mut rng, 0.10),
-        corrupt: frac(&mut rng, 0.10 - loss),
-    };
-    let mut p = pair(faults, seed);
-    let mtu = [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096][rng.random_range(0..3)];
-    let mut sides = Vec::new();
-    let mut expects = Vec::new();
-    let mut budget = byte_budget;
-    for q in 0..qps {
-        let near_wrap = |rng: &mut Pcg64| Psn::new(0xFF_FFFF - rng.random_range(0..64u32));
-        let o = RcOptions {
-            mtu,
-            a_psn: near_wrap(&mut rng),
-            b_psn: near_wrap(&mut rng),
-            timeout: 8,
-            max_send_wr: ops_per_qp as u32 + 1,
-            max_recv_wr: ops_per_qp as u32 + 1,
-            max_rd_atomic: rng.random_range(1..=4),
-            ..RcOptions::default()
-        };
-        let (sa, sb) = connect(&mut p, &o);
-        let mut e = Expect {
-            copies: vec![],
-            recvs: vec![],
-            sends: vec![],
-            atomic_results: vec![],
-            counters: vec![],
-        };
-        let counter = mr(&mut p.b, &sb, 8, 0);
-        let mut counter_value = u64::from_le_bytes(
-            p.b.mr(counter.lkey).unwrap().bytes()[..8]
-                .try_into()
-                .unwrap(),
-        );
-        let ops = [
-            Op::Write,
-            Op::WriteImm,
-            Op::Read,
-            Op::Send,
-            Op::SendImm,
-            Op::FetchAdd,
-            Op::CmpSwap,
-        ];
-        for i in 0..ops_per_qp {
-            let op = ops[rng.random_range(0..ops.len())];
-            let wr_id = (q as u64) << 32 | i as u64;
-            let imm: u32 = rng.random();
-            let mut flags = SendFlags::SIGNALED;
-            if rng.random_bool(0.1) {
-                flags |= SendFlags::FENCE;
-            }
-            let wr = match op {
-                Op::Write | Op::WriteImm | Op::Read | Op::Send | Op::SendImm => {
-                    let n = size(&mut rng, &mut budget);
-                    let fill: u8 = rng.random();
-                    let (la, lb) = if matches!(op, Op::Read) {
-                        (mr(&mut p.a, &sa, n, 0), mr(&mut p.b, &sb, n, fill))
-                    } else {
-                        (mr(&mut p.a, &sa, n, fill), mr(&mut p.b, &sb, n, 0))
-                    };
-                    e.copies
-                        .push((la.lkey, lb.lkey, n, !matches!(op, Op::Read)));
-                    let opcode = match op {
-                        Op::Write => WrOpcode::RdmaWrite {
-                            remote_addr: lb.addr,
-                            rkey: lb.rkey,
-                        },
-                        Op::WriteImm => WrOpcode::RdmaWriteWithImm {
-                            remote_addr: lb.addr,
-                            rkey: lb.rkey,
-                            imm,
-                        },
-                        Op::Read => WrOpcode::RdmaRead {
-                            remote_addr: lb.addr,
-                            rkey: lb.rkey,
-                        },
-                        Op::Send => WrOpcode::Send,
-                        _ => WrOpcode::SendWithImm { imm },
-                    };
-                    match op {
-                        Op::Send | Op::SendImm => {
-                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&lb, n)))
-                                .unwrap();
-                            e.recvs.push((
-                                wr_id,
-                                WcOpcode::Recv,
-                                n as u32,
-                                matches!(op, Op::SendImm).then_some(imm),
-                            ));
-                        }
-                        Op::WriteImm => {
-                            let dummy = mr(&mut p.b, &sb, 1, 0);
-                            p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&dummy, 1)))
-                                .unwrap();
-                            e.recvs
-                                .push((wr_id, WcOpcode::RecvRdmaWithImm, n as u32, Some(imm)));
-                        }
-                        _ => {}
-                    }
-                    SendWr {
-                        wr_id,
-                        opcode,
-                        sgl: [sge(&la, n)].into_iter().collect(),
-                        flags,
-                    }
-                }
-                Op::FetchAdd | Op::CmpSwap => {
-                    let res = mr(&mut p.a, &sa, 8, 0xee);
-                    e.atomic_results.push((res.lkey, counter_value));
-                    let opcode = if matches!(op, Op::FetchAdd) {
-                        let add: u64 = rng.random_range(1..1 << 40);
-                        counter_value = counter_value.wrapping_add(add);
-                        WrOpcode::AtomicFetchAndAdd {
-                            remote_addr: counter.addr,
-                            rkey: counter.rkey,
-                            add,
-                        }
-                    } else {
-                        let swap: u64 = rng.random();
-                        let compare = if rng.random_bool(0.5) {
-                            counter_value
-                        } else {
-                            counter_value ^ 1
-                        };
-                        if compare == counter_value {
-                            counter_value = swap;
-                        }
-                        WrOpcode::AtomicCmpAndSwp {
-                            remote_addr: counter.addr,
-                            rkey: counter.rkey,
-                            compare,
-                            swap,
-                        }
-                    };
-                    SendWr {
-                        wr_id,
-                        opcode,
-                        sgl: [sge(&res, 8)].into_iter().collect(),
-                        flags,
-                    }
-                }
-            };
-            p.a.post_send(sa.qpn, wr).unwrap();
-            e.sends.push(wr_id);
-        }
-        e.counters.push((counter.lkey, counter_value));
-        sides.push((sa, sb));
-        expects.push(e);
-    }
-    let mut got_a: Vec<WorkCompletion> = Vec::new();
-    let mut got_b: Vec<WorkCompletion> = Vec::new();
-    let want_a: usize = expects.iter().map(|e| e.sends.len()).sum();
-    let want_b: usize = expects.iter().map(|e| e.recvs.len()).sum();
-    let end = deadline(&p, 5);
-    let done = p.run_until(end, |_, a, b| {
-        for (sa, sb) in &sides {
-            drain(a, sa, &mut got_a);
-            drain(b, sb, &mut got_b);
-        }
-        got_a.len() >= want_a && got_b.len() >= want_b
-    });
-    let ctx = format!(
-        "seed {seed} faults {faults:?} mtu {mtu:?}; counters A {:?}",
-        p.a.counters()
-    );
-    assert!(
-        done,
-        "run did not finish: {} of {want_a} send and {} of {want_b} receive completions; {ctx}",
-        got_a.len(),
-        got_b.len()
-    );
-    // A few more rounds: nothing may complete twice.
-    let later = p.now + roce::time::Duration::from_millis(50);
-    p.run_until(later, |_, a, b| {
-        for (sa, sb) in &sides {
-            drain(a, sa, &mut got_a);
-            drain(b, sb, &mut got_b);
-        }
-        false
-    });
-    assert_eq!(got_a.len(), want_a, "extra send completions; {ctx}");
-    assert_eq!(got_b.len(), want_b, "extra receive completions; {ctx}");
-    for ((sa, sb), e) in sides.iter().zip(&expects) {
-        let mine: Vec<_> = got_a.iter().filter(|w| w.qp_num == sa.qpn).collect();
-        assert!(
-            mine.iter().all(|w| w.status == WcStatus::Success),
-            "send failure {mine:?}; {ctx}"
-        );
-        assert_eq!(
-            mine.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
-            e.sends,
-            "send completion order; {ctx}"
-        );
-        let recvs: Vec<_> = got_b
-            .iter()
-            .filter(|w| w.qp_num == sb.qpn)
-            .map(|w| (w.wr_id, w.opcode, w.byte_len, w.imm_data))
-            .collect();
-        assert_eq!(recvs, e.recvs, "receive completions; {ctx}");
-        for &(la, lb, n, _) in &e.copies {
-            let a = &p.a.mr(la).unwrap().bytes()[..n];
-            let b = &p.b.mr(lb).unwrap().bytes()[..n];
-            assert!(a == b, "payload of {n} bytes differs; {ctx}");
-        }
-        for &(l, v) in &e.atomic_results {
-            let got = u64::from_le_bytes(p.a.mr(l).unwrap().bytes()[..8].try_into().unwrap());
-            assert_eq!(got, v, "atomic original value; {ctx}");
-        }
-        for &(l, v) in &e.counters {
-            let got = u64::from_le_bytes(p.b.mr(l).unwrap().bytes()[..8].try_into().unwrap());
-            assert_eq!(
-                got, v,
-                "atomic target executed other than exactly once; {ctx}"
-            );
-        }
-    }
-}
+use roce::driver::loopback::loopback_pair;
 
 fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
     match std::env::var("ROCE_TEST_SEED")
@@ -300,18 +19,53 @@ fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
     }
 }
 
+fn memory(r: Run) {
+    eprintln!("seed {} (replay with ROCE_TEST_SEED={})", r.seed, r.seed);
+    let (pa, pb) = loopback_pair(9000, 1 << 16);
+    run(r, pa, pb);
+}
+
 #[test]
 fn every_byte_and_completion_survives_a_lossy_reordering_corrupting_link() {
     for seed in seeds(0..8) {
-        eprintln!("seed {seed}");
-        run(seed, 4, 24, 2 << 20);
+        memory(Run {
+            seed,
+            qps: 4,
+            ops_per_qp: 24,
+            byte_budget: 2 << 20,
+            faults: Faults::Random,
+        });
     }
 }
 
 #[test]
 fn many_small_messages_cross_the_psn_wrap_on_many_qps() {
     for seed in seeds(100..104) {
-        eprintln!("seed {seed}");
-        run(seed, 16, 40, 64 << 10);
+        memory(Run {
+            seed,
+            qps: 16,
+            ops_per_qp: 40,
+            byte_budget: 64 << 10,
+            faults: Faults::Random,
+        });
+    }
+}
+
+#[test]
+fn all_four_faults_at_ten_percent_at_once_still_deliver_exactly() {
+    let f = FaultConfig {
+        loss: 0.10,
+        duplicate: 0.10,
+        reorder: 0.10,
+        corrupt: 0.10,
+    };
+    for seed in seeds(200..204) {
+        memory(Run {
+            seed,
+            qps: 4,
+            ops_per_qp: 24,
+            byte_budget: 1 << 20,
+            faults: Faults::Fixed(f),
+        });
     }
 }

@@ -38,7 +38,7 @@ pub fn pair(faults: FaultConfig, seed: u64) -> Pair {
     )
 }
 
-pub fn connect(p: &mut Pair, o: &RcOptions) -> (RcSide, RcSide) {
+pub fn connect<P: roce::driver::Port>(p: &mut EndpointPair<P>, o: &RcOptions) -> (RcSide, RcSide) {
     connect_rc(&mut p.a, &mut p.b, o).expect("connect")
 }
 
@@ -63,8 +63,9 @@ pub fn drain(ep: &mut Endpoint, side: &RcSide, out: &mut Vec<WorkCompletion>) {
     }
 }
 
-pub fn deadline(p: &Pair, secs: u64) -> Instant {
+pub fn deadline<P: roce::driver::Port>(p: &EndpointPair<P>, secs: u64) -> Instant {
     p.now + Duration::from_secs(secs)
 }
 
+pub mod random;
 pub mod script;

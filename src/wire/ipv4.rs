@@ -43,7 +43,7 @@ pub fn checksum(data: &[u8]) -> u16 {
 }
 
 /// Folds a 32-bit one's-complement sum to 16 bits and complements it.
-const fn fold(mut sum: u32) -> u16 {
+pub(crate) const fn fold(mut sum: u32) -> u16 {
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
     !(sum as u16)

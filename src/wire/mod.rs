@@ -25,6 +25,7 @@ pub mod opcode;
 pub mod pretty;
 pub mod reth;
 pub mod roce;
+pub mod template;
 pub mod udp;
 
 pub use ecn::Ecn;
@@ -34,6 +35,7 @@ pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};
 pub use roce::{
     parse_frame, parse_frame_unverified, set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr,
 };
+pub use template::{FrameTemplate, PacketFields};
 
 /// The UDP destination port of RoCEv2.
 pub const ROCE_UDP_PORT: u16 = 4791;

@@ -600,7 +600,7 @@ impl RoceRepr {
         bth_bytes[4] = 0xff; // FECN, BECN, resv6a: masked
         *bth_header = bth_bytes;
 
-        self.emit_ext(info, &mut after_bth[..info.ext_len])?;
+        emit_ext(&self.ext, info, &mut after_bth[..info.ext_len])?;
         let (payload, pad_icrc) = after_bth[info.ext_len..].split_at_mut(self.payload_len);
         fill_payload(payload);
         pad_icrc[..usize::from(pad)].fill(0);
@@ -634,52 +634,58 @@ impl RoceRepr {
         ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }
+}
 
-    #[inline]
-    fn emit_ext(&self, info: &OpcodeInfo, mut bytes: &mut [u8]) -> Result<(), WireError> {
-        let missing = WireError::MissingHeader;
-        let mut next = |len: usize| {
-            let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
-            bytes = tail;
-            head
-        };
-        if info.deth {
-            let r = self.ext.deth.ok_or(missing("DETH"))?;
-            r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
-        }
-        if info.reth {
-            let r = self.ext.reth.ok_or(missing("RETH"))?;
-            r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
-        }
-        if info.atomic_eth {
-            let r = self.ext.atomic_eth.ok_or(missing("AtomicETH"))?;
-            r.emit(&mut atomic_eth::Packet::new_unchecked(next(
-                atomic_eth::HEADER_LEN,
-            )));
-        }
-        if info.immdt {
-            let imm_data = self.ext.immdt.ok_or(missing("ImmDt"))?;
-            immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
-        }
-        if info.ieth {
-            let rkey = self.ext.ieth.ok_or(missing("IETH"))?;
-            ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
-        }
-        if info.aeth {
-            let r = self.ext.aeth.ok_or(missing("AETH"))?;
-            r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
-        }
-        if info.atomic_ack_eth {
-            let r = self.ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
-            r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
-                atomic_ack_eth::HEADER_LEN,
-            )));
-        }
-        if info.ext.contains(ExtHeaders::CNP_RESERVED) {
-            cnp::Packet::new_unchecked(next(cnp::HEADER_LEN)).clear();
-        }
-        Ok(())
+/// Writes the extension headers `info` lists, in wire order, from `ext` into `bytes` (exactly
+/// `info.ext_len` long); `MissingHeader` when `ext` lacks one.
+#[inline]
+pub(super) fn emit_ext(
+    ext: &ExtRepr,
+    info: &OpcodeInfo,
+    mut bytes: &mut [u8],
+) -> Result<(), WireError> {
+    let missing = WireError::MissingHeader;
+    let mut next = |len: usize| {
+        let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
+        bytes = tail;
+        head
+    };
+    if info.deth {
+        let r = ext.deth.ok_or(missing("DETH"))?;
+        r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
     }
+    if info.reth {
+        let r = ext.reth.ok_or(missing("RETH"))?;
+        r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
+    }
+    if info.atomic_eth {
+        let r = ext.atomic_eth.ok_or(missing("AtomicETH"))?;
+        r.emit(&mut atomic_eth::Packet::new_unchecked(next(
+            atomic_eth::HEADER_LEN,
+        )));
+    }
+    if info.immdt {
+        let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
+        immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
+    }
+    if info.ieth {
+        let rkey = ext.ieth.ok_or(missing("IETH"))?;
+        ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
+    }
+    if info.aeth {
+        let r = ext.aeth.ok_or(missing("AETH"))?;
+        r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
+    }
+    if info.atomic_ack_eth {
+        let r = ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
+        r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
+            atomic_ack_eth::HEADER_LEN,
+        )));
+    }
+    if info.ext.contains(ExtHeaders::CNP_RESERVED) {
+        cnp::Packet::new_unchecked(next(cnp::HEADER_LEN)).clear();
+    }
+    Ok(())
 }
 
 /// Rewrites the ECN codepoint of a RoCEv2 (or any IPv4/IPv6) frame in place, as a switch marking

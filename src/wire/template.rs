@@ -1,0 +1,348 @@
+//! Per-flow frame templates: the Ethernet, IP, UDP and fixed BTH bytes of one flow (one QP's
+//! path) built once, then copied and patched per packet, with the ICRC in one CRC pass.
+//! Not here: which opcode or PSN to send (that is the QP's business) or any parsing.
+//!
+//! The template stores the IP/UDP/BTH header with the ICRC-variant fields already set to ones,
+//! so a packet is: copy the header, patch the lengths and per-packet BTH fields, write the
+//! extension headers and payload, put the 8 bytes of ones that stand for the LRH in the Ethernet
+//! header's tail, hash once from there to the pad, then write back the real Ethernet tail, TOS /
+//! traffic class, TTL / hop limit, IPv4 checksum (incrementally from a precomputed partial sum),
+//! UDP checksum (zero), FECN/BECN byte and the ICRC. The bytes are identical to
+//! [`RoceRepr::emit`]'s.
+
+use super::icrc::{crc32, ICRC_LEN, LRH_LEN};
+use super::opcode::{Opcode, OpcodeInfo};
+use super::roce::{emit_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
+use super::{bth, ethernet, ipv4, ipv6, udp, write_u16, Ecn, WireError};
+use crate::psn::Psn;
+
+/// Longest header a template holds: tagged Ethernet, IPv6, UDP, BTH.
+const MAX_HEADER_LEN: usize = ethernet::HEADER_LEN
+    + ethernet::VLAN_TAG_LEN
+    + ipv6::HEADER_LEN
+    + udp::HEADER_LEN
+    + bth::HEADER_LEN;
+
+/// Byte offsets within the BTH.
+const BTH_FLAGS: usize = 1;
+const BTH_FECN_BECN: usize = 4;
+const BTH_ACK_REQ: usize = 8;
+const BTH_PSN: usize = 9;
+/// The BTH flag bits of byte 1 that a template leaves to each packet: SE and the pad count.
+const BTH_SE: u8 = 0x80;
+const BTH_PER_PACKET_FLAGS: u8 = BTH_SE | 0x30;
+
+/// The per-packet fields of a frame built from a [`FrameTemplate`]: everything a QP changes from
+/// one packet to the next. The rest (addresses, ports, ECN, P_Key, dest QPN, ...) is the
+/// template's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketFields {
+    /// BTH opcode; its table entry says which of `ext` are written.
+    pub opcode: Opcode,
+    /// BTH solicited event bit.
+    pub solicited: bool,
+    /// BTH AckReq bit.
+    pub ack_req: bool,
+    /// BTH PSN.
+    pub psn: Psn,
+    /// Extension headers (only those the opcode lists are written; missing ones are an error).
+    pub ext: ExtRepr,
+    /// Payload bytes, without pad (the pad count is derived).
+    pub payload_len: usize,
+}
+
+impl PacketFields {
+    /// The per-packet fields of `repr`.
+    pub fn from_repr(repr: &RoceRepr) -> Self {
+        PacketFields {
+            opcode: repr.bth.opcode,
+            solicited: repr.bth.solicited,
+            ack_req: repr.bth.ack_req,
+            psn: repr.bth.psn,
+            ext: repr.ext,
+            payload_len: repr.payload_len,
+        }
+    }
+}
+
+/// Where the IP header sits and which version it is: each shape has its own monomorphic,
+/// fixed-offset emit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    V4,
+    V4Tagged,
+    V6,
+    V6Tagged,
+}
+
+/// The precomputed headers of one flow. Build it once per QP (or per path) with
+/// [`FrameTemplate::new`]; each [`FrameTemplate::emit`] then writes a complete frame, ICRC
+/// included, byte-identical to what [`RoceRepr::emit`] writes for the same fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameTemplate {
+    /// Ethernet (real) then IP, UDP and BTH with the ICRC-variant fields set to ones; the
+    /// per-packet fields (lengths, opcode, flags, AckReq, PSN) are overwritten on emit.
+    header: [u8; MAX_HEADER_LEN],
+    shape: Shape,
+    /// Real values of the masked IP bytes: IPv4 `[tos, ttl, 0, 0, 0]`, IPv6 bytes 0..4 and the
+    /// hop limit.
+    ip_real: [u8; 5],
+    /// IPv4: the one's-complement sum (folded, not complemented) of the header's words with the
+    /// total length and checksum taken as zero; adding the total length gives the checksum.
+    ip_partial_sum: u16,
+    /// BTH byte 1 bits owned by the template (MigReq, TVer).
+    bth_flags: u8,
+    /// The real BTH byte 4 (FECN, BECN, reserved).
+    fecn_becn: u8,
+}
+
+impl FrameTemplate {
+    /// A template for frames with `repr`'s Ethernet header, IP header (addresses, DSCP, ECN,
+    /// TTL / hop limit, ident, DF, flow label), UDP source port and BTH fixed fields (P_Key,
+    /// dest QPN, MigReq, TVer, FECN, BECN). `repr`'s opcode, PSN, flags, extension headers,
+    /// payload length and all derived lengths are ignored: they come with each packet.
+    pub fn new(repr: &RoceRepr) -> Self {
+        // The generic emitter writes the headers once (a SEND Only has no extension header).
+        let mut base = *repr;
+        base.bth.opcode = Opcode::RC_SEND_ONLY;
+        base.ext = ExtRepr::default();
+        base.payload_len = 0;
+        let mut frame = [0u8; MAX_HEADER_LEN + ICRC_LEN];
+        // A SEND Only with no payload fits `frame` and has a known opcode: emit cannot fail.
+        let _ = base.emit(&[], &mut frame);
+
+        let eth_len = repr.eth.buffer_len();
+        let mut header = [0u8; MAX_HEADER_LEN];
+        let (shape, ip_len) = match (repr.ip, repr.eth.vlan.is_some()) {
+            (IpRepr::V4(_), false) => (Shape::V4, ipv4::HEADER_LEN),
+            (IpRepr::V4(_), true) => (Shape::V4Tagged, ipv4::HEADER_LEN),
+            (IpRepr::V6(_), false) => (Shape::V6, ipv6::HEADER_LEN),
+            (IpRepr::V6(_), true) => (Shape::V6Tagged, ipv6::HEADER_LEN),
+        };
+        let len = eth_len + ip_len + udp::HEADER_LEN + bth::HEADER_LEN;
+        header[..len].copy_from_slice(&frame[..len]);
+
+        let ip = &mut header[eth_len..eth_len + ip_len];
+        let mut ip_real = [0u8; 5];
+        let mut ip_partial_sum = 0;
+        if ip_len == ipv4::HEADER_LEN {
+            ip_real[0] = ip[1];
+            ip_real[1] = ip[8];
+            let mut fixed = [0u8; ipv4::HEADER_LEN];
+            fixed.copy_from_slice(ip);
+            fixed[2..4].fill(0);
+            fixed[10..12].fill(0);
+            ip_partial_sum = !ipv4::header_checksum(&fixed);
+            ip[1] = 0xff;
+            ip[8] = 0xff;
+            ip[10] = 0xff;
+            ip[11] = 0xff;
+        } else {
+            ip_real[..4].copy_from_slice(&ip[..4]);
+            ip_real[4] = ip[7];
+            ip[0] |= 0x0f;
+            ip[1..4].fill(0xff);
+            ip[7] = 0xff;
+        }
+        let udp_at = eth_len + ip_len;
+        header[udp_at + 6..udp_at + 8].fill(0xff);
+        let bth_at = udp_at + udp::HEADER_LEN;
+        let bth_flags = header[bth_at + BTH_FLAGS] & !BTH_PER_PACKET_FLAGS;
+        let fecn_becn = header[bth_at + BTH_FECN_BECN];
+        header[bth_at + BTH_FECN_BECN] = 0xff;
+        FrameTemplate {
+            header,
+            shape,
+            ip_real,
+            ip_partial_sum,
+            bth_flags,
+            fecn_becn,
+        }
+    }
+
+    /// Changes the ECN codepoint of the frames this template builds (e.g. ECT(0) for data,
+    /// Not-ECT for ACKs). ECN is masked by the ICRC, so this only updates two stored bytes.
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        match self.shape {
+            Shape::V4 | Shape::V4Tagged => {
+                let old = self.ip_real[0];
+                let new = (old & !0x03) | ecn.bits();
+                self.ip_real[0] = new;
+                // RFC 1624: HC' = ~(~HC + ~m + m'); the partial sum is ~HC's counterpart.
+                let sum = u32::from(self.ip_partial_sum)
+                    + u32::from(!(0x4500 | u16::from(old)))
+                    + u32::from(0x4500 | u16::from(new));
+                self.ip_partial_sum = !ipv4::fold(sum);
+            }
+            Shape::V6 | Shape::V6Tagged => {
+                // Traffic class = bits 4..12 of the first word; ECN is its low two bits.
+                self.ip_real[1] = (self.ip_real[1] & !0x30) | (ecn.bits() << 4);
+            }
+        }
+    }
+
+    /// Offset of the IP header in the frame (14, or 18 with a VLAN tag).
+    pub fn ip_offset(&self) -> usize {
+        match self.shape {
+            Shape::V4 | Shape::V6 => ethernet::HEADER_LEN,
+            Shape::V4Tagged | Shape::V6Tagged => ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN,
+        }
+    }
+
+    fn ip_len(&self) -> usize {
+        match self.shape {
+            Shape::V4 | Shape::V4Tagged => ipv4::HEADER_LEN,
+            Shape::V6 | Shape::V6Tagged => ipv6::HEADER_LEN,
+        }
+    }
+
+    /// Offset of the payload in a frame with `opcode` (after BTH and extension headers), or
+    /// `None` for an opcode not in the table. With [`FrameTemplate::emit_in_place`] the caller
+    /// puts the payload here first.
+    pub fn payload_offset(&self, opcode: Opcode) -> Option<usize> {
+        let info = opcode.info()?;
+        Some(self.ip_offset() + self.ip_len() + udp::HEADER_LEN + bth::HEADER_LEN + info.ext_len)
+    }
+
+    /// Bytes of the frame for `fields` (Ethernet through ICRC, pad included), or `None` for an
+    /// opcode not in the table.
+    pub fn frame_len(&self, fields: &PacketFields) -> Option<usize> {
+        let pad = usize::from(pad_count(fields.payload_len));
+        Some(self.payload_offset(fields.opcode)? + fields.payload_len + pad + ICRC_LEN)
+    }
+
+    /// Writes the whole frame (headers, `payload`, pad, ICRC) to the start of `buf`; returns its
+    /// length. Errors as [`RoceRepr::emit`]: `BadLength` if `payload.len() != payload_len` or
+    /// the opcode carries no payload, `BadOpcode`, `BufferTooSmall`, `MissingHeader`.
+    #[inline]
+    pub fn emit(
+        &self,
+        fields: &PacketFields,
+        payload: &[u8],
+        buf: &mut [u8],
+    ) -> Result<usize, WireError> {
+        if payload.len() != fields.payload_len {
+            return Err(WireError::BadLength);
+        }
+        self.emit_with(fields, buf, |dst| dst.copy_from_slice(payload))
+    }
+
+    /// Writes the frame, letting `fill_payload` write the `payload_len` payload bytes in place
+    /// (gather without an intermediate copy); returns the frame length. Same errors as
+    /// [`FrameTemplate::emit`] but for the payload length check.
+    #[inline]
+    pub fn emit_with(
+        &self,
+        fields: &PacketFields,
+        buf: &mut [u8],
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) -> Result<usize, WireError> {
+        match self.shape {
+            Shape::V4 => {
+                self.emit_shaped::<{ ethernet::HEADER_LEN }, false>(fields, buf, fill_payload)
+            }
+            Shape::V4Tagged => self
+                .emit_shaped::<{ ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN }, false>(
+                    fields,
+                    buf,
+                    fill_payload,
+                ),
+            Shape::V6 => {
+                self.emit_shaped::<{ ethernet::HEADER_LEN }, true>(fields, buf, fill_payload)
+            }
+            Shape::V6Tagged => self
+                .emit_shaped::<{ ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN }, true>(
+                    fields,
+                    buf,
+                    fill_payload,
+                ),
+        }
+    }
+
+    /// Zero-copy emit: the `payload_len` payload bytes are already at
+    /// [`FrameTemplate::payload_offset`] in `buf` (the caller wrote or received them there);
+    /// writes the headers, pad and ICRC around them and returns the frame length.
+    #[inline]
+    pub fn emit_in_place(&self, fields: &PacketFields, buf: &mut [u8]) -> Result<usize, WireError> {
+        self.emit_with(fields, buf, |_| {})
+    }
+
+    /// The emit for one shape: every header offset is a constant.
+    #[inline(always)]
+    fn emit_shaped<const ETH: usize, const V6: bool>(
+        &self,
+        fields: &PacketFields,
+        buf: &mut [u8],
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) -> Result<usize, WireError> {
+        let ip_len = if V6 {
+            ipv6::HEADER_LEN
+        } else {
+            ipv4::HEADER_LEN
+        };
+        let udp_at = ETH + ip_len;
+        let bth_at = udp_at + udp::HEADER_LEN;
+        let header_len = bth_at + bth::HEADER_LEN;
+
+        let info: &OpcodeInfo = fields
+            .opcode
+            .info()
+            .ok_or(WireError::BadOpcode(fields.opcode.0))?;
+        if !info.has_payload && fields.payload_len != 0 {
+            return Err(WireError::BadLength);
+        }
+        let pad = pad_count(fields.payload_len);
+        let ext_end = header_len + info.ext_len;
+        let payload_end = ext_end + fields.payload_len;
+        let pad_end = payload_end + usize::from(pad);
+        let frame_len = pad_end + ICRC_LEN;
+        let udp_len = frame_len - udp_at;
+        if ip_len + udp_len > usize::from(u16::MAX) {
+            return Err(WireError::BadLength);
+        }
+        let frame = buf.get_mut(..frame_len).ok_or(WireError::BufferTooSmall)?;
+
+        let (head, rest) = frame.split_at_mut(header_len);
+        head.copy_from_slice(&self.header[..header_len]);
+        if V6 {
+            write_u16(head, ETH + 4, udp_len as u16);
+        } else {
+            write_u16(head, ETH + 2, (ip_len + udp_len) as u16);
+        }
+        write_u16(head, udp_at + 4, udp_len as u16);
+        head[bth_at] = fields.opcode.0;
+        head[bth_at + BTH_FLAGS] =
+            self.bth_flags | (pad << 4) | if fields.solicited { BTH_SE } else { 0 };
+        head[bth_at + BTH_ACK_REQ] = if fields.ack_req { 0x80 } else { 0 };
+        head[bth_at + BTH_PSN..bth_at + BTH_PSN + 3]
+            .copy_from_slice(&fields.psn.value().to_be_bytes()[1..]);
+
+        let (ext, rest) = rest.split_at_mut(info.ext_len);
+        emit_ext(&fields.ext, info, ext)?;
+        let (payload, trailer) = rest.split_at_mut(fields.payload_len);
+        fill_payload(payload);
+        trailer[..usize::from(pad)].fill(0);
+
+        // The masked LRH in the Ethernet header's tail, one pass, then the real bytes back.
+        frame[ETH - LRH_LEN..ETH].fill(0xff);
+        let icrc = crc32(&frame[ETH - LRH_LEN..pad_end]);
+        frame[ETH - LRH_LEN..ETH].copy_from_slice(&self.header[ETH - LRH_LEN..ETH]);
+        if V6 {
+            frame[ETH..ETH + 4].copy_from_slice(&self.ip_real[..4]);
+            frame[ETH + 7] = self.ip_real[4];
+        } else {
+            frame[ETH + 1] = self.ip_real[0];
+            frame[ETH + 8] = self.ip_real[1];
+            let total = (ip_len + udp_len) as u32;
+            write_u16(
+                frame,
+                ETH + 10,
+                ipv4::fold(u32::from(self.ip_partial_sum) + total),
+            );
+        }
+        frame[udp_at + 6..udp_at + 8].fill(0);
+        frame[bth_at + BTH_FECN_BECN] = self.fecn_becn;
+        frame[pad_end..].copy_from_slice(&icrc.to_le_bytes());
+        Ok(frame_len)
+    }
+}

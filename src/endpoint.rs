@@ -386,9 +386,7 @@ impl Endpoint {
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            if !qp.has_data(now) {
-                continue;
-            }
+            // poll_data checks readiness itself (once).
             if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
                 self.data_rr = slot + 1;
                 return Some(self.count_tx(len));

@@ -318,6 +318,25 @@ impl MrTable {
     /// Copies bytes `offset..offset + dst.len()` of the message described by `sgl` into `dst`.
     /// Returns `false` (leaving `dst` untouched) when the SGL does not cover the range.
     pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
+        // One entry (the common case): one lookup, one copy.
+        if let [sge] = sgl {
+            let src = self.get(sge.lkey).and_then(|m| {
+                let start = sge.addr.checked_sub(m.info.addr)?.checked_add(offset)?;
+                let end = start.checked_add(dst.len() as u64)?;
+                if end > sge.addr - m.info.addr + u64::from(sge.length) {
+                    return None;
+                }
+                m.buf
+                    .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+            });
+            return match src {
+                Some(src) => {
+                    dst.copy_from_slice(src);
+                    true
+                }
+                None => false,
+            };
+        }
         let Some(segs) = self.segments(sgl, offset, dst.len()) else {
             return false;
         };

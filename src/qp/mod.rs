@@ -19,10 +19,13 @@ use crate::stats::QpCounters;
 use crate::time::Instant;
 use crate::verbs::{
     sgl_len, AccessFlags, AddressVector, CompletionQueue, CqHandle, Mtu, QpAttr, QpInit, QpState,
-    RecvWr, SendWr, Sgl, WcOpcode, WcStatus, WorkCompletion,
+    RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 use crate::wire::opcode::Opcode;
-use crate::wire::{bth, ethernet, Ecn, EthernetAddress, ExtRepr, IpRepr, RocePacket, RoceRepr};
+use crate::wire::{
+    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RocePacket,
+    RoceRepr,
+};
 
 use completer::CompleterCtx;
 use requester::Requester;
@@ -50,9 +53,10 @@ pub struct LocalAddr {
 #[derive(Clone, Debug)]
 pub(crate) enum Payload {
     None,
-    /// Bytes `offset..offset + len` of the message an SGL describes.
-    Sgl {
-        sgl: Sgl,
+    /// Bytes `offset..offset + len` of the message of send WQE `wqe` (an index into the send
+    /// queue, valid until the packet is written: no clone of its SGL per packet).
+    Wqe {
+        wqe: usize,
         offset: u64,
         len: usize,
     },
@@ -138,6 +142,17 @@ pub struct QueuePair {
     cfg: RequesterConfig,
     next_departure: Instant,
     pacer: Option<Box<dyn DeparturePacer>>,
+    /// Header templates for the current path (rebuilt when it changes).
+    templates: Option<Box<Templates>>,
+}
+
+/// A QP's two frame templates (data packets carry the endpoint's ECN, ACKs Not-ECT unless the
+/// traffic class says otherwise) and the local address they were built for.
+#[derive(Debug)]
+struct Templates {
+    local: LocalAddr,
+    data: FrameTemplate,
+    control: FrameTemplate,
 }
 
 fn cq(cqs: &mut [CompletionQueue], h: CqHandle) -> Option<&mut CompletionQueue> {
@@ -196,6 +211,7 @@ impl QueuePair {
             cfg,
             next_departure: Instant::ZERO,
             pacer: None,
+            templates: None,
         }
     }
 
@@ -251,6 +267,7 @@ impl QueuePair {
     /// `modify_qp`: validates the transition and attributes, then applies them.
     pub fn modify(&mut self, attr: &QpAttr, cqs: &mut [CompletionQueue]) -> Result<(), QpError> {
         let to = state::validate(self.state, attr)?;
+        self.templates = None;
         let a = &mut self.attrs;
         if let Some(v) = attr.path_mtu {
             a.path_mtu = v;
@@ -621,14 +638,20 @@ impl QueuePair {
         mrs: &MrTable,
         buf: &mut [u8],
     ) -> Option<usize> {
-        if !self.has_data(now) {
+        if self.next_departure > now
+            || matches!(self.state, QpState::Reset | QpState::Init | QpState::Err)
+        {
             return None;
         }
         let mtu = self.attrs.path_mtu.bytes();
         let o = if self.resp.has_data() {
             self.resp.next_packet(mtu)?
         } else {
-            self.requester_ready()?;
+            if !matches!(self.state, QpState::Rts | QpState::Sqd)
+                || (self.state == QpState::Sqd && self.requester_ready().is_none())
+            {
+                return None;
+            }
             let o = self
                 .req
                 .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg)?;
@@ -650,15 +673,10 @@ impl QueuePair {
         Some(n)
     }
 
-    fn emit(
-        &mut self,
-        _now: Instant,
-        o: &Outgoing,
-        local: &LocalAddr,
-        mrs: &MrTable,
-        buf: &mut [u8],
-        data: bool,
-    ) -> Option<usize> {
+    /// The headers of this QP's packets for `local`, ECN as a data packet (`data`) or as an
+    /// ACK would carry it. `None` before RTR (no address vector) or without a local address of
+    /// the peer's IP version.
+    fn repr(&self, local: &LocalAddr, data: bool) -> Option<RoceRepr> {
         let av = self.attrs.av?;
         let src: IpAddr = match av.remote_ip {
             IpAddr::V4(_) => IpAddr::V4(local.ipv4?),
@@ -673,12 +691,7 @@ impl QueuePair {
             IpRepr::V4(r) => r.ttl = av.hop_limit,
             IpRepr::V6(r) => r.hop_limit = av.hop_limit,
         }
-        let payload_len = match &o.payload {
-            Payload::None => 0,
-            Payload::Sgl { len, .. } => *len,
-            Payload::Mr { range } => range.len(),
-        };
-        let repr = RoceRepr {
+        Some(RoceRepr {
             eth: ethernet::Repr {
                 dst: av.remote_mac,
                 src: local.mac,
@@ -688,21 +701,59 @@ impl QueuePair {
             ip,
             udp_src_port: self.udp_src_port,
             bth: bth::Repr {
-                opcode: o.opcode,
-                solicited: o.solicited,
                 pkey: local.pkey,
                 dest_qpn: self.attrs.dest_qpn,
-                ack_req: o.ack_req,
-                psn: o.psn,
                 ..bth::Repr::default()
             },
+            ext: ExtRepr::default(),
+            payload_len: 0,
+        })
+    }
+
+    /// The frame templates for `local`, built on first use after a change of address or
+    /// destination (no per-packet header building).
+    fn templates(&mut self, local: &LocalAddr) -> Option<&Templates> {
+        if !self.templates.as_ref().is_some_and(|t| t.local == *local) {
+            self.templates = Some(Box::new(Templates {
+                local: *local,
+                data: FrameTemplate::new(&self.repr(local, true)?),
+                control: FrameTemplate::new(&self.repr(local, false)?),
+            }));
+        }
+        self.templates.as_deref()
+    }
+
+    fn emit(
+        &mut self,
+        _now: Instant,
+        o: &Outgoing,
+        local: &LocalAddr,
+        mrs: &MrTable,
+        buf: &mut [u8],
+        data: bool,
+    ) -> Option<usize> {
+        let payload_len = match &o.payload {
+            Payload::None => 0,
+            Payload::Wqe { len, .. } => *len,
+            Payload::Mr { range } => range.len(),
+        };
+        let fields = PacketFields {
+            opcode: o.opcode,
+            solicited: o.solicited,
+            ack_req: o.ack_req,
+            psn: o.psn,
             ext: o.ext,
             payload_len,
         };
-        let result = repr.emit_with(buf, |dst| match &o.payload {
+        self.templates(local)?;
+        let t = self.templates.as_deref()?;
+        let template = if data { &t.data } else { &t.control };
+        let sq = &self.req.sq;
+        let result = template.emit_with(&fields, buf, |dst| match &o.payload {
             Payload::None => {}
-            Payload::Sgl { sgl, offset, .. } => {
-                if !mrs.gather(sgl, *offset, dst) {
+            Payload::Wqe { wqe, offset, .. } => {
+                let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
+                if !sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst)) {
                     dst.fill(0);
                 }
             }

@@ -184,7 +184,7 @@ impl Requester {
                 if last {
                     ext.immdt = imm;
                 }
-                payload = sgl_payload(w, offset, mtu64);
+                payload = sgl_payload(w, self.cursor, offset, mtu64);
                 match (first, last, imm.is_some()) {
                     (true, true, false) => Opcode::RC_SEND_ONLY,
                     (true, true, true) => Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
@@ -212,7 +212,7 @@ impl Requester {
                 if last {
                     ext.immdt = imm;
                 }
-                payload = sgl_payload(w, offset, mtu64);
+                payload = sgl_payload(w, self.cursor, offset, mtu64);
                 match (first, last, imm.is_some()) {
                     (true, true, false) => Opcode::RC_RDMA_WRITE_ONLY,
                     (true, true, true) => Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
@@ -316,13 +316,14 @@ impl Requester {
     }
 }
 
-fn sgl_payload(w: &SendWqe, offset: u64, mtu: u64) -> Payload {
+/// The payload of the packet at `offset` of WQE `w`, which sits at `index` in the send queue.
+fn sgl_payload(w: &SendWqe, index: usize, offset: u64, mtu: u64) -> Payload {
     let len = w.len.saturating_sub(offset).min(mtu) as usize;
     if len == 0 {
         return Payload::None;
     }
-    Payload::Sgl {
-        sgl: w.wr.sgl.clone(),
+    Payload::Wqe {
+        wqe: index,
         offset,
         len,
     }

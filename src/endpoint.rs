@@ -5,6 +5,7 @@
 //! It never reads a clock or touches a port: a driver (DPDK loop, in-memory pair, simulator) moves
 //! the frames. Congestion control plugs in per QP through [`DeparturePacer`].
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::ecn::{EcnConfig, NotificationPoint};
@@ -71,8 +72,13 @@ pub struct Endpoint {
     mrs: MrTable,
     cqs: Vec<CompletionQueue>,
     qps: Vec<Option<QueuePair>>,
-    data_rr: usize,
-    control_rr: usize,
+    /// Slots of the QPs that may have a frame to send (control or data, due or paced), in
+    /// round-robin order. A QP leaves when it has nothing to send and comes back with any event
+    /// that can give it something (post, received packet, timer, modify), so `poll_transmit`
+    /// never scans idle QPs.
+    ready: VecDeque<usize>,
+    /// `ready` membership by slot.
+    in_ready: Vec<bool>,
     stats: EndpointCounters,
     np: NotificationPoint,
 }
@@ -96,8 +102,8 @@ impl Endpoint {
             mrs: MrTable::default(),
             cqs: Vec::new(),
             qps: Vec::new(),
-            data_rr: 0,
-            control_rr: 0,
+            ready: VecDeque::new(),
+            in_ready: Vec::new(),
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval),
         }
@@ -210,6 +216,26 @@ impl Endpoint {
         qpn.checked_sub(FIRST_QPN).map(|s| s as usize)
     }
 
+    /// Puts slot `slot` on the ready queue (its QP may have something to send now).
+    fn mark_ready(&mut self, slot: usize) {
+        if self.in_ready.len() <= slot {
+            self.in_ready.resize(slot + 1, false);
+        }
+        if let Some(flag @ false) = self.in_ready.get_mut(slot) {
+            *flag = true;
+            self.ready.push_back(slot);
+        }
+    }
+
+    /// Takes entry `i` off the ready queue.
+    fn unready(&mut self, i: usize) {
+        if let Some(slot) = self.ready.remove(i) {
+            if let Some(flag) = self.in_ready.get_mut(slot) {
+                *flag = false;
+            }
+        }
+    }
+
     /// The QP numbered `qpn`.
     pub fn qp(&self, qpn: u32) -> Option<&QueuePair> {
         self.qps.get(self.slot(qpn)?)?.as_ref()
@@ -218,6 +244,9 @@ impl Endpoint {
     /// The QP numbered `qpn`, mutable.
     pub fn qp_mut(&mut self, qpn: u32) -> Option<&mut QueuePair> {
         let slot = self.slot(qpn)?;
+        self.qps.get(slot)?.as_ref()?;
+        // The caller may change what it has to send.
+        self.mark_ready(slot);
         self.qps.get_mut(slot)?.as_mut()
     }
 
@@ -232,7 +261,10 @@ impl Endpoint {
             .get_mut(slot)
             .and_then(Option::as_mut)
             .ok_or(QpError::UnknownQp(qpn))?;
-        Ok(f(qp, &mut self.mrs, &mut self.cqs))
+        let r = f(qp, &mut self.mrs, &mut self.cqs);
+        // Posts, modifications and pacers can all give the QP something to send.
+        self.mark_ready(slot);
+        Ok(r)
     }
 
     /// `modify_qp`.
@@ -342,17 +374,23 @@ impl Endpoint {
             self.stats.drops.bad_state += 1;
             return;
         }
+        let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
+        self.mark_ready(slot);
         if r.ip.ecn() == Ecn::Ce && r.bth.opcode.is_request() {
             // Notification point: CE on a request → a CNP back to the sender's QP.
-            self.np.on_ce(now, qp.qpn(), qp.dest_qpn());
+            self.np.on_ce(now, qpn, dest_qpn);
         }
     }
 
     /// Lets due timers fire.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for qp in self.qps.iter_mut().flatten() {
+        for slot in 0..self.qps.len() {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
             if qp.poll_timeout().is_some_and(|t| t <= now) {
                 qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
+                self.mark_ready(slot);
             }
         }
     }
@@ -367,9 +405,12 @@ impl Endpoint {
                 return Some(self.count_tx(len));
             }
         }
-        let n = self.qps.len();
-        for i in 0..n {
-            let slot = (self.control_rr + i) % n;
+        // Control first (ACKs, NAKs, atomic ACKs), then data; each pass round-robin over the
+        // ready queue, the QP served going to its back.
+        for i in 0..self.ready.len() {
+            let Some(&slot) = self.ready.get(i) else {
+                break;
+            };
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
@@ -377,19 +418,27 @@ impl Endpoint {
                 continue;
             }
             if let Some(len) = qp.poll_control(now, &self.local, &self.mrs, buf) {
-                self.control_rr = slot + 1;
+                self.ready.remove(i);
+                self.ready.push_back(slot);
                 return Some(self.count_tx(len));
             }
         }
-        for i in 0..n {
-            let slot = (self.data_rr + i) % n;
+        let mut i = 0;
+        while let Some(&slot) = self.ready.get(i) {
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                self.unready(i);
                 continue;
             };
             // poll_data checks readiness itself (once).
             if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
-                self.data_rr = slot + 1;
+                self.ready.remove(i);
+                self.ready.push_back(slot);
                 return Some(self.count_tx(len));
+            }
+            if qp.has_control() || qp.has_pending_data() {
+                i += 1;
+            } else {
+                self.unready(i);
             }
         }
         None

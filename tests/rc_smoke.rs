@@ -149,3 +149,48 @@ fn ipv6_endpoints_move_a_multi_packet_send() {
     );
     assert_eq!(p.b.counters().qp.rx_send_requests, 1);
 }
+
+#[test]
+fn busy_qps_take_turns_and_an_idle_qp_wakes_on_post() {
+    use roce::time::Instant;
+    let mut p = pair(FaultConfig::default(), 1);
+    let qps: Vec<_> = (0..3)
+        .map(|_| connect(&mut p, &RcOptions::default()))
+        .collect();
+    // Each QP has its own PD: register its buffers per QP.
+    let write = |p: &mut Pair, i: usize, id: u64| {
+        let (sa, sb) = qps[i];
+        let src = mr(&mut p.a, &sa, 64, 7);
+        let dst = mr(&mut p.b, &sb, 64, 0);
+        let wr = SendWr::new(
+            id,
+            WrOpcode::RdmaWrite {
+                remote_addr: dst.addr,
+                rkey: dst.rkey,
+            },
+            Sge {
+                addr: src.addr,
+                length: 64,
+                lkey: src.lkey,
+            },
+        );
+        p.a.post_send(sa.qpn, wr).unwrap();
+    };
+    for id in 0..3 {
+        write(&mut p, 0, id);
+        write(&mut p, 2, id);
+    }
+    let mut buf = [0u8; 2048];
+    let mut dest = |p: &mut Pair| {
+        let n = p.a.poll_transmit(Instant::ZERO, &mut buf)?;
+        let f = roce::wire::parse_frame(&buf[..n]).ok()?;
+        Some(f.repr.bth.dest_qpn)
+    };
+    let order: Vec<u32> = std::iter::from_fn(|| dest(&mut p)).collect();
+    let (q0, q2) = (qps[0].1.qpn, qps[2].1.qpn);
+    assert_eq!(order, [q0, q2, q0, q2, q0, q2]);
+    // Nothing left: the QPs went idle; a post wakes QP 1 alone.
+    write(&mut p, 1, 9);
+    let order: Vec<u32> = std::iter::from_fn(|| dest(&mut p)).collect();
+    assert_eq!(order, [qps[1].1.qpn]);
+}

@@ -597,6 +597,11 @@ impl QueuePair {
         Some(psn)
     }
 
+    /// A data packet (request or READ response) is waiting, due now or held back by the pacer.
+    pub fn has_pending_data(&self) -> bool {
+        self.has_unpaced_data()
+    }
+
     /// A data packet (request or READ response) could leave at `now`.
     pub fn has_data(&self, now: Instant) -> bool {
         self.next_departure <= now && self.has_unpaced_data()

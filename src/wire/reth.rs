@@ -82,6 +82,7 @@ impl Repr {
     }
 
     /// The 16 header bytes (what `emit` writes).
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&self.va.to_be_bytes());

@@ -645,6 +645,27 @@ pub(super) fn emit_ext(
     mut bytes: &mut [u8],
 ) -> Result<(), WireError> {
     let missing = WireError::MissingHeader;
+    // The layouts of most data packets and ACKs: one header, or none.
+    match info.ext {
+        ExtHeaders::NONE => return Ok(()),
+        ExtHeaders::RETH => {
+            let r = ext.reth.ok_or(missing("RETH"))?;
+            bytes.copy_from_slice(&r.to_bytes());
+            return Ok(());
+        }
+        ExtHeaders::AETH => {
+            let r = ext.aeth.ok_or(missing("AETH"))?;
+            let [_, m0, m1, m2] = r.msn.value().to_be_bytes();
+            bytes.copy_from_slice(&[r.syndrome.to_byte(), m0, m1, m2]);
+            return Ok(());
+        }
+        ExtHeaders::IMMDT => {
+            let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
+            bytes.copy_from_slice(&imm_data.to_be_bytes());
+            return Ok(());
+        }
+        _ => {}
+    }
     let mut next = |len: usize| {
         let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
         bytes = tail;

@@ -227,6 +227,19 @@ impl Endpoint {
         }
     }
 
+    /// Moves entry `i` of the ready queue to its back (it was just served).
+    fn to_back(&mut self, i: usize) {
+        match (i, self.ready.len()) {
+            (_, 0 | 1) => {}
+            (0, _) => self.ready.rotate_left(1),
+            _ => {
+                if let Some(slot) = self.ready.remove(i) {
+                    self.ready.push_back(slot);
+                }
+            }
+        }
+    }
+
     /// Takes entry `i` off the ready queue.
     fn unready(&mut self, i: usize) {
         if let Some(slot) = self.ready.remove(i) {
@@ -418,8 +431,7 @@ impl Endpoint {
                 continue;
             }
             if let Some(len) = qp.poll_control(now, &self.local, &self.mrs, buf) {
-                self.ready.remove(i);
-                self.ready.push_back(slot);
+                self.to_back(i);
                 return Some(self.count_tx(len));
             }
         }
@@ -431,8 +443,7 @@ impl Endpoint {
             };
             // poll_data checks readiness itself (once).
             if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
-                self.ready.remove(i);
-                self.ready.push_back(slot);
+                self.to_back(i);
                 return Some(self.count_tx(len));
             }
             if qp.has_control() || qp.has_pending_data() {

@@ -122,7 +122,12 @@ impl Port for LoopbackPort {
     fn rx_burst(&mut self, out: &mut Vec<LoopbackBuf>, max: usize) -> usize {
         let mut q = self.rx.borrow_mut();
         let n = max.min(q.len());
-        out.extend(q.drain(..n));
+        out.reserve(n);
+        for _ in 0..n {
+            if let Some(buf) = q.pop_front() {
+                out.push(buf);
+            }
+        }
         n
     }
 

@@ -335,7 +335,7 @@ impl Responder {
             range,
             offset,
             dma_len,
-        }) = self.current.clone()
+        }) = self.current
         else {
             return invalid;
         };

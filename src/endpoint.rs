@@ -228,7 +228,7 @@ impl Endpoint {
     }
 
     /// Moves entry `i` of the ready queue to its back (it was just served).
-    fn to_back(&mut self, i: usize) {
+    fn requeue_served(&mut self, i: usize) {
         match (i, self.ready.len()) {
             (_, 0 | 1) => {}
             (0, _) => self.ready.rotate_left(1),
@@ -431,7 +431,7 @@ impl Endpoint {
                 continue;
             }
             if let Some(len) = qp.poll_control(now, &self.local, &self.mrs, buf) {
-                self.to_back(i);
+                self.requeue_served(i);
                 return Some(self.count_tx(len));
             }
         }
@@ -443,7 +443,7 @@ impl Endpoint {
             };
             // poll_data checks readiness itself (once).
             if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
-                self.to_back(i);
+                self.requeue_served(i);
                 return Some(self.count_tx(len));
             }
             if qp.has_control() || qp.has_pending_data() {

@@ -5,7 +5,6 @@
 
 #[path = "support/netns.rs"]
 mod netns;
-#[allow(dead_code)]
 mod rc_support;
 #[path = "support/roce_frames.rs"]
 mod roce_frames;

@@ -521,7 +521,9 @@ impl RoceRepr {
         emit_ext(&self.ext, info, &mut after_bth[..info.ext_len])?;
         let (payload, pad_icrc) = after_bth[info.ext_len..].split_at_mut(self.payload_len);
         fill_payload(payload);
-        pad_icrc[..usize::from(pad)].fill(0);
+        // Zero the pad and the ICRC slot (at least 4 bytes, a fixed-size store); the ICRC is
+        // written over its part at the end.
+        pad_icrc[..ICRC_LEN].fill(0);
 
         // The masked LRH in the Ethernet header's last bytes, then one pass.
         let lrh_start = eth_len - LRH_LEN;
@@ -555,35 +557,45 @@ impl RoceRepr {
 }
 
 /// Writes the extension headers `info` lists, in wire order, from `ext` into `bytes` (exactly
-/// `info.ext_len` long); `MissingHeader` when `ext` lacks one.
-#[inline]
+/// `info.ext_len` long); `MissingHeader` when `ext` lacks one. The layouts of most data packets
+/// and ACKs (one header, or none) are written inline; the others by [`emit_ext_general`].
+#[inline(always)]
 pub(super) fn emit_ext(
     ext: &ExtRepr,
     info: &OpcodeInfo,
-    mut bytes: &mut [u8],
+    bytes: &mut [u8],
 ) -> Result<(), WireError> {
     let missing = WireError::MissingHeader;
-    // The layouts of most data packets and ACKs: one header, or none.
     match info.ext {
-        ExtHeaders::NONE => return Ok(()),
+        ExtHeaders::NONE => Ok(()),
         ExtHeaders::RETH => {
             let r = ext.reth.ok_or(missing("RETH"))?;
             bytes.copy_from_slice(&r.to_bytes());
-            return Ok(());
+            Ok(())
         }
         ExtHeaders::AETH => {
             let r = ext.aeth.ok_or(missing("AETH"))?;
             let [_, m0, m1, m2] = r.msn.value().to_be_bytes();
             bytes.copy_from_slice(&[r.syndrome.to_byte(), m0, m1, m2]);
-            return Ok(());
+            Ok(())
         }
         ExtHeaders::IMMDT => {
             let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
             bytes.copy_from_slice(&imm_data.to_be_bytes());
-            return Ok(());
+            Ok(())
         }
-        _ => {}
+        _ => emit_ext_general(ext, info, bytes),
     }
+}
+
+/// [`emit_ext`] for any layout.
+#[inline(never)]
+fn emit_ext_general(
+    ext: &ExtRepr,
+    info: &OpcodeInfo,
+    mut bytes: &mut [u8],
+) -> Result<(), WireError> {
+    let missing = WireError::MissingHeader;
     let mut next = |len: usize| {
         let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
         bytes = tail;

@@ -2,7 +2,10 @@
 //! - TX of RDMA WRITE Only frames (alloc + headers + payload + ICRC + tx_burst) on net_null,
 //!   beside bare DPDK (alloc + tx_burst of empty mbufs) and raw crc32fast over the same bytes,
 //!   for 64-byte payloads (Mpps) and 4096-byte payloads (Gbit/s);
-//! - RX + parse + ICRC verify on a net_ring loopback pair, beside RX alone.
+//!   (`roce_write` uses the per-QP `FrameTemplate`, `roce_write_generic` `RoceRepr::emit`; both
+//!   copy the payload into the mbuf and compute the ICRC over the whole frame);
+//! - TX + RX + parse + ICRC verify on a net_ring loopback pair (`parse_frame` and the light
+//!   `parse_view`), beside TX + RX alone, both sizes.
 //!
 //! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios.
 
@@ -17,7 +20,7 @@ use roce::driver::dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
 };
 use roce::driver::{FrameBuf, Port};
-use roce::wire::parse_frame;
+use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields};
 
 const BURST: usize = 32;
 const SIZES: [usize; 2] = [64, 4096];
@@ -59,7 +62,23 @@ fn tx_benches(c: &mut Criterion, setup: &Setup) {
         let frame_len = frame.len();
         let mut g = c.benchmark_group(format!("tx_{size}B"));
         g.throughput(Throughput::Elements(BURST as u64));
+        // The data path: a per-QP template built once, then per frame a PSN and the payload.
+        let template = FrameTemplate::new(&repr);
+        let mut fields = PacketFields::from_repr(&repr);
         g.bench_function("roce_write", |b| {
+            b.iter(|| {
+                alloc_burst(&pool, &mut burst);
+                for m in burst.iter_mut() {
+                    fields.psn = fields.psn.add(1);
+                    m.set_frame_len(frame_len);
+                    let _ = black_box(template.emit(&fields, &payload, m.frame_mut()));
+                }
+                while !burst.is_empty() {
+                    port.tx_burst(&mut burst);
+                }
+            })
+        });
+        g.bench_function("roce_write_generic", |b| {
             b.iter(|| {
                 alloc_burst(&pool, &mut burst);
                 for m in burst.iter_mut() {
@@ -100,78 +119,122 @@ fn rx_benches(c: &mut Criterion, setup: &Setup) {
     };
     let (mut tx, mut rx) = (port(setup, a), port(setup, b));
     let pool = setup.pool.clone();
-    let frame = roce_frames::frame(1, 64);
     let mut out: Vec<Mbuf> = Vec::with_capacity(BURST);
     let mut burst: Vec<Mbuf> = Vec::with_capacity(BURST);
-    let mut g = c.benchmark_group("rx_64B_ring");
-    g.throughput(Throughput::Elements(BURST as u64));
-    let mut run = |b: &mut criterion::Bencher, parse: bool| {
-        b.iter(|| {
-            alloc_burst(&pool, &mut burst);
-            for m in burst.iter_mut() {
-                if let Some(d) = m.append(frame.len()) {
-                    d.copy_from_slice(&frame);
+    for size in SIZES {
+        let frame = roce_frames::frame(1, size);
+        let mut g = c.benchmark_group(format!("rx_{size}B_ring"));
+        g.throughput(Throughput::Elements(BURST as u64));
+        let mut run = |b: &mut criterion::Bencher, parse: Parse| {
+            b.iter(|| {
+                alloc_burst(&pool, &mut burst);
+                for m in burst.iter_mut() {
+                    if let Some(d) = m.append(frame.len()) {
+                        d.copy_from_slice(&frame);
+                    }
                 }
-            }
-            while !burst.is_empty() {
-                tx.tx_burst(&mut burst);
-            }
-            let mut got = 0;
-            while got < BURST {
-                got += rx.rx_burst(&mut out, BURST - got);
-            }
-            if parse {
+                while !burst.is_empty() {
+                    tx.tx_burst(&mut burst);
+                }
+                let mut got = 0;
+                while got < BURST {
+                    got += rx.rx_burst(&mut out, BURST - got);
+                }
                 for m in &out {
-                    let _ = black_box(parse_frame(m.frame()).is_ok());
+                    match parse {
+                        Parse::Full => {
+                            let _ = black_box(parse_frame(m.frame()).is_ok());
+                        }
+                        Parse::View => {
+                            let _ = black_box(parse_view(m.frame()).is_ok());
+                        }
+                        Parse::None => {}
+                    }
                 }
-            }
-            out.clear();
-        })
-    };
-    g.bench_function("rx_parse_verify", |b| run(b, true));
-    g.bench_function("rx_only", |b| run(b, false));
-    g.finish();
+                out.clear();
+            })
+        };
+        g.bench_function("rx_parse_verify", |b| run(b, Parse::Full));
+        g.bench_function("rx_parse_view", |b| run(b, Parse::View));
+        g.bench_function("rx_only", |b| run(b, Parse::None));
+        g.finish();
+    }
+}
+
+/// What the RX bench does with each received frame.
+#[derive(Clone, Copy)]
+enum Parse {
+    /// `parse_frame`: the full checked parse into a `RocePacket`, ICRC verified.
+    Full,
+    /// `parse_view`: the same checks, ICRC verified, into the light `RoceView`.
+    View,
+    /// Nothing (the baseline: TX + RX on the ring).
+    None,
 }
 
 /// Median nanoseconds per iteration criterion measured for `group/function`.
 fn median_ns(group: &str, function: &str) -> Option<f64> {
     let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
     let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
+    // Only estimates written by this process count (not a filtered-out row's older run).
+    let written = std::fs::metadata(&path).ok()?.modified().ok()?;
+    if written < *STARTED.get()? {
+        return None;
+    }
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     v["median"]["point_estimate"].as_f64()
 }
 
+/// When this process started (set first thing in `main`).
+static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
+
 fn summary() {
-    println!("\n== DPDK summary (medians, {BURST} frames per iteration, one core)");
+    println!("\n== DPDK summary (medians, {BURST} frames per iteration, one core, same run)");
     for size in SIZES {
         let g = format!("tx_{size}B");
         let frame_bits = (roce_frames::frame(1, size).len() * 8) as f64;
+        let payload_bits = (size * 8) as f64;
         let rate = |f: &str| median_ns(&g, f).map(|ns| BURST as f64 / ns * 1e3);
         let (Some(roce), Some(bare), Some(crc)) =
             (rate("roce_write"), rate("bare_dpdk"), rate("crc32fast"))
         else {
-            println!("{g}: no estimates (run with a filter that includes it)");
+            println!("{g}: no estimates in this run (filtered out?)");
             continue;
         };
+        let generic = rate("roce_write_generic").unwrap_or(f64::NAN);
         println!(
-            "{g}: roce_write {roce:.2} Mpps = {:.1} Gbit/s | bare_dpdk {bare:.2} Mpps ({:.2}x of bare) | crc32fast alone {crc:.2} Mpps ({:.2}x of crc)",
+            "{g}: roce_write (template) {roce:.2} Mpps = {:.1} Gbit/s of payload ({:.1} of frames) | \
+             generic RoceRepr::emit {generic:.2} Mpps | bare_dpdk {bare:.2} Mpps ({:.2}x of bare) | \
+             crc32fast alone {crc:.2} Mpps ({:.2}x of crc)",
+            roce * payload_bits / 1e3,
             roce * frame_bits / 1e3,
             roce / bare,
             roce / crc
         );
     }
-    let g = "rx_64B_ring";
-    if let (Some(p), Some(r)) = (median_ns(g, "rx_parse_verify"), median_ns(g, "rx_only")) {
-        println!(
-            "{g}: tx+rx+parse+icrc {:.2} Mpps | tx+rx only {:.2} Mpps ({:.2}x)",
-            BURST as f64 / p * 1e3,
-            BURST as f64 / r * 1e3,
-            r / p
-        );
+    for size in SIZES {
+        let g = format!("rx_{size}B_ring");
+        let payload_bits = (size * 8) as f64;
+        let rate = |f: &str| median_ns(&g, f).map(|ns| BURST as f64 / ns * 1e3);
+        if let (Some(full), Some(view), Some(only)) = (
+            rate("rx_parse_verify"),
+            rate("rx_parse_view"),
+            rate("rx_only"),
+        ) {
+            println!(
+                "{g}: tx+rx+parse_frame+icrc {full:.2} Mpps ({:.1} Gbit/s) | \
+                 tx+rx+parse_view+icrc {view:.2} Mpps ({:.1} Gbit/s) | tx+rx only {only:.2} Mpps",
+                full * payload_bits / 1e3,
+                view * payload_bits / 1e3,
+            );
+        } else {
+            println!("{g}: no estimates in this run (filtered out?)");
+        }
     }
 }
 
 fn main() {
+    let _ = STARTED.set(std::time::SystemTime::now());
     let mut config = EalConfig::new("--log-level=lib.eal:4 --vdev=net_null0");
     config.require_ports = true;
     let eal = match Eal::init(&config) {

@@ -21,7 +21,7 @@ mod roce_frames;
 use std::path::PathBuf;
 
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use roce::wire::{parse_frame, FrameTemplate, PacketFields, RoceRepr};
+use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
 
 const SIZES: [usize; 2] = [64, 4096];
 
@@ -75,6 +75,9 @@ fn parse(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter("parse_verify"), |b| {
             b.iter(|| parse_frame(black_box(&frame)).map(|p| p.payload.len()))
         });
+        group.bench_function(BenchmarkId::from_parameter("parse_view"), |b| {
+            b.iter(|| parse_view(black_box(&frame)).map(|v| v.payload().len()))
+        });
         group.bench_function(BenchmarkId::from_parameter("crc32fast"), |b| {
             b.iter(|| crc32fast::hash(black_box(&raw)))
         });
@@ -93,10 +96,19 @@ fn median_ns(group: &str, function: &str) -> Option<f64> {
         .join(function)
         .join("new")
         .join("estimates.json");
+    // Only estimates written by this process count: a row filtered out of this run must not
+    // show an older run's number beside this run's baseline.
+    let written = std::fs::metadata(&path).ok()?.modified().ok()?;
+    if written < *STARTED.get()? {
+        return None;
+    }
     let text = std::fs::read_to_string(path).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json["median"]["point_estimate"].as_f64()
 }
+
+/// When this process started (set first thing in `main`).
+static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
 
 /// Rows printed after the run: (kind, subject, what it includes); the target applies to
 /// every emit row (64 B: 1.5x crc + 20 ns, 4096 B: 1.2x crc).
@@ -179,6 +191,13 @@ fn icount_parse(frame: &[u8], n: usize) {
 }
 
 #[inline(never)]
+fn icount_parse_view(frame: &[u8], n: usize) {
+    for _ in 0..n {
+        let _ = black_box(parse_view(black_box(frame)).map(|v| v.payload().len()));
+    }
+}
+
+#[inline(never)]
 fn icount_crc32fast(raw: &[u8], n: usize) {
     for _ in 0..n {
         black_box(crc32fast::hash(black_box(raw)));
@@ -201,11 +220,13 @@ fn icount(n: usize) {
         icount_emit_template(&template, &fields, &payload, &mut frame, n);
         icount_emit_template_in_place(&template, &fields, &mut frame, n);
         icount_parse(&frame, n);
+        icount_parse_view(&frame, n);
         icount_crc32fast(&raw, n);
     }
 }
 
 fn main() {
+    let _ = STARTED.set(std::time::SystemTime::now());
     if let Some(n) = std::env::var("WIRE_ICOUNT")
         .ok()
         .and_then(|v| v.parse().ok())

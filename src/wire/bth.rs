@@ -185,19 +185,30 @@ impl Repr {
     #[inline]
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
         packet.check_len()?;
-        Ok(Repr {
-            opcode: packet.opcode(),
-            solicited: packet.solicited(),
-            migreq: packet.migreq(),
-            pad_count: packet.pad_count(),
-            tver: packet.tver(),
-            pkey: packet.pkey(),
-            fecn: packet.fecn(),
-            becn: packet.becn(),
-            dest_qpn: packet.dest_qpn(),
-            ack_req: packet.ack_req(),
-            psn: packet.psn(),
-        })
+        let header = packet
+            .buffer
+            .as_ref()
+            .first_chunk()
+            .ok_or(WireError::Truncated)?;
+        Ok(Repr::from_bytes(header))
+    }
+
+    /// Decodes the 12 header bytes (what `parse` gives for a checked packet).
+    #[inline]
+    pub const fn from_bytes(b: &[u8; HEADER_LEN]) -> Repr {
+        Repr {
+            opcode: Opcode(b[field::OPCODE]),
+            solicited: b[field::FLAGS] & SE != 0,
+            migreq: b[field::FLAGS] & MIGREQ != 0,
+            pad_count: (b[field::FLAGS] >> 4) & 0x3,
+            tver: b[field::FLAGS] & 0x0f,
+            pkey: u16::from_be_bytes([b[field::PKEY], b[field::PKEY + 1]]),
+            fecn: b[field::FECN_BECN] & FECN != 0,
+            becn: b[field::FECN_BECN] & BECN != 0,
+            dest_qpn: u32::from_be_bytes([0, b[5], b[6], b[7]]),
+            ack_req: b[field::ACK_REQ] & ACK_REQ != 0,
+            psn: Psn::new(u32::from_be_bytes([0, b[9], b[10], b[11]])),
+        }
     }
 
     /// 12.

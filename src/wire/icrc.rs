@@ -197,6 +197,41 @@ pub fn compute_icrc_in_place(packet: &mut [u8]) -> Result<u32, WireError> {
     Ok(icrc)
 }
 
+/// The ICRC of a packet given as its IP (IPv4 without options when `N` is 40, IPv6 when `N` is
+/// 60), UDP and BTH headers exactly as on the wire, and `rest`: the extension headers, payload and
+/// pad. The 8 bytes of ones, the `N` header bytes (masked) and the first bytes of `rest` fill a
+/// 128-byte stack block, crc32fast's fold-by-4 size; what does not fit is hashed where it lies.
+/// So a small frame is one CRC update and a large one two, with no copy beyond 128 bytes.
+#[inline]
+pub(crate) fn icrc_split<const N: usize>(headers: &[u8; N], rest: &[u8]) -> u32 {
+    const BLOCK: usize = 128;
+    let mut buf = [0xffu8; BLOCK];
+    let masked = &mut buf[LRH_LEN..LRH_LEN + N];
+    masked.copy_from_slice(headers);
+    let udp_at = N - BTH_LEN - udp::HEADER_LEN;
+    if N == ipv6::HEADER_LEN + udp::HEADER_LEN + BTH_LEN {
+        masked[0] |= 0x0f;
+        masked[1..4].fill(0xff);
+        masked[7] = 0xff;
+    } else {
+        masked[1] = 0xff;
+        masked[8] = 0xff;
+        masked[10..12].fill(0xff);
+    }
+    masked[udp_at + 6..udp_at + 8].fill(0xff);
+    masked[N - BTH_LEN + 4] = 0xff;
+    let take = rest.len().min(BLOCK - LRH_LEN - N);
+    let (first, second) = rest.split_at(take);
+    let end = LRH_LEN + N + take;
+    buf[LRH_LEN + N..end].copy_from_slice(first);
+    let mut hasher = plain_hasher();
+    hasher.update(&buf[..end]);
+    if !second.is_empty() {
+        hasher.update(second);
+    }
+    hasher.finalize()
+}
+
 /// Checks the ICRC of `packet`, which starts at the IP header and ends with the 4-byte ICRC.
 /// Returns the ICRC on success.
 pub fn verify_icrc(packet: &[u8]) -> Result<u32, WireError> {

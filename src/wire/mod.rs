@@ -27,6 +27,7 @@ pub mod reth;
 pub mod roce;
 pub mod template;
 pub mod udp;
+pub mod view;
 
 pub use ecn::Ecn;
 pub use ethernet::{EtherType, EthernetAddress, VlanTag};
@@ -36,6 +37,7 @@ pub use roce::{
     parse_frame, parse_frame_unverified, set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr,
 };
 pub use template::{FrameTemplate, PacketFields};
+pub use view::{parse_view, parse_view_unverified, RoceView};
 
 /// The UDP destination port of RoCEv2.
 pub const ROCE_UDP_PORT: u16 = 4791;

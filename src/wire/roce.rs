@@ -9,6 +9,7 @@ use std::net::IpAddr;
 
 use super::icrc::{compute_icrc, crc32, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
+use super::view::fast_path;
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
     Ecn, EtherType, WireError, ROCE_UDP_PORT,
@@ -240,105 +241,21 @@ fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError>
     }
 }
 
-/// Bytes from the start of an untagged IPv4 RoCEv2 frame through the BTH.
-const V4_HEADERS_LEN: usize =
-    ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN;
-
 #[inline]
 fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
-    match parse_untagged_v4(frame, verify) {
-        Some(packet) => Ok(packet),
-        None => parse_any(frame, verify),
+    match fast_path(frame, verify) {
+        Some(view) => Ok(view.to_packet()),
+        None => parse_any(frame, verify).map(|(packet, _)| packet),
     }
-}
-
-/// The fast path for the common shape (untagged Ethernet, option-less IPv4): flat, fixed-offset
-/// reads. It returns `None` unless every check [`parse_any`] makes passes, so the general path
-/// then reports the error (or handles a VLAN tag or IPv6); on `Some` both give the same packet.
-#[inline]
-fn parse_untagged_v4(frame: &[u8], verify: bool) -> Option<RocePacket<'_>> {
-    const IP: usize = ethernet::HEADER_LEN;
-    const UDP: usize = IP + ipv4::HEADER_LEN;
-    const BTH: usize = UDP + udp::HEADER_LEN;
-    let head: &[u8; V4_HEADERS_LEN] = frame.first_chunk()?;
-    let be16 = |at: usize| u16::from_be_bytes([head[at], head[at + 1]]);
-    let ip_header: &[u8; ipv4::HEADER_LEN] = head[IP..UDP].try_into().ok()?;
-    let total = usize::from(be16(IP + 2));
-    if be16(12) != 0x0800
-        || head[IP] != 0x45
-        || head[IP + 9] != ipv4::PROTOCOL_UDP
-        || be16(IP + 6) & !ipv4::FLAG_DF != 0
-        || total < UDP - IP + udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN
-        || be16(BTH - 6) != ROCE_UDP_PORT
-        || usize::from(be16(BTH - 4)) != total - ipv4::HEADER_LEN
-        || head[BTH + 1] & 0x0f != 0
-        || ipv4::header_checksum(ip_header) != 0
-    {
-        return None;
-    }
-    let ip_bytes = frame.get(IP..IP + total)?;
-    let bth = bth::Repr::parse(&bth::Packet::new_unchecked(&head[BTH..])).ok()?;
-    let info = bth.opcode.info()?;
-    let (covered, trailer) = ip_bytes.split_last_chunk::<ICRC_LEN>()?;
-    let icrc = u32::from_le_bytes(*trailer);
-    let after_bth = covered.get(BTH - IP + bth::HEADER_LEN..)?;
-    let ext_bytes = after_bth.get(..info.ext_len)?;
-    let padded = after_bth.get(info.ext_len..)?;
-    let pad = usize::from(bth.pad_count);
-    if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
-        return None;
-    }
-    let payload = padded.get(..padded.len() - pad)?;
-    if verify && compute_icrc(covered).ok()? != icrc {
-        return None;
-    }
-    let ext = parse_ext(info, ext_bytes).ok()?;
-    let tos = head[IP + 1];
-    let octets =
-        |at: usize| std::net::Ipv4Addr::new(head[at], head[at + 1], head[at + 2], head[at + 3]);
-    let mac = |at: usize| {
-        super::EthernetAddress([
-            head[at],
-            head[at + 1],
-            head[at + 2],
-            head[at + 3],
-            head[at + 4],
-            head[at + 5],
-        ])
-    };
-    Some(RocePacket {
-        repr: RoceRepr {
-            eth: ethernet::Repr {
-                dst: mac(0),
-                src: mac(6),
-                vlan: None,
-                ethertype: EtherType::Ipv4,
-            },
-            ip: IpRepr::V4(ipv4::Repr {
-                src: octets(IP + 12),
-                dst: octets(IP + 16),
-                dscp: tos >> 2,
-                ecn: Ecn::from_bits(tos),
-                ttl: head[IP + 8],
-                ident: be16(IP + 4),
-                dont_frag: be16(IP + 6) & ipv4::FLAG_DF != 0,
-                protocol: ipv4::PROTOCOL_UDP,
-                payload_len: total - ipv4::HEADER_LEN,
-            }),
-            udp_src_port: be16(UDP),
-            bth,
-            ext,
-            payload_len: payload.len(),
-        },
-        payload,
-        icrc,
-    })
 }
 
 /// The general parse: any Ethernet (tagged or not) and IP version, each check in order with its
-/// own error.
+/// own error. Also returns the opcode's table entry.
 #[inline(never)]
-fn parse_any(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
+pub(super) fn parse_any(
+    frame: &[u8],
+    verify: bool,
+) -> Result<(RocePacket<'_>, &'static OpcodeInfo), WireError> {
     let (eth, ip, ip_bytes) = ip_packet(frame)?;
     let ip_len = ip.buffer_len();
     let udp_packet = udp::Packet::new_checked(&ip_bytes[ip_len..])?;
@@ -387,7 +304,7 @@ fn parse_any(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
     }
 
     let ext = parse_ext(info, ext_bytes)?;
-    Ok(RocePacket {
+    let packet = RocePacket {
         repr: RoceRepr {
             eth,
             ip,
@@ -398,12 +315,13 @@ fn parse_any(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
         },
         payload,
         icrc,
-    })
+    };
+    Ok((packet, info))
 }
 
 /// Parses the extension headers the opcode table lists, in wire order.
 #[inline]
-fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, WireError> {
+pub(super) fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, WireError> {
     let mut ext = ExtRepr::default();
     let mut take = |len: usize| -> Result<&[u8], WireError> {
         if bytes.len() < len {
@@ -603,7 +521,9 @@ impl RoceRepr {
         emit_ext(&self.ext, info, &mut after_bth[..info.ext_len])?;
         let (payload, pad_icrc) = after_bth[info.ext_len..].split_at_mut(self.payload_len);
         fill_payload(payload);
-        pad_icrc[..usize::from(pad)].fill(0);
+        // Zero the pad and the ICRC slot (at least 4 bytes, a fixed-size store); the ICRC is
+        // written over its part at the end.
+        pad_icrc[..ICRC_LEN].fill(0);
 
         // The masked LRH in the Ethernet header's last bytes, then one pass.
         let lrh_start = eth_len - LRH_LEN;
@@ -637,35 +557,45 @@ impl RoceRepr {
 }
 
 /// Writes the extension headers `info` lists, in wire order, from `ext` into `bytes` (exactly
-/// `info.ext_len` long); `MissingHeader` when `ext` lacks one.
-#[inline]
+/// `info.ext_len` long); `MissingHeader` when `ext` lacks one. The layouts of most data packets
+/// and ACKs (one header, or none) are written inline; the others by [`emit_ext_general`].
+#[inline(always)]
 pub(super) fn emit_ext(
     ext: &ExtRepr,
     info: &OpcodeInfo,
-    mut bytes: &mut [u8],
+    bytes: &mut [u8],
 ) -> Result<(), WireError> {
     let missing = WireError::MissingHeader;
-    // The layouts of most data packets and ACKs: one header, or none.
     match info.ext {
-        ExtHeaders::NONE => return Ok(()),
+        ExtHeaders::NONE => Ok(()),
         ExtHeaders::RETH => {
             let r = ext.reth.ok_or(missing("RETH"))?;
             bytes.copy_from_slice(&r.to_bytes());
-            return Ok(());
+            Ok(())
         }
         ExtHeaders::AETH => {
             let r = ext.aeth.ok_or(missing("AETH"))?;
             let [_, m0, m1, m2] = r.msn.value().to_be_bytes();
             bytes.copy_from_slice(&[r.syndrome.to_byte(), m0, m1, m2]);
-            return Ok(());
+            Ok(())
         }
         ExtHeaders::IMMDT => {
             let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
             bytes.copy_from_slice(&imm_data.to_be_bytes());
-            return Ok(());
+            Ok(())
         }
-        _ => {}
+        _ => emit_ext_general(ext, info, bytes),
     }
+}
+
+/// [`emit_ext`] for any layout.
+#[inline(never)]
+fn emit_ext_general(
+    ext: &ExtRepr,
+    info: &OpcodeInfo,
+    mut bytes: &mut [u8],
+) -> Result<(), WireError> {
+    let missing = WireError::MissingHeader;
     let mut next = |len: usize| {
         let (head, tail) = core::mem::take(&mut bytes).split_at_mut(len);
         bytes = tail;
@@ -732,66 +662,5 @@ pub fn set_frame_ecn(frame: &mut [u8], ecn: Ecn) -> Result<Ecn, WireError> {
             Ok(old)
         }
         _ => Err(WireError::NotRoce),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::wire::EthernetAddress;
-
-    /// An RDMA WRITE Only, derived from a CNP's headers.
-    fn write_only(payload_len: usize) -> RoceRepr {
-        let eth = ethernet::Repr {
-            dst: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
-            src: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        };
-        let ip = IpRepr::new_roce(
-            [198, 18, 0, 12].into(),
-            [198, 18, 0, 11].into(),
-            26,
-            Ecn::Ect0,
-        );
-        let mut repr = RoceRepr::cnp(eth, ip, 0xc351, 17);
-        repr.bth.opcode = Opcode::RC_RDMA_WRITE_ONLY;
-        repr.bth.becn = false;
-        repr.bth.psn = Psn::new(0x42_4242);
-        repr.ext.reth = Some(reth::Repr {
-            va: 0x7f00_0000_1000,
-            rkey: 0x1234,
-            dma_len: payload_len as u32,
-        });
-        repr.payload_len = payload_len;
-        repr.fill_lengths();
-        repr
-    }
-
-    /// The fast path accepts an untagged IPv4 frame, and for every single-byte corruption it
-    /// either declines (the general path then reports the error) or gives exactly what the
-    /// general path gives.
-    #[test]
-    fn untagged_v4_fast_path_agrees_with_general_parse_under_every_byte_flip() {
-        for payload_len in [0, 3, 64] {
-            let repr = write_only(payload_len);
-            let payload: Vec<u8> = (0..payload_len as u8).collect();
-            let mut frame = vec![0u8; repr.frame_len()];
-            repr.emit(&payload, &mut frame).unwrap();
-            let fast = parse_untagged_v4(&frame, true).expect("fast path taken");
-            assert_eq!(Ok(fast), parse_any(&frame, true));
-            assert_eq!(fast.repr, repr);
-            for at in 0..frame.len() {
-                for flip in [0x01u8, 0x80, 0xff] {
-                    let mut bad = frame.clone();
-                    bad[at] ^= flip;
-                    for verify in [true, false] {
-                        if let Some(p) = parse_untagged_v4(&bad, verify) {
-                            assert_eq!(Ok(p), parse_any(&bad, verify), "byte {at} ^ {flip:#x}");
-                        }
-                    }
-                }
-            }
-        }
     }
 }

@@ -321,7 +321,9 @@ impl FrameTemplate {
         emit_ext(&fields.ext, info, ext)?;
         let (payload, trailer) = rest.split_at_mut(fields.payload_len);
         fill_payload(payload);
-        trailer[..usize::from(pad)].fill(0);
+        // Zero the pad and the ICRC slot (at least 4 bytes: a fixed-size store, no memset call);
+        // the ICRC goes over its part at the end.
+        trailer[..ICRC_LEN].fill(0);
 
         // The masked LRH in the Ethernet header's tail, one pass, then the real bytes back.
         frame[ETH - LRH_LEN..ETH].fill(0xff);

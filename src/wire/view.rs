@@ -1,0 +1,497 @@
+//! A light, checked view of a RoCEv2 frame for the receive path: offsets into the frame plus the
+//! BTH, ECN and ICRC, decoded without building the full [`RoceRepr`]. Not a second parser: the
+//! common shapes (untagged IPv4 without options, untagged IPv6) take a flat fixed-offset path,
+//! everything else (and every error) goes through [`parse_frame`]'s general parser, so a view
+//! exists exactly when `parse_frame` succeeds, and errors are the same.
+//!
+//! The fixed headers of the fast path are `zerocopy` layouts: one bounds check, then named
+//! big-endian fields at constant offsets. The ICRC is verified without copying the frame: only
+//! the IP/UDP/BTH headers are copied (fixed size) to be masked; the rest is hashed in place.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
+use super::icrc::{icrc_split, ICRC_LEN};
+use super::opcode::OpcodeInfo;
+#[cfg(doc)]
+use super::roce::parse_frame;
+use super::roce::{parse_any, parse_ext, ExtRepr, IpRepr, RocePacket, RoceRepr};
+use super::{
+    aeth, bth, ethernet, ipv4, ipv6, read_u16, reth, udp, Ecn, EtherType, EthernetAddress, VlanTag,
+    WireError, ROCE_UDP_PORT,
+};
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+
+/// Untagged Ethernet header.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct EthHeader {
+    dst: [u8; 6],
+    src: [u8; 6],
+    ethertype: U16,
+}
+
+/// UDP header.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct UdpHeader {
+    src_port: U16,
+    dst_port: U16,
+    len: U16,
+    checksum: U16,
+}
+
+/// Untagged Ethernet, option-less IPv4, UDP, BTH.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct V4Headers {
+    eth: EthHeader,
+    ver_ihl: u8,
+    tos: u8,
+    total_len: U16,
+    ident: U16,
+    flags_frag: U16,
+    ttl: u8,
+    protocol: u8,
+    checksum: U16,
+    src: [u8; 4],
+    dst: [u8; 4],
+    udp: UdpHeader,
+    bth: [u8; bth::HEADER_LEN],
+}
+
+/// Untagged Ethernet, IPv6, UDP, BTH.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct V6Headers {
+    eth: EthHeader,
+    ver_tc_flow: [u8; 4],
+    payload_len: U16,
+    next_header: u8,
+    hop_limit: u8,
+    src: [u8; 16],
+    dst: [u8; 16],
+    udp: UdpHeader,
+    bth: [u8; bth::HEADER_LEN],
+}
+
+/// IP + UDP + BTH bytes of each IP version.
+const V4_HEADERS: usize = ipv4::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN;
+const V6_HEADERS: usize = ipv6::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN;
+
+/// A RoCEv2 frame that passed every check of [`parse_frame`] (ICRC included unless made with
+/// [`parse_view_unverified`]): where its parts are, and its BTH. `Copy`, a few words; the other
+/// headers are decoded on demand from the borrowed frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoceView<'a> {
+    /// Ethernet header through ICRC (Ethernet padding cut off).
+    frame: &'a [u8],
+    ip_offset: usize,
+    v6: bool,
+    payload_offset: usize,
+    payload_len: usize,
+    /// The base transport header.
+    pub bth: bth::Repr,
+    /// The opcode's table entry.
+    pub info: &'static OpcodeInfo,
+    /// The IP header's ECN codepoint.
+    pub ecn: Ecn,
+    /// The ICRC carried by the frame.
+    pub icrc: u32,
+}
+
+/// Parses and checks a whole frame like [`parse_frame`] (same checks, same errors), returning a
+/// light [`RoceView`] instead of the full [`RocePacket`].
+#[inline]
+pub fn parse_view(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
+    view(frame, true)
+}
+
+/// Like [`parse_view`] but skips only the ICRC comparison.
+#[inline]
+pub fn parse_view_unverified(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
+    view(frame, false)
+}
+
+#[inline]
+fn view(frame: &[u8], verify: bool) -> Result<RoceView<'_>, WireError> {
+    match fast_path(frame, verify) {
+        Some(view) => Ok(view),
+        None => {
+            let (packet, info) = parse_any(frame, verify)?;
+            Ok(RoceView::from_packet(frame, &packet, info))
+        }
+    }
+}
+
+/// The flat path for untagged IPv4 (no options) and IPv6. `None` unless every check of the
+/// general parser passes; the caller then runs the general parser, which reports the error (or
+/// handles a VLAN tag). On `Some`, the view describes exactly what the general parser returns.
+#[inline]
+pub(super) fn fast_path(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
+    let (eth, _) = EthHeader::ref_from_prefix(frame).ok()?;
+    match eth.ethertype.get() {
+        ETHERTYPE_IPV4 => fast_v4(frame, verify),
+        ETHERTYPE_IPV6 => fast_v6(frame, verify),
+        _ => None,
+    }
+}
+
+#[inline]
+fn fast_v4(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    let (h, _) = V4Headers::ref_from_prefix(frame).ok()?;
+    let total = usize::from(h.total_len.get());
+    if h.ver_ihl != 0x45
+        || h.protocol != ipv4::PROTOCOL_UDP
+        || h.flags_frag.get() & !ipv4::FLAG_DF != 0
+        || total < V4_HEADERS + ICRC_LEN
+        || h.udp.dst_port.get() != ROCE_UDP_PORT
+        || usize::from(h.udp.len.get()) != total - ipv4::HEADER_LEN
+    {
+        return None;
+    }
+    let ip_bytes = frame.get(IP..IP + total)?;
+    let ip_header: &[u8; ipv4::HEADER_LEN] = ip_bytes.first_chunk()?;
+    if ipv4::header_checksum(ip_header) != 0 {
+        return None;
+    }
+    let view = checked_rest::<V4_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
+    Some(RoceView {
+        ecn: Ecn::from_bits(h.tos),
+        ..view
+    })
+}
+
+#[inline]
+fn fast_v6(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    let (h, _) = V6Headers::ref_from_prefix(frame).ok()?;
+    let payload_len = usize::from(h.payload_len.get());
+    if h.ver_tc_flow[0] >> 4 != 6
+        || h.next_header != ipv4::PROTOCOL_UDP
+        || payload_len < udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN
+        || h.udp.dst_port.get() != ROCE_UDP_PORT
+        || usize::from(h.udp.len.get()) != payload_len
+    {
+        return None;
+    }
+    let ip_bytes = frame.get(IP..IP + ipv6::HEADER_LEN + payload_len)?;
+    let view = checked_rest::<V6_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
+    Some(RoceView {
+        v6: true,
+        ecn: Ecn::from_bits(h.ver_tc_flow[1] >> 4),
+        ..view
+    })
+}
+
+/// The checks after UDP, shared by both IP versions: BTH version and opcode, extension headers,
+/// pad and payload against the opcode table, and the ICRC. `ip_bytes` is the IP packet, its
+/// first `N` bytes the IP, UDP and BTH headers.
+#[inline(always)]
+fn checked_rest<'a, const N: usize>(
+    frame: &'a [u8],
+    ip_offset: usize,
+    ip_bytes: &'a [u8],
+    bth_bytes: &[u8; bth::HEADER_LEN],
+    verify: bool,
+) -> Option<RoceView<'a>> {
+    let bth = bth::Repr::from_bytes(bth_bytes);
+    if bth.tver != 0 {
+        return None;
+    }
+    let info = bth.opcode.info()?;
+    let (covered, trailer) = ip_bytes.split_last_chunk::<ICRC_LEN>()?;
+    let icrc = u32::from_le_bytes(*trailer);
+    let (headers, rest) = covered.split_first_chunk::<N>()?;
+    let padded = rest.get(info.ext_len..)?;
+    let pad = usize::from(bth.pad_count);
+    if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
+        return None;
+    }
+    if verify && icrc_split(headers, rest) != icrc {
+        return None;
+    }
+    Some(RoceView {
+        frame: frame.get(..ip_offset + ip_bytes.len())?,
+        ip_offset,
+        v6: false,
+        payload_offset: ip_offset + N + info.ext_len,
+        payload_len: padded.len() - pad,
+        bth,
+        info,
+        ecn: Ecn::NotEct,
+        icrc,
+    })
+}
+
+impl<'a> RoceView<'a> {
+    /// The view of a packet the general parser returned for `frame`.
+    fn from_packet(frame: &'a [u8], packet: &RocePacket<'a>, info: &'static OpcodeInfo) -> Self {
+        let repr = &packet.repr;
+        let ip_offset = repr.eth.buffer_len();
+        let ip_len = repr.ip.buffer_len();
+        RoceView {
+            frame: frame
+                .get(..ip_offset + ip_len + repr.ip.payload_len())
+                .unwrap_or(frame),
+            ip_offset,
+            v6: matches!(repr.ip, IpRepr::V6(_)),
+            payload_offset: ip_offset + ip_len + udp::HEADER_LEN + bth::HEADER_LEN + info.ext_len,
+            payload_len: repr.payload_len,
+            bth: repr.bth,
+            info,
+            ecn: repr.ip.ecn(),
+            icrc: packet.icrc,
+        }
+    }
+
+    /// The frame, Ethernet header through ICRC (any Ethernet padding cut off).
+    pub fn frame(&self) -> &'a [u8] {
+        self.frame
+    }
+
+    /// Offset of the IP header (14, or 18 with a VLAN tag).
+    pub fn ip_offset(&self) -> usize {
+        self.ip_offset
+    }
+
+    /// Whether the IP header is IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.v6
+    }
+
+    fn ip_len(&self) -> usize {
+        if self.v6 {
+            ipv6::HEADER_LEN
+        } else {
+            ipv4::HEADER_LEN
+        }
+    }
+
+    /// Offset of the payload in the frame.
+    pub fn payload_offset(&self) -> usize {
+        self.payload_offset
+    }
+
+    /// The payload, pad excluded.
+    pub fn payload(&self) -> &'a [u8] {
+        self.frame
+            .get(self.payload_offset..self.payload_offset + self.payload_len)
+            .unwrap_or_default()
+    }
+
+    /// Destination MAC.
+    pub fn eth_dst(&self) -> EthernetAddress {
+        EthernetAddress::from_bytes(self.frame).unwrap_or_default()
+    }
+
+    /// Source MAC.
+    pub fn eth_src(&self) -> EthernetAddress {
+        self.frame
+            .get(6..)
+            .and_then(EthernetAddress::from_bytes)
+            .unwrap_or_default()
+    }
+
+    fn ip_addr(&self, v4_at: usize, v6_at: usize) -> IpAddr {
+        let at = self.ip_offset + if self.v6 { v6_at } else { v4_at };
+        if self.v6 {
+            let octets: Option<[u8; 16]> =
+                self.frame.get(at..at + 16).and_then(|b| b.try_into().ok());
+            IpAddr::V6(Ipv6Addr::from(octets.unwrap_or_default()))
+        } else {
+            let octets: Option<[u8; 4]> =
+                self.frame.get(at..at + 4).and_then(|b| b.try_into().ok());
+            IpAddr::V4(Ipv4Addr::from(octets.unwrap_or_default()))
+        }
+    }
+
+    /// Source IP address.
+    pub fn ip_src(&self) -> IpAddr {
+        self.ip_addr(12, 8)
+    }
+
+    /// Destination IP address.
+    pub fn ip_dst(&self) -> IpAddr {
+        self.ip_addr(16, 24)
+    }
+
+    /// UDP source port (the flow entropy).
+    pub fn udp_src_port(&self) -> u16 {
+        let at = self.ip_offset + self.ip_len();
+        self.frame
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// The extension header bytes (as many as the opcode table says).
+    fn ext_bytes(&self) -> &'a [u8] {
+        self.frame
+            .get(self.payload_offset - self.info.ext_len..self.payload_offset)
+            .unwrap_or_default()
+    }
+
+    /// All extension headers, decoded.
+    pub fn ext(&self) -> ExtRepr {
+        parse_ext(self.info, self.ext_bytes()).unwrap_or_default()
+    }
+
+    /// The RETH, if the opcode has one (decoded alone, without the other headers).
+    pub fn reth(&self) -> Option<reth::Repr> {
+        if !self.info.reth {
+            return None;
+        }
+        let deth = if self.info.deth {
+            super::deth::HEADER_LEN
+        } else {
+            0
+        };
+        let bytes = self.ext_bytes().get(deth..)?;
+        reth::Repr::parse(&reth::Packet::new_checked(bytes).ok()?).ok()
+    }
+
+    /// The AETH, if the opcode has one (ACKs and READ responses: it comes first).
+    pub fn aeth(&self) -> Option<aeth::Repr> {
+        if !self.info.aeth {
+            return None;
+        }
+        aeth::Repr::parse(&aeth::Packet::new_checked(self.ext_bytes()).ok()?).ok()
+    }
+
+    /// The whole packet, as [`parse_frame`] returns it.
+    pub fn to_packet(&self) -> RocePacket<'a> {
+        let frame = self.frame;
+        let vlan = (self.ip_offset > ethernet::HEADER_LEN)
+            .then(|| VlanTag::from_tci(read_u16(frame, ethernet::HEADER_LEN)));
+        let ip_bytes = frame.get(self.ip_offset..).unwrap_or_default();
+        let (ethertype, ip) = if self.v6 {
+            let p = ipv6::Packet::new_unchecked(ip_bytes);
+            let ip = ipv6::Repr {
+                src: p.src_addr(),
+                dst: p.dst_addr(),
+                dscp: p.dscp(),
+                ecn: p.ecn(),
+                flow_label: p.flow_label(),
+                hop_limit: p.hop_limit(),
+                next_header: p.next_header(),
+                payload_len: usize::from(p.payload_len()),
+            };
+            (EtherType::Ipv6, IpRepr::V6(ip))
+        } else {
+            let p = ipv4::Packet::new_unchecked(ip_bytes);
+            let ip = ipv4::Repr {
+                src: p.src_addr(),
+                dst: p.dst_addr(),
+                dscp: p.dscp(),
+                ecn: p.ecn(),
+                ttl: p.ttl(),
+                ident: p.ident(),
+                dont_frag: p.dont_frag(),
+                protocol: p.protocol(),
+                payload_len: usize::from(p.total_len()) - ipv4::HEADER_LEN,
+            };
+            (EtherType::Ipv4, IpRepr::V4(ip))
+        };
+        RocePacket {
+            repr: RoceRepr {
+                eth: ethernet::Repr {
+                    dst: self.eth_dst(),
+                    src: self.eth_src(),
+                    vlan,
+                    ethertype,
+                },
+                ip,
+                udp_src_port: self.udp_src_port(),
+                bth: self.bth,
+                ext: self.ext(),
+                payload_len: self.payload_len,
+            },
+            payload: self.payload(),
+            icrc: self.icrc,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psn::Psn;
+    use crate::wire::{reth, Opcode};
+
+    /// An RDMA WRITE Only over IPv4 or IPv6, optionally VLAN-tagged.
+    fn write_only(payload_len: usize, v6: bool, tagged: bool) -> RoceRepr {
+        let eth = ethernet::Repr {
+            dst: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+            src: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
+            vlan: tagged.then_some(VlanTag {
+                pcp: 3,
+                dei: false,
+                vid: 10,
+            }),
+            ethertype: EtherType::Ipv4,
+        };
+        let (src, dst): (IpAddr, IpAddr) = if v6 {
+            ("fd00::12".parse().unwrap(), "fd00::11".parse().unwrap())
+        } else {
+            ([198, 18, 0, 12].into(), [198, 18, 0, 11].into())
+        };
+        let ip = IpRepr::new_roce(src, dst, 26, Ecn::Ect0);
+        let mut repr = RoceRepr::cnp(eth, ip, 0xc351, 17);
+        repr.bth.opcode = Opcode::RC_RDMA_WRITE_ONLY;
+        repr.bth.becn = false;
+        repr.bth.psn = Psn::new(0x42_4242);
+        repr.ext.reth = Some(reth::Repr {
+            va: 0x7f00_0000_1000,
+            rkey: 0x1234,
+            dma_len: payload_len as u32,
+        });
+        repr.payload_len = payload_len;
+        repr.fill_lengths();
+        repr
+    }
+
+    /// The fast path takes untagged IPv4 and IPv6 frames, declines tagged ones, and for every
+    /// single-byte corruption it either declines (the general path then reports the error) or
+    /// describes exactly what the general path returns.
+    #[test]
+    fn fast_path_agrees_with_general_parse_under_every_byte_flip() {
+        for (v6, tagged) in [(false, false), (true, false), (false, true)] {
+            for payload_len in [0, 3, 64] {
+                let repr = write_only(payload_len, v6, tagged);
+                let payload: Vec<u8> = (0..payload_len as u8).collect();
+                let mut frame = vec![0u8; repr.frame_len()];
+                repr.emit(&payload, &mut frame).unwrap();
+                let (general, info) = parse_any(&frame, true).unwrap();
+                assert_eq!(general.repr, repr);
+                match fast_path(&frame, true) {
+                    Some(fast) => {
+                        assert!(!tagged);
+                        assert_eq!(fast, RoceView::from_packet(&frame, &general, info));
+                        assert_eq!(fast.to_packet(), general);
+                        assert_eq!(fast.reth(), repr.ext.reth);
+                        assert_eq!(fast.payload(), &payload[..]);
+                    }
+                    None => assert!(tagged, "fast path declined a valid untagged frame"),
+                }
+                for at in 0..frame.len() {
+                    for flip in [0x01u8, 0x80, 0xff] {
+                        let mut bad = frame.clone();
+                        bad[at] ^= flip;
+                        for verify in [true, false] {
+                            if let Some(v) = fast_path(&bad, verify) {
+                                let (p, info) = parse_any(&bad, verify).expect("general accepts");
+                                assert_eq!(v, RoceView::from_packet(&bad, &p, info), "{at}");
+                                assert_eq!(v.to_packet(), p, "byte {at} ^ {flip:#x}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -49,7 +49,7 @@ pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
-pub use timely::{RttController, RttRule, Timely, TimelyParams};
+pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
 
 use crate::time::{Duration, Instant};
 

@@ -8,6 +8,7 @@ pub(crate) mod completer;
 pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
+pub mod rtt;
 pub mod state;
 pub mod timer;
 
@@ -104,6 +105,18 @@ pub trait DeparturePacer: Send + std::fmt::Debug {
     fn handle_timeout(&mut self, now: Instant) {
         let _ = now;
     }
+    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<crate::time::Duration>) {
+        let _ = (now, acked_bytes, rtt);
+    }
+    /// The transport detected a loss (NAK sequence error or ACK timeout).
+    fn on_loss(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// In-band telemetry echoed by the peer arrived (one record per hop).
+    fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        let _ = (now, hops);
+    }
 }
 
 /// Attributes in force.
@@ -138,6 +151,7 @@ pub struct QueuePair {
     cfg: RequesterConfig,
     next_departure: Instant,
     pacer: Option<Box<dyn DeparturePacer>>,
+    rtt: rtt::RttSampler,
 }
 
 fn cq(cqs: &mut [CompletionQueue], h: CqHandle) -> Option<&mut CompletionQueue> {
@@ -196,6 +210,7 @@ impl QueuePair {
             cfg,
             next_departure: Instant::ZERO,
             pacer: None,
+            rtt: rtt::RttSampler::default(),
         }
     }
 
@@ -301,6 +316,7 @@ impl QueuePair {
                 self.req = Requester::new(sq);
                 self.resp = Responder::new(rq);
                 self.timers.stop_all();
+                self.rtt = rtt::RttSampler::default();
             }
             _ => {}
         }
@@ -493,18 +509,26 @@ impl QueuePair {
         let psn = pkt.repr.bth.psn;
         let ext = pkt.repr.ext;
         let payload = pkt.payload;
+        let losses = self.loss_count();
+        let covered = match ext.aeth.map(|a| a.syndrome) {
+            Some(crate::wire::aeth::Syndrome::Ack { .. }) | None => psn,
+            Some(_) => psn.sub(1),
+        };
         if op == Opcode::RC_ACKNOWLEDGE {
             if let Some(a) = ext.aeth {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, c));
             }
+            self.feed_cc(now, Some(covered), losses);
         } else if op.is_read_response() {
             self.completer_step(now, mrs, cqs, |q, c| {
                 q.on_read_response(op, psn, payload, c)
             });
+            self.feed_cc(now, Some(covered), losses);
         } else if op == Opcode::RC_ATOMIC_ACKNOWLEDGE {
             if let Some(a) = ext.atomic_ack_eth {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_atomic_ack(psn, a.orig, c));
             }
+            self.feed_cc(now, Some(covered), losses);
         } else {
             self.stats.rx_dropped += 1;
         }
@@ -538,7 +562,37 @@ impl QueuePair {
             });
         }
         if self.timers.take_expired(Timer::AckTimeout, now) {
+            let losses = self.loss_count();
             self.completer_step(now, mrs, cqs, |q, c| q.on_ack_timeout(c));
+            self.feed_cc(now, None, losses);
+        }
+    }
+
+    /// Losses detected so far (NAK sequence errors and ACK timeouts).
+    fn loss_count(&self) -> u64 {
+        self.stats.packet_seq_err + self.stats.local_ack_timeout_err
+    }
+
+    /// Feeds the pacer's controller after a response or timeout: an RTT sample when a response
+    /// covering `covered` retired a timed request, then a loss when this event detected one
+    /// (the loss count moved from `losses_before`).
+    fn feed_cc(&mut self, now: Instant, covered: Option<Psn>, losses_before: u64) {
+        let Some(p) = self.pacer.as_mut() else {
+            return;
+        };
+        if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
+            p.on_ack(now, s.acked_bytes, Some(s.rtt));
+        }
+        if self.stats.packet_seq_err + self.stats.local_ack_timeout_err != losses_before {
+            self.rtt.on_loss();
+            p.on_loss(now);
+        }
+    }
+
+    /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.
+    pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.on_int(now, hops);
         }
     }
 
@@ -625,7 +679,8 @@ impl QueuePair {
             return None;
         }
         let mtu = self.attrs.path_mtu.bytes();
-        let o = if self.resp.has_data() {
+        let request = !self.resp.has_data();
+        let o = if !request {
             self.resp.next_packet(mtu)?
         } else {
             self.requester_ready()?;
@@ -646,6 +701,10 @@ impl QueuePair {
         let n = self.emit(now, &o, local, mrs, buf, true)?;
         if let Some(p) = self.pacer.as_mut() {
             self.next_departure = p.on_transmit(now, n);
+            if request {
+                self.rtt
+                    .on_request_sent(now, o.psn, o.ack_req, o.retransmission, n);
+            }
         }
         Some(n)
     }

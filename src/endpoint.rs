@@ -34,8 +34,9 @@ pub struct EndpointConfig {
     pub ipv6: Option<Ipv6Addr>,
     /// Partition key.
     pub pkey: u16,
-    /// ECN codepoint of data packets when the QP's traffic class leaves ECN 0.
-    pub ecn: Ecn,
+    /// DSCP, ECN and 802.1Q PCP of what the endpoint sends (data, ACKs, CNPs) where a QP's
+    /// traffic class leaves them 0, and the VLAN to tag frames with.
+    pub marking: EcnConfig,
     /// Requester window and AckReq spacing.
     pub requester: RequesterConfig,
     /// Mixed into the per-QP UDP source port (flow entropy).
@@ -54,7 +55,7 @@ impl EndpointConfig {
             ipv4: Some(ip),
             ipv6: None,
             pkey: DEFAULT_PKEY,
-            ecn: Ecn::Ect0,
+            marking: EcnConfig::default(),
             requester: RequesterConfig::default(),
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
@@ -90,7 +91,7 @@ impl Endpoint {
                 ipv4: cfg.ipv4,
                 ipv6: cfg.ipv6,
                 pkey: cfg.pkey,
-                ecn: cfg.ecn,
+                marking: cfg.marking,
             },
             cfg,
             mrs: MrTable::default(),
@@ -404,18 +405,14 @@ impl Endpoint {
             IpAddr::V4(_) => IpAddr::V4(self.cfg.ipv4?),
             IpAddr::V6(_) => IpAddr::V6(self.cfg.ipv6?),
         };
+        let m = &self.cfg.marking;
         let eth = crate::wire::ethernet::Repr {
             dst: av.remote_mac,
             src: self.cfg.mac,
-            vlan: None,
+            vlan: m.vlan_tag(m.cnp_pcp),
             ethertype: crate::wire::EtherType::Ipv4,
         };
-        let ip = crate::wire::IpRepr::new_roce(
-            src,
-            av.remote_ip,
-            EcnConfig::default().cnp_dscp,
-            Ecn::NotEct,
-        );
+        let ip = crate::wire::IpRepr::new_roce(src, av.remote_ip, m.cnp_dscp, Ecn::NotEct);
         let repr = crate::wire::RoceRepr::cnp(eth, ip, qp.udp_src_port(), dest_qpn);
         repr.emit(&[], buf).ok()
     }

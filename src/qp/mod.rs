@@ -43,8 +43,8 @@ pub struct LocalAddr {
     pub ipv6: Option<Ipv6Addr>,
     /// The partition key stamped on every packet.
     pub pkey: u16,
-    /// ECN codepoint for data packets when the QP's traffic class leaves it 0.
-    pub ecn: Ecn,
+    /// DSCP/ECN/PCP for packets whose QP traffic class leaves them 0, and the VLAN.
+    pub marking: crate::ecn::EcnConfig,
 }
 
 /// Where the payload bytes of an outgoing packet come from.
@@ -723,11 +723,16 @@ impl QueuePair {
             IpAddr::V4(_) => IpAddr::V4(local.ipv4?),
             IpAddr::V6(_) => IpAddr::V6(local.ipv6?),
         };
+        let m = &local.marking;
         let mut ecn = Ecn::from_bits(av.traffic_class & 3);
         if ecn == Ecn::NotEct && data {
-            ecn = local.ecn;
+            ecn = m.data_ecn;
         }
-        let mut ip = IpRepr::new_roce(src, av.remote_ip, av.traffic_class >> 2, ecn);
+        let dscp = match av.traffic_class >> 2 {
+            0 => m.data_dscp,
+            dscp => dscp,
+        };
+        let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
         match &mut ip {
             IpRepr::V4(r) => r.ttl = av.hop_limit,
             IpRepr::V6(r) => r.hop_limit = av.hop_limit,
@@ -741,7 +746,7 @@ impl QueuePair {
             eth: ethernet::Repr {
                 dst: av.remote_mac,
                 src: local.mac,
-                vlan: None,
+                vlan: m.vlan_tag(m.data_pcp),
                 ethertype: crate::wire::EtherType::Ipv4,
             },
             ip,

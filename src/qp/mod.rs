@@ -5,6 +5,7 @@
 //! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
 
 pub(crate) mod completer;
+pub mod int;
 pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
@@ -116,6 +117,10 @@ pub trait DeparturePacer: Send + std::fmt::Debug {
     /// In-band telemetry echoed by the peer arrived (one record per hop).
     fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
         let _ = (now, hops);
+    }
+    /// The congestion controller's state, when the pacer has one.
+    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        None
     }
 }
 
@@ -587,6 +592,11 @@ impl QueuePair {
             self.rtt.on_loss();
             p.on_loss(now);
         }
+    }
+
+    /// The state of this QP's congestion controller, if one is installed.
+    pub fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        self.pacer.as_ref()?.cc_metrics()
     }
 
     /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.

@@ -71,4 +71,8 @@ impl DeparturePacer for CcPacer {
         self.cc.on_int(now, hops);
         self.follow_rate(now);
     }
+
+    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        Some(self.cc.metrics())
+    }
 }

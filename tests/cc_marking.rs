@@ -57,10 +57,16 @@ fn exchange(marking: EcnConfig) -> Frames {
     let n = b.poll_transmit(now, &mut buf).unwrap();
     let ack = buf[..n].to_vec();
     assert_eq!(b.poll_transmit(now, &mut buf), None);
-    assert_eq!(parse_frame(&data).unwrap().repr.bth.opcode, Opcode::RC_RDMA_WRITE_ONLY);
+    assert_eq!(
+        parse_frame(&data).unwrap().repr.bth.opcode,
+        Opcode::RC_RDMA_WRITE_ONLY
+    );
     assert_eq!(parse_frame(&cnp).unwrap().repr.bth.opcode, Opcode::CNP);
     assert_eq!(parse_frame(&cnp).unwrap().repr.bth.dest_qpn, sa.qpn);
-    assert_eq!(parse_frame(&ack).unwrap().repr.bth.opcode, Opcode::RC_ACKNOWLEDGE);
+    assert_eq!(
+        parse_frame(&ack).unwrap().repr.bth.opcode,
+        Opcode::RC_ACKNOWLEDGE
+    );
     Frames { data, ack, cnp }
 }
 

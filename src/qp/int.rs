@@ -126,8 +126,12 @@ impl IntPaths {
         self.scratch = scratch;
     }
 
-    /// QP `slot` received a request carrying `shim`'s records: the next ACK echoes them.
+    /// QP `slot` received a request carrying `shim`'s records: the next ACK echoes them (a shim
+    /// no switch filled is not echoed).
     pub fn owe_echo(&mut self, slot: usize, shim: &Repr) {
+        if shim.records().is_empty() {
+            return;
+        }
         let echo = Repr::echo_of(shim.records());
         if let Some(s) = self.slot_mut(slot) {
             s.echo = Some(echo);

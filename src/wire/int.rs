@@ -364,8 +364,9 @@ fn relength(frame: &mut [u8], l: &Layout, delta: isize, dport: u16) -> Result<()
     write_u16(frame, l.udp + 4, udp_len);
     write_u16(frame, at, ip_len);
     if !l.v6 {
+        // `locate` checked the whole header (options included) is in the frame.
         let header = frame.get_mut(l.ip..l.udp).ok_or(WireError::Truncated)?;
-        ipv4::Packet::new_checked(header)?.fill_checksum();
+        ipv4::Packet::new_unchecked(header).fill_checksum();
     }
     Ok(())
 }
@@ -404,9 +405,7 @@ pub fn strip(frame: &[u8], out: &mut [u8]) -> Result<(usize, Repr), WireError> {
     let extra = shim.buffer_len();
     let new_len = frame.len() - extra.min(frame.len());
     let dst = out.get_mut(..new_len).ok_or(WireError::BufferTooSmall)?;
-    let rest = frame
-        .get(l.udp_end + extra..)
-        .ok_or(WireError::Truncated)?;
+    let rest = frame.get(l.udp_end + extra..).ok_or(WireError::Truncated)?;
     let (head, tail) = dst.split_at_mut(l.udp_end);
     head.copy_from_slice(&frame[..l.udp_end]);
     tail.copy_from_slice(rest);
@@ -480,9 +479,14 @@ mod tests {
         assert!(p.push_hop(&hop(1)));
         assert!(p.push_hop(&hop(2)));
         assert!(!p.push_hop(&hop(3)));
-        assert_eq!((p.hop(0), p.hop(1), p.hop(2)), (Some(hop(1)), Some(hop(2)), None));
+        assert_eq!(
+            (p.hop(0), p.hop(1), p.hop(2)),
+            (Some(hop(1)), Some(hop(2)), None)
+        );
         let mut echo = [0u8; 4 + 24];
         Repr::echo_of(&[hop(9)]).emit(&mut Packet::new_unchecked(&mut echo[..]));
-        assert!(!Packet::new_checked(&mut echo[..]).unwrap().push_hop(&hop(4)));
+        assert!(!Packet::new_checked(&mut echo[..])
+            .unwrap()
+            .push_hop(&hop(4)));
     }
 }

@@ -3,7 +3,12 @@
 //! of real endpoints sharing a bottleneck in the simulated fabric steer their rates from the
 //! echoed INT records alone (no ECN marking, no CNPs).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+#[path = "support/cc_pair.rs"]
+mod cc_pair;
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use cc_pair::Pair;
 
 use roce::cc::{CcConfig, CcMetrics, Rate};
 use roce::driver::loopback::{connect_rc, RcOptions, RcSide};
@@ -13,17 +18,14 @@ use roce::sim::testing::mac_of;
 use roce::sim::topology::Topology;
 use roce::sim::{HostId, LinkConfig, SwitchConfig};
 use roce::time::Instant;
-use roce::verbs::{AccessFlags, CqHandle, Mtu, SendWr, Sge, WrOpcode};
+use roce::verbs::{AccessFlags, CqHandle, Mtu, SendWr};
 use roce::wire::int::{self, HopRecord, Repr, INT_UDP_PORT};
-use roce::wire::{parse_frame, EthernetAddress, VlanTag, WireError};
+use roce::wire::{parse_frame, VlanTag, WireError};
 
 /// A WRITE frame built by a real endpoint (IPv4, IPv6, tagged or not).
 fn data_frame(v6: bool, vlan: Option<u16>) -> Vec<u8> {
     let cfg = |i: u8| {
-        let mut c = EndpointConfig::ipv4(
-            EthernetAddress([2, 0, 0, 0, 0, i]),
-            Ipv4Addr::new(198, 18, 0, i),
-        );
+        let mut c = cc_pair::config(i);
         if v6 {
             c.ipv4 = None;
             c.ipv6 = Some(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, u16::from(i)));
@@ -31,23 +33,9 @@ fn data_frame(v6: bool, vlan: Option<u16>) -> Vec<u8> {
         c.marking.vlan = vlan;
         c
     };
-    let (mut a, mut b) = (Endpoint::new(cfg(1)), Endpoint::new(cfg(2)));
-    let (sa, sb) = connect_rc(&mut a, &mut b, &RcOptions::default()).unwrap();
-    let src = a.reg_mr(sa.pd, 4096, AccessFlags::LOCAL_WRITE);
-    let dst = b.reg_mr(sb.pd, 4096, AccessFlags::REMOTE_WRITE);
-    let wr = SendWr::new(
-        1,
-        WrOpcode::RdmaWrite {
-            remote_addr: dst.addr,
-            rkey: dst.rkey,
-        },
-        Sge {
-            addr: src.addr,
-            length: 333,
-            lkey: src.lkey,
-        },
-    );
-    a.post_send(sa.qpn, wr).unwrap();
+    let mut p = Pair::new(cfg, &RcOptions::default(), 4096);
+    p.post_write(1, 333);
+    let a = &mut p.a;
     let mut buf = vec![0u8; 9000];
     let n = a.poll_transmit(Instant::from_nanos(1), &mut buf).unwrap();
     buf.truncate(n);
@@ -121,9 +109,7 @@ const MSG: u32 = 64 * 1024;
 struct Flow {
     qpn: u32,
     cq: CqHandle,
-    sge: Sge,
-    remote_addr: u64,
-    rkey: u32,
+    wr: SendWr,
     outstanding: u32,
     completed: u64,
 }
@@ -145,15 +131,7 @@ impl Host {
                 f.completed += u64::from(wc.byte_len);
             }
             while f.outstanding < DEPTH {
-                let wr = SendWr::new(
-                    0,
-                    WrOpcode::RdmaWrite {
-                        remote_addr: f.remote_addr,
-                        rkey: f.rkey,
-                    },
-                    f.sge,
-                );
-                self.ep.post_send(f.qpn, wr).unwrap();
+                self.ep.post_send(f.qpn, f.wr.clone()).unwrap();
                 f.outstanding += 1;
             }
         }
@@ -217,19 +195,14 @@ fn two_hpcc_flows_into_one_port(int_switch: bool) -> Outcome {
         let (a, b): (RcSide, RcSide) = connect_rc(&mut ep, &mut rx, &opts).unwrap();
         let src = ep.reg_mr(a.pd, MSG as usize, AccessFlags::LOCAL_WRITE);
         let dst = rx.reg_mr(b.pd, MSG as usize, AccessFlags::REMOTE_WRITE);
+        let wr = cc_pair::write_wr(0, &src, &dst, MSG);
         let cc = CcConfig::new("hpcc", Rate::from_gbps(100)).unwrap().build();
         ep.set_congestion_control(a.qpn, cc, 2048).unwrap();
         ep.enable_int(a.qpn, 2).unwrap();
         let flow = Flow {
             qpn: a.qpn,
             cq: a.cq,
-            sge: Sge {
-                addr: src.addr,
-                length: MSG,
-                lkey: src.lkey,
-            },
-            remote_addr: dst.addr,
-            rkey: dst.rkey,
+            wr,
             outstanding: 0,
             completed: 0,
         };

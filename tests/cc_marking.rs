@@ -2,12 +2,15 @@
 //! with ECT(0) by default (ECT(1) / Not-ECT configurable), ACKs in the data class but not
 //! ECN-capable, CNPs DSCP 48 and priority 6, as NVIDIA NICs ship. Checked on the raw bytes.
 
-use roce::driver::loopback::{connect_rc, RcOptions, RcSide};
+#[path = "support/cc_pair.rs"]
+mod cc_pair;
+
+use cc_pair::Pair;
+use roce::driver::loopback::RcOptions;
 use roce::ecn::EcnConfig;
-use roce::endpoint::{Endpoint, EndpointConfig};
+use roce::endpoint::EndpointConfig;
 use roce::time::Instant;
-use roce::verbs::{AccessFlags, SendWr, Sge, WrOpcode};
-use roce::wire::{parse_frame, set_frame_ecn, Ecn, EthernetAddress, Opcode};
+use roce::wire::{parse_frame, set_frame_ecn, Ecn, Opcode};
 
 struct Frames {
     data: Vec<u8>,
@@ -19,32 +22,11 @@ struct Frames {
 fn exchange(marking: EcnConfig) -> Frames {
     let cfg = |i: u8| EndpointConfig {
         marking,
-        ..EndpointConfig::ipv4(
-            EthernetAddress([2, 0, 0, 0, 0, i]),
-            std::net::Ipv4Addr::new(198, 18, 0, i),
-        )
+        ..cc_pair::config(i)
     };
-    let (mut a, mut b) = (Endpoint::new(cfg(1)), Endpoint::new(cfg(2)));
-    let (sa, sb): (RcSide, RcSide) = connect_rc(&mut a, &mut b, &RcOptions::default()).unwrap();
-    let src = a.reg_mr(sa.pd, 4096, AccessFlags::LOCAL_WRITE);
-    let dst = b.reg_mr(
-        sb.pd,
-        4096,
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-    );
-    let wr = SendWr::new(
-        1,
-        WrOpcode::RdmaWrite {
-            remote_addr: dst.addr,
-            rkey: dst.rkey,
-        },
-        Sge {
-            addr: src.addr,
-            length: 100,
-            lkey: src.lkey,
-        },
-    );
-    a.post_send(sa.qpn, wr).unwrap();
+    let mut p = Pair::new(cfg, &RcOptions::default(), 4096);
+    p.post_write(1, 100);
+    let (a, b, sa) = (&mut p.a, &mut p.b, p.sa);
     let now = Instant::from_nanos(1_000);
     let mut buf = vec![0u8; 4096];
     let n = a.poll_transmit(now, &mut buf).unwrap();

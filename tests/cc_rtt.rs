@@ -5,12 +5,15 @@
 
 use std::sync::{Arc, Mutex};
 
+#[path = "support/cc_pair.rs"]
+mod cc_pair;
+
+use cc_pair::Pair;
 use roce::cc::{CcMetrics, CongestionControl, Controller, Rate};
-use roce::driver::loopback::{connect_rc, RcOptions, RcSide};
-use roce::endpoint::{Endpoint, EndpointConfig};
+use roce::driver::loopback::RcOptions;
+use roce::endpoint::Endpoint;
 use roce::time::{Duration, Instant};
-use roce::verbs::{AccessFlags, SendWr, Sge, WrOpcode};
-use roce::wire::{parse_frame, EthernetAddress};
+use roce::wire::parse_frame;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Seen {
@@ -55,61 +58,25 @@ impl CongestionControl for Recording {
 }
 
 struct Setup {
-    a: Endpoint,
-    b: Endpoint,
-    sa: RcSide,
+    p: Pair,
     seen: Arc<Mutex<Vec<Seen>>>,
-    src: roce::mr::MrInfo,
-    dst: roce::mr::MrInfo,
 }
 
 fn setup(timeout: u8) -> Setup {
-    let cfg = |i: u8| {
-        EndpointConfig::ipv4(
-            EthernetAddress([2, 0, 0, 0, 0, i]),
-            std::net::Ipv4Addr::new(198, 18, 0, i),
-        )
-    };
-    let (mut a, mut b) = (Endpoint::new(cfg(1)), Endpoint::new(cfg(2)));
     let opts = RcOptions {
         timeout,
         ..RcOptions::default()
     };
-    let (sa, sb) = connect_rc(&mut a, &mut b, &opts).unwrap();
+    let mut p = Pair::new(cc_pair::config, &opts, 1 << 16);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let cc = Controller::Custom(Box::new(Recording(seen.clone())));
-    a.set_congestion_control(sa.qpn, cc, 1 << 20).unwrap();
-    let src = a.reg_mr(sa.pd, 1 << 16, AccessFlags::LOCAL_WRITE);
-    let dst = b.reg_mr(
-        sb.pd,
-        1 << 16,
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-    );
-    Setup {
-        a,
-        b,
-        sa,
-        seen,
-        src,
-        dst,
-    }
+    p.a.set_congestion_control(p.sa.qpn, cc, 1 << 20).unwrap();
+    Setup { p, seen }
 }
 
 impl Setup {
     fn write(&mut self, id: u64, len: u32) {
-        let wr = SendWr::new(
-            id,
-            WrOpcode::RdmaWrite {
-                remote_addr: self.dst.addr,
-                rkey: self.dst.rkey,
-            },
-            Sge {
-                addr: self.src.addr,
-                length: len,
-                lkey: self.src.lkey,
-            },
-        );
-        self.a.post_send(self.sa.qpn, wr).unwrap();
+        self.p.post_write(id, len);
     }
     fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
@@ -133,13 +100,13 @@ fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
 fn ack_arriving_x_ns_after_the_request_yields_rtt_x_and_its_bytes() {
     let mut s = setup(14);
     s.write(1, 1000);
-    let data = transmit(&mut s.a, t(1_000));
+    let data = transmit(&mut s.p.a, t(1_000));
     assert_eq!(data.len(), 1);
-    s.b.handle_frame(t(1_400), &data[0]);
-    let acks = transmit(&mut s.b, t(1_600));
+    s.p.b.handle_frame(t(1_400), &data[0]);
+    let acks = transmit(&mut s.p.b, t(1_600));
     assert_eq!(acks.len(), 1);
     // The ACK reaches the sender X = 2_345 ns after the request left.
-    s.a.handle_frame(t(3_345), &acks[0]);
+    s.p.a.handle_frame(t(3_345), &acks[0]);
     assert_eq!(
         s.seen(),
         vec![Seen::Ack {
@@ -155,18 +122,18 @@ fn a_coalesced_ack_times_the_newest_request_it_covers() {
     let mut s = setup(14);
     s.write(1, 1000);
     s.write(2, 1000);
-    let first = transmit(&mut s.a, t(10_000));
+    let first = transmit(&mut s.p.a, t(10_000));
     assert_eq!(first.len(), 2, "both single-packet WRITEs ask for an ACK");
-    s.b.handle_frame(t(10_500), &first[0]);
-    s.b.handle_frame(t(10_600), &first[1]);
-    let acks = transmit(&mut s.b, t(10_700));
+    s.p.b.handle_frame(t(10_500), &first[0]);
+    s.p.b.handle_frame(t(10_600), &first[1]);
+    let acks = transmit(&mut s.p.b, t(10_700));
     // Deliver only the newest ACK: it covers both requests.
     let newest = acks.last().unwrap();
     assert_eq!(
         parse_frame(newest).unwrap().repr.bth.psn,
         parse_frame(&first[1]).unwrap().repr.bth.psn
     );
-    s.a.handle_frame(t(13_000), newest);
+    s.p.a.handle_frame(t(13_000), newest);
     let bytes = (first[0].len() + first[1].len()) as u64;
     assert_eq!(
         s.seen(),
@@ -183,24 +150,24 @@ fn nak_sequence_error_reports_a_loss_to_the_controller() {
     let mut s = setup(14);
     s.write(1, 1000);
     s.write(2, 1000);
-    let data = transmit(&mut s.a, t(100_000));
+    let data = transmit(&mut s.p.a, t(100_000));
     assert_eq!(data.len(), 2);
     // The first request is lost; the second reaches the responder out of sequence.
-    s.b.handle_frame(t(100_500), &data[1]);
-    let naks = transmit(&mut s.b, t(100_600));
+    s.p.b.handle_frame(t(100_500), &data[1]);
+    let naks = transmit(&mut s.p.b, t(100_600));
     assert_eq!(naks.len(), 1);
-    s.a.handle_frame(t(101_000), &naks[0]);
+    s.p.a.handle_frame(t(101_000), &naks[0]);
     assert_eq!(s.seen(), vec![Seen::Loss { at: 101_000 }]);
-    assert_eq!(s.a.counters().qp.packet_seq_err, 1);
+    assert_eq!(s.p.a.counters().qp.packet_seq_err, 1);
     // The resent requests are not timed (Karn): their ACK gives no sample.
-    let mut resent = transmit(&mut s.a, t(101_100));
-    resent.extend(transmit(&mut s.a, t(101_150)));
+    let mut resent = transmit(&mut s.p.a, t(101_100));
+    resent.extend(transmit(&mut s.p.a, t(101_150)));
     assert_eq!(resent.len(), 2);
     for f in &resent {
-        s.b.handle_frame(t(101_200), f);
+        s.p.b.handle_frame(t(101_200), f);
     }
-    for ack in transmit(&mut s.b, t(101_300)) {
-        s.a.handle_frame(t(101_400), &ack);
+    for ack in transmit(&mut s.p.b, t(101_300)) {
+        s.p.a.handle_frame(t(101_400), &ack);
     }
     assert_eq!(s.seen(), vec![Seen::Loss { at: 101_000 }]);
 }
@@ -210,12 +177,12 @@ fn ack_timeout_reports_a_loss_to_the_controller() {
     // timeout code 1: 8.192 us.
     let mut s = setup(1);
     s.write(1, 1000);
-    assert_eq!(transmit(&mut s.a, t(0)).len(), 1);
-    let deadline = s.a.poll_timeout().unwrap();
+    assert_eq!(transmit(&mut s.p.a, t(0)).len(), 1);
+    let deadline = s.p.a.poll_timeout().unwrap();
     assert_eq!(deadline, t(8_192));
-    s.a.handle_timeout(t(8_191));
+    s.p.a.handle_timeout(t(8_191));
     assert_eq!(s.seen(), vec![]);
-    s.a.handle_timeout(deadline);
+    s.p.a.handle_timeout(deadline);
     assert_eq!(s.seen(), vec![Seen::Loss { at: 8_192 }]);
-    assert_eq!(s.a.counters().qp.local_ack_timeout_err, 1);
+    assert_eq!(s.p.a.counters().qp.local_ack_timeout_err, 1);
 }

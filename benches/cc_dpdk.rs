@@ -233,16 +233,19 @@ fn interleaved<P: roce::driver::Port, C: roce::clock::Clock>(
     streamers: &mut [Streamer],
 ) {
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); streamers.len()];
-    for _ in 0..ROUNDS {
-        let mut rate = Vec::with_capacity(streamers.len());
-        for s in streamers.iter_mut() {
+    for round in 0..ROUNDS {
+        let mut rate = vec![0.0; streamers.len()];
+        // Alternate the order so that no variant always runs first or last in a round.
+        let n = streamers.len();
+        for k in 0..n {
+            let i = if round % 2 == 0 { k } else { n - 1 - k };
             let sent_before = rt.counters().tx_packets;
             let t0 = std::time::Instant::now();
             for _ in 0..POLLS {
-                rt.poll_once(s);
+                rt.poll_once(&mut streamers[i]);
             }
             let ns = t0.elapsed().as_nanos() as f64;
-            rate.push((rt.counters().tx_packets - sent_before) as f64 / ns);
+            rate[i] = (rt.counters().tx_packets - sent_before) as f64 / ns;
         }
         for (r, v) in ratios.iter_mut().zip(&rate) {
             r.push(v / rate[1]);

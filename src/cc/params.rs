@@ -138,36 +138,7 @@ macro_rules! cc_params {
             pub $base: $bty,
             $( $( #[doc = $doc] )+ pub $field: $ty, )*
         }
-
-        impl $crate::cc::params::ParamSet for $name {
-            fn names(&self) -> Vec<&'static str> {
-                let mut names = self.$base.names();
-                names.extend([$(stringify!($field)),*]);
-                names
-            }
-            fn set(&mut self, name: &str, value: &str) -> Result<(), $crate::cc::params::ParamError> {
-                use $crate::cc::params::{ParamError, ParamValue};
-                match name {
-                    $( stringify!($field) => {
-                        self.$field = <$ty as ParamValue>::parse_value(value)
-                            .ok_or(ParamError::BadValue { expected: <$ty as ParamValue>::EXPECTED })?;
-                        Ok(())
-                    } )*
-                    _ => self.$base.set(name, value),
-                }
-            }
-            fn list(&self) -> Vec<$crate::cc::params::ParamInfo> {
-                use $crate::cc::params::{ParamInfo, ParamValue};
-                let mut list = self.$base.list();
-                list.extend([ $( ParamInfo {
-                    name: stringify!($field),
-                    value: ParamValue::show_value(&self.$field),
-                    unit: $unit,
-                    doc: concat!($($doc),+).trim_start(),
-                } ),* ]);
-                list
-            }
-        }
+        $crate::cc_params!(@impl $name { $base } $( [$field : $ty = $unit; $($doc)+] )*);
     };
     (
         $(#[$meta:meta])*
@@ -180,10 +151,16 @@ macro_rules! cc_params {
         pub struct $name {
             $( $( #[doc = $doc] )+ pub $field: $ty, )*
         }
-
+        $crate::cc_params!(@impl $name { } $( [$field : $ty = $unit; $($doc)+] )*);
+    };
+    (@impl $name:ident { $($base:ident)? } $( [$field:ident : $ty:ty = $unit:literal; $($doc:literal)+] )*) => {
         impl $crate::cc::params::ParamSet for $name {
             fn names(&self) -> Vec<&'static str> {
-                vec![$(stringify!($field)),*]
+                #[allow(unused_mut)]
+                let mut names: Vec<&'static str> = Vec::new();
+                $( names.extend(self.$base.names()); )?
+                names.extend([$(stringify!($field)),*]);
+                names
             }
             fn set(&mut self, name: &str, value: &str) -> Result<(), $crate::cc::params::ParamError> {
                 use $crate::cc::params::{ParamError, ParamValue};
@@ -193,17 +170,26 @@ macro_rules! cc_params {
                             .ok_or(ParamError::BadValue { expected: <$ty as ParamValue>::EXPECTED })?;
                         Ok(())
                     } )*
-                    _ => Err(ParamError::Unknown),
+                    _ => {
+                        $( if true {
+                            return self.$base.set(name, value);
+                        } )?
+                        Err(ParamError::Unknown)
+                    }
                 }
             }
             fn list(&self) -> Vec<$crate::cc::params::ParamInfo> {
                 use $crate::cc::params::{ParamInfo, ParamValue};
-                vec![ $( ParamInfo {
+                #[allow(unused_mut)]
+                let mut list: Vec<ParamInfo> = Vec::new();
+                $( list.extend(self.$base.list()); )?
+                list.extend([ $( ParamInfo {
                     name: stringify!($field),
                     value: ParamValue::show_value(&self.$field),
                     unit: $unit,
                     doc: concat!($($doc),+).trim_start(),
-                } ),* ]
+                } ),* ]);
+                list
             }
         }
     };

@@ -9,19 +9,27 @@ use std::collections::{HashMap, VecDeque};
 use crate::time::{Duration, Instant};
 pub use crate::wire::Ecn;
 
-/// How our packets are marked on transmit (DSCP/ECN in the IP header, PCP in the 802.1Q tag).
+/// How our packets are marked on transmit (DSCP/ECN in the IP header, PCP in the 802.1Q tag),
+/// per traffic class: data (requests and READ responses), control (ACK/NAK: the data class's
+/// DSCP and PCP so they share its lossless priority, never ECN-capable) and CNPs.
+///
+/// An endpoint applies it to every frame it emits; a QP whose address vector sets a non-zero
+/// traffic class keeps that class's DSCP (and its ECN bits, when non-zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EcnConfig {
-    /// ECN codepoint of data packets (ECT(0) by default, as ConnectX sends).
+    /// ECN codepoint of data packets (ECT(0) by default, as ConnectX sends; ECT(1) or Not-ECT
+    /// are the alternatives).
     pub data_ecn: Ecn,
-    /// DSCP of data packets (26 = AF31, NVIDIA's RoCE default).
+    /// DSCP of data packets and ACKs (26 = AF31, NVIDIA's RoCE default).
     pub data_dscp: u8,
-    /// 802.1p priority of data packets when VLAN tagged.
+    /// 802.1p priority of data packets and ACKs when VLAN tagged (3, the RoCE class).
     pub data_pcp: u8,
     /// DSCP of CNPs (48 = CS6, mlx5 `np_cnp_dscp` default).
     pub cnp_dscp: u8,
     /// 802.1p priority of CNPs (mlx5 `np_cnp_prio` default 6).
     pub cnp_pcp: u8,
+    /// Tag every frame with this 802.1Q VLAN ID (and the class's PCP); `None` sends untagged.
+    pub vlan: Option<u16>,
 }
 
 impl Default for EcnConfig {
@@ -32,6 +40,7 @@ impl Default for EcnConfig {
             data_pcp: 3,
             cnp_dscp: 48,
             cnp_pcp: 6,
+            vlan: None,
         }
     }
 }
@@ -44,6 +53,17 @@ impl EcnConfig {
     /// The TOS / traffic class byte of CNPs (not ECN-capable).
     pub const fn cnp_tos(&self) -> u8 {
         self.cnp_dscp << 2
+    }
+    /// The 802.1Q tag for a frame of priority `pcp`, when a VLAN is configured.
+    pub const fn vlan_tag(&self, pcp: u8) -> Option<crate::wire::VlanTag> {
+        match self.vlan {
+            Some(vid) => Some(crate::wire::VlanTag {
+                pcp,
+                dei: false,
+                vid,
+            }),
+            None => None,
+        }
     }
 }
 

@@ -35,8 +35,9 @@ pub struct EndpointConfig {
     pub ipv6: Option<Ipv6Addr>,
     /// Partition key.
     pub pkey: u16,
-    /// ECN codepoint of data packets when the QP's traffic class leaves ECN 0.
-    pub ecn: Ecn,
+    /// DSCP, ECN and 802.1Q PCP of what the endpoint sends (data, ACKs, CNPs) where a QP's
+    /// traffic class leaves them 0, and the VLAN to tag frames with.
+    pub marking: EcnConfig,
     /// Requester window and AckReq spacing.
     pub requester: RequesterConfig,
     /// Mixed into the per-QP UDP source port (flow entropy).
@@ -55,7 +56,7 @@ impl EndpointConfig {
             ipv4: Some(ip),
             ipv6: None,
             pkey: DEFAULT_PKEY,
-            ecn: Ecn::Ect0,
+            marking: EcnConfig::default(),
             requester: RequesterConfig::default(),
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
@@ -81,6 +82,7 @@ pub struct Endpoint {
     in_ready: Vec<bool>,
     stats: EndpointCounters,
     np: NotificationPoint,
+    int: crate::qp::int::IntPaths,
 }
 
 fn pkey_matches(a: u16, b: u16) -> bool {
@@ -96,7 +98,7 @@ impl Endpoint {
                 ipv4: cfg.ipv4,
                 ipv6: cfg.ipv6,
                 pkey: cfg.pkey,
-                ecn: cfg.ecn,
+                marking: cfg.marking,
             },
             cfg,
             mrs: MrTable::default(),
@@ -106,6 +108,7 @@ impl Endpoint {
             in_ready: Vec::new(),
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval),
+            int: crate::qp::int::IntPaths::default(),
         }
     }
 
@@ -206,6 +209,7 @@ impl Endpoint {
         match self.qps.get_mut(slot) {
             Some(s @ Some(_)) => {
                 *s = None;
+                self.int.clear(slot);
                 Ok(())
             }
             _ => Err(QpError::UnknownQp(qpn)),
@@ -341,8 +345,15 @@ impl Endpoint {
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         self.stats.rx_frames += 1;
         self.stats.rx_bytes += frame.len() as u64;
+        self.handle_roce(now, frame);
+    }
+
+    fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
         let pkt = match parse_frame(frame) {
             Ok(p) => p,
+            Err(WireError::NotRoce) if crate::wire::int::shim_offset(frame).is_some() => {
+                return self.handle_int_frame(now, frame);
+            }
             Err(e) => {
                 self.count_parse_error(e);
                 return;
@@ -395,6 +406,37 @@ impl Endpoint {
         }
     }
 
+    /// A frame with an INT shim: stripped (restoring the ICRC-covered bytes), handled as usual,
+    /// then its records are owed to the peer (requests) or handed to the QP's controller (echoes
+    /// on responses).
+    fn handle_int_frame(&mut self, now: Instant, frame: &[u8]) {
+        let Some((scratch, n, shim)) = self.int.strip(frame) else {
+            self.stats.drops.malformed += 1;
+            return;
+        };
+        let restored = scratch.get(..n).unwrap_or(&[]);
+        let target = parse_frame(restored)
+            .ok()
+            .map(|p| (p.repr.bth.dest_qpn, p.repr.bth.opcode.is_request()));
+        self.handle_roce(now, restored);
+        if let Some((qpn, request)) = target {
+            match (self.slot(qpn), shim.echo, request) {
+                (Some(slot), false, true) if self.qp(qpn).is_some() => {
+                    self.int.owe_echo(slot, &shim)
+                }
+                (Some(_), true, false) => {
+                    let mut hops = [crate::cc::IntHop::default(); crate::wire::int::MAX_HOPS];
+                    let k = self.int.echoed_hops(&shim, &mut hops);
+                    if let Some(qp) = self.qp_mut(qpn) {
+                        qp.note_int(now, hops.get(..k).unwrap_or(&[]));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.int.put_scratch(scratch);
+    }
+
     /// Lets due timers fire.
     pub fn handle_timeout(&mut self, now: Instant) {
         for slot in 0..self.qps.len() {
@@ -432,6 +474,7 @@ impl Endpoint {
             }
             if let Some(len) = qp.poll_control(now, &self.local, &self.mrs, buf) {
                 self.requeue_served(i);
+                let len = self.int.on_control_sent(slot, buf, len);
                 return Some(self.count_tx(len));
             }
         }
@@ -444,6 +487,7 @@ impl Endpoint {
             // poll_data checks readiness itself (once).
             if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
                 self.requeue_served(i);
+                let len = self.int.on_data_sent(slot, buf, len);
                 return Some(self.count_tx(len));
             }
             if qp.has_control() || qp.has_pending_data() {
@@ -462,18 +506,14 @@ impl Endpoint {
             IpAddr::V4(_) => IpAddr::V4(self.cfg.ipv4?),
             IpAddr::V6(_) => IpAddr::V6(self.cfg.ipv6?),
         };
+        let m = &self.cfg.marking;
         let eth = crate::wire::ethernet::Repr {
             dst: av.remote_mac,
             src: self.cfg.mac,
-            vlan: None,
+            vlan: m.vlan_tag(m.cnp_pcp),
             ethertype: crate::wire::EtherType::Ipv4,
         };
-        let ip = crate::wire::IpRepr::new_roce(
-            src,
-            av.remote_ip,
-            EcnConfig::default().cnp_dscp,
-            Ecn::NotEct,
-        );
+        let ip = crate::wire::IpRepr::new_roce(src, av.remote_ip, m.cnp_dscp, Ecn::NotEct);
         let repr = crate::wire::RoceRepr::cnp(eth, ip, qp.udp_src_port(), dest_qpn);
         repr.emit(&[], buf).ok()
     }
@@ -487,6 +527,28 @@ impl Endpoint {
     ) -> Result<(), QpError> {
         let pacer = crate::qp::paced::CcPacer::new(cc, burst_bytes);
         self.set_pacer(qpn, Some(Box::new(pacer)))
+    }
+
+    /// Makes QP `qpn`'s data carry an INT shim with `max_hops` record slots (0: off), so INT
+    /// switches on the path record themselves and the peer echoes the records on its ACKs to
+    /// this QP's congestion controller (HPCC). Both ends must be roce endpoints: see
+    /// [`crate::wire::int`] for the format.
+    pub fn enable_int(&mut self, qpn: u32, max_hops: u8) -> Result<(), QpError> {
+        let slot = self.slot(qpn).filter(|_| self.qp(qpn).is_some());
+        let slot = slot.ok_or(QpError::UnknownQp(qpn))?;
+        self.int.enable(slot, max_hops);
+        Ok(())
+    }
+
+    /// INT counters (shims sent, echoed, received).
+    pub fn int_counters(&self) -> crate::qp::int::IntCounters {
+        self.int.counters()
+    }
+
+    /// The state of QP `qpn`'s congestion controller (rate, target, alpha, counters), if one
+    /// is installed.
+    pub fn cc_metrics(&self, qpn: u32) -> Option<crate::cc::CcMetrics> {
+        self.qp(qpn)?.cc_metrics()
     }
 
     /// Notification-point counters (CE-marked packets seen, CNPs queued).

@@ -186,3 +186,20 @@ fn replay_script_errors_name_the_bad_item() {
     let ev = parse_events(" loss@2ms , cnp@1ms ").unwrap();
     assert_eq!(ev[0].at, us(1000));
 }
+
+#[test]
+fn timely_and_patched_timely_share_one_rtt_parameter_set() {
+    use roce::cc::params::ParamSet;
+    let t = TimelyParams::default();
+    let p = PatchedTimelyParams::default();
+    assert_eq!(t.rtt, p.rtt);
+    let shared = roce::cc::RttParams::default().names();
+    assert_eq!(&t.names()[..shared.len()], &shared[..]);
+    assert_eq!(&p.names()[..shared.len()], &shared[..]);
+    assert_eq!(t.names()[shared.len()..], ["hai_n"]);
+    assert_eq!(p.names()[shared.len()..], ["beta_patch", "rtt_ref"]);
+    let mut p = p;
+    p.set("t_low", "7").unwrap();
+    p.set("rtt_ref", "9").unwrap();
+    assert_eq!((p.rtt.t_low, p.rtt_ref), (7, 9));
+}

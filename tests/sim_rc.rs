@@ -5,8 +5,8 @@
 use roce::sim::scenario::Scenario;
 use roce::sim::HostId;
 
-// The endpoint's QPs (set up like ibv_rc_pingpong) use traffic class 0, so the RDMA class here is
-// priority 0.
+// The endpoint marks its data and ACKs DSCP 26 (NVIDIA's default), so the RDMA class here is
+// priority 3.
 fn incast(pfc: bool) -> (roce::sim::summary::Summary, roce::sim::scenario::Built) {
     let text = format!(
         r#"
@@ -16,7 +16,7 @@ fn incast(pfc: bool) -> (roce::sim::summary::Summary, roce::sim::scenario::Built
         duration_us = 1000
         message_bytes = 65536
         topology = {{ kind = "star", hosts = 3, link = {{ gbps = 100, delay_ns = 1000 }} }}
-        switch = {{ buffer_bytes = 4000000, queue_limit_bytes = 300000, lossless = [0], pfc = {pfc} }}
+        switch = {{ buffer_bytes = 4000000, queue_limit_bytes = 300000, lossless = [3], pfc = {pfc} }}
         workloads = [{{ kind = "incast", senders = [0, 1], receiver = 2, bytes = 2000000 }}]
         "#
     );

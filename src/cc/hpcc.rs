@@ -10,16 +10,12 @@
 //! R ← R_ref/k + W_AI; else R ← R_ref + W_AI. R_ref takes R once per T (a "full" update).
 //!
 //! # Carrying INT RoCE-safely
-//! The ICRC covers everything from the IP header to the end of the payload except the fields
-//! IBTA masks (IPv4 TOS/TTL/checksum, IPv6 class/flow/hop limit, UDP checksum, BTH resv8a), so
-//! a switch may not insert or rewrite bytes inside a RoCEv2 frame (IP options and UDP length are
-//! covered too). Two safe carriers: (1) in the simulated fabric the switch appends [`IntHop`]
-//! records as out-of-band metadata travelling with the frame (never bytes on the wire), the
-//! receiver copies them into its ACK's metadata and the sender hands them to
-//! [`CongestionControl::on_int`]; (2) on a real wire, an INT shim between UDP and BTH marked by
-//! a distinct UDP destination port: the receiving endpoint removes the shim and restores the UDP
-//! port 4791 and length before verifying the ICRC, so the ICRC is computed as if the shim were
-//! never there (HPCC's deployment does the equivalent in NIC hardware).
+//! On the wire the records travel in the INT shim of [`crate::wire::int`] (between UDP and BTH,
+//! announced by UDP port 4792, stripped by the receiver before ICRC verification and echoed on
+//! its ACKs); see that module for the format and why the ICRC stays valid. An endpoint turns
+//! the shim on per QP with `Endpoint::enable_int` and hands echoed records to
+//! [`CongestionControl::on_int`]. The simulated fabric's INT switches fill the shim's slots at
+//! egress (and stamp out-of-band metadata on frames without a shim, for test engines).
 
 use tracing::trace;
 
@@ -40,6 +36,28 @@ pub struct IntHop {
     pub ts: Instant,
     /// The port's line rate B.
     pub link_rate: Rate,
+}
+
+impl From<crate::wire::int::HopRecord> for IntHop {
+    fn from(r: crate::wire::int::HopRecord) -> Self {
+        IntHop {
+            qlen_bytes: u64::from(r.qlen_bytes),
+            tx_bytes: r.tx_bytes,
+            ts: Instant::from_nanos(r.ts_ns),
+            link_rate: Rate::from_bps(u64::from(r.link_mbps) * 1_000_000),
+        }
+    }
+}
+
+impl From<IntHop> for crate::wire::int::HopRecord {
+    fn from(h: IntHop) -> Self {
+        crate::wire::int::HopRecord {
+            ts_ns: h.ts.as_nanos(),
+            tx_bytes: h.tx_bytes,
+            qlen_bytes: u32::try_from(h.qlen_bytes).unwrap_or(u32::MAX),
+            link_mbps: u32::try_from(h.link_rate.as_bps() / 1_000_000).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 crate::cc_params! {

@@ -26,6 +26,13 @@
 //! // The endpoint wakes the controller at `cc.poll_timeout()` and calls `handle_timeout`.
 //! assert!(cc.poll_timeout().is_some());
 //! ```
+//!
+//! Installed on a QP with `Endpoint::set_congestion_control`, a controller is fed by the
+//! transport itself: `on_sent` per data packet, `on_ack` with the acknowledged bytes and an RTT
+//! sample (transmit `now` of the newest AckReq packet the response covers, to the response's
+//! `now`; see [`crate::qp::rtt`]), `on_loss` on a NAK sequence error or an ACK timeout,
+//! `on_cnp` per CNP, and `on_int` with the hop records the peer echoes when the QP sends INT
+//! shims (`Endpoint::enable_int`, [`crate::wire::int`]).
 
 pub mod config;
 pub mod dcqcn;
@@ -49,7 +56,7 @@ pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
-pub use timely::{RttController, RttRule, Timely, TimelyParams};
+pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
 
 use crate::time::{Duration, Instant};
 

@@ -98,8 +98,8 @@ impl ParamValue for bool {
 
 /// A parameter struct: assignment by name and a printable listing.
 pub trait ParamSet {
-    /// Every parameter name, in declaration order.
-    fn names(&self) -> &'static [&'static str];
+    /// Every parameter name, in declaration order (a shared base set first).
+    fn names(&self) -> Vec<&'static str>;
     /// Sets one parameter from its textual value.
     fn set(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
     /// Every parameter with its current value.
@@ -117,8 +117,29 @@ pub trait ParamSet {
 ///     }
 /// }
 /// ```
+///
+/// A set may start with `base name: OtherParams,` (after its docs): the other set's parameters
+/// become this set's too (by their own names, listed first), so two controllers share one
+/// declaration of what they have in common.
 #[macro_export]
 macro_rules! cc_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( #[doc = $bdoc:literal] )+ base $base:ident : $bty:ty,
+            $( $( #[doc = $doc:literal] )+ $field:ident : $ty:ty = $unit:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+        pub struct $name {
+            $( #[doc = $bdoc] )+
+            #[serde(flatten)]
+            pub $base: $bty,
+            $( $( #[doc = $doc] )+ pub $field: $ty, )*
+        }
+        $crate::cc_params!(@impl $name { $base } $( [$field : $ty = $unit; $($doc)+] )*);
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
@@ -130,10 +151,16 @@ macro_rules! cc_params {
         pub struct $name {
             $( $( #[doc = $doc] )+ pub $field: $ty, )*
         }
-
+        $crate::cc_params!(@impl $name { } $( [$field : $ty = $unit; $($doc)+] )*);
+    };
+    (@impl $name:ident { $($base:ident)? } $( [$field:ident : $ty:ty = $unit:literal; $($doc:literal)+] )*) => {
         impl $crate::cc::params::ParamSet for $name {
-            fn names(&self) -> &'static [&'static str] {
-                &[$(stringify!($field)),*]
+            fn names(&self) -> Vec<&'static str> {
+                #[allow(unused_mut)]
+                let mut names: Vec<&'static str> = Vec::new();
+                $( names.extend(self.$base.names()); )?
+                names.extend([$(stringify!($field)),*]);
+                names
             }
             fn set(&mut self, name: &str, value: &str) -> Result<(), $crate::cc::params::ParamError> {
                 use $crate::cc::params::{ParamError, ParamValue};
@@ -143,17 +170,26 @@ macro_rules! cc_params {
                             .ok_or(ParamError::BadValue { expected: <$ty as ParamValue>::EXPECTED })?;
                         Ok(())
                     } )*
-                    _ => Err(ParamError::Unknown),
+                    _ => {
+                        $( if true {
+                            return self.$base.set(name, value);
+                        } )?
+                        Err(ParamError::Unknown)
+                    }
                 }
             }
             fn list(&self) -> Vec<$crate::cc::params::ParamInfo> {
                 use $crate::cc::params::{ParamInfo, ParamValue};
-                vec![ $( ParamInfo {
+                #[allow(unused_mut)]
+                let mut list: Vec<ParamInfo> = Vec::new();
+                $( list.extend(self.$base.list()); )?
+                list.extend([ $( ParamInfo {
                     name: stringify!($field),
                     value: ParamValue::show_value(&self.$field),
                     unit: $unit,
                     doc: concat!($($doc),+).trim_start(),
-                } ),* ]
+                } ),* ]);
+                list
             }
         }
     };
@@ -193,7 +229,7 @@ mod tests {
                 expected: f64::EXPECTED
             })
         );
-        assert_eq!(d.names(), &["timer", "gain", "on"]);
+        assert_eq!(d.names(), ["timer", "gain", "on"]);
         let list = d.list();
         assert_eq!(list[0].value, "55");
         assert_eq!(list[0].unit, "us");

@@ -15,8 +15,9 @@ use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
 use crate::time::{Duration, Instant};
 
 crate::cc_params! {
-    /// TIMELY parameters.
-    pub struct TimelyParams {
+    /// The parameters TIMELY and patched TIMELY share: the RTT thresholds, the gradient filter,
+    /// the cut above `t_high`, the additive step and the rate floor.
+    pub struct RttParams {
         /// Below this RTT the rate always grows.
         t_low: u32 = "us",
         /// Above this RTT the rate is cut in proportion to the excess.
@@ -29,24 +30,52 @@ crate::cc_params! {
         beta: f64 = "",
         /// Additive step delta.
         add_step: u32 = "Mbit/s",
-        /// Hyper-additive multiplier N, used after N consecutive increases.
-        hai_n: u32 = "",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
     }
 }
 
-impl Default for TimelyParams {
+impl Default for RttParams {
     fn default() -> Self {
-        TimelyParams {
+        RttParams {
             t_low: 50,
             t_high: 500,
             min_rtt: 20,
             ewma: 0.875,
             beta: 0.8,
             add_step: 10,
-            hai_n: 5,
             min_rate: 100,
+        }
+    }
+}
+
+impl RttParams {
+    pub(crate) fn t_low_ns(&self) -> f64 {
+        f64::from(self.t_low) * 1e3
+    }
+    pub(crate) fn t_high_ns(&self) -> f64 {
+        f64::from(self.t_high) * 1e3
+    }
+    pub(crate) fn delta_bps(&self) -> f64 {
+        f64::from(self.add_step) * 1e6
+    }
+}
+
+crate::cc_params! {
+    /// TIMELY parameters.
+    pub struct TimelyParams {
+        /// The shared RTT-gradient parameters.
+        base rtt: RttParams,
+        /// Hyper-additive multiplier N, used after N consecutive increases.
+        hai_n: u32 = "",
+    }
+}
+
+impl Default for TimelyParams {
+    fn default() -> Self {
+        TimelyParams {
+            rtt: RttParams::default(),
+            hai_n: 5,
         }
     }
 }
@@ -72,12 +101,8 @@ impl RttGradient {
 pub trait RttRule {
     /// The controller's name.
     const NAME: &'static str;
-    /// EWMA weight of the newest RTT difference.
-    fn ewma(&self) -> f64;
-    /// The RTT that normalizes the gradient, ns.
-    fn min_rtt_ns(&self) -> f64;
-    /// The rate floor, bits/s.
-    fn min_rate_bps(&self) -> f64;
+    /// The shared parameters.
+    fn params(&self) -> &RttParams;
     /// The new rate (bits/s, before clamping) after RTT sample `rtt_ns` with normalized
     /// `gradient`, from rate `rate`.
     fn next_rate(&mut self, rate: f64, rtt_ns: f64, gradient: f64) -> f64;
@@ -112,14 +137,13 @@ impl<R: RttRule> RttController<R> {
 
     fn on_rtt(&mut self, now: Instant, rtt: Duration) {
         let r = rtt.as_nanos() as f64;
-        let Some(gradient) = self
-            .grad
-            .update(r, self.rule.ewma(), self.rule.min_rtt_ns())
-        else {
+        let p = self.rule.params();
+        let (ewma, min_rtt_ns) = (p.ewma, f64::from(p.min_rtt) * 1e3);
+        let min = (f64::from(p.min_rate) * 1e6).min(self.max);
+        let Some(gradient) = self.grad.update(r, ewma, min_rtt_ns) else {
             return;
         };
         let old = self.rc;
-        let min = self.rule.min_rate_bps().min(self.max);
         self.rc = clamp_rate(self.rule.next_rate(self.rc, r, gradient), min, self.max);
         if self.rc < old {
             self.metrics.rate_cuts += 1;
@@ -166,23 +190,18 @@ pub struct TimelyRule {
 
 impl RttRule for TimelyRule {
     const NAME: &'static str = "timely";
-    fn ewma(&self) -> f64 {
-        self.p.ewma
-    }
-    fn min_rtt_ns(&self) -> f64 {
-        f64::from(self.p.min_rtt) * 1e3
-    }
-    fn min_rate_bps(&self) -> f64 {
-        f64::from(self.p.min_rate) * 1e6
+    fn params(&self) -> &RttParams {
+        &self.p.rtt
     }
     fn next_rate(&mut self, rate: f64, r: f64, gradient: f64) -> f64 {
-        let delta = f64::from(self.p.add_step) * 1e6;
-        let t_high = f64::from(self.p.t_high) * 1e3;
-        let step = if r < f64::from(self.p.t_low) * 1e3 {
+        let p = &self.p.rtt;
+        let delta = p.delta_bps();
+        let t_high = p.t_high_ns();
+        let step = if r < p.t_low_ns() {
             delta
         } else if r > t_high {
             self.inc_stage = 0;
-            return rate * (1.0 - self.p.beta * (1.0 - t_high / r));
+            return rate * (1.0 - p.beta * (1.0 - t_high / r));
         } else if gradient <= 0.0 {
             let n = if self.inc_stage >= self.p.hai_n {
                 self.p.hai_n.max(1)
@@ -192,10 +211,25 @@ impl RttRule for TimelyRule {
             f64::from(n) * delta
         } else {
             self.inc_stage = 0;
-            return rate * (1.0 - (self.p.beta * gradient).min(1.0));
+            return rate * (1.0 - (p.beta * gradient).min(1.0));
         };
         self.inc_stage = self.inc_stage.saturating_add(1);
         rate + step
+    }
+}
+
+impl RttParams {
+    /// The rule both variants apply outside `t_low..=t_high`: grow by delta below `t_low`, cut
+    /// in proportion to the excess above `t_high`; `None` inside the band.
+    pub(crate) fn outside_band(&self, rate: f64, r: f64) -> Option<f64> {
+        let t_high = self.t_high_ns();
+        if r < self.t_low_ns() {
+            Some(rate + self.delta_bps())
+        } else if r > t_high {
+            Some(rate * (1.0 - self.beta * (1.0 - t_high / r)))
+        } else {
+            None
+        }
     }
 }
 

@@ -5,9 +5,11 @@
 //! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
 
 pub(crate) mod completer;
+pub mod int;
 pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
+pub mod rtt;
 pub mod state;
 pub mod timer;
 
@@ -45,8 +47,8 @@ pub struct LocalAddr {
     pub ipv6: Option<Ipv6Addr>,
     /// The partition key stamped on every packet.
     pub pkey: u16,
-    /// ECN codepoint for data packets when the QP's traffic class leaves it 0.
-    pub ecn: Ecn,
+    /// DSCP/ECN/PCP for packets whose QP traffic class leaves them 0, and the VLAN.
+    pub marking: crate::ecn::EcnConfig,
 }
 
 /// Where the payload bytes of an outgoing packet come from.
@@ -108,6 +110,22 @@ pub trait DeparturePacer: Send + std::fmt::Debug {
     fn handle_timeout(&mut self, now: Instant) {
         let _ = now;
     }
+    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<crate::time::Duration>) {
+        let _ = (now, acked_bytes, rtt);
+    }
+    /// The transport detected a loss (NAK sequence error or ACK timeout).
+    fn on_loss(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// In-band telemetry echoed by the peer arrived (one record per hop).
+    fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        let _ = (now, hops);
+    }
+    /// The congestion controller's state, when the pacer has one.
+    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        None
+    }
 }
 
 /// Attributes in force.
@@ -144,6 +162,7 @@ pub struct QueuePair {
     pacer: Option<Box<dyn DeparturePacer>>,
     /// Header templates for the current path (rebuilt when it changes).
     templates: Option<Box<Templates>>,
+    rtt: rtt::RttSampler,
 }
 
 /// A QP's two frame templates (data packets carry the endpoint's ECN, ACKs Not-ECT unless the
@@ -212,6 +231,7 @@ impl QueuePair {
             next_departure: Instant::ZERO,
             pacer: None,
             templates: None,
+            rtt: rtt::RttSampler::default(),
         }
     }
 
@@ -318,6 +338,7 @@ impl QueuePair {
                 self.req = Requester::new(sq);
                 self.resp = Responder::new(rq);
                 self.timers.stop_all();
+                self.rtt = rtt::RttSampler::default();
             }
             _ => {}
         }
@@ -510,18 +531,26 @@ impl QueuePair {
         let psn = pkt.repr.bth.psn;
         let ext = pkt.repr.ext;
         let payload = pkt.payload;
+        let losses = self.loss_count();
+        let covered = match ext.aeth.map(|a| a.syndrome) {
+            Some(crate::wire::aeth::Syndrome::Ack { .. }) | None => psn,
+            Some(_) => psn.sub(1),
+        };
         if op == Opcode::RC_ACKNOWLEDGE {
             if let Some(a) = ext.aeth {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, c));
             }
+            self.feed_cc(now, Some(covered), losses);
         } else if op.is_read_response() {
             self.completer_step(now, mrs, cqs, |q, c| {
                 q.on_read_response(op, psn, payload, c)
             });
+            self.feed_cc(now, Some(covered), losses);
         } else if op == Opcode::RC_ATOMIC_ACKNOWLEDGE {
             if let Some(a) = ext.atomic_ack_eth {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_atomic_ack(psn, a.orig, c));
             }
+            self.feed_cc(now, Some(covered), losses);
         } else {
             self.stats.rx_dropped += 1;
         }
@@ -555,7 +584,42 @@ impl QueuePair {
             });
         }
         if self.timers.take_expired(Timer::AckTimeout, now) {
+            let losses = self.loss_count();
             self.completer_step(now, mrs, cqs, |q, c| q.on_ack_timeout(c));
+            self.feed_cc(now, None, losses);
+        }
+    }
+
+    /// Losses detected so far (NAK sequence errors and ACK timeouts).
+    fn loss_count(&self) -> u64 {
+        self.stats.packet_seq_err + self.stats.local_ack_timeout_err
+    }
+
+    /// Feeds the pacer's controller after a response or timeout: an RTT sample when a response
+    /// covering `covered` retired a timed request, then a loss when this event detected one
+    /// (the loss count moved from `losses_before`).
+    fn feed_cc(&mut self, now: Instant, covered: Option<Psn>, losses_before: u64) {
+        let Some(p) = self.pacer.as_mut() else {
+            return;
+        };
+        if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
+            p.on_ack(now, s.acked_bytes, Some(s.rtt));
+        }
+        if self.stats.packet_seq_err + self.stats.local_ack_timeout_err != losses_before {
+            self.rtt.on_loss();
+            p.on_loss(now);
+        }
+    }
+
+    /// The state of this QP's congestion controller, if one is installed.
+    pub fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        self.pacer.as_ref()?.cc_metrics()
+    }
+
+    /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.
+    pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.on_int(now, hops);
         }
     }
 
@@ -649,7 +713,8 @@ impl QueuePair {
             return None;
         }
         let mtu = self.attrs.path_mtu.bytes();
-        let o = if self.resp.has_data() {
+        let request = !self.resp.has_data();
+        let o = if !request {
             self.resp.next_packet(mtu)?
         } else {
             if !matches!(self.state, QpState::Rts | QpState::Sqd)
@@ -674,6 +739,10 @@ impl QueuePair {
         let n = self.emit(now, &o, local, mrs, buf, true)?;
         if let Some(p) = self.pacer.as_mut() {
             self.next_departure = p.on_transmit(now, n);
+            if request {
+                self.rtt
+                    .on_request_sent(now, o.psn, o.ack_req, o.retransmission, n);
+            }
         }
         Some(n)
     }
@@ -687,11 +756,16 @@ impl QueuePair {
             IpAddr::V4(_) => IpAddr::V4(local.ipv4?),
             IpAddr::V6(_) => IpAddr::V6(local.ipv6?),
         };
+        let m = &local.marking;
         let mut ecn = Ecn::from_bits(av.traffic_class & 3);
         if ecn == Ecn::NotEct && data {
-            ecn = local.ecn;
+            ecn = m.data_ecn;
         }
-        let mut ip = IpRepr::new_roce(src, av.remote_ip, av.traffic_class >> 2, ecn);
+        let dscp = match av.traffic_class >> 2 {
+            0 => m.data_dscp,
+            dscp => dscp,
+        };
+        let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
         match &mut ip {
             IpRepr::V4(r) => r.ttl = av.hop_limit,
             IpRepr::V6(r) => r.hop_limit = av.hop_limit,
@@ -700,7 +774,7 @@ impl QueuePair {
             eth: ethernet::Repr {
                 dst: av.remote_mac,
                 src: local.mac,
-                vlan: None,
+                vlan: m.vlan_tag(m.data_pcp),
                 ethertype: crate::wire::EtherType::Ipv4,
             },
             ip,

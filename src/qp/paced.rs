@@ -1,12 +1,12 @@
 //! A congestion controller and its pacer as a QP's [`DeparturePacer`]: every data packet sent is
-//! charged to both, CNPs and the controller's timers change the rate, and the pacer turns the rate
-//! into the earliest departure of the next packet.
+//! charged to both; CNPs, ACK RTT samples, losses, echoed INT and the controller's timers change
+//! the rate, and the pacer turns the rate into the earliest departure of the next packet.
 //!
 //! The algorithms live in [`crate::cc`]; this is only the glue to the QP scheduler.
 
 use crate::cc::pacer::Pacer;
-use crate::cc::{CongestionControl, Controller};
-use crate::time::Instant;
+use crate::cc::{CongestionControl, Controller, IntHop};
+use crate::time::{Duration, Instant};
 
 use super::DeparturePacer;
 
@@ -55,5 +55,24 @@ impl DeparturePacer for CcPacer {
     fn handle_timeout(&mut self, now: Instant) {
         self.cc.handle_timeout(now);
         self.follow_rate(now);
+    }
+
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
+        self.cc.on_ack(now, acked_bytes, rtt);
+        self.follow_rate(now);
+    }
+
+    fn on_loss(&mut self, now: Instant) {
+        self.cc.on_loss(now);
+        self.follow_rate(now);
+    }
+
+    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
+        self.cc.on_int(now, hops);
+        self.follow_rate(now);
+    }
+
+    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        Some(self.cc.metrics())
     }
 }

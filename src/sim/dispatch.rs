@@ -353,7 +353,13 @@ impl<E: Engine> Fabric<E> {
                     link_rate: Rate::from_bps(p.tx.rate_bps),
                 };
                 if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
-                    slot.int.push(hop);
+                    // A frame with an INT shim gets the record in its bytes (the endpoint
+                    // strips and echoes it); any other frame carries it out of band.
+                    if crate::wire::int::shim_offset(&slot.buf).is_some() {
+                        crate::wire::int::push_hop(&mut slot.buf, &hop.into());
+                    } else {
+                        slot.int.push(hop);
+                    }
                 }
             }
             self.w

@@ -85,7 +85,8 @@ pub struct SwitchConfig {
     /// Salt of the ECMP hash (vary it per switch to avoid polarization).
     pub ecmp_salt: u64,
     /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
-    /// as HPCC switches do; hosts get the stack through `Fabric::set_int_sink`.
+    /// as HPCC switches do: into the frame's INT shim (`wire::int`) when it carries one, else
+    /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
     #[serde(default)]
     pub int: bool,
 }

@@ -19,6 +19,7 @@ pub mod ethernet;
 pub mod icrc;
 pub mod ieth;
 pub mod immdt;
+pub mod int;
 pub mod ipv4;
 pub mod ipv6;
 pub mod opcode;

@@ -1,0 +1,188 @@
+//! The endpoint feeds a QP's congestion controller from the transport: an RTT sample (hardware
+//! style: `now` at transmit to `now` at the covering ACK) and the acked bytes on every ACK, and a
+//! loss on a NAK sequence error or an ACK timeout. A recording `Custom` controller sees exactly
+//! what the scripted exchange implies.
+
+use std::sync::{Arc, Mutex};
+
+#[path = "support/cc_pair.rs"]
+mod cc_pair;
+
+use cc_pair::Pair;
+use roce::cc::{CcMetrics, CongestionControl, Controller, Rate};
+use roce::driver::loopback::RcOptions;
+use roce::endpoint::Endpoint;
+use roce::time::{Duration, Instant};
+use roce::wire::parse_frame;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Seen {
+    Ack {
+        at: u64,
+        bytes: u64,
+        rtt: Option<Duration>,
+    },
+    Loss {
+        at: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Recording(Arc<Mutex<Vec<Seen>>>);
+
+impl CongestionControl for Recording {
+    fn name(&self) -> &'static str {
+        "recording"
+    }
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
+        self.0.lock().unwrap().push(Seen::Ack {
+            at: now.as_nanos(),
+            bytes: acked_bytes,
+            rtt,
+        });
+    }
+    fn on_cnp(&mut self, _now: Instant) {}
+    fn on_loss(&mut self, now: Instant) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(Seen::Loss { at: now.as_nanos() });
+    }
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            rate: Rate::from_gbps(100),
+            target_rate: Rate::from_gbps(100),
+            ..CcMetrics::default()
+        }
+    }
+}
+
+struct Setup {
+    p: Pair,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+fn setup(timeout: u8) -> Setup {
+    let opts = RcOptions {
+        timeout,
+        ..RcOptions::default()
+    };
+    let mut p = Pair::new(cc_pair::config, &opts, 1 << 16);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let cc = Controller::Custom(Box::new(Recording(seen.clone())));
+    p.a.set_congestion_control(p.sa.qpn, cc, 1 << 20).unwrap();
+    Setup { p, seen }
+}
+
+impl Setup {
+    fn write(&mut self, id: u64, len: u32) {
+        self.p.post_write(id, len);
+    }
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn t(ns: u64) -> Instant {
+    Instant::from_nanos(ns)
+}
+
+fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 9000];
+    while let Some(n) = ep.poll_transmit(now, &mut buf) {
+        out.push(buf[..n].to_vec());
+    }
+    out
+}
+
+#[test]
+fn ack_arriving_x_ns_after_the_request_yields_rtt_x_and_its_bytes() {
+    let mut s = setup(14);
+    s.write(1, 1000);
+    let data = transmit(&mut s.p.a, t(1_000));
+    assert_eq!(data.len(), 1);
+    s.p.b.handle_frame(t(1_400), &data[0]);
+    let acks = transmit(&mut s.p.b, t(1_600));
+    assert_eq!(acks.len(), 1);
+    // The ACK reaches the sender X = 2_345 ns after the request left.
+    s.p.a.handle_frame(t(3_345), &acks[0]);
+    assert_eq!(
+        s.seen(),
+        vec![Seen::Ack {
+            at: 3_345,
+            bytes: data[0].len() as u64,
+            rtt: Some(Duration::from_nanos(2_345)),
+        }]
+    );
+}
+
+#[test]
+fn a_coalesced_ack_times_the_newest_request_it_covers() {
+    let mut s = setup(14);
+    s.write(1, 1000);
+    s.write(2, 1000);
+    let first = transmit(&mut s.p.a, t(10_000));
+    assert_eq!(first.len(), 2, "both single-packet WRITEs ask for an ACK");
+    s.p.b.handle_frame(t(10_500), &first[0]);
+    s.p.b.handle_frame(t(10_600), &first[1]);
+    let acks = transmit(&mut s.p.b, t(10_700));
+    // Deliver only the newest ACK: it covers both requests.
+    let newest = acks.last().unwrap();
+    assert_eq!(
+        parse_frame(newest).unwrap().repr.bth.psn,
+        parse_frame(&first[1]).unwrap().repr.bth.psn
+    );
+    s.p.a.handle_frame(t(13_000), newest);
+    let bytes = (first[0].len() + first[1].len()) as u64;
+    assert_eq!(
+        s.seen(),
+        vec![Seen::Ack {
+            at: 13_000,
+            bytes,
+            rtt: Some(Duration::from_nanos(3_000)),
+        }]
+    );
+}
+
+#[test]
+fn nak_sequence_error_reports_a_loss_to_the_controller() {
+    let mut s = setup(14);
+    s.write(1, 1000);
+    s.write(2, 1000);
+    let data = transmit(&mut s.p.a, t(100_000));
+    assert_eq!(data.len(), 2);
+    // The first request is lost; the second reaches the responder out of sequence.
+    s.p.b.handle_frame(t(100_500), &data[1]);
+    let naks = transmit(&mut s.p.b, t(100_600));
+    assert_eq!(naks.len(), 1);
+    s.p.a.handle_frame(t(101_000), &naks[0]);
+    assert_eq!(s.seen(), vec![Seen::Loss { at: 101_000 }]);
+    assert_eq!(s.p.a.counters().qp.packet_seq_err, 1);
+    // The resent requests are not timed (Karn): their ACK gives no sample.
+    let mut resent = transmit(&mut s.p.a, t(101_100));
+    resent.extend(transmit(&mut s.p.a, t(101_150)));
+    assert_eq!(resent.len(), 2);
+    for f in &resent {
+        s.p.b.handle_frame(t(101_200), f);
+    }
+    for ack in transmit(&mut s.p.b, t(101_300)) {
+        s.p.a.handle_frame(t(101_400), &ack);
+    }
+    assert_eq!(s.seen(), vec![Seen::Loss { at: 101_000 }]);
+}
+
+#[test]
+fn ack_timeout_reports_a_loss_to_the_controller() {
+    // timeout code 1: 8.192 us.
+    let mut s = setup(1);
+    s.write(1, 1000);
+    assert_eq!(transmit(&mut s.p.a, t(0)).len(), 1);
+    let deadline = s.p.a.poll_timeout().unwrap();
+    assert_eq!(deadline, t(8_192));
+    s.p.a.handle_timeout(t(8_191));
+    assert_eq!(s.seen(), vec![]);
+    s.p.a.handle_timeout(deadline);
+    assert_eq!(s.seen(), vec![Seen::Loss { at: 8_192 }]);
+    assert_eq!(s.p.a.counters().qp.local_ack_timeout_err, 1);
+}

@@ -102,9 +102,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// A write to a closed stdout (`roce ... | head`): the reader has what it wanted.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    let pipe = Some(std::io::ErrorKind::BrokenPipe);
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == pipe
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == pipe
     })
 }
 

@@ -270,6 +270,11 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
 /// Runs `roce demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan = check(&args)?;
+    if let Some(dir) = &args.out {
+        // Before the run, not after it: a bad directory costs the user nothing.
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    }
     let mut writer = match &args.pcap {
         Some(path) => Some(
             CaptureWriter::create(path)

@@ -147,10 +147,16 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
+    // The message is the first paragraph (a missing-arguments error lists them on more lines).
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("bad arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("roce: {first} (see --help)");
+    let para: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = para.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+    eprintln!("roce: {msg} (see --help)");
     ExitCode::from(2)
 }
 

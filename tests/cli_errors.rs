@@ -73,7 +73,7 @@ fn stats_of_a_missing_unreadable_or_counterless_file_is_one_line_error() {
     let dir = std::env::temp_dir().join(format!("roce-cli-errors-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("summary.json");
-    std::fs::write(&file, r#"{"summary":true,"frames":3}"#).expect("write");
+    std::fs::write(&file, r#"{"verified":true,"errors":[]}"#).expect("write");
     assert_one_line_error(
         &["stats", file.to_str().expect("utf-8")],
         1,

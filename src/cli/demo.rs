@@ -523,7 +523,7 @@ fn status_line(
         .map(|f| f.probe.get().rate.as_gbps_f64())
         .fold(f64::INFINITY, f64::min);
     format!(
-        "{msgs} msgs verified, {:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB",
+        "{:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB, {msgs} msgs verified",
         if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
         switch.counters().ecn_marked,
         if rate.is_finite() { rate } else { 0.0 },

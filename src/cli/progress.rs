@@ -37,22 +37,24 @@ impl Progress {
             Some(t) => {
                 let pb = ProgressBar::with_draw_target(Some(t.as_millis() as u64), target);
                 pb.set_style(
-                    ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed}/{len_s}  {msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar())
-                        .with_key(
-                            "len_s",
-                            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                                let _ = write!(w, "{}s", s.len().unwrap_or(0).div_ceil(1000));
-                            },
-                        )
-                        .progress_chars("=> "),
+                    ProgressStyle::with_template(
+                        "{prefix} [{bar:20}] {elapsed}/{len_s} {wide_msg}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .with_key(
+                        "len_s",
+                        |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{}s", s.len().unwrap_or(0).div_ceil(1000));
+                        },
+                    )
+                    .progress_chars("=> "),
                 );
                 pb
             }
             None => {
                 let pb = ProgressBar::with_draw_target(None, target);
                 pb.set_style(
-                    ProgressStyle::with_template("{prefix} {spinner} {elapsed}  {msg}")
+                    ProgressStyle::with_template("{prefix} {spinner} {elapsed} {wide_msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
                 pb

@@ -2,7 +2,8 @@
 //! daemon to ask, so it reads what a command left: the `--json` output of any roce command (a
 //! file, or stdin in a pipe: `roce demo --json | roce stats`), and prints its per-port and per-QP
 //! counters (the `stats` key) as one table under the mlx5/rxe names, or as `rdma statistic` lines.
-//! Output without a `stats` key still shows every object whose key names counters.
+//! Output without a `stats` key still shows every object whose key names counters (or, without
+//! those, the document's top-level numbers).
 //!
 //! Also the helpers other commands call to print the same table (`--stats`).
 
@@ -93,7 +94,27 @@ impl Found {
                 into.ports.extend(r.ports);
                 into.qps.extend(r.qps);
             } else {
+                let before = cols.len();
                 sections(&v, "", &mut cols);
+                if cols.len() == before {
+                    // No counter objects: the document's own top-level numbers (a `roce sim`
+                    // summary, a `pcap check` summary line).
+                    let mut cells = Vec::new();
+                    if let Value::Object(map) = &v {
+                        for (k, child) in map {
+                            if let Value::Number(n) = child {
+                                cells.push((k.clone(), number(n)));
+                            }
+                        }
+                    }
+                    if !cells.is_empty() {
+                        let heading = v.get("name").and_then(Value::as_str).unwrap_or("summary");
+                        cols.push(Column {
+                            heading: heading.to_owned(),
+                            cells,
+                        });
+                    }
+                }
             }
         }
         Ok(match report {
@@ -245,9 +266,25 @@ mod tests {
     }
 
     #[test]
-    fn json_with_no_counters_is_nothing() {
+    fn top_level_numbers_stand_in_when_no_object_holds_counters() {
+        let Ok(Found::Sections(cols)) =
+            Found::from_json(r#"{"name":"incast","cnp_sent":8,"flows":[{"bytes":1}]}"#)
+        else {
+            panic!("sections expected");
+        };
+        assert_eq!(
+            cols,
+            [Column {
+                heading: "incast".into(),
+                cells: vec![("cnp_sent".into(), "8".into())],
+            }]
+        );
+    }
+
+    #[test]
+    fn json_with_no_numbers_is_nothing() {
         assert!(matches!(
-            Found::from_json(r#"{"summary":true,"frames":3}"#),
+            Found::from_json(r#"{"summary":true,"name":"x"}"#),
             Ok(Found::Nothing)
         ));
         assert!(Found::from_json("{nope").is_err());

@@ -278,13 +278,15 @@ impl RdmaCounters {
         }
     }
 
-    /// The counters of one port: its endpoint's (with the QP sum) and its notification point's.
+    /// The counters of one port: its endpoint's, with the sum over its QPs. Like mlx5,
+    /// `np_ecn_marked_roce_packets` counts every CE-marked RoCEv2 packet the port's QPs took
+    /// (requests and responses; at least what the notification point saw).
     pub fn of_port(c: &EndpointCounters, np: &crate::ecn::NpCounters) -> Self {
         let d = &c.drops;
         RdmaCounters {
             sent_pkts: c.tx_frames,
             rcvd_pkts: c.rx_frames,
-            np_ecn_marked_roce_packets: np.np_ecn_marked_roce_packets,
+            np_ecn_marked_roce_packets: np.np_ecn_marked_roce_packets.max(c.qp.ecn_ce_received),
             np_cnp_sent: c.cnps_sent,
             rx_icrc_errors: d.bad_icrc,
             rx_dropped: c.qp.rx_dropped

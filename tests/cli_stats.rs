@@ -92,7 +92,7 @@ fn wide_tables_wrap_into_blocks_of_six_columns() {
 }
 
 #[test]
-fn port_counters_take_the_np_and_drop_counts_of_the_endpoint() {
+fn port_counters_take_the_marks_and_drop_counts_of_the_endpoint() {
     let mut c = EndpointCounters {
         tx_frames: 5,
         rx_frames: 9,
@@ -103,6 +103,7 @@ fn port_counters_take_the_np_and_drop_counts_of_the_endpoint() {
     c.drops.unknown_qp = 3;
     c.qp = QpCounters {
         rx_dropped: 1,
+        ecn_ce_received: 11,
         packet_seq_err: 4,
         rp_cnp_handled: 6,
         ..Default::default()
@@ -119,7 +120,8 @@ fn port_counters_take_the_np_and_drop_counts_of_the_endpoint() {
             p.np_cnp_sent,
             p.np_ecn_marked_roce_packets
         ),
-        (5, 9, 2, 8)
+        // 11 CE-marked packets reached QPs, 8 of them requests the notification point saw.
+        (5, 9, 2, 11)
     );
     assert_eq!(
         (

@@ -161,3 +161,38 @@ fn demo_missing_or_unsupported_port_is_one_line_error() {
     assert_one_line_error(&["demo", "--port", "pci:0000:99:00.0"], "virtual ports");
     assert_one_line_error(&["demo", "--port", "nic0"], "--port");
 }
+
+#[test]
+fn demo_status_lines_go_to_stderr_and_stats_adds_the_per_qp_table() {
+    let (code, out, err) = roce(&[
+        "demo",
+        "--duration",
+        "600ms",
+        "--senders",
+        "1",
+        "--status",
+        "200ms",
+        "--stats",
+    ]);
+    assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
+    // Not a terminal: no progress bar, but the status lines asked for.
+    let status: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!status.is_empty(), "{err}");
+    for l in &status {
+        assert!(
+            l.contains(" Gbit/s, ecn_marked ") && l.contains(" np_cnp_sent "),
+            "{l}"
+        );
+    }
+    assert!(
+        !err.contains('\u{1b}'),
+        "terminal escapes in a pipe: {err:?}"
+    );
+    assert!(!out.starts_with('['), "status lines leaked into stdout");
+    assert!(
+        out.contains("Counters per port (mlx5 / rxe names)"),
+        "{out}"
+    );
+    assert!(out.contains("Counters per QP"), "{out}");
+    assert!(out.contains("r/1 qp 17"), "{out}");
+}

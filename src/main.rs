@@ -1,5 +1,6 @@
 //! The `roce` command line.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -10,6 +11,8 @@ mod cli {
     pub mod demo;
     pub mod loopback;
     pub mod oob;
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    pub mod ops;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod perf;
@@ -17,7 +20,10 @@ mod cli {
     pub mod pingpong;
     #[cfg(feature = "dpdk")]
     pub mod port;
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    pub mod progress;
     pub mod sim;
+    pub mod stats;
 }
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
@@ -58,6 +64,9 @@ enum Command {
     #[cfg(feature = "dpdk")]
     #[command(subcommand)]
     Port(cli::port::PortCommand),
+    /// Counters of a finished run, as `rdma statistic` shows them: reads any command's `--json`
+    /// output (a file, or stdin: `roce demo --json | roce stats`).
+    Stats(cli::stats::StatsArgs),
     /// Speak only the connection-setup exchange of ibv_rc_pingpong, perftest or the pyverbs peer.
     #[command(subcommand)]
     Oob(cli::oob::OobCommand),
@@ -74,10 +83,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(cmd) => cli::sim::run(cmd)?,
         #[cfg(feature = "dpdk")]
         Command::Demo(args) => cli::demo::run(args)?,
+        Command::Stats(args) => cli::stats::run(args)?,
         Command::Limits => {
-            println!("burst_size {}", roce::limits::BURST_SIZE);
-            println!("max_frame {}", roce::limits::MAX_FRAME);
-            println!("max_qps {}", roce::limits::MAX_QPS);
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "burst_size {}", roce::limits::BURST_SIZE)?;
+            writeln!(out, "max_frame {}", roce::limits::MAX_FRAME)?;
+            writeln!(out, "max_qps {}", roce::limits::MAX_QPS)?;
         }
         #[cfg(feature = "dpdk")]
         Command::Port(cmd) => cli::port::run(cmd)?,
@@ -89,23 +100,80 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A write to a closed stdout (`roce ... | head`): the reader has what it wanted.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    let pipe = Some(std::io::ErrorKind::BrokenPipe);
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == pipe
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == pipe
+    })
+}
+
+/// `println!` panics when stdout is a closed pipe. Commands write through `io::Write` and return
+/// the error (ended quietly below); this hook is the backstop for any `println!` left: such a
+/// panic ends the process quietly with status 0 instead of printing a panic message.
+fn end_quietly_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("os error 32") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// Help and version go to stdout as clap prints them; a usage error becomes one line
+/// (`roce: invalid value 'x' for '--depth <DEPTH>': ...; see --help`) and status 2.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    // The message is the first paragraph (a missing-arguments error lists them on more lines).
+    let text = e.render().to_string();
+    let para: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = para.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+    eprintln!("roce: {msg} (see --help)");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
+    end_quietly_on_closed_stdout();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that went away (`roce pcap check f | head`) is not an error.
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // One clear line: the error and its causes, joined.
             eprintln!("roce: {e:#}");

@@ -155,3 +155,378 @@ pub struct EndpointCounters {
     /// The sum over the endpoint's QPs.
     pub qp: QpCounters,
 }
+
+// ---------------------------------------------------------------------------------------------
+// What a user reads: counters under the names `rdma statistic` prints, per port and per QP, and
+// the one table formatter every command shares (`roce stats`, `--stats`, `roce demo`'s report).
+
+macro_rules! rdma_counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// Counters under the names `rdma statistic show` prints for mlx5 and rxe devices (and a
+        /// few of this crate's own, marked so), for one port, one QP or a sum of them.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub struct RdmaCounters {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl RdmaCounters {
+            /// Every counter as `(name, value)`, in a fixed order.
+            pub fn pairs(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($name), self.$name),)*]
+            }
+
+            /// Adds every counter of `o` into `self`.
+            pub fn accumulate(&mut self, o: &RdmaCounters) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
+}
+
+rdma_counters! {
+    /// Frames sent (rxe `sent_pkts`).
+    sent_pkts,
+    /// Frames received (rxe `rcvd_pkts`).
+    rcvd_pkts,
+    /// CE-marked RoCEv2 packets received (notification point).
+    np_ecn_marked_roce_packets,
+    /// CNPs sent (notification point; per port only).
+    np_cnp_sent,
+    /// CNPs handled by the reaction point.
+    rp_cnp_handled,
+    /// CNPs the congestion controller absorbed without a rate change.
+    rp_cnp_ignored,
+    /// Responder: request packets beyond the expected PSN.
+    out_of_sequence,
+    /// Requester: NAK sequence errors received.
+    packet_seq_err,
+    /// Responder: duplicate requests received.
+    duplicate_request,
+    /// Requester: ACK timeouts.
+    local_ack_timeout_err,
+    /// Requester: responses that implied a lost READ/atomic response.
+    implied_nak_seq_err,
+    /// Requester: RNR NAKs received.
+    rnr_nak_retry_err,
+    /// Requester: RNR retries exhausted (rxe).
+    retry_rnr_exceeded_err,
+    /// Responder: RNR NAKs sent (rxe).
+    send_rnr_err,
+    /// Requester: transport retries exhausted.
+    req_transport_retries_exceeded,
+    /// Requester: NAK remote access error received.
+    req_remote_access_errors,
+    /// Requester: NAK invalid request received.
+    req_remote_invalid_request,
+    /// Responder: requests refused for rkey, bounds or rights.
+    resp_remote_access_errors,
+    /// Responder: receives too small for an incoming SEND.
+    resp_local_length_error,
+    /// Requester: retransmission rounds (rxe).
+    completer_retry_err,
+    /// Request packets sent again (roce's own).
+    retransmitted_packets,
+    /// Responder: RDMA WRITE requests executed.
+    rx_write_requests,
+    /// Responder: RDMA READ requests executed.
+    rx_read_requests,
+    /// Responder: atomic requests executed.
+    rx_atomic_requests,
+    /// Responder: SEND messages received (roce's own).
+    rx_send_requests,
+    /// Work completions with an error status (roce's own; mlx5 splits it into req/resp_cqe_error).
+    error_completions,
+    /// Frames dropped for a bad ICRC (roce's own).
+    rx_icrc_errors,
+    /// Frames dropped for any other reason before or at the QP (roce's own).
+    rx_dropped,
+}
+
+impl RdmaCounters {
+    /// The counters of one QP (the notification point's and the port's frame counts stay 0).
+    pub fn of_qp(q: &QpCounters) -> Self {
+        RdmaCounters {
+            sent_pkts: q.tx_packets,
+            rcvd_pkts: q.rx_packets,
+            np_ecn_marked_roce_packets: q.ecn_ce_received,
+            np_cnp_sent: 0,
+            rp_cnp_handled: q.rp_cnp_handled,
+            rp_cnp_ignored: 0,
+            out_of_sequence: q.out_of_sequence,
+            packet_seq_err: q.packet_seq_err,
+            duplicate_request: q.duplicate_request,
+            local_ack_timeout_err: q.local_ack_timeout_err,
+            implied_nak_seq_err: q.implied_nak_seq_err,
+            rnr_nak_retry_err: q.rnr_nak_retry_err,
+            retry_rnr_exceeded_err: q.retry_rnr_exceeded_err,
+            send_rnr_err: q.send_rnr_err,
+            req_transport_retries_exceeded: q.req_transport_retries_exceeded,
+            req_remote_access_errors: q.req_remote_access_errors,
+            req_remote_invalid_request: q.req_remote_invalid_request,
+            resp_remote_access_errors: q.resp_remote_access_errors,
+            resp_local_length_error: q.resp_local_length_error,
+            completer_retry_err: q.completer_retry_err,
+            retransmitted_packets: q.retransmitted_packets,
+            rx_write_requests: q.rx_write_requests,
+            rx_read_requests: q.rx_read_requests,
+            rx_atomic_requests: q.rx_atomic_requests,
+            rx_send_requests: q.rx_send_requests,
+            error_completions: q.error_completions,
+            rx_icrc_errors: 0,
+            rx_dropped: q.rx_dropped,
+        }
+    }
+
+    /// The counters of one port: its endpoint's, with the sum over its QPs. Like mlx5,
+    /// `np_ecn_marked_roce_packets` counts every CE-marked RoCEv2 packet the port's QPs took
+    /// (requests and responses; at least what the notification point saw).
+    pub fn of_port(c: &EndpointCounters, np: &crate::ecn::NpCounters) -> Self {
+        let d = &c.drops;
+        RdmaCounters {
+            sent_pkts: c.tx_frames,
+            rcvd_pkts: c.rx_frames,
+            np_ecn_marked_roce_packets: np.np_ecn_marked_roce_packets.max(c.qp.ecn_ce_received),
+            np_cnp_sent: c.cnps_sent,
+            rx_icrc_errors: d.bad_icrc,
+            rx_dropped: c.qp.rx_dropped
+                + d.malformed
+                + d.bad_ip_checksum
+                + d.bad_header
+                + d.wrong_destination
+                + d.bad_pkey
+                + d.unknown_qp
+                + d.wrong_source
+                + d.bad_state
+                + d.not_rc,
+            ..RdmaCounters::of_qp(&c.qp)
+        }
+    }
+
+    /// The counters of an endpoint (one port).
+    pub fn of_endpoint(ep: &crate::endpoint::Endpoint) -> Self {
+        RdmaCounters::of_port(&ep.counters(), &ep.np_counters())
+    }
+
+    /// Transport errors: completions in error, exhausted retries, remote access errors.
+    pub fn transport_errors(&self) -> u64 {
+        self.error_completions + self.req_transport_retries_exceeded + self.req_remote_access_errors
+    }
+}
+
+/// One port's counters (`rdma statistic show link NAME/1`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PortStats {
+    /// `NAME/PORT`, the way `rdma` names a link (`r/1`).
+    pub link: String,
+    /// Its counters.
+    pub counters: RdmaCounters,
+}
+
+/// One QP's counters (`rdma statistic qp show`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct QpStats {
+    /// The port the QP lives on (`r/1`).
+    pub link: String,
+    /// Local QP number.
+    pub lqpn: u32,
+    /// The peer's QP number.
+    pub rqpn: u32,
+    /// Its counters (the notification point counts CNPs per port, so `np_cnp_sent` is 0 here).
+    pub counters: RdmaCounters,
+}
+
+/// Counters per port and per QP: the `stats` key of every command's `--json` output, which
+/// `roce stats` reads back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct StatsReport {
+    /// Per port.
+    pub ports: Vec<PortStats>,
+    /// Per QP.
+    pub qps: Vec<QpStats>,
+}
+
+impl StatsReport {
+    /// Adds the port `name/1` of endpoint `ep` and those of its QPs numbered in `qpns` that exist.
+    pub fn add_endpoint(
+        &mut self,
+        name: &str,
+        ep: &crate::endpoint::Endpoint,
+        qpns: impl IntoIterator<Item = u32>,
+    ) {
+        let link = format!("{name}/1");
+        for qpn in qpns {
+            if let Some(qp) = ep.qp(qpn) {
+                self.qps.push(QpStats {
+                    link: link.clone(),
+                    lqpn: qpn,
+                    rqpn: qp.dest_qpn(),
+                    counters: RdmaCounters::of_qp(qp.counters()),
+                });
+            }
+        }
+        self.ports.push(PortStats {
+            link,
+            counters: RdmaCounters::of_endpoint(ep),
+        });
+    }
+
+    /// The sum over the ports.
+    pub fn total(&self) -> RdmaCounters {
+        let mut t = RdmaCounters::default();
+        for p in &self.ports {
+            t.accumulate(&p.counters);
+        }
+        t
+    }
+
+    /// The per-port table (with a `total` column when there are several ports), then the per-QP
+    /// table; counters that are 0 everywhere are left out unless `all`.
+    pub fn table(&self, all: bool) -> String {
+        let mut out = self.port_table(all);
+        if !self.qps.is_empty() {
+            out.push('\n');
+            out.push_str(&self.qp_table(all));
+        }
+        out
+    }
+
+    /// The per-port table under its heading (a `total` column when there are several ports).
+    pub fn port_table(&self, all: bool) -> String {
+        let mut cols: Vec<Column> = self
+            .ports
+            .iter()
+            .map(|p| Column::of(&p.link, &p.counters))
+            .collect();
+        if self.ports.len() > 1 {
+            cols.push(Column::of("total", &self.total()));
+        }
+        format!(
+            "Counters per port (mlx5 / rxe names)\n{}",
+            table(&cols, all)
+        )
+    }
+
+    /// The per-QP table under its heading (columns `LINK qp LQPN`).
+    pub fn qp_table(&self, all: bool) -> String {
+        let cols: Vec<Column> = self
+            .qps
+            .iter()
+            .map(|q| Column::of(&format!("{} qp {}", q.link, q.lqpn), &q.counters))
+            .collect();
+        format!("Counters per QP\n{}", table(&cols, all))
+    }
+
+    /// The lines `rdma statistic show` and `rdma statistic qp show` would print (one per port,
+    /// then one per QP; every counter, zeros included).
+    pub fn rdma_lines(&self) -> String {
+        let mut out = String::new();
+        let pairs = |c: &RdmaCounters| {
+            c.pairs()
+                .iter()
+                .map(|(n, v)| format!(" {n} {v}"))
+                .collect::<String>()
+        };
+        for p in &self.ports {
+            out.push_str(&format!("link {}{}\n", p.link, pairs(&p.counters)));
+        }
+        for q in &self.qps {
+            out.push_str(&format!(
+                "link {} lqpn {} rqpn {} qp-type RC{}\n",
+                q.link,
+                q.lqpn,
+                q.rqpn,
+                pairs(&q.counters)
+            ));
+        }
+        out
+    }
+}
+
+/// One column of a counter table: a heading and `(counter, value)` cells.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Column {
+    /// The heading (a link, a QP, a JSON path).
+    pub heading: String,
+    /// The cells, already formatted.
+    pub cells: Vec<(String, String)>,
+}
+
+impl Column {
+    /// A column of `c`'s counters under `heading`.
+    pub fn of(heading: &str, c: &RdmaCounters) -> Self {
+        Column {
+            heading: heading.to_owned(),
+            cells: c
+                .pairs()
+                .into_iter()
+                .map(|(n, v)| (n.to_owned(), v.to_string()))
+                .collect(),
+        }
+    }
+}
+
+/// Columns this wide at most are printed side by side; more wrap into further blocks.
+const COLUMNS_PER_BLOCK: usize = 6;
+
+/// The counter table every command prints: one row per counter (in first-seen order), one column
+/// per heading, numbers right-aligned, blocks of at most six columns; rows that are `0` (or
+/// missing) in every column are left out unless `all`, and a last line says how many.
+pub fn table(columns: &[Column], all: bool) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for c in columns {
+        for (n, _) in &c.cells {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let value = |c: &Column, name: &str| {
+        c.cells
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("0", |(_, v)| v.as_str())
+            .to_owned()
+    };
+    let zero = |v: &str| v == "0" || v == "0.0" || v == "-";
+    let (shown, hidden): (Vec<&str>, Vec<&str>) = names
+        .into_iter()
+        .partition(|n| all || columns.iter().any(|c| !zero(&value(c, n))));
+    let name_w = shown.iter().map(|n| n.len()).max().unwrap_or(0).max(7);
+    let mut out = String::new();
+    for block in columns.chunks(COLUMNS_PER_BLOCK) {
+        let widths: Vec<usize> = block
+            .iter()
+            .map(|c| {
+                shown
+                    .iter()
+                    .map(|n| value(c, n).len())
+                    .chain([c.heading.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut line = format!("  {:<name_w$}", "counter");
+        for (c, w) in block.iter().zip(&widths) {
+            line.push_str(&format!("  {:>w$}", c.heading));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        for n in &shown {
+            let mut line = format!("  {n:<name_w$}");
+            for (c, w) in block.iter().zip(&widths) {
+                line.push_str(&format!("  {:>w$}", value(c, n)));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    if !hidden.is_empty() {
+        out.push_str(&format!(
+            "  ({} more counters are 0 everywhere)\n",
+            hidden.len()
+        ));
+    }
+    out
+}

@@ -51,6 +51,8 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     ops.dedup();
     assert_eq!(ops, ["read", "send", "write"]);
     for f in flows {
+        // Every flow's data goes from a sender to r, across the bottleneck (READ too: r reads).
+        assert_eq!(f["to"], "r", "{f}");
         assert!(f["goodput_gbps"].as_f64().unwrap_or(0.0) > 0.0, "{f}");
         assert!(f["messages"].as_u64().unwrap_or(0) > 0, "{f}");
         assert_eq!(f["verified"], true, "{f}");
@@ -58,7 +60,12 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     let c = &s["counters"];
     let marked = s["switch"]["ecn_marked"].as_u64().unwrap_or(0);
     assert!(marked > 0, "no ECN marks: {s}");
-    assert!(c["np_ecn_marked_roce_packets"].as_u64().unwrap_or(0) > 0);
+    // Every CE mark the switch made is counted where it landed (READ responses included).
+    assert_eq!(
+        c["np_ecn_marked_roce_packets"].as_u64(),
+        Some(marked),
+        "{c}"
+    );
     let cnps = c["np_cnp_sent"].as_u64().unwrap_or(0);
     assert!(cnps > 0, "no CNPs: {c}");
     assert_eq!(c["rp_cnp_handled"].as_u64(), Some(cnps), "{c}");
@@ -70,6 +77,32 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     ] {
         assert_eq!(c[k].as_u64(), Some(0), "{k}: {c}");
     }
+    // READ responses cross the bottleneck: r's READ QPs receive CE-marked responses.
+    let stats = &s["stats"];
+    let ports = stats["ports"].as_array().expect("stats.ports");
+    let links: Vec<&str> = ports.iter().filter_map(|p| p["link"].as_str()).collect();
+    assert_eq!(links, ["r/1", "s1/1", "s2/1"]);
+    let qps = stats["qps"].as_array().expect("stats.qps");
+    assert_eq!(qps.len(), 12, "6 flows x 2 ends");
+    let r_qp = |op_index: usize| &qps[op_index]["counters"];
+    let read_at_r = r_qp(2);
+    assert!(
+        read_at_r["rcvd_pkts"].as_u64().unwrap_or(0) > read_at_r["sent_pkts"].as_u64().unwrap_or(0),
+        "{read_at_r}"
+    );
+    let marked_on_r: u64 = (0..6)
+        .map(|i| r_qp(i)["np_ecn_marked_roce_packets"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        Some(marked_on_r),
+        s["switch"]["ecn_marked"].as_u64(),
+        "every mark lands on r"
+    );
+    let total_cnps: u64 = ports
+        .iter()
+        .map(|p| p["counters"]["np_cnp_sent"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(Some(total_cnps), c["np_cnp_sent"].as_u64());
     assert_eq!(s["switch"]["pfc_pause_frames"].as_u64(), Some(0));
     assert!(s["switch"]["queue_mean_bytes"].as_f64().is_some());
     assert!(s["switch"]["drops"].as_u64().is_some());
@@ -127,4 +160,39 @@ fn demo_missing_or_unsupported_port_is_one_line_error() {
     assert_one_line_error(&["demo", "--port", "tap:"], "--port");
     assert_one_line_error(&["demo", "--port", "pci:0000:99:00.0"], "virtual ports");
     assert_one_line_error(&["demo", "--port", "nic0"], "--port");
+}
+
+#[test]
+fn demo_status_lines_go_to_stderr_and_stats_adds_the_per_qp_table() {
+    let (code, out, err) = roce(&[
+        "demo",
+        "--duration",
+        "600ms",
+        "--senders",
+        "1",
+        "--status",
+        "200ms",
+        "--stats",
+    ]);
+    assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
+    // Not a terminal: no progress bar, but the status lines asked for.
+    let status: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!status.is_empty(), "{err}");
+    for l in &status {
+        assert!(
+            l.contains(" Gbit/s, ecn_marked ") && l.contains(" np_cnp_sent "),
+            "{l}"
+        );
+    }
+    assert!(
+        !err.contains('\u{1b}'),
+        "terminal escapes in a pipe: {err:?}"
+    );
+    assert!(!out.starts_with('['), "status lines leaked into stdout");
+    assert!(
+        out.contains("Counters per port (mlx5 / rxe names)"),
+        "{out}"
+    );
+    assert!(out.contains("Counters per QP"), "{out}");
+    assert!(out.contains("r/1 qp 17"), "{out}");
 }

@@ -1,6 +1,8 @@
 //! `roce cc`: print a congestion controller's parameters, or replay a scripted CNP sequence
 //! against it and print how rate, target rate and alpha evolve.
 
+use std::io::Write as _;
+
 use anyhow::{anyhow, bail};
 use clap::Subcommand;
 use roce::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
@@ -83,16 +85,17 @@ fn changes(samples: &[Sample]) -> Vec<Sample> {
 
 /// Runs one `roce cc` command.
 pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     match cmd {
         CcCommand::Show { name, set, json } => {
             let cfg = config(&name, Rate::from_gbps(100), &set)?;
             let params = cfg.describe();
             if json {
-                println!("{}", serde_json::to_string_pretty(&params)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&params)?)?;
             } else {
-                println!("{} ({} parameters)", cfg.name(), params.len());
+                writeln!(out, "{} ({} parameters)", cfg.name(), params.len())?;
                 for p in params {
-                    println!("  {p}");
+                    writeln!(out, "  {p}")?;
                 }
             }
         }
@@ -125,7 +128,7 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
                 },
             );
             if csv {
-                print!("{}", roce::cc::recorder::to_csv(&samples));
+                write!(out, "{}", roce::cc::recorder::to_csv(&samples))?;
                 return Ok(());
             }
             let points: Vec<Point> = changes(&samples)
@@ -138,17 +141,19 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
                 })
                 .collect();
             if json {
-                println!("{}", serde_json::to_string(&points)?);
+                writeln!(out, "{}", serde_json::to_string(&points)?)?;
             } else {
-                println!(
+                writeln!(
+                    out,
                     "{:>12} {:>12} {:>12} {:>10}",
                     "t_us", "rate_gbps", "target_gbps", "alpha"
-                );
+                )?;
                 for p in points {
-                    println!(
+                    writeln!(
+                        out,
                         "{:>12.3} {:>12.6} {:>12.6} {:>10.6}",
                         p.t_us, p.rate_gbps, p.target_gbps, p.alpha
-                    );
+                    )?;
                 }
             }
         }

@@ -9,29 +9,30 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::io::Write as _;
+
 use anyhow::{bail, Context};
 use clap::Args;
 
 use roce::cc::{CcConfig, Rate};
 use roce::clock::{Clock, MonotonicClock};
-use roce::demo::payload::Payload;
-use roce::demo::probe::{CcProbe, ProbedPacer};
-use roce::demo::report::{CcSummary, Counters, FlowResult, Series, Setup, Summary, SwitchSummary};
+use roce::demo::report::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
 use roce::demo::switch::{RtSwitch, RtSwitchConfig};
 use roce::demo::text::{self, Files};
 use roce::driver::dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
-use roce::driver::loopback::{connect_rc, RcOptions};
 use roce::driver::{FrameBuf, Port};
 use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::mr::MrInfo;
 use roce::pcap::CaptureWriter;
 use roce::runtime::{Runtime, RuntimeConfig};
 use roce::sim::EcnConfig;
 use roce::time::{Duration, Instant};
-use roce::verbs::{AccessFlags, CqHandle, Mtu, RecvWr, SendWr, Sge, WcStatus, WrOpcode};
+use roce::verbs::Mtu;
 use roce::wire::EthernetAddress;
+
+use crate::cli::ops::Op;
+use crate::cli::progress::{parse_interval, Progress};
 
 /// Options of `roce demo`.
 #[derive(Args, Debug)]
@@ -98,6 +99,14 @@ pub struct DemoArgs {
     /// Write CSV time series and an SVG plot into this directory.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print a one-line status to stderr every this often (e.g. 1s, 500ms), like perftest's
+    /// `--run_infinitely` lines; printed also when stderr is not a terminal. Without it a
+    /// progress bar shows on a terminal (never with --json).
+    #[arg(long, value_name = "INTERVAL")]
+    status: Option<String>,
+    /// Also print the counters per port and per QP at the end (what `roce stats` shows).
+    #[arg(long)]
+    stats: bool,
     /// Extra EAL arguments.
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     eal: String,
@@ -148,33 +157,6 @@ const TAP_IF: &str = "roce-demo0";
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Sampling interval of the time series.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
-/// Pacer burst allowance per QP.
-const PACER_BURST: u64 = 4 * 1024;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Write,
-    Send,
-    Read,
-}
-
-impl Op {
-    fn parse(s: &str) -> anyhow::Result<Op> {
-        Ok(match s.trim() {
-            "write" => Op::Write,
-            "send" => Op::Send,
-            "read" => Op::Read,
-            other => bail!("unknown operation `{other}` (expected write, send, read)"),
-        })
-    }
-    fn name(self) -> &'static str {
-        match self {
-            Op::Write => "write",
-            Op::Send => "send",
-            Op::Read => "read",
-        }
-    }
-}
 
 /// One host: an endpoint and the loop that drives it over its port.
 struct Host<'c> {
@@ -183,28 +165,8 @@ struct Host<'c> {
     rt: Runtime<DpdkPort, &'c MonotonicClock>,
 }
 
-/// One RC flow: a QP on a sender, its peer on the receiver.
-struct Flow {
-    op: Op,
-    sender: usize,
-    qpn: u32,
-    cq: CqHandle,
-    peer_qpn: u32,
-    peer_cq: CqHandle,
-    /// Sender-side buffer (source of WRITE/SEND, destination of READ).
-    local: MrInfo,
-    /// Receiver-side buffer (destination of WRITE/SEND, source of READ).
-    remote: MrInfo,
-    payload: Payload,
-    probe: CcProbe,
-    posted: u64,
-    completed: u64,
-    recv_posted: u64,
-    recv_done: u64,
-    verified: u64,
-    last_done: Option<Instant>,
-    errors: Vec<String>,
-}
+mod flows;
+use flows::Flow;
 
 fn mac(i: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0x52, 0x4f, 0x43, 0x45, i])
@@ -227,6 +189,7 @@ struct Plan {
     cc: CcConfig,
     mtu: Mtu,
     ecn: EcnConfig,
+    status: Option<std::time::Duration>,
 }
 
 fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
@@ -240,8 +203,9 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     let ops = args
         .ops
         .iter()
-        .map(|s| Op::parse(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .map(|s| Op::parse_among(s, &[Op::Write, Op::Send, Op::Read]))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .context("--ops")?;
     if ops.is_empty() {
         bail!("--ops needs at least one operation");
     }
@@ -294,12 +258,23 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
         cc,
         mtu,
         ecn,
+        status: args
+            .status
+            .as_deref()
+            .map(parse_interval)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--status {e}"))?,
     })
 }
 
 /// Runs `roce demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan = check(&args)?;
+    if let Some(dir) = &args.out {
+        // Before the run, not after it: a bad directory costs the user nothing.
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    }
     let mut writer = match &args.pcap {
         Some(path) => Some(
             CaptureWriter::create(path)
@@ -374,7 +349,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let mut flows = connect_flows(&args, &plan, &mut hosts)?;
+    let mut flows = flows::connect(
+        &mut hosts, &plan.ops, plan.size, args.depth, plan.mtu, &plan.cc, args.seed,
+    )?;
+    let mut progress = Progress::new("roce demo", Some(plan.duration), !args.json, plan.status);
 
     let mut series = Series::new(SAMPLE_EVERY, 0);
     let mut mirror_out: Vec<Mbuf> = Vec::new();
@@ -411,7 +389,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         for i in 0..hosts.len() {
             let Some(h) = hosts.get_mut(i) else { continue };
             work += h.rt.poll_once(&mut h.ep);
-            drive(i, &mut hosts, &mut flows, posting, &mut scratch, &clock);
+            flows::drive(i, &mut hosts, &mut flows, posting, &mut scratch, &clock);
             work += switch.poll(clock.now(), &mut on_egress);
         }
         if let Some(m) = mirror.as_mut() {
@@ -431,7 +409,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|f| {
                     let m = f.probe.get();
-                    (f.sender, f.qpn, m.rate.as_gbps_f64(), m.alpha)
+                    (f.sender, f.src_qpn, m.rate.as_gbps_f64(), m.alpha)
                 })
                 .collect();
             series.sample(
@@ -441,9 +419,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 &cc,
             );
         }
-        let finished = flows
-            .iter()
-            .all(|f| f.completed >= f.posted && (f.op != Op::Send || f.recv_done >= f.completed));
+        if drained_at.is_none() {
+            let elapsed = now.saturating_since(start);
+            progress.update(elapsed.into(), || {
+                status_line(&hosts, &flows, &switch, &series, plan.size)
+            });
+        }
+        let finished = flows.iter().all(Flow::finished);
         if !posting && finished && drained_at.is_none() {
             drained_at = Some(now);
         }
@@ -469,6 +451,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             break;
         }
     }
+    progress.finish();
     let traffic_end = drained_at.unwrap_or_else(|| clock.now());
     tracing::debug!(rounds, "polling rounds");
     if let Some(w) = writer.take() {
@@ -494,15 +477,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             .write(dir, &names)
             .map_err(|e| anyhow::anyhow!("--out: {e}"))?;
     }
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        serde_json::to_writer_pretty(&mut out, &summary)?;
+        writeln!(out)?;
     } else {
         let files = Files {
             pcap: args.pcap.clone(),
             out: args.out.clone(),
         };
-        text::print(&summary, &series, &files);
+        text::print(&mut out, &summary, &series, &files)?;
+        if args.stats {
+            crate::cli::stats::print_report(&mut out, &summary.stats, false, false)?;
+        }
     }
+    out.flush()?;
     if !summary.verified {
         let why = summary
             .flows
@@ -516,225 +505,30 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn connect_flows(args: &DemoArgs, plan: &Plan, hosts: &mut [Host]) -> anyhow::Result<Vec<Flow>> {
-    let opts = RcOptions {
-        mtu: plan.mtu,
-        max_send_wr: args.depth,
-        max_recv_wr: args.depth * 2,
-        // 4.096 us * 2^14 = 67 ms: longer than a window takes at DCQCN's lowest rate.
-        timeout: 14,
-        ..RcOptions::default()
-    };
-    let (receiver, senders) = hosts
-        .split_first_mut()
-        .context("the demo needs a receiver")?;
-    let span = plan.size as usize * args.depth as usize;
-    let mut flows = Vec::new();
-    for (s, sender) in senders.iter_mut().enumerate() {
-        for &op in &plan.ops {
-            let (a, b) = connect_rc(&mut sender.ep, &mut receiver.ep, &opts)
-                .context("connecting a QP pair")?;
-            let local = sender.ep.reg_mr(a.pd, span, AccessFlags::LOCAL_WRITE);
-            let remote_len = if op == Op::Send { span * 2 } else { span };
-            let remote = receiver.ep.reg_mr(
-                b.pd,
-                remote_len,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-            );
-            let id = flows.len() as u32;
-            let payload = Payload::new(plan.size as usize, id, args.seed);
-            if op == Op::Read {
-                // READ sources: slot k holds message k for good.
-                if let Some(mr) = receiver.ep.mr_mut(remote.lkey) {
-                    for (k, slot) in mr.bytes_mut().chunks_mut(plan.size as usize).enumerate() {
-                        payload.fill(k as u64, slot);
-                    }
-                }
-            }
-            let (pacer, probe) = ProbedPacer::new(plan.cc.build(), PACER_BURST);
-            sender
-                .ep
-                .set_pacer(a.qpn, Some(Box::new(pacer)))
-                .context("installing congestion control")?;
-            flows.push(Flow {
-                op,
-                sender: s + 1,
-                qpn: a.qpn,
-                cq: a.cq,
-                peer_qpn: b.qpn,
-                peer_cq: b.cq,
-                local,
-                remote,
-                payload,
-                probe,
-                posted: 0,
-                completed: 0,
-                recv_posted: 0,
-                recv_done: 0,
-                verified: 0,
-                last_done: None,
-                errors: Vec::new(),
-            });
-        }
-    }
-    Ok(flows)
-}
-
-fn slot_of(mr: &MrInfo, n: u64, size: u64, slots: u64) -> (u64, usize) {
-    let off = (n % slots) * size;
-    (mr.addr + off, off as usize)
-}
-
-/// The `size` bytes at `off` in region `mr` of `ep`.
-fn slot_bytes<'a>(ep: &'a Endpoint, mr: &MrInfo, off: usize, size: u64) -> Option<&'a [u8]> {
-    ep.mr(mr.lkey)?.bytes().get(off..off + size as usize)
-}
-
-/// The application on host `i` after its loop iteration: post work, reap completions, verify.
-fn drive(
-    i: usize,
-    hosts: &mut [Host],
-    flows: &mut [Flow],
-    posting: bool,
-    scratch: &mut Vec<u8>,
-    clock: &MonotonicClock,
-) {
-    let Some((receiver, senders)) = hosts.split_first_mut() else {
-        return;
-    };
-    for f in flows.iter_mut() {
-        let size = f.payload.len() as u64;
-        let depth = f.local.length / size.max(1);
-        if i == 0 {
-            // The receiver: keep receives posted for SEND flows, verify what they got.
-            if f.op != Op::Send {
-                continue;
-            }
-            let rslots = depth * 2;
-            while let Some(wc) = receiver.ep.poll_cq_one(f.peer_cq) {
-                let n = f.recv_done;
-                f.recv_done += 1;
-                let (_, off) = slot_of(&f.remote, n, size, rslots);
-                let got = slot_bytes(&receiver.ep, &f.remote, off, size);
-                if wc.status != WcStatus::Success || wc.wr_id != n {
-                    push_err(
-                        &mut f.errors,
-                        format!("receive {n}: {:?} (wr {})", wc.status, wc.wr_id),
-                    );
-                } else if got.is_some_and(|g| f.payload.matches(n, g, scratch)) {
-                    f.verified += 1;
-                } else {
-                    push_err(
-                        &mut f.errors,
-                        format!("SEND message {n} arrived with wrong bytes"),
-                    );
-                }
-            }
-            while f.recv_posted < f.recv_done + rslots {
-                let n = f.recv_posted;
-                let (addr, _) = slot_of(&f.remote, n, size, rslots);
-                let sge = Sge {
-                    addr,
-                    length: size as u32,
-                    lkey: f.remote.lkey,
-                };
-                if receiver
-                    .ep
-                    .post_recv(f.peer_qpn, RecvWr::new(n, sge))
-                    .is_err()
-                {
-                    break;
-                }
-                f.recv_posted += 1;
-            }
-            continue;
-        }
-        if f.sender != i {
-            continue;
-        }
-        let Some(sender) = senders.get_mut(i - 1) else {
-            continue;
-        };
-        while let Some(wc) = sender.ep.poll_cq_one(f.cq) {
-            let n = f.completed;
-            f.completed += 1;
-            if wc.status != WcStatus::Success || wc.wr_id != n {
-                push_err(
-                    &mut f.errors,
-                    format!("message {n}: {:?} (wr {})", wc.status, wc.wr_id),
-                );
-                continue;
-            }
-            f.last_done = Some(clock.now());
-            let ok = match f.op {
-                Op::Write => {
-                    let (_, off) = slot_of(&f.remote, n, size, depth);
-                    slot_bytes(&receiver.ep, &f.remote, off, size)
-                        .is_some_and(|g| f.payload.matches(n, g, scratch))
-                }
-                Op::Read => {
-                    let (_, off) = slot_of(&f.local, n, size, depth);
-                    slot_bytes(&sender.ep, &f.local, off, size)
-                        .is_some_and(|g| f.payload.matches(n % depth, g, scratch))
-                }
-                Op::Send => continue,
-            };
-            if ok {
-                f.verified += 1;
-            } else {
-                push_err(
-                    &mut f.errors,
-                    format!(
-                        "{} message {n} has wrong bytes at its destination",
-                        f.op.name()
-                    ),
-                );
-            }
-        }
-        while posting && f.errors.is_empty() && f.posted < f.completed + depth {
-            let n = f.posted;
-            let (laddr, loff) = slot_of(&f.local, n, size, depth);
-            if let Some(slot) = sender
-                .ep
-                .mr_mut(f.local.lkey)
-                .and_then(|m| m.bytes_mut().get_mut(loff..loff + size as usize))
-            {
-                match f.op {
-                    // Poisoned first, so a READ that wrote nothing cannot pass.
-                    Op::Read => slot.fill(0),
-                    Op::Write | Op::Send => f.payload.fill(n, slot),
-                }
-            }
-            let (raddr, _) = slot_of(&f.remote, n, size, depth);
-            let opcode = match f.op {
-                Op::Write => WrOpcode::RdmaWrite {
-                    remote_addr: raddr,
-                    rkey: f.remote.rkey,
-                },
-                Op::Send => WrOpcode::Send,
-                Op::Read => WrOpcode::RdmaRead {
-                    remote_addr: raddr,
-                    rkey: f.remote.rkey,
-                },
-            };
-            let sge = Sge {
-                addr: laddr,
-                length: size as u32,
-                lkey: f.local.lkey,
-            };
-            if let Err(e) = sender.ep.post_send(f.qpn, SendWr::new(n, opcode, sge)) {
-                push_err(&mut f.errors, format!("post_send: {e}"));
-                break;
-            }
-            f.posted += 1;
-        }
-    }
-}
-
-fn push_err(errors: &mut Vec<String>, e: String) {
-    if errors.len() < 8 {
-        errors.push(e);
-    }
+/// The status line: time is prefixed by [`Progress`]; goodput so far over all flows, marks, CNPs,
+/// the lowest congestion-control rate now and the bottleneck queue.
+fn status_line(
+    hosts: &[Host],
+    flows: &[Flow],
+    switch: &RtSwitch<DpdkPort>,
+    series: &Series,
+    size: u32,
+) -> String {
+    let bytes: u64 = flows.iter().map(|f| f.verified * u64::from(size)).sum();
+    let msgs: u64 = flows.iter().map(|f| f.verified).sum();
+    let secs = series.rec.rows.last().map_or(0.0, |r| r.t_ns as f64 / 1e9);
+    let cnps: u64 = hosts.iter().map(|h| h.ep.counters().cnps_sent).sum();
+    let rate = flows
+        .iter()
+        .map(|f| f.probe.get().rate.as_gbps_f64())
+        .fold(f64::INFINITY, f64::min);
+    format!(
+        "{:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB, {msgs} msgs verified",
+        if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+        switch.counters().ecn_marked,
+        if rate.is_finite() { rate } else { 0.0 },
+        switch.queue_bytes(0) as f64 / 1e3
+    )
 }
 
 fn summarize(
@@ -746,10 +540,8 @@ fn summarize(
     series: &Series,
     (start, end): (Instant, Instant),
 ) -> Summary {
-    let mut counters = Counters::default();
-    for h in hosts {
-        counters.add(&h.ep);
-    }
+    let stats = flows::stats(hosts, flows);
+    let counters = stats.total();
     let receiver = hosts.first().map_or("r", |h| h.name.as_str());
     let duration = Duration::from(plan.duration).as_secs_f64();
     let mut results = Vec::new();
@@ -757,10 +549,7 @@ fn summarize(
     let mut final_rate = Vec::new();
     for (id, f) in flows.iter().enumerate() {
         let sender = hosts.get(f.sender).map_or("?", |h| h.name.as_str());
-        let (from, to) = match f.op {
-            Op::Read => (receiver, sender),
-            _ => (sender, receiver),
-        };
+        let (from, to) = (sender, receiver);
         let elapsed = f
             .last_done
             .map_or(duration, |t| t.saturating_since(start).as_secs_f64())
@@ -773,7 +562,7 @@ fn summarize(
         let all_done = f.verified == f.posted && f.completed == f.posted;
         results.push(FlowResult {
             id,
-            op: f.op.name().into(),
+            op: f.op.to_string(),
             from: from.into(),
             to: to.into(),
             size: f.payload.len() as u64,
@@ -794,7 +583,7 @@ fn summarize(
         verified,
         setup: Setup {
             senders: hosts.iter().skip(1).map(|h| h.name.clone()).collect(),
-            ops: plan.ops.iter().map(|o| o.name().to_owned()).collect(),
+            ops: plan.ops.iter().map(Op::to_string).collect(),
             port: plan.spec.to_string(),
             tap: tap_name(&plan.spec),
             bottleneck_gbps: args.bottleneck_gbps,
@@ -813,6 +602,7 @@ fn summarize(
         bottleneck_gbps: args.bottleneck_gbps,
         flows: results,
         counters,
+        stats,
         switch: SwitchSummary {
             ecn_marked: sw.ecn_marked,
             queue_mean_bytes: queue_mean,

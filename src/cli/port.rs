@@ -1,5 +1,7 @@
 //! `roce port ...`: look at the DPDK ports EAL finds. Not here: sending traffic (see `roce demo`).
 
+use std::io::Write as _;
+
 use clap::{Args, Subcommand};
 use roce::driver::dpdk::{DpdkError, Eal, EalConfig, PortInfo, PortSpec};
 
@@ -30,7 +32,13 @@ pub fn run(cmd: PortCommand) -> anyhow::Result<()> {
 }
 
 fn info(args: &InfoArgs) -> anyhow::Result<()> {
-    let mut eal_args = args.eal.clone();
+    let mut out = std::io::stdout().lock();
+    // EAL's start-up notices would bury a one-line error; `--eal --log-level=N` brings them back.
+    let mut eal_args = if args.eal.contains("--log-level") {
+        args.eal.clone()
+    } else {
+        format!("--log-level=3 {}", args.eal)
+    };
     for (i, spec) in args.ports.iter().enumerate() {
         for a in spec.eal_args(i) {
             eal_args.push(' ');
@@ -40,17 +48,28 @@ fn info(args: &InfoArgs) -> anyhow::Result<()> {
     let eal = match Eal::init(&EalConfig::new(eal_args)) {
         Ok(eal) => eal,
         Err(DpdkError::NoPorts) => {
-            println!("0 ports");
+            writeln!(out, "0 ports")?;
+            if let Some(spec) = args.ports.first() {
+                anyhow::bail!(
+                    "--port {spec}: DPDK did not find this port; {}",
+                    DpdkError::NoPorts
+                );
+            }
             anyhow::bail!("{}", DpdkError::NoPorts);
         }
         Err(e) => return Err(e.into()),
     };
     let ids = eal.port_ids();
-    println!("{} port(s); EAL args: {}", ids.len(), eal.args().join(" "));
+    writeln!(
+        out,
+        "{} port(s); EAL args: {}",
+        ids.len(),
+        eal.args().join(" ")
+    )?;
     for id in ids {
         match eal.port_info(id) {
-            Ok(info) => println!("{}", describe(&info)),
-            Err(e) => println!("port {id}: {e}"),
+            Ok(info) => writeln!(out, "{}", describe(&info))?,
+            Err(e) => writeln!(out, "port {id}: {e}")?,
         }
     }
     Ok(())

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::endpoint::Endpoint;
 use crate::sim::series::{CcSample, Recorder, Row};
 use crate::sim::SwitchId;
+use crate::stats::{RdmaCounters, StatsReport};
 use crate::time::Duration;
 
 /// One flow's result, perftest style.
@@ -42,81 +43,6 @@ pub struct FlowResult {
     pub verified: bool,
     /// The first problems found (empty when verified).
     pub errors: Vec<String>,
-}
-
-/// Counters of all hosts together, under the mlx5 (and rxe) names.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Counters {
-    /// CE-marked RoCEv2 packets the receivers saw.
-    pub np_ecn_marked_roce_packets: u64,
-    /// CNPs the notification points sent.
-    pub np_cnp_sent: u64,
-    /// CNPs the reaction points handled.
-    pub rp_cnp_handled: u64,
-    /// CNPs the controllers absorbed without a rate change.
-    pub rp_cnp_ignored: u64,
-    /// Request packets that arrived beyond the expected PSN.
-    pub out_of_sequence: u64,
-    /// NAK sequence errors received.
-    pub packet_seq_err: u64,
-    /// ACK timeouts.
-    pub local_ack_timeout_err: u64,
-    /// Duplicate requests received.
-    pub duplicate_request: u64,
-    /// Responses that implied a lost READ response.
-    pub implied_nak_seq_err: u64,
-    /// RNR NAKs received.
-    pub rnr_nak_retry_err: u64,
-    /// Transport retries exhausted.
-    pub req_transport_retries_exceeded: u64,
-    /// Remote access errors.
-    pub req_remote_access_errors: u64,
-    /// Retransmission rounds (rxe `completer_retry_err`).
-    pub completer_retry_err: u64,
-    /// Request packets sent again.
-    pub retransmitted_packets: u64,
-    /// WRITE requests executed by responders.
-    pub rx_write_requests: u64,
-    /// READ requests executed by responders.
-    pub rx_read_requests: u64,
-    /// SEND messages received.
-    pub rx_send_requests: u64,
-    /// Completions with an error status.
-    pub error_completions: u64,
-    /// Frames dropped for a bad ICRC.
-    pub rx_icrc_errors: u64,
-}
-
-impl Counters {
-    /// Adds one endpoint's counters.
-    pub fn add(&mut self, ep: &Endpoint) {
-        let c = ep.counters();
-        let np = ep.np_counters();
-        self.np_ecn_marked_roce_packets += np.np_ecn_marked_roce_packets;
-        self.np_cnp_sent += c.cnps_sent;
-        let q = &c.qp;
-        self.rp_cnp_handled += q.rp_cnp_handled;
-        self.out_of_sequence += q.out_of_sequence;
-        self.packet_seq_err += q.packet_seq_err;
-        self.local_ack_timeout_err += q.local_ack_timeout_err;
-        self.duplicate_request += q.duplicate_request;
-        self.implied_nak_seq_err += q.implied_nak_seq_err;
-        self.rnr_nak_retry_err += q.rnr_nak_retry_err;
-        self.req_transport_retries_exceeded += q.req_transport_retries_exceeded;
-        self.req_remote_access_errors += q.req_remote_access_errors;
-        self.completer_retry_err += q.completer_retry_err;
-        self.retransmitted_packets += q.retransmitted_packets;
-        self.rx_write_requests += q.rx_write_requests;
-        self.rx_read_requests += q.rx_read_requests;
-        self.rx_send_requests += q.rx_send_requests;
-        self.error_completions += q.error_completions;
-        self.rx_icrc_errors += c.drops.bad_icrc;
-    }
-
-    /// Transport errors: completions in error, exhausted retries, remote access errors.
-    pub fn transport_errors(&self) -> u64 {
-        self.error_completions + self.req_transport_retries_exceeded + self.req_remote_access_errors
-    }
 }
 
 /// The switch as the summary shows it.
@@ -203,8 +129,10 @@ pub struct Summary {
     pub bottleneck_gbps: f64,
     /// Per flow.
     pub flows: Vec<FlowResult>,
-    /// Transport counters, mlx5 names.
-    pub counters: Counters,
+    /// Transport counters of all hosts together, mlx5/rxe names.
+    pub counters: RdmaCounters,
+    /// The same per port and per QP (what `roce stats` reads).
+    pub stats: StatsReport,
     /// The switch.
     pub switch: SwitchSummary,
     /// Congestion control.
@@ -507,12 +435,8 @@ pub fn story(series: &Series, flows: &[FlowResult], width: usize) -> String {
         );
         let rate = series.buckets(width, false, |r| r.cc.get(f.id).map(|c| c.1.rate_gbps));
         if !rate.is_empty() {
-            // A READ's requester paces only its requests; the data comes back unpaced.
-            let label = if f.op == "read" {
-                "req rate"
-            } else {
-                " cc rate"
-            };
+            // Every flow's congestion control sits on the sender: for READ, on its responder.
+            let label = " cc rate";
             let _ = writeln!(
                 s,
                 "         {label}  {}  (0..{rate_max:.2} Gbit/s)",

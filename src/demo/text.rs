@@ -2,6 +2,7 @@
 //! table, the congestion story (marks, CNPs, rate cuts, sparklines), the counters under their
 //! mlx5/rxe names and the verdict. Printing only; the numbers come from [`Summary`].
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::report::{flow_table, story, Series, Summary};
@@ -17,47 +18,59 @@ pub struct Files {
 
 /// Prints the whole report: setup, perftest-style flows, the congestion story, the counters and
 /// the verdict.
-pub fn print(s: &Summary, series: &Series, files: &Files) {
+pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
     let u = &s.setup;
     let senders: Vec<&str> = u.senders.iter().map(String::as_str).collect();
-    println!(
+    writeln!(
+        out,
         "roce demo: {} sender(s) {} -> receiver r through a software switch, real time, one thread",
         senders.len(),
         senders.join(" ")
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  ports    DPDK net_ring pairs (host <-> switch){}",
         u.tap.as_deref().map_or(String::new(), |i| format!(
             "; every switched frame mirrored to net_tap `{i}` (tcpdump -i {i})"
         ))
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
+
         "  switch   port to r: {:.2} Gbit/s bottleneck, {} KB shared buffer, tail drop, RED/ECN Kmin {} KB Kmax {} KB Pmax {:.2}",
         u.bottleneck_gbps,
         u.buffer_bytes / 1000,
         u.kmin_bytes / 1000,
         u.kmax_bytes / 1000,
         u.pmax
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
+
         "  hosts    line rate {:.1} Gbit/s, congestion control {}, path MTU {}, {} B messages, {} outstanding per QP",
         u.host_gbps,
         u.cc,
         u.mtu,
         u.size,
         u.depth
-    );
-    println!("  flows    one RC QP per sender and operation; WRITE/SEND push data through the bottleneck");
+    )?;
+    writeln!(
+        out,
+        "  flows    one RC QP per sender and operation; WRITE/SEND push data through the bottleneck")?;
     if u.ops.iter().any(|o| o == "read") {
-        println!("           READ pulls from r: its requests cross the bottleneck, its responses take the uncongested port back");
+        writeln!(
+        out,
+        "           READ: r reads from each sender, so the READ responses (the data) cross the bottleneck too, paced by the sender's congestion control")?;
     }
-    println!("  ran      {:.1} s of traffic\n", s.duration_s);
-    println!("Results per flow (perftest style)");
-    print!("{}", flow_table(&s.flows));
-    println!();
+    writeln!(out, "  ran      {:.1} s of traffic\n", s.duration_s)?;
+    writeln!(out, "Results per flow (perftest style)")?;
+    write!(out, "{}", flow_table(&s.flows))?;
+    writeln!(out)?;
     let c = &s.counters;
-    println!("The congestion story");
-    println!(
+    writeln!(out, "The congestion story")?;
+    writeln!(
+        out,
+
         "  switch   marked {} packets CE, dropped {}, forwarded {}; sent {:.3} Gbit/s to r; queue to r mean {:.1} KB, max {:.1} KB; {} PFC pause frames",
         s.switch.ecn_marked,
         s.switch.drops,
@@ -66,12 +79,15 @@ pub fn print(s: &Summary, series: &Series, files: &Files) {
         s.switch.queue_mean_bytes / 1e3,
         s.switch.queue_max_bytes as f64 / 1e3,
         s.switch.pfc_pause_frames
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  r (NP)   saw {} CE-marked packets, sent {} CNPs (at most one per QP per {} us)",
         c.np_ecn_marked_roce_packets, c.np_cnp_sent, u.cnp_interval_us
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
+
         "  senders  handled {} CNPs: {} {} rate cuts, {} increases; lowest rate {:.3} Gbit/s (from {:.1})",
         c.rp_cnp_handled,
         s.cc.rate_cuts,
@@ -79,57 +95,34 @@ pub fn print(s: &Summary, series: &Series, files: &Files) {
         s.cc.rate_increases,
         s.cc.min_rate_gbps,
         s.cc.line_rate_gbps
-    );
-    print!("{}", story(series, &s.flows, 60));
-    println!();
-    println!("Counters (mlx5 / rxe names, all hosts)");
-    let rows = [
-        ("np_ecn_marked_roce_packets", c.np_ecn_marked_roce_packets),
-        ("np_cnp_sent", c.np_cnp_sent),
-        ("rp_cnp_handled", c.rp_cnp_handled),
-        ("out_of_sequence", c.out_of_sequence),
-        ("packet_seq_err", c.packet_seq_err),
-        ("local_ack_timeout_err", c.local_ack_timeout_err),
-        ("duplicate_request", c.duplicate_request),
-        ("implied_nak_seq_err", c.implied_nak_seq_err),
-        ("rnr_nak_retry_err", c.rnr_nak_retry_err),
-        (
-            "req_transport_retries_exceeded",
-            c.req_transport_retries_exceeded,
-        ),
-        ("req_remote_access_errors", c.req_remote_access_errors),
-        ("completer_retry_err", c.completer_retry_err),
-        ("rx_write_requests", c.rx_write_requests),
-        ("rx_read_requests", c.rx_read_requests),
-        ("rx_icrc_errors", c.rx_icrc_errors),
-    ];
-    for pair in rows.chunks(2) {
-        let cells: Vec<String> = pair
-            .iter()
-            .map(|(n, v)| format!("  {n:<32}{v:>10}"))
-            .collect();
-        println!("{}", cells.join("    "));
-    }
-    println!();
+    )?;
+    write!(out, "{}", story(series, &s.flows, 60))?;
+    writeln!(out)?;
+    write!(out, "{}", s.stats.port_table(false))?;
+    writeln!(out)?;
     if s.verified {
         let msgs: u64 = s.flows.iter().map(|f| f.messages).sum();
-        println!(
+        writeln!(
+            out,
             "Verified: all {msgs} messages of {} flows arrived byte for byte; no transport errors.",
             s.flows.len()
-        );
+        )?;
     }
     if let Some(p) = &files.pcap {
-        println!(
+        writeln!(
+            out,
             "Capture: {} (check it with `roce pcap check {}`)",
             p.display(),
             p.display()
-        );
+        )?;
     }
     if let Some(d) = &files.out {
-        println!(
+        writeln!(
+            out,
             "Time series: {}/flows.csv queue.csv cc.csv, plot {}/demo.svg",
             d.display(),
             d.display()
-        );
+        )?;
     }
+    Ok(())
 }

@@ -278,10 +278,8 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         secs * 1e6 / f64::from(args.iters)
     );
     // Let the last ACKs leave before the port goes away.
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
-    while std::time::Instant::now() < until {
-        s.poll();
-    }
+    s.drain(std::time::Duration::from_millis(100));
+    s.report_counters();
     Ok(())
 }
 

@@ -51,7 +51,7 @@ export NS=${NS:-roce-interop}
 export SHARE=${SHARE:-/var/tmp/roce-interop-share}
 export OUT=${OUT:-/var/tmp/rxe-guest}
 RESULTS=${RESULTS:-$REPO/target/interop/$(date -u +%Y%m%dT%H%M%SZ)}
-CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture oob_pingpong_client oob_pingpong_server oob_perftest_client oob_verbs_peer_client roce_pingpong_client roce_pingpong_server roce_write_bw"}
+CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture roce_pingpong_client roce_pingpong_server roce_perftest roce_verbs roce_ecn roce_faults"}
 GUESTS="a b"
 
 mkdir -p "$RESULTS/pcaps" "$RESULTS/logs"
@@ -78,10 +78,14 @@ cleanup() {
         kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     done
     for g in $GUESTS; do
-        rg stop "$g" >/dev/null 2>&1
+        [ "${KEEP:-0}" = 1 ] || rg stop "$g" >/dev/null 2>&1
         [ -e "$SHARE/$g.console" ] && cp "$SHARE/$g.console" "$RESULTS/logs/console-$g.txt"
     done
-    ip netns list 2>/dev/null | grep -qw "$NS" && rg down >/dev/null 2>&1
+    if [ "${KEEP:-0}" = 1 ]; then
+        log "KEEP=1: guests and namespace $NS left running (stop: NS=$NS SHARE=$SHARE $RXE/run-guest.sh down)"
+    else
+        ip netns list 2>/dev/null | grep -qw "$NS" && rg down >/dev/null 2>&1
+    fi
     log "torn down; results in $RESULTS (exit $rc)"
     exit "$rc"
 }
@@ -139,8 +143,16 @@ boot_failed() { # boot_failed REASON FILE LINES: record, show the file's tail, s
     exit 2
 }
 
+guest_alive() { # guest_alive G: qemu runs and the guest reported READY
+    [ -e "$SHARE/$1.pid" ] && kill -0 "$(cat "$SHARE/$1.pid")" 2>/dev/null && [ -e "$SHARE/$1/out/READY" ]
+}
+
 boot_guests() {
     rg up > "$RESULTS/logs/netns.log" 2>&1
+    if [ "${KEEP:-0}" = 1 ] && guest_alive a && guest_alive b; then
+        record guest_boot PASS "a and b reused (KEEP=1)"
+        return
+    fi
     local t0 g; t0=$(now)
     for g in $GUESTS; do
         rg start "$g" >> "$RESULTS/logs/netns.log" 2>&1 \
@@ -320,12 +332,14 @@ check_oob_pingpong_server() {
     fi
 }
 
-# ==== LEAD: roce pingpong / roce perf against rxe =========================================
+# ==== roce (a DPDK port on br-rxe) against the tools on guest a, both ways ===================
 # roce joins br-rxe through veth-host (a bridge port without a kernel IP) with a DPDK
 # net_af_packet port, address 198.18.0.2 and its own MAC (derived from veth-host's); it answers
 # ARP itself (roce::host) and runs the TCP exchange on the namespace's kernel stack
-# (198.18.0.1). These checks need a roce built with DPDK: ROCE_BIN=target/debug/roce after
-# `cargo build --bin roce` (the default no-DPDK build leaves them PENDING).
+# (198.18.0.1). Each check runs both ways: `_client` = roce is the client of the tool on guest a
+# (198.18.0.11), `_server` = the tool on guest a is the client of roce (198.18.0.1). These
+# checks need a roce built with DPDK (ROCE_BIN=target/debug/roce after `cargo build --bin roce`);
+# a roce without the subcommand FAILs them, with the reason.
 ROCE_PORT_ARGS=(--port af_packet:veth-host --ip 198.18.0.2/15 --timeout 20)
 roce_has() { "$ROCE_BIN" help 2>/dev/null | grep -qE "^\s+$1\b"; }
 # The oob_* checks pinned 198.18.0.2 to a dummy MAC on the guests: let them ARP for us again.
@@ -333,67 +347,192 @@ unseed_neigh() { rg exec "$1" 'ip neigh del 198.18.0.2 dev eth0 2>/dev/null; tru
 roce_attach_port() { # roce_attach_port ARGS... : runs roce on the bridge; prints its output
     ip netns exec "$NS" timeout 90 "$ROCE_BIN" "$@" "${ROCE_PORT_ARGS[@]}"
 }
-check_roce_pingpong_client() {
-    roce_has pingpong || { record roce_pingpong_client PENDING "needs \`roce pingpong\` (a DPDK build)"; return; }
-    local t0; t0=$(now)
+ns_listening() { # ns_listening PORT: waits up to 30 s for a TCP listener in the namespace
+    local i
+    for i in $(seq 1 300); do
+        ip netns exec "$NS" ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# roce_pair NAME TCP_PORT client|server 'tool on guest a (@HOST@ = the server)' ROCE ARGS...
+# Runs both sides with a capture; leaves ROUT/RRC (roce) and GOUT/GRC (guest) and the log.
+roce_pair() {
+    local name=$1 port=$2 role=$3 gcmd=$4 sid pid cap; shift 4
     unseed_neigh a
-    start_capture roce_pingpong_client "arp or udp port 4791 or tcp port 18515"
-    local cap=$CAPTURE_PID sid out
-    sid=$(rg bg a 'timeout 90 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c')
-    wait_listen a 18515 > /dev/null
-    out=$(roce_attach_port pingpong -s 64 -n 5 -c 198.18.0.11 2>&1); local rrc=$?
-    local sout; sout=$(rg result a "$sid"); local src=$?
-    stop_capture "$cap"
-    printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/roce_pingpong_client.log"
-    if [ "$rrc" = 0 ] && [ "$src" = 0 ] && pcap_clean roce_pingpong_client 20 > /dev/null; then
-        record roce_pingpong_client PASS "$(elapsed "$t0") s"
+    start_capture "$name" "arp or udp port 4791 or tcp port $port"
+    cap=$CAPTURE_PID
+    if [ "$role" = client ]; then
+        gcmd=${gcmd//@HOST@/}
+        sid=$(rg bg a "timeout 80 $gcmd")
+        wait_listen a "$port" > /dev/null
+        ROUT=$(roce_attach_port "$@" 198.18.0.11 2>&1); RRC=$?
+        GOUT=$(rg result a "$sid" 2>&1); GRC=$?
     else
-        record roce_pingpong_client FAIL "roce rc=$rrc guest rc=$src (logs/roce_pingpong_client.log)"
+        gcmd=${gcmd//@HOST@/198.18.0.1}
+        roce_attach_port "$@" > "$RESULTS/logs/$name.roce" 2>&1 &
+        pid=$!
+        BG_PIDS+=("$pid")
+        ns_listening "$port" || true
+        GOUT=$(rg exec a "timeout 80 $gcmd" 2>&1); GRC=$?
+        wait "$pid"; RRC=$?
+        ROUT=$(cat "$RESULTS/logs/$name.roce")
+    fi
+    stop_capture "$cap"
+    printf '# roce as %s (rc=%s): roce %s\n%s\n# guest a (rc=%s): %s\n%s\n' \
+        "$role" "$RRC" "$*" "$ROUT" "$GRC" "$gcmd" "$GOUT" > "$RESULTS/logs/$name.log"
+}
+
+# judge NAME T0 MIN_ROCE 'condition (shell, may use ROUT/GOUT)' 'detail on PASS'
+judge() {
+    local name=$1 t0=$2 min=$3 cond=$4 detail=$5 pc
+    if [ "$RRC" != 0 ] || [ "$GRC" != 0 ]; then
+        record "$name" FAIL "roce rc=$RRC guest rc=$GRC: $(echo "$ROUT" | grep -E '^roce: ' | head -1) (logs/$name.log)"
+    elif ! eval "$cond"; then
+        record "$name" FAIL "results not as expected (logs/$name.log)"
+    elif ! pc=$(pcap_clean "$name" "$min" 2>&1); then
+        record "$name" FAIL "roce pcap check: $pc"
+    else
+        record "$name" PASS "$detail; $pc ($(elapsed "$t0") s)"
     fi
 }
-check_roce_pingpong_server() {
-    roce_has pingpong || { record roce_pingpong_server PENDING "needs \`roce pingpong\` (a DPDK build)"; return; }
-    local name=roce_pingpong_server t0 pid out rrc cout crc
+
+# perftest_result TEXT SIZE ITERS: the result line after perftest's header parses as perftest's
+# (5 numbers for bandwidth, 9 for latency) and starts with SIZE ITERS; prints it.
+PERFTEST_PARSE='
+import sys
+size, iters = int(sys.argv[1]), int(sys.argv[2])
+lines = sys.stdin.read().splitlines()
+for i, l in enumerate(lines):
+    if not l.strip().startswith("#bytes"):
+        continue
+    for r in lines[i + 1:]:
+        if r.strip() and set(r.strip()) <= {"-"}:
+            continue
+        try:
+            cols = [float(c) for c in r.split()]
+        except ValueError:
+            break
+        if len(cols) in (5, 9) and cols[0] == size and cols[1] == iters:
+            print(" ".join(r.split()))
+            sys.exit(0)
+        break
+sys.exit(1)
+'
+perftest_result() { python3 -c "$PERFTEST_PARSE" "$2" "$3" <<< "$1"; }
+
+pingpong_check() { # pingpong_check client|server SIZE [EXTRA ROCE ARGS]
+    local role=$1 size=$2 name="roce_pingpong_${1}_$2" t0; shift 2
+    [ "$#" -gt 0 ] && name="roce_faults_pingpong_$role"
+    roce_has pingpong || { record "$name" FAIL "this roce has no \`pingpong\` (build it with DPDK)"; return; }
     t0=$(now)
-    unseed_neigh b
-    start_capture "$name" "arp or udp port 4791 or tcp port 18515"
-    local cap=$CAPTURE_PID
-    roce_attach_port pingpong -s 64 -n 5 -c > "$RESULTS/logs/$name.roce" 2>&1 &
-    pid=$!
-    BG_PIDS+=("$pid")
-    sleep 2
-    cout=$(rg exec b 'timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 64 -n 5 -c 198.18.0.1' 2>&1); crc=$?
-    wait "$pid"; rrc=$?
-    stop_capture "$cap"
-    out=$(cat "$RESULTS/logs/$name.roce")
-    printf '# roce rc=%s\n%s\n# guest b rc=%s\n%s\n' "$rrc" "$out" "$crc" "$cout" > "$RESULTS/logs/$name.log"
-    if [ "$rrc" = 0 ] && [ "$crc" = 0 ] && pcap_clean "$name" 20 > /dev/null; then
-        record "$name" PASS "$(elapsed "$t0") s"
-    else
-        record "$name" FAIL "roce rc=$rrc guest rc=$crc (logs/$name.log)"
-    fi
+    roce_pair "$name" 18515 "$role" "ibv_rc_pingpong -d rxe0 -g 1 -s $size -m 1024 -n 100 -c @HOST@" \
+        pingpong -s "$size" -m 1024 -n 100 -c "$@"
+    judge "$name" "$t0" 100 \
+        'echo "$ROUT" | grep -q "100 iters" && echo "$GOUT" | grep -q "100 iters" && ! echo "$GOUT$ROUT" | grep -qi "invalid data"' \
+        "$size B x 100, -c clean both sides$( [ "$#" -gt 0 ] && echo "; $(echo "$ROUT" | grep -oE 'retransmitted_packets=[0-9]+|duplicate_request=[0-9]+|faults: tx dropped=[0-9/]+|rx dropped=[0-9/]+' | tr '\n' ' ')")"
 }
-check_roce_write_bw() {
-    roce_has perf || { record roce_write_bw PENDING "needs \`roce perf\` (a DPDK build)"; return; }
-    local name=roce_write_bw t0 sid out rrc sout src
+check_roce_pingpong_client() { pingpong_check client 64; pingpong_check client 8192; }
+check_roce_pingpong_server() { pingpong_check server 64; pingpong_check server 8192; }
+
+perftest_check() { # perftest_check client|server TOOL SIZE ITERS [EXTRA ROCE ARGS]
+    local role=$1 tool=$2 size=$3 iters=$4 t0 test name rline gline min; shift 4
+    test=${tool#ib_}; test=${test//_/-}
+    name="roce_${tool#ib_}_${role}_$size"
+    [ "$#" -gt 0 ] && name="roce_faults_${tool#ib_}_$role"
+    roce_has perf || { record "$name" FAIL "this roce has no \`perf\` (build it with DPDK)"; return; }
     t0=$(now)
-    unseed_neigh a
-    start_capture "$name" "arp or udp port 4791 or tcp port 18515"
-    local cap=$CAPTURE_PID
-    sid=$(rg bg a 'timeout 120 ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 200')
-    wait_listen a 18515 > /dev/null
-    out=$(roce_attach_port perf write-bw --peer-format perftest -s 4096 -n 200 198.18.0.11 2>&1); rrc=$?
-    sout=$(rg result a "$sid"); src=$?
-    stop_capture "$cap"
-    printf '# roce rc=%s\n%s\n# guest a rc=%s\n%s\n' "$rrc" "$out" "$src" "$sout" > "$RESULTS/logs/$name.log"
-    if [ "$rrc" = 0 ] && [ "$src" = 0 ] && echo "$out" | grep -qE '^ 4096 +200 ' \
-        && pcap_clean "$name" 200 > /dev/null; then
-        record "$name" PASS "$(echo "$out" | grep -E '^ 4096 +200 ' | tr -s ' \t' ' ') ($(elapsed "$t0") s)"
+    roce_pair "$name" 18515 "$role" "$tool -d rxe0 -x 1 -F -s $size -n $iters @HOST@" \
+        perf "$test" --peer-format perftest -s "$size" -n "$iters" "$@"
+    rline=$(perftest_result "$ROUT" "$size" "$iters") || rline=""
+    gline=$(perftest_result "$GOUT" "$size" "$iters") || gline=""
+    min=$(( iters / 2 ))
+    local cond='[ -n "$rline" ] && [ -n "$gline" ]' extra=""
+    if [ "$#" -gt 0 ]; then
+        # Recovery: the injector dropped frames both ways and roce's counters show the repair.
+        cond="$cond"' && echo "$ROUT" | grep -qE "faults: tx dropped=[1-9][0-9]*/[0-9]+ .* rx dropped=[1-9]" && retrans_seen'
+        extra="; $(echo "$ROUT" | grep -E '^(counters|faults):' | grep -oE '(retransmitted_packets|packet_seq_err|local_ack_timeout_err|out_of_sequence|duplicate_request|tx dropped|rx dropped)=[0-9/]+' | tr '\n' ' ')"
+    fi
+    judge "$name" "$t0" "$min" "$cond" "roce: $rline | rxe: $gline$extra"
+}
+retrans_seen() { # roce's counters show retransmissions (as requester) or repaired gaps (as responder)
+    echo "$ROUT" | grep -E '^counters:' | grep -qE '(retransmitted_packets|packet_seq_err|local_ack_timeout_err|out_of_sequence|duplicate_request)=[1-9]'
+}
+check_roce_perftest() {
+    local role tool size
+    for role in client server; do
+        for tool in ib_write_bw ib_read_bw ib_send_bw; do
+            for size in 64 65536; do perftest_check "$role" "$tool" "$size" 200; done
+        done
+        perftest_check "$role" ib_send_lat 2 100
+        perftest_check "$role" ib_write_lat 2 100
+    done
+}
+
+check_roce_faults() {
+    local role
+    for role in client server; do
+        perftest_check "$role" ib_write_bw 4096 200 --loss 0.02 --seed 7
+        perftest_check "$role" ib_read_bw 4096 200 --loss 0.02 --seed 8
+        pingpong_check "$role" 8192 --loss 0.02 --seed 9
+    done
+}
+
+# rc_verbs_peer.py: immediates (the script writes 0x11223344 + wr_id and 0x55667700 + wr_id) and
+# atomics on a target starting at 100 (FETCH_ADD 5 -> 105, CMP_SWAP 105 -> 7).
+VERBS_IMMS="0x11223345 0x55667702 0x55667703 0x11223348"
+imms_in() { local i; for i in $VERBS_IMMS; do echo "$1" | grep -q "imm_data(host u32)=$i" || return 1; done; }
+verbs_check() { # verbs_check client|server NAME_SUFFIX 'extra script args' [EXTRA ROCE ARGS]
+    local role=$1 name=$2 sargs=$3 gcmd; shift 3
+    VT0=$(now)
+    if [ "$role" = client ]; then gcmd="python3 /mnt/host/rc_verbs_peer.py server $sargs"
+    else gcmd="python3 /mnt/host/rc_verbs_peer.py client @HOST@ $sargs"; fi
+    roce_pair "$name" 18516 "$role" "$gcmd" perf verbs-peer "$@"
+    if [ "$role" = client ]; then VSRV=$GOUT; VCLI=$ROUT; else VSRV=$ROUT; VCLI=$GOUT; fi
+}
+VCOND='imms_in "$VSRV" && echo "$VSRV" | grep -q "atomic target now 7" && echo "$VCLI" | grep -q "fetch_add:5: .*original=100" && echo "$VCLI" | grep -q "cmp_swap:7: .*original=105"'
+check_roce_verbs() {
+    local role
+    for role in client server; do
+        roce_has perf || { record "roce_verbs_$role" FAIL "this roce has no \`perf\` (build it with DPDK)"; continue; }
+        verbs_check "$role" "roce_verbs_$role" ""
+        judge "roce_verbs_$role" "$VT0" 20 "$VCOND" "imm $VERBS_IMMS, atomics 100 -> 105 -> 7"
+    done
+}
+
+# ECN: rxe's QP sends ECT(0) (traffic class 2); nftables on br-rxe rewrites ECN to CE on RoCE
+# frames towards veth-br (roce); roce counts them and answers with CNPs, which rxe ignores.
+ce_mark() { # ce_mark on|off
+    if [ "$1" = on ]; then
+        ip netns exec "$NS" nft add table bridge roce_ce &&
+        ip netns exec "$NS" nft add chain bridge roce_ce cemark '{ type filter hook forward priority 0; }' &&
+        ip netns exec "$NS" nft add rule bridge roce_ce cemark oifname "veth-br" udp dport 4791 ip ecn set ce
     else
-        record "$name" FAIL "roce rc=$rrc guest rc=$src (logs/$name.log)"
+        ip netns exec "$NS" nft delete table bridge roce_ce 2>/dev/null || true
     fi
 }
-# ==== end of LEAD section ===================================================================
+check_roce_ecn() {
+    local role name
+    command -v nft > /dev/null || { record roce_ecn_client FAIL "nft (nftables) is not installed"; record roce_ecn_server FAIL "nft (nftables) is not installed"; return; }
+    for role in client server; do
+        name="roce_ecn_$role"
+        ce_mark off
+        ce_mark on || { record "$name" FAIL "nft could not install the CE-marking rule"; continue; }
+        verbs_check "$role" "$name" "--tclass 2"
+        ce_mark off
+        # rxe sends no CNPs and carries on: the transfer completes, roce counted CE and sent CNPs.
+        judge "$name" "$VT0" 10 \
+            "$VCOND"' && echo "$ROUT" | grep -E "^counters:" | grep -qE "np_ecn_marked_roce_packets=[1-9]" && echo "$ROUT" | grep -E "^counters:" | grep -qE "np_cnp_sent=[1-9]" && ce_in_pcap "$name"' \
+            "$(echo "$ROUT" | grep -E '^counters:' | grep -oE '(np_ecn_marked_roce_packets|np_cnp_sent)=[0-9]+' | tr '\n' ' ')"
+    done
+}
+ce_in_pcap() { # the capture holds CE-marked RoCE frames and CNPs (opcode 0x81)
+    local f="$RESULTS/pcaps/$1.pcap"
+    [ "$(tcpdump -nr "$f" 'udp port 4791 and (ip[1] & 3) == 3' 2>/dev/null | wc -l)" -gt 0 ] &&
+    [ "$(tcpdump -nr "$f" 'udp port 4791 and udp[8] == 0x81' 2>/dev/null | wc -l)" -gt 0 ]
+}
+# ==== end of the roce section ===============================================================
 
 main() {
     log "results in $RESULTS"

@@ -392,7 +392,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             } else {
                 None
             };
-            let mut server = Server::new(test, size);
+            let mut server = Server::new(test, size, hello.iters);
             let msg = s.converse(&oob, Req::RecvLine("read results"), |h| {
                 server.step(h, &mut qps, max_size, depth)
             })?;
@@ -452,7 +452,7 @@ fn perftest_size(
         perftest::finish(s, oob, mine, flow, end.bw.as_ref(), gbits, &mut |_| Ok(()))?;
         return Ok(());
     }
-    let mut server = Server::new(test, size);
+    let mut server = Server::new(test, size, hello.iters);
     let max_size = size.max(8);
     if test == Test::WriteLat {
         // No exchange after ib_write_lat's traffic: answer every write, then let the last ACK go.

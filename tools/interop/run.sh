@@ -51,7 +51,7 @@ export NS=${NS:-roce-interop}
 export SHARE=${SHARE:-/var/tmp/roce-interop-share}
 export OUT=${OUT:-/var/tmp/rxe-guest}
 RESULTS=${RESULTS:-$REPO/target/interop/$(date -u +%Y%m%dT%H%M%SZ)}
-CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture roce_pingpong_client roce_pingpong_server roce_perftest roce_verbs roce_ecn roce_faults"}
+CHECKS=${CHECKS:-"rxe_rc_pingpong rxe_write_bw rxe_verbs_peer arp_capture ndp_capture roce_pingpong_client roce_pingpong_server roce_perftest_bw roce_perftest_lat roce_verbs roce_ecn roce_faults"}
 GUESTS="a b"
 
 mkdir -p "$RESULTS/pcaps" "$RESULTS/logs"
@@ -459,12 +459,17 @@ perftest_check() { # perftest_check client|server TOOL SIZE ITERS [EXTRA ROCE AR
 retrans_seen() { # roce's counters show retransmissions (as requester) or repaired gaps (as responder)
     echo "$ROUT" | grep -E '^counters:' | grep -qE '(retransmitted_packets|packet_seq_err|local_ack_timeout_err|out_of_sequence|duplicate_request)=[1-9]'
 }
-check_roce_perftest() {
+check_roce_perftest_bw() {
     local role tool size
     for role in client server; do
         for tool in ib_write_bw ib_read_bw ib_send_bw; do
             for size in 64 65536; do perftest_check "$role" "$tool" "$size" 200; done
         done
+    done
+}
+check_roce_perftest_lat() {
+    local role
+    for role in client server; do
         perftest_check "$role" ib_send_lat 2 100
         perftest_check "$role" ib_write_lat 2 100
     done

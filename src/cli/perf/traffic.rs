@@ -114,6 +114,24 @@ fn reap(h: &mut Host, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
     Ok((sends, recvs))
 }
 
+/// Polls until `done` holds, failing after `wait` ns without it.
+fn wait_for(
+    s: &mut Session,
+    wait: u64,
+    i: u64,
+    iters: u64,
+    mut done: impl FnMut(&Host) -> bool,
+) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    while !done(&s.host) {
+        s.poll();
+        if t0.elapsed().as_nanos() as u64 > wait {
+            bail!("the peer stopped answering (iteration {i} of {iters})");
+        }
+    }
+    Ok(())
+}
+
 /// How often a `-D` run prints its status line.
 const STATUS_EVERY_NS: u64 = 1_000_000_000;
 
@@ -218,8 +236,18 @@ pub(super) fn client_run(
         .first_mut()
         .ok_or_else(|| anyhow!("no QP for the latency test"))?;
     let mut samples = Vec::with_capacity(hello.iters as usize);
+    let mut last_post = None;
     for i in 0..hello.iters {
         if test == Test::WriteLat {
+            // perftest's ping-pong of writes: the server writes first, the client answers each
+            // of its writes; a sample is the time between two of our posts.
+            wait_for(s, wait, i, hello.iters, |h| {
+                last_byte(h, &q.dst, size) == Some(mark(i))
+            })?;
+            let t = ns(s);
+            if let Some(prev) = last_post.replace(t) {
+                samples.push(t - prev);
+            }
             set_last_byte(&mut s.host, &q.src, size, mark(i));
         }
         let t0 = ns(s);
@@ -234,7 +262,6 @@ pub(super) fn client_run(
             sent += a;
             got += b;
             let done = match test {
-                Test::WriteLat => last_byte(&s.host, &q.dst, size) == Some(mark(i)),
                 Test::SendLat => got > 0,
                 _ => sent > 0,
             };
@@ -248,13 +275,16 @@ pub(super) fn client_run(
                 );
             }
         }
-        samples.push(ns(s) - t0);
+        if test != Test::WriteLat {
+            samples.push(ns(s) - t0);
+        }
         if test == Test::SendLat {
             refill(&mut s.host, q, size, depth)?;
         }
     }
     let one_way = matches!(test, Test::WriteLat | Test::SendLat);
-    let lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
+    let mut lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
+    lat.iters = hello.iters;
     println!("{}", lat.line());
     Ok(End {
         bw: None,
@@ -266,18 +296,24 @@ pub(super) fn client_run(
 pub(super) struct Server {
     test: Test,
     size: u64,
+    iters: u64,
+    /// Messages (send-lat, send-bw) or writes (write-lat) received.
     pub(super) seen: u64,
+    /// Writes posted (write-lat).
+    sent: u64,
     start: std::time::Instant,
     /// When each receive (send-bw) or answer (latency tests) happened, ns since `start`.
     times: Vec<u64>,
 }
 
 impl Server {
-    pub(super) fn new(test: Test, size: u64) -> Self {
+    pub(super) fn new(test: Test, size: u64, iters: u64) -> Self {
         Server {
             test,
             size,
+            iters,
             seen: 0,
+            sent: 0,
             start: std::time::Instant::now(),
             times: Vec::new(),
         }
@@ -307,7 +343,9 @@ impl Server {
             .zip(self.times.iter().skip(1))
             .map(|(a, b)| b.saturating_sub(*a))
             .collect();
-        Some(Lat::from_samples(self.size, &gaps, 2.0))
+        let mut lat = Lat::from_samples(self.size, &gaps, 2.0);
+        lat.iters = self.seen;
+        Some(lat)
     }
 
     pub(super) fn step(
@@ -338,14 +376,20 @@ impl Server {
                     refill(h, q, max_size, depth)?;
                 }
                 Test::WriteLat => {
-                    let want = mark(self.seen);
-                    if last_byte(h, &q.dst, self.size) == Some(want) {
-                        set_last_byte(h, &q.src, self.size, want);
+                    // perftest's server writes first, then once per write of the client.
+                    if self.seen < self.iters
+                        && last_byte(h, &q.dst, self.size) == Some(mark(self.seen))
+                    {
+                        self.seen += 1;
+                    }
+                    if self.sent == self.seen && self.sent < self.iters {
+                        let m = mark(self.sent);
+                        set_last_byte(h, &q.src, self.size, m);
                         self.stamp();
                         h.endpoint_mut()
-                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.seen))
-                            .context("posting the answer")?;
-                        self.seen += 1;
+                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.sent))
+                            .context("posting a write")?;
+                        self.sent += 1;
                     }
                 }
                 _ => {}

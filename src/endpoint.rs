@@ -342,8 +342,9 @@ impl Endpoint {
             self.stats.drops.bad_state += 1;
             return;
         }
-        if r.ip.ecn() == Ecn::Ce && r.bth.opcode.is_request() {
-            // Notification point: CE on a request → a CNP back to the sender's QP.
+        if r.ip.ecn() == Ecn::Ce && (r.bth.opcode.is_request() || r.bth.opcode.is_read_response()) {
+            // Notification point: CE on data (a request, or a READ response, whose data flows
+            // from the responder) → a CNP back to the sender's QP.
             self.np.on_ce(now, qp.qpn(), qp.dest_qpn());
         }
     }

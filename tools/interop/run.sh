@@ -168,8 +168,8 @@ boot_guests() {
 }
 
 # ---- helpers for checks --------------------------------------------------------------------
-start_capture() { # start_capture NAME FILTER -> pid in CAPTURE_PID
-    ip netns exec "$NS" tcpdump -i br-rxe -U -s 0 -w "$RESULTS/pcaps/$1.pcap" "$2" \
+start_capture() { # start_capture NAME FILTER -> pid in CAPTURE_PID (on $CAPTURE_IF, default br-rxe)
+    ip netns exec "$NS" tcpdump -i "${CAPTURE_IF:-br-rxe}" -U -s 0 -w "$RESULTS/pcaps/$1.pcap" "$2" \
         2> "$RESULTS/logs/tcpdump-$1.log" &
     CAPTURE_PID=$!
     BG_PIDS+=("$CAPTURE_PID")
@@ -524,7 +524,15 @@ check_roce_ecn() {
         name="roce_ecn_$role"
         ce_mark off
         ce_mark on || { record "$name" FAIL "nft could not install the CE-marking rule"; continue; }
-        verbs_check "$role" "$name" "--tclass 2"
+        # Captured on the bridge (CNPs) and where roce is attached, after the bridge rewrote ECN
+        # (<name>-delivered.pcap: the CE marks roce received). As the client, roce also
+        # READs: CE on rxe's READ responses (the data flows back to us) is what calls for CNPs.
+        local ops=()
+        [ "$role" = client ] && ops=(--ops "send_imm:64,write_imm:64,write_imm:8192,send_imm:8192,fetch_add:5,cmp_swap:7,read:8192")
+        CAPTURE_IF=veth-host start_capture "$name-delivered" "udp port 4791"
+        local ce_cap=$CAPTURE_PID
+        verbs_check "$role" "$name" "--tclass 2" "${ops[@]}"
+        stop_capture "$ce_cap"
         ce_mark off
         # rxe sends no CNPs and carries on: the transfer completes, roce counted CE and sent CNPs.
         judge "$name" "$VT0" 10 \
@@ -532,10 +540,10 @@ check_roce_ecn() {
             "$(echo "$ROUT" | grep -E '^counters:' | grep -oE '(np_ecn_marked_roce_packets|np_cnp_sent)=[0-9]+' | tr '\n' ' ')"
     done
 }
-ce_in_pcap() { # the capture holds CE-marked RoCE frames and CNPs (opcode 0x81)
-    local f="$RESULTS/pcaps/$1.pcap"
-    [ "$(tcpdump -nr "$f" 'udp port 4791 and (ip[1] & 3) == 3' 2>/dev/null | wc -l)" -gt 0 ] &&
-    [ "$(tcpdump -nr "$f" 'udp port 4791 and udp[8] == 0x81' 2>/dev/null | wc -l)" -gt 0 ]
+ce_in_pcap() { # roce received CE-marked RoCE frames and sent CNPs (opcode 0x81) to rxe
+    local f="$RESULTS/pcaps/$1.pcap" d="$RESULTS/pcaps/$1-delivered.pcap"
+    [ "$(tcpdump -nr "$d" 'udp port 4791 and (ip[1] & 3) == 3' 2>/dev/null | wc -l)" -gt 0 ] &&
+    [ "$(tcpdump -nr "$f" 'src host 198.18.0.2 and udp port 4791 and udp[8] == 0x81' 2>/dev/null | wc -l)" -gt 0 ]
 }
 # ==== end of the roce section ===============================================================
 

@@ -87,6 +87,9 @@ pub struct PerfArgs {
     /// Report bandwidth in Gbit/s.
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
+    /// Local ACK timeout of our QPs, 4.096 us * 2^N (perftest's `-u`; 0..=31).
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = 14)]
+    pub qp_timeout: u8,
     /// Bidirectional: both sides send (bandwidth tests; roce peers only).
     #[arg(short = 'b', long = "bidirectional")]
     pub bidir: bool,
@@ -322,7 +325,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let peer_mac = args.port.peer_mac()?;
     let opts = RcOptions {
         mtu,
-        timeout: 14,
+        timeout: args.qp_timeout,
         retry_cnt: 7,
         rnr_retry: 7,
         ..RcOptions::default()
@@ -523,6 +526,12 @@ fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
     }
     if args.qps > 1 && !test.is_bw() {
         bail!("-q is supported by the bandwidth tests only");
+    }
+    if args.qp_timeout > 31 {
+        bail!(
+            "-u {}: the QP timeout exponent must be 0..=31",
+            args.qp_timeout
+        );
     }
     if args.bidir && !test.is_bw() {
         bail!("-b is supported by the bandwidth tests only");

@@ -190,12 +190,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         PerfCommand::AtomicLat(a) => (Test::AtomicLat, a),
         PerfCommand::VerbsPeer(a) => return verbs::run(a),
     };
-    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
-        anyhow!(
-            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        )
-    })?;
+    let mtu = session::parse_mtu(args.mtu)?;
     let hello = plan(test, &args)?;
     let cc = match args.cc.as_deref() {
         Some(name) => Some(

@@ -9,7 +9,7 @@ use roce::driver::loopback::RcOptions;
 use roce::host::PeerQp;
 use roce::oob::pingpong::{self, PingpongDest};
 use roce::psn::Psn;
-use roce::verbs::{AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::perf::session::{self, PortArgs, Req, Session};
 
@@ -63,12 +63,7 @@ fn expected_byte(i: usize, chk: bool) -> u8 {
 
 /// Runs `roce pingpong`.
 pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
-    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
-        anyhow!(
-            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        )
-    })?;
+    let mtu = session::parse_mtu(args.mtu)?;
     if args.size == 0 || args.size > 1 << 30 {
         bail!("-s {}: the size must be 1..=2^30 bytes", args.size);
     }

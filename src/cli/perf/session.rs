@@ -23,6 +23,7 @@ use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
 use roce::psn::Psn;
 use roce::runtime::{Runtime, RuntimeConfig};
 use roce::time::Instant;
+use roce::verbs::Mtu;
 use roce::wire::EthernetAddress;
 
 use super::faults::Faulty;
@@ -90,6 +91,12 @@ impl PortArgs {
     pub fn peer_mac(&self) -> anyhow::Result<Option<EthernetAddress>> {
         self.peer_mac.as_deref().map(parse_mac).transpose()
     }
+}
+
+/// A path MTU given with `-m`.
+pub fn parse_mtu(bytes: u32) -> anyhow::Result<Mtu> {
+    Mtu::from_bytes(bytes)
+        .ok_or_else(|| anyhow!("-m {bytes}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
 
 /// Parses `ADDR/LEN`.

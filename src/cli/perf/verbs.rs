@@ -15,7 +15,7 @@ use roce::oob::verbs_peer::{self, VerbsPeerInfo};
 use roce::oob::VERBS_PEER_PORT;
 use roce::psn::Psn;
 use roce::verbs::{
-    AccessFlags, CqHandle, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CqHandle, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     WrOpcode,
 };
 
@@ -153,12 +153,7 @@ impl Peer {
 
 /// Runs `roce perf verbs-peer`.
 pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
-    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
-        anyhow!(
-            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        )
-    })?;
+    let mtu = session::parse_mtu(args.mtu)?;
     if args.nrecv > 8 {
         bail!("--nrecv {}: 0..=8 receives", args.nrecv);
     }

@@ -1,48 +1,85 @@
 //! Fault injection on a command's own DPDK port, both ways: outgoing frames go through
-//! [`FaultPort`] (roce's middleware), incoming ones through [`Inbound`], which applies the same
-//! knobs to what the port receives before the host sees it. Not here: the knobs' parsing
+//! [`FaultPort`] (roce's middleware), incoming ones through [`Inbound`], which hands what the
+//! port receives to a second `FaultPort` whose "wire" is the host. Not here: the knobs' parsing
 //! ([`super::session::PortArgs`]).
 
-use std::collections::VecDeque;
-
-use rand::{RngExt, SeedableRng};
-use rand_pcg::Pcg64;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
 use roce::driver::{FrameBuf, Port, PortCaps};
 
-/// A port whose received frames are dropped, duplicated, held back or corrupted at the
-/// configured fractions (seeded, so a run can be replayed).
+/// What [`Sink`] and [`Inbound`] share: frames the injector let through, and spare buffers it
+/// may fill with duplicates.
+#[derive(Debug)]
+struct Shared<B> {
+    passed: Vec<B>,
+    spares: Vec<B>,
+}
+
+/// The "wire" behind the inbound injector: what it transmits lands in `passed`.
+#[derive(Debug)]
+struct Sink<B> {
+    shared: Rc<RefCell<Shared<B>>>,
+    caps: PortCaps,
+}
+
+impl<B: FrameBuf> Port for Sink<B> {
+    type Buf = B;
+
+    fn caps(&self) -> PortCaps {
+        self.caps
+    }
+
+    fn alloc(&mut self) -> Option<B> {
+        self.shared.borrow_mut().spares.pop()
+    }
+
+    fn rx_burst(&mut self, _out: &mut Vec<B>, _max: usize) -> usize {
+        0
+    }
+
+    fn tx_burst(&mut self, bufs: &mut Vec<B>) -> usize {
+        let n = bufs.len();
+        self.shared.borrow_mut().passed.append(bufs);
+        n
+    }
+}
+
+/// A port whose received frames go through roce's [`FaultPort`] (dropped, duplicated, held
+/// back or corrupted at the configured fractions, seeded) before the host sees them.
 #[derive(Debug)]
 pub struct Inbound<P: Port> {
     inner: P,
-    cfg: FaultConfig,
-    rng: Pcg64,
-    held: VecDeque<(P::Buf, u32)>,
+    faults: FaultPort<Sink<P::Buf>>,
+    shared: Rc<RefCell<Shared<P::Buf>>>,
+    duplicates: bool,
     scratch: Vec<P::Buf>,
-    counters: FaultCounters,
 }
 
 impl<P: Port> Inbound<P> {
     /// Wraps `inner`.
     pub fn new(inner: P, cfg: FaultConfig, seed: u64) -> Self {
+        let shared = Rc::new(RefCell::new(Shared {
+            passed: Vec::new(),
+            spares: Vec::new(),
+        }));
+        let sink = Sink {
+            shared: shared.clone(),
+            caps: inner.caps(),
+        };
         Inbound {
             inner,
-            cfg,
-            rng: Pcg64::seed_from_u64(seed),
-            held: VecDeque::new(),
+            faults: FaultPort::new(sink, cfg, seed),
+            shared,
+            duplicates: cfg.duplicate > 0.0,
             scratch: Vec::new(),
-            counters: FaultCounters::default(),
         }
     }
 
     /// What was done to received frames.
     pub fn counters(&self) -> FaultCounters {
-        self.counters
-    }
-
-    fn hit(&mut self, p: f64) -> bool {
-        p > 0.0 && self.rng.random_bool(p.min(1.0))
+        self.faults.counters()
     }
 }
 
@@ -59,57 +96,28 @@ impl<P: Port> Port for Inbound<P> {
 
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         let mut fresh = std::mem::take(&mut self.scratch);
-        self.inner.rx_burst(&mut fresh, max);
-        let start = out.len();
-        for mut buf in fresh.drain(..) {
-            self.counters.frames += 1;
-            for (_, n) in self.held.iter_mut() {
-                *n = n.saturating_sub(1);
-            }
-            while self.held.front().is_some_and(|(_, n)| *n == 0) {
-                if let Some((b, _)) = self.held.pop_front() {
-                    out.push(b);
+        let n = self.inner.rx_burst(&mut fresh, max);
+        if self.duplicates {
+            // Enough spare buffers for every frame to be duplicated.
+            let mut sh = self.shared.borrow_mut();
+            while sh.spares.len() < n {
+                match self.inner.alloc() {
+                    Some(b) => sh.spares.push(b),
+                    None => break,
                 }
             }
-            if self.hit(self.cfg.loss) {
-                self.counters.dropped += 1;
-                continue;
-            }
-            if self.hit(self.cfg.corrupt) {
-                let len = buf.frame().len();
-                if len > 0 {
-                    let at = self.rng.random_range(0..len);
-                    if let Some(b) = buf.frame_mut().get_mut(at) {
-                        *b ^= 1 << self.rng.random_range(0..8u32);
-                    }
-                    self.counters.corrupted += 1;
-                }
-            }
-            if self.hit(self.cfg.duplicate) {
-                if let Some(mut copy) = self.inner.alloc() {
-                    if copy.set_frame_len(buf.frame().len()) {
-                        copy.frame_mut().copy_from_slice(buf.frame());
-                        out.push(copy);
-                        self.counters.duplicated += 1;
-                    }
-                }
-            }
-            if self.hit(self.cfg.reorder) {
-                let behind = self.rng.random_range(1..=4u32);
-                self.held.push_back((buf, behind));
-                self.counters.reordered += 1;
-                continue;
-            }
-            out.push(buf);
+        }
+        if n > 0 {
+            self.faults.tx_burst(&mut fresh);
+        } else {
+            // A quiet link still lets held-back frames out.
+            self.faults.rx_burst(&mut fresh, 0);
         }
         self.scratch = fresh;
-        // Nothing new arrived: let held frames out anyway, so a quiet link cannot strand them.
-        if out.len() == start {
-            if let Some((b, _)) = self.held.pop_front() {
-                out.push(b);
-            }
-        }
-        out.len() - start
+        let mut sh = self.shared.borrow_mut();
+        let passed = sh.passed.len();
+        out.append(&mut sh.passed);
+        passed
     }
 
     fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
@@ -143,7 +151,37 @@ pub fn summary<P: Port>(port: &Faulty<P>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use roce::driver::loopback::loopback_pair;
+    use roce::driver::loopback::{loopback_pair, LoopbackPort};
+
+    fn send_frames(tx: &mut LoopbackPort, n: usize) {
+        let mut bufs = Vec::new();
+        for i in 0..n {
+            let mut buf = tx.alloc().unwrap();
+            assert!(buf.set_frame_len(60));
+            buf.frame_mut()[0] = i as u8;
+            bufs.push(buf);
+        }
+        assert_eq!(tx.tx_burst(&mut bufs), n);
+    }
+
+    #[test]
+    fn inbound_duplication_of_one_delivers_every_frame_twice_in_order() {
+        let (mut tx, b) = loopback_pair(1500, 64);
+        let mut rx = Inbound::new(
+            b,
+            FaultConfig {
+                duplicate: 1.0,
+                ..FaultConfig::default()
+            },
+            7,
+        );
+        send_frames(&mut tx, 3);
+        let mut out = Vec::new();
+        assert_eq!(rx.rx_burst(&mut out, 32), 6);
+        let firsts: Vec<u8> = out.iter().map(|b| b.frame()[0]).collect();
+        assert_eq!(firsts, vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(rx.counters().duplicated, 3);
+    }
 
     #[test]
     fn inbound_loss_of_one_drops_every_received_frame() {
@@ -157,13 +195,7 @@ mod tests {
             7,
         );
         let mut tx = a;
-        let mut bufs = Vec::new();
-        for _ in 0..5 {
-            let mut buf = tx.alloc().unwrap();
-            assert!(buf.set_frame_len(60));
-            bufs.push(buf);
-        }
-        assert_eq!(tx.tx_burst(&mut bufs), 5);
+        send_frames(&mut tx, 5);
         let mut out = Vec::new();
         assert_eq!(rx.rx_burst(&mut out, 32), 0);
         assert_eq!(rx.counters().dropped, 5);

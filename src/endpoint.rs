@@ -400,8 +400,9 @@ impl Endpoint {
         }
         let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
         self.mark_ready(slot);
-        if r.ip.ecn() == Ecn::Ce && r.bth.opcode.is_request() {
-            // Notification point: CE on a request → a CNP back to the sender's QP.
+        if r.ip.ecn() == Ecn::Ce && (r.bth.opcode.is_request() || r.bth.opcode.is_read_response()) {
+            // Notification point: CE on data (a request, or a READ response, whose data flows
+            // from the responder) → a CNP back to the sender's QP.
             self.np.on_ce(now, qpn, dest_qpn);
         }
     }

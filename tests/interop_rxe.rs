@@ -35,7 +35,15 @@ fn run_interop(results: &Path) {
     let summary = std::fs::read_to_string(results.join("summary.txt")).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
-        Some(0) => println!("{summary}"),
+        Some(0) => {
+            println!("{summary}");
+            let not_passed: Vec<&str> = summary.lines().filter(|l| !l.contains(" PASS ")).collect();
+            assert!(
+                not_passed.is_empty(),
+                "not every check passed:\n{}",
+                not_passed.join("\n")
+            );
+        }
         Some(2) => panic!("the rxe guests cannot boot:\n{summary}\n{stderr}"),
         Some(3) => panic!("interop setup failed (deps, image or roce build):\n{stderr}"),
         code => panic!("interop checks failed (exit {code:?}):\n{summary}\n{stderr}"),

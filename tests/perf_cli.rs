@@ -123,3 +123,68 @@ fn missing_pci_device_is_one_line() {
         "roce: no DPDK port: --port pci:0000:99:00.0 created nothing"
     );
 }
+
+#[test]
+fn peer_that_accepts_but_never_answers_is_one_line() {
+    // A listener that takes the connection and then says nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let holder = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--port",
+        "null",
+        "--timeout",
+        "1",
+        "-p",
+        &port,
+        "127.0.0.1",
+    ]);
+    drop(holder.join());
+    assert!(!ok);
+    assert_eq!(err, "roce: peer: read parameters: peer silent for 1s");
+}
+
+#[test]
+fn bidirectional_latency_test_is_refused() {
+    let (ok, err) = roce(&["perf", "send-lat", "--ip", "198.18.0.1/15", "-b"]);
+    assert!(!ok);
+    assert_eq!(err, "roce: -b is supported by the bandwidth tests only");
+}
+
+#[test]
+fn perftest_format_with_two_sizes_is_refused() {
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.1/15",
+        "-a",
+        "--peer-format",
+        "perftest",
+    ]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "roce: --peer-format perftest: one size, one QP, no -D or -b"
+    );
+}
+
+#[test]
+fn fault_fraction_out_of_range_is_refused() {
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.1/15",
+        "--port",
+        "null",
+        "--loss",
+        "1.5",
+    ]);
+    assert!(!ok);
+    assert_eq!(err, "roce: --loss 1.5: a fraction from 0 to 1");
+}

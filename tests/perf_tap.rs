@@ -92,19 +92,20 @@ fn result_row(stdout: &str, header: &str) -> Vec<f64> {
         .collect()
 }
 
-/// Runs `test` server and client; returns the client's result row.
+/// Runs `test` server and client; returns the client's result row and the server's stdout.
 fn run_pair(test: &str, ns: &str, extra: &[&str]) -> Option<(Vec<f64>, String)> {
     let header = if test.ends_with("-bw") {
         "#bytes     #iterations    BW peak"
     } else {
         "#bytes #iterations    t_min"
     };
-    let (cout, sout) = run_processes(&["perf", test], ns, extra)?;
+    let (cout, sout, _) = run_processes(&["perf", test], ns, extra)?;
     Some((result_row(&cout, header), sout))
 }
 
-/// Runs `cmd` as server and client in a fresh namespace; returns both stdouts.
-fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, String)> {
+/// Runs `cmd` as server and client in a fresh namespace; returns both stdouts and the client's
+/// stderr.
+fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, String, String)> {
     if !is_root() {
         eprintln!("skipping: creating namespaces and taps needs root");
         return None;
@@ -139,7 +140,7 @@ fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, Stri
         s.status,
         String::from_utf8_lossy(&s.stderr)
     );
-    Some((cout, sout))
+    Some((cout, sout, String::from_utf8_lossy(&c.stderr).into_owned()))
 }
 
 fn assert_bw(test: &str, ns: &str) {
@@ -184,7 +185,7 @@ fn send_lat_between_two_processes_reports_perftest_columns() {
 
 #[test]
 fn pingpong_checks_every_buffer_and_prints_rc_pingpong_lines() {
-    let Some((cout, sout)) = run_processes(&["pingpong"], "roce-perf-pp", &["-s", "4096", "-c"])
+    let Some((cout, sout, _)) = run_processes(&["pingpong"], "roce-perf-pp", &["-s", "4096", "-c"])
     else {
         return;
     };
@@ -200,4 +201,46 @@ fn pingpong_checks_every_buffer_and_prints_rc_pingpong_lines() {
         assert!(bytes.starts_with("1638400 bytes in "), "{bytes}");
         assert!(out.contains("200 iters in "), "{out}");
     }
+}
+
+#[test]
+fn write_lat_ping_pong_reports_on_both_sides() {
+    let Some((row, server_out)) = run_pair("write-lat", "roce-perf-wlat", &["-s", "64"]) else {
+        return;
+    };
+    assert_eq!(row.len(), 9, "{row:?}");
+    assert_eq!((row[0], row[1]), (64.0, 200.0));
+    // The server (which writes first, as perftest's) prints its own latency line.
+    let srow = result_row(&server_out, "#bytes #iterations    t_min");
+    assert_eq!(srow.len(), 9, "{srow:?}");
+    assert_eq!((srow[0], srow[1]), (64.0, 200.0));
+}
+
+#[test]
+fn bidirectional_write_bw_prints_the_sum_on_both_sides() {
+    let Some((row, server_out)) = run_pair("write-bw", "roce-perf-bidir", &["-s", "4096", "-b"])
+    else {
+        return;
+    };
+    assert_eq!(row.len(), 5, "{row:?}");
+    assert_eq!((row[0], row[1]), (4096.0, 200.0));
+    assert!(row[2..].iter().all(|&x| x > 0.0), "{row:?}");
+    let srow = result_row(&server_out, "#bytes     #iterations    BW peak");
+    assert_eq!(srow, row);
+}
+
+#[test]
+fn duration_run_prints_a_status_line_every_second() {
+    let Some((cout, _, cerr)) = run_processes(
+        &["perf", "write-bw"],
+        "roce-perf-dur",
+        &["-s", "4096", "-D", "3"],
+    ) else {
+        return;
+    };
+    let status: Vec<&str> = cerr.lines().filter(|l| l.starts_with("[")).collect();
+    assert_eq!(status.len(), 2, "{cerr}");
+    assert!(status[0].starts_with("[  1/3 s] "), "{status:?}");
+    assert!(status[1].starts_with("[  2/3 s] "), "{status:?}");
+    assert!(cout.contains("BW peak"), "{cout}");
 }

@@ -1,13 +1,15 @@
 //! `roce perf`: perftest's bandwidth and latency tests (`ib_write_bw`, `ib_send_lat`, ...) over a
 //! DPDK port, with perftest's names, options and output lines. Server without an address, client
 //! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, or perftest's format with
-//! `--peer-format perftest`, client side). Not here: the transport (`roce::host`), the port and
+//! `--peer-format perftest`, either side, so a real perftest tool can be the peer). Not here: the transport (`roce::host`), the port and
 //! TCP plumbing ([`session`]), the output formatting ([`report`]).
 
+mod faults;
 mod perftest;
 pub mod report;
 pub mod session;
 mod traffic;
+pub mod verbs;
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
@@ -40,6 +42,8 @@ pub enum PerfCommand {
     SendLat(PerfArgs),
     /// Fetch-and-add latency (ib_atomic_lat).
     AtomicLat(PerfArgs),
+    /// SEND/WRITE with immediate and atomics, as rc_verbs_peer.py (either side).
+    VerbsPeer(verbs::VerbsPeerArgs),
 }
 
 /// How QP information is exchanged over TCP.
@@ -47,7 +51,7 @@ pub enum PerfCommand {
 pub enum PeerFormat {
     /// roce's JSON lines (both sides roce).
     Roce,
-    /// perftest 4.5's messages (the server is ib_*_bw; client only, one QP, one size).
+    /// perftest 4.5's messages (the peer is ib_write_bw, ib_send_lat, ...; one QP, one size).
     Perftest,
 }
 
@@ -83,6 +87,12 @@ pub struct PerfArgs {
     /// Report bandwidth in Gbit/s.
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
+    /// Local ACK timeout of our QPs, 4.096 us * 2^N (perftest's `-u`; 0..=31).
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = 14)]
+    pub qp_timeout: u8,
+    /// Bidirectional: both sides send (bandwidth tests; roce peers only).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidir: bool,
     /// Congestion control of our QPs (see `roce cc show`); none by default.
     #[arg(long)]
     pub cc: Option<String>,
@@ -135,6 +145,8 @@ struct Hello {
     duration: u64,
     qps: u32,
     mtu: u32,
+    #[serde(default)]
+    bidir: bool,
 }
 
 /// One QP's keys, as exchanged.
@@ -176,13 +188,9 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         PerfCommand::ReadLat(a) => (Test::ReadLat, a),
         PerfCommand::SendLat(a) => (Test::SendLat, a),
         PerfCommand::AtomicLat(a) => (Test::AtomicLat, a),
+        PerfCommand::VerbsPeer(a) => return verbs::run(a),
     };
-    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
-        anyhow!(
-            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        )
-    })?;
+    let mtu = session::parse_mtu(args.mtu)?;
     let hello = plan(test, &args)?;
     let cc = match args.cc.as_deref() {
         Some(name) => Some(
@@ -192,11 +200,10 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         None => None,
     };
     let perftest = args.peer_format == PeerFormat::Perftest;
-    if perftest
-        && (args.server.is_none() || !test.is_bw() || hello.sizes.len() != 1 || hello.qps != 1)
-    {
-        bail!("--peer-format perftest: only as the client of a bandwidth test, one size, one QP");
+    if perftest && (hello.sizes.len() != 1 || hello.qps != 1 || hello.duration > 0 || hello.bidir) {
+        bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
+    let flow = perftest::Flow::of(test);
     let (mut s, oob, is_client) = session::start(
         args.server.as_deref(),
         args.tcp_port,
@@ -236,6 +243,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     };
     let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
     let max_size = hello.sizes.iter().copied().max().unwrap_or(8).max(8);
+    // perftest's requester moves its remote address through a cycle buffer (4 KiB) past the start.
+    let mr_len = max_size as usize + 8192;
 
     // 2. QPs and buffers, then keys.
     let depth = args.tx_depth.clamp(1, 1024);
@@ -257,8 +266,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
                 max_recv_wr: depth,
             })
             .context("creating a QP")?;
-        let src = ep.reg_mr(pd, max_size as usize, access);
-        let dst = ep.reg_mr(pd, max_size as usize, access);
+        let src = ep.reg_mr(pd, mr_len, access);
+        let dst = ep.reg_mr(pd, mr_len, access);
         qps.push(Qp {
             qpn,
             cq,
@@ -296,6 +305,13 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         }
         t
     } else {
+        if !is_client && hello.duration > 0 {
+            // The client's results come after its whole run.
+            s.ask(
+                &oob,
+                Req::IoTimeout(s.timeout + std::time::Duration::from_secs(hello.duration)),
+            )?;
+        }
         swap(&mut s, &oob, is_client, &mine, "keys")?
     };
     if theirs.len() != qps.len() {
@@ -304,7 +320,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let peer_mac = args.port.peer_mac()?;
     let opts = RcOptions {
         mtu,
-        timeout: 14,
+        timeout: args.qp_timeout,
         retry_cnt: 7,
         rnr_retry: 7,
         ..RcOptions::default()
@@ -333,10 +349,11 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             post_recvs(&mut s, q, max_size, depth)?;
         }
     }
+    let first = *mine.first().ok_or_else(|| anyhow!("internal: no QP"))?;
     if perftest {
-        // After ctx_connect, and once more before traffic.
-        for d in mine.iter().chain(&mine) {
-            perftest::keys(&mut s, &oob, d)?;
+        // The barriers after ctx_connect and before traffic.
+        for _ in 1..flow.pre {
+            perftest::keys(&mut s, &oob, &first)?;
         }
     } else {
         let _: Vec<bool> = swap(&mut s, &oob, is_client, &[true], "ready")?;
@@ -352,41 +369,128 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             }
         }
         if perftest {
-            let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
-            let bw = end
-                .bw
-                .ok_or_else(|| anyhow!("internal: no bandwidth measured"))?;
-            println!("{}", bw.line(args.report_gbits));
-            let d = mine.first().ok_or_else(|| anyhow!("internal: no QP"))?;
-            perftest::finish(&mut s, &oob, d, &bw, args.report_gbits)?;
+            perftest_size(
+                &mut s, &oob, test, &hello, size, depth, &mut qps, &first, flow, &args,
+            )?;
             continue;
         }
         let _: Vec<u64> = swap(&mut s, &oob, is_client, &[size], "start")?;
+        let gbits = args.report_gbits;
         if is_client {
             let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
             s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
-            let _ = s.ask(&oob, Req::RecvLine("read results"))?;
-            if let Some(bw) = end.bw {
-                println!("{}", bw.line(args.report_gbits));
+            let msg = s.ask(&oob, Req::RecvLine("read results"))?;
+            let theirs: End = parse_line(&msg, "results")?;
+            if let Some(bw) = combined(end.bw, theirs.bw, hello.bidir) {
+                println!("{}", bw.line(gbits));
             }
         } else {
-            let mut server = Server::new(test, size);
+            let ours = if hello.bidir {
+                Some(client_run(&mut s, test, &hello, size, depth, &mut qps)?)
+            } else {
+                None
+            };
+            let mut server = Server::new(test, size, hello.iters);
             let msg = s.converse(&oob, Req::RecvLine("read results"), |h| {
                 server.step(h, &mut qps, max_size, depth)
             })?;
             let end: End = parse_line(&msg, "results")?;
             let mine = End {
-                bw: None,
+                bw: ours.as_ref().and_then(|o| o.bw),
                 completed: server.seen,
             };
             s.ask(&oob, Req::Send("send results", json_line(&mine)?))?;
-            if let Some(bw) = end.bw {
-                println!("{}", bw.line(args.report_gbits));
+            if let Some(bw) = combined(end.bw, mine.bw, hello.bidir) {
+                println!("{}", bw.line(gbits));
+            }
+            if let Some(lat) = server.lat() {
+                println!("{}", lat.line());
             }
         }
     }
     println!("{RESULT_LINE}");
+    s.report_counters();
     Ok(())
+}
+
+/// The sum of both directions (`-b`), or the one measured.
+fn combined(a: Option<Bw>, b: Option<Bw>, bidir: bool) -> Option<Bw> {
+    match (a, b) {
+        (Some(a), Some(b)) if bidir => Some(Bw {
+            peak: a.peak + b.peak,
+            avg: a.avg + b.avg,
+            msg_rate: a.msg_rate + b.msg_rate,
+            ..a
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One size against a perftest tool: the traffic (client) or serving it (server), then what
+/// the tool exchanges after it; prints perftest's result line for our side.
+#[allow(clippy::too_many_arguments)]
+fn perftest_size(
+    s: &mut Session,
+    oob: &Oob,
+    test: Test,
+    hello: &Hello,
+    size: u64,
+    depth: u32,
+    qps: &mut [Qp],
+    mine: &Dest,
+    flow: perftest::Flow,
+    args: &PerfArgs,
+) -> anyhow::Result<()> {
+    let gbits = args.report_gbits;
+    if s_is_client(args) {
+        let end = client_run(s, test, hello, size, depth, qps)?;
+        if let Some(bw) = &end.bw {
+            println!("{}", bw.line(gbits));
+        }
+        perftest::finish(s, oob, mine, flow, end.bw.as_ref(), gbits, &mut |_| Ok(()))?;
+        return Ok(());
+    }
+    let mut server = Server::new(test, size, hello.iters);
+    let max_size = size.max(8);
+    if test == Test::WriteLat {
+        // No exchange after ib_write_lat's traffic: answer every write, then let the last ACK go.
+        let mut last = std::time::Instant::now();
+        let mut seen = 0;
+        while server.seen < hello.iters {
+            s.poll();
+            server.step(&mut s.host, qps, max_size, depth)?;
+            if server.seen != seen {
+                seen = server.seen;
+                last = std::time::Instant::now();
+            }
+            if last.elapsed() > s.timeout {
+                bail!(
+                    "the peer stopped writing ({} of {} iterations)",
+                    server.seen,
+                    hello.iters
+                );
+            }
+        }
+        s.drain(std::time::Duration::from_millis(200));
+    } else {
+        let theirs = perftest::finish(s, oob, mine, flow, None, gbits, &mut |h| {
+            server.step(h, qps, max_size, depth)
+        })?;
+        if let Some(r) = theirs {
+            println!("{}", perftest::bw_from_report(&r, gbits).line(gbits));
+        }
+    }
+    if let Some(bw) = server.bw(depth) {
+        println!("{}", bw.line(gbits));
+    }
+    if let Some(lat) = server.lat() {
+        println!("{}", lat.line());
+    }
+    Ok(())
+}
+
+fn s_is_client(args: &PerfArgs) -> bool {
+    args.server.is_some()
 }
 
 fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
@@ -418,6 +522,15 @@ fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
     if args.qps > 1 && !test.is_bw() {
         bail!("-q is supported by the bandwidth tests only");
     }
+    if args.qp_timeout > 31 {
+        bail!(
+            "-u {}: the QP timeout exponent must be 0..=31",
+            args.qp_timeout
+        );
+    }
+    if args.bidir && !test.is_bw() {
+        bail!("-b is supported by the bandwidth tests only");
+    }
     if args.tx_depth == 0 || args.tx_depth > 1024 {
         bail!("-t {}: the TX depth must be 1..=1024", args.tx_depth);
     }
@@ -428,6 +541,7 @@ fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
         duration: args.duration.unwrap_or(0),
         qps: args.qps,
         mtu: args.mtu,
+        bidir: args.bidir,
     })
 }
 

@@ -9,7 +9,7 @@ use roce::driver::loopback::RcOptions;
 use roce::host::PeerQp;
 use roce::oob::pingpong::{self, PingpongDest};
 use roce::psn::Psn;
-use roce::verbs::{AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::perf::session::{self, PortArgs, Req, Session};
 
@@ -63,12 +63,7 @@ fn expected_byte(i: usize, chk: bool) -> u8 {
 
 /// Runs `roce pingpong`.
 pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
-    let mtu = Mtu::from_bytes(args.mtu).ok_or_else(|| {
-        anyhow!(
-            "-m {}: the MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        )
-    })?;
+    let mtu = session::parse_mtu(args.mtu)?;
     if args.size == 0 || args.size > 1 << 30 {
         bail!("-s {}: the size must be 1..=2^30 bytes", args.size);
     }
@@ -278,10 +273,8 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         secs * 1e6 / f64::from(args.iters)
     );
     // Let the last ACKs leave before the port goes away.
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
-    while std::time::Instant::now() < until {
-        s.poll();
-    }
+    s.drain(std::time::Duration::from_millis(100));
+    s.report_counters();
     Ok(())
 }
 

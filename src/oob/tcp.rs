@@ -180,6 +180,16 @@ impl OobStream {
         })
     }
 
+    /// Changes how long one read or write may wait.
+    pub fn set_io_timeout(&mut self, io: Duration) -> Result<(), ExchangeError> {
+        self.stream
+            .set_read_timeout(Some(io))
+            .and_then(|()| self.stream.set_write_timeout(Some(io)))
+            .map_err(ExchangeError::Socket)?;
+        self.timeouts.io = io;
+        Ok(())
+    }
+
     /// Our role.
     pub fn role(&self) -> Role {
         self.role

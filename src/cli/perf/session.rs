@@ -15,6 +15,7 @@ use roce::clock::{Clock, MonotonicClock};
 use roce::driver::dpdk::{
     DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
+use roce::driver::fault::FaultConfig;
 use roce::driver::loopback::RcOptions;
 use roce::endpoint::EndpointConfig;
 use roce::host::{Host, HostEvent, PeerQp};
@@ -22,7 +23,10 @@ use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
 use roce::psn::Psn;
 use roce::runtime::{Runtime, RuntimeConfig};
 use roce::time::Instant;
+use roce::verbs::Mtu;
 use roce::wire::EthernetAddress;
+
+use super::faults::Faulty;
 
 /// The DPDK port options of `roce perf` and `roce pingpong`.
 #[derive(Args, Debug, Clone)]
@@ -45,13 +49,54 @@ pub struct PortArgs {
     /// Seconds any single wait may last (TCP connect/accept, ARP, the peer's answers).
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Fraction of frames dropped, each direction (0..1): fault injection on our port.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Fraction of frames duplicated, each direction.
+    #[arg(long, default_value_t = 0.0)]
+    pub dup: f64,
+    /// Fraction of frames held back behind later ones, each direction.
+    #[arg(long, default_value_t = 0.0)]
+    pub reorder: f64,
+    /// Fraction of frames with a flipped bit, each direction.
+    #[arg(long, default_value_t = 0.0)]
+    pub corrupt: f64,
+    /// Seed of the fault injector.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 impl PortArgs {
+    /// The fault knobs, checked.
+    pub fn faults(&self) -> anyhow::Result<FaultConfig> {
+        for (name, v) in [
+            ("loss", self.loss),
+            ("dup", self.dup),
+            ("reorder", self.reorder),
+            ("corrupt", self.corrupt),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                bail!("--{name} {v}: a fraction from 0 to 1");
+            }
+        }
+        Ok(FaultConfig {
+            loss: self.loss,
+            duplicate: self.dup,
+            reorder: self.reorder,
+            corrupt: self.corrupt,
+        })
+    }
+
     /// `--peer-mac`, parsed.
     pub fn peer_mac(&self) -> anyhow::Result<Option<EthernetAddress>> {
         self.peer_mac.as_deref().map(parse_mac).transpose()
     }
+}
+
+/// A path MTU given with `-m`.
+pub fn parse_mtu(bytes: u32) -> anyhow::Result<Mtu> {
+    Mtu::from_bytes(bytes)
+        .ok_or_else(|| anyhow!("-m {bytes}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
 
 /// Parses `ADDR/LEN`.
@@ -111,7 +156,7 @@ pub fn server_addr(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
 /// A DPDK port, the runtime loop and the host it drives.
 pub struct Session {
     // Field order is drop order: the runtime (port) before the pool before EAL.
-    runtime: Runtime<DpdkPort, MonotonicClock>,
+    runtime: Runtime<Faulty<DpdkPort>, MonotonicClock>,
     /// The endpoint with ARP/NDP.
     pub host: Host,
     clock: MonotonicClock,
@@ -119,12 +164,14 @@ pub struct Session {
     _eal: Eal,
     /// How long a wait may last.
     pub timeout: StdDuration,
+    faults_on: bool,
 }
 
 impl Session {
     /// Starts EAL with the port, brings it up for frames of `roce_mtu` payload.
     pub fn open(args: &PortArgs, roce_mtu: u32) -> anyhow::Result<Session> {
         let ip = parse_ip(&args.ip)?;
+        let faults = args.faults()?;
         let mac = args.mac.as_deref().map(parse_mac).transpose()?;
         let mut eal_args = args.eal.clone();
         for a in args.port.eal_args(0) {
@@ -162,13 +209,57 @@ impl Session {
         tracing::info!(port = %args.port, %mac, %ip, "port up");
         let clock = MonotonicClock::new();
         Ok(Session {
-            runtime: Runtime::new(port, clock, RuntimeConfig::default()),
+            runtime: Runtime::new(
+                super::faults::wrap(port, faults, args.seed),
+                clock,
+                RuntimeConfig::default(),
+            ),
             host,
             clock,
             _pool: pool,
             _eal: eal,
             timeout: StdDuration::from_secs(args.timeout.max(1)),
+            faults_on: faults != FaultConfig::default(),
         })
+    }
+
+    /// What the fault injector did, one line (`faults: tx ... rx ...`).
+    pub fn fault_summary(&self) -> String {
+        super::faults::summary(self.runtime.port())
+    }
+
+    /// The counters users look at after a run (mlx5/rxe names), one line.
+    pub fn counters_line(&self) -> String {
+        let c = self.host.endpoint().counters();
+        let q = c.qp;
+        let np = self.host.endpoint().np_counters();
+        format!(
+            "counters: retransmitted_packets={} packet_seq_err={} local_ack_timeout_err={} \
+             implied_nak_seq_err={} out_of_sequence={} duplicate_request={} rnr_nak_retry_err={} \
+             send_rnr_err={} naks_sent={} np_ecn_marked_roce_packets={} np_cnp_sent={} \
+             rp_cnp_handled={} error_completions={}",
+            q.retransmitted_packets,
+            q.packet_seq_err,
+            q.local_ack_timeout_err,
+            q.implied_nak_seq_err,
+            q.out_of_sequence,
+            q.duplicate_request,
+            q.rnr_nak_retry_err,
+            q.send_rnr_err,
+            q.naks_sent,
+            np.np_ecn_marked_roce_packets,
+            np.np_cnp_sent,
+            q.rp_cnp_handled,
+            q.error_completions
+        )
+    }
+
+    /// Prints the counters (and the fault injector's, when it ran) on stderr.
+    pub fn report_counters(&self) {
+        eprintln!("{}", self.counters_line());
+        if self.faults_on {
+            eprintln!("{}", self.fault_summary());
+        }
     }
 
     /// The loop's clock now.
@@ -184,6 +275,14 @@ impl Session {
             std::thread::yield_now();
         }
         moved
+    }
+
+    /// Keeps polling for `d` (lets the last ACKs leave before the port goes away).
+    pub fn drain(&mut self, d: StdDuration) {
+        let until = std::time::Instant::now() + d;
+        while std::time::Instant::now() < until {
+            self.poll();
+        }
     }
 
     /// Polls until `f` returns `Some`, or fails after the timeout naming `what`.
@@ -272,6 +371,8 @@ pub enum Req {
     RecvExact(&'static str, usize),
     /// perftest's symmetric step (client writes first, server reads first).
     Exchange(&'static str, Vec<u8>),
+    /// From now on, a read or write may wait this long.
+    IoTimeout(StdDuration),
 }
 
 /// How the out-of-band connection starts.
@@ -383,6 +484,7 @@ fn serve(mut stream: OobStream, reqs: &Receiver<Req>, reps: &Sender<Result<Vec<u
             Req::RecvLine(step) => stream.recv_line(step, 1 << 20),
             Req::RecvExact(step, n) => stream.recv_exact(step, n),
             Req::Exchange(step, bytes) => stream.exchange(step, &bytes),
+            Req::IoTimeout(t) => stream.set_io_timeout(t).map(|()| Vec::new()),
         };
         let failed = rep.is_err();
         if reps.send(rep.map_err(|e| format!("peer: {e}"))).is_err() || failed {

@@ -69,9 +69,9 @@ fn send_wr(test: Test, q: &Qp, size: u64, id: u64) -> SendWr {
     SendWr::new(id, op, sge)
 }
 
-/// The last byte of a write-lat buffer in iteration `i`.
+/// The last byte of a write-lat buffer in iteration `i` (perftest's `(char)++scnt`).
 fn mark(i: u64) -> u8 {
-    (i % 255) as u8 + 1
+    ((i + 1) % 256) as u8
 }
 
 fn last_byte(h: &Host, m: &MrInfo, size: u64) -> Option<u8> {
@@ -114,6 +114,39 @@ fn reap(h: &mut Host, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
     Ok((sends, recvs))
 }
 
+/// Polls until `done` holds, failing after `wait` ns without it.
+fn wait_for(
+    s: &mut Session,
+    wait: u64,
+    i: u64,
+    iters: u64,
+    mut done: impl FnMut(&Host) -> bool,
+) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    while !done(&s.host) {
+        s.poll();
+        if t0.elapsed().as_nanos() as u64 > wait {
+            bail!("the peer stopped answering (iteration {i} of {iters})");
+        }
+    }
+    Ok(())
+}
+
+/// How often a `-D` run prints its status line.
+const STATUS_EVERY_NS: u64 = 1_000_000_000;
+
+/// `-D` progress: elapsed/total seconds, messages so far, and the rate since the last line.
+fn status_line(t: u64, total: u64, done: u64, size: u64, recent: u64, span: u64) -> String {
+    let secs = span.max(1) as f64 / 1e9;
+    format!(
+        "[{:>3}/{} s] {done} messages, {:.2} MB/sec, {:.6} Mpps",
+        t / 1_000_000_000,
+        total / 1_000_000_000,
+        (recent * size) as f64 / secs / f64::from(1u32 << 20),
+        recent as f64 / secs / 1e6
+    )
+}
+
 pub(super) fn client_run(
     s: &mut Session,
     test: Test,
@@ -129,6 +162,7 @@ pub(super) fn client_run(
     let mut last_progress = 0u64;
     if test.is_bw() {
         let mut times = Vec::with_capacity(hello.iters as usize * qps.len());
+        let (mut next_status, mut last_status, mut last_done) = (STATUS_EVERY_NS, 0, 0);
         loop {
             let t = ns(s);
             let running = stop_at.map_or(true, |d| t < d);
@@ -146,6 +180,10 @@ pub(super) fn client_run(
                     q.posted += 1;
                 }
                 let (sent, _) = reap(&mut s.host, q)?;
+                if test.uses_recv() {
+                    // -b send-bw: the peer sends to us too.
+                    refill(&mut s.host, q, size, depth)?;
+                }
                 q.done += sent;
                 for _ in 0..sent {
                     times.push(t);
@@ -157,6 +195,25 @@ pub(super) fn client_run(
             }
             if all_done && (stop_at.is_none() || !running) {
                 break;
+            }
+            if let Some(d) = stop_at {
+                if t >= next_status && t < d {
+                    let done: u64 = qps.iter().map(|q| q.done).sum();
+                    eprintln!(
+                        "{}",
+                        status_line(
+                            t,
+                            d,
+                            done,
+                            size,
+                            done.saturating_sub(last_done),
+                            t - last_status
+                        )
+                    );
+                    last_done = done;
+                    last_status = t;
+                    next_status += STATUS_EVERY_NS;
+                }
             }
             if t.saturating_sub(last_progress) > wait {
                 bail!(
@@ -179,8 +236,18 @@ pub(super) fn client_run(
         .first_mut()
         .ok_or_else(|| anyhow!("no QP for the latency test"))?;
     let mut samples = Vec::with_capacity(hello.iters as usize);
+    let mut last_post = None;
     for i in 0..hello.iters {
         if test == Test::WriteLat {
+            // perftest's ping-pong of writes: the server writes first, the client answers each
+            // of its writes; a sample is the time between two of our posts.
+            wait_for(s, wait, i, hello.iters, |h| {
+                last_byte(h, &q.dst, size) == Some(mark(i))
+            })?;
+            let t = ns(s);
+            if let Some(prev) = last_post.replace(t) {
+                samples.push(t - prev);
+            }
             set_last_byte(&mut s.host, &q.src, size, mark(i));
         }
         let t0 = ns(s);
@@ -195,7 +262,6 @@ pub(super) fn client_run(
             sent += a;
             got += b;
             let done = match test {
-                Test::WriteLat => last_byte(&s.host, &q.dst, size) == Some(mark(i)),
                 Test::SendLat => got > 0,
                 _ => sent > 0,
             };
@@ -209,13 +275,16 @@ pub(super) fn client_run(
                 );
             }
         }
-        samples.push(ns(s) - t0);
+        if test != Test::WriteLat {
+            samples.push(ns(s) - t0);
+        }
         if test == Test::SendLat {
             refill(&mut s.host, q, size, depth)?;
         }
     }
     let one_way = matches!(test, Test::WriteLat | Test::SendLat);
-    let lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
+    let mut lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
+    lat.iters = hello.iters;
     println!("{}", lat.line());
     Ok(End {
         bw: None,
@@ -227,16 +296,56 @@ pub(super) fn client_run(
 pub(super) struct Server {
     test: Test,
     size: u64,
+    iters: u64,
+    /// Messages (send-lat, send-bw) or writes (write-lat) received.
     pub(super) seen: u64,
+    /// Writes posted (write-lat).
+    sent: u64,
+    start: std::time::Instant,
+    /// When each receive (send-bw) or answer (latency tests) happened, ns since `start`.
+    times: Vec<u64>,
 }
 
 impl Server {
-    pub(super) fn new(test: Test, size: u64) -> Self {
+    pub(super) fn new(test: Test, size: u64, iters: u64) -> Self {
         Server {
             test,
             size,
+            iters,
             seen: 0,
+            sent: 0,
+            start: std::time::Instant::now(),
+            times: Vec::new(),
         }
+    }
+
+    fn stamp(&mut self) {
+        self.times.push(self.start.elapsed().as_nanos() as u64);
+    }
+
+    /// What the server measured of a send-bw run (receive completions).
+    pub(super) fn bw(&self, depth: u32) -> Option<Bw> {
+        (self.test == Test::SendBw && !self.times.is_empty()).then(|| {
+            let first = self.times.first().copied().unwrap_or(0);
+            let rel: Vec<u64> = self.times.iter().map(|t| t - first).collect();
+            Bw::from_completions(self.size, self.seen, &rel, depth as usize)
+        })
+    }
+
+    /// The latency the server saw: half the time between its consecutive answers.
+    pub(super) fn lat(&self) -> Option<Lat> {
+        if !matches!(self.test, Test::SendLat | Test::WriteLat) || self.times.len() < 2 {
+            return None;
+        }
+        let gaps: Vec<u64> = self
+            .times
+            .iter()
+            .zip(self.times.iter().skip(1))
+            .map(|(a, b)| b.saturating_sub(*a))
+            .collect();
+        let mut lat = Lat::from_samples(self.size, &gaps, 2.0);
+        lat.iters = self.seen;
+        Some(lat)
     }
 
     pub(super) fn step(
@@ -251,10 +360,14 @@ impl Server {
             match self.test {
                 Test::SendBw => {
                     self.seen += got;
+                    for _ in 0..got {
+                        self.stamp();
+                    }
                     refill(h, q, max_size, depth)?;
                 }
                 Test::SendLat => {
                     for _ in 0..got {
+                        self.stamp();
                         h.endpoint_mut()
                             .post_send(q.qpn, send_wr(self.test, q, self.size, self.seen))
                             .context("posting the answer")?;
@@ -263,13 +376,20 @@ impl Server {
                     refill(h, q, max_size, depth)?;
                 }
                 Test::WriteLat => {
-                    let want = mark(self.seen);
-                    if last_byte(h, &q.dst, self.size) == Some(want) {
-                        set_last_byte(h, &q.src, self.size, want);
-                        h.endpoint_mut()
-                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.seen))
-                            .context("posting the answer")?;
+                    // perftest's server writes first, then once per write of the client.
+                    if self.seen < self.iters
+                        && last_byte(h, &q.dst, self.size) == Some(mark(self.seen))
+                    {
                         self.seen += 1;
+                    }
+                    if self.sent == self.seen && self.sent < self.iters {
+                        let m = mark(self.sent);
+                        set_last_byte(h, &q.src, self.size, m);
+                        self.stamp();
+                        h.endpoint_mut()
+                            .post_send(q.qpn, send_wr(self.test, q, self.size, self.sent))
+                            .context("posting a write")?;
+                        self.sent += 1;
                     }
                 }
                 _ => {}

@@ -1,6 +1,6 @@
-//! Congestion control from `roce::cc` driving the fabric's test senders: CNPs from the
-//! receivers' notification points cut the senders' rates, which keeps the bottleneck queue (and
-//! PFC) down compared with no congestion control.
+//! Congestion control from `roce::cc` inside the real endpoints on the fabric's hosts: CNPs from
+//! the receivers' notification points cut the senders' QP rates, which keeps the bottleneck queue
+//! (and PFC) down compared with no congestion control.
 
 use roce::sim::builtin::{Builtin, BuiltinKind};
 use roce::sim::summary::Summary;
@@ -35,8 +35,6 @@ fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
         let m = built
             .fabric
             .engine(HostId(h))
-            .unwrap()
-            .as_test()
             .unwrap()
             .cc_metrics(0)
             .unwrap();

@@ -5,18 +5,17 @@
 use roce::sim::scenario::Scenario;
 use roce::sim::HostId;
 
-// The endpoint's QPs (set up like ibv_rc_pingpong) use traffic class 0, so the RDMA class here is
-// priority 0.
+// The endpoint QPs carry DSCP 26, so the RDMA class here is priority 3.
 fn incast(pfc: bool) -> (roce::sim::summary::Summary, roce::sim::scenario::Built) {
     let text = format!(
         r#"
         name = "rc-incast"
-        engine = "rc"
+        transport = "rc"
         seed = 3
         duration_us = 1000
         message_bytes = 65536
         topology = {{ kind = "star", hosts = 3, link = {{ gbps = 100, delay_ns = 1000 }} }}
-        switch = {{ buffer_bytes = 4000000, queue_limit_bytes = 300000, lossless = [0], pfc = {pfc} }}
+        switch = {{ buffer_bytes = 4000000, queue_limit_bytes = 300000, lossless = [3], pfc = {pfc} }}
         workloads = [{{ kind = "incast", senders = [0, 1], receiver = 2, bytes = 2000000 }}]
         "#
     );

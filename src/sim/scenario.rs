@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::host::SimHost;
-use super::rc_host::RcHost;
+use super::rc_host::{RcHost, RcSetupError};
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, PfcConfig, SwitchConfig};
@@ -47,7 +47,7 @@ fn d_cnp() -> f64 {
     50.0
 }
 fn d_engine() -> String {
-    "test".into()
+    "rc".into()
 }
 fn d_cc() -> String {
     "none".into()
@@ -194,8 +194,10 @@ pub struct Scenario {
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
-    /// Host engine: "test" (the fabric's test senders) or "rc" (the RC endpoint, WRITE flows).
-    #[serde(default = "d_engine")]
+    /// Host transport: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
+    /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
+    /// as `transport`.
+    #[serde(default = "d_engine", alias = "transport")]
     pub engine: String,
     /// Parameter overrides for `cc`, as `name=value`.
     #[serde(default)]
@@ -258,7 +260,7 @@ impl Scenario {
         self.cc_config()?;
         if !matches!(self.engine.as_str(), "test" | "rc") {
             return bad(format!(
-                "engine {:?} is not \"test\" or \"rc\"",
+                "transport {:?} is not \"rc\" or \"test\"",
                 self.engine
             ));
         }
@@ -294,19 +296,18 @@ impl Scenario {
         cnp: Duration,
     ) -> Result<Vec<SimHost>, ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
-        if !plan.rings.is_empty() {
-            return Err(invalid("all_reduce needs engine = \"test\"".into()));
-        }
-        if self.cc != "none" {
-            return Err(invalid(
-                "engine = \"rc\" runs with cc = \"none\" (the endpoint owns its CC)".into(),
-            ));
-        }
         let np = (cnp > Duration::ZERO).then_some(cnp);
         let mut rc = ips
             .iter()
-            .map(|&ip| RcHost::new(ip, np))
-            .collect::<Result<Vec<_>, _>>()
+            .enumerate()
+            .map(|(i, &ip)| {
+                let h = RcHost::new(ip, np)?;
+                Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
+                    Some((_, per_iter)) => h.with_marks(*per_iter),
+                    None => h,
+                })
+            })
+            .collect::<Result<Vec<_>, RcSetupError>>()
             .map_err(|e| invalid(e.to_string()))?;
         for spec in &mut plan.flows {
             let flow = plan
@@ -314,27 +315,20 @@ impl Scenario {
                 .get(spec.src_host)
                 .and_then(|v| v.get(spec.src_index))
                 .ok_or_else(|| invalid("flow without a sender".into()))?;
+            let two = || invalid(format!("flow {} needs two distinct hosts", spec.name));
             let (lo, hi) = (
                 spec.src_host.min(spec.dst_host),
                 spec.src_host.max(spec.dst_host),
             );
             if lo == hi || hi >= rc.len() {
-                return Err(invalid(format!(
-                    "flow {} needs two distinct hosts",
-                    spec.name
-                )));
+                return Err(two());
             }
             let (left, right) = rc.split_at_mut(hi);
             let (Some(a), Some(b)) = (left.get_mut(lo), right.first_mut()) else {
-                return Err(invalid(format!(
-                    "flow {} needs two distinct hosts",
-                    spec.name
-                )));
+                return Err(two());
             };
             let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
-            let msg = u32::try_from(flow.message_bytes).unwrap_or(u32::MAX);
-            let (qpn, _) = RcHost::connect(src, dst, self.mtu, msg, flow.total_bytes, flow.start)
-                .map_err(|e| invalid(e.to_string()))?;
+            let (qpn, _) = RcHost::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
             spec.dst_qpn = qpn;
         }
         Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())

@@ -11,7 +11,7 @@ use super::host::SimHost;
 use super::rc_host::{RcHost, RcSetupError};
 use super::series::Recorder;
 use super::summary::Summary;
-use super::switch::{EcnConfig, PfcConfig, SwitchConfig};
+use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
 use super::testing::TestHost;
 use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
@@ -123,6 +123,9 @@ pub struct SwitchSpec {
     /// ECN marking on every queue.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
+    /// Mark at "enqueue" (default) or "dequeue".
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
     /// INT stamping at egress (HPCC telemetry).
     #[serde(default)]
     pub int: bool,
@@ -138,6 +141,7 @@ impl Default for SwitchSpec {
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
+            ecn_at: MarkPoint::Enqueue,
             int: false,
         }
     }
@@ -152,6 +156,7 @@ impl SwitchSpec {
             lossless: self.lossless.clone(),
             pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
             ecn: Vec::new(),
+            ecn_at: self.ecn_at,
             ecmp_salt: 0,
             int: self.int,
         }

@@ -69,6 +69,18 @@ impl Default for PfcConfig {
     }
 }
 
+/// When a switch decides whether to mark a packet CE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkPoint {
+    /// On arrival, from the egress queue depth the packet finds (most merchant ASICs' WRED).
+    #[default]
+    Enqueue,
+    /// On departure, from the depth the packet leaves behind (the DCQCN authors' ns-3 switch):
+    /// the mark skips the queueing delay on its way to the receiver.
+    Dequeue,
+}
+
 /// A switch's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchConfig {
@@ -82,6 +94,9 @@ pub struct SwitchConfig {
     pub pfc: Option<PfcConfig>,
     /// ECN marking per priority (index = priority); missing entries mark nothing.
     pub ecn: Vec<Option<EcnConfig>>,
+    /// Whether ECN marking happens at enqueue or at dequeue.
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
     /// Salt of the ECMP hash (vary it per switch to avoid polarization).
     pub ecmp_salt: u64,
     /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
@@ -98,6 +113,7 @@ impl Default for SwitchConfig {
             lossless: vec![3],
             pfc: Some(PfcConfig::default()),
             ecn: vec![None; PRIORITIES],
+            ecn_at: MarkPoint::Enqueue,
             ecmp_salt: 0,
             int: false,
         }
@@ -190,7 +206,6 @@ pub(crate) struct Dequeued {
     pub pkt: PktId,
     pub prio: usize,
     pub ingress: u16,
-    pub len: u64,
 }
 
 /// A switch.
@@ -352,7 +367,6 @@ impl Switch {
             pkt,
             prio,
             ingress: ingress as u16,
-            len,
         })
     }
 

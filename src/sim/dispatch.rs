@@ -6,7 +6,7 @@ use super::fabric::Fabric;
 use super::frame::{mark_ce, FrameInfo};
 use super::pfc::{self, PauseRepr};
 use super::stats::{PortCounters, PRIORITIES};
-use super::switch::{MarkPoint, Switch};
+use super::switch::{FabricSwitch, MarkPoint};
 use super::wires::{link_from, Event, Slot, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use crate::cc::{IntHop, Rate};
@@ -255,7 +255,7 @@ impl<E: Engine> Fabric<E> {
         if sw.cfg.ecn_at == MarkPoint::Enqueue {
             self.w.maybe_mark(sw, pkt, egress, prio);
         }
-        let crossed = sw.enqueue(pkt, ingress, egress, prio, len);
+        let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
         if crossed {
             self.send_pfc(s, ingress, prio, true);
         }
@@ -320,8 +320,7 @@ impl<E: Engine> Fabric<E> {
             self.w.transmit(&mut p.tx, Node::Switch(s), port, pkt, 7);
             return;
         }
-        let pool = &self.w.pool;
-        let Some(d) = sw.dequeue(port, now, |pkt| pool.len(pkt)) else {
+        let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
             let p = &mut sw.ports[usize::from(port)];
             let waiting = p.waiting();
             if let Some(t) = p.tx.earliest_resume(waiting, now) {
@@ -455,7 +454,7 @@ impl Wires {
     /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
     /// current queue depth. Only ECT packets draw from the RNG (on the RED ramp), so marking
     /// stays replayable.
-    fn maybe_mark(&mut self, sw: &mut Switch, pkt: PktId, egress: u16, prio: usize) {
+    fn maybe_mark(&mut self, sw: &mut FabricSwitch, pkt: PktId, egress: u16, prio: usize) {
         let ect = self
             .pool
             .slot(pkt)

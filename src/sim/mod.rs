@@ -58,7 +58,7 @@ pub mod workload;
 
 pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};
 pub use port::wire_bytes;
-pub use switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
+pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
 
 /// Index of a frame in the fabric's packet pool.
 pub(crate) type PktId = u32;

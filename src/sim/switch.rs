@@ -3,7 +3,9 @@
 //! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
 //! ECMP by flow hash.
 //!
-//! This file decides what happens to a packet; moving frames and time is `sim::fabric`'s job.
+//! This is the sans-IO switch element both the virtual-time fabric ([`crate::sim::fabric`]) and
+//! the real-time switch between ports ([`crate::demo::switch`]) run: it decides what happens to
+//! a packet; moving frames and keeping time is their job.
 
 use std::collections::VecDeque;
 
@@ -156,23 +158,34 @@ pub enum DropReason {
     NoRoute,
 }
 
-/// One switch port: a transmitter, eight egress queues, and the ingress PFC accounting.
+/// A packet waiting in an egress queue.
 #[derive(Debug)]
-pub(crate) struct SwitchPort {
-    pub tx: TxPort,
-    queues: [VecDeque<(PktId, u32)>; PRIORITIES],
-    pub qbytes: [u64; PRIORITIES],
+struct Queued<T> {
+    pkt: T,
+    ingress: u16,
+    len: u32,
+}
+
+/// One switch port: the caller's transmit side `tx` (the fabric's serializer, the real-time
+/// switch's port and drain), eight egress queues, and the ingress PFC accounting.
+#[derive(Debug)]
+pub struct SwitchPort<T, X> {
+    /// What moves this port's frames (not this element's business).
+    pub tx: X,
+    queues: [VecDeque<Queued<T>>; PRIORITIES],
+    qbytes: [u64; PRIORITIES],
     rr: usize,
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
-    pub ingress_bytes: [u64; PRIORITIES],
+    ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
     pub xoff: [bool; PRIORITIES],
-    /// Bumped at every XOFF so that stale refresh events are ignored.
+    /// Bumped at every XOFF so that stale refreshes can be told apart.
     pub xoff_gen: [u32; PRIORITIES],
 }
 
-impl SwitchPort {
-    pub fn new(tx: TxPort) -> Self {
+impl<T, X> SwitchPort<T, X> {
+    /// A port with empty queues around `tx`.
+    pub fn new(tx: X) -> Self {
         SwitchPort {
             tx,
             queues: Default::default(),
@@ -202,24 +215,36 @@ impl SwitchPort {
 }
 
 /// A packet the egress scheduler picked.
-pub(crate) struct Dequeued {
-    pub pkt: PktId,
-    pub prio: usize,
-    pub ingress: u16,
-}
-
-/// A switch.
 #[derive(Debug)]
-pub(crate) struct Switch {
-    pub cfg: SwitchConfig,
-    pub ports: Vec<SwitchPort>,
-    /// Equal-cost egress ports per destination host.
-    pub routes: Vec<Vec<u16>>,
-    pub used_bytes: u64,
-    pub name: String,
+pub struct Dequeued<T> {
+    /// The packet.
+    pub pkt: T,
+    /// Its priority.
+    pub prio: usize,
+    /// The port it arrived on.
+    pub ingress: u16,
+    /// Its length, bytes.
+    pub len: u64,
 }
 
-impl Switch {
+/// The switch element: ports, routes and the shared buffer. `T` is a packet (a pool index in
+/// the fabric, a frame buffer in the real-time switch), `X` each port's transmit side.
+#[derive(Debug)]
+pub struct Switch<T, X> {
+    /// Name, for logs.
+    pub name: String,
+    /// Configuration.
+    pub cfg: SwitchConfig,
+    /// Ports, in the order they were added.
+    pub ports: Vec<SwitchPort<T, X>>,
+    /// Equal-cost egress ports per destination (host index).
+    pub routes: Vec<Vec<u16>>,
+    /// Bytes in the shared buffer.
+    pub used_bytes: u64,
+}
+
+impl<T, X> Switch<T, X> {
+    /// A switch without ports or routes.
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
         Switch {
             cfg,
@@ -281,14 +306,7 @@ impl Switch {
             .unwrap_or(0)
     }
 
-    /// Counters of `port`'s priority `prio`.
-    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
-        self.ports
-            .get_mut(usize::from(port))
-            .and_then(|p| p.tx.counters.prio.get_mut(prio))
-    }
-
-    /// Whether to mark an ECT packet joining `egress`'s queue `prio` (drawing from `rng` only
+    /// Whether to mark an ECT packet at `egress`'s queue `prio` now (drawing from `rng` only
     /// on the RED ramp).
     pub fn ecn_mark(&self, egress: u16, prio: usize, rng: &mut impl rand::Rng) -> bool {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
@@ -299,25 +317,20 @@ impl Switch {
         p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
     }
 
-    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF.
-    pub fn enqueue(
-        &mut self,
-        pkt: PktId,
-        ingress: u16,
-        egress: u16,
-        prio: usize,
-        len: u64,
-    ) -> bool {
+    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
+    /// (the caller sends the pause frame upstream).
+    pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
         self.used_bytes += len;
         let pfc_on = self.cfg.pfc_on(prio);
         let xoff_at = self.cfg.pfc.map_or(u64::MAX, |p| p.xoff_bytes);
         if let Some(out) = self.ports.get_mut(usize::from(egress)) {
             if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
-                q.push_back((pkt, u32::from(ingress)));
+                q.push_back(Queued {
+                    pkt,
+                    ingress,
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                });
                 *b += len;
-                if let Some(c) = out.tx.counters.prio.get_mut(prio) {
-                    c.queue_hwm_bytes = c.queue_hwm_bytes.max(*b);
-                }
             }
         }
         let Some(inp) = self.ports.get_mut(usize::from(ingress)) else {
@@ -334,39 +347,37 @@ impl Switch {
         false
     }
 
-    /// Picks the next packet for `egress` (round robin over unpaused, non-empty priorities) and
-    /// releases its buffer. `len_of` tells a packet's length.
+    /// Picks the next packet for `egress` (round robin over non-empty priorities that
+    /// `paused(tx, prio)` does not hold back) and releases its buffer.
     pub fn dequeue(
         &mut self,
         egress: u16,
-        now: u64,
-        len_of: impl Fn(PktId) -> u64,
-    ) -> Option<Dequeued> {
+        paused: impl Fn(&X, usize) -> bool,
+    ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let start = port.rr;
         let prio = (1..=PRIORITIES)
             .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| {
-                port.queues.get(p).is_some_and(|q| !q.is_empty()) && !port.tx.is_paused(p, now)
-            })?;
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
         port.rr = prio;
-        let (pkt, ingress) = port.queues.get_mut(prio)?.pop_front()?;
-        let len = len_of(pkt);
+        let q = port.queues.get_mut(prio)?.pop_front()?;
+        let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
             *b -= len.min(*b);
         }
         self.used_bytes -= len.min(self.used_bytes);
         if let Some(b) = self
             .ports
-            .get_mut(ingress as usize)
+            .get_mut(usize::from(q.ingress))
             .and_then(|p| p.ingress_bytes.get_mut(prio))
         {
             *b -= len.min(*b);
         }
         Some(Dequeued {
-            pkt,
+            pkt: q.pkt,
             prio,
-            ingress: ingress as u16,
+            ingress: q.ingress,
+            len,
         })
     }
 
@@ -383,6 +394,35 @@ impl Switch {
             }
             _ => false,
         }
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.ports
+            .get_mut(usize::from(port))
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
     }
 }
 

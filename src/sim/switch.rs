@@ -347,6 +347,17 @@ impl<T, X> Switch<T, X> {
         false
     }
 
+    /// The priority [`Switch::dequeue`] would serve next at `egress`, and the length of the
+    /// packet it would hand out.
+    pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
+        let port = self.ports.get(usize::from(egress))?;
+        let prio = (1..=PRIORITIES)
+            .map(|i| (port.rr + i) % PRIORITIES)
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        let len = port.queues.get(prio)?.front()?.len;
+        Some((prio, u64::from(len)))
+    }
+
     /// Picks the next packet for `egress` (round robin over non-empty priorities that
     /// `paused(tx, prio)` does not hold back) and releases its buffer.
     pub fn dequeue(
@@ -354,11 +365,8 @@ impl<T, X> Switch<T, X> {
         egress: u16,
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
+        let (prio, _) = self.peek(egress, paused)?;
         let port = self.ports.get_mut(usize::from(egress))?;
-        let start = port.rr;
-        let prio = (1..=PRIORITIES)
-            .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
         port.rr = prio;
         let q = port.queues.get_mut(prio)?.pop_front()?;
         let len = u64::from(q.len);
@@ -379,6 +387,28 @@ impl<T, X> Switch<T, X> {
             ingress: q.ingress,
             len,
         })
+    }
+
+    /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
+    /// its buffer again; PFC is not re-evaluated.
+    pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {
+        if let Some(p) = self.ports.get_mut(usize::from(d.ingress)) {
+            if let Some(b) = p.ingress_bytes.get_mut(d.prio) {
+                *b += d.len;
+            }
+        }
+        let Some(port) = self.ports.get_mut(usize::from(egress)) else {
+            return;
+        };
+        if let (Some(q), Some(b)) = (port.queues.get_mut(d.prio), port.qbytes.get_mut(d.prio)) {
+            q.push_front(Queued {
+                pkt: d.pkt,
+                ingress: d.ingress,
+                len: u32::try_from(d.len).unwrap_or(u32::MAX),
+            });
+            *b += d.len;
+            self.used_bytes += d.len;
+        }
     }
 
     /// After a dequeue: whether the ingress (port, prio) should now send XON.

@@ -19,6 +19,12 @@ fn incast(cc: &str) -> (Summary, roce::sim::scenario::Built) {
     s.run(|_| {}).expect("runs")
 }
 
+/// The controller metrics of host `h`'s first flow.
+fn metrics(built: &roce::sim::scenario::Built, h: usize) -> roce::cc::CcMetrics {
+    let engine = built.fabric.engine(HostId(h)).expect("host exists");
+    engine.cc_metrics(0).expect("the flow runs a controller")
+}
+
 #[test]
 fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
     let (none, _) = incast("none");
@@ -33,12 +39,7 @@ fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
     assert!(dcqcn.cnp_handled > 0);
     // Every sender's controller saw CNPs and cut its rate below line rate.
     for h in 0..4 {
-        let m = built
-            .fabric
-            .engine(HostId(h))
-            .unwrap()
-            .cc_metrics(0)
-            .unwrap();
+        let m = metrics(&built, h);
         assert!(m.rp_cnp_handled > 0, "host {h}: {m:?}");
         assert!(m.rate.as_gbps_f64() < 100.0, "host {h}: {m:?}");
     }
@@ -102,12 +103,7 @@ fn two_dcqcn_flows_into_one_marking_link_converge_to_a_fair_share_with_a_bounded
     let total: f64 = sum.flows.iter().map(|f| f.goodput_gbps).sum();
     assert!(total > 0.8 * 40.0 * 1024.0 / 1106.0, "{}", sum.table());
     for h in 0..2 {
-        let m = built
-            .fabric
-            .engine(HostId(h))
-            .unwrap()
-            .cc_metrics(0)
-            .unwrap();
+        let m = metrics(&built, h);
         assert!(m.rp_cnp_handled > 0 && m.rate_cuts > 0, "host {h}: {m:?}");
     }
 }

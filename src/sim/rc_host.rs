@@ -1,7 +1,8 @@
 //! A fabric host running the real RC transport: an [`Endpoint`] with one connected QP per flow,
 //! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
 //! endpoint's own: a controller from [`crate::cc`] installed per QP as its departure pacer (the
-//! glue `Endpoint::set_congestion_control` uses), fed by the endpoint's CNP handling; the
+//! `CcPacer` glue `Endpoint::set_congestion_control` uses, wrapped by the demo's
+//! [`ProbedPacer`] so its metrics can be read), fed by the endpoint's CNP handling; the
 //! endpoint's notification point answers CE-marked requests with CNPs. Completions come from the
 //! endpoint's CQs, so retransmission (go-back-N, timeouts) is the transport's own.
 //!
@@ -10,14 +11,12 @@
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::cc::{CcMetrics, CongestionControl, Rate};
+use crate::cc::CcMetrics;
+use crate::demo::probe::{CcProbe, ProbedPacer};
 use crate::driver::loopback::{connect_rc, RcOptions};
 use crate::driver::Engine;
 use crate::endpoint::{Endpoint, EndpointConfig};
-use crate::qp::paced::CcPacer;
-use crate::qp::DeparturePacer;
 use crate::time::{Duration, Instant};
 use crate::verbs::{
     AccessFlags, AddressVector, CqHandle, Mtu, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
@@ -32,46 +31,6 @@ use super::testing::{mac_of, TestFlow};
 const DEPTH: usize = 4;
 /// Receives kept posted on a QP that consumes them (SEND or WRITE-with-immediate flows).
 const RECV_DEPTH: u32 = 64;
-
-/// A controller's metrics, published by its pacer whenever the rate may have changed.
-type MetricsCell = Arc<Mutex<CcMetrics>>;
-
-/// The endpoint's [`CcPacer`] glue, publishing the controller's metrics for the recorder.
-#[derive(Debug)]
-struct ProbedPacer {
-    inner: CcPacer,
-    rate: Rate,
-    cell: MetricsCell,
-}
-
-impl ProbedPacer {
-    fn publish(&mut self) {
-        let m = self.inner.controller().metrics();
-        self.rate = m.rate;
-        *self.cell.lock().unwrap_or_else(PoisonError::into_inner) = m;
-    }
-}
-
-impl DeparturePacer for ProbedPacer {
-    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant {
-        let t = self.inner.on_transmit(now, frame_len);
-        if self.inner.controller().rate() != self.rate {
-            self.publish();
-        }
-        t
-    }
-    fn on_cnp(&mut self, now: Instant) {
-        self.inner.on_cnp(now);
-        self.publish();
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        self.inner.handle_timeout(now);
-        self.publish();
-    }
-}
 
 #[derive(Debug)]
 struct RcFlow {
@@ -93,7 +52,7 @@ struct RcFlow {
     in_flight: VecDeque<u32>,
     done_at: Option<Instant>,
     errors: u64,
-    cc: Option<MetricsCell>,
+    cc: Option<CcProbe>,
 }
 
 impl RcFlow {
@@ -214,18 +173,12 @@ impl RcHost {
         );
         let cc = match &flow.cc {
             Some(cfg) => {
-                let inner = CcPacer::new(cfg.build(), 0);
-                let m = inner.controller().metrics();
-                let cell = Arc::new(Mutex::new(m));
-                let pacer = ProbedPacer {
-                    inner,
-                    rate: m.rate,
-                    cell: Arc::clone(&cell),
-                };
+                // The endpoint's own controller-and-pacer glue, mirroring its metrics.
+                let (pacer, probe) = ProbedPacer::new(cfg.build(), 0);
                 src.ep
                     .set_pacer(a.qpn, Some(Box::new(pacer)))
                     .map_err(|e| qp_err(&e))?;
-                Some(cell)
+                Some(probe)
             }
             None => None,
         };
@@ -291,8 +244,7 @@ impl RcHost {
 
     /// Congestion-control metrics of flow `i`'s QP, if it runs a controller.
     pub fn cc_metrics(&self, i: usize) -> Option<CcMetrics> {
-        let cell = self.flows.get(i)?.cc.as_ref()?;
-        Some(*cell.lock().unwrap_or_else(PoisonError::into_inner))
+        Some(self.flows.get(i)?.cc.as_ref()?.get())
     }
 
     /// Congestion-control state of every flow with a controller (for the fabric's recorder).

@@ -1,5 +1,6 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
-//! and the runner that turns one into a fabric of test engines, runs it and summarizes it.
+//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in test
+//! engines with `transport = "test"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.

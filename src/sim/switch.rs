@@ -365,8 +365,11 @@ impl<T, X> Switch<T, X> {
         egress: u16,
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
-        let (prio, _) = self.peek(egress, paused)?;
         let port = self.ports.get_mut(usize::from(egress))?;
+        let start = port.rr;
+        let prio = (1..=PRIORITIES)
+            .map(|i| (start + i) % PRIORITIES)
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
         port.rr = prio;
         let q = port.queues.get_mut(prio)?.pop_front()?;
         let len = u64::from(q.len);

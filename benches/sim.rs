@@ -1,9 +1,10 @@
 //! Simulator throughput: fabric events per second on one core, beside a baseline measured in the
 //! same run (push + pop of as many entries on a bare `BinaryHeap`, the floor any event-driven
-//! simulator pays). Two fabrics: "fabric only" hosts replay one prebuilt frame and count what
-//! they get (the simulator's own cost), and the test engines (which build every frame with its
-//! ICRC and check every ICRC on receipt). Also the wall time of a 16:1 incast at 100 Gbit/s for
-//! 10 ms of virtual time. Prints medians and ratios.
+//! simulator pays). Three fabrics: "fabric only" hosts replay one prebuilt frame and count what
+//! they get (the simulator's own cost); the test engines (which build every frame with its ICRC
+//! and check every ICRC on receipt); and the real RC endpoints, the scenarios' default (QPs,
+//! ACKs, completions, payload copies). Also the wall time of a 16:1 incast at 100 Gbit/s for
+//! 10 ms of virtual time on each transport. Prints medians and ratios.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,10 +20,11 @@ use roce::sim::topology::Topology;
 use roce::sim::{LinkConfig, SwitchConfig};
 use roce::time::Instant;
 
-fn incast(senders: usize, duration_us: f64) -> Scenario {
+fn incast(senders: usize, duration_us: f64, transport: &str) -> Scenario {
     Builtin {
         senders: Some(senders),
         duration_us: Some(duration_us),
+        engine: transport.into(),
         ..Builtin::default()
     }
     .scenario(BuiltinKind::Incast)
@@ -116,8 +118,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let short = incast(16, 1_000.0);
-    let (events, _) = run_scenario(&short);
+    let rc = incast(16, 1_000.0, "rc");
+    let test = incast(16, 1_000.0, "test");
+    let (rc_events, _) = run_scenario(&rc);
+    let (test_events, _) = run_scenario(&test);
     let (fo_events, _) = run_fabric_only(16, 1_000);
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
@@ -125,43 +129,56 @@ fn bench(c: &mut Criterion) {
     g.bench_function("fabric_only_incast16_100g_1ms", |b| {
         b.iter(|| black_box(run_fabric_only(16, 1_000)))
     });
-    g.throughput(Throughput::Elements(events));
+    g.throughput(Throughput::Elements(test_events));
     g.bench_function("test_engines_incast16_100g_1ms", |b| {
-        b.iter(|| black_box(run_scenario(&short)))
+        b.iter(|| black_box(run_scenario(&test)))
+    });
+    g.throughput(Throughput::Elements(rc_events));
+    g.bench_function("rc_endpoints_incast16_100g_1ms", |b| {
+        b.iter(|| black_box(run_scenario(&rc)))
     });
     g.bench_function("binaryheap_baseline_same_count", |b| {
-        b.iter(|| heap_baseline(black_box(events)))
+        b.iter(|| heap_baseline(black_box(rc_events)))
     });
     g.finish();
 
-    // Medians of our own, for the ratio lines and the 10 ms figure.
-    let (mut fo, mut te, mut heap) = (Vec::new(), Vec::new(), Vec::new());
+    // Medians of our own, for the ratio lines and the 10 ms figures.
+    let (mut fo, mut te, mut re, mut heap) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         let (ev, secs) = run_fabric_only(16, 1_000);
         fo.push(ev as f64 / secs);
-        let (ev, secs) = run_scenario(&short);
+        let (ev, secs) = run_scenario(&test);
         te.push(ev as f64 / secs);
+        let (ev, secs) = run_scenario(&rc);
+        re.push(ev as f64 / secs);
         let t = Wall::now();
-        heap_baseline(events);
-        heap.push(events as f64 / t.elapsed().as_secs_f64());
+        heap_baseline(rc_events);
+        heap.push(rc_events as f64 / t.elapsed().as_secs_f64());
     }
-    let (fo, te, h) = (median(fo), median(te), median(heap));
+    let (fo, te, re, h) = (median(fo), median(te), median(re), median(heap));
     println!(
-        "sim events/s (median of 5): fabric only {:.2} M/s, with test engines {:.2} M/s, \
-         BinaryHeap push+pop baseline {:.2} M/s; ratios to baseline {:.3} and {:.3}",
+        "sim events/s (median of 5): fabric only {:.2} M/s, test engines {:.2} M/s, \
+         RC endpoints {:.2} M/s, BinaryHeap push+pop baseline {:.2} M/s; ratios to baseline \
+         {:.3}, {:.3} and {:.3}",
         fo / 1e6,
         te / 1e6,
+        re / 1e6,
         h / 1e6,
         fo / h,
-        te / h
+        te / h,
+        re / h
     );
-    let long = incast(16, 10_000.0);
-    let runs: Vec<(u64, f64)> = (0..3).map(|_| run_scenario(&long)).collect();
-    let ev = runs.first().map_or(0, |r| r.0);
-    let wall = median(runs.iter().map(|r| r.1).collect());
-    println!(
-        "16:1 incast at 100 Gbit/s, 10 ms virtual (test engines): {ev} events, median wall {wall:.3} s"
-    );
+    for transport in ["rc", "test"] {
+        let long = incast(16, 10_000.0, transport);
+        let runs: Vec<(u64, f64)> = (0..3).map(|_| run_scenario(&long)).collect();
+        let ev = runs.first().map_or(0, |r| r.0);
+        let wall = median(runs.iter().map(|r| r.1).collect());
+        println!(
+            "16:1 incast at 100 Gbit/s, 10 ms virtual ({transport} transport): {ev} events, \
+             median wall {wall:.3} s, {:.2} M events/s",
+            ev as f64 / wall / 1e6
+        );
+    }
 }
 
 criterion_group!(benches, bench);

@@ -1,6 +1,7 @@
-//! Congestion control from `roce::cc` driving the fabric's test senders: CNPs from the
-//! receivers' notification points cut the senders' rates, which keeps the bottleneck queue (and
-//! PFC) down compared with no congestion control.
+//! Congestion control from `roce::cc` inside the real endpoints on the fabric's hosts: CNPs from
+//! the receivers' notification points cut the senders' QP rates, which keeps the bottleneck queue
+//! (and PFC) down compared with no congestion control; two DCQCN flows into one marking link
+//! converge to a fair share with a bounded queue, where without CC the queue fills until PFC.
 
 use roce::sim::builtin::{Builtin, BuiltinKind};
 use roce::sim::summary::Summary;
@@ -18,6 +19,12 @@ fn incast(cc: &str) -> (Summary, roce::sim::scenario::Built) {
     s.run(|_| {}).expect("runs")
 }
 
+/// The controller metrics of host `h`'s first flow.
+fn metrics(built: &roce::sim::scenario::Built, h: usize) -> roce::cc::CcMetrics {
+    let engine = built.fabric.engine(HostId(h)).expect("host exists");
+    engine.cc_metrics(0).expect("the flow runs a controller")
+}
+
 #[test]
 fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
     let (none, _) = incast("none");
@@ -32,14 +39,7 @@ fn dcqcn_drains_the_incast_queue_that_no_cc_leaves_to_pfc() {
     assert!(dcqcn.cnp_handled > 0);
     // Every sender's controller saw CNPs and cut its rate below line rate.
     for h in 0..4 {
-        let m = built
-            .fabric
-            .engine(HostId(h))
-            .unwrap()
-            .as_test()
-            .unwrap()
-            .cc_metrics(0)
-            .unwrap();
+        let m = metrics(&built, h);
         assert!(m.rp_cnp_handled > 0, "host {h}: {m:?}");
         assert!(m.rate.as_gbps_f64() < 100.0, "host {h}: {m:?}");
     }
@@ -62,4 +62,58 @@ fn unknown_congestion_control_is_one_clear_error() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("unknown congestion control `bogus`"), "{err}");
+}
+
+/// Two flows from two senders into one receiver over one 40 Gbit/s switch port that marks with
+/// the SIGCOMM'15 RED settings (at enqueue); the second flow starts 1 ms after the first. The
+/// last 10 of 20 ms are measured.
+fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce::sim::scenario::Built) {
+    let text = format!(
+        r#"
+        name = "two-flows-{cc}"
+        seed = 5
+        duration_us = 20000
+        warmup_us = 10000
+        sample_us = 5
+        cc = "{cc}"
+        cnp_interval_us = 50
+        topology = {{ kind = "star", hosts = 3, link = {{ gbps = 40, delay_ns = 1000 }} }}
+        switch = {{ buffer_bytes = 12000000, queue_limit_bytes = 1000000, lossless = [3], ecn = {{ kmin_bytes = 5000, kmax_bytes = 200000, pmax = 0.01 }} }}
+        workloads = [
+            {{ kind = "flow", src = 0, dst = 2 }},
+            {{ kind = "flow", src = 1, dst = 2, start_us = 1000 }},
+        ]
+        "#
+    );
+    let s = roce::sim::scenario::Scenario::from_toml(&text).expect("scenario parses");
+    println!("scenario {} seed {}", s.name, s.seed);
+    s.run(|_| {}).expect("runs")
+}
+
+#[test]
+fn two_dcqcn_flows_into_one_marking_link_converge_to_a_fair_share_with_a_bounded_queue() {
+    let (sum, built) = two_flows_into_one_marking_link("dcqcn-paper");
+    println!("{}", sum.table());
+    assert!(sum.jain_fairness >= 0.99, "{}", sum.table());
+    // Bounded: below Kmax nearly always, so neither PFC nor drops ever step in.
+    assert!(sum.queue_p99_bytes < 200_000, "{}", sum.table());
+    assert_eq!(sum.pfc_pause_frames, 0, "{}", sum.table());
+    assert_eq!(sum.drops, 0);
+    // And the link stays busy: together at least 80% of the wire-limited 37 Gbit/s.
+    let total: f64 = sum.flows.iter().map(|f| f.goodput_gbps).sum();
+    assert!(total > 0.8 * 40.0 * 1024.0 / 1106.0, "{}", sum.table());
+    for h in 0..2 {
+        let m = metrics(&built, h);
+        assert!(m.rp_cnp_handled > 0 && m.rate_cuts > 0, "host {h}: {m:?}");
+    }
+}
+
+#[test]
+fn without_cc_the_same_two_flows_fill_the_queue_until_pfc_pauses_them() {
+    let (sum, _) = two_flows_into_one_marking_link("none");
+    println!("{}", sum.table());
+    // The queue sits at the PFC XOFF level (200 kB per ingress port), far above Kmax.
+    assert!(sum.queue_mean_bytes > 300_000.0, "{}", sum.table());
+    assert!(sum.pfc_pause_frames > 0 && sum.host_paused_us > 0.0);
+    assert_eq!(sum.drops, 0);
 }

@@ -1,6 +1,7 @@
 //! The real RC transport (`roce::endpoint::Endpoint`) on fabric hosts: WRITE flows through a
 //! switch that drops (PFC off) still complete, because the transport NAKs and retransmits; with
-//! PFC on nothing is dropped and nothing is retransmitted.
+//! PFC on nothing is dropped and nothing is retransmitted. SEND flows land in posted receives,
+//! and a zero CNP interval turns the endpoints' notification points off.
 
 use roce::sim::scenario::Scenario;
 use roce::sim::HostId;
@@ -11,7 +12,7 @@ fn incast(pfc: bool) -> (roce::sim::summary::Summary, roce::sim::scenario::Built
     let text = format!(
         r#"
         name = "rc-incast"
-        engine = "rc"
+        transport = "rc"
         seed = 3
         duration_us = 1000
         message_bytes = 65536
@@ -56,4 +57,45 @@ fn rc_write_flows_under_pfc_lose_nothing_and_never_retransmit() {
         let done = f.completion_us.unwrap_or(f64::MAX);
         assert!(done > 340.0 && done < 1000.0, "{}", sum.table());
     }
+}
+
+fn star(extra: &str, workloads: &str) -> (roce::sim::summary::Summary, roce::sim::scenario::Built) {
+    let text = format!(
+        r#"
+        name = "rc-star"
+        seed = 4
+        duration_us = 500
+        message_bytes = 65536
+        {extra}
+        topology = {{ kind = "star", hosts = 3, link = {{ gbps = 100, delay_ns = 1000 }} }}
+        switch = {{ buffer_bytes = 4000000, queue_limit_bytes = 1000000, lossless = [3], ecn = {{ kmin_bytes = 1000, kmax_bytes = 2000, pmax = 1.0 }} }}
+        workloads = [{workloads}]
+        "#
+    );
+    let s = Scenario::from_toml(&text).unwrap();
+    println!("scenario {} seed {}", s.name, s.seed);
+    s.run(|_| {}).unwrap()
+}
+
+#[test]
+fn send_flows_complete_into_the_receivers_posted_receives() {
+    let (sum, built) = star(
+        "",
+        r#"{ kind = "flow", src = 0, dst = 2, bytes = 1000000, send = true }"#,
+    );
+    let rc = built.fabric.engine(HostId(0)).unwrap().as_rc().unwrap();
+    assert_eq!(rc.completed_bytes(0), 1_000_000, "{}", sum.table());
+    assert_eq!(rc.completion_errors(), 0);
+    let rx = built.fabric.engine(HostId(2)).unwrap().as_rc().unwrap();
+    assert_eq!(rx.endpoint().counters().qp.rx_send_requests, 16);
+}
+
+#[test]
+fn a_zero_cnp_interval_turns_the_notification_point_off() {
+    let flows = r#"{ kind = "incast", senders = [0, 1], receiver = 2 }"#;
+    let (on, _) = star("cnp_interval_us = 50", flows);
+    let (off, _) = star("cnp_interval_us = 0", flows);
+    assert!(on.ecn_marked > 0 && on.cnp_sent > 0, "{}", on.table());
+    assert!(off.ecn_marked > 0, "{}", off.table());
+    assert_eq!(off.cnp_sent, 0, "{}", off.table());
 }

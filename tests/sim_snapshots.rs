@@ -33,7 +33,7 @@ fn pfc_spreading_summary_snapshot() {
 
 #[test]
 fn allreduce_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::Allreduce, 4, 400.0));
+    insta::assert_snapshot!(table(BuiltinKind::Allreduce, 4, 1_500.0));
 }
 
 #[test]

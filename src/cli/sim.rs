@@ -98,9 +98,10 @@ pub struct BuiltinArgs {
     /// PFC on the lossless class.
     #[arg(long, value_enum, default_value = "on")]
     pfc: OnOff,
-    /// Host engine: the fabric's test senders, or the RC endpoint (WRITE flows; not allreduce).
-    #[arg(long, default_value = "test")]
-    engine: String,
+    /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `test`
+    /// (the fabric's stand-in senders, faster, never retransmit).
+    #[arg(long, alias = "engine", default_value = "rc")]
+    transport: String,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -156,7 +157,7 @@ impl BuiltinArgs {
             warmup_us: self.warmup,
             seed: self.seed,
             pfc: self.pfc == OnOff::On,
-            engine: self.engine.clone(),
+            engine: self.transport.clone(),
         }
     }
 }
@@ -208,7 +209,9 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     bar.set_message(scenario.name.clone());
     let mut shown = false;
     let (summary, built) = scenario.run(|frac| {
-        if !shown && started.elapsed() > WallDuration::from_secs(1) {
+        // Shown after a second of wall time, on a terminal only (indicatif checks), never
+        // beside JSON output.
+        if !shown && !out.json && started.elapsed() > WallDuration::from_secs(1) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
         }

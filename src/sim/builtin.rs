@@ -59,7 +59,7 @@ pub struct Builtin {
     pub seed: u64,
     /// PFC on the lossless class.
     pub pfc: bool,
-    /// Host engine ("test" or "rc").
+    /// Host transport: "rc" (the real endpoint, default) or "test" (stand-in senders).
     pub engine: String,
 }
 
@@ -80,7 +80,7 @@ impl Default for Builtin {
             warmup_us: None,
             seed: 1,
             pfc: true,
-            engine: "test".into(),
+            engine: "rc".into(),
         }
     }
 }
@@ -115,12 +115,7 @@ impl Builtin {
             switch: SwitchSpec {
                 pfc: self.pfc,
                 ecn: self.ecn,
-                // The RC endpoint's QPs use traffic class 0: make that class the lossless one.
-                lossless: if self.engine == "rc" {
-                    vec![0, 3]
-                } else {
-                    vec![3]
-                },
+                lossless: vec![3],
                 ..SwitchSpec::default()
             },
             workloads: Vec::new(),

@@ -6,7 +6,8 @@ use super::fabric::Fabric;
 use super::frame::{mark_ce, FrameInfo};
 use super::pfc::{self, PauseRepr};
 use super::stats::{PortCounters, PRIORITIES};
-use super::wires::{link_from, Event, Slot};
+use super::switch::{FabricSwitch, MarkPoint};
+use super::wires::{link_from, Event, Slot, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use crate::cc::{IntHop, Rate};
 use crate::driver::Engine;
@@ -251,18 +252,10 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         }
-        let ect = info.ip.as_ref().is_some_and(|ip| ip.ect());
-        // Only ECT packets draw from the RNG (on the RED ramp), so marking stays replayable.
-        if ect && sw.ecn_mark(egress, prio, &mut self.w.rng) {
-            let marked = self.w.pool.slot_mut(pkt).is_some_and(|slot| {
-                let Slot { buf, info, .. } = slot;
-                info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
-            });
-            if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
-                c.ecn_marked += 1;
-            }
+        if sw.cfg.ecn_at == MarkPoint::Enqueue {
+            self.w.maybe_mark(sw, pkt, egress, prio);
         }
-        let crossed = sw.enqueue(pkt, ingress, egress, prio, len);
+        let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
         if crossed {
             self.send_pfc(s, ingress, prio, true);
         }
@@ -327,8 +320,7 @@ impl<E: Engine> Fabric<E> {
             self.w.transmit(&mut p.tx, Node::Switch(s), port, pkt, 7);
             return;
         }
-        let pool = &self.w.pool;
-        let Some(d) = sw.dequeue(port, now, |pkt| pool.len(pkt)) else {
+        let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
             let p = &mut sw.ports[usize::from(port)];
             let waiting = p.waiting();
             if let Some(t) = p.tx.earliest_resume(waiting, now) {
@@ -342,7 +334,9 @@ impl<E: Engine> Fabric<E> {
             }
             return;
         };
-        let _ = d.len;
+        if sw.cfg.ecn_at == MarkPoint::Dequeue {
+            self.w.maybe_mark(sw, d.pkt, port, d.prio);
+        }
         if let Some(p) = sw.ports.get_mut(usize::from(port)) {
             if sw.cfg.int {
                 // HPCC-style in-band telemetry: this hop's queue, byte counter, time and rate.
@@ -458,6 +452,29 @@ impl<E: Engine> Fabric<E> {
                     .queue
                     .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), 0));
             }
+        }
+    }
+}
+
+impl Wires {
+    /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
+    /// current queue depth. Only ECT packets draw from the RNG (on the RED ramp), so marking
+    /// stays replayable.
+    fn maybe_mark(&mut self, sw: &mut FabricSwitch, pkt: PktId, egress: u16, prio: usize) {
+        let ect = self
+            .pool
+            .slot(pkt)
+            .and_then(|s| s.info.ip.as_ref())
+            .is_some_and(|ip| ip.ect());
+        if !ect || !sw.ecn_mark(egress, prio, &mut self.rng) {
+            return;
+        }
+        let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
+            let Slot { buf, info, .. } = slot;
+            info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
+        });
+        if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
+            c.ecn_marked += 1;
         }
     }
 }

@@ -16,7 +16,7 @@ use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::stats::{PortCounters, PRIORITIES};
-use super::switch::{Switch, SwitchConfig, SwitchPort};
+use super::switch::{FabricSwitch, Switch, SwitchConfig, SwitchPort};
 use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{Event, Link, PacketPool, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
@@ -105,7 +105,7 @@ pub struct Fabric<E> {
     pub(super) w: Wires,
     pub(super) seed: u64,
     pub(super) hosts: Vec<Host<E>>,
-    pub(super) switches: Vec<Switch>,
+    pub(super) switches: Vec<FabricSwitch>,
     pub(super) ip_to_host: MixMap<IpKey, usize>,
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,

@@ -1,5 +1,5 @@
-//! The engines scenarios put on hosts: the fabric's [`TestHost`] or the real RC transport
-//! ([`RcHost`]), behind one enum so a scenario's fabric has a single engine type.
+//! The engines scenarios put on hosts: the real RC transport ([`RcHost`], the default) or the
+//! fabric's stand-in [`TestHost`], behind one enum so a scenario's fabric has a single engine type.
 
 use super::rc_host::RcHost;
 use super::series::CcSample;
@@ -12,7 +12,7 @@ use crate::time::Instant;
 pub enum SimHost {
     /// Test sender/receiver (no retransmission; optional CC from `roce::cc`).
     Test(Box<TestHost>),
-    /// The RC endpoint.
+    /// The RC endpoint (queue pairs, CC and notification point of the real transport).
     Rc(Box<RcHost>),
 }
 
@@ -33,15 +33,27 @@ impl SimHost {
         }
     }
 
-    /// Ring AllReduce iteration marks (test hosts only).
+    /// Ring AllReduce iteration marks.
     pub fn marks(&self) -> &[Instant] {
-        self.as_test().map_or(&[], |t| &t.marks)
+        match self {
+            SimHost::Test(t) => &t.marks,
+            SimHost::Rc(r) => r.marks(),
+        }
     }
 
-    /// Congestion-control samples (test hosts with a controller).
+    /// Congestion-control samples of every flow with a controller.
     pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
-        if let SimHost::Test(t) = self {
-            t.cc_samples(out);
+        match self {
+            SimHost::Test(t) => t.cc_samples(out),
+            SimHost::Rc(r) => r.cc_samples(out),
+        }
+    }
+
+    /// Congestion-control metrics of the sender's flow `i`, if it runs a controller.
+    pub fn cc_metrics(&self, i: usize) -> Option<crate::cc::CcMetrics> {
+        match self {
+            SimHost::Test(t) => t.cc_metrics(i),
+            SimHost::Rc(r) => r.cc_metrics(i),
         }
     }
 

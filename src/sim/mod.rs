@@ -1,6 +1,7 @@
 //! The deterministic virtual-time fabric: hosts running any [`Engine`](crate::driver::Engine)
-//! behind simulated NICs, links, switches with ECN marking and PFC, topologies, workloads,
-//! scenario files and reports.
+//! behind simulated NICs (by default the real RC [`Endpoint`](crate::endpoint::Endpoint) with
+//! its QPs, DCQCN and notification point), links, switches with ECN marking and PFC,
+//! topologies, workloads, scenario files and reports.
 //!
 //! Time is virtual (nanoseconds, jump to the next event); every random choice comes from one
 //! seeded RNG, so a scenario and a seed replay bit for bit. It is not a packet-level model of
@@ -10,9 +11,11 @@
 //!   counters; [`topology::Topology`] builds common shapes.
 //! - A host's NIC serializes at its link rate and asks its engine for a frame only when free;
 //!   PFC pauses stop it per priority. Switches are output-queued with eight priorities over a
-//!   shared buffer ([`switch`]); [`pfc`] has the 802.1Qbb frame.
+//!   shared buffer ([`switch`], the sans-IO element the real-time `demo::switch` runs too);
+//!   [`pfc`] has the 802.1Qbb frame.
 //! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
-//!   [`host::SimHost`]: [`testing::TestHost`] or the RC endpoint ([`rc_host::RcHost`]);
+//!   [`host::SimHost`]: the RC endpoint ([`rc_host::RcHost`], the default) or the stand-in
+//!   [`testing::TestHost`] (`transport = "test"`);
 //!   [`summary::Summary`] and [`report`] are what a run leaves.
 //!
 //! ```
@@ -58,7 +61,7 @@ pub mod workload;
 
 pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};
 pub use port::wire_bytes;
-pub use switch::{EcnConfig, PfcConfig, SwitchConfig};
+pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
 
 /// Index of a frame in the fabric's packet pool.
 pub(crate) type PktId = u32;

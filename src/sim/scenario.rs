@@ -1,5 +1,6 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
-//! and the runner that turns one into a fabric of test engines, runs it and summarizes it.
+//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in test
+//! engines with `transport = "test"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.
@@ -8,10 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::host::SimHost;
-use super::rc_host::RcHost;
+use super::rc_host::{RcHost, RcSetupError};
 use super::series::Recorder;
 use super::summary::Summary;
-use super::switch::{EcnConfig, PfcConfig, SwitchConfig};
+use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
 use super::testing::TestHost;
 use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
@@ -47,7 +48,7 @@ fn d_cnp() -> f64 {
     50.0
 }
 fn d_engine() -> String {
-    "test".into()
+    "rc".into()
 }
 fn d_cc() -> String {
     "none".into()
@@ -123,6 +124,9 @@ pub struct SwitchSpec {
     /// ECN marking on every queue.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
+    /// Mark at "enqueue" (default) or "dequeue".
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
     /// INT stamping at egress (HPCC telemetry).
     #[serde(default)]
     pub int: bool,
@@ -138,6 +142,7 @@ impl Default for SwitchSpec {
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
+            ecn_at: MarkPoint::Enqueue,
             int: false,
         }
     }
@@ -152,6 +157,7 @@ impl SwitchSpec {
             lossless: self.lossless.clone(),
             pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
             ecn: Vec::new(),
+            ecn_at: self.ecn_at,
             ecmp_salt: 0,
             int: self.int,
         }
@@ -194,8 +200,10 @@ pub struct Scenario {
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
-    /// Host engine: "test" (the fabric's test senders) or "rc" (the RC endpoint, WRITE flows).
-    #[serde(default = "d_engine")]
+    /// Host transport: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
+    /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
+    /// as `transport`.
+    #[serde(default = "d_engine", alias = "transport")]
     pub engine: String,
     /// Parameter overrides for `cc`, as `name=value`.
     #[serde(default)]
@@ -258,7 +266,7 @@ impl Scenario {
         self.cc_config()?;
         if !matches!(self.engine.as_str(), "test" | "rc") {
             return bad(format!(
-                "engine {:?} is not \"test\" or \"rc\"",
+                "transport {:?} is not \"rc\" or \"test\"",
                 self.engine
             ));
         }
@@ -294,19 +302,18 @@ impl Scenario {
         cnp: Duration,
     ) -> Result<Vec<SimHost>, ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
-        if !plan.rings.is_empty() {
-            return Err(invalid("all_reduce needs engine = \"test\"".into()));
-        }
-        if self.cc != "none" {
-            return Err(invalid(
-                "engine = \"rc\" runs with cc = \"none\" (the endpoint owns its CC)".into(),
-            ));
-        }
         let np = (cnp > Duration::ZERO).then_some(cnp);
         let mut rc = ips
             .iter()
-            .map(|&ip| RcHost::new(ip, np))
-            .collect::<Result<Vec<_>, _>>()
+            .enumerate()
+            .map(|(i, &ip)| {
+                let h = RcHost::new(ip, np)?;
+                Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
+                    Some((_, per_iter)) => h.with_marks(*per_iter),
+                    None => h,
+                })
+            })
+            .collect::<Result<Vec<_>, RcSetupError>>()
             .map_err(|e| invalid(e.to_string()))?;
         for spec in &mut plan.flows {
             let flow = plan
@@ -314,27 +321,20 @@ impl Scenario {
                 .get(spec.src_host)
                 .and_then(|v| v.get(spec.src_index))
                 .ok_or_else(|| invalid("flow without a sender".into()))?;
+            let two = || invalid(format!("flow {} needs two distinct hosts", spec.name));
             let (lo, hi) = (
                 spec.src_host.min(spec.dst_host),
                 spec.src_host.max(spec.dst_host),
             );
             if lo == hi || hi >= rc.len() {
-                return Err(invalid(format!(
-                    "flow {} needs two distinct hosts",
-                    spec.name
-                )));
+                return Err(two());
             }
             let (left, right) = rc.split_at_mut(hi);
             let (Some(a), Some(b)) = (left.get_mut(lo), right.first_mut()) else {
-                return Err(invalid(format!(
-                    "flow {} needs two distinct hosts",
-                    spec.name
-                )));
+                return Err(two());
             };
             let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
-            let msg = u32::try_from(flow.message_bytes).unwrap_or(u32::MAX);
-            let (qpn, _) = RcHost::connect(src, dst, self.mtu, msg, flow.total_bytes, flow.start)
-                .map_err(|e| invalid(e.to_string()))?;
+            let (qpn, _) = RcHost::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
             spec.dst_qpn = qpn;
         }
         Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())

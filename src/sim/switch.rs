@@ -3,7 +3,9 @@
 //! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
 //! ECMP by flow hash.
 //!
-//! This file decides what happens to a packet; moving frames and time is `sim::fabric`'s job.
+//! This is the sans-IO switch element both the virtual-time fabric ([`crate::sim::fabric`]) and
+//! the real-time switch between ports ([`crate::demo::switch`]) run: it decides what happens to
+//! a packet; moving frames and keeping time is their job.
 
 use std::collections::VecDeque;
 
@@ -69,6 +71,18 @@ impl Default for PfcConfig {
     }
 }
 
+/// When a switch decides whether to mark a packet CE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkPoint {
+    /// On arrival, from the egress queue depth the packet finds (most merchant ASICs' WRED).
+    #[default]
+    Enqueue,
+    /// On departure, from the depth the packet leaves behind (the DCQCN authors' ns-3 switch):
+    /// the mark skips the queueing delay on its way to the receiver.
+    Dequeue,
+}
+
 /// A switch's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchConfig {
@@ -82,6 +96,9 @@ pub struct SwitchConfig {
     pub pfc: Option<PfcConfig>,
     /// ECN marking per priority (index = priority); missing entries mark nothing.
     pub ecn: Vec<Option<EcnConfig>>,
+    /// Whether ECN marking happens at enqueue or at dequeue.
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
     /// Salt of the ECMP hash (vary it per switch to avoid polarization).
     pub ecmp_salt: u64,
     /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
@@ -99,6 +116,7 @@ impl Default for SwitchConfig {
             lossless: vec![3],
             pfc: Some(PfcConfig::default()),
             ecn: vec![None; PRIORITIES],
+            ecn_at: MarkPoint::Enqueue,
             ecmp_salt: 0,
             int: false,
         }
@@ -141,23 +159,34 @@ pub enum DropReason {
     NoRoute,
 }
 
-/// One switch port: a transmitter, eight egress queues, and the ingress PFC accounting.
+/// A packet waiting in an egress queue.
 #[derive(Debug)]
-pub(crate) struct SwitchPort {
-    pub tx: TxPort,
-    queues: [VecDeque<(PktId, u32)>; PRIORITIES],
-    pub qbytes: [u64; PRIORITIES],
+struct Queued<T> {
+    pkt: T,
+    ingress: u16,
+    len: u32,
+}
+
+/// One switch port: the caller's transmit side `tx` (the fabric's serializer, the real-time
+/// switch's port and drain), eight egress queues, and the ingress PFC accounting.
+#[derive(Debug)]
+pub struct SwitchPort<T, X> {
+    /// What moves this port's frames (not this element's business).
+    pub tx: X,
+    queues: [VecDeque<Queued<T>>; PRIORITIES],
+    qbytes: [u64; PRIORITIES],
     rr: usize,
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
-    pub ingress_bytes: [u64; PRIORITIES],
+    ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
     pub xoff: [bool; PRIORITIES],
-    /// Bumped at every XOFF so that stale refresh events are ignored.
+    /// Bumped at every XOFF so that stale refreshes can be told apart.
     pub xoff_gen: [u32; PRIORITIES],
 }
 
-impl SwitchPort {
-    pub fn new(tx: TxPort) -> Self {
+impl<T, X> SwitchPort<T, X> {
+    /// A port with empty queues around `tx`.
+    pub fn new(tx: X) -> Self {
         SwitchPort {
             tx,
             queues: Default::default(),
@@ -187,25 +216,36 @@ impl SwitchPort {
 }
 
 /// A packet the egress scheduler picked.
-pub(crate) struct Dequeued {
-    pub pkt: PktId,
+#[derive(Debug)]
+pub struct Dequeued<T> {
+    /// The packet.
+    pub pkt: T,
+    /// Its priority.
     pub prio: usize,
+    /// The port it arrived on.
     pub ingress: u16,
+    /// Its length, bytes.
     pub len: u64,
 }
 
-/// A switch.
+/// The switch element: ports, routes and the shared buffer. `T` is a packet (a pool index in
+/// the fabric, a frame buffer in the real-time switch), `X` each port's transmit side.
 #[derive(Debug)]
-pub(crate) struct Switch {
-    pub cfg: SwitchConfig,
-    pub ports: Vec<SwitchPort>,
-    /// Equal-cost egress ports per destination host.
-    pub routes: Vec<Vec<u16>>,
-    pub used_bytes: u64,
+pub struct Switch<T, X> {
+    /// Name, for logs.
     pub name: String,
+    /// Configuration.
+    pub cfg: SwitchConfig,
+    /// Ports, in the order they were added.
+    pub ports: Vec<SwitchPort<T, X>>,
+    /// Equal-cost egress ports per destination (host index).
+    pub routes: Vec<Vec<u16>>,
+    /// Bytes in the shared buffer.
+    pub used_bytes: u64,
 }
 
-impl Switch {
+impl<T, X> Switch<T, X> {
+    /// A switch without ports or routes.
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
         Switch {
             cfg,
@@ -267,14 +307,7 @@ impl Switch {
             .unwrap_or(0)
     }
 
-    /// Counters of `port`'s priority `prio`.
-    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
-        self.ports
-            .get_mut(usize::from(port))
-            .and_then(|p| p.tx.counters.prio.get_mut(prio))
-    }
-
-    /// Whether to mark an ECT packet joining `egress`'s queue `prio` (drawing from `rng` only
+    /// Whether to mark an ECT packet at `egress`'s queue `prio` now (drawing from `rng` only
     /// on the RED ramp).
     pub fn ecn_mark(&self, egress: u16, prio: usize, rng: &mut impl rand::Rng) -> bool {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
@@ -285,25 +318,20 @@ impl Switch {
         p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
     }
 
-    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF.
-    pub fn enqueue(
-        &mut self,
-        pkt: PktId,
-        ingress: u16,
-        egress: u16,
-        prio: usize,
-        len: u64,
-    ) -> bool {
+    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
+    /// (the caller sends the pause frame upstream).
+    pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
         self.used_bytes += len;
         let pfc_on = self.cfg.pfc_on(prio);
         let xoff_at = self.cfg.pfc.map_or(u64::MAX, |p| p.xoff_bytes);
         if let Some(out) = self.ports.get_mut(usize::from(egress)) {
             if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
-                q.push_back((pkt, u32::from(ingress)));
+                q.push_back(Queued {
+                    pkt,
+                    ingress,
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                });
                 *b += len;
-                if let Some(c) = out.tx.counters.prio.get_mut(prio) {
-                    c.queue_hwm_bytes = c.queue_hwm_bytes.max(*b);
-                }
             }
         }
         let Some(inp) = self.ports.get_mut(usize::from(ingress)) else {
@@ -320,41 +348,71 @@ impl Switch {
         false
     }
 
-    /// Picks the next packet for `egress` (round robin over unpaused, non-empty priorities) and
-    /// releases its buffer. `len_of` tells a packet's length.
+    /// The priority [`Switch::dequeue`] would serve next at `egress`, and the length of the
+    /// packet it would hand out.
+    pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
+        let port = self.ports.get(usize::from(egress))?;
+        let prio = (1..=PRIORITIES)
+            .map(|i| (port.rr + i) % PRIORITIES)
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        let len = port.queues.get(prio)?.front()?.len;
+        Some((prio, u64::from(len)))
+    }
+
+    /// Picks the next packet for `egress` (round robin over non-empty priorities that
+    /// `paused(tx, prio)` does not hold back) and releases its buffer.
     pub fn dequeue(
         &mut self,
         egress: u16,
-        now: u64,
-        len_of: impl Fn(PktId) -> u64,
-    ) -> Option<Dequeued> {
+        paused: impl Fn(&X, usize) -> bool,
+    ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let start = port.rr;
         let prio = (1..=PRIORITIES)
             .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| {
-                port.queues.get(p).is_some_and(|q| !q.is_empty()) && !port.tx.is_paused(p, now)
-            })?;
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
         port.rr = prio;
-        let (pkt, ingress) = port.queues.get_mut(prio)?.pop_front()?;
-        let len = len_of(pkt);
+        let q = port.queues.get_mut(prio)?.pop_front()?;
+        let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
             *b -= len.min(*b);
         }
         self.used_bytes -= len.min(self.used_bytes);
         if let Some(b) = self
             .ports
-            .get_mut(ingress as usize)
+            .get_mut(usize::from(q.ingress))
             .and_then(|p| p.ingress_bytes.get_mut(prio))
         {
             *b -= len.min(*b);
         }
         Some(Dequeued {
-            pkt,
+            pkt: q.pkt,
             prio,
-            ingress: ingress as u16,
+            ingress: q.ingress,
             len,
         })
+    }
+
+    /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
+    /// its buffer again; PFC is not re-evaluated.
+    pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {
+        if let Some(p) = self.ports.get_mut(usize::from(d.ingress)) {
+            if let Some(b) = p.ingress_bytes.get_mut(d.prio) {
+                *b += d.len;
+            }
+        }
+        let Some(port) = self.ports.get_mut(usize::from(egress)) else {
+            return;
+        };
+        if let (Some(q), Some(b)) = (port.queues.get_mut(d.prio), port.qbytes.get_mut(d.prio)) {
+            q.push_front(Queued {
+                pkt: d.pkt,
+                ingress: d.ingress,
+                len: u32::try_from(d.len).unwrap_or(u32::MAX),
+            });
+            *b += d.len;
+            self.used_bytes += d.len;
+        }
     }
 
     /// After a dequeue: whether the ingress (port, prio) should now send XON.
@@ -370,6 +428,35 @@ impl Switch {
             }
             _ => false,
         }
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.ports
+            .get_mut(usize::from(port))
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
     }
 }
 

@@ -608,7 +608,7 @@ fn summarize(
             queue_mean_bytes: queue_mean,
             queue_max_bytes: queue_max,
             drops: sw.drops,
-            pfc_pause_frames: 0,
+            pfc_pause_frames: sw.pfc_pause_frames,
             forwarded: sw.tx_frames,
             bottleneck_busy_gbps: switch.port_tx_bytes(0) as f64 * 8.0
                 / end.saturating_since(start).as_secs_f64().max(1e-9)

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::cc::{CcMetrics, CongestionControl, Controller};
+use crate::cc::{CcMetrics, CongestionControl, Controller, IntHop};
 use crate::qp::paced::CcPacer;
 use crate::qp::DeparturePacer;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// The latest metrics of one QP's controller, readable from outside the endpoint.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +72,26 @@ impl DeparturePacer for ProbedPacer {
     fn handle_timeout(&mut self, now: Instant) {
         self.inner.handle_timeout(now);
         self.publish();
+    }
+
+    // RTT samples, losses and INT reach the controller through the probe too (TIMELY, HPCC).
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
+        self.inner.on_ack(now, acked_bytes, rtt);
+        self.publish();
+    }
+
+    fn on_loss(&mut self, now: Instant) {
+        self.inner.on_loss(now);
+        self.publish();
+    }
+
+    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
+        self.inner.on_int(now, hops);
+        self.publish();
+    }
+
+    fn cc_metrics(&self) -> Option<CcMetrics> {
+        self.inner.cc_metrics()
     }
 }
 

@@ -761,9 +761,11 @@ impl QueuePair {
         if ecn == Ecn::NotEct && data {
             ecn = m.data_ecn;
         }
-        let dscp = match av.traffic_class >> 2 {
+        // A traffic class of 0 means "unset": the endpoint's class applies. Any other value
+        // is the QP's own (so DSCP 0 is expressible as 0 with ECN bits).
+        let dscp = match av.traffic_class {
             0 => m.data_dscp,
-            dscp => dscp,
+            tc => tc >> 2,
         };
         let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
         match &mut ip {

@@ -340,8 +340,8 @@ impl RcHost {
     }
 }
 
-/// Moves a connected QP's packets onto DSCP `dscp` (RTS → SQD → RTS, as verbs allow), the
-/// endpoint choosing the ECN bits.
+/// Moves a connected QP's packets onto DSCP `dscp` with ECT(0) (RTS → SQD → RTS, as verbs
+/// allow).
 fn set_dscp(
     ep: &mut Endpoint,
     qpn: u32,
@@ -359,7 +359,8 @@ fn set_dscp(
             av: Some(AddressVector {
                 remote_ip,
                 remote_mac: mac_of(remote_ip),
-                traffic_class: (dscp & 0x3f) << 2,
+                // ECT(0) made explicit so DSCP 0 (a lossy class) is a traffic class of its own.
+                traffic_class: ((dscp & 0x3f) << 2) | crate::wire::Ecn::Ect0.bits(),
                 hop_limit: 64,
             }),
             ..Default::default()

@@ -50,6 +50,18 @@ fn lossy_loopback_across_the_psn_wrap_verifies_every_byte() {
         ],
     );
     assert_eq!(v["messages"], 120);
+    // The summary carries the mlx5 / rxe counter names, per port and per QP, that `roce stats`
+    // reads; the totals agree with the summary's own retransmission count.
+    assert_eq!(
+        v["counters"]["retransmitted_packets"], v["retransmissions"],
+        "{v}"
+    );
+    assert!(
+        v["counters"]["duplicate_request"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert_eq!(v["stats"]["ports"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["stats"]["qps"].as_array().map(Vec::len), Some(4));
 }
 
 #[test]
@@ -66,7 +78,7 @@ fn bad_input_gives_one_clear_error_line() {
         (&["loopback", "--mtu", "300"][..], "--mtu 300 is not one of"),
         (
             &["loopback", "--ops", "write,teleport"][..],
-            "unknown operation \"teleport\"",
+            "unknown operation `teleport`",
         ),
         (
             &["loopback", "--loss", "1.5"][..],

@@ -19,7 +19,9 @@ use roce::endpoint::{Endpoint, EndpointConfig};
 use roce::mr::MrInfo;
 use roce::pcap::CaptureWriter;
 use roce::psn::Psn;
-use roce::stats::EndpointCounters;
+use roce::stats::{EndpointCounters, RdmaCounters, StatsReport};
+
+use super::ops::Op;
 use roce::time::{Duration, Instant};
 use roce::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 use roce::wire::EthernetAddress;
@@ -77,33 +79,6 @@ pub struct LoopbackArgs {
     /// Write every frame sent (before faults) to this pcap file.
     #[arg(long)]
     pcap: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Write,
-    Read,
-    Send,
-    SendImm,
-    WriteImm,
-    Atomic,
-}
-
-impl Op {
-    fn parse(s: &str) -> anyhow::Result<Op> {
-        Ok(match s.trim() {
-            "write" => Op::Write,
-            "read" => Op::Read,
-            "send" => Op::Send,
-            "send-imm" => Op::SendImm,
-            "write-imm" => Op::WriteImm,
-            "atomic" => Op::Atomic,
-            other => bail!("unknown operation {other:?} (expected write, read, send, send-imm, write-imm, atomic)"),
-        })
-    }
-    fn consumes_recv(self) -> bool {
-        matches!(self, Op::Send | Op::SendImm | Op::WriteImm)
-    }
 }
 
 /// A port that also writes what it sends to a pcap file.
@@ -172,6 +147,10 @@ struct Summary {
     errors: Vec<String>,
     counters_a: EndpointCounters,
     counters_b: EndpointCounters,
+    /// Both endpoints' counters summed, under the mlx5 / rxe names.
+    counters: RdmaCounters,
+    /// Per port (`a/1`, `b/1`) and per QP, under the same names (`roce stats` reads it).
+    stats: StatsReport,
 }
 
 fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
@@ -520,6 +499,9 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
         w.finish().context("finishing the pcap file")?;
     }
     let (ca, cb) = (pair.a.counters(), pair.b.counters());
+    let mut stats = StatsReport::default();
+    stats.add_endpoint("a", &pair.a, flows.iter().map(|f| f.a.qpn));
+    stats.add_endpoint("b", &pair.b, flows.iter().map(|f| f.b.qpn));
     let summary = Summary {
         verified: errors.is_empty() && done,
         port: args.port.clone(),
@@ -535,6 +517,8 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
         errors: errors.iter().take(20).cloned().collect(),
         counters_a: ca,
         counters_b: cb,
+        counters: stats.total(),
+        stats,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);

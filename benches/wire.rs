@@ -1,7 +1,8 @@
 //! Wire benchmarks: emit and checked parse (every header check + ICRC verify) of an RC RDMA WRITE
 //! Only frame with 64 B and 4096 B of payload, each measured next to raw crc32fast over the bytes
 //! the ICRC covers, in the same run. After the runs the medians and their ratios are printed from
-//! criterion's estimates.
+//! criterion's estimates (wall time), then every case again in thread CPU time (preemption on
+//! the shared machine excluded), each beside crc32fast timed the same way in the same run.
 //!
 //! Emit rows: `emit_generic` is `RoceRepr::emit` (headers from the reprs + payload copy + ICRC);
 //! `emit_template` is `FrameTemplate::emit` (template headers + payload copy + ICRC);
@@ -225,6 +226,89 @@ fn icount(n: usize) {
     }
 }
 
+/// Median ns per call of `f` over `runs` runs of `iters` calls, in thread CPU time, so that
+/// preemption on a shared machine does not count (cache and SMT interference still do).
+fn cpu_median_ns(runs: usize, iters: u32, mut f: impl FnMut()) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = cpu_time::ThreadTime::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / f64::from(iters)
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The same cases as the criterion groups, timed in thread CPU time (21 runs), each printed
+/// beside crc32fast over the ICRC bytes timed the same way in the same run.
+fn cpu_summary() {
+    const RUNS: usize = 21;
+    println!("\nwire medians in thread CPU time ({RUNS} runs; baseline crc32fast, same run)");
+    for size in SIZES {
+        let iters = if size == 64 { 200_000 } else { 20_000 };
+        let repr = write_only(size);
+        let template = FrameTemplate::new(&repr);
+        let fields = PacketFields::from_repr(&repr);
+        let payload = vec![0x5au8; size];
+        let mut buf = vec![0u8; repr.frame_len()];
+        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let crc = cpu_median_ns(RUNS, iters, || {
+            black_box(crc32fast::hash(black_box(&raw)));
+        });
+        let mut rows = vec![(
+            "emit_generic",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(black_box(&repr).emit(black_box(&payload), &mut buf));
+            }),
+        )];
+        rows.push((
+            "emit_template",
+            cpu_median_ns(RUNS, iters, || {
+                let _ =
+                    black_box(black_box(&template).emit(&fields, black_box(&payload), &mut buf));
+            }),
+        ));
+        let at = template.payload_offset(repr.bth.opcode).unwrap_or_default();
+        buf[at..at + size].copy_from_slice(&payload);
+        rows.push((
+            "emit_template_in_place",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(black_box(&template).emit_in_place(&fields, black_box(&mut buf)));
+            }),
+        ));
+        let frame = buf.clone();
+        rows.push((
+            "parse_verify",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(parse_frame(black_box(&frame)).map(|p| p.payload.len()));
+            }),
+        ));
+        rows.push((
+            "parse_view",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(parse_view(black_box(&frame)).map(|v| v.payload().len()));
+            }),
+        ));
+        let target = if size == 64 {
+            1.5 * crc + 20.0
+        } else {
+            1.2 * crc
+        };
+        for (subject, ns) in rows {
+            let what = ROWS.iter().find(|r| r.1 == subject).map_or("", |r| r.2);
+            let verdict = if ns <= target { "within" } else { "OVER" };
+            println!(
+                "{size:>4} B {subject:<23} {ns:>8.1} ns  crc32fast {crc:>7.1} ns  ratio {:>5.2}  \
+                 {verdict} target {target:.1} ns  ({what})",
+                ns / crc
+            );
+        }
+    }
+}
+
 fn main() {
     let _ = STARTED.set(std::time::SystemTime::now());
     if let Some(n) = std::env::var("WIRE_ICOUNT")
@@ -239,4 +323,5 @@ fn main() {
     parse(&mut c);
     c.final_summary();
     print_ratios();
+    cpu_summary();
 }

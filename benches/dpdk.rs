@@ -10,12 +10,15 @@
 //! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios, then
 //! the TX cases again in thread CPU time (preemption on the shared machine excluded).
 
+#[path = "../tests/support/cpu_median.rs"]
+mod cpu_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
 use std::hint::black_box;
 use std::sync::Arc;
 
+use cpu_median::cpu_median_ns;
 use criterion::{Criterion, Throughput};
 use roce::driver::dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
@@ -67,22 +70,6 @@ const TX_CASES: [(Tx, &str); 4] = [
     (Tx::Bare, "bare_dpdk"),
     (Tx::Crc, "crc32fast"),
 ];
-
-/// Median ns per call of `f` over 21 runs of `iters` calls, in thread CPU time, so that
-/// preemption on a shared machine does not count (cache and SMT interference still do).
-fn cpu_median_ns(iters: u32, mut f: impl FnMut()) -> f64 {
-    let mut v: Vec<f64> = (0..21)
-        .map(|_| {
-            let t = cpu_time::ThreadTime::now();
-            for _ in 0..iters {
-                f();
-            }
-            t.elapsed().as_nanos() as f64 / f64::from(iters)
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn tx_benches(c: &mut Criterion, setup: &Setup, cpu: &mut Vec<(String, f64)>) {
     let null = match setup.eal.port_by_name("net_null0") {
@@ -136,7 +123,7 @@ fn tx_benches(c: &mut Criterion, setup: &Setup, cpu: &mut Vec<(String, f64)>) {
         for (kind, name) in TX_CASES {
             cpu.push((
                 format!("{group}/{name}"),
-                cpu_median_ns(iters, || iteration(kind)),
+                cpu_median_ns(21, iters, || iteration(kind)),
             ));
         }
     }

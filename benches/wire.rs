@@ -16,11 +16,14 @@
 //! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
 //! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
+#[path = "../tests/support/cpu_median.rs"]
+mod cpu_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
 use std::path::PathBuf;
 
+use cpu_median::cpu_median_ns;
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
 
@@ -36,14 +39,41 @@ fn icrc_covered_len(repr: &RoceRepr) -> usize {
     8 + repr.frame_len() - repr.eth.buffer_len() - 4
 }
 
+/// Everything an emit case needs for one payload size.
+struct Case {
+    repr: RoceRepr,
+    template: FrameTemplate,
+    fields: PacketFields,
+    payload: Vec<u8>,
+    buf: Vec<u8>,
+    /// As many bytes as the ICRC covers, for the crc32fast baseline.
+    raw: Vec<u8>,
+}
+
+impl Case {
+    fn new(size: usize) -> Case {
+        let repr = write_only(size);
+        Case {
+            template: FrameTemplate::new(&repr),
+            fields: PacketFields::from_repr(&repr),
+            payload: vec![0x5au8; size],
+            buf: vec![0u8; repr.frame_len()],
+            raw: vec![0xa5u8; icrc_covered_len(&repr)],
+            repr,
+        }
+    }
+}
+
 fn emit(c: &mut Criterion) {
     for size in SIZES {
-        let repr = write_only(size);
-        let template = FrameTemplate::new(&repr);
-        let fields = PacketFields::from_repr(&repr);
-        let payload = vec![0x5au8; size];
-        let mut buf = vec![0u8; repr.frame_len()];
-        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let Case {
+            repr,
+            template,
+            fields,
+            payload,
+            mut buf,
+            raw,
+        } = Case::new(size);
         let mut group = c.benchmark_group(format!("emit_{size}B"));
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(BenchmarkId::from_parameter("emit_generic"), |b| {
@@ -226,22 +256,6 @@ fn icount(n: usize) {
     }
 }
 
-/// Median ns per call of `f` over `runs` runs of `iters` calls, in thread CPU time, so that
-/// preemption on a shared machine does not count (cache and SMT interference still do).
-fn cpu_median_ns(runs: usize, iters: u32, mut f: impl FnMut()) -> f64 {
-    let mut v: Vec<f64> = (0..runs)
-        .map(|_| {
-            let t = cpu_time::ThreadTime::now();
-            for _ in 0..iters {
-                f();
-            }
-            t.elapsed().as_nanos() as f64 / f64::from(iters)
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The same cases as the criterion groups, timed in thread CPU time (21 runs), each printed
 /// beside crc32fast over the ICRC bytes timed the same way in the same run.
 fn cpu_summary() {
@@ -249,12 +263,14 @@ fn cpu_summary() {
     println!("\nwire medians in thread CPU time ({RUNS} runs; baseline crc32fast, same run)");
     for size in SIZES {
         let iters = if size == 64 { 200_000 } else { 20_000 };
-        let repr = write_only(size);
-        let template = FrameTemplate::new(&repr);
-        let fields = PacketFields::from_repr(&repr);
-        let payload = vec![0x5au8; size];
-        let mut buf = vec![0u8; repr.frame_len()];
-        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let Case {
+            repr,
+            template,
+            fields,
+            payload,
+            mut buf,
+            raw,
+        } = Case::new(size);
         let crc = cpu_median_ns(RUNS, iters, || {
             black_box(crc32fast::hash(black_box(&raw)));
         });

@@ -7,14 +7,18 @@
 //! - TX + RX + parse + ICRC verify on a net_ring loopback pair (`parse_frame` and the light
 //!   `parse_view`), beside TX + RX alone, both sizes.
 //!
-//! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios.
+//! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios, then
+//! the TX cases again in thread CPU time (preemption on the shared machine excluded).
 
+#[path = "../tests/support/cpu_median.rs"]
+mod cpu_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
 use std::hint::black_box;
 use std::sync::Arc;
 
+use cpu_median::cpu_median_ns;
 use criterion::{Criterion, Throughput};
 use roce::driver::dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
@@ -47,7 +51,27 @@ fn alloc_burst(pool: &Mempool, burst: &mut Vec<Mbuf>) {
     }
 }
 
-fn tx_benches(c: &mut Criterion, setup: &Setup) {
+/// What one TX bench iteration does with a burst of `BURST` frames.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tx {
+    /// Alloc, per-QP `FrameTemplate` emit (PSN + payload copy + ICRC), tx_burst.
+    Template,
+    /// Alloc, `RoceRepr::emit` (headers from the reprs + payload copy + ICRC), tx_burst.
+    Generic,
+    /// Alloc + tx_burst of mbufs with the frame length set, nothing written.
+    Bare,
+    /// crc32fast over the whole frame, `BURST` times; no DPDK.
+    Crc,
+}
+
+const TX_CASES: [(Tx, &str); 4] = [
+    (Tx::Template, "roce_write"),
+    (Tx::Generic, "roce_write_generic"),
+    (Tx::Bare, "bare_dpdk"),
+    (Tx::Crc, "crc32fast"),
+];
+
+fn tx_benches(c: &mut Criterion, setup: &Setup, cpu: &mut Vec<(String, f64)>) {
     let null = match setup.eal.port_by_name("net_null0") {
         Ok(id) => id,
         Err(e) => panic!("{e}"),
@@ -60,55 +84,48 @@ fn tx_benches(c: &mut Criterion, setup: &Setup) {
         let payload = roce_frames::payload(1, size);
         let frame = roce_frames::frame(1, size);
         let frame_len = frame.len();
-        let mut g = c.benchmark_group(format!("tx_{size}B"));
-        g.throughput(Throughput::Elements(BURST as u64));
         // The data path: a per-QP template built once, then per frame a PSN and the payload.
         let template = FrameTemplate::new(&repr);
         let mut fields = PacketFields::from_repr(&repr);
-        g.bench_function("roce_write", |b| {
-            b.iter(|| {
-                alloc_burst(&pool, &mut burst);
-                for m in burst.iter_mut() {
-                    fields.psn = fields.psn.add(1);
-                    m.set_frame_len(frame_len);
-                    let _ = black_box(template.emit(&fields, &payload, m.frame_mut()));
-                }
-                while !burst.is_empty() {
-                    port.tx_burst(&mut burst);
-                }
-            })
-        });
-        g.bench_function("roce_write_generic", |b| {
-            b.iter(|| {
-                alloc_burst(&pool, &mut burst);
-                for m in burst.iter_mut() {
-                    m.set_frame_len(frame_len);
-                    let _ = black_box(repr.emit(&payload, m.frame_mut()));
-                }
-                while !burst.is_empty() {
-                    port.tx_burst(&mut burst);
-                }
-            })
-        });
-        g.bench_function("bare_dpdk", |b| {
-            b.iter(|| {
-                alloc_burst(&pool, &mut burst);
-                for m in burst.iter_mut() {
-                    m.set_frame_len(frame_len);
-                }
-                while !burst.is_empty() {
-                    port.tx_burst(&mut burst);
-                }
-            })
-        });
-        g.bench_function("crc32fast", |b| {
-            b.iter(|| {
+        let mut iteration = |kind: Tx| {
+            if kind == Tx::Crc {
                 for _ in 0..BURST {
                     black_box(crc32fast::hash(black_box(&frame)));
                 }
-            })
-        });
+                return;
+            }
+            alloc_burst(&pool, &mut burst);
+            for m in burst.iter_mut() {
+                m.set_frame_len(frame_len);
+                match kind {
+                    Tx::Template => {
+                        fields.psn = fields.psn.add(1);
+                        let _ = black_box(template.emit(&fields, &payload, m.frame_mut()));
+                    }
+                    Tx::Generic => {
+                        let _ = black_box(repr.emit(&payload, m.frame_mut()));
+                    }
+                    Tx::Bare | Tx::Crc => {}
+                }
+            }
+            while !burst.is_empty() {
+                port.tx_burst(&mut burst);
+            }
+        };
+        let group = format!("tx_{size}B");
+        let mut g = c.benchmark_group(&group);
+        g.throughput(Throughput::Elements(BURST as u64));
+        for (kind, name) in TX_CASES {
+            g.bench_function(name, |b| b.iter(|| iteration(kind)));
+        }
         g.finish();
+        let iters = if size == 64 { 20_000 } else { 2_000 };
+        for (kind, name) in TX_CASES {
+            cpu.push((
+                format!("{group}/{name}"),
+                cpu_median_ns(21, iters, || iteration(kind)),
+            ));
+        }
     }
 }
 
@@ -188,6 +205,32 @@ fn median_ns(group: &str, function: &str) -> Option<f64> {
 /// When this process started (set first thing in `main`).
 static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
 
+/// The TX cases again, in thread CPU time per burst.
+fn cpu_summary(cpu: &[(String, f64)]) {
+    println!("\n== DPDK TX in thread CPU time (median of 21 runs, same run; preemption excluded)");
+    for size in SIZES {
+        let g = format!("tx_{size}B");
+        let rate = |f: &str| {
+            cpu.iter()
+                .find(|(k, _)| *k == format!("{g}/{f}"))
+                .map(|(_, ns)| BURST as f64 / ns * 1e3)
+        };
+        let (Some(roce), Some(generic), Some(bare), Some(crc)) = (
+            rate("roce_write"),
+            rate("roce_write_generic"),
+            rate("bare_dpdk"),
+            rate("crc32fast"),
+        ) else {
+            continue;
+        };
+        println!(
+            "{g}: roce_write (template) {roce:.2} Mpps = {:.1} Gbit/s of payload | generic \
+             RoceRepr::emit {generic:.2} Mpps | bare_dpdk {bare:.2} Mpps | crc32fast alone {crc:.2} Mpps",
+            roce * (size * 8) as f64 / 1e3
+        );
+    }
+}
+
 fn summary() {
     println!("\n== DPDK summary (medians, {BURST} frames per iteration, one core, same run)");
     for size in SIZES {
@@ -251,8 +294,10 @@ fn main() {
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .configure_from_args();
-    tx_benches(&mut c, &setup);
+    let mut cpu = Vec::new();
+    tx_benches(&mut c, &setup, &mut cpu);
     rx_benches(&mut c, &setup);
     c.final_summary();
     summary();
+    cpu_summary(&cpu);
 }

@@ -1,7 +1,8 @@
 //! Wire benchmarks: emit and checked parse (every header check + ICRC verify) of an RC RDMA WRITE
 //! Only frame with 64 B and 4096 B of payload, each measured next to raw crc32fast over the bytes
 //! the ICRC covers, in the same run. After the runs the medians and their ratios are printed from
-//! criterion's estimates.
+//! criterion's estimates (wall time), then every case again in thread CPU time (preemption on
+//! the shared machine excluded), each beside crc32fast timed the same way in the same run.
 //!
 //! Emit rows: `emit_generic` is `RoceRepr::emit` (headers from the reprs + payload copy + ICRC);
 //! `emit_template` is `FrameTemplate::emit` (template headers + payload copy + ICRC);
@@ -15,11 +16,14 @@
 //! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
 //! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
+#[path = "../tests/support/cpu_median.rs"]
+mod cpu_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
 use std::path::PathBuf;
 
+use cpu_median::cpu_median_ns;
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
 
@@ -35,14 +39,41 @@ fn icrc_covered_len(repr: &RoceRepr) -> usize {
     8 + repr.frame_len() - repr.eth.buffer_len() - 4
 }
 
+/// Everything an emit case needs for one payload size.
+struct Case {
+    repr: RoceRepr,
+    template: FrameTemplate,
+    fields: PacketFields,
+    payload: Vec<u8>,
+    buf: Vec<u8>,
+    /// As many bytes as the ICRC covers, for the crc32fast baseline.
+    raw: Vec<u8>,
+}
+
+impl Case {
+    fn new(size: usize) -> Case {
+        let repr = write_only(size);
+        Case {
+            template: FrameTemplate::new(&repr),
+            fields: PacketFields::from_repr(&repr),
+            payload: vec![0x5au8; size],
+            buf: vec![0u8; repr.frame_len()],
+            raw: vec![0xa5u8; icrc_covered_len(&repr)],
+            repr,
+        }
+    }
+}
+
 fn emit(c: &mut Criterion) {
     for size in SIZES {
-        let repr = write_only(size);
-        let template = FrameTemplate::new(&repr);
-        let fields = PacketFields::from_repr(&repr);
-        let payload = vec![0x5au8; size];
-        let mut buf = vec![0u8; repr.frame_len()];
-        let raw = vec![0xa5u8; icrc_covered_len(&repr)];
+        let Case {
+            repr,
+            template,
+            fields,
+            payload,
+            mut buf,
+            raw,
+        } = Case::new(size);
         let mut group = c.benchmark_group(format!("emit_{size}B"));
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(BenchmarkId::from_parameter("emit_generic"), |b| {
@@ -225,6 +256,75 @@ fn icount(n: usize) {
     }
 }
 
+/// The same cases as the criterion groups, timed in thread CPU time (21 runs), each printed
+/// beside crc32fast over the ICRC bytes timed the same way in the same run.
+fn cpu_summary() {
+    const RUNS: usize = 21;
+    println!("\nwire medians in thread CPU time ({RUNS} runs; baseline crc32fast, same run)");
+    for size in SIZES {
+        let iters = if size == 64 { 200_000 } else { 20_000 };
+        let Case {
+            repr,
+            template,
+            fields,
+            payload,
+            mut buf,
+            raw,
+        } = Case::new(size);
+        let crc = cpu_median_ns(RUNS, iters, || {
+            black_box(crc32fast::hash(black_box(&raw)));
+        });
+        let mut rows = vec![(
+            "emit_generic",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(black_box(&repr).emit(black_box(&payload), &mut buf));
+            }),
+        )];
+        rows.push((
+            "emit_template",
+            cpu_median_ns(RUNS, iters, || {
+                let _ =
+                    black_box(black_box(&template).emit(&fields, black_box(&payload), &mut buf));
+            }),
+        ));
+        let at = template.payload_offset(repr.bth.opcode).unwrap_or_default();
+        buf[at..at + size].copy_from_slice(&payload);
+        rows.push((
+            "emit_template_in_place",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(black_box(&template).emit_in_place(&fields, black_box(&mut buf)));
+            }),
+        ));
+        let frame = buf.clone();
+        rows.push((
+            "parse_verify",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(parse_frame(black_box(&frame)).map(|p| p.payload.len()));
+            }),
+        ));
+        rows.push((
+            "parse_view",
+            cpu_median_ns(RUNS, iters, || {
+                let _ = black_box(parse_view(black_box(&frame)).map(|v| v.payload().len()));
+            }),
+        ));
+        let target = if size == 64 {
+            1.5 * crc + 20.0
+        } else {
+            1.2 * crc
+        };
+        for (subject, ns) in rows {
+            let what = ROWS.iter().find(|r| r.1 == subject).map_or("", |r| r.2);
+            let verdict = if ns <= target { "within" } else { "OVER" };
+            println!(
+                "{size:>4} B {subject:<23} {ns:>8.1} ns  crc32fast {crc:>7.1} ns  ratio {:>5.2}  \
+                 {verdict} target {target:.1} ns  ({what})",
+                ns / crc
+            );
+        }
+    }
+}
+
 fn main() {
     let _ = STARTED.set(std::time::SystemTime::now());
     if let Some(n) = std::env::var("WIRE_ICOUNT")
@@ -239,4 +339,5 @@ fn main() {
     parse(&mut c);
     c.final_summary();
     print_ratios();
+    cpu_summary();
 }

@@ -45,11 +45,10 @@ struct UdpHeader {
     checksum: U16,
 }
 
-/// Untagged Ethernet, option-less IPv4, UDP, BTH.
+/// Option-less IPv4 header.
 #[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-struct V4Headers {
-    eth: EthHeader,
+struct Ipv4Header {
     ver_ihl: u8,
     tos: u8,
     total_len: U16,
@@ -60,6 +59,26 @@ struct V4Headers {
     checksum: U16,
     src: [u8; 4],
     dst: [u8; 4],
+}
+
+/// IPv6 header.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct Ipv6Header {
+    ver_tc_flow: [u8; 4],
+    payload_len: U16,
+    next_header: u8,
+    hop_limit: u8,
+    src: [u8; 16],
+    dst: [u8; 16],
+}
+
+/// Untagged Ethernet, option-less IPv4, UDP, BTH.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct V4Headers {
+    eth: EthHeader,
+    ip: Ipv4Header,
     udp: UdpHeader,
     bth: [u8; bth::HEADER_LEN],
 }
@@ -69,12 +88,7 @@ struct V4Headers {
 #[repr(C)]
 struct V6Headers {
     eth: EthHeader,
-    ver_tc_flow: [u8; 4],
-    payload_len: U16,
-    next_header: u8,
-    hop_limit: u8,
-    src: [u8; 16],
-    dst: [u8; 16],
+    ip: Ipv6Header,
     udp: UdpHeader,
     bth: [u8; bth::HEADER_LEN],
 }
@@ -145,10 +159,10 @@ pub(super) fn fast_path(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
 fn fast_v4(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
     const IP: usize = ethernet::HEADER_LEN;
     let (h, _) = V4Headers::ref_from_prefix(frame).ok()?;
-    let total = usize::from(h.total_len.get());
-    if h.ver_ihl != 0x45
-        || h.protocol != ipv4::PROTOCOL_UDP
-        || h.flags_frag.get() & !ipv4::FLAG_DF != 0
+    let total = usize::from(h.ip.total_len.get());
+    if h.ip.ver_ihl != 0x45
+        || h.ip.protocol != ipv4::PROTOCOL_UDP
+        || h.ip.flags_frag.get() & !ipv4::FLAG_DF != 0
         || total < V4_HEADERS + ICRC_LEN
         || h.udp.dst_port.get() != ROCE_UDP_PORT
         || usize::from(h.udp.len.get()) != total - ipv4::HEADER_LEN
@@ -162,7 +176,7 @@ fn fast_v4(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
     }
     let view = checked_rest::<V4_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
     Some(RoceView {
-        ecn: Ecn::from_bits(h.tos),
+        ecn: Ecn::from_bits(h.ip.tos),
         ..view
     })
 }
@@ -171,9 +185,9 @@ fn fast_v4(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
 fn fast_v6(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
     const IP: usize = ethernet::HEADER_LEN;
     let (h, _) = V6Headers::ref_from_prefix(frame).ok()?;
-    let payload_len = usize::from(h.payload_len.get());
-    if h.ver_tc_flow[0] >> 4 != 6
-        || h.next_header != ipv4::PROTOCOL_UDP
+    let payload_len = usize::from(h.ip.payload_len.get());
+    if h.ip.ver_tc_flow[0] >> 4 != 6
+        || h.ip.next_header != ipv4::PROTOCOL_UDP
         || payload_len < udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN
         || h.udp.dst_port.get() != ROCE_UDP_PORT
         || usize::from(h.udp.len.get()) != payload_len
@@ -184,7 +198,7 @@ fn fast_v6(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
     let view = checked_rest::<V6_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
     Some(RoceView {
         v6: true,
-        ecn: Ecn::from_bits(h.ver_tc_flow[1] >> 4),
+        ecn: Ecn::from_bits(h.ip.ver_tc_flow[1] >> 4),
         ..view
     })
 }
@@ -364,38 +378,16 @@ impl<'a> RoceView<'a> {
     }
 
     /// The whole packet, as [`parse_frame`] returns it.
+    #[inline]
     pub fn to_packet(&self) -> RocePacket<'a> {
         let frame = self.frame;
         let vlan = (self.ip_offset > ethernet::HEADER_LEN)
             .then(|| VlanTag::from_tci(read_u16(frame, ethernet::HEADER_LEN)));
         let ip_bytes = frame.get(self.ip_offset..).unwrap_or_default();
         let (ethertype, ip) = if self.v6 {
-            let p = ipv6::Packet::new_unchecked(ip_bytes);
-            let ip = ipv6::Repr {
-                src: p.src_addr(),
-                dst: p.dst_addr(),
-                dscp: p.dscp(),
-                ecn: p.ecn(),
-                flow_label: p.flow_label(),
-                hop_limit: p.hop_limit(),
-                next_header: p.next_header(),
-                payload_len: usize::from(p.payload_len()),
-            };
-            (EtherType::Ipv6, IpRepr::V6(ip))
+            (EtherType::Ipv6, IpRepr::V6(ipv6_repr(ip_bytes)))
         } else {
-            let p = ipv4::Packet::new_unchecked(ip_bytes);
-            let ip = ipv4::Repr {
-                src: p.src_addr(),
-                dst: p.dst_addr(),
-                dscp: p.dscp(),
-                ecn: p.ecn(),
-                ttl: p.ttl(),
-                ident: p.ident(),
-                dont_frag: p.dont_frag(),
-                protocol: p.protocol(),
-                payload_len: usize::from(p.total_len()) - ipv4::HEADER_LEN,
-            };
-            (EtherType::Ipv4, IpRepr::V4(ip))
+            (EtherType::Ipv4, IpRepr::V4(ipv4_repr(ip_bytes)))
         };
         RocePacket {
             repr: RoceRepr {
@@ -414,6 +406,64 @@ impl<'a> RoceView<'a> {
             payload: self.payload(),
             icrc: self.icrc,
         }
+    }
+}
+
+/// The repr of a checked option-less IPv4 header at the start of `bytes`.
+fn ipv4_repr(bytes: &[u8]) -> ipv4::Repr {
+    let Ok((h, _)) = Ipv4Header::ref_from_prefix(bytes) else {
+        // (Unreachable for a view: its IP header was checked whole.)
+        return ipv4::Repr {
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            ttl: 0,
+            ident: 0,
+            dont_frag: false,
+            protocol: 0,
+            payload_len: 0,
+        };
+    };
+    ipv4::Repr {
+        src: Ipv4Addr::from(h.src),
+        dst: Ipv4Addr::from(h.dst),
+        dscp: h.tos >> 2,
+        ecn: Ecn::from_bits(h.tos),
+        ttl: h.ttl,
+        ident: h.ident.get(),
+        dont_frag: h.flags_frag.get() & ipv4::FLAG_DF != 0,
+        protocol: h.protocol,
+        payload_len: usize::from(h.total_len.get()).saturating_sub(ipv4::HEADER_LEN),
+    }
+}
+
+/// The repr of a checked IPv6 header at the start of `bytes`.
+fn ipv6_repr(bytes: &[u8]) -> ipv6::Repr {
+    let Ok((h, _)) = Ipv6Header::ref_from_prefix(bytes) else {
+        // (Unreachable for a view: its IP header was checked whole.)
+        return ipv6::Repr {
+            src: Ipv6Addr::UNSPECIFIED,
+            dst: Ipv6Addr::UNSPECIFIED,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            flow_label: 0,
+            hop_limit: 0,
+            next_header: 0,
+            payload_len: 0,
+        };
+    };
+    let word = u32::from_be_bytes(h.ver_tc_flow);
+    let traffic_class = (word >> 20) as u8;
+    ipv6::Repr {
+        src: Ipv6Addr::from(h.src),
+        dst: Ipv6Addr::from(h.dst),
+        dscp: traffic_class >> 2,
+        ecn: Ecn::from_bits(traffic_class),
+        flow_label: word & 0x000f_ffff,
+        hop_limit: h.hop_limit,
+        next_header: h.next_header,
+        payload_len: usize::from(h.payload_len.get()),
     }
 }
 

@@ -65,3 +65,15 @@ fn port_info_rejects_a_bad_port_spec_in_one_line() {
     assert!(!ok);
     assert!(stderr.contains("bad port spec \"tap:\""), "{stderr}");
 }
+
+#[test]
+fn bad_eal_arguments_end_in_one_error_line_and_leave_stdout_clean() {
+    // DPDK prints its usage text on bad arguments; it must not land in our stdout (where a
+    // `--json` document or a table would go), and our error names the failing argument list.
+    let (ok, stdout, stderr) = roce(&["port", "info", "--port", "null", "--eal", "--bogus"]);
+    assert!(!ok);
+    assert!(stdout.trim().is_empty(), "stdout: {stdout}");
+    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
+    assert_eq!(error.len(), 1, "{stderr}");
+    assert!(error[0].contains("--bogus"), "{stderr}");
+}

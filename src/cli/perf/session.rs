@@ -173,7 +173,12 @@ impl Session {
         let ip = parse_ip(&args.ip)?;
         let faults = args.faults()?;
         let mac = args.mac.as_deref().map(parse_mac).transpose()?;
-        let mut eal_args = args.eal.clone();
+        // EAL's start-up notices would bury a one-line error; `--eal --log-level=N` brings them back.
+        let mut eal_args = if args.eal.contains("--log-level") {
+            args.eal.clone()
+        } else {
+            format!("--log-level=3 {}", args.eal)
+        };
         for a in args.port.eal_args(0) {
             eal_args.push(' ');
             eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());

@@ -14,6 +14,44 @@ pub const DEBIAN_PMD_DIR: &str = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0";
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// While alive, file descriptor 1 points at stderr; dropping it flushes C's stdio buffers and
+/// puts the real stdout back.
+struct StdoutToStderr {
+    saved: i32,
+}
+
+impl StdoutToStderr {
+    fn redirect() -> Option<StdoutToStderr> {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup/dup2/close act on the process's own standard descriptors; no Rust object
+        // owns descriptor 1 (std's stdout writes to whatever it refers to), and `saved` is ours.
+        unsafe {
+            let saved = libc::dup(1);
+            if saved < 0 {
+                return None;
+            }
+            if libc::dup2(2, 1) < 0 {
+                libc::close(saved);
+                return None;
+            }
+            Some(StdoutToStderr { saved })
+        }
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        // SAFETY: fflush(NULL) flushes every C stream (what DPDK printed goes to stderr before
+        // the switch back); `saved` is a descriptor this guard duplicated and still owns.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::dup2(self.saved, 1);
+            libc::close(self.saved);
+        }
+    }
+}
+
 /// How to start the EAL: the user's arguments plus the defaults we add when they are missing.
 #[derive(Clone, Debug)]
 pub struct EalConfig {
@@ -141,8 +179,10 @@ impl Eal {
         }
         let joined = argv.join(" ");
         tracing::info!(args = %joined, "starting DPDK EAL");
+        // argv[0] is what getopt names in its complaints ("dpdk: unrecognized option"), kept
+        // apart from our own "roce: " error line.
         let mut owned = Vec::with_capacity(argv.len() + 1);
-        for a in std::iter::once("roce").chain(argv.iter().map(String::as_str)) {
+        for a in std::iter::once("dpdk").chain(argv.iter().map(String::as_str)) {
             match CString::new(a) {
                 Ok(c) => owned.push(c),
                 Err(_) => {
@@ -161,9 +201,13 @@ impl Eal {
                 .into_boxed_slice(),
         );
         let argc = i32::try_from(ptrs.len()).unwrap_or(i32::MAX);
+        // DPDK prints its usage text to stdout on bad arguments: keep stdout for our own output
+        // (a `--json` document, a table) and let our one-line error say what went wrong.
+        let stdout_guard = StdoutToStderr::redirect();
         // SAFETY: argc/argv describe valid, NUL-terminated, leaked ('static) strings; STARTED
         // guarantees no concurrent or repeated successful call from this crate.
         let ret = unsafe { sys::rte_eal_init(argc, ptrs.as_mut_ptr()) };
+        drop(stdout_guard);
         if ret < 0 {
             let errno = rte_errno();
             // rte_eal_init allows a retry after argument errors (it resets its run-once flag);

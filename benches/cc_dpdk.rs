@@ -56,6 +56,12 @@ impl Streamer {
         let p = Pair::new(cc_pair::config, &opts, MSG as usize);
         let wr = p.write_wr(0, MSG);
         let (mut a, sa, b) = (p.a, p.sa, *p.b.config());
+        // Real data: a freshly registered region may still be untouched zero pages (calloc'd
+        // by mmap), which every read would hit in cache, while a region carved from recycled
+        // heap memory is real memory; filling it gives every variant the same source memory.
+        if let Some(mr) = a.mr_mut(p.src.lkey) {
+            mr.bytes_mut().fill(0x5a);
+        }
         if let Some(name) = cc {
             let cc = CcConfig::new(name, Rate::from_gbps(400))
                 .expect("cc")

@@ -119,11 +119,18 @@ impl Pacer {
 
     /// Changes the rate. The next departure keeps the time the old rate gave it; packets after it
     /// are spaced at the new rate.
+    #[inline]
     pub fn set_rate(&mut self, now: Instant, rate: Rate) {
         let new = rate.as_bps();
-        if new == self.rate {
-            return;
+        if new != self.rate {
+            self.change_rate(now, new);
         }
+    }
+
+    /// [`Pacer::set_rate`] to a different rate (kept out of line: it is rare, the check is per
+    /// packet).
+    #[cold]
+    fn change_rate(&mut self, now: Instant, new: u64) {
         if self.rate == 0 {
             // Resuming from a pause: the schedule restarts now.
             self.next_ns = self.next_ns.max(now.as_nanos());

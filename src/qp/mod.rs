@@ -738,7 +738,10 @@ impl QueuePair {
         };
         let n = self.emit(now, &o, local, mrs, buf, true)?;
         if let Some(p) = self.pacer.as_mut() {
-            self.next_departure = p.on_transmit(now, n);
+            // A departure already due is no hold: keeping it would make `poll_timeout` report a
+            // past deadline and the loop fire timers on every poll.
+            let next = p.on_transmit(now, n);
+            self.next_departure = if next > now { next } else { Instant::ZERO };
             if request {
                 self.rtt
                     .on_request_sent(now, o.psn, o.ack_req, o.retransmission, n);

@@ -29,12 +29,14 @@ impl CcPacer {
         &self.cc
     }
 
+    #[inline]
     fn follow_rate(&mut self, now: Instant) {
         self.pacer.set_rate(now, self.cc.rate());
     }
 }
 
 impl DeparturePacer for CcPacer {
+    #[inline]
     fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant {
         let len = frame_len as u64;
         self.cc.on_sent(now, len);

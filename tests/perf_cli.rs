@@ -188,3 +188,38 @@ fn fault_fraction_out_of_range_is_refused() {
     assert!(!ok);
     assert_eq!(err, "roce: --loss 1.5: a fraction from 0 to 1");
 }
+
+#[test]
+fn vdev_names_the_raw_device_in_its_error_and_gid_index_is_accepted() {
+    // --vdev replaces --port with a raw DPDK device; perftest's -x is taken as it is.
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "-x",
+        "1",
+        "--vdev",
+        "net_nosuchdriver0",
+        "127.0.0.1",
+    ]);
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--vdev net_nosuchdriver0"), "{err}");
+}
+
+#[test]
+fn vdev_and_port_together_are_refused() {
+    let (ok, err) = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--vdev",
+        "net_null0",
+        "--port",
+        "null",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("--vdev") && err.contains("--port"), "{err}");
+}

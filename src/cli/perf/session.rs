@@ -34,9 +34,17 @@ pub struct PortArgs {
     /// DPDK port: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS.
     #[arg(long, default_value = "tap")]
     pub port: PortSpec,
+    /// A raw DPDK virtual device instead of --port (e.g. "net_tap0,iface=t0"; becomes
+    /// --vdev=SPEC, and the port it creates is used).
+    #[arg(long, conflicts_with = "port")]
+    pub vdev: Option<String>,
     /// Extra EAL arguments (e.g. "-l 1"; --no-huge/--in-memory/-d are added when needed).
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     pub eal: String,
+    /// perftest's GID index (-x). Accepted for command-line compatibility: a roce port has one
+    /// GID, the one built from --ip (IPv4-mapped for IPv4), whatever the index.
+    #[arg(short = 'x', long = "gid-index", default_value_t = 0)]
+    pub gid_index: u32,
     /// Our IPv4 address on the port, ADDR/LEN (e.g. 198.18.0.1/15).
     #[arg(long)]
     pub ip: String,
@@ -179,18 +187,26 @@ impl Session {
         } else {
             format!("--log-level=3 {}", args.eal)
         };
-        for a in args.port.eal_args(0) {
+        let label = match &args.vdev {
+            Some(v) => format!("--vdev {v}"),
+            None => format!("--port {}", args.port),
+        };
+        let port_args = match &args.vdev {
+            Some(spec) => vec![format!("--vdev={spec}")],
+            None => args.port.eal_args(0),
+        };
+        for a in port_args {
             eal_args.push(' ');
             eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
         }
         let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
-            DpdkError::NoPorts => anyhow!("no DPDK port: --port {} created nothing", args.port),
-            e => anyhow!("DPDK port {}: {e}", args.port),
+            DpdkError::NoPorts => anyhow!("no DPDK port: {label} created nothing"),
+            e => anyhow!("DPDK port {label}: {e}"),
         })?;
         let id = *eal
             .port_ids()
             .first()
-            .ok_or_else(|| anyhow!("no DPDK port: --port {} created nothing", args.port))?;
+            .ok_or_else(|| anyhow!("no DPDK port: {label} created nothing"))?;
         // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
         let l3 = roce_mtu as usize + 80;
         // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
@@ -207,7 +223,7 @@ impl Session {
             ..PortConfig::default()
         };
         let port = DpdkPort::new(&eal, id, pool.clone(), &config)
-            .with_context(|| format!("bringing up DPDK port {}", args.port))?;
+            .with_context(|| format!("bringing up DPDK port {label}"))?;
         let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
         let mut host = Host::new(EndpointConfig::ipv4(mac, ip));
         host.announce();

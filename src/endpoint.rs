@@ -17,7 +17,7 @@ use crate::verbs::{
     AccessFlags, CompletionQueue, CqHandle, QpAttr, QpInit, RecvWr, SendWr, WorkCompletion,
 };
 use crate::wire::opcode::Transport;
-use crate::wire::{parse_frame, Ecn, EthernetAddress, WireError};
+use crate::wire::{parse_frame, Ecn, EthernetAddress, RocePacket, WireError};
 
 /// QP numbers start here (0 and 1 are the special QPs; rxe starts at 17).
 pub const FIRST_QPN: u32 = 17;
@@ -349,16 +349,31 @@ impl Endpoint {
     }
 
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
-        let pkt = match parse_frame(frame) {
-            Ok(p) => p,
+        if let Some(pkt) = self.parse_roce(now, frame) {
+            self.handle_parsed(now, &pkt, frame.len());
+        }
+    }
+
+    /// Parses a received frame; a frame carrying an INT shim goes to [`Self::handle_int_frame`]
+    /// and any other failure is counted, both giving `None`.
+    #[inline]
+    fn parse_roce<'f>(&mut self, now: Instant, frame: &'f [u8]) -> Option<RocePacket<'f>> {
+        match parse_frame(frame) {
+            Ok(p) => Some(p),
             Err(WireError::NotRoce) if crate::wire::int::shim_offset(frame).is_some() => {
-                return self.handle_int_frame(now, frame);
+                self.handle_int_frame(now, frame);
+                None
             }
             Err(e) => {
                 self.count_parse_error(e);
-                return;
+                None
             }
-        };
+        }
+    }
+
+    /// A parsed RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
+    /// its QP (or, for a CNP, to the QP's reaction point).
+    fn handle_parsed(&mut self, now: Instant, pkt: &RocePacket<'_>, frame_len: usize) {
         let r = &pkt.repr;
         if r.eth.dst != self.cfg.mac || !self.is_local_ip(r.ip.dst()) {
             self.stats.drops.wrong_destination += 1;
@@ -394,7 +409,7 @@ impl Endpoint {
                 return;
             }
         }
-        if !qp.handle_packet(now, &pkt, frame.len(), &mut self.mrs, &mut self.cqs) {
+        if !qp.handle_packet(now, pkt, frame_len, &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
             return;
         }
@@ -416,10 +431,11 @@ impl Endpoint {
             return;
         };
         let restored = scratch.get(..n).unwrap_or(&[]);
-        let target = parse_frame(restored)
-            .ok()
-            .map(|p| (p.repr.bth.dest_qpn, p.repr.bth.opcode.is_request()));
-        self.handle_roce(now, restored);
+        // One parse serves both the packet's handling and the INT bookkeeping below.
+        let target = self.parse_roce(now, restored).map(|pkt| {
+            self.handle_parsed(now, &pkt, restored.len());
+            (pkt.repr.bth.dest_qpn, pkt.repr.bth.opcode.is_request())
+        });
         if let Some((qpn, request)) = target {
             match (self.slot(qpn), shim.echo, request) {
                 (Some(slot), false, true) if self.qp(qpn).is_some() => {

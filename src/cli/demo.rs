@@ -408,7 +408,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             let cc: Vec<(usize, u32, f64, f64)> = flows
                 .iter()
                 .map(|f| {
-                    let m = f.probe.get();
+                    let m = flows::cc_metrics(&hosts, f);
                     (f.sender, f.src_qpn, m.rate.as_gbps_f64(), m.alpha)
                 })
                 .collect();
@@ -520,7 +520,7 @@ fn status_line(
     let cnps: u64 = hosts.iter().map(|h| h.ep.counters().cnps_sent).sum();
     let rate = flows
         .iter()
-        .map(|f| f.probe.get().rate.as_gbps_f64())
+        .map(|f| flows::cc_metrics(hosts, f).rate.as_gbps_f64())
         .fold(f64::INFINITY, f64::min);
     format!(
         "{:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB, {msgs} msgs verified",
@@ -555,7 +555,7 @@ fn summarize(
             .map_or(duration, |t| t.saturating_since(start).as_secs_f64())
             .max(1e-9);
         let bytes = f.verified as f64 * f.payload.len() as f64;
-        let m = f.probe.get();
+        let m = flows::cc_metrics(hosts, f);
         cuts += m.rate_cuts;
         increases += m.rate_increases;
         final_rate.push(m.rate.as_gbps_f64());

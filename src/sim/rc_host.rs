@@ -1,8 +1,8 @@
 //! A fabric host running the real RC transport: an [`Endpoint`] with one connected QP per flow,
 //! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
-//! endpoint's own: a controller from [`crate::cc`] installed per QP as its departure pacer (the
-//! `CcPacer` glue `Endpoint::set_congestion_control` uses, wrapped by the demo's
-//! [`ProbedPacer`] so its metrics can be read), fed by the endpoint's CNP handling; the
+//! endpoint's own: a controller from [`crate::cc`] installed per QP with
+//! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
+//! by the endpoint's CNP, ACK and loss handling; the
 //! endpoint's notification point answers CE-marked requests with CNPs. Completions come from the
 //! endpoint's CQs, so retransmission (go-back-N, timeouts) is the transport's own.
 //!
@@ -13,7 +13,6 @@ use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use crate::cc::CcMetrics;
-use crate::demo::probe::{CcProbe, ProbedPacer};
 use crate::driver::loopback::{connect_rc, RcOptions};
 use crate::driver::Engine;
 use crate::endpoint::{Endpoint, EndpointConfig};
@@ -52,7 +51,6 @@ struct RcFlow {
     in_flight: VecDeque<u32>,
     done_at: Option<Instant>,
     errors: u64,
-    cc: Option<CcProbe>,
 }
 
 impl RcFlow {
@@ -171,17 +169,11 @@ impl RcHost {
             msg as usize,
             AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
         );
-        let cc = match &flow.cc {
-            Some(cfg) => {
-                // The endpoint's own controller-and-pacer glue, mirroring its metrics.
-                let (pacer, probe) = ProbedPacer::new(cfg.build(), 0);
-                src.ep
-                    .set_pacer(a.qpn, Some(Box::new(pacer)))
-                    .map_err(|e| qp_err(&e))?;
-                Some(probe)
-            }
-            None => None,
-        };
+        if let Some(cfg) = &flow.cc {
+            src.ep
+                .set_congestion_control(a.qpn, cfg.build(), 0)
+                .map_err(|e| qp_err(&e))?;
+        }
         if flow.send || flow.gate_chunk.is_some() {
             let mut rx = RxQp {
                 qpn: b.qpn,
@@ -217,7 +209,6 @@ impl RcHost {
             in_flight: VecDeque::with_capacity(DEPTH),
             done_at: None,
             errors: 0,
-            cc,
         });
         Ok((b.qpn, src.flows.len() - 1))
     }
@@ -244,7 +235,7 @@ impl RcHost {
 
     /// Congestion-control metrics of flow `i`'s QP, if it runs a controller.
     pub fn cc_metrics(&self, i: usize) -> Option<CcMetrics> {
-        Some(self.flows.get(i)?.cc.as_ref()?.get())
+        self.ep.cc_metrics(self.flows.get(i)?.qpn)
     }
 
     /// Congestion-control state of every flow with a controller (for the fabric's recorder).

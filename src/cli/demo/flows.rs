@@ -8,10 +8,9 @@
 
 use anyhow::Context;
 
-use roce::cc::CcConfig;
+use roce::cc::{CcConfig, CcMetrics};
 use roce::clock::{Clock, MonotonicClock};
 use roce::demo::payload::Payload;
-use roce::demo::probe::{CcProbe, ProbedPacer};
 use roce::driver::loopback::{connect_rc, RcOptions};
 use roce::endpoint::Endpoint;
 use roce::mr::MrInfo;
@@ -41,7 +40,6 @@ pub(super) struct Flow {
     /// Data destination, on the receiver.
     dst: MrInfo,
     pub payload: Payload,
-    pub probe: CcProbe,
     pub posted: u64,
     pub completed: u64,
     recv_posted: u64,
@@ -112,9 +110,8 @@ pub(super) fn connect(
                     }
                 }
             }
-            let (pacer, probe) = ProbedPacer::new(cc.build(), PACER_BURST);
             sender
-                .set_pacer(a.qpn, Some(Box::new(pacer)))
+                .set_congestion_control(a.qpn, cc.build(), PACER_BURST)
                 .context("installing congestion control")?;
             flows.push(Flow {
                 op,
@@ -126,7 +123,6 @@ pub(super) fn connect(
                 src,
                 dst,
                 payload,
-                probe,
                 posted: 0,
                 completed: 0,
                 recv_posted: 0,
@@ -321,7 +317,7 @@ pub(super) fn stats(hosts: &[Host], flows: &[Flow]) -> StatsReport {
             .iter()
             .filter(|f| f.sender == i)
             .map(|f| {
-                let n = f.probe.get().rp_cnp_ignored;
+                let n = cc_metrics(hosts, f).rp_cnp_ignored;
                 let link = format!("{}/1", h.name);
                 if let Some(q) = report
                     .qps
@@ -344,4 +340,12 @@ fn push_err(errors: &mut Vec<String>, e: String) {
     if errors.len() < 8 {
         errors.push(e);
     }
+}
+
+/// The congestion controller's state of `f`'s sending QP, read from its endpoint.
+pub fn cc_metrics(hosts: &[Host], f: &Flow) -> CcMetrics {
+    hosts
+        .get(f.sender)
+        .and_then(|h| h.ep.cc_metrics(f.src_qpn))
+        .unwrap_or_default()
 }

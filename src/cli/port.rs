@@ -31,14 +31,19 @@ pub fn run(cmd: PortCommand) -> anyhow::Result<()> {
     }
 }
 
+/// The user's `--eal` arguments with EAL's start-up notices turned down (they would bury a
+/// one-line error) unless the user chose a `--log-level` of their own.
+pub fn quiet_eal_args(user: &str) -> String {
+    if user.contains("--log-level") {
+        user.to_owned()
+    } else {
+        format!("--log-level=3 {user}")
+    }
+}
+
 fn info(args: &InfoArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    // EAL's start-up notices would bury a one-line error; `--eal --log-level=N` brings them back.
-    let mut eal_args = if args.eal.contains("--log-level") {
-        args.eal.clone()
-    } else {
-        format!("--log-level=3 {}", args.eal)
-    };
+    let mut eal_args = quiet_eal_args(&args.eal);
     for (i, spec) in args.ports.iter().enumerate() {
         for a in spec.eal_args(i) {
             eal_args.push(' ');

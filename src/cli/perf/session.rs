@@ -181,12 +181,7 @@ impl Session {
         let ip = parse_ip(&args.ip)?;
         let faults = args.faults()?;
         let mac = args.mac.as_deref().map(parse_mac).transpose()?;
-        // EAL's start-up notices would bury a one-line error; `--eal --log-level=N` brings them back.
-        let mut eal_args = if args.eal.contains("--log-level") {
-            args.eal.clone()
-        } else {
-            format!("--log-level=3 {}", args.eal)
-        };
+        let mut eal_args = crate::cli::port::quiet_eal_args(&args.eal);
         let label = match &args.vdev {
             Some(v) => format!("--vdev {v}"),
             None => format!("--port {}", args.port),

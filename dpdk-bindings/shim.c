@@ -25,6 +25,19 @@ struct rte_mbuf *roce_shim_pktmbuf_alloc(struct rte_mempool *mp)
 	return rte_pktmbuf_alloc(mp);
 }
 
+/* rte_pktmbuf_alloc, then the data start moved back (at most 63 bytes of headroom) so that byte
+ * `lead` of the frame sits on a cache line. NULL when the pool is exhausted. */
+struct rte_mbuf *roce_shim_pktmbuf_alloc_aligned(struct rte_mempool *mp, uint16_t lead)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	if (m == NULL)
+		return NULL;
+	uint16_t back = (uint16_t)(((uintptr_t)m->buf_addr + m->data_off + lead) & (RTE_CACHE_LINE_SIZE - 1));
+	if (back <= m->data_off)
+		m->data_off = (uint16_t)(m->data_off - back);
+	return m;
+}
+
 int roce_shim_pktmbuf_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf **mbufs, unsigned int n)
 {
 	return rte_pktmbuf_alloc_bulk(mp, mbufs, n);

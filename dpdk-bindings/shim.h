@@ -11,6 +11,7 @@ struct rte_mempool;
 uint16_t roce_shim_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 uint16_t roce_shim_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 struct rte_mbuf *roce_shim_pktmbuf_alloc(struct rte_mempool *mp);
+struct rte_mbuf *roce_shim_pktmbuf_alloc_aligned(struct rte_mempool *mp, uint16_t lead);
 int roce_shim_pktmbuf_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf **mbufs, unsigned int n);
 void roce_shim_pktmbuf_free(struct rte_mbuf *m);
 void roce_shim_pktmbuf_free_bulk(struct rte_mbuf **mbufs, unsigned int n);

@@ -84,6 +84,10 @@ fn main() {
             mbuf_frame_len_stays_within_room,
         ),
         (
+            "aligned_alloc_puts_the_icrc_bytes_on_a_cache_line",
+            aligned_alloc_puts_the_icrc_bytes_on_a_cache_line,
+        ),
+        (
             "ring_pair_delivers_roce_frames_byte_identical",
             ring_pair_delivers_roce_frames_byte_identical,
         ),
@@ -256,6 +260,28 @@ fn mbuf_frame_len_stays_within_room(eal: &Eal) -> anyhow::Result<()> {
     ensure!(m.prepend(4).is_some() && m.frame().len() == 64 && m.headroom() == 124);
     ensure!(pool.in_use() == 1);
     drop(m);
+    no_leak(&pool)
+}
+
+/// TX buffers from `alloc_aligned` (what DpdkPort::alloc hands the engine) put the frame's
+/// ICRC-hashed bytes on a cache line, at most 63 bytes of headroom given up.
+fn aligned_alloc_puts_the_icrc_bytes_on_a_cache_line(eal: &Eal) -> anyhow::Result<()> {
+    let pool = pool(eal, 63)?;
+    let lead = roce::wire::ICRC_LEAD;
+    for _ in 0..8 {
+        let mut m = pool.alloc_aligned(lead as u16).context("alloc")?;
+        let plain = pool.alloc().context("alloc")?;
+        ensure!(m.set_frame_len(100));
+        let at = m.frame().as_ptr() as usize + lead;
+        ensure!(at % 64 == 0, "hashed bytes start at {at:#x}");
+        ensure!(
+            m.headroom() <= plain.headroom() && plain.headroom() - m.headroom() < 64,
+            "headroom {} vs {}",
+            m.headroom(),
+            plain.headroom()
+        );
+        ensure!(m.room() >= plain.room());
+    }
     no_leak(&pool)
 }
 

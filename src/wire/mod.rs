@@ -43,6 +43,12 @@ pub use view::{parse_view, parse_view_unverified, RoceView};
 /// The UDP destination port of RoCEv2.
 pub const ROCE_UDP_PORT: u16 = 4791;
 
+/// Offset in an untagged frame where the bytes the ICRC hashes begin: the 8 bytes of ones that
+/// stand for the LRH overlay the Ethernet header's tail (see [`FrameTemplate::icrc_offset`]).
+/// TX buffers are placed so this byte starts a cache line, which keeps crc32fast's 64-byte loads
+/// from straddling lines (about 10% of the CRC time of a 4 KiB frame on AVX-512 machines).
+pub const ICRC_LEAD: usize = ethernet::HEADER_LEN - icrc::LRH_LEN;
+
 /// Why a buffer is not a valid (RoCEv2) packet, or cannot hold one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {

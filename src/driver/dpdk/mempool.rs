@@ -129,6 +129,20 @@ impl Mempool {
         })
     }
 
+    /// One empty mbuf whose frame starts just far enough before a cache line (at most 63 bytes
+    /// of DPDK's headroom given up) that frame byte `lead` is the line's first byte, or `None`
+    /// when the pool is exhausted. With `lead` = [`crate::wire::ICRC_LEAD`] the bytes the ICRC
+    /// hashes start on a line, so the CRC's 64-byte loads never straddle two.
+    pub fn alloc_aligned(&self, lead: u16) -> Option<Mbuf> {
+        // SAFETY: the pool is alive; a non-null result is a fresh mbuf we now own whose data
+        // start the shim only moved back within its headroom.
+        let m = unsafe { sys::roce_shim_pktmbuf_alloc_aligned(self.raw.as_ptr(), lead) };
+        NonNull::new(m).map(|m| {
+            // SAFETY: `m` was just allocated and is owned by nobody else.
+            unsafe { Mbuf::from_raw(m) }
+        })
+    }
+
     /// Appends `n` empty mbufs to `out`, all or nothing; `false` when the pool has fewer.
     pub fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize) -> bool {
         let Ok(count) = u32::try_from(n) else {

@@ -96,14 +96,16 @@ fn rig(size: u32, mtu: Mtu) -> Rig {
     }
 }
 
-/// Moves `n` WRITEs of the rig's size; returns (wall seconds, frames moved, allocations).
-fn run(r: &mut Rig, n: u64) -> (f64, u64, u64) {
+/// Moves `n` WRITEs of the rig's size; returns (wall seconds, thread CPU seconds, frames moved,
+/// allocations).
+fn run(r: &mut Rig, n: u64) -> (f64, f64, u64, u64) {
     let frames_before = r.pair.a.counters().tx_frames + r.pair.b.counters().tx_frames;
     let (a, src, dst, size, depth) = (r.a, r.src, r.dst, r.size, u64::from(r.depth));
     let mut posted = 0u64;
     let mut done = 0u64;
     let allocs = ALLOCS.load(Ordering::Relaxed);
     let t = WallClock::now();
+    let cpu = cpu_time::ThreadTime::now();
     let deadline = r.pair.now + Duration::from_secs(3600);
     r.pair.run_until(deadline, |_, ep, _| {
         while posted < n && posted - done < depth {
@@ -134,20 +136,23 @@ fn run(r: &mut Rig, n: u64) -> (f64, u64, u64) {
         }
         done >= n
     });
+    let cpu = cpu.elapsed().as_secs_f64();
     let secs = t.elapsed().as_secs_f64();
     let allocs = ALLOCS.load(Ordering::Relaxed) - allocs;
     let frames = r.pair.a.counters().tx_frames + r.pair.b.counters().tx_frames - frames_before;
     let _ = Instant::ZERO;
-    (secs, frames, allocs)
+    (secs, cpu, frames, allocs)
 }
 
-/// memcpy of each message's payload plus crc32fast over each frame's bytes.
-fn baseline(size: usize, mtu: usize, n: u64) -> f64 {
+/// memcpy of each message's payload plus crc32fast over each frame's bytes; (wall, thread CPU)
+/// seconds.
+fn baseline(size: usize, mtu: usize, n: u64) -> (f64, f64) {
     let src: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let mut dst = vec![0u8; size];
     let frame = vec![0x5au8; mtu.min(size) + 86];
     let frames_per_msg = size.div_ceil(mtu).max(1);
     let t = WallClock::now();
+    let cpu = cpu_time::ThreadTime::now();
     for _ in 0..n {
         dst.copy_from_slice(black_box(&src));
         for _ in 0..frames_per_msg {
@@ -157,7 +162,7 @@ fn baseline(size: usize, mtu: usize, n: u64) -> f64 {
         }
     }
     black_box(&dst);
-    t.elapsed().as_secs_f64()
+    (t.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -168,26 +173,36 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn measure(label: &str, size: u32, mtu: Mtu, n: u64) {
     let mut r = rig(size, mtu);
     run(&mut r, n / 4); // warm-up: pools, queues and CQs reach their steady size
-    let mut rates = Vec::new();
-    let mut base = Vec::new();
-    let mut ratios = Vec::new();
+    let (mut rates, mut cpu_rates) = (Vec::new(), Vec::new());
+    let (mut base, mut cpu_base) = (Vec::new(), Vec::new());
+    let (mut ratios, mut cpu_ratios) = (Vec::new(), Vec::new());
     let mut allocs = 0;
     let mut frames = 0;
     for _ in 0..SAMPLES {
-        let (secs, f, a) = run(&mut r, n);
-        rates.push(n as f64 / secs);
+        let (secs, cpu, f, a) = run(&mut r, n);
         allocs += a;
         frames += f;
-        base.push(n as f64 / baseline(size as usize, mtu.bytes() as usize, n));
+        let (b_secs, b_cpu) = baseline(size as usize, mtu.bytes() as usize, n);
+        let n = n as f64;
+        rates.push(n / secs);
+        cpu_rates.push(n / cpu);
+        base.push(n / b_secs);
+        cpu_base.push(n / b_cpu);
         // Each sample's ratio against the baseline measured right after it: robust to load
         // that changes between samples.
-        ratios.push(rates[rates.len() - 1] / base[base.len() - 1]);
+        ratios.push(b_secs / secs);
+        cpu_ratios.push(b_cpu / cpu);
     }
-    let (m, b, r) = (median(rates), median(base), median(ratios));
     let gbps = |msgs: f64| msgs * f64::from(size) * 8.0 / 1e9;
+    let (m, b, r) = (median(rates), median(base), median(ratios));
+    let (mc, bc, rc) = (median(cpu_rates), median(cpu_base), median(cpu_ratios));
     println!(
         "{label:<14} roce {:>10.0} msg/s {:>7.2} Gbit/s | baseline memcpy+crc32 {:>10.0} msg/s {:>7.2} Gbit/s | roce/baseline {:.3} (median of per-sample ratios) | allocations {} over {} frames ({:.4}/frame)",
         m, gbps(m), b, gbps(b), r, allocs, frames, allocs as f64 / frames.max(1) as f64
+    );
+    println!(
+        "{:<14} thread CPU time: roce {:>10.0} msg/s {:>7.2} Gbit/s | baseline {:>10.0} msg/s | roce/baseline {:.3}",
+        "", mc, gbps(mc), bc, rc
     );
 }
 

@@ -17,7 +17,7 @@ use crate::verbs::{
     AccessFlags, CompletionQueue, CqHandle, QpAttr, QpInit, RecvWr, SendWr, WorkCompletion,
 };
 use crate::wire::opcode::Transport;
-use crate::wire::{parse_frame, Ecn, EthernetAddress, RocePacket, WireError};
+use crate::wire::{parse_view, Ecn, EthernetAddress, RoceView, WireError};
 
 /// QP numbers start here (0 and 1 are the special QPs; rxe starts at 17).
 pub const FIRST_QPN: u32 = 17;
@@ -349,17 +349,18 @@ impl Endpoint {
     }
 
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
-        if let Some(pkt) = self.parse_roce(now, frame) {
-            self.handle_parsed(now, &pkt, frame.len());
+        if let Some(view) = self.parse_roce(now, frame) {
+            self.handle_parsed(now, &view, frame.len());
         }
     }
 
-    /// Parses a received frame; a frame carrying an INT shim goes to [`Self::handle_int_frame`]
-    /// and any other failure is counted, both giving `None`.
+    /// Parses a received frame (every header check and the ICRC, into a light view); a frame
+    /// carrying an INT shim goes to [`Self::handle_int_frame`] and any other failure is counted,
+    /// both giving `None`.
     #[inline]
-    fn parse_roce<'f>(&mut self, now: Instant, frame: &'f [u8]) -> Option<RocePacket<'f>> {
-        match parse_frame(frame) {
-            Ok(p) => Some(p),
+    fn parse_roce<'f>(&mut self, now: Instant, frame: &'f [u8]) -> Option<RoceView<'f>> {
+        match parse_view(frame) {
+            Ok(v) => Some(v),
             Err(WireError::NotRoce) if crate::wire::int::shim_offset(frame).is_some() => {
                 self.handle_int_frame(now, frame);
                 None
@@ -371,31 +372,31 @@ impl Endpoint {
         }
     }
 
-    /// A parsed RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
+    /// A checked RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
     /// its QP (or, for a CNP, to the QP's reaction point).
-    fn handle_parsed(&mut self, now: Instant, pkt: &RocePacket<'_>, frame_len: usize) {
-        let r = &pkt.repr;
-        if r.eth.dst != self.cfg.mac || !self.is_local_ip(r.ip.dst()) {
+    fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) {
+        let bth = &view.bth;
+        if view.eth_dst() != self.cfg.mac || !self.is_local_ip(view.ip_dst()) {
             self.stats.drops.wrong_destination += 1;
             return;
         }
-        let transport = r.bth.opcode.info().map(|i| i.transport);
-        if transport == Some(Transport::Cnp) {
-            match self.qp_mut(r.bth.dest_qpn) {
+        let transport = view.info.transport;
+        if transport == Transport::Cnp {
+            match self.qp_mut(bth.dest_qpn) {
                 Some(qp) => qp.note_cnp(now),
                 None => self.stats.drops.unknown_qp += 1,
             }
             return;
         }
-        if !pkey_matches(r.bth.pkey, self.cfg.pkey) {
+        if !pkey_matches(bth.pkey, self.cfg.pkey) {
             self.stats.drops.bad_pkey += 1;
             return;
         }
-        if transport != Some(Transport::Rc) {
+        if transport != Transport::Rc {
             self.stats.drops.not_rc += 1;
             return;
         }
-        let Some(slot) = self.slot(r.bth.dest_qpn) else {
+        let Some(slot) = self.slot(bth.dest_qpn) else {
             self.stats.drops.unknown_qp += 1;
             return;
         };
@@ -404,18 +405,19 @@ impl Endpoint {
             return;
         };
         if let Some(av) = qp.address_vector() {
-            if !same_ip(av.remote_ip, r.ip.src()) {
+            if !same_ip(av.remote_ip, view.ip_src()) {
                 self.stats.drops.wrong_source += 1;
                 return;
             }
         }
-        if !qp.handle_packet(now, pkt, frame_len, &mut self.mrs, &mut self.cqs) {
+        if !qp.handle_packet(now, view, frame_len, &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
             return;
         }
         let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
         self.mark_ready(slot);
-        if r.ip.ecn() == Ecn::Ce && (r.bth.opcode.is_request() || r.bth.opcode.is_read_response()) {
+        let op = bth.opcode;
+        if view.ecn == Ecn::Ce && (op.is_request() || op.is_read_response()) {
             // Notification point: CE on data (a request, or a READ response, whose data flows
             // from the responder) → a CNP back to the sender's QP.
             self.np.on_ce(now, qpn, dest_qpn);
@@ -432,9 +434,9 @@ impl Endpoint {
         };
         let restored = scratch.get(..n).unwrap_or(&[]);
         // One parse serves both the packet's handling and the INT bookkeeping below.
-        let target = self.parse_roce(now, restored).map(|pkt| {
-            self.handle_parsed(now, &pkt, restored.len());
-            (pkt.repr.bth.dest_qpn, pkt.repr.bth.opcode.is_request())
+        let target = self.parse_roce(now, restored).map(|view| {
+            self.handle_parsed(now, &view, restored.len());
+            (view.bth.dest_qpn, view.bth.opcode.is_request())
         });
         if let Some((qpn, request)) = target {
             match (self.slot(qpn), shim.echo, request) {

@@ -49,6 +49,11 @@ fn accessors_agree(frame: &[u8]) {
     assert_eq!(view.udp_src_port(), r.udp_src_port);
     assert_eq!(view.reth(), r.ext.reth);
     assert_eq!(view.aeth(), r.ext.aeth);
+    assert_eq!(view.atomic_eth(), r.ext.atomic_eth);
+    assert_eq!(view.atomic_ack_eth(), r.ext.atomic_ack_eth);
+    assert_eq!(view.immdt(), r.ext.immdt);
+    assert_eq!(view.ieth(), r.ext.ieth);
+    assert_eq!(view.ext(), r.ext);
     assert_eq!(view.payload(), packet.payload);
     assert_eq!(view.icrc, packet.icrc);
     assert_eq!(view.is_ipv6(), matches!(r.ip, ::roce::wire::IpRepr::V6(_)));

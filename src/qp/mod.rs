@@ -25,8 +25,8 @@ use crate::verbs::{
 };
 use crate::wire::opcode::Opcode;
 use crate::wire::{
-    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RocePacket,
-    RoceRepr,
+    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RoceRepr,
+    RoceView,
 };
 
 use completer::CompleterCtx;
@@ -484,17 +484,18 @@ impl QueuePair {
         Ok(())
     }
 
-    /// A parsed packet addressed to this QP. Returns `false` when the QP's state refused it.
+    /// A checked packet addressed to this QP (the endpoint has checked its headers, ICRC,
+    /// destination, P_Key and source). Returns `false` when the QP's state refused it.
     pub fn handle_packet(
         &mut self,
         now: Instant,
-        pkt: &RocePacket<'_>,
+        pkt: &RoceView<'_>,
         frame_len: usize,
         mrs: &mut MrTable,
         cqs: &mut [CompletionQueue],
     ) -> bool {
-        let op = pkt.repr.bth.opcode;
-        if pkt.repr.ip.ecn() == Ecn::Ce {
+        let op = pkt.bth.opcode;
+        if pkt.ecn == Ecn::Ce {
             self.stats.ecn_ce_received += 1;
         }
         if op.is_request() {
@@ -528,16 +529,16 @@ impl QueuePair {
             return false;
         }
         self.count_rx(frame_len);
-        let psn = pkt.repr.bth.psn;
-        let ext = pkt.repr.ext;
-        let payload = pkt.payload;
+        let psn = pkt.bth.psn;
+        let aeth = pkt.aeth();
+        let payload = pkt.payload();
         let losses = self.loss_count();
-        let covered = match ext.aeth.map(|a| a.syndrome) {
+        let covered = match aeth.map(|a| a.syndrome) {
             Some(crate::wire::aeth::Syndrome::Ack { .. }) | None => psn,
             Some(_) => psn.sub(1),
         };
         if op == Opcode::RC_ACKNOWLEDGE {
-            if let Some(a) = ext.aeth {
+            if let Some(a) = aeth {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, c));
             }
             self.feed_cc(now, Some(covered), losses);
@@ -547,7 +548,7 @@ impl QueuePair {
             });
             self.feed_cc(now, Some(covered), losses);
         } else if op == Opcode::RC_ATOMIC_ACKNOWLEDGE {
-            if let Some(a) = ext.atomic_ack_eth {
+            if let Some(a) = pkt.atomic_ack_eth() {
                 self.completer_step(now, mrs, cqs, |q, c| q.on_atomic_ack(psn, a.orig, c));
             }
             self.feed_cc(now, Some(covered), losses);

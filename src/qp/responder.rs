@@ -16,7 +16,7 @@ use crate::verbs::{
 };
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::opcode::Opcode;
-use crate::wire::{atomic_ack_eth, ExtRepr, RocePacket};
+use crate::wire::{atomic_ack_eth, ExtRepr, RoceView};
 
 use super::state::MAX_RD_ATOMIC;
 use super::{Outgoing, Payload};
@@ -152,10 +152,10 @@ impl Responder {
     /// A request packet for this QP.
     pub fn handle_request(
         &mut self,
-        pkt: &RocePacket<'_>,
+        pkt: &RoceView<'_>,
         c: &mut ResponderCtx<'_>,
     ) -> Result<(), Fatal> {
-        let bth = &pkt.repr.bth;
+        let bth = &pkt.bth;
         let psn = bth.psn;
         let d = psn.diff(self.epsn);
         if d > 0 {
@@ -207,8 +207,8 @@ impl Responder {
         }
     }
 
-    fn execute(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) -> Check {
-        let op = pkt.repr.bth.opcode;
+    fn execute(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) -> Check {
+        let op = pkt.bth.opcode;
         let invalid = Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         // Opcode sequence: FIRST/MIDDLE must be followed by MIDDLE/LAST of the same kind.
         let seq_ok = match &self.current {
@@ -219,7 +219,7 @@ impl Responder {
         if !seq_ok {
             return invalid;
         }
-        if (op.is_send() || op.is_write()) && !self.check_len(op, pkt.payload.len(), c.mtu) {
+        if (op.is_send() || op.is_write()) && !self.check_len(op, pkt.payload().len(), c.mtu) {
             return invalid;
         }
         if op.is_send() {
@@ -247,34 +247,34 @@ impl Responder {
     }
 
     /// The packet was executed: advance the expected PSN and ACK when asked.
-    fn accept(&mut self, pkt: &RocePacket<'_>, message_done: bool) {
-        let psn = pkt.repr.bth.psn;
+    fn accept(&mut self, pkt: &RoceView<'_>, message_done: bool) {
+        let psn = pkt.bth.psn;
         self.epsn = psn.next();
         if message_done {
             self.msn = self.msn.next();
         }
-        if pkt.repr.bth.ack_req {
+        if pkt.bth.ack_req {
             self.push_ack(psn);
         }
     }
 
-    fn execute_send(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) -> Check {
-        let op = pkt.repr.bth.opcode;
+    fn execute_send(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) -> Check {
+        let op = pkt.bth.opcode;
         if op.is_first() || op.is_only() {
             let Some(wqe) = self.rq.pop_front() else {
-                return self.rnr(pkt.repr.bth.psn, c);
+                return self.rnr(pkt.bth.psn, c);
             };
             self.current = Some(InMessage::Send { wqe, offset: 0 });
         }
         let Some(InMessage::Send { wqe, offset }) = &mut self.current else {
             return Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         };
-        let end = *offset + pkt.payload.len() as u64;
+        let end = *offset + pkt.payload().len() as u64;
         if end > sgl_len(&wqe.sgl) {
             c.stats.resp_local_length_error += 1;
             return Check::Nak(NakCode::InvalidRequest, WcStatus::LocLenErr);
         }
-        if !pkt.payload.is_empty() && !c.mrs.scatter(&wqe.sgl, *offset, pkt.payload) {
+        if !pkt.payload().is_empty() && !c.mrs.scatter(&wqe.sgl, *offset, pkt.payload()) {
             return Check::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr);
         }
         *offset = end;
@@ -288,7 +288,7 @@ impl Responder {
                 status: WcStatus::Success,
                 opcode: WcOpcode::Recv,
                 byte_len,
-                imm_data: pkt.repr.ext.immdt,
+                imm_data: pkt.immdt(),
                 qp_num: c.qpn,
             });
         }
@@ -296,13 +296,13 @@ impl Responder {
         Check::Ok
     }
 
-    fn execute_write(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) -> Check {
-        let op = pkt.repr.bth.opcode;
+    fn execute_write(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) -> Check {
+        let op = pkt.bth.opcode;
         let invalid = Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         let access_err = Check::Nak(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
-        let len = pkt.payload.len() as u64;
+        let len = pkt.payload().len() as u64;
         if op.is_first() || op.is_only() {
-            let Some(reth) = pkt.repr.ext.reth else {
+            let Some(reth) = pkt.reth() else {
                 return invalid;
             };
             let dma_len = u64::from(reth.dma_len);
@@ -344,11 +344,11 @@ impl Responder {
         if (done && end != dma_len) || (!done && end >= dma_len) {
             return invalid;
         }
-        let imm = pkt.repr.ext.immdt;
+        let imm = pkt.immdt();
         let wqe = if done && imm.is_some() {
             match self.rq.pop_front() {
                 Some(w) => Some(w),
-                None => return self.rnr(pkt.repr.bth.psn, c),
+                None => return self.rnr(pkt.bth.psn, c),
             }
         } else {
             None
@@ -357,10 +357,10 @@ impl Responder {
             let dst = c
                 .mrs
                 .slice_mut(MrTable::narrow(r, offset as usize, len as usize));
-            if dst.len() != pkt.payload.len() {
+            if dst.len() != pkt.payload().len() {
                 return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
             }
-            dst.copy_from_slice(pkt.payload);
+            dst.copy_from_slice(pkt.payload());
         }
         if done {
             self.current = None;
@@ -403,10 +403,10 @@ impl Responder {
     /// Resolves a READ's RETH: the range to read, or the NAK to send.
     fn read_range(
         &self,
-        pkt: &RocePacket<'_>,
+        pkt: &RoceView<'_>,
         c: &ResponderCtx<'_>,
     ) -> Result<(Option<MrRange>, u64), Check> {
-        let Some(reth) = pkt.repr.ext.reth else {
+        let Some(reth) = pkt.reth() else {
             return Err(Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr));
         };
         let len = u64::from(reth.dma_len);
@@ -426,7 +426,7 @@ impl Responder {
             .map_err(|_| access_err)
     }
 
-    fn execute_read(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) -> Check {
+    fn execute_read(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) -> Check {
         let (range, len) = match self.read_range(pkt, c) {
             Ok(r) => r,
             Err(nak) => return nak,
@@ -435,7 +435,7 @@ impl Responder {
             return Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         }
         let npkts = len.div_ceil(u64::from(c.mtu)).max(1) as u32;
-        let psn = pkt.repr.bth.psn;
+        let psn = pkt.bth.psn;
         self.msn = self.msn.next();
         self.out.push_back(RespItem::Read {
             first_psn: psn,
@@ -451,8 +451,8 @@ impl Responder {
         Check::Ok
     }
 
-    fn execute_atomic(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) -> Check {
-        let Some(a) = pkt.repr.ext.atomic_eth else {
+    fn execute_atomic(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) -> Check {
+        let Some(a) = pkt.atomic_eth() else {
             return Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         };
         if a.va % 8 != 0 {
@@ -476,7 +476,7 @@ impl Responder {
             return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
         };
         let orig = u64::from_le_bytes(bytes);
-        let new = if pkt.repr.bth.opcode == Opcode::RC_COMPARE_SWAP {
+        let new = if pkt.bth.opcode == Opcode::RC_COMPARE_SWAP {
             if orig == a.compare {
                 a.swap_add
             } else {
@@ -486,7 +486,7 @@ impl Responder {
             orig.wrapping_add(a.swap_add)
         };
         cell.copy_from_slice(&new.to_le_bytes());
-        let psn = pkt.repr.bth.psn;
+        let psn = pkt.bth.psn;
         if self.atomic_replay.len() >= usize::from(MAX_RD_ATOMIC) {
             self.atomic_replay.pop_front();
         }
@@ -503,9 +503,9 @@ impl Responder {
         Check::Ok
     }
 
-    fn handle_duplicate(&mut self, pkt: &RocePacket<'_>, c: &mut ResponderCtx<'_>) {
-        let op = pkt.repr.bth.opcode;
-        let psn = pkt.repr.bth.psn;
+    fn handle_duplicate(&mut self, pkt: &RoceView<'_>, c: &mut ResponderCtx<'_>) {
+        let op = pkt.bth.opcode;
+        let psn = pkt.bth.psn;
         if op.is_send() || op.is_write() {
             // C9-105: acknowledge again, for the last PSN executed.
             self.push_ack(self.epsn.sub(1));

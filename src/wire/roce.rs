@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, crc32, ICRC_LEN, LRH_LEN};
+use super::icrc::{compute_icrc, crc32, RegCrc, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
 use super::view::fast_path;
 use super::{
@@ -585,6 +585,43 @@ pub(super) fn emit_ext(
             Ok(())
         }
         _ => emit_ext_general(ext, info, bytes),
+    }
+}
+
+/// Feeds to `reg` the extension-header bytes [`emit_ext`] writes for `info` (after it succeeded,
+/// so every listed header is present), from the values: the emitter never reads them back (see
+/// [`RegCrc`]).
+pub(super) fn hash_ext(ext: &ExtRepr, info: &OpcodeInfo, reg: &mut RegCrc) {
+    if let (true, Some(r)) = (info.deth, ext.deth) {
+        reg.be_u32(r.qkey);
+        reg.be_u32(r.src_qpn & 0x00ff_ffff);
+    }
+    if let (true, Some(r)) = (info.reth, ext.reth) {
+        reg.be_u64(r.va);
+        reg.be_u32(r.rkey);
+        reg.be_u32(r.dma_len);
+    }
+    if let (true, Some(r)) = (info.atomic_eth, ext.atomic_eth) {
+        reg.be_u64(r.va);
+        reg.be_u32(r.rkey);
+        reg.be_u64(r.swap_add);
+        reg.be_u64(r.compare);
+    }
+    if let (true, Some(imm)) = (info.immdt, ext.immdt) {
+        reg.be_u32(imm);
+    }
+    if let (true, Some(rkey)) = (info.ieth, ext.ieth) {
+        reg.be_u32(rkey);
+    }
+    if let (true, Some(r)) = (info.aeth, ext.aeth) {
+        reg.be_u32(u32::from(r.syndrome.to_byte()) << 24 | (r.msn.value() & 0x00ff_ffff));
+    }
+    if let (true, Some(r)) = (info.atomic_ack_eth, ext.atomic_ack_eth) {
+        reg.be_u64(r.orig);
+    }
+    if info.ext.contains(ExtHeaders::CNP_RESERVED) {
+        reg.be_u64(0);
+        reg.be_u64(0);
     }
 }
 

@@ -2,17 +2,18 @@
 //! path) built once, then copied and patched per packet, with the ICRC in one CRC pass.
 //! Not here: which opcode or PSN to send (that is the QP's business) or any parsing.
 //!
-//! The template stores the IP/UDP/BTH header with the ICRC-variant fields already set to ones,
-//! so a packet is: copy the header, patch the lengths and per-packet BTH fields, write the
-//! extension headers and payload, put the 8 bytes of ones that stand for the LRH in the Ethernet
-//! header's tail, hash once from there to the pad, then write back the real Ethernet tail, TOS /
-//! traffic class, TTL / hop limit, IPv4 checksum (incrementally from a precomputed partial sum),
-//! UDP checksum (zero), FECN/BECN byte and the ICRC. The bytes are identical to
-//! [`RoceRepr::emit`]'s.
+//! The template stores the IP/UDP/BTH header with the ICRC-variant fields already set to ones and
+//! the per-packet fields zero, plus the CRC state after it. A packet is: copy the header, patch
+//! the lengths and per-packet BTH fields, write the extension headers and payload, then write back
+//! the real TOS / traffic class, TTL / hop limit, IPv4 checksum (incrementally from a
+//! precomputed partial sum), UDP checksum (zero) and FECN/BECN byte. The ICRC never reads the
+//! headers back: it starts from the template's state, corrects it for the per-packet fields and
+//! feeds the extension headers from their values ([`RegCrc`]), then hashes payload and pad
+//! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
-use super::icrc::{crc32, icrc_headers_then, ZeroShift, ICRC_LEN, LRH_LEN};
+use super::icrc::{crc32, crc_after_lrh, RegCrc, ZeroShift, ICRC_LEN, LRH_LEN};
 use super::opcode::{Opcode, OpcodeInfo};
-use super::roce::{emit_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
+use super::roce::{emit_ext, hash_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
 use super::{bth, ethernet, ipv4, ipv6, udp, write_u16, Ecn, WireError};
 use crate::psn::Psn;
 
@@ -94,6 +95,9 @@ pub struct FrameTemplate {
     bth_flags: u8,
     /// The real BTH byte 4 (FECN, BECN, reserved).
     fecn_becn: u8,
+    /// crc32fast state after the LRH ones and the template's masked IP, UDP and BTH headers
+    /// (per-packet fields zero).
+    icrc_seed: u32,
 }
 
 impl FrameTemplate {
@@ -150,6 +154,15 @@ impl FrameTemplate {
         let bth_flags = header[bth_at + BTH_FLAGS] & !BTH_PER_PACKET_FLAGS;
         let fecn_becn = header[bth_at + BTH_FECN_BECN];
         header[bth_at + BTH_FECN_BECN] = 0xff;
+        // Per-packet fields zero, so a packet's ICRC is the seed corrected by their values.
+        let ip_length_at = eth_len + if ip_len == ipv4::HEADER_LEN { 2 } else { 4 };
+        header[ip_length_at..ip_length_at + 2].fill(0);
+        header[udp_at + 4..udp_at + 6].fill(0);
+        header[bth_at] = 0;
+        header[bth_at + BTH_FLAGS] = bth_flags;
+        header[bth_at + BTH_ACK_REQ] = 0;
+        header[bth_at + BTH_PSN..bth_at + BTH_PSN + 3].fill(0);
+        let icrc_seed = crc_after_lrh(&header[eth_len..len]);
         FrameTemplate {
             header,
             shape,
@@ -157,6 +170,7 @@ impl FrameTemplate {
             ip_partial_sum,
             bth_flags,
             fecn_becn,
+            icrc_seed,
         }
     }
 
@@ -310,18 +324,17 @@ impl FrameTemplate {
 
         let (head, rest) = frame.split_at_mut(header_len);
         head.copy_from_slice(&self.header[..header_len]);
-        if V6 {
-            write_u16(head, ETH + 4, udp_len as u16);
-        } else {
-            write_u16(head, ETH + 2, (ip_len + udp_len) as u16);
-        }
+        let ip_length = if V6 { udp_len } else { ip_len + udp_len } as u16;
+        let ip_length_at = if V6 { 4 } else { 2 };
+        write_u16(head, ETH + ip_length_at, ip_length);
         write_u16(head, udp_at + 4, udp_len as u16);
         head[bth_at] = fields.opcode.0;
-        head[bth_at + BTH_FLAGS] =
-            self.bth_flags | (pad << 4) | if fields.solicited { BTH_SE } else { 0 };
-        head[bth_at + BTH_ACK_REQ] = if fields.ack_req { 0x80 } else { 0 };
-        head[bth_at + BTH_PSN..bth_at + BTH_PSN + 3]
-            .copy_from_slice(&fields.psn.value().to_be_bytes()[1..]);
+        let flags = (pad << 4) | if fields.solicited { BTH_SE } else { 0 };
+        head[bth_at + BTH_FLAGS] = self.bth_flags | flags;
+        let ack_req = if fields.ack_req { 0x80 } else { 0 };
+        head[bth_at + BTH_ACK_REQ] = ack_req;
+        let [_, psn_hi, psn_mid, psn_lo] = fields.psn.value().to_be_bytes();
+        head[bth_at + BTH_PSN..bth_at + BTH_PSN + 3].copy_from_slice(&[psn_hi, psn_mid, psn_lo]);
 
         let (ext, rest) = rest.split_at_mut(info.ext_len);
         emit_ext(&fields.ext, info, ext)?;
@@ -331,17 +344,37 @@ impl FrameTemplate {
         // the ICRC goes over its part at the end.
         trailer[..ICRC_LEN].fill(0);
 
-        let icrc = if ZeroShift::for_len(pad_end - ext_end).is_some() {
-            // A full-MTU payload: hashed first, the headers just written after (see ZeroShift).
-            let (headers, rest) = frame[ETH..pad_end].split_at(ext_end - ETH);
-            icrc_headers_then(headers, rest)
-        } else {
-            // The masked LRH in the Ethernet header's tail, one pass, then the real bytes back.
-            frame[ETH - LRH_LEN..ETH].fill(0xff);
-            let icrc = crc32(&frame[ETH - LRH_LEN..pad_end]);
-            frame[ETH - LRH_LEN..ETH].copy_from_slice(&self.header[ETH - LRH_LEN..ETH]);
-            icrc
+        // The ICRC: the template's state corrected for the per-packet header bytes (at their
+        // distance from the BTH's end), the extension headers from their values, then payload
+        // and pad where they lie; a full-MTU payload first, combined after (see ZeroShift).
+        let tail = &frame[ext_end..pad_end];
+        let shifted = ZeroShift::for_len(tail.len()).map(|shift| (shift, crc32(tail)));
+        let last = header_len - ETH - 1;
+        let mut reg = RegCrc::from_state(self.icrc_seed);
+        let [len_hi, len_lo] = ip_length.to_be_bytes();
+        reg.flip(last - ip_length_at, len_hi);
+        reg.flip(last - ip_length_at - 1, len_lo);
+        let [udp_hi, udp_lo] = (udp_len as u16).to_be_bytes();
+        let udp_length_at = ip_len + 4;
+        reg.flip(last - udp_length_at, udp_hi);
+        reg.flip(last - udp_length_at - 1, udp_lo);
+        let bth = ip_len + udp::HEADER_LEN;
+        reg.flip(last - bth, fields.opcode.0);
+        reg.flip(last - bth - BTH_FLAGS, flags);
+        reg.flip(last - bth - BTH_ACK_REQ, ack_req);
+        reg.flip(2, psn_hi);
+        reg.flip(1, psn_mid);
+        reg.flip(0, psn_lo);
+        hash_ext(&fields.ext, info, &mut reg);
+        let icrc = match shifted {
+            Some((shift, tail_crc)) => shift.apply(reg.state()) ^ tail_crc,
+            None => {
+                reg.bytes(&frame[ext_end..pad_end]);
+                reg.state()
+            }
         };
+
+        // The real values of the masked fields.
         if V6 {
             frame[ETH..ETH + 4].copy_from_slice(&self.ip_real[..4]);
             frame[ETH + 7] = self.ip_real[4];

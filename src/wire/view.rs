@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use super::icrc::{icrc_split, ICRC_LEN};
+use super::icrc::{icrc_in_place, ICRC_LEN};
 use super::opcode::OpcodeInfo;
 #[cfg(doc)]
 use super::roce::parse_frame;
@@ -227,7 +227,7 @@ fn checked_rest<'a, const N: usize>(
     if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
         return None;
     }
-    if verify && icrc_split(headers, rest) != icrc {
+    if verify && icrc_in_place(headers, rest) != icrc {
         return None;
     }
     Some(RoceView {
@@ -355,26 +355,80 @@ impl<'a> RoceView<'a> {
         parse_ext(self.info, self.ext_bytes()).unwrap_or_default()
     }
 
-    /// The RETH, if the opcode has one (decoded alone, without the other headers).
-    pub fn reth(&self) -> Option<reth::Repr> {
-        if !self.info.reth {
+    /// The bytes of one extension header: `present` says whether the opcode carries it,
+    /// `before` how many extension-header bytes precede it (the wire order is DETH, RETH,
+    /// AtomicETH, ImmDt, IETH, AETH, AtomicAckETH).
+    #[inline]
+    fn ext_header(&self, present: bool, before: usize, len: usize) -> Option<&'a [u8]> {
+        if !present {
             return None;
         }
-        let deth = if self.info.deth {
-            super::deth::HEADER_LEN
-        } else {
-            0
-        };
-        let bytes = self.ext_bytes().get(deth..)?;
+        let at = self.payload_offset - self.info.ext_len + before;
+        self.frame.get(at..at + len)
+    }
+
+    /// Bytes of the headers before the RETH, the AtomicETH, ImmDt, IETH, AETH and AtomicAckETH.
+    #[inline]
+    fn ext_before(&self) -> [usize; 6] {
+        let i = self.info;
+        let size = |present: bool, len: usize| if present { len } else { 0 };
+        let reth = size(i.deth, super::deth::HEADER_LEN);
+        let atomic = reth + size(i.reth, reth::HEADER_LEN);
+        let immdt = atomic + size(i.atomic_eth, super::atomic_eth::HEADER_LEN);
+        let ieth = immdt + size(i.immdt, super::immdt::HEADER_LEN);
+        let aeth = ieth + size(i.ieth, super::ieth::HEADER_LEN);
+        let atomic_ack = aeth + size(i.aeth, aeth::HEADER_LEN);
+        [reth, atomic, immdt, ieth, aeth, atomic_ack]
+    }
+
+    /// The RETH, if the opcode has one (decoded alone, without the other headers).
+    #[inline]
+    pub fn reth(&self) -> Option<reth::Repr> {
+        let bytes = self.ext_header(self.info.reth, self.ext_before()[0], reth::HEADER_LEN)?;
         reth::Repr::parse(&reth::Packet::new_checked(bytes).ok()?).ok()
     }
 
-    /// The AETH, if the opcode has one (ACKs and READ responses: it comes first).
+    /// The AtomicETH, if the opcode has one.
+    #[inline]
+    pub fn atomic_eth(&self) -> Option<super::atomic_eth::Repr> {
+        use super::atomic_eth as a;
+        let bytes = self.ext_header(self.info.atomic_eth, self.ext_before()[1], a::HEADER_LEN)?;
+        a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
+    }
+
+    /// The immediate data, if the opcode carries it.
+    #[inline]
+    pub fn immdt(&self) -> Option<u32> {
+        use super::immdt as i;
+        let bytes = self.ext_header(self.info.immdt, self.ext_before()[2], i::HEADER_LEN)?;
+        Some(i::Packet::new_checked(bytes).ok()?.imm_data())
+    }
+
+    /// The R_Key to invalidate (IETH), if the opcode carries one.
+    #[inline]
+    pub fn ieth(&self) -> Option<u32> {
+        use super::ieth as i;
+        let bytes = self.ext_header(self.info.ieth, self.ext_before()[3], i::HEADER_LEN)?;
+        Some(i::Packet::new_checked(bytes).ok()?.rkey())
+    }
+
+    /// The AETH, if the opcode has one (ACKs and READ responses).
+    #[inline]
     pub fn aeth(&self) -> Option<aeth::Repr> {
-        if !self.info.aeth {
-            return None;
-        }
-        aeth::Repr::parse(&aeth::Packet::new_checked(self.ext_bytes()).ok()?).ok()
+        let bytes = self.ext_header(self.info.aeth, self.ext_before()[4], aeth::HEADER_LEN)?;
+        aeth::Repr::parse(&aeth::Packet::new_checked(bytes).ok()?).ok()
+    }
+
+    /// The AtomicAckETH, if the opcode has one.
+    #[inline]
+    pub fn atomic_ack_eth(&self) -> Option<super::atomic_ack_eth::Repr> {
+        use super::atomic_ack_eth as a;
+        let bytes = self.ext_header(
+            self.info.atomic_ack_eth,
+            self.ext_before()[5],
+            a::HEADER_LEN,
+        )?;
+        a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
     }
 
     /// The whole packet, as [`parse_frame`] returns it.

@@ -349,8 +349,11 @@ impl Endpoint {
     }
 
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
-        if let Some(view) = self.parse_roce(now, frame) {
-            self.handle_parsed(now, &view, frame.len());
+        // By reference: moving the view out of the Option would copy it with wide loads right
+        // after parse_view's narrow stores, which stalls (see wire::icrc::RegCrc).
+        let parsed = self.parse_roce(now, frame);
+        if let Some(view) = &parsed {
+            self.handle_parsed(now, view, frame.len());
         }
     }
 

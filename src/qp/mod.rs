@@ -68,29 +68,53 @@ pub(crate) enum Payload {
     },
 }
 
-/// One packet a QP wants to send, before the addresses are added.
+/// One packet a QP wants to send, before the addresses are added. Filled in place by the
+/// requester or responder and read in place by the emitter (no copies of its extension headers).
 #[derive(Clone, Debug)]
 pub(crate) struct Outgoing {
-    pub opcode: Opcode,
-    pub psn: Psn,
-    pub ack_req: bool,
-    pub solicited: bool,
-    pub ext: ExtRepr,
+    /// Opcode, flags, PSN, extension headers and payload length, as the template takes them.
+    pub fields: PacketFields,
     pub payload: Payload,
     pub retransmission: bool,
 }
 
 impl Outgoing {
-    fn control(opcode: Opcode, psn: Psn, ext: ExtRepr) -> Self {
+    fn empty() -> Self {
         Outgoing {
-            opcode,
-            psn,
-            ack_req: false,
-            solicited: false,
-            ext,
+            fields: PacketFields {
+                opcode: Opcode::RC_ACKNOWLEDGE,
+                solicited: false,
+                ack_req: false,
+                psn: Psn::new(0),
+                ext: ExtRepr::default(),
+                payload_len: 0,
+            },
             payload: Payload::None,
             retransmission: false,
         }
+    }
+
+    /// Starts a packet without payload: every field set, extension headers cleared.
+    fn reset(&mut self, opcode: Opcode, psn: Psn) {
+        let f = &mut self.fields;
+        f.opcode = opcode;
+        f.psn = psn;
+        f.solicited = false;
+        f.ack_req = false;
+        f.ext = ExtRepr::default();
+        f.payload_len = 0;
+        self.payload = Payload::None;
+        self.retransmission = false;
+    }
+
+    /// Sets the payload and its length.
+    fn set_payload(&mut self, payload: Payload) {
+        self.fields.payload_len = match &payload {
+            Payload::None => 0,
+            Payload::Wqe { len, .. } => *len,
+            Payload::Mr { range } => range.len(),
+        };
+        self.payload = payload;
     }
 }
 
@@ -689,8 +713,11 @@ impl QueuePair {
         if !self.has_control() {
             return None;
         }
-        let o = self.resp.next_packet(self.attrs.path_mtu.bytes())?;
-        match o.ext.aeth.map(|a| a.syndrome) {
+        let mut o = Outgoing::empty();
+        if !self.resp.next_packet(self.attrs.path_mtu.bytes(), &mut o) {
+            return None;
+        }
+        match o.fields.ext.aeth.map(|a| a.syndrome) {
             Some(crate::wire::aeth::Syndrome::Ack { .. }) => self.stats.acks_sent += 1,
             Some(_) => self.stats.naks_sent += 1,
             None => {}
@@ -715,17 +742,23 @@ impl QueuePair {
         }
         let mtu = self.attrs.path_mtu.bytes();
         let request = !self.resp.has_data();
-        let o = if !request {
-            self.resp.next_packet(mtu)?
+        let mut o = Outgoing::empty();
+        if !request {
+            if !self.resp.next_packet(mtu, &mut o) {
+                return None;
+            }
         } else {
             if !matches!(self.state, QpState::Rts | QpState::Sqd)
                 || (self.state == QpState::Sqd && self.requester_ready().is_none())
             {
                 return None;
             }
-            let o = self
+            if !self
                 .req
-                .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg)?;
+                .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)
+            {
+                return None;
+            }
             if o.retransmission {
                 self.stats.retransmitted_packets += 1;
             }
@@ -735,8 +768,7 @@ impl QueuePair {
                 timer::ack_timeout(self.attrs.timeout),
                 false,
             );
-            o
-        };
+        }
         let n = self.emit(now, &o, local, mrs, buf, true)?;
         if let Some(p) = self.pacer.as_mut() {
             // A departure already due is no hold: keeping it would make `poll_timeout` report a
@@ -745,7 +777,7 @@ impl QueuePair {
             self.next_departure = if next > now { next } else { Instant::ZERO };
             if request {
                 self.rtt
-                    .on_request_sent(now, o.psn, o.ack_req, o.retransmission, n);
+                    .on_request_sent(now, o.fields.psn, o.fields.ack_req, o.retransmission, n);
             }
         }
         Some(n)
@@ -817,24 +849,11 @@ impl QueuePair {
         buf: &mut [u8],
         data: bool,
     ) -> Option<usize> {
-        let payload_len = match &o.payload {
-            Payload::None => 0,
-            Payload::Wqe { len, .. } => *len,
-            Payload::Mr { range } => range.len(),
-        };
-        let fields = PacketFields {
-            opcode: o.opcode,
-            solicited: o.solicited,
-            ack_req: o.ack_req,
-            psn: o.psn,
-            ext: o.ext,
-            payload_len,
-        };
         self.templates(local)?;
         let t = self.templates.as_deref()?;
         let template = if data { &t.data } else { &t.control };
         let sq = &self.req.sq;
-        let result = template.emit_with(&fields, buf, |dst| match &o.payload {
+        let result = template.emit_with(&o.fields, buf, |dst| match &o.payload {
             Payload::None => {}
             Payload::Wqe { wqe, offset, .. } => {
                 let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use crate::psn::Psn;
 use crate::verbs::{SendFlags, SendWr, WcStatus, WrOpcode};
 use crate::wire::opcode::Opcode;
-use crate::wire::{atomic_eth, reth, ExtRepr};
+use crate::wire::{atomic_eth, reth};
 
 use super::{Outgoing, Payload};
 
@@ -154,27 +154,34 @@ impl Requester {
         true
     }
 
-    /// The next request packet, if the window, fences and limits allow one; advances the cursor.
+    /// The next request packet, written into `o`, if the window, fences and limits allow one
+    /// (`false` otherwise); advances the cursor.
     pub fn next_packet(
         &mut self,
         mtu: u32,
         max_rd_atomic: u8,
         cfg: &RequesterConfig,
-    ) -> Option<Outgoing> {
-        let (psn, in_flight) = self.ready(max_rd_atomic, cfg)?;
-        let w = self.sq.get(self.cursor)?;
+        o: &mut Outgoing,
+    ) -> bool {
+        let Some((psn, in_flight)) = self.ready(max_rd_atomic, cfg) else {
+            return false;
+        };
+        let Some(w) = self.sq.get(self.cursor) else {
+            return false;
+        };
         let rd_atomic = w.wr.opcode.is_read_or_atomic();
         let mtu64 = u64::from(mtu);
         let k = self.cursor_pkt;
         let offset = u64::from(k) * mtu64;
         let last = k + 1 >= w.npkts;
-        let mut ext = ExtRepr::default();
         let mut payload = Payload::None;
         let mut ack_req = last || self.since_ack_req + 1 >= cfg.ack_req_interval;
         if in_flight + 1 >= cfg.max_outstanding_psns {
             ack_req = true;
         }
         let first = k == 0;
+        o.reset(Opcode::RC_SEND_ONLY, psn);
+        let ext = &mut o.fields.ext;
         let opcode = match w.wr.opcode {
             WrOpcode::Send | WrOpcode::SendWithImm { .. } => {
                 let imm = match w.wr.opcode {
@@ -279,15 +286,13 @@ impl Requester {
             self.rd_atomic_outstanding += 1;
         }
         self.since_ack_req = if ack_req { 0 } else { self.since_ack_req + 1 };
-        Some(Outgoing {
-            opcode,
-            psn,
-            ack_req,
-            solicited,
-            ext,
-            payload,
-            retransmission,
-        })
+        let f = &mut o.fields;
+        f.opcode = opcode;
+        f.ack_req = ack_req;
+        f.solicited = solicited;
+        o.set_payload(payload);
+        o.retransmission = retransmission;
+        true
     }
 
     /// The PSN and in-flight count of the next packet, when the window, fences and READ/atomic

@@ -16,7 +16,7 @@ use crate::verbs::{
 };
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::opcode::Opcode;
-use crate::wire::{atomic_ack_eth, ExtRepr, RoceView};
+use crate::wire::{atomic_ack_eth, RoceView};
 
 use super::state::MAX_RD_ATOMIC;
 use super::{Outgoing, Payload};
@@ -575,27 +575,29 @@ impl Responder {
         matches!(self.out.front(), Some(RespItem::Read { .. }))
     }
 
-    /// The next response packet (control or data, whichever is at the head).
-    pub fn next_packet(&mut self, mtu: u32) -> Option<Outgoing> {
-        let item = self.out.front_mut()?;
-        let mut ext = ExtRepr::default();
+    /// The next response packet (control or data, whichever is at the head), written into `o`;
+    /// `false` when there is none.
+    pub fn next_packet(&mut self, mtu: u32, o: &mut Outgoing) -> bool {
+        let Some(item) = self.out.front_mut() else {
+            return false;
+        };
         let ack = |msn| aeth::Repr {
             syndrome: Syndrome::Ack {
                 credits: ACK_CREDITS_INVALID,
             },
             msn,
         };
-        let out = match *item {
+        match *item {
             RespItem::Ack { psn, syndrome, msn } => {
-                ext.aeth = Some(aeth::Repr { syndrome, msn });
+                o.reset(Opcode::RC_ACKNOWLEDGE, psn);
+                o.fields.ext.aeth = Some(aeth::Repr { syndrome, msn });
                 self.out.pop_front();
-                Outgoing::control(Opcode::RC_ACKNOWLEDGE, psn, ext)
             }
             RespItem::AtomicAck { psn, orig, msn, .. } => {
-                ext.aeth = Some(ack(msn));
-                ext.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
+                o.reset(Opcode::RC_ATOMIC_ACKNOWLEDGE, psn);
+                o.fields.ext.aeth = Some(ack(msn));
+                o.fields.ext.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
                 self.out.pop_front();
-                Outgoing::control(Opcode::RC_ATOMIC_ACKNOWLEDGE, psn, ext)
             }
             RespItem::Read {
                 first_psn,
@@ -615,26 +617,24 @@ impl Responder {
                     (false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
                     (false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
                 };
+                o.reset(opcode, first_psn.add(i));
                 if first || last {
-                    ext.aeth = Some(ack(msn));
+                    o.fields.ext.aeth = Some(ack(msn));
                 }
                 let skip = u64::from(i) * u64::from(mtu);
                 let n = len.saturating_sub(skip).min(u64::from(mtu)) as usize;
-                let payload = match range {
+                o.set_payload(match range {
                     Some(r) if n > 0 => Payload::Mr {
                         range: MrTable::narrow(r, skip as usize, n),
                     },
                     _ => Payload::None,
-                };
+                });
                 *k += 1;
                 if last {
                     self.out.pop_front();
                 }
-                let mut o = Outgoing::control(opcode, first_psn.add(i), ext);
-                o.payload = payload;
-                o
             }
-        };
-        Some(out)
+        }
+        true
     }
 }

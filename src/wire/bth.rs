@@ -193,8 +193,10 @@ impl Repr {
         Ok(Repr::from_bytes(header))
     }
 
-    /// Decodes the 12 header bytes (what `parse` gives for a checked packet).
-    #[inline]
+    /// Decodes the 12 header bytes (what `parse` gives for a checked packet). Always inlined so
+    /// the fields land where the caller keeps them (a copy of a just-built struct with wide loads
+    /// stalls on store forwarding).
+    #[inline(always)]
     pub const fn from_bytes(b: &[u8; HEADER_LEN]) -> Repr {
         Repr {
             opcode: Opcode(b[field::OPCODE]),

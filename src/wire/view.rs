@@ -174,11 +174,8 @@ fn fast_v4(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
     if ipv4::header_checksum(ip_header) != 0 {
         return None;
     }
-    let view = checked_rest::<V4_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
-    Some(RoceView {
-        ecn: Ecn::from_bits(h.ip.tos),
-        ..view
-    })
+    let ecn = Ecn::from_bits(h.ip.tos);
+    checked_rest::<V4_HEADERS>(frame, IP, ip_bytes, &h.bth, verify, ecn)
 }
 
 #[inline]
@@ -195,17 +192,14 @@ fn fast_v6(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
         return None;
     }
     let ip_bytes = frame.get(IP..IP + ipv6::HEADER_LEN + payload_len)?;
-    let view = checked_rest::<V6_HEADERS>(frame, IP, ip_bytes, &h.bth, verify)?;
-    Some(RoceView {
-        v6: true,
-        ecn: Ecn::from_bits(h.ip.ver_tc_flow[1] >> 4),
-        ..view
-    })
+    let ecn = Ecn::from_bits(h.ip.ver_tc_flow[1] >> 4);
+    checked_rest::<V6_HEADERS>(frame, IP, ip_bytes, &h.bth, verify, ecn)
 }
 
 /// The checks after UDP, shared by both IP versions: BTH version and opcode, extension headers,
 /// pad and payload against the opcode table, and the ICRC. `ip_bytes` is the IP packet, its
-/// first `N` bytes the IP, UDP and BTH headers.
+/// first `N` bytes the IP, UDP and BTH headers (IPv6 when `N` is [`V6_HEADERS`]); `ecn` is the
+/// IP header's. The view is built once, in place.
 #[inline(always)]
 fn checked_rest<'a, const N: usize>(
     frame: &'a [u8],
@@ -213,6 +207,7 @@ fn checked_rest<'a, const N: usize>(
     ip_bytes: &'a [u8],
     bth_bytes: &[u8; bth::HEADER_LEN],
     verify: bool,
+    ecn: Ecn,
 ) -> Option<RoceView<'a>> {
     let bth = bth::Repr::from_bytes(bth_bytes);
     if bth.tver != 0 {
@@ -233,12 +228,12 @@ fn checked_rest<'a, const N: usize>(
     Some(RoceView {
         frame: frame.get(..ip_offset + ip_bytes.len())?,
         ip_offset,
-        v6: false,
+        v6: N == V6_HEADERS,
         payload_offset: ip_offset + N + info.ext_len,
         payload_len: padded.len() - pad,
         bth,
         info,
-        ecn: Ecn::NotEct,
+        ecn,
         icrc,
     })
 }

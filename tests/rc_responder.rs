@@ -557,3 +557,47 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
         "seed {seed}: the random packets reached the error paths ({errors} times)"
     );
 }
+
+#[test]
+fn write_with_immediate_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_once_posted() {
+    let (mut s, mr) = setup();
+    let write = Pkt::new(Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 100)
+        .ack_req()
+        .ext(ExtRepr {
+            immdt: Some(0x0bad_cafe),
+            ..reth(&mr, 8, 4)
+        })
+        .payload(b"data");
+    send!(s, write);
+    let n = recv!(s);
+    assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
+    assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            9,
+            Sge {
+                addr: mr.addr,
+                length: 64,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+    // The same packet again, once a receive is posted: executed, ACKed, completed with the
+    // immediate data.
+    send!(s, write);
+    assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
+    assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[8..12], b"data");
+    let wc = s.completions();
+    assert_eq!(wc.len(), 1);
+    assert_eq!(
+        (wc[0].wr_id, wc[0].status, wc[0].opcode, wc[0].imm_data),
+        (
+            9,
+            WcStatus::Success,
+            WcOpcode::RecvRdmaWithImm,
+            Some(0x0bad_cafe)
+        )
+    );
+}

@@ -301,7 +301,10 @@ impl Responder {
         let invalid = Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         let access_err = Check::Nak(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
         let len = pkt.payload().len() as u64;
-        if op.is_first() || op.is_only() {
+        // The message's target and progress: from the RETH on FIRST/ONLY, else from the message
+        // in progress. `current` changes only once the packet is executed, so a packet that is
+        // NAKed (RNR included) leaves it as it was for the retry.
+        let (range, offset, dma_len) = if op.is_first() || op.is_only() {
             let Some(reth) = pkt.reth() else {
                 return invalid;
             };
@@ -325,19 +328,16 @@ impl Responder {
                     Err(_) => return access_err,
                 }
             };
-            self.current = Some(InMessage::Write {
-                range,
-                offset: 0,
-                dma_len,
-            });
-        }
-        let Some(InMessage::Write {
-            range,
-            offset,
-            dma_len,
-        }) = self.current
-        else {
-            return invalid;
+            (range, 0, dma_len)
+        } else {
+            match self.current {
+                Some(InMessage::Write {
+                    range,
+                    offset,
+                    dma_len,
+                }) => (range, offset, dma_len),
+                _ => return invalid,
+            }
         };
         let end = offset + len;
         let done = op.is_last() || op.is_only();
@@ -375,8 +375,12 @@ impl Responder {
                     qp_num: c.qpn,
                 });
             }
-        } else if let Some(InMessage::Write { offset, .. }) = &mut self.current {
-            *offset = end;
+        } else {
+            self.current = Some(InMessage::Write {
+                range,
+                offset: end,
+                dma_len,
+            });
         }
         self.accept(pkt, done);
         Check::Ok

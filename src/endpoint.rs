@@ -349,29 +349,36 @@ impl Endpoint {
     }
 
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
-        // By reference: moving the view out of the Option would copy it with wide loads right
+        // By reference: moving the view out of the Result would copy it with wide loads right
         // after parse_view's narrow stores, which stalls (see wire::icrc::RegCrc).
-        let parsed = self.parse_roce(now, frame);
-        if let Some(view) = &parsed {
-            self.handle_parsed(now, view, frame.len());
+        let parsed = parse_view(frame);
+        match &parsed {
+            Ok(view) => self.handle_parsed(now, view, frame.len()),
+            Err(e) => self.parse_failed(now, frame, *e),
         }
     }
 
-    /// Parses a received frame (every header check and the ICRC, into a light view); a frame
-    /// carrying an INT shim goes to [`Self::handle_int_frame`] and any other failure is counted,
-    /// both giving `None`.
+    /// Parses a received frame (every header check and the ICRC, into a light view); a failure
+    /// is handled by [`Self::parse_failed`], giving `None`.
     #[inline]
     fn parse_roce<'f>(&mut self, now: Instant, frame: &'f [u8]) -> Option<RoceView<'f>> {
         match parse_view(frame) {
             Ok(v) => Some(v),
-            Err(WireError::NotRoce) if crate::wire::int::shim_offset(frame).is_some() => {
-                self.handle_int_frame(now, frame);
-                None
-            }
             Err(e) => {
-                self.count_parse_error(e);
+                self.parse_failed(now, frame, e);
                 None
             }
+        }
+    }
+
+    /// A frame `parse_view` refused: one carrying an INT shim goes to
+    /// [`Self::handle_int_frame`], anything else is counted.
+    fn parse_failed(&mut self, now: Instant, frame: &[u8], e: WireError) {
+        match e {
+            WireError::NotRoce if crate::wire::int::shim_offset(frame).is_some() => {
+                self.handle_int_frame(now, frame);
+            }
+            e => self.count_parse_error(e),
         }
     }
 

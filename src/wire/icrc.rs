@@ -145,6 +145,9 @@ static DIST: [[u32; 256]; DIST_ROWS] = dist_tables();
 /// BTH header (60 bytes) lies at most 59 bytes before its end.
 const DIST_ROWS: usize = 64;
 
+/// Longest run [`RegCrc::shifted_state`] moves a state past (16 lookups).
+pub(crate) const MAX_SHIFT: usize = 256;
+
 const fn dist_tables() -> [[u32; 256]; DIST_ROWS] {
     let mut t = [[0u32; 256]; DIST_ROWS];
     let mut b = 0;
@@ -231,6 +234,27 @@ impl RegCrc {
             ^ DIST[0][usize::from(h)];
     }
 
+    /// The state moved past `n` bytes (`crc(a ‖ b) == RegCrc::from_state(crc(a)).shifted_state(
+    /// b.len()) ^ crc(b)`, zlib's `crc32_combine`), four lookups per 64 bytes, for `n` a multiple
+    /// of 4 up to [`MAX_SHIFT`]; `None` otherwise.
+    #[inline]
+    pub(crate) fn shifted_state(self, mut n: usize) -> Option<u32> {
+        if n % 4 != 0 || n > MAX_SHIFT {
+            return None;
+        }
+        let mut state = self.state();
+        while n > 0 {
+            let step = n.min(DIST_ROWS);
+            let [a, b, c, d] = state.to_le_bytes();
+            state = DIST[step - 1][usize::from(a)]
+                ^ DIST[step - 2][usize::from(b)]
+                ^ DIST[step - 3][usize::from(c)]
+                ^ DIST[step - 4][usize::from(d)];
+            n -= step;
+        }
+        Some(state)
+    }
+
     /// Continues over bytes in memory (bytes not just written: see the type's docs).
     #[inline]
     pub(crate) fn bytes(&mut self, data: &[u8]) {
@@ -272,6 +296,10 @@ pub(crate) fn icrc_in_place<const N: usize>(headers: &[u8; N], rest: &[u8]) -> u
     mask(udp_at + 6, 0xff);
     mask(udp_at + 7, 0xff);
     mask(N - BTH_LEN + 4, 0xff);
+    // A short rest: hashed from the initial state and combined (no hasher made per packet).
+    if let Some(head) = reg.shifted_state(rest.len()) {
+        return head ^ crc32(rest);
+    }
     reg.bytes(rest);
     reg.state()
 }
@@ -511,6 +539,35 @@ mod tests {
         flipped.flip(bytes.len() - 1 - 5, 0x5a);
         bytes[5] ^= 0x5a;
         assert_eq!(flipped.state(), crc32fast::hash(&bytes));
+    }
+
+    #[test]
+    fn shifted_state_combines_like_one_pass() {
+        let data: Vec<u8> = (0..200).map(|i| (i * 29 + 3) as u8).collect();
+        for head in [0usize, 7, 56, 100] {
+            for n in [0usize, 4, 8, 32, 60, 64] {
+                let (a, b) = data[..head + n].split_at(head);
+                let shifted = RegCrc::from_state(crc32fast::hash(a)).shifted_state(n);
+                assert_eq!(
+                    shifted.map(|s| s ^ crc32fast::hash(b)),
+                    Some(crc32fast::hash(&data[..head + n])),
+                    "head {head} n {n}"
+                );
+            }
+        }
+        for n in [68usize, 128, 200, 256] {
+            let long: Vec<u8> = (0..n + 9).map(|i| (i * 13 + 1) as u8).collect();
+            let (a, b) = long.split_at(9);
+            assert_eq!(
+                RegCrc::from_state(crc32fast::hash(a))
+                    .shifted_state(n)
+                    .map(|s| s ^ crc32fast::hash(b)),
+                Some(crc32fast::hash(&long)),
+                "n {n}"
+            );
+        }
+        assert_eq!(RegCrc::from_state(1).shifted_state(260), None);
+        assert_eq!(RegCrc::from_state(1).shifted_state(6), None);
     }
 
     #[test]

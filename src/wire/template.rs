@@ -11,7 +11,7 @@
 //! feeds the extension headers from their values ([`RegCrc`]), then hashes payload and pad
 //! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
-use super::icrc::{crc32, crc_after_lrh, RegCrc, ZeroShift, ICRC_LEN, LRH_LEN};
+use super::icrc::{crc32, crc_after_lrh, RegCrc, ZeroShift, ICRC_LEN, LRH_LEN, MAX_SHIFT};
 use super::opcode::{Opcode, OpcodeInfo};
 use super::roce::{emit_ext, hash_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
 use super::{bth, ethernet, ipv4, ipv6, udp, write_u16, Ecn, WireError};
@@ -347,8 +347,11 @@ impl FrameTemplate {
         // The ICRC: the template's state corrected for the per-packet header bytes (at their
         // distance from the BTH's end), the extension headers from their values, then payload
         // and pad where they lie; a full-MTU payload first, combined after (see ZeroShift).
+        // Payload and pad first (from the standard initial state, independent of the headers),
+        // combined with the header state after, when a table covers their length.
         let tail = &frame[ext_end..pad_end];
-        let shifted = ZeroShift::for_len(tail.len()).map(|shift| (shift, crc32(tail)));
+        let short = tail.len() <= MAX_SHIFT;
+        let tail_crc = (short || ZeroShift::for_len(tail.len()).is_some()).then(|| crc32(tail));
         let last = header_len - ETH - 1;
         let mut reg = RegCrc::from_state(self.icrc_seed);
         let [len_hi, len_lo] = ip_length.to_be_bytes();
@@ -366,13 +369,18 @@ impl FrameTemplate {
         reg.flip(1, psn_mid);
         reg.flip(0, psn_lo);
         hash_ext(&fields.ext, info, &mut reg);
-        let icrc = match shifted {
-            Some((shift, tail_crc)) => shift.apply(reg.state()) ^ tail_crc,
-            None => {
-                reg.bytes(&frame[ext_end..pad_end]);
-                reg.state()
-            }
-        };
+        let combined = tail_crc.and_then(|tail_crc| {
+            let head = if short {
+                reg.shifted_state(tail.len())?
+            } else {
+                ZeroShift::for_len(tail.len())?.apply(reg.state())
+            };
+            Some(head ^ tail_crc)
+        });
+        let icrc = combined.unwrap_or_else(|| {
+            reg.bytes(&frame[ext_end..pad_end]);
+            reg.state()
+        });
 
         // The real values of the masked fields.
         if V6 {

@@ -17,7 +17,7 @@ use crate::verbs::{
     AccessFlags, CompletionQueue, CqHandle, QpAttr, QpInit, RecvWr, SendWr, WorkCompletion,
 };
 use crate::wire::opcode::Transport;
-use crate::wire::{parse_view, Ecn, EthernetAddress, RoceView, WireError};
+use crate::wire::{parse_view, parse_view_fast, Ecn, EthernetAddress, RoceView, WireError};
 
 /// QP numbers start here (0 and 1 are the special QPs; rxe starts at 17).
 pub const FIRST_QPN: u32 = 17;
@@ -351,6 +351,11 @@ impl Endpoint {
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
         // By reference: moving the view out of the Result would copy it with wide loads right
         // after parse_view's narrow stores, which stalls (see wire::icrc::RegCrc).
+        let fast = parse_view_fast(frame);
+        if let Some(view) = &fast {
+            return self.handle_parsed(now, view, frame.len());
+        }
+        // Other shapes (a VLAN tag) and every error.
         let parsed = parse_view(frame);
         match &parsed {
             Ok(view) => self.handle_parsed(now, view, frame.len()),

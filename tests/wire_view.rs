@@ -9,7 +9,8 @@ mod wire_strategies;
 use std::path::Path;
 
 use ::roce::wire::{
-    parse_frame, parse_frame_unverified, parse_view, parse_view_unverified, RocePacket, WireError,
+    parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
+    RocePacket, WireError,
 };
 use proptest::prelude::*;
 use wire_strategies::{config, emit, frame_repr};
@@ -34,8 +35,15 @@ fn full(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
     }
 }
 
+/// The fast path alone gives the view exactly for untagged frames `parse_view` accepts.
+fn fast_path_agrees(frame: &[u8]) {
+    let expected = parse_view(frame).ok().filter(|v| v.ip_offset() == 14);
+    assert_eq!(parse_view_fast(frame), expected);
+}
+
 /// The view's own accessors match the full parse.
 fn accessors_agree(frame: &[u8]) {
+    fast_path_agrees(frame);
     let (Ok(view), Ok(packet)) = (parse_view(frame), parse_frame(frame)) else {
         return;
     };
@@ -105,6 +113,7 @@ proptest! {
             let prefix = &frame[..len];
             let err = parse_view(prefix).err();
             prop_assert!(err.is_some(), "prefix of {} bytes accepted", len);
+            prop_assert_eq!(parse_view_fast(prefix), None);
             prop_assert_eq!(err, parse_frame(prefix).err());
             prop_assert_eq!(parse_view_unverified(prefix).err(), parse_frame_unverified(prefix).err());
         }

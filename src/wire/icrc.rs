@@ -238,21 +238,8 @@ impl RegCrc {
     /// b.len()) ^ crc(b)`, zlib's `crc32_combine`), four lookups per 64 bytes, for `n` a multiple
     /// of 4 up to [`MAX_SHIFT`]; `None` otherwise.
     #[inline]
-    pub(crate) fn shifted_state(self, mut n: usize) -> Option<u32> {
-        if n % 4 != 0 || n > MAX_SHIFT {
-            return None;
-        }
-        let mut state = self.state();
-        while n > 0 {
-            let step = n.min(DIST_ROWS);
-            let [a, b, c, d] = state.to_le_bytes();
-            state = DIST[step - 1][usize::from(a)]
-                ^ DIST[step - 2][usize::from(b)]
-                ^ DIST[step - 3][usize::from(c)]
-                ^ DIST[step - 4][usize::from(d)];
-            n -= step;
-        }
-        Some(state)
+    pub(crate) fn shifted_state(self, n: usize) -> Option<u32> {
+        zero_shift(self.state(), n)
     }
 
     /// Continues over bytes in memory (bytes not just written: see the type's docs).
@@ -266,17 +253,36 @@ impl RegCrc {
     }
 }
 
-/// The ICRC of a received packet given as its IP (IPv4 without options when `N` is 40, IPv6 when
-/// `N` is 60), UDP and BTH headers exactly as on the wire, and `rest`: the extension headers,
-/// payload and pad. Everything is hashed where it lies (no copy); the variant fields the ICRC
+/// `value` times x^(8n) modulo the polynomial: the linear part of hashing `n` zero bytes. For `n`
+/// a multiple of 4 up to [`MAX_SHIFT`] (four lookups per 64 bytes), else `None`.
+#[inline]
+fn zero_shift(mut value: u32, mut n: usize) -> Option<u32> {
+    if n % 4 != 0 || n > MAX_SHIFT {
+        return None;
+    }
+    while n > 0 {
+        let step = n.min(DIST_ROWS);
+        let [a, b, c, d] = value.to_le_bytes();
+        value = DIST[step - 1][usize::from(a)]
+            ^ DIST[step - 2][usize::from(b)]
+            ^ DIST[step - 3][usize::from(c)]
+            ^ DIST[step - 4][usize::from(d)];
+        n -= step;
+    }
+    Some(value)
+}
+
+/// The ICRC of a received packet given as `covered`: its IP (IPv4 without options when `N` is
+/// 40, IPv6 when `N` is 60), UDP and BTH headers exactly as on the wire, then the extension
+/// headers, payload and pad (`None` if shorter than the headers). Everything is hashed where it lies (no copy); the variant fields the ICRC
 /// masks to ones are accounted for with [`RegCrc::flip`] at the end of the headers.
 #[inline]
-pub(crate) fn icrc_in_place<const N: usize>(headers: &[u8; N], rest: &[u8]) -> u32 {
-    let mut head = lrh_hasher();
-    head.update(headers);
-    let mut reg = RegCrc::from_state(head.finalize());
-    // Masking XORs each masked byte with (its value ^ ones).
-    let mut mask = |p: usize, ones: u8| reg.flip(N - 1 - p, (headers[p] & ones) ^ ones);
+pub(crate) fn icrc_in_place<const N: usize>(covered: &[u8]) -> Option<u32> {
+    let (headers, rest) = covered.split_first_chunk::<N>()?;
+    // What masking changes, as a register at the end of the headers: each masked byte is XORed
+    // with (its value ^ ones).
+    let mut delta = RegCrc(0);
+    let mut mask = |p: usize, ones: u8| delta.flip(N - 1 - p, (headers[p] & ones) ^ ones);
     let udp_at = N - BTH_LEN - udp::HEADER_LEN;
     if N == ipv6::HEADER_LEN + udp::HEADER_LEN + BTH_LEN {
         // Traffic class and flow label (the low nibble of byte 0 onwards), hop limit.
@@ -296,12 +302,18 @@ pub(crate) fn icrc_in_place<const N: usize>(headers: &[u8; N], rest: &[u8]) -> u
     mask(udp_at + 6, 0xff);
     mask(udp_at + 7, 0xff);
     mask(N - BTH_LEN + 4, 0xff);
-    // A short rest: hashed from the initial state and combined (no hasher made per packet).
-    if let Some(head) = reg.shifted_state(rest.len()) {
-        return head ^ crc32(rest);
+    // A short rest: headers and rest hashed in one pass where they lie, the masking change
+    // moved to the end by table. A long one: the headers, the change, then the rest.
+    let mut head = lrh_hasher();
+    if let Some(moved) = zero_shift(delta.0, rest.len()) {
+        head.update(covered);
+        return Some(head.finalize() ^ moved);
     }
+    head.update(headers);
+    let mut reg = RegCrc::from_state(head.finalize());
+    reg.0 ^= delta.0;
     reg.bytes(rest);
-    reg.state()
+    Some(reg.state())
 }
 
 /// The crc32fast state after the 8 bytes of ones that stand for the LRH and then `data`.
@@ -485,7 +497,7 @@ mod tests {
         // Every header byte takes a few values, the masked ones included, for both IP versions.
         for n in [40usize, 60] {
             for seed in 0u8..8 {
-                let mut packet: Vec<u8> = (0..n + 100)
+                let mut packet: Vec<u8> = (0..n + 1000)
                     .map(|i| {
                         (i as u8)
                             .wrapping_mul(37)
@@ -493,7 +505,7 @@ mod tests {
                     })
                     .collect();
                 packet[0] = if n == 40 { 0x45 } else { 0x60 | (seed & 0x0f) };
-                for rest_len in [0usize, 4, 16, 80, 100] {
+                for rest_len in [0usize, 4, 16, 80, 100, 256, 260, 1000] {
                     let (headers, rest) = packet[..n + rest_len].split_at(n);
                     let mut expected = Icrc::new();
                     let mut masked = headers.to_vec();
@@ -512,12 +524,17 @@ mod tests {
                     masked[n - 12 + 4] = 0xff;
                     expected.update(&masked);
                     expected.update(rest);
+                    let covered = &packet[..n + rest_len];
                     let got = if n == 40 {
-                        icrc_in_place::<40>(headers.try_into().unwrap(), rest)
+                        icrc_in_place::<40>(covered)
                     } else {
-                        icrc_in_place::<60>(headers.try_into().unwrap(), rest)
+                        icrc_in_place::<60>(covered)
                     };
-                    assert_eq!(got, expected.finish(), "n {n} seed {seed} rest {rest_len}");
+                    assert_eq!(
+                        got,
+                        Some(expected.finish()),
+                        "n {n} seed {seed} rest {rest_len}"
+                    );
                 }
             }
         }

@@ -125,6 +125,15 @@ pub fn parse_view(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
     view(frame, true)
 }
 
+/// The flat fast path of [`parse_view`] alone: `Some` exactly when the frame is an untagged IPv4
+/// (no options) or IPv6 RoCEv2 frame passing every check, ICRC included; `None` for any other
+/// shape and for every error, when the caller goes on to [`parse_view`] (VLAN tags, the error
+/// to count). For a receive path that wants the view without a conversion copy.
+#[inline]
+pub fn parse_view_fast(frame: &[u8]) -> Option<RoceView<'_>> {
+    fast_path(frame, true)
+}
+
 /// Like [`parse_view`] but skips only the ICRC comparison.
 #[inline]
 pub fn parse_view_unverified(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
@@ -216,13 +225,13 @@ fn checked_rest<'a, const N: usize>(
     let info = bth.opcode.info()?;
     let (covered, trailer) = ip_bytes.split_last_chunk::<ICRC_LEN>()?;
     let icrc = u32::from_le_bytes(*trailer);
-    let (headers, rest) = covered.split_first_chunk::<N>()?;
+    let (_, rest) = covered.split_first_chunk::<N>()?;
     let padded = rest.get(info.ext_len..)?;
     let pad = usize::from(bth.pad_count);
     if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
         return None;
     }
-    if verify && icrc_in_place(headers, rest) != icrc {
+    if verify && icrc_in_place::<N>(covered) != Some(icrc) {
         return None;
     }
     Some(RoceView {

@@ -291,7 +291,16 @@ impl Endpoint {
 
     /// `post_send`.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), QpError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send(wr, mrs, cqs))?
+        // Not through `with_qp`: a closure would capture (copy) the work request first.
+        let slot = self.slot(qpn).ok_or(QpError::UnknownQp(qpn))?;
+        let qp = self
+            .qps
+            .get_mut(slot)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp(qpn))?;
+        let r = qp.post_send(wr, &mut self.mrs, &mut self.cqs);
+        self.mark_ready(slot);
+        r
     }
 
     /// `post_recv`.

@@ -163,15 +163,18 @@ pub struct SendWr {
 
 impl SendWr {
     /// A signaled request with one SGE.
+    #[inline]
     pub fn new(wr_id: u64, opcode: WrOpcode, sge: Sge) -> Self {
-        let mut sgl = Sgl::new();
-        sgl.push(sge);
-        SendWr {
+        // Built where it is returned, the SGE pushed in place: building the list apart and
+        // moving it in would reload just-written bytes with wide loads (a store-forwarding stall).
+        let mut wr = SendWr {
             wr_id,
             opcode,
-            sgl,
+            sgl: Sgl::new(),
             flags: SendFlags::SIGNALED,
-        }
+        };
+        wr.sgl.push(sge);
+        wr
     }
 }
 

@@ -107,6 +107,7 @@ impl Port for LoopbackPort {
         self.caps
     }
 
+    #[inline]
     fn alloc(&mut self) -> Option<LoopbackBuf> {
         let mut data = self.pool.borrow_mut().pop().unwrap_or_default();
         if data.len() < self.frame_room {
@@ -175,15 +176,21 @@ impl<P: Port> EndpointPair<P> {
     fn transmit(ep: &mut Endpoint, port: &mut P, now: Instant, scratch: &mut Vec<P::Buf>) -> usize {
         let burst = port.caps().burst.max(1);
         while scratch.len() < burst {
-            let Some(mut buf) = port.alloc() else { break };
+            let Some(buf) = port.alloc() else { break };
+            // Filled where it stays: moving a buffer just after setting its length would reload
+            // the fresh bytes with wide loads (a store-forwarding stall).
+            scratch.push(buf);
+            let Some(buf) = scratch.last_mut() else { break };
             let room = buf.room();
             buf.set_frame_len(room);
             match ep.poll_transmit(now, buf.frame_mut()) {
                 Some(n) => {
                     buf.set_frame_len(n);
-                    scratch.push(buf);
                 }
-                None => break,
+                None => {
+                    scratch.pop();
+                    break;
+                }
             }
         }
         let n = scratch.len();

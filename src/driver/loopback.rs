@@ -6,47 +6,70 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use super::{FrameBuf, Port, PortCaps};
 use crate::endpoint::Endpoint;
 use crate::time::{Duration, Instant};
 
-type Pool = Rc<RefCell<Vec<Vec<u8>>>>;
+type Pool = Rc<RefCell<Vec<Box<Slot>>>>;
+
+/// The memory behind a [`LoopbackBuf`], kept on the heap so a buffer moves as one pointer:
+/// moving a wider struct right after writing it would reload fresh bytes with wide loads (a
+/// store-forwarding stall on every frame).
+#[derive(Debug)]
+struct Slot {
+    data: Vec<u8>,
+    len: usize,
+    /// Weak: the pool holds its free slots, so a strong reference would be a cycle.
+    pool: Weak<RefCell<Vec<Box<Slot>>>>,
+}
 
 /// A frame buffer of a loopback port; dropping it returns its memory to the pool.
 #[derive(Debug)]
 pub struct LoopbackBuf {
-    data: Vec<u8>,
-    len: usize,
-    pool: Pool,
+    /// Always `Some` until dropped.
+    slot: Option<Box<Slot>>,
 }
 
 impl FrameBuf for LoopbackBuf {
     fn frame(&self) -> &[u8] {
-        self.data.get(..self.len).unwrap_or(&[])
+        self.slot
+            .as_ref()
+            .and_then(|s| s.data.get(..s.len))
+            .unwrap_or(&[])
     }
     fn frame_mut(&mut self) -> &mut [u8] {
-        let len = self.len;
-        self.data.get_mut(..len).unwrap_or(&mut [])
+        match self.slot.as_mut() {
+            Some(s) => {
+                let len = s.len;
+                s.data.get_mut(..len).unwrap_or(&mut [])
+            }
+            None => &mut [],
+        }
     }
     fn room(&self) -> usize {
-        self.data.len()
+        self.slot.as_ref().map_or(0, |s| s.data.len())
     }
     fn set_frame_len(&mut self, len: usize) -> bool {
-        if len > self.data.len() {
-            return false;
+        match self.slot.as_mut() {
+            Some(s) if len <= s.data.len() => {
+                s.len = len;
+                true
+            }
+            _ => false,
         }
-        self.len = len;
-        true
     }
 }
 
 impl Drop for LoopbackBuf {
     fn drop(&mut self) {
-        let data = std::mem::take(&mut self.data);
-        if let Ok(mut pool) = self.pool.try_borrow_mut() {
-            pool.push(data);
+        if let Some(slot) = self.slot.take() {
+            if let Some(pool) = slot.pool.upgrade() {
+                if let Ok(mut free) = pool.try_borrow_mut() {
+                    free.push(slot);
+                };
+            }
         }
     }
 }
@@ -109,15 +132,19 @@ impl Port for LoopbackPort {
 
     #[inline]
     fn alloc(&mut self) -> Option<LoopbackBuf> {
-        let mut data = self.pool.borrow_mut().pop().unwrap_or_default();
-        if data.len() < self.frame_room {
-            data.resize(self.frame_room, 0);
+        let popped = self.pool.borrow_mut().pop();
+        let mut slot = popped.unwrap_or_else(|| {
+            Box::new(Slot {
+                data: Vec::new(),
+                len: 0,
+                pool: Rc::downgrade(&self.pool),
+            })
+        });
+        if slot.data.len() < self.frame_room {
+            slot.data.resize(self.frame_room, 0);
         }
-        Some(LoopbackBuf {
-            data,
-            len: 0,
-            pool: self.pool.clone(),
-        })
+        slot.len = 0;
+        Some(LoopbackBuf { slot: Some(slot) })
     }
 
     fn rx_burst(&mut self, out: &mut Vec<LoopbackBuf>, max: usize) -> usize {

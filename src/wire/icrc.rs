@@ -141,9 +141,9 @@ impl ZeroShift {
 /// `DIST[n - 1 - p][delta]`.
 static DIST: [[u32; 256]; DIST_ROWS] = dist_tables();
 
-/// Distances [`RegCrc::flip`] covers: every masked or per-packet header byte of an IPv6 + UDP +
-/// BTH header (60 bytes) lies at most 59 bytes before its end.
-const DIST_ROWS: usize = 64;
+/// Distances [`RegCrc::flip`] covers: every masked or per-packet header byte of the 8 LRH bytes
+/// and an IPv6 + UDP + BTH header (68 bytes) lies at most 67 bytes before its end.
+const DIST_ROWS: usize = 68;
 
 /// Longest run [`RegCrc::shifted_state`] moves a state past (16 lookups).
 pub(crate) const MAX_SHIFT: usize = 256;
@@ -261,7 +261,7 @@ fn zero_shift(mut value: u32, mut n: usize) -> Option<u32> {
         return None;
     }
     while n > 0 {
-        let step = n.min(DIST_ROWS);
+        let step = n.min(64);
         let [a, b, c, d] = value.to_le_bytes();
         value = DIST[step - 1][usize::from(a)]
             ^ DIST[step - 2][usize::from(b)]
@@ -272,16 +272,21 @@ fn zero_shift(mut value: u32, mut n: usize) -> Option<u32> {
     Some(value)
 }
 
-/// The ICRC of a received packet given as `covered`: its IP (IPv4 without options when `N` is
-/// 40, IPv6 when `N` is 60), UDP and BTH headers exactly as on the wire, then the extension
-/// headers, payload and pad (`None` if shorter than the headers). Everything is hashed where it lies (no copy); the variant fields the ICRC
+/// The ICRC of a received packet given as `hashed`: the 8 bytes before its IP header (the
+/// Ethernet header's tail, standing in for the LRH's ones), its IP (IPv4 without options when
+/// `N` is 40, IPv6 when `N` is 60), UDP and BTH headers exactly as on the wire, then the
+/// extension headers, payload and pad (`None` if shorter than the headers). Everything is hashed where it lies (no copy); the variant fields the ICRC
 /// masks to ones are accounted for with [`RegCrc::flip`] at the end of the headers.
 #[inline]
-pub(crate) fn icrc_in_place<const N: usize>(covered: &[u8]) -> Option<u32> {
+pub(crate) fn icrc_in_place<const N: usize>(hashed: &[u8]) -> Option<u32> {
+    let (lead, covered) = hashed.split_first_chunk::<LRH_LEN>()?;
     let (headers, rest) = covered.split_first_chunk::<N>()?;
     // What masking changes, as a register at the end of the headers: each masked byte is XORed
-    // with (its value ^ ones).
+    // with (its value ^ ones); the 8 bytes before the IP header stand in for the LRH's ones.
     let mut delta = RegCrc(0);
+    for (i, byte) in lead.iter().enumerate() {
+        delta.flip(N + LRH_LEN - 1 - i, byte ^ 0xff);
+    }
     let mut mask = |p: usize, ones: u8| delta.flip(N - 1 - p, (headers[p] & ones) ^ ones);
     let udp_at = N - BTH_LEN - udp::HEADER_LEN;
     if N == ipv6::HEADER_LEN + udp::HEADER_LEN + BTH_LEN {
@@ -302,14 +307,15 @@ pub(crate) fn icrc_in_place<const N: usize>(covered: &[u8]) -> Option<u32> {
     mask(udp_at + 6, 0xff);
     mask(udp_at + 7, 0xff);
     mask(N - BTH_LEN + 4, 0xff);
-    // A short rest: headers and rest hashed in one pass where they lie, the masking change
-    // moved to the end by table. A long one: the headers, the change, then the rest.
-    let mut head = lrh_hasher();
+    // A short rest: everything hashed in one pass where it lies (8 bytes more than the ICRC
+    // covers lets a 64 B payload reach crc32fast's 4-way fold), the masking change moved to
+    // the end by table. A long one: the headers, the change, then the rest.
+    let mut head = plain_hasher();
     if let Some(moved) = zero_shift(delta.0, rest.len()) {
-        head.update(covered);
+        head.update(hashed);
         return Some(head.finalize() ^ moved);
     }
-    head.update(headers);
+    head.update(&hashed[..LRH_LEN + N]);
     let mut reg = RegCrc::from_state(head.finalize());
     reg.0 ^= delta.0;
     reg.bytes(rest);
@@ -524,11 +530,14 @@ mod tests {
                     masked[n - 12 + 4] = 0xff;
                     expected.update(&masked);
                     expected.update(rest);
-                    let covered = &packet[..n + rest_len];
+                    // Any 8 bytes before the IP header (an Ethernet header's tail).
+                    let mut hashed: Vec<u8> =
+                        (0..8u8).map(|i| i.wrapping_mul(seed ^ 0x35)).collect();
+                    hashed.extend_from_slice(&packet[..n + rest_len]);
                     let got = if n == 40 {
-                        icrc_in_place::<40>(covered)
+                        icrc_in_place::<40>(&hashed)
                     } else {
-                        icrc_in_place::<60>(covered)
+                        icrc_in_place::<60>(&hashed)
                     };
                     assert_eq!(
                         got,

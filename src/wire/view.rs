@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use super::icrc::{icrc_in_place, ICRC_LEN};
+use super::icrc::{icrc_in_place, ICRC_LEN, LRH_LEN};
 use super::opcode::OpcodeInfo;
 #[cfg(doc)]
 use super::roce::parse_frame;
@@ -231,7 +231,9 @@ fn checked_rest<'a, const N: usize>(
     if padded.len() % 4 != 0 || pad > padded.len() || (!info.has_payload && !padded.is_empty()) {
         return None;
     }
-    if verify && icrc_in_place::<N>(covered) != Some(icrc) {
+    // Hashed from 8 bytes before the IP header (they stand in for the LRH's ones).
+    let hashed = frame.get(ip_offset - LRH_LEN..ip_offset + covered.len())?;
+    if verify && icrc_in_place::<N>(hashed) != Some(icrc) {
         return None;
     }
     Some(RoceView {

@@ -12,7 +12,10 @@ use super::{FrameBuf, Port, PortCaps};
 use crate::endpoint::Endpoint;
 use crate::time::{Duration, Instant};
 
-type Pool = Rc<RefCell<Vec<Box<Slot>>>>;
+/// Free slots, boxed on purpose: a buffer handed out is the box itself (one pointer to move).
+#[allow(clippy::vec_box)]
+type FreeList = RefCell<Vec<Box<Slot>>>;
+type Pool = Rc<FreeList>;
 
 /// The memory behind a [`LoopbackBuf`], kept on the heap so a buffer moves as one pointer:
 /// moving a wider struct right after writing it would reload fresh bytes with wide loads (a
@@ -22,7 +25,7 @@ struct Slot {
     data: Vec<u8>,
     len: usize,
     /// Weak: the pool holds its free slots, so a strong reference would be a cycle.
-    pool: Weak<RefCell<Vec<Box<Slot>>>>,
+    pool: Weak<FreeList>,
 }
 
 /// A frame buffer of a loopback port; dropping it returns its memory to the pool.

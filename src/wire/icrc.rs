@@ -2,9 +2,11 @@
 //! IP header with its variant fields set to ones, the UDP header with its checksum set to ones,
 //! the BTH with byte 4 (FECN/BECN/reserved) set to ones, then everything up to the ICRC (extension
 //! headers, payload, pad). The 32-bit result goes on the wire least-significant byte first.
-//! Verification copies the 8 bytes of ones and the packet (up to 248 bytes, else only the masked
-//! headers) to a stack buffer to mask them, so small packets are hashed in one call and large
-//! ones in two; the emitter masks in place and makes one pass.
+//! The general [`compute_icrc`] / [`verify_icrc`] copy the packet's headers to a stack buffer to
+//! mask them. The data path does not: the receive view hashes the frame where it lies and the
+//! frame template starts from a precomputed state, both correcting for the bytes that differ by
+//! table (`RegCrc`), and payloads are combined with headers by table (`ZeroShift`,
+//! `RegCrc::shifted_state`), so no header byte is read back right after being written.
 
 use std::sync::OnceLock;
 

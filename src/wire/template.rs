@@ -8,7 +8,7 @@
 //! the real TOS / traffic class, TTL / hop limit, IPv4 checksum (incrementally from a
 //! precomputed partial sum), UDP checksum (zero) and FECN/BECN byte. The ICRC never reads the
 //! headers back: it starts from the template's state, corrects it for the per-packet fields and
-//! feeds the extension headers from their values ([`RegCrc`]), then hashes payload and pad
+//! feeds the extension headers from their values (`RegCrc`), then hashes payload and pad
 //! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
 use super::icrc::{crc32, crc_after_lrh, RegCrc, ZeroShift, ICRC_LEN, LRH_LEN, MAX_SHIFT};

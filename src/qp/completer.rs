@@ -67,32 +67,32 @@ impl Requester {
 
     /// Pops the head WQE and reports it (always on error, on success when signaled).
     pub fn complete_head(&mut self, status: WcStatus, c: &mut CompleterCtx<'_>) {
-        let Some(w) = self.sq.pop_front() else {
+        // Read in place, then dropped: popping the whole WQE out would copy it.
+        let Some(w) = self.sq.front() else {
             return;
         };
+        let (opcode, wr_id, len, last_psn) = (w.wr.opcode, w.wr.wr_id, w.len, w.last_psn());
+        let signaled = w.wr.flags.contains(SendFlags::SIGNALED);
+        self.sq.pop_front();
         if self.cursor > 0 {
             self.cursor -= 1;
-            if w.wr.opcode.is_read_or_atomic() {
+            if opcode.is_read_or_atomic() {
                 self.rd_atomic_outstanding = self.rd_atomic_outstanding.saturating_sub(1);
             }
         } else {
             self.cursor_pkt = 0;
         }
         if status == WcStatus::Success {
-            self.una = w.last_psn().next();
+            self.una = last_psn.next();
         } else {
             c.stats.error_completions += 1;
         }
-        if status != WcStatus::Success || w.wr.flags.contains(SendFlags::SIGNALED) {
-            let byte_len = if w.wr.opcode.is_atomic() {
-                8
-            } else {
-                w.len as u32
-            };
+        if status != WcStatus::Success || signaled {
+            let byte_len = if opcode.is_atomic() { 8 } else { len as u32 };
             c.cq.push(WorkCompletion {
-                wr_id: w.wr.wr_id,
+                wr_id,
                 status,
-                opcode: w.wr.opcode.wc_opcode(),
+                opcode: opcode.wc_opcode(),
                 byte_len,
                 imm_data: None,
                 qp_num: c.qpn,

@@ -186,7 +186,8 @@ fn fault_fraction_out_of_range_is_refused() {
         "1.5",
     ]);
     assert!(!ok);
-    assert_eq!(err, "roce: --loss 1.5: a fraction from 0 to 1");
+    // The same rule and words as `roce loopback` (FaultConfig::check).
+    assert_eq!(err, "roce: --loss 1.5 must be in [0, 1)");
 }
 
 #[test]

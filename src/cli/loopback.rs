@@ -235,16 +235,13 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     if ops.is_empty() {
         bail!("--ops needs at least one operation");
     }
-    for (name, v) in [
-        ("loss", args.loss),
-        ("dup", args.dup),
-        ("reorder", args.reorder),
-        ("corrupt", args.corrupt),
-    ] {
-        if !(0.0..1.0).contains(&v) {
-            bail!("--{name} {v} must be in [0, 1)");
-        }
-    }
+    let faults = FaultConfig {
+        loss: args.loss,
+        duplicate: args.dup,
+        reorder: args.reorder,
+        corrupt: args.corrupt,
+    };
+    faults.check()?;
     if args.qps == 0 || args.qps > 1024 {
         bail!("--qps {} must be in 1..=1024", args.qps);
     }
@@ -254,12 +251,6 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     if args.start_psn > 0xFF_FFFF {
         bail!("--start-psn {} is not a 24-bit PSN", args.start_psn);
     }
-    let faults = FaultConfig {
-        loss: args.loss,
-        duplicate: args.dup,
-        reorder: args.reorder,
-        corrupt: args.corrupt,
-    };
     Ok(Plan { mtu, ops, faults })
 }
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::{FrameBuf, Port, PortCaps};
 
-/// Fractions (0.0..=1.0) of transmitted frames each fault hits.
+/// Fractions (each in `[0, 1)`, see [`FaultConfig::check`]) of transmitted frames each fault
+/// hits.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FaultConfig {
     /// Dropped.
@@ -23,6 +24,35 @@ pub struct FaultConfig {
     pub reorder: f64,
     /// One byte flipped.
     pub corrupt: f64,
+}
+
+/// A fault fraction outside `[0, 1)` (NaN included), named by its command-line knob.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[error("--{knob} {value} must be in [0, 1)")]
+pub struct BadFraction {
+    /// `loss`, `dup`, `reorder` or `corrupt`.
+    pub knob: &'static str,
+    /// The value given.
+    pub value: f64,
+}
+
+impl FaultConfig {
+    /// Checks every fraction is in `[0, 1)`: a link that loses, duplicates, reorders or corrupts
+    /// every frame carries nothing a transport could finish on. The one rule every command with
+    /// fault knobs applies.
+    pub fn check(&self) -> Result<(), BadFraction> {
+        for (knob, value) in [
+            ("loss", self.loss),
+            ("dup", self.duplicate),
+            ("reorder", self.reorder),
+            ("corrupt", self.corrupt),
+        ] {
+            if !(0.0..1.0).contains(&value) {
+                return Err(BadFraction { knob, value });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the injector did.
@@ -151,5 +181,47 @@ impl<P: Port> Port for FaultPort<P> {
         self.out = pending;
         self.release_held();
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_accepts_fractions_below_one_and_names_the_first_bad_knob() {
+        let ok = FaultConfig {
+            loss: 0.0,
+            duplicate: 0.5,
+            reorder: 0.999,
+            corrupt: 0.1,
+        };
+        assert_eq!(ok.check(), Ok(()));
+        for (bad, knob) in [
+            (FaultConfig { loss: 1.0, ..ok }, "loss"),
+            (
+                FaultConfig {
+                    duplicate: -0.1,
+                    ..ok
+                },
+                "dup",
+            ),
+            (
+                FaultConfig {
+                    reorder: f64::NAN,
+                    ..ok
+                },
+                "reorder",
+            ),
+            (FaultConfig { corrupt: 2.0, ..ok }, "corrupt"),
+        ] {
+            let err = bad.check().expect_err("out of range");
+            assert_eq!(err.knob, knob);
+        }
+        let msg = FaultConfig { loss: 1.5, ..ok }
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(msg, "--loss 1.5 must be in [0, 1)");
     }
 }

@@ -77,22 +77,14 @@ pub struct PortArgs {
 impl PortArgs {
     /// The fault knobs, checked.
     pub fn faults(&self) -> anyhow::Result<FaultConfig> {
-        for (name, v) in [
-            ("loss", self.loss),
-            ("dup", self.dup),
-            ("reorder", self.reorder),
-            ("corrupt", self.corrupt),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                bail!("--{name} {v}: a fraction from 0 to 1");
-            }
-        }
-        Ok(FaultConfig {
+        let faults = FaultConfig {
             loss: self.loss,
             duplicate: self.dup,
             reorder: self.reorder,
             corrupt: self.corrupt,
-        })
+        };
+        faults.check()?;
+        Ok(faults)
     }
 
     /// `--peer-mac`, parsed.

@@ -267,18 +267,27 @@ impl Endpoint {
         self.qps.get_mut(slot)?.as_mut()
     }
 
-    fn with_qp<R>(
+    /// QP `qpn` with the tables it borrows for a call, and its slot.
+    fn qp_parts(
         &mut self,
         qpn: u32,
-        f: impl FnOnce(&mut QueuePair, &mut MrTable, &mut [CompletionQueue]) -> R,
-    ) -> Result<R, QpError> {
+    ) -> Result<(usize, &mut QueuePair, &mut MrTable, &mut [CompletionQueue]), QpError> {
         let slot = self.slot(qpn).ok_or(QpError::UnknownQp(qpn))?;
         let qp = self
             .qps
             .get_mut(slot)
             .and_then(Option::as_mut)
             .ok_or(QpError::UnknownQp(qpn))?;
-        let r = f(qp, &mut self.mrs, &mut self.cqs);
+        Ok((slot, qp, &mut self.mrs, &mut self.cqs))
+    }
+
+    fn with_qp<R>(
+        &mut self,
+        qpn: u32,
+        f: impl FnOnce(&mut QueuePair, &mut MrTable, &mut [CompletionQueue]) -> R,
+    ) -> Result<R, QpError> {
+        let (slot, qp, mrs, cqs) = self.qp_parts(qpn)?;
+        let r = f(qp, mrs, cqs);
         // Posts, modifications and pacers can all give the QP something to send.
         self.mark_ready(slot);
         Ok(r)
@@ -292,13 +301,8 @@ impl Endpoint {
     /// `post_send`.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), QpError> {
         // Not through `with_qp`: a closure would capture (copy) the work request first.
-        let slot = self.slot(qpn).ok_or(QpError::UnknownQp(qpn))?;
-        let qp = self
-            .qps
-            .get_mut(slot)
-            .and_then(Option::as_mut)
-            .ok_or(QpError::UnknownQp(qpn))?;
-        let r = qp.post_send(wr, &mut self.mrs, &mut self.cqs);
+        let (slot, qp, mrs, cqs) = self.qp_parts(qpn)?;
+        let r = qp.post_send(wr, mrs, cqs);
         self.mark_ready(slot);
         r
     }

@@ -42,6 +42,22 @@ fn reth(mr: &roce::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
     }
 }
 
+/// Posts receive `wr_id` of 64 bytes at the start of `mr`.
+fn post_recv(s: &mut Script, wr_id: u64, mr: &roce::mr::MrInfo) {
+    s.ep.post_recv(
+        s.qpn,
+        RecvWr::new(
+            wr_id,
+            Sge {
+                addr: mr.addr,
+                length: 64,
+                lkey: mr.lkey,
+            },
+        ),
+    )
+    .unwrap();
+}
+
 fn write_only(psn: u32, mr: &roce::mr::MrInfo, data: &[u8]) -> Pkt {
     Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
         .ack_req()
@@ -118,18 +134,7 @@ fn send_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_once_posted() {
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
     assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            7,
-            Sge {
-                addr: mr.addr,
-                length: 64,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    post_recv(&mut s, 7, &mr);
     send!(s, send);
     assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
     let wc = s.completions();
@@ -572,18 +577,7 @@ fn write_with_immediate_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_o
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
     assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            9,
-            Sge {
-                addr: mr.addr,
-                length: 64,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    post_recv(&mut s, 9, &mr);
     // The same packet again, once a receive is posted: executed, ACKed, completed with the
     // immediate data.
     send!(s, write);

@@ -94,28 +94,49 @@ impl ExtHeaders {
         ExtHeaders(self.0 | other.0)
     }
 
+    /// Every header with its size, in wire order: RDETH, DETH, RETH, AtomicETH, ImmDt, IETH for
+    /// requests; AETH, AtomicAckETH for responses; the CNP's reserved bytes.
+    const WIRE_ORDER: [(ExtHeaders, usize); 9] = [
+        (Self::RDETH, 4),
+        (Self::DETH, 8),
+        (Self::RETH, 16),
+        (Self::ATOMIC_ETH, 28),
+        (Self::IMMDT, 4),
+        (Self::IETH, 4),
+        (Self::AETH, 4),
+        (Self::ATOMIC_ACK_ETH, 8),
+        (Self::CNP_RESERVED, 16),
+    ];
+
     /// Total bytes of these headers.
     pub const fn len(self) -> usize {
-        let sizes: [(ExtHeaders, usize); 9] = [
-            (Self::RETH, 16),
-            (Self::AETH, 4),
-            (Self::IMMDT, 4),
-            (Self::IETH, 4),
-            (Self::ATOMIC_ETH, 28),
-            (Self::ATOMIC_ACK_ETH, 8),
-            (Self::DETH, 8),
-            (Self::RDETH, 4),
-            (Self::CNP_RESERVED, 16),
-        ];
         let mut total = 0;
         let mut i = 0;
-        while i < sizes.len() {
-            if self.contains(sizes[i].0) {
-                total += sizes[i].1;
+        while i < Self::WIRE_ORDER.len() {
+            let (header, size) = Self::WIRE_ORDER[i];
+            if self.contains(header) {
+                total += size;
             }
             i += 1;
         }
         total
+    }
+
+    /// Where each of these headers starts within them, indexed by the header's flag bit
+    /// (0 for absent ones).
+    const fn offsets(self) -> [u8; 16] {
+        let mut offsets = [0u8; 16];
+        let mut at = 0;
+        let mut i = 0;
+        while i < Self::WIRE_ORDER.len() {
+            let (header, size) = Self::WIRE_ORDER[i];
+            if self.contains(header) {
+                offsets[header.0.trailing_zeros() as usize] = at as u8;
+                at += size;
+            }
+            i += 1;
+        }
+        offsets
     }
 
     /// No header.
@@ -369,6 +390,21 @@ pub struct OpcodeInfo {
     pub rdeth: bool,
     /// Bytes of extension headers after the BTH.
     pub ext_len: usize,
+    /// Where each carried extension header starts after the BTH, by its flag bit.
+    ext_offsets: [u8; 16],
+}
+
+impl OpcodeInfo {
+    /// Where extension header `header` (one flag) starts after the BTH, or `None` when this
+    /// opcode does not carry it: lets a reader decode one header without the others.
+    #[inline]
+    pub fn ext_offset(&self, header: ExtHeaders) -> Option<usize> {
+        if header.is_empty() || !self.ext.contains(header) {
+            return None;
+        }
+        let bit = header.0.trailing_zeros() as usize;
+        self.ext_offsets.get(bit).map(|&at| usize::from(at))
+    }
 }
 
 const fn entry(
@@ -414,6 +450,7 @@ const fn entry(
         deth: ext.contains(ExtHeaders::DETH),
         rdeth: ext.contains(ExtHeaders::RDETH),
         ext_len: ext.len(),
+        ext_offsets: ext.offsets(),
     }
 }
 
@@ -593,6 +630,31 @@ mod tests {
         }
         let known = (0..=255u8).filter(|&b| Opcode(b).info().is_some()).count();
         assert_eq!(known, OPCODES.len());
+    }
+
+    #[test]
+    fn extension_headers_sit_in_wire_order() {
+        let at = |o: Opcode, h: ExtHeaders| o.info().unwrap().ext_offset(h);
+        let w = Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+        assert_eq!((at(w, X::RETH), at(w, X::IMMDT)), (Some(0), Some(16)));
+        assert_eq!(at(w, X::AETH), None);
+        let a = Opcode::RC_ATOMIC_ACKNOWLEDGE;
+        assert_eq!(
+            (at(a, X::AETH), at(a, X::ATOMIC_ACK_ETH)),
+            (Some(0), Some(4))
+        );
+        let u = Opcode::UD_SEND_ONLY_WITH_IMMEDIATE;
+        assert_eq!((at(u, X::DETH), at(u, X::IMMDT)), (Some(0), Some(8)));
+        assert_eq!(at(Opcode::RC_COMPARE_SWAP, X::ATOMIC_ETH), Some(0));
+        assert_eq!(at(Opcode::RC_SEND_ONLY, X::NONE), None);
+        // Every carried header ends within the extension headers.
+        for info in &OPCODES {
+            for (h, size) in ExtHeaders::WIRE_ORDER {
+                if let Some(o) = info.ext_offset(h) {
+                    assert!(o + size <= info.ext_len, "{:?}", info.opcode);
+                }
+            }
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::icrc::{icrc_in_place, ICRC_LEN, LRH_LEN};
-use super::opcode::OpcodeInfo;
+use super::opcode::{ExtHeaders, OpcodeInfo};
 #[cfg(doc)]
 use super::roce::parse_frame;
 use super::roce::{parse_any, parse_ext, ExtRepr, IpRepr, RocePacket, RoceRepr};
@@ -361,36 +361,17 @@ impl<'a> RoceView<'a> {
         parse_ext(self.info, self.ext_bytes()).unwrap_or_default()
     }
 
-    /// The bytes of one extension header: `present` says whether the opcode carries it,
-    /// `before` how many extension-header bytes precede it (the wire order is DETH, RETH,
-    /// AtomicETH, ImmDt, IETH, AETH, AtomicAckETH).
+    /// The bytes of extension header `header` (one flag, `len` bytes), if the opcode carries it.
     #[inline]
-    fn ext_header(&self, present: bool, before: usize, len: usize) -> Option<&'a [u8]> {
-        if !present {
-            return None;
-        }
-        let at = self.payload_offset - self.info.ext_len + before;
+    fn ext_header(&self, header: ExtHeaders, len: usize) -> Option<&'a [u8]> {
+        let at = self.payload_offset - self.info.ext_len + self.info.ext_offset(header)?;
         self.frame.get(at..at + len)
-    }
-
-    /// Bytes of the headers before the RETH, the AtomicETH, ImmDt, IETH, AETH and AtomicAckETH.
-    #[inline]
-    fn ext_before(&self) -> [usize; 6] {
-        let i = self.info;
-        let size = |present: bool, len: usize| if present { len } else { 0 };
-        let reth = size(i.deth, super::deth::HEADER_LEN);
-        let atomic = reth + size(i.reth, reth::HEADER_LEN);
-        let immdt = atomic + size(i.atomic_eth, super::atomic_eth::HEADER_LEN);
-        let ieth = immdt + size(i.immdt, super::immdt::HEADER_LEN);
-        let aeth = ieth + size(i.ieth, super::ieth::HEADER_LEN);
-        let atomic_ack = aeth + size(i.aeth, aeth::HEADER_LEN);
-        [reth, atomic, immdt, ieth, aeth, atomic_ack]
     }
 
     /// The RETH, if the opcode has one (decoded alone, without the other headers).
     #[inline]
     pub fn reth(&self) -> Option<reth::Repr> {
-        let bytes = self.ext_header(self.info.reth, self.ext_before()[0], reth::HEADER_LEN)?;
+        let bytes = self.ext_header(ExtHeaders::RETH, reth::HEADER_LEN)?;
         reth::Repr::parse(&reth::Packet::new_checked(bytes).ok()?).ok()
     }
 
@@ -398,7 +379,7 @@ impl<'a> RoceView<'a> {
     #[inline]
     pub fn atomic_eth(&self) -> Option<super::atomic_eth::Repr> {
         use super::atomic_eth as a;
-        let bytes = self.ext_header(self.info.atomic_eth, self.ext_before()[1], a::HEADER_LEN)?;
+        let bytes = self.ext_header(ExtHeaders::ATOMIC_ETH, a::HEADER_LEN)?;
         a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
     }
 
@@ -406,7 +387,7 @@ impl<'a> RoceView<'a> {
     #[inline]
     pub fn immdt(&self) -> Option<u32> {
         use super::immdt as i;
-        let bytes = self.ext_header(self.info.immdt, self.ext_before()[2], i::HEADER_LEN)?;
+        let bytes = self.ext_header(ExtHeaders::IMMDT, i::HEADER_LEN)?;
         Some(i::Packet::new_checked(bytes).ok()?.imm_data())
     }
 
@@ -414,14 +395,14 @@ impl<'a> RoceView<'a> {
     #[inline]
     pub fn ieth(&self) -> Option<u32> {
         use super::ieth as i;
-        let bytes = self.ext_header(self.info.ieth, self.ext_before()[3], i::HEADER_LEN)?;
+        let bytes = self.ext_header(ExtHeaders::IETH, i::HEADER_LEN)?;
         Some(i::Packet::new_checked(bytes).ok()?.rkey())
     }
 
     /// The AETH, if the opcode has one (ACKs and READ responses).
     #[inline]
     pub fn aeth(&self) -> Option<aeth::Repr> {
-        let bytes = self.ext_header(self.info.aeth, self.ext_before()[4], aeth::HEADER_LEN)?;
+        let bytes = self.ext_header(ExtHeaders::AETH, aeth::HEADER_LEN)?;
         aeth::Repr::parse(&aeth::Packet::new_checked(bytes).ok()?).ok()
     }
 
@@ -429,11 +410,7 @@ impl<'a> RoceView<'a> {
     #[inline]
     pub fn atomic_ack_eth(&self) -> Option<super::atomic_ack_eth::Repr> {
         use super::atomic_ack_eth as a;
-        let bytes = self.ext_header(
-            self.info.atomic_ack_eth,
-            self.ext_before()[5],
-            a::HEADER_LEN,
-        )?;
+        let bytes = self.ext_header(ExtHeaders::ATOMIC_ACK_ETH, a::HEADER_LEN)?;
         a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
     }
 

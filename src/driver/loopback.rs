@@ -71,7 +71,7 @@ impl Drop for LoopbackBuf {
             if let Some(pool) = slot.pool.upgrade() {
                 if let Ok(mut free) = pool.try_borrow_mut() {
                     free.push(slot);
-                };
+                }
             }
         }
     }

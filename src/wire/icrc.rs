@@ -82,12 +82,8 @@ const fn x8n(len: usize) -> u32 {
 }
 
 /// Moves a CRC-32 past `len` bytes, so that `crc(a ‖ b) == shift.apply(crc(a)) ^ crc(b)` for
-/// `b.len() == len` (zlib's `crc32_combine`), with four table lookups.
-///
-/// The emitter uses it to hash a large payload before the headers it has just written: a wide
-/// load over bytes still in the store buffer as small stores cannot be forwarded and waits for
-/// them to drain, and with one pass the whole CRC chain starts behind that wait. Hashing the
-/// payload first and the header after, then combining, takes the header off the critical path.
+/// `b.len() == len` (zlib's `crc32_combine`), with four table lookups. The emitter hashes a
+/// full-MTU payload from the initial state and combines it with the header state this way.
 pub(crate) struct ZeroShift([[u32; 256]; 4]);
 
 impl ZeroShift {
@@ -277,8 +273,9 @@ fn zero_shift(mut value: u32, mut n: usize) -> Option<u32> {
 /// The ICRC of a received packet given as `hashed`: the 8 bytes before its IP header (the
 /// Ethernet header's tail, standing in for the LRH's ones), its IP (IPv4 without options when
 /// `N` is 40, IPv6 when `N` is 60), UDP and BTH headers exactly as on the wire, then the
-/// extension headers, payload and pad (`None` if shorter than the headers). Everything is hashed where it lies (no copy); the variant fields the ICRC
-/// masks to ones are accounted for with [`RegCrc::flip`] at the end of the headers.
+/// extension headers, payload and pad (`None` if shorter than the headers). Everything is hashed
+/// where it lies (no copy); the variant fields the ICRC masks to ones are accounted for with
+/// [`RegCrc::flip`] at the end of the headers.
 #[inline]
 pub(crate) fn icrc_in_place<const N: usize>(hashed: &[u8]) -> Option<u32> {
     let (lead, covered) = hashed.split_first_chunk::<LRH_LEN>()?;

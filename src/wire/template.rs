@@ -1,5 +1,5 @@
 //! Per-flow frame templates: the Ethernet, IP, UDP and fixed BTH bytes of one flow (one QP's
-//! path) built once, then copied and patched per packet, with the ICRC in one CRC pass.
+//! path) built once, then copied and patched per packet, with the ICRC from a precomputed state.
 //! Not here: which opcode or PSN to send (that is the QP's business) or any parsing.
 //!
 //! The template stores the IP/UDP/BTH header with the ICRC-variant fields already set to ones and
@@ -344,11 +344,11 @@ impl FrameTemplate {
         // the ICRC goes over its part at the end.
         trailer[..ICRC_LEN].fill(0);
 
-        // The ICRC: the template's state corrected for the per-packet header bytes (at their
-        // distance from the BTH's end), the extension headers from their values, then payload
-        // and pad where they lie; a full-MTU payload first, combined after (see ZeroShift).
-        // Payload and pad first (from the standard initial state, independent of the headers),
-        // combined with the header state after, when a table covers their length.
+        // The ICRC. Payload and pad are hashed where they lie, from the initial state (so
+        // independently of the headers) when a table can combine them with the header state
+        // after (short tails, full-MTU payloads); the header state is the template's, corrected
+        // for the per-packet header bytes at their distance from the BTH's end, then fed the
+        // extension headers' values.
         let tail = &frame[ext_end..pad_end];
         let short = tail.len() <= MAX_SHIFT;
         let tail_crc = (short || ZeroShift::for_len(tail.len()).is_some()).then(|| crc32(tail));

@@ -10,8 +10,8 @@ use cpu_time::ThreadTime;
 use std::hint::black_box;
 
 use criterion::Criterion;
-use roce::cc::{CcConfig, CongestionControl, Controller, Pacer, Rate};
-use roce::time::Instant;
+use roce_proto::cc::{CcConfig, CongestionControl, Controller, Pacer, Rate};
+use roce_proto::time::Instant;
 
 const LEN: u64 = 4158;
 

@@ -13,16 +13,16 @@ use std::sync::Arc;
 use cc_pair::Pair;
 
 use criterion::{Criterion, Throughput};
-use roce::cc::{CcConfig, Rate};
-use roce::driver::dpdk::{DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, TscClock};
-use roce::driver::loopback::RcOptions;
-use roce::driver::Engine;
-use roce::endpoint::Endpoint;
-use roce::psn::{Msn, Psn};
-use roce::runtime::{Runtime, RuntimeConfig};
-use roce::time::Instant;
-use roce::verbs::{CqHandle, Mtu, SendWr};
-use roce::wire::{aeth, bth, ethernet, EtherType, ExtRepr, IpRepr, Opcode, RoceRepr};
+use roce_dpdk::runtime::{Runtime, RuntimeConfig};
+use roce_dpdk::{DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, TscClock};
+use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::connect::RcOptions;
+use roce_proto::endpoint::Endpoint;
+use roce_proto::engine::Engine;
+use roce_proto::psn::{Msn, Psn};
+use roce_proto::time::Instant;
+use roce_proto::verbs::{CqHandle, Mtu, SendWr};
+use roce_proto::wire::{aeth, bth, ethernet, EtherType, ExtRepr, IpRepr, Opcode, RoceRepr};
 
 const BURST: usize = 32;
 const ACK_EVERY: u64 = 64;
@@ -76,7 +76,7 @@ impl Streamer {
                 vlan: None,
                 ethertype: EtherType::Ipv4,
             },
-            ip: IpRepr::new_roce(b_ip.into(), a_ip.into(), 26, roce::wire::Ecn::NotEct),
+            ip: IpRepr::new_roce(b_ip.into(), a_ip.into(), 26, roce_proto::wire::Ecn::NotEct),
             udp_src_port: 0xc001,
             bth: bth::Repr {
                 opcode: Opcode::RC_ACKNOWLEDGE,
@@ -234,7 +234,7 @@ fn main() {
 /// The same comparison with the variants alternating in short rounds, so that a machine whose
 /// load drifts during the run (shared cores) hits every variant alike: the median over rounds
 /// of each variant's rate relative to `none` in the same round.
-fn interleaved<P: roce::driver::Port, C: roce::clock::Clock>(
+fn interleaved<P: roce_proto::port::Port, C: roce_dpdk::clock::Clock>(
     rt: &mut Runtime<P, C>,
     streamers: &mut [Streamer],
 ) {

@@ -20,11 +20,9 @@ use std::sync::Arc;
 
 use cpu_median::cpu_median_ns;
 use criterion::{Criterion, Throughput};
-use roce::driver::dpdk::{
-    ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
-};
-use roce::driver::{FrameBuf, Port};
-use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields};
+use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig};
+use roce_proto::port::{FrameBuf, Port};
+use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields};
 
 const BURST: usize = 32;
 const SIZES: [usize; 2] = [64, 4096];

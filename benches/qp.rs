@@ -9,14 +9,13 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant as WallClock;
 
-use roce::driver::loopback::{
-    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
-};
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::mr::MrInfo;
-use roce::time::{Duration, Instant};
-use roce::verbs::{AccessFlags, Mtu, SendFlags, SendWr, Sge, WcStatus, WrOpcode};
-use roce::wire::EthernetAddress;
+use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::loopback::{loopback_pair, EndpointPair, LoopbackPort};
+use roce_proto::mr::MrInfo;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::{AccessFlags, Mtu, SendFlags, SendWr, Sge, WcStatus, WrOpcode};
+use roce_proto::wire::EthernetAddress;
 
 struct Counting;
 

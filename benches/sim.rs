@@ -12,13 +12,13 @@ use std::hint::black_box;
 use std::time::Instant as Wall;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use roce::driver::Engine;
-use roce::sim::builtin::{Builtin, BuiltinKind};
-use roce::sim::scenario::Scenario;
-use roce::sim::testing::{TestFlow, TestHost};
-use roce::sim::topology::Topology;
-use roce::sim::{LinkConfig, SwitchConfig};
-use roce::time::Instant;
+use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::scenario::Scenario;
+use roce_fabric::testing::{TestFlow, TestHost};
+use roce_fabric::topology::Topology;
+use roce_fabric::{LinkConfig, SwitchConfig};
+use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
 
 fn incast(senders: usize, duration_us: f64, transport: &str) -> Scenario {
     Builtin {

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 
 use cpu_median::cpu_paired;
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use roce::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
+use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
 
 const SIZES: [usize; 2] = [64, 4096];
 

@@ -28,7 +28,7 @@ mod cli {
 
 /// A userspace RoCEv2 transport on DPDK, with the tools to study it.
 #[derive(Parser, Debug)]
-#[command(name = "roce", version, about)]
+#[command(name = "roce", version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ROCE_COMMIT"), ")"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -86,9 +86,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats(args) => cli::stats::run(args)?,
         Command::Limits => {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "burst_size {}", roce::limits::BURST_SIZE)?;
-            writeln!(out, "max_frame {}", roce::limits::MAX_FRAME)?;
-            writeln!(out, "max_qps {}", roce::limits::MAX_QPS)?;
+            writeln!(out, "burst_size {}", roce_proto::limits::BURST_SIZE)?;
+            writeln!(out, "max_frame {}", roce_proto::limits::MAX_FRAME)?;
+            writeln!(out, "max_qps {}", roce_proto::limits::MAX_QPS)?;
         }
         #[cfg(feature = "dpdk")]
         Command::Port(cmd) => cli::port::run(cmd)?,

@@ -1,8 +1,8 @@
 //! DCQCN reaction point: exact, hand-computed rate/target/alpha trajectories.
 
-use roce::cc::params::ParamSet;
-use roce::cc::{CcConfig, CcError, CongestionControl, Dcqcn, DcqcnParams, Rate};
-use roce::time::{Duration, Instant};
+use roce_proto::cc::params::ParamSet;
+use roce_proto::cc::{CcConfig, CcError, CongestionControl, Dcqcn, DcqcnParams, Rate};
+use roce_proto::time::{Duration, Instant};
 
 const LINE: Rate = Rate::from_gbps(100);
 

@@ -1,7 +1,7 @@
 //! Notification point: CNP pacing per QP.
 
-use roce::ecn::NotificationPoint;
-use roce::time::{Duration, Instant};
+use roce_proto::ecn::NotificationPoint;
+use roce_proto::time::{Duration, Instant};
 
 #[test]
 fn ce_stream_at_10_mpps_yields_exactly_one_cnp_per_qp_per_interval() {

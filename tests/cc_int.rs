@@ -10,17 +10,18 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use cc_pair::Pair;
 
-use roce::cc::{CcConfig, CcMetrics, Rate};
-use roce::driver::loopback::{connect_rc, RcOptions, RcSide};
-use roce::driver::Engine;
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::sim::testing::mac_of;
-use roce::sim::topology::Topology;
-use roce::sim::{HostId, LinkConfig, SwitchConfig};
-use roce::time::Instant;
-use roce::verbs::{AccessFlags, CqHandle, Mtu, SendWr};
-use roce::wire::int::{self, HopRecord, Repr, INT_UDP_PORT};
-use roce::wire::{parse_frame, VlanTag, WireError};
+use roce_fabric::testing::mac_of;
+use roce_fabric::topology::Topology;
+use roce_fabric::{HostId, LinkConfig, SwitchConfig};
+use roce_proto::cc::{CcConfig, CcMetrics, Rate};
+use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
+use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, SendWr};
+use roce_proto::wire::int;
+use roce_proto::wire::int::{HopRecord, Repr, INT_UDP_PORT};
+use roce_proto::wire::{parse_frame, VlanTag, WireError};
 
 /// A WRITE frame built by a real endpoint (IPv4, IPv6, tagged or not).
 fn data_frame(v6: bool, vlan: Option<u16>) -> Vec<u8> {

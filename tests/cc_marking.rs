@@ -6,11 +6,11 @@
 mod cc_pair;
 
 use cc_pair::Pair;
-use roce::driver::loopback::RcOptions;
-use roce::ecn::EcnConfig;
-use roce::endpoint::EndpointConfig;
-use roce::time::Instant;
-use roce::wire::{parse_frame, set_frame_ecn, Ecn, Opcode};
+use roce_proto::connect::RcOptions;
+use roce_proto::ecn::EcnConfig;
+use roce_proto::endpoint::EndpointConfig;
+use roce_proto::time::Instant;
+use roce_proto::wire::{parse_frame, set_frame_ecn, Ecn, Opcode};
 
 struct Frames {
     data: Vec<u8>,

@@ -1,7 +1,7 @@
 //! Pacer: exact departure schedule over a second of virtual time, rate changes, bursts.
 
-use roce::cc::{Pacer, Rate};
-use roce::time::Instant;
+use roce_proto::cc::{Pacer, Rate};
+use roce_proto::time::Instant;
 
 /// Sends back to back for one second of virtual time at `rate_bps`; checks every departure
 /// against the ideal schedule ceil(k·len·8·10^9 / rate) and returns the bytes released.

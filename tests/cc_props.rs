@@ -1,9 +1,9 @@
 //! Randomized invariants (proptest prints the failing case and persists its seed).
 
 use proptest::prelude::*;
-use roce::cc::params::ParamSet;
-use roce::cc::{CcConfig, CongestionControl, Dcqcn, DcqcnParams, Pacer, Rate, CC_NAMES};
-use roce::time::{Duration, Instant};
+use roce_proto::cc::params::ParamSet;
+use roce_proto::cc::{CcConfig, CongestionControl, Dcqcn, DcqcnParams, Pacer, Rate, CC_NAMES};
+use roce_proto::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
 enum Input {

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 mod cc_pair;
 
 use cc_pair::Pair;
-use roce::cc::{CcMetrics, CongestionControl, Controller, Rate};
-use roce::driver::loopback::RcOptions;
-use roce::endpoint::Endpoint;
-use roce::time::{Duration, Instant};
-use roce::wire::parse_frame;
+use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate};
+use roce_proto::connect::RcOptions;
+use roce_proto::endpoint::Endpoint;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::wire::parse_frame;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Seen {

@@ -6,10 +6,10 @@
 mod cc_pair;
 
 use cc_pair::Pair;
-use roce::cc::{CcConfig, Rate};
-use roce::driver::loopback::RcOptions;
-use roce::time::Instant;
-use roce::verbs::Mtu;
+use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::connect::RcOptions;
+use roce_proto::time::Instant;
+use roce_proto::verbs::Mtu;
 
 /// A pair whose sender paces with `cc` at `gbps` and `burst` bytes of burst, no ACK timeout,
 /// a 64 KiB WRITE posted.

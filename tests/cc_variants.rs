@@ -1,11 +1,11 @@
 //! DCTCP, TIMELY, patched TIMELY, HPCC and `none`: cut on their congestion signal, grow without.
 
-use roce::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
-use roce::cc::{
+use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
+use roce_proto::cc::{
     CcConfig, CcEvent, CongestionControl, Controller, Dctcp, DctcpParams, Hpcc, HpccParams, IntHop,
     PatchedTimely, PatchedTimelyParams, Rate, Timely, TimelyParams,
 };
-use roce::time::{Duration, Instant};
+use roce_proto::time::{Duration, Instant};
 
 fn us(v: u64) -> Instant {
     Instant::ZERO + Duration::from_micros(v)
@@ -92,7 +92,7 @@ fn none_stays_at_line_rate_and_counts_ignored_cnps() {
 
 #[test]
 fn every_named_controller_builds_and_reports_its_name() {
-    let names: Vec<_> = roce::cc::CC_NAMES
+    let names: Vec<_> = roce_proto::cc::CC_NAMES
         .iter()
         .map(|n| {
             CcConfig::new(n, Rate::from_gbps(100))
@@ -135,8 +135,8 @@ impl CongestionControl for Halver {
     fn rate(&self) -> Rate {
         self.0
     }
-    fn metrics(&self) -> roce::cc::CcMetrics {
-        roce::cc::CcMetrics {
+    fn metrics(&self) -> roce_proto::cc::CcMetrics {
+        roce_proto::cc::CcMetrics {
             rate: self.0,
             target_rate: self.0,
             ..Default::default()
@@ -171,7 +171,7 @@ fn replay_records_the_cut_and_the_first_timer_recovery() {
     assert_eq!(points[1], (0, 50_000_000_000, CcEvent::Cnp));
     assert_eq!(points[2], (55_000, 75_000_000_000, CcEvent::Timer));
     assert_eq!(points.len(), 3);
-    let csv = roce::cc::recorder::to_csv(&samples);
+    let csv = roce_proto::cc::recorder::to_csv(&samples);
     assert!(csv.starts_with("t_ns,rate_bps,target_bps,alpha,event\n0,100000000000,"));
 }
 
@@ -189,11 +189,11 @@ fn replay_script_errors_name_the_bad_item() {
 
 #[test]
 fn timely_and_patched_timely_share_one_rtt_parameter_set() {
-    use roce::cc::params::ParamSet;
+    use roce_proto::cc::params::ParamSet;
     let t = TimelyParams::default();
     let p = PatchedTimelyParams::default();
     assert_eq!(t.rtt, p.rtt);
-    let shared = roce::cc::RttParams::default().names();
+    let shared = roce_proto::cc::RttParams::default().names();
     assert_eq!(&t.names()[..shared.len()], &shared[..]);
     assert_eq!(&p.names()[..shared.len()], &shared[..]);
     assert_eq!(t.names()[shared.len()..], ["hai_n"]);

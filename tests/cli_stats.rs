@@ -3,9 +3,8 @@
 
 use std::process::Command;
 
-use roce::stats::{
-    table, Column, EndpointCounters, PortStats, QpCounters, QpStats, RdmaCounters, StatsReport,
-};
+use roce::stats::{table, Column, PortStats, QpStats, StatsReport};
+use roce_proto::counters::{EndpointCounters, QpCounters, RdmaCounters};
 
 fn report() -> StatsReport {
     let r = RdmaCounters {
@@ -108,7 +107,7 @@ fn port_counters_take_the_marks_and_drop_counts_of_the_endpoint() {
         rp_cnp_handled: 6,
         ..Default::default()
     };
-    let np = roce::ecn::NpCounters {
+    let np = roce_proto::ecn::NpCounters {
         np_ecn_marked_roce_packets: 8,
         np_cnp_sent: 2,
     };

@@ -15,15 +15,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
-use roce::clock::{Clock, MonotonicClock};
-use roce::driver::dpdk::{
+use roce_dpdk::clock::{Clock, MonotonicClock};
+use roce_dpdk::runtime::{Runtime, RuntimeConfig};
+use roce_dpdk::{
     ring_pair, DpdkError, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
     TscClock,
 };
-use roce::driver::{Engine, FrameBuf, Port};
-use roce::runtime::{Runtime, RuntimeConfig};
-use roce::time;
-use roce::wire::parse_frame;
+use roce_proto::engine::Engine;
+use roce_proto::port::{FrameBuf, Port};
+use roce_proto::time;
+use roce_proto::wire::parse_frame;
 
 use netns::NetNs;
 
@@ -232,10 +233,7 @@ fn tsc_clock_starts_at_zero_and_advances(eal: &Eal) -> anyhow::Result<()> {
     let (a, b) = (clock.now(), clock.now());
     ensure!(b >= a, "{b:?} before {a:?}");
     ensure!(a.as_nanos() < 1_000_000_000, "epoch is not creation: {a:?}");
-    ensure!(
-        roce::driver::dpdk::pin_current_thread(0),
-        "cannot pin to core 0"
-    );
+    ensure!(roce_dpdk::pin_current_thread(0), "cannot pin to core 0");
     ensure!(
         eal.lcore_id() == 0,
         "main thread is lcore {}",
@@ -267,7 +265,7 @@ fn mbuf_frame_len_stays_within_room(eal: &Eal) -> anyhow::Result<()> {
 /// ICRC-hashed bytes on a cache line, at most 63 bytes of headroom given up.
 fn aligned_alloc_puts_the_icrc_bytes_on_a_cache_line(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 63)?;
-    let lead = roce::wire::ICRC_LEAD;
+    let lead = roce_proto::wire::ICRC_LEAD;
     for _ in 0..8 {
         let mut m = pool.alloc_aligned(lead as u16).context("alloc")?;
         let plain = pool.alloc().context("alloc")?;

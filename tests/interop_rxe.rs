@@ -16,14 +16,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use oob_support::{capture_streams, frames, perftest_bw_sizes, split};
-use roce::arp::{self, Config, Operation, Resolver};
-use roce::ndp;
 use roce::oob::perftest::PerftestDest;
-use roce::oob::pingpong::{self, PingpongDest};
+use roce::oob::pingpong;
+use roce::oob::pingpong::PingpongDest;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
-use roce::time::Instant;
-use roce::wire::EthernetAddress;
+use roce_proto::arp;
+use roce_proto::arp::{Config, Operation, Resolver};
+use roce_proto::ndp;
+use roce_proto::time::Instant;
+use roce_proto::wire::EthernetAddress;
 
 fn run_interop(results: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/interop/run.sh");

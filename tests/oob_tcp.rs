@@ -10,9 +10,11 @@ use std::thread;
 use std::time::Duration;
 
 use oob_support::{capture_streams, perftest_bw_sizes, split, vector};
-use roce::oob::perftest::{self, BwReport, PerftestDest, SysData};
+use roce::oob::perftest;
+use roce::oob::perftest::{BwReport, PerftestDest, SysData};
 use roce::oob::pingpong::PingpongDest;
-use roce::oob::tcp::{self, ExchangeError, OobStream, PerftestConn, Timeouts};
+use roce::oob::tcp;
+use roce::oob::tcp::{ExchangeError, OobStream, PerftestConn, Timeouts};
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
 

@@ -6,11 +6,14 @@ mod oob_support;
 use std::net::Ipv6Addr;
 
 use oob_support::{capture_streams, perftest_bw_sizes, split, vector};
-use roce::oob::perftest::{self, BwReport, PerftestDest};
-use roce::oob::pingpong::{self, PingpongDest};
-use roce::oob::verbs_peer::{self, VerbsPeerInfo};
+use roce::oob::perftest;
+use roce::oob::perftest::{BwReport, PerftestDest};
+use roce::oob::pingpong;
+use roce::oob::pingpong::PingpongDest;
+use roce::oob::verbs_peer;
+use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
-use roce::psn::Psn;
+use roce_proto::psn::Psn;
 
 fn gid(s: &str) -> Ipv6Addr {
     s.parse().unwrap()

@@ -5,11 +5,11 @@
 mod rc_support;
 
 use rc_support::script::*;
-use roce::driver::loopback::RcOptions;
-use roce::psn::Psn;
-use roce::verbs::{Mtu, SendWr, Sge, WrOpcode};
-use roce::wire::opcode::Opcode;
-use roce::wire::Ecn;
+use roce_proto::connect::RcOptions;
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{Mtu, SendWr, Sge, WrOpcode};
+use roce_proto::wire::opcode::Opcode;
+use roce_proto::wire::Ecn;
 
 fn read_of(s: &mut Script, len: u32) {
     let mr = s.mr(8192, rc_support::ALL_ACCESS);

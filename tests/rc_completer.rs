@@ -5,12 +5,12 @@
 mod rc_support;
 
 use rc_support::script::*;
-use roce::driver::loopback::RcOptions;
-use roce::psn::Psn;
-use roce::time::Duration;
-use roce::verbs::{Mtu, QpState, SendWr, Sge, WcStatus, WrOpcode};
-use roce::wire::opcode::Opcode;
-use roce::wire::{atomic_ack_eth, ExtRepr};
+use roce_proto::connect::RcOptions;
+use roce_proto::psn::Psn;
+use roce_proto::time::Duration;
+use roce_proto::verbs::{Mtu, QpState, SendWr, Sge, WcStatus, WrOpcode};
+use roce_proto::wire::opcode::Opcode;
+use roce_proto::wire::{atomic_ack_eth, ExtRepr};
 
 fn opts(start: u32) -> RcOptions {
     RcOptions {
@@ -24,13 +24,13 @@ fn opts(start: u32) -> RcOptions {
     }
 }
 
-fn setup(start: u32) -> (Script, roce::mr::MrInfo) {
+fn setup(start: u32) -> (Script, roce_proto::mr::MrInfo) {
     let mut s = Script::new(&opts(start));
     let mr = s.mr(8192, rc_support::ALL_ACCESS);
     (s, mr)
 }
 
-fn write(s: &mut Script, mr: &roce::mr::MrInfo, wr_id: u64, len: u32) {
+fn write(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
     let wr = SendWr::new(
         wr_id,
         WrOpcode::RdmaWrite {
@@ -312,7 +312,7 @@ fn unsignaled_requests_complete_silently_and_errors_always_report() {
             lkey: mr.lkey,
         },
     );
-    wr.flags = roce::verbs::SendFlags::empty();
+    wr.flags = roce_proto::verbs::SendFlags::empty();
     s.ep.post_send(s.qpn, wr.clone()).unwrap();
     wr.wr_id = 2;
     s.ep.post_send(s.qpn, wr).unwrap();
@@ -369,7 +369,7 @@ fn fence_holds_a_request_until_earlier_reads_complete() {
             lkey: mr.lkey,
         },
     );
-    wr.flags |= roce::verbs::SendFlags::FENCE;
+    wr.flags |= roce_proto::verbs::SendFlags::FENCE;
     s.ep.post_send(s.qpn, wr).unwrap();
     assert_eq!(recv!(s).opcode, Opcode::RC_RDMA_READ_REQUEST);
     recv!(s, None);
@@ -386,8 +386,8 @@ fn fence_holds_a_request_until_earlier_reads_complete() {
 
 #[test]
 fn paced_qp_holds_packets_until_the_departure_time_and_a_cnp_reaches_its_controller() {
-    use roce::cc::config::CcConfig;
-    use roce::cc::rate::Rate;
+    use roce_proto::cc::config::CcConfig;
+    use roce_proto::cc::rate::Rate;
     let (mut s, mr) = setup(50);
     let cc = CcConfig::new("dcqcn-mlx", Rate::from_gbps(1))
         .unwrap()

@@ -4,11 +4,11 @@
 mod rc_support;
 
 use rc_support::*;
-use roce::driver::fault::FaultConfig;
-use roce::driver::loopback::RcOptions;
-use roce::verbs::{AccessFlags, QpState, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
+use roce_proto::connect::RcOptions;
+use roce_proto::fault::FaultConfig;
+use roce_proto::verbs::{AccessFlags, QpState, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
 
-fn run(p: &mut Pair, side: &roce::driver::loopback::RcSide, want: usize) -> Vec<WorkCompletion> {
+fn run(p: &mut Pair, side: &roce_proto::connect::RcSide, want: usize) -> Vec<WorkCompletion> {
     let mut got = Vec::new();
     let end = deadline(p, 30);
     let s = *side;
@@ -26,7 +26,7 @@ fn statuses(w: &[WorkCompletion]) -> Vec<(u64, WcStatus)> {
 /// Posts a failing WRITE (built by `wr`) and a good one behind it.
 fn write_then_flush(
     access: AccessFlags,
-    wr: impl Fn(&roce::mr::MrInfo, &roce::mr::MrInfo) -> SendWr,
+    wr: impl Fn(&roce_proto::mr::MrInfo, &roce_proto::mr::MrInfo) -> SendWr,
 ) -> (Pair, Vec<WorkCompletion>, u32) {
     let mut p = pair(FaultConfig::default(), 3);
     let (sa, sb) = connect(&mut p, &RcOptions::default());

@@ -6,8 +6,8 @@
 mod rc_support;
 
 use rc_support::random::{run, Faults, Run};
-use roce::driver::fault::FaultConfig;
-use roce::driver::loopback::loopback_pair;
+use roce_proto::fault::FaultConfig;
+use roce_proto::loopback::loopback_pair;
 
 fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
     match std::env::var("ROCE_TEST_SEED")

@@ -4,11 +4,11 @@
 mod rc_support;
 
 use rc_support::script::*;
-use roce::driver::loopback::RcOptions;
-use roce::psn::Psn;
-use roce::verbs::{AccessFlags, Mtu, QpState, RecvWr, Sge, WcOpcode, WcStatus};
-use roce::wire::opcode::Opcode;
-use roce::wire::{atomic_eth, reth, ExtRepr};
+use roce_proto::connect::RcOptions;
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{AccessFlags, Mtu, QpState, RecvWr, Sge, WcOpcode, WcStatus};
+use roce_proto::wire::opcode::Opcode;
+use roce_proto::wire::{atomic_eth, reth, ExtRepr};
 
 const ACK: u8 = 0x1f;
 const NAK_SEQ: u8 = 0x60;
@@ -25,13 +25,13 @@ fn opts() -> RcOptions {
     }
 }
 
-fn setup() -> (Script, roce::mr::MrInfo) {
+fn setup() -> (Script, roce_proto::mr::MrInfo) {
     let mut s = Script::new(&opts());
     let mr = s.mr(4096, rc_support::ALL_ACCESS);
     (s, mr)
 }
 
-fn reth(mr: &roce::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
+fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
     ExtRepr {
         reth: Some(reth::Repr {
             va: mr.addr + off,
@@ -43,7 +43,7 @@ fn reth(mr: &roce::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
 }
 
 /// Posts receive `wr_id` of 64 bytes at the start of `mr`.
-fn post_recv(s: &mut Script, wr_id: u64, mr: &roce::mr::MrInfo) {
+fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo) {
     s.ep.post_recv(
         s.qpn,
         RecvWr::new(
@@ -58,7 +58,7 @@ fn post_recv(s: &mut Script, wr_id: u64, mr: &roce::mr::MrInfo) {
     .unwrap();
 }
 
-fn write_only(psn: u32, mr: &roce::mr::MrInfo, data: &[u8]) -> Pkt {
+fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
     Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
         .ack_req()
         .ext(reth(mr, 0, data.len() as u32))
@@ -404,21 +404,21 @@ fn frames_with_bad_icrc_wrong_qp_or_wrong_pkey_are_counted_and_dropped() {
 #[test]
 fn ce_marked_request_sends_one_cnp_per_interval_to_the_senders_qp() {
     let (mut s, mr) = setup();
-    s.send_ecn(&write_only(100, &mr, b"a"), roce::wire::Ecn::Ce);
+    s.send_ecn(&write_only(100, &mr, b"a"), roce_proto::wire::Ecn::Ce);
     let cnp = recv!(s);
     assert_eq!(
         (cnp.opcode, cnp.psn.value(), cnp.payload.len()),
         (Opcode::CNP, 0, 0)
     );
     assert_eq!(recv!(s).aeth(), Some((ACK, 1)), "the ACK follows the CNP");
-    s.send_ecn(&write_only(101, &mr, b"b"), roce::wire::Ecn::Ce);
+    s.send_ecn(&write_only(101, &mr, b"b"), roce_proto::wire::Ecn::Ce);
     assert_eq!(
         recv!(s).opcode,
         Opcode::RC_ACKNOWLEDGE,
         "no second CNP within 4 us"
     );
-    s.advance(roce::time::Duration::from_micros(4));
-    s.send_ecn(&write_only(102, &mr, b"c"), roce::wire::Ecn::Ce);
+    s.advance(roce_proto::time::Duration::from_micros(4));
+    s.send_ecn(&write_only(102, &mr, b"c"), roce_proto::wire::Ecn::Ce);
     assert_eq!(recv!(s).opcode, Opcode::CNP);
     let np = s.ep.np_counters();
     assert_eq!(
@@ -441,7 +441,7 @@ fn frames_for_another_qp_another_partition_or_a_qp_in_reset_are_counted_and_drop
     p.pkey = 0x7ffe;
     send!(s, p);
     let reset =
-        s.ep.create_qp(roce::verbs::QpInit {
+        s.ep.create_qp(roce_proto::verbs::QpInit {
             pd: s.pd,
             send_cq: s.cq,
             recv_cq: s.cq,
@@ -508,13 +508,14 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
             });
         }
         if info.aeth {
-            ext.aeth = Some(roce::wire::aeth::Repr {
-                syndrome: roce::wire::aeth::Syndrome::from_byte(rng.random()),
-                msn: roce::psn::Msn::new(rng.random()),
+            ext.aeth = Some(roce_proto::wire::aeth::Repr {
+                syndrome: roce_proto::wire::aeth::Syndrome::from_byte(rng.random()),
+                msn: roce_proto::psn::Msn::new(rng.random()),
             });
         }
         if info.atomic_ack_eth {
-            ext.atomic_ack_eth = Some(roce::wire::atomic_ack_eth::Repr { orig: rng.random() });
+            ext.atomic_ack_eth =
+                Some(roce_proto::wire::atomic_ack_eth::Repr { orig: rng.random() });
         }
         if info.immdt {
             ext.immdt = Some(rng.random());
@@ -537,7 +538,7 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
         send!(s, p);
         while s.recv().is_some() {}
         if i % 500 == 0 {
-            s.advance(roce::time::Duration::from_millis(100));
+            s.advance(roce_proto::time::Duration::from_millis(100));
         }
         if s.ep.qp(s.qpn).map(|q| q.state()) == Some(QpState::Err) {
             // Start over so later packets meet a live QP, not only the error state.

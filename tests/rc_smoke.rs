@@ -3,9 +3,9 @@
 mod rc_support;
 
 use rc_support::*;
-use roce::driver::fault::FaultConfig;
-use roce::driver::loopback::RcOptions;
-use roce::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::connect::RcOptions;
+use roce_proto::fault::FaultConfig;
+use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 #[test]
 fn write_read_send_and_atomics_complete_over_a_clean_link() {
@@ -13,7 +13,7 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
     let (sa, sb) = connect(&mut p, &RcOptions::default());
     let src = mr(&mut p.a, &sa, 10_000, 7);
     let dst = mr(&mut p.b, &sb, 10_000, 0);
-    let sge = |m: &roce::mr::MrInfo, off: u64, len: u32| Sge {
+    let sge = |m: &roce_proto::mr::MrInfo, off: u64, len: u32| Sge {
         addr: m.addr + off,
         length: len,
         lkey: m.lkey,
@@ -97,8 +97,9 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
 
 #[test]
 fn ipv6_endpoints_move_a_multi_packet_send() {
-    use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair};
-    use roce::endpoint::{Endpoint, EndpointConfig};
+    use roce_proto::connect::connect_rc;
+    use roce_proto::endpoint::{Endpoint, EndpointConfig};
+    use roce_proto::loopback::{loopback_pair, EndpointPair};
     let v6 = |mac, ip: &str| {
         let mut c = EndpointConfig::ipv4(mac, std::net::Ipv4Addr::UNSPECIFIED);
         c.ipv4 = None;
@@ -136,7 +137,7 @@ fn ipv6_endpoints_move_a_multi_packet_send() {
     )
     .unwrap();
     let mut got = Vec::new();
-    let end = p.now + roce::time::Duration::from_secs(1);
+    let end = p.now + roce_proto::time::Duration::from_secs(1);
     assert!(p.run_until(end, |_, a, b| {
         got.extend(a.poll_cq_one(sa.cq));
         got.extend(b.poll_cq_one(sb.cq));
@@ -152,7 +153,7 @@ fn ipv6_endpoints_move_a_multi_packet_send() {
 
 #[test]
 fn busy_qps_take_turns_and_an_idle_qp_wakes_on_post() {
-    use roce::time::Instant;
+    use roce_proto::time::Instant;
     let mut p = pair(FaultConfig::default(), 1);
     let qps: Vec<_> = (0..3)
         .map(|_| connect(&mut p, &RcOptions::default()))
@@ -183,7 +184,7 @@ fn busy_qps_take_turns_and_an_idle_qp_wakes_on_post() {
     let mut buf = [0u8; 2048];
     let mut dest = |p: &mut Pair| {
         let n = p.a.poll_transmit(Instant::ZERO, &mut buf)?;
-        let f = roce::wire::parse_frame(&buf[..n]).ok()?;
+        let f = roce_proto::wire::parse_frame(&buf[..n]).ok()?;
         Some(f.repr.bth.dest_qpn)
     };
     let order: Vec<u32> = std::iter::from_fn(|| dest(&mut p)).collect();

@@ -1,13 +1,13 @@
-//! Congestion control from `roce::cc` inside the real endpoints on the fabric's hosts: CNPs from
+//! Congestion control from `roce_proto::cc` inside the real endpoints on the fabric's hosts: CNPs from
 //! the receivers' notification points cut the senders' QP rates, which keeps the bottleneck queue
 //! (and PFC) down compared with no congestion control; two DCQCN flows into one marking link
 //! converge to a fair share with a bounded queue, where without CC the queue fills until PFC.
 
-use roce::sim::builtin::{Builtin, BuiltinKind};
-use roce::sim::summary::Summary;
-use roce::sim::HostId;
+use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::summary::Summary;
+use roce_fabric::HostId;
 
-fn incast(cc: &str) -> (Summary, roce::sim::scenario::Built) {
+fn incast(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
     let s = Builtin {
         senders: Some(4),
         duration_us: Some(1_000.0),
@@ -20,7 +20,7 @@ fn incast(cc: &str) -> (Summary, roce::sim::scenario::Built) {
 }
 
 /// The controller metrics of host `h`'s first flow.
-fn metrics(built: &roce::sim::scenario::Built, h: usize) -> roce::cc::CcMetrics {
+fn metrics(built: &roce_fabric::scenario::Built, h: usize) -> roce_proto::cc::CcMetrics {
     let engine = built.fabric.engine(HostId(h)).expect("host exists");
     engine.cc_metrics(0).expect("the flow runs a controller")
 }
@@ -67,7 +67,7 @@ fn unknown_congestion_control_is_one_clear_error() {
 /// Two flows from two senders into one receiver over one 40 Gbit/s switch port that marks with
 /// the SIGCOMM'15 RED settings (at enqueue); the second flow starts 1 ms after the first. The
 /// last 10 of 20 ms are measured.
-fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce::sim::scenario::Built) {
+fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
     let text = format!(
         r#"
         name = "two-flows-{cc}"
@@ -85,7 +85,7 @@ fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce::sim::scenario::B
         ]
         "#
     );
-    let s = roce::sim::scenario::Scenario::from_toml(&text).expect("scenario parses");
+    let s = roce_fabric::scenario::Scenario::from_toml(&text).expect("scenario parses");
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs")
 }

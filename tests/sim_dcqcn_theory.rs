@@ -4,7 +4,7 @@
 //! Lessons Learnt from Analysis of DCQCN and TIMELY" (CoNEXT 2016, Section 3), and the flows
 //! share the link fairly. The senders are the real `Endpoint`s with the `dcqcn-paper` controller.
 //!
-//! The fixed point is computed here from the paper's equations, independently of `roce::cc`:
+//! The fixed point is computed here from the paper's equations, independently of `roce_proto::cc`:
 //! with per-flow rate R_C = C/N (packets/s), marking probability p, CNP interval τ, alpha timer
 //! τ', rate-increase timer T, byte counter B (packets), F fast-recovery steps and additive step
 //! R_AI, the model's dα/dt = dR_T/dt = dR_C/dt = 0 give
@@ -28,8 +28,8 @@
 //!   model) never starts because the byte counter never reaches F at these rates.
 //! - Alpha starts at 1 and relaxes with time constant τ'/g = 14 ms: the first 30 ms are warm-up.
 
-use roce::sim::scenario::Scenario;
-use roce::sim::summary::Summary;
+use roce_fabric::scenario::Scenario;
+use roce_fabric::summary::Summary;
 
 const FRAME: f64 = 1082.0;
 const WIRE: f64 = 1106.0;

@@ -2,10 +2,10 @@
 //! PFC versus drops in an incast, congestion spreading, CE marking with valid ICRCs, link
 //! failure, ring AllReduce and a lossy class beside the lossless one.
 
-use roce::sim::builtin::{Builtin, BuiltinKind};
-use roce::sim::scenario::Scenario;
-use roce::sim::summary::Summary;
-use roce::sim::{wire_bytes, HostId, Node, SwitchId};
+use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::scenario::Scenario;
+use roce_fabric::summary::Summary;
+use roce_fabric::{wire_bytes, HostId, Node, SwitchId};
 
 fn run(s: &Scenario) -> Summary {
     println!("scenario {} seed {}", s.name, s.seed);
@@ -220,10 +220,10 @@ fn lossy_background_class_drops_while_the_lossless_class_is_paused_instead() {
 
 #[test]
 fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
-    use roce::sim::testing::{TestFlow, TestHost};
-    use roce::sim::topology::Topology;
-    use roce::sim::{LinkConfig, SwitchConfig};
-    use roce::time::Instant;
+    use roce_fabric::testing::{TestFlow, TestHost};
+    use roce_fabric::topology::Topology;
+    use roce_fabric::{LinkConfig, SwitchConfig};
+    use roce_proto::time::Instant;
 
     let cfg = SwitchConfig {
         int: true,

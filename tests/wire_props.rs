@@ -5,8 +5,8 @@
 #[path = "support/wire_strategies.rs"]
 mod wire_strategies;
 
-use ::roce::wire::{parse_frame, parse_frame_unverified};
 use proptest::prelude::*;
+use roce_proto::wire::{parse_frame, parse_frame_unverified};
 use wire_strategies::{config, emit, frame_repr};
 
 proptest! {

@@ -5,11 +5,11 @@
 #[path = "support/wire_strategies.rs"]
 mod wire_strategies;
 
-use ::roce::psn::Psn;
-use ::roce::wire::{
+use proptest::prelude::*;
+use roce_proto::psn::Psn;
+use roce_proto::wire::{
     parse_frame, Ecn, ExtRepr, FrameTemplate, Opcode, PacketFields, RoceRepr, WireError,
 };
-use proptest::prelude::*;
 use wire_strategies::{config, ecn, emit, frame_repr};
 
 /// What the template writes for `repr` into a buffer of `len` bytes (filled with `fill`).
@@ -124,13 +124,13 @@ proptest! {
 #[test]
 fn a_payload_too_long_for_ip_is_bad_length_for_both() {
     let mut repr = RoceRepr::cnp(
-        ::roce::wire::ethernet::Repr {
-            dst: ::roce::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
-            src: ::roce::wire::EthernetAddress([2, 0, 0, 0, 0, 2]),
+        roce_proto::wire::ethernet::Repr {
+            dst: roce_proto::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
+            src: roce_proto::wire::EthernetAddress([2, 0, 0, 0, 0, 2]),
             vlan: None,
-            ethertype: ::roce::wire::EtherType::Ipv4,
+            ethertype: roce_proto::wire::EtherType::Ipv4,
         },
-        ::roce::wire::IpRepr::new_roce(
+        roce_proto::wire::IpRepr::new_roce(
             [198, 18, 0, 1].into(),
             [198, 18, 0, 2].into(),
             0,

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ::roce::psn::Psn;
-use ::roce::wire::aeth::{NakCode, Syndrome};
-use ::roce::wire::{
-    self, icrc, parse_frame, parse_frame_unverified, Ecn, IpRepr, Opcode, RocePacket, WireError,
+use roce_proto::psn::Psn;
+use roce_proto::wire;
+use roce_proto::wire::aeth::{NakCode, Syndrome};
+use roce_proto::wire::{
+    icrc, parse_frame, parse_frame_unverified, Ecn, IpRepr, Opcode, RocePacket, WireError,
 };
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors");
@@ -554,7 +555,9 @@ fn every_valid_vector_matches_the_reference_icrc() {
 
 #[test]
 fn emitted_ipv6_frame_with_ecn_and_flow_label_matches_the_reference_icrc() {
-    use ::roce::wire::{bth, ethernet, ipv6, reth, EtherType, EthernetAddress, ExtRepr, RoceRepr};
+    use roce_proto::wire::{
+        bth, ethernet, ipv6, reth, EtherType, EthernetAddress, ExtRepr, RoceRepr,
+    };
     let repr = RoceRepr {
         eth: ethernet::Repr {
             dst: EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
@@ -607,7 +610,7 @@ fn emitted_ipv6_frame_with_ecn_and_flow_label_matches_the_reference_icrc() {
 
 #[test]
 fn explain_tells_the_story_of_the_host_peer_naks_and_ce_marks() {
-    use ::roce::wire::pretty::{explain_frame, summary};
+    use roce_proto::wire::pretty::{explain_frame, summary};
     let host = frames("host_peer_to_guest.pcap");
     let texts: Vec<String> = host.iter().filter_map(|f| explain_frame(f).ok()).collect();
     let all = texts.join("\n");

@@ -8,11 +8,11 @@ mod wire_strategies;
 
 use std::path::Path;
 
-use ::roce::wire::{
+use proptest::prelude::*;
+use roce_proto::wire::{
     parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
     RocePacket, WireError,
 };
-use proptest::prelude::*;
 use wire_strategies::{config, emit, frame_repr};
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors");
@@ -64,7 +64,10 @@ fn accessors_agree(frame: &[u8]) {
     assert_eq!(view.ext(), r.ext);
     assert_eq!(view.payload(), packet.payload);
     assert_eq!(view.icrc, packet.icrc);
-    assert_eq!(view.is_ipv6(), matches!(r.ip, ::roce::wire::IpRepr::V6(_)));
+    assert_eq!(
+        view.is_ipv6(),
+        matches!(r.ip, roce_proto::wire::IpRepr::V6(_))
+    );
 }
 
 #[test]
@@ -143,7 +146,7 @@ proptest! {
     ) {
         let mut frame = emit(&repr, &payload);
         let view = parse_view(&frame).expect("own frame parses");
-        let bth_at = view.payload_offset() - view.info.ext_len - ::roce::wire::bth::HEADER_LEN;
+        let bth_at = view.payload_offset() - view.info.ext_len - roce_proto::wire::bth::HEADER_LEN;
         let end = view.payload_offset() + payload.len();
         // BTH byte 4 (FECN, BECN, reserved) is masked by the ICRC: flipping it is allowed.
         let covered: Vec<usize> = (bth_at..end).filter(|&at| at != bth_at + 4).collect();

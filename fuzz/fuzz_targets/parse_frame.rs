@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roce::wire::{parse_frame, parse_frame_unverified, pretty};
+use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_frame(data);

@@ -5,8 +5,8 @@ use std::io::Write as _;
 
 use anyhow::{anyhow, bail};
 use clap::Subcommand;
-use roce::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
-use roce::cc::{CcConfig, Rate, Sample};
+use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
+use roce_proto::cc::{CcConfig, Rate, Sample};
 
 /// `roce cc ...`
 #[derive(Subcommand, Debug)]
@@ -128,7 +128,7 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
                 },
             );
             if csv {
-                write!(out, "{}", roce::cc::recorder::to_csv(&samples))?;
+                write!(out, "{}", roce_proto::cc::recorder::to_csv(&samples))?;
                 return Ok(());
             }
             let points: Vec<Point> = changes(&samples)

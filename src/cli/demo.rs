@@ -4,7 +4,7 @@
 //! monotonic clock, one thread polling hosts and switch in turn; ECN marks, CNPs and DCQCN rate
 //! cuts happen for real, and every message is verified byte for byte.
 //!
-//! Not here: the switch, payloads and reports ([`roce::demo`]); real NICs (see `roce perf`).
+//! Not here: the switch, payloads and reports ([`roce::report`]); real NICs (see `roce perf`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,22 +14,23 @@ use std::io::Write as _;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use roce::cc::{CcConfig, Rate};
-use roce::clock::{Clock, MonotonicClock};
-use roce::demo::report::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
-use roce::demo::switch::{RtSwitch, RtSwitchConfig};
-use roce::demo::text::{self, Files};
-use roce::driver::dpdk::{
+use roce::pcap::CaptureWriter;
+use roce::report::demo::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
+use roce::report::text;
+use roce::report::text::Files;
+use roce_dpdk::clock::{Clock, MonotonicClock};
+use roce_dpdk::runtime::{Runtime, RuntimeConfig};
+use roce_dpdk::{
     ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
-use roce::driver::{FrameBuf, Port};
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::pcap::CaptureWriter;
-use roce::runtime::{Runtime, RuntimeConfig};
-use roce::sim::EcnConfig;
-use roce::time::{Duration, Instant};
-use roce::verbs::Mtu;
-use roce::wire::EthernetAddress;
+use roce_fabric::rt_switch::{RtSwitch, RtSwitchConfig};
+use roce_fabric::EcnConfig;
+use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::port::{FrameBuf, Port};
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::Mtu;
+use roce_proto::wire::EthernetAddress;
 
 use crate::cli::ops::Op;
 use crate::cli::progress::{parse_interval, Progress};

@@ -12,19 +12,21 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
-use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
-use roce::driver::loopback::{connect_rc, loopback_pair, EndpointPair, RcOptions, RcSide};
-use roce::driver::{FrameBuf, Port, PortCaps};
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::mr::MrInfo;
 use roce::pcap::CaptureWriter;
-use roce::psn::Psn;
-use roce::stats::{EndpointCounters, RdmaCounters, StatsReport};
+use roce::stats::StatsReport;
+use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::counters::{EndpointCounters, RdmaCounters};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::fault::{FaultConfig, FaultCounters, FaultPort};
+use roce_proto::loopback::{loopback_pair, EndpointPair};
+use roce_proto::mr::MrInfo;
+use roce_proto::port::{FrameBuf, Port, PortCaps};
+use roce_proto::psn::Psn;
 
 use super::ops::Op;
-use roce::time::{Duration, Instant};
-use roce::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
-use roce::wire::EthernetAddress;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::wire::EthernetAddress;
 
 /// Options of `roce loopback`.
 #[derive(Args, Debug)]
@@ -184,8 +186,8 @@ fn run_on_ring(_: &LoopbackArgs, _: &Plan) -> anyhow::Result<()> {
 /// Two net_ring ports joined back to back in this process, one mbuf pool for both.
 #[cfg(feature = "dpdk")]
 fn run_on_ring(args: &LoopbackArgs, plan: &Plan) -> anyhow::Result<()> {
-    use roce::driver::dpdk::PortConfig;
-    use roce::driver::dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig};
+    use roce_dpdk::PortConfig;
+    use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig};
     let eal = Eal::init(&EalConfig {
         require_ports: false,
         ..EalConfig::new(format!("--log-level=3 -m 256 {}", args.eal))

@@ -9,11 +9,13 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use roce::oob::perftest::{self, BwReport, PerftestDest, SysData};
+use roce::oob::perftest;
+use roce::oob::perftest::{BwReport, PerftestDest, SysData};
 use roce::oob::pingpong::PingpongDest;
-use roce::oob::tcp::{self, OobStream, PerftestConn, Timeouts};
+use roce::oob::tcp;
+use roce::oob::tcp::{OobStream, PerftestConn, Timeouts};
 use roce::oob::verbs_peer::VerbsPeerInfo;
-use roce::psn::Psn;
+use roce_proto::psn::Psn;
 
 /// Subcommands of `roce oob`.
 #[derive(Subcommand, Debug)]

@@ -8,8 +8,8 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
-use roce::wire::roce::{parse_frame, parse_frame_unverified, RocePacket};
-use roce::wire::{pretty, WireError};
+use roce_proto::wire::roce::{parse_frame, parse_frame_unverified, RocePacket};
+use roce_proto::wire::{pretty, WireError};
 
 /// Subcommands of `roce pcap`.
 #[derive(Subcommand, Debug)]
@@ -210,7 +210,7 @@ fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
 
 /// Names a frame that is not RoCEv2 (ARP, the TCP exchange of QP numbers, ...) for the listing.
 fn describe_other(data: &[u8]) -> String {
-    use roce::wire::{ethernet, ipv4, ipv6, EtherType};
+    use roce_proto::wire::{ethernet, ipv4, ipv6, EtherType};
     let Ok(eth) = ethernet::Frame::new_checked(data) else {
         return format!("{} bytes, too short for Ethernet", data.len());
     };

@@ -1,7 +1,7 @@
 //! `roce perf`: perftest's bandwidth and latency tests (`ib_write_bw`, `ib_send_lat`, ...) over a
 //! DPDK port, with perftest's names, options and output lines. Server without an address, client
 //! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, or perftest's format with
-//! `--peer-format perftest`, either side, so a real perftest tool can be the peer). Not here: the transport (`roce::host`), the port and
+//! `--peer-format perftest`, either side, so a real perftest tool can be the peer). Not here: the transport (`roce_proto::host`), the port and
 //! TCP plumbing ([`session`]), the output formatting ([`report`]).
 
 mod faults;
@@ -15,11 +15,11 @@ use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use roce::driver::loopback::RcOptions;
-use roce::host::PeerQp;
-use roce::mr::{MrInfo, PdHandle};
-use roce::psn::Psn;
-use roce::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
+use roce_proto::connect::RcOptions;
+use roce_proto::host::PeerQp;
+use roce_proto::mr::{MrInfo, PdHandle};
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};
 use session::{Oob, PortArgs, Req, Session};
@@ -194,7 +194,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let hello = plan(test, &args)?;
     let cc = match args.cc.as_deref() {
         Some(name) => Some(
-            roce::cc::CcConfig::new(name, roce::cc::Rate::from_gbps(10))
+            roce_proto::cc::CcConfig::new(name, roce_proto::cc::Rate::from_gbps(10))
                 .map_err(|e| anyhow!("--cc {name:?}: {e}"))?,
         ),
         None => None,

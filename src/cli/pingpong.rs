@@ -5,11 +5,12 @@
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
-use roce::driver::loopback::RcOptions;
-use roce::host::PeerQp;
-use roce::oob::pingpong::{self, PingpongDest};
-use roce::psn::Psn;
-use roce::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce::oob::pingpong;
+use roce::oob::pingpong::PingpongDest;
+use roce_proto::connect::RcOptions;
+use roce_proto::host::PeerQp;
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::perf::session::{self, PortArgs, Req, Session};
 

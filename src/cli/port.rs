@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use clap::{Args, Subcommand};
-use roce::driver::dpdk::{DpdkError, Eal, EalConfig, PortInfo, PortSpec};
+use roce_dpdk::{DpdkError, Eal, EalConfig, PortInfo, PortSpec};
 
 /// `roce port` subcommands.
 #[derive(Subcommand, Debug)]

@@ -12,10 +12,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use roce::sim::builtin::{Builtin, BuiltinKind};
-use roce::sim::report;
-use roce::sim::scenario::Scenario;
-use roce::sim::EcnConfig;
+use roce::report::sim as report;
+use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::scenario::Scenario;
+use roce_fabric::EcnConfig;
 
 /// `roce sim` subcommands.
 #[derive(Subcommand, Debug)]

@@ -18,7 +18,7 @@
 use std::net::Ipv6Addr;
 
 use super::{c_string, hex_field, with_nul, DecodeError};
-use crate::psn::{Psn, PSN_MASK};
+use roce_proto::psn::{Psn, PSN_MASK};
 
 /// Key message without a GID: `"%04x:%04x:%06x:%06x:%08x:%016llx:%08x"` + NUL.
 pub const KEY_MSG_SIZE: usize = 59;

@@ -11,7 +11,7 @@
 use std::net::Ipv6Addr;
 
 use super::{c_string, gid_from_hex, gid_to_hex, hex_field, DecodeError};
-use crate::psn::{Psn, PSN_MASK};
+use roce_proto::psn::{Psn, PSN_MASK};
 
 /// Size of the message, NUL included: `sizeof "0000:000000:000000:" + 32 hex digits`.
 pub const MESSAGE_LEN: usize = 52;

@@ -7,7 +7,7 @@ use std::net::Ipv6Addr;
 use serde::Deserialize;
 
 use super::{gid_to_groups, DecodeError};
-use crate::psn::{Psn, PSN_MASK};
+use roce_proto::psn::{Psn, PSN_MASK};
 
 /// What the client sends when it is finished.
 pub const DONE: &[u8; 5] = b"done\n";

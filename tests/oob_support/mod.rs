@@ -10,8 +10,9 @@ use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 
 use roce::pcap::CaptureReader;
-use roce::wire::ethernet::{self, EtherType};
-use roce::wire::ipv4;
+use roce_proto::wire::ethernet;
+use roce_proto::wire::ethernet::EtherType;
+use roce_proto::wire::ipv4;
 
 /// The shared vectors folder (real rxe captures).
 pub fn vector(name: &str) -> PathBuf {

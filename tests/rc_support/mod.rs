@@ -3,15 +3,14 @@
 
 use std::net::Ipv4Addr;
 
-use roce::driver::fault::{FaultConfig, FaultPort};
-use roce::driver::loopback::{
-    connect_rc, loopback_pair, EndpointPair, LoopbackPort, RcOptions, RcSide,
-};
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::mr::MrInfo;
-use roce::time::{Duration, Instant};
-use roce::verbs::{AccessFlags, WorkCompletion};
-use roce::wire::EthernetAddress;
+use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::fault::{FaultConfig, FaultPort};
+use roce_proto::loopback::{loopback_pair, EndpointPair, LoopbackPort};
+use roce_proto::mr::MrInfo;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::{AccessFlags, WorkCompletion};
+use roce_proto::wire::EthernetAddress;
 
 pub const MAC_A: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]);
 pub const MAC_B: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]);
@@ -38,7 +37,10 @@ pub fn pair(faults: FaultConfig, seed: u64) -> Pair {
     )
 }
 
-pub fn connect<P: roce::driver::Port>(p: &mut EndpointPair<P>, o: &RcOptions) -> (RcSide, RcSide) {
+pub fn connect<P: roce_proto::port::Port>(
+    p: &mut EndpointPair<P>,
+    o: &RcOptions,
+) -> (RcSide, RcSide) {
     connect_rc(&mut p.a, &mut p.b, o).expect("connect")
 }
 
@@ -63,7 +65,7 @@ pub fn drain(ep: &mut Endpoint, side: &RcSide, out: &mut Vec<WorkCompletion>) {
     }
 }
 
-pub fn deadline<P: roce::driver::Port>(p: &EndpointPair<P>, secs: u64) -> Instant {
+pub fn deadline<P: roce_proto::port::Port>(p: &EndpointPair<P>, secs: u64) -> Instant {
     p.now + Duration::from_secs(secs)
 }
 

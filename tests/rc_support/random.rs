@@ -7,12 +7,13 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::*;
-use roce::driver::fault::{FaultConfig, FaultPort};
-use roce::driver::loopback::{EndpointPair, RcOptions};
-use roce::driver::Port;
-use roce::mr::MrInfo;
-use roce::psn::Psn;
-use roce::verbs::{
+use roce_proto::connect::RcOptions;
+use roce_proto::fault::{FaultConfig, FaultPort};
+use roce_proto::loopback::EndpointPair;
+use roce_proto::mr::MrInfo;
+use roce_proto::port::Port;
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{
     Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 
@@ -287,7 +288,7 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
         got_b.len()
     );
     // A few more rounds: nothing may complete twice.
-    let later = p.now + roce::time::Duration::from_millis(50);
+    let later = p.now + roce_proto::time::Duration::from_millis(50);
     p.run_until(later, |_, a, b| {
         for (sa, sb) in &sides {
             drain(a, sa, &mut got_a);

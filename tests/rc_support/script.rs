@@ -1,14 +1,15 @@
 //! A scripted peer: one endpoint under test, and hand-built frames from a peer that exists only
 //! in the test, so a QP test reads as a conversation of packets (smoltcp `send!`/`recv!` style).
 
-use roce::driver::loopback::RcOptions;
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::psn::{Msn, Psn};
-use roce::time::{Duration, Instant};
-use roce::verbs::{AddressVector, CqHandle, QpAttr, QpInit, QpState, WorkCompletion};
-use roce::wire::aeth::{self, Syndrome};
-use roce::wire::opcode::Opcode;
-use roce::wire::{bth, ethernet, parse_frame, Ecn, EtherType, ExtRepr, IpRepr, RoceRepr};
+use roce_proto::connect::RcOptions;
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::psn::{Msn, Psn};
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::{AddressVector, CqHandle, QpAttr, QpInit, QpState, WorkCompletion};
+use roce_proto::wire::aeth;
+use roce_proto::wire::aeth::Syndrome;
+use roce_proto::wire::opcode::Opcode;
+use roce_proto::wire::{bth, ethernet, parse_frame, Ecn, EtherType, ExtRepr, IpRepr, RoceRepr};
 
 use super::*;
 
@@ -73,7 +74,7 @@ pub struct Script {
     pub ep: Endpoint,
     pub qpn: u32,
     pub cq: CqHandle,
-    pub pd: roce::mr::PdHandle,
+    pub pd: roce_proto::mr::PdHandle,
     pub now: Instant,
 }
 
@@ -222,7 +223,11 @@ impl Script {
         std::iter::from_fn(|| self.ep.poll_cq_one(self.cq)).collect()
     }
 
-    pub fn mr(&mut self, len: usize, access: roce::verbs::AccessFlags) -> roce::mr::MrInfo {
+    pub fn mr(
+        &mut self,
+        len: usize,
+        access: roce_proto::verbs::AccessFlags,
+    ) -> roce_proto::mr::MrInfo {
         self.ep.reg_mr(self.pd, len, access)
     }
 }

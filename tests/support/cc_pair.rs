@@ -5,11 +5,11 @@
 
 use std::net::Ipv4Addr;
 
-use roce::driver::loopback::{connect_rc, RcOptions, RcSide};
-use roce::endpoint::{Endpoint, EndpointConfig};
-use roce::mr::MrInfo;
-use roce::verbs::{AccessFlags, SendWr, Sge, WrOpcode};
-use roce::wire::EthernetAddress;
+use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::mr::MrInfo;
+use roce_proto::verbs::{AccessFlags, SendWr, Sge, WrOpcode};
+use roce_proto::wire::EthernetAddress;
 
 /// The configuration of endpoint `i`.
 pub fn config(i: u8) -> EndpointConfig {

@@ -1,10 +1,10 @@
-//! RoCEv2 RDMA WRITE Only frames for the DPDK tests and benches, built with `roce::wire`.
+//! RoCEv2 RDMA WRITE Only frames for the DPDK tests and benches, built with `roce_proto::wire`.
 #![allow(dead_code)]
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use roce::psn::Psn;
-use roce::wire::{
+use roce_proto::psn::Psn;
+use roce_proto::wire::{
     bth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode, RoceRepr,
 };
 

@@ -4,14 +4,14 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use ::roce::psn::{Msn, Psn};
-use ::roce::wire::opcode::OPCODES;
-use ::roce::wire::{
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+use roce_proto::psn::{Msn, Psn};
+use roce_proto::wire::opcode::OPCODES;
+use roce_proto::wire::{
     aeth, atomic_ack_eth, atomic_eth, bth, deth, ethernet, ipv4, ipv6, reth, Ecn, EtherType,
     EthernetAddress, ExtRepr, IpRepr, RoceRepr, VlanTag,
 };
-use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
 
 /// 512 cases from a printed seed (replay with WIRE_PROPTEST_SEED).
 pub fn config() -> Config {

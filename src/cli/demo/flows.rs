@@ -8,15 +8,15 @@
 
 use anyhow::Context;
 
-use roce::cc::{CcConfig, CcMetrics};
-use roce::clock::{Clock, MonotonicClock};
-use roce::demo::payload::Payload;
-use roce::driver::loopback::{connect_rc, RcOptions};
-use roce::endpoint::Endpoint;
-use roce::mr::MrInfo;
+use roce::payload::Payload;
 use roce::stats::StatsReport;
-use roce::time::Instant;
-use roce::verbs::{AccessFlags, CqHandle, Mtu, RecvWr, SendWr, Sge, WcStatus, WrOpcode};
+use roce_dpdk::clock::{Clock, MonotonicClock};
+use roce_proto::cc::{CcConfig, CcMetrics};
+use roce_proto::connect::{connect_rc, RcOptions};
+use roce_proto::endpoint::Endpoint;
+use roce_proto::mr::MrInfo;
+use roce_proto::time::Instant;
+use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, RecvWr, SendWr, Sge, WcStatus, WrOpcode};
 
 use super::Host;
 use crate::cli::ops::Op;

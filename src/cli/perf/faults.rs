@@ -6,8 +6,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use roce::driver::fault::{FaultConfig, FaultCounters, FaultPort};
-use roce::driver::{FrameBuf, Port, PortCaps};
+use roce_proto::fault::{FaultConfig, FaultCounters, FaultPort};
+use roce_proto::port::{FrameBuf, Port, PortCaps};
 
 /// What [`Sink`] and [`Inbound`] share: frames the injector let through, and spare buffers it
 /// may fill with duplicates.
@@ -151,7 +151,7 @@ pub fn summary<P: Port>(port: &Faulty<P>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use roce::driver::loopback::{loopback_pair, LoopbackPort};
+    use roce_proto::loopback::{loopback_pair, LoopbackPort};
 
     fn send_frames(tx: &mut LoopbackPort, n: usize) {
         let mut bufs = Vec::new();

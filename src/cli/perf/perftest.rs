@@ -6,9 +6,10 @@
 
 use anyhow::{anyhow, Context};
 
-use roce::host::Host;
-use roce::oob::perftest::{self, BwReport, PerftestDest, SysData};
-use roce::psn::Psn;
+use roce::oob::perftest;
+use roce::oob::perftest::{BwReport, PerftestDest, SysData};
+use roce_proto::host::Host;
+use roce_proto::psn::Psn;
 
 use super::report::Bw;
 use super::session::{Oob, Req, Session};

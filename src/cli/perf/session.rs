@@ -11,20 +11,20 @@ use std::time::Duration as StdDuration;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
-use roce::clock::{Clock, MonotonicClock};
-use roce::driver::dpdk::{
+use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
+use roce_dpdk::clock::{Clock, MonotonicClock};
+use roce_dpdk::runtime::{Runtime, RuntimeConfig};
+use roce_dpdk::{
     DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
-use roce::driver::fault::FaultConfig;
-use roce::driver::loopback::RcOptions;
-use roce::endpoint::EndpointConfig;
-use roce::host::{Host, HostEvent, PeerQp};
-use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
-use roce::psn::Psn;
-use roce::runtime::{Runtime, RuntimeConfig};
-use roce::time::Instant;
-use roce::verbs::Mtu;
-use roce::wire::EthernetAddress;
+use roce_proto::connect::RcOptions;
+use roce_proto::endpoint::EndpointConfig;
+use roce_proto::fault::FaultConfig;
+use roce_proto::host::{Host, HostEvent, PeerQp};
+use roce_proto::psn::Psn;
+use roce_proto::time::Instant;
+use roce_proto::verbs::Mtu;
+use roce_proto::wire::EthernetAddress;
 
 use super::faults::Faulty;
 

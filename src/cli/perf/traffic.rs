@@ -4,9 +4,9 @@
 
 use anyhow::{anyhow, bail, Context};
 
-use roce::host::Host;
-use roce::mr::MrInfo;
-use roce::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::host::Host;
+use roce_proto::mr::MrInfo;
+use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::report::{Bw, Lat};
 use super::session::Session;

@@ -8,13 +8,14 @@
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
-use roce::driver::loopback::RcOptions;
-use roce::host::{Host, PeerQp};
-use roce::mr::MrInfo;
-use roce::oob::verbs_peer::{self, VerbsPeerInfo};
+use roce::oob::verbs_peer;
+use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::VERBS_PEER_PORT;
-use roce::psn::Psn;
-use roce::verbs::{
+use roce_proto::connect::RcOptions;
+use roce_proto::host::{Host, PeerQp};
+use roce_proto::mr::MrInfo;
+use roce_proto::psn::Psn;
+use roce_proto::verbs::{
     AccessFlags, CqHandle, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     WrOpcode,
 };

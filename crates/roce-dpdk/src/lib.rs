@@ -1,0 +1,31 @@
+//! # roce-dpdk: the DPDK driver and the poll-mode runtime
+//!
+//! EAL start-up, mempools, mbufs and ethdev ports behind the [`Port`] trait, the TSC clock, and
+//! the run-to-completion [`runtime`] loop that drives any [`Engine`] over any port.
+//!
+//! This crate (with `dpdk-bindings`) is the only place of roce that contains `unsafe`; every block
+//! says why it is sound. It does not know RoCE: it moves Ethernet frames.
+//!
+//! [`Engine`]: roce_proto::engine::Engine
+//!
+//! [`Port`]: roce_proto::port::Port
+
+pub mod clock;
+mod eal;
+mod error;
+mod mbuf;
+mod mempool;
+mod port;
+mod ring_pair;
+pub mod runtime;
+mod spec;
+mod tsc;
+
+pub use eal::{pin_current_thread, Eal, EalConfig, DEBIAN_PMD_DIR};
+pub use error::DpdkError;
+pub use mbuf::Mbuf;
+pub use mempool::{Mempool, MempoolConfig};
+pub use port::{DpdkPort, LinkStatus, Offloads, PortConfig, PortInfo, PortStats};
+pub use ring_pair::ring_pair;
+pub use spec::PortSpec;
+pub use tsc::TscClock;

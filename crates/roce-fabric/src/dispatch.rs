@@ -1,0 +1,480 @@
+//! The fabric's event loop: what each event does. Links deliver frames to hosts (whose engine
+//! handles them) or switches (which classify, admit, mark, queue and pause); free transmitters
+//! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
+
+use super::fabric::Fabric;
+use super::frame::{mark_ce, FrameInfo};
+use super::stats::{PortCounters, PRIORITIES};
+use super::switch::{FabricSwitch, MarkPoint};
+use super::wires::{link_from, Event, Slot, Wires};
+use super::{HostId, LinkId, Node, PktId, SwitchId};
+use roce_proto::cc::{IntHop, Rate};
+use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
+use roce_proto::wire::pfc::{self, PauseRepr};
+
+impl<E: Engine> Fabric<E> {
+    /// Runs until virtual time `end` (events at `end` included), then sets the clock to `end`.
+    pub fn run_until(&mut self, end: Instant) {
+        self.run_until_with(end, |_| {});
+    }
+
+    /// Like [`Fabric::run_until`], calling `progress(now)` every 65536 events.
+    pub fn run_until_with(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
+        if !self.routed {
+            self.compute_routes();
+        }
+        if !self.started {
+            self.started = true;
+            for h in 0..self.hosts.len() {
+                self.service_host(h);
+            }
+        }
+        while let Some(t) = self.w.queue.peek_time() {
+            if t > end {
+                break;
+            }
+            let Some((t, ev)) = self.w.queue.pop() else {
+                break;
+            };
+            self.w.now = t.as_nanos();
+            if self.dispatch(ev) {
+                self.w.events += 1;
+                if self.w.events & 0xffff == 0 {
+                    progress(t);
+                }
+            }
+        }
+        self.w.now = self.w.now.max(end.as_nanos());
+    }
+
+    /// Handles one event; false for stale wake-ups.
+    pub(super) fn dispatch(&mut self, ev: Event) -> bool {
+        match ev {
+            Event::Deliver(l) => self.deliver(LinkId(l as usize)),
+            Event::TxDone(node, port) => {
+                let node = node.node();
+                if let Some(tx) = self.tx_mut(node, port) {
+                    tx.busy = false;
+                }
+                self.kick(node, port);
+            }
+            Event::HostWake(h) => {
+                let h = HostId(h as usize);
+                let Some(host) = self.hosts.get_mut(h.0) else {
+                    return false;
+                };
+                if host.wake != Some(self.w.now) {
+                    return false;
+                }
+                host.wake = None;
+                self.service_host(h.0);
+            }
+            Event::PauseEnd(node, port) => {
+                let node = node.node();
+                if let Some(tx) = self.tx_mut(node, port) {
+                    tx.pause_wake = None;
+                }
+                self.kick(node, port);
+            }
+            Event::XoffRefresh(s, port, prio, gen) => {
+                let s = SwitchId(s as usize);
+                let standing = self
+                    .switches
+                    .get(s.0)
+                    .and_then(|sw| sw.ports.get(usize::from(port)))
+                    .is_some_and(|p| {
+                        p.xoff.get(usize::from(prio)) == Some(&true)
+                            && p.xoff_gen.get(usize::from(prio)) == Some(&gen)
+                    });
+                if !standing {
+                    return false;
+                }
+                self.send_pfc(s, port, usize::from(prio), true);
+            }
+            Event::LinkState(l, up) => {
+                let l = LinkId(l as usize);
+                let Some(link) = self.w.links.get_mut(l.0) else {
+                    return false;
+                };
+                link.up = up;
+                if !up {
+                    link.epoch = link.epoch.wrapping_add(1);
+                }
+                tracing::debug!(link = l.0, up, "link state");
+                let (node, port) = link.from;
+                self.kick(node, port);
+            }
+            Event::Sample => {
+                if let Some(mut rec) = self.recorder.take() {
+                    rec.sample(self);
+                    let at = self.now() + rec.interval;
+                    self.recorder = Some(rec);
+                    self.w.queue.push(at, Event::Sample);
+                }
+            }
+        }
+        true
+    }
+
+    pub(super) fn kick(&mut self, node: Node, port: u16) {
+        match node {
+            Node::Host(h) => self.service_host(h.0),
+            Node::Switch(s) => self.switch_tx(s, port),
+        }
+    }
+
+    pub(super) fn deliver(&mut self, l: LinkId) {
+        let Some(link) = self.w.links.get_mut(l.0) else {
+            return;
+        };
+        let Some((pkt, epoch, _)) = link.inflight.pop_front() else {
+            return;
+        };
+        if let Some(&(_, _, next)) = link.inflight.front() {
+            self.w
+                .queue
+                .push(Instant::from_nanos(next), Event::Deliver(l.0 as u32));
+        }
+        let (node, port) = link.to;
+        if epoch != link.epoch || !link.up {
+            let prio = self.w.pool.prio(pkt);
+            self.count(link_from(&self.w.links, l), |c| {
+                if let Some(c) = c.prio.get_mut(prio) {
+                    c.drops += 1;
+                }
+            });
+            self.w.pool.release(pkt);
+            return;
+        }
+        self.receive(node, port, pkt);
+    }
+
+    pub(super) fn count(&mut self, at: Option<(Node, u16)>, f: impl FnOnce(&mut PortCounters)) {
+        if let Some(tx) = at.and_then(|(n, p)| self.tx_mut(n, p)) {
+            f(&mut tx.counters);
+        }
+    }
+
+    pub(super) fn receive(&mut self, node: Node, port: u16, pkt: PktId) {
+        let now = self.w.now;
+        let Some(slot) = self.w.pool.slot(pkt) else {
+            return;
+        };
+        let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
+        let len = slot.buf.len() as u64;
+        let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
+            PauseRepr::parse(&slot.buf)
+        } else {
+            None
+        };
+        let Some(tx) = self.tx_mut(node, port) else {
+            self.w.pool.release(pkt);
+            return;
+        };
+        if fcs_bad {
+            tx.counters.rx_fcs_errors += 1;
+            self.w.pool.release(pkt);
+            return;
+        }
+        if let Some(c) = tx.counters.prio.get_mut(prio) {
+            c.rx_packets += 1;
+            c.rx_bytes += len;
+        }
+        if let Some(pause) = pause {
+            let rate = tx.rate_bps;
+            for (p, q) in pause.quanta.iter().enumerate() {
+                if let Some(q) = *q {
+                    tx.apply_pause(p, now, pfc::quanta_to_nanos(q, rate));
+                    if let Some(c) = tx.counters.prio.get_mut(p) {
+                        c.pause_received += 1;
+                    }
+                }
+            }
+            self.w.pool.release(pkt);
+            self.kick(node, port);
+            return;
+        }
+        match node {
+            Node::Host(h) => {
+                let t = self.now();
+                if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
+                    self.tap.on_rx(h.0, t, &slot.buf, &info);
+                    if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
+                        sink(&mut host.engine, t, &slot.int);
+                    }
+                    host.engine.handle_frame(t, &slot.buf);
+                }
+                self.w.pool.release(pkt);
+                self.service_host(h.0);
+            }
+            Node::Switch(s) => self.forward(s, port, pkt, info, prio),
+        }
+    }
+
+    pub(super) fn forward(
+        &mut self,
+        s: SwitchId,
+        ingress: u16,
+        pkt: PktId,
+        info: FrameInfo,
+        prio: usize,
+    ) {
+        let len = self.w.pool.len(pkt);
+        let Some(sw) = self.switches.get_mut(s.0) else {
+            self.w.pool.release(pkt);
+            return;
+        };
+        let egress = info.ip.as_ref().and_then(|ip| {
+            let host = *self.ip_to_host.get(&ip.dst)?;
+            let links = &self.w.links;
+            let ports = &sw.ports;
+            sw.route(host, ip, |p| {
+                ports
+                    .get(usize::from(p))
+                    .and_then(|x| x.tx.link)
+                    .and_then(|l| links.get(l.0))
+                    .is_some_and(|l| l.up)
+            })
+        });
+        let Some(egress) = egress else {
+            if let Some(c) = sw.counters_mut(ingress, prio) {
+                c.drops += 1;
+            }
+            self.w.pool.release(pkt);
+            return;
+        };
+        if let Err(why) = sw.admit(ingress, egress, prio, len) {
+            tracing::trace!(switch = %sw.name, ?why, "drop");
+            if let Some(c) = sw.counters_mut(egress, prio) {
+                c.drops += 1;
+            }
+            self.w.pool.release(pkt);
+            return;
+        }
+        if sw.cfg.ecn_at == MarkPoint::Enqueue {
+            self.w.maybe_mark(sw, pkt, egress, prio);
+        }
+        let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
+        if crossed {
+            self.send_pfc(s, ingress, prio, true);
+        }
+        self.switch_tx(s, egress);
+    }
+
+    /// Queues a PFC frame (XOFF with the configured quanta, or XON) on `port` for `prio`.
+    pub(super) fn send_pfc(&mut self, s: SwitchId, port: u16, prio: usize, xoff: bool) {
+        let now = self.w.now;
+        let Some(sw) = self.switches.get_mut(s.0) else {
+            return;
+        };
+        let quanta = if xoff {
+            sw.cfg.pfc.map_or(0, |p| p.quanta)
+        } else {
+            0
+        };
+        let Some(p) = sw.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        let mut buf = [0u8; pfc::FRAME_LEN];
+        if PauseRepr::single(p.tx.mac, prio as u8, quanta)
+            .emit(&mut buf)
+            .is_none()
+        {
+            return;
+        }
+        let pkt = self.w.pool.alloc(&buf);
+        p.tx.ctrl.push_back(pkt);
+        if let Some(c) = p.tx.counters.prio.get_mut(prio) {
+            c.pause_sent += 1;
+        }
+        if xoff {
+            let gen = p.xoff_gen.get(prio).copied().unwrap_or(0).wrapping_add(1);
+            if let Some(g) = p.xoff_gen.get_mut(prio) {
+                *g = gen;
+            }
+            let refresh = pfc::quanta_to_nanos(quanta, p.tx.rate_bps) / 2;
+            self.w.queue.push(
+                Instant::from_nanos(now + refresh.max(1)),
+                Event::XoffRefresh(s.0 as u32, port, prio as u8, gen),
+            );
+        }
+        if let Some(rec) = self.recorder.as_mut() {
+            rec.on_pfc(now, s, port, prio, xoff);
+        }
+        self.switch_tx(s, port);
+    }
+
+    pub(super) fn switch_tx(&mut self, s: SwitchId, port: u16) {
+        let now = self.w.now;
+        let Some(sw) = self.switches.get_mut(s.0) else {
+            return;
+        };
+        let Some(p) = sw.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        if p.tx.busy {
+            return;
+        }
+        if let Some(pkt) = p.tx.ctrl.pop_front() {
+            self.w.transmit(&mut p.tx, Node::Switch(s), port, pkt, 7);
+            return;
+        }
+        let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
+            let p = &mut sw.ports[usize::from(port)];
+            let waiting = p.waiting();
+            if let Some(t) = p.tx.earliest_resume(waiting, now) {
+                if p.tx.pause_wake.map_or(true, |w| t < w) {
+                    p.tx.pause_wake = Some(t);
+                    self.w.queue.push(
+                        Instant::from_nanos(t),
+                        Event::PauseEnd(Node::Switch(s).into(), port),
+                    );
+                }
+            }
+            return;
+        };
+        if sw.cfg.ecn_at == MarkPoint::Dequeue {
+            self.w.maybe_mark(sw, d.pkt, port, d.prio);
+        }
+        if let Some(p) = sw.ports.get_mut(usize::from(port)) {
+            if sw.cfg.int {
+                // HPCC-style in-band telemetry: this hop's queue, byte counter, time and rate.
+                let hop = IntHop {
+                    qlen_bytes: p.queued_bytes(),
+                    tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
+                    ts: Instant::from_nanos(now),
+                    link_rate: Rate::from_bps(p.tx.rate_bps),
+                };
+                if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
+                    // A frame with an INT shim gets the record in its bytes (the endpoint
+                    // strips and echoes it); any other frame carries it out of band.
+                    if roce_proto::wire::int::shim_offset(&slot.buf).is_some() {
+                        roce_proto::wire::int::push_hop(&mut slot.buf, &hop.into());
+                    } else {
+                        slot.int.push(hop);
+                    }
+                }
+            }
+            self.w
+                .transmit(&mut p.tx, Node::Switch(s), port, d.pkt, d.prio);
+        }
+        if sw.should_resume(d.ingress, d.prio) {
+            self.send_pfc(s, d.ingress, d.prio, false);
+        }
+    }
+
+    /// Lets host `h` fire due timers, transmit if its NIC is free, and re-arms its wake-up.
+    pub(super) fn service_host(&mut self, h: usize) {
+        let now = self.w.now;
+        let t = Instant::from_nanos(now);
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        if host.engine.poll_timeout().is_some_and(|d| d <= t) {
+            host.engine.handle_timeout(t);
+        }
+        if !host.tx.busy {
+            self.host_tx(h);
+        }
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        let stalled = host.tx.busy || host.parked.iter().any(Option::is_some);
+        let wake = match host.engine.poll_timeout().map(Instant::as_nanos) {
+            None => None,
+            Some(d) if d > now => Some(d),
+            // Due now but the NIC is busy or blocked: TxDone or PauseEnd will come back here.
+            Some(_) if stalled => None,
+            // Due now yet nothing was sent: look again one nanosecond later rather than spin.
+            Some(_) => Some(now + 1),
+        };
+        if wake != host.wake {
+            host.wake = wake;
+            if let Some(d) = wake {
+                self.w
+                    .queue
+                    .push(Instant::from_nanos(d), Event::HostWake(h as u32));
+            }
+        }
+    }
+
+    /// Starts the next frame of a free host NIC: control, then parked frames whose priority is
+    /// no longer paused, then (only with nothing parked) a fresh frame from the engine.
+    pub(super) fn host_tx(&mut self, h: usize) {
+        let now = self.w.now;
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        let node = Node::Host(HostId(h));
+        if let Some(pkt) = host.tx.ctrl.pop_front() {
+            self.w.transmit(&mut host.tx, node, 0, pkt, 7);
+            return;
+        }
+        let mut waiting = 0u8;
+        for prio in 0..PRIORITIES {
+            if let Some(pkt) = host.parked[prio] {
+                if host.tx.is_paused(prio, now) {
+                    waiting |= 1 << prio;
+                } else {
+                    host.parked[prio] = None;
+                    self.w.transmit(&mut host.tx, node, 0, pkt, prio);
+                    return;
+                }
+            }
+        }
+        if waiting == 0 {
+            let Some(len) = host
+                .engine
+                .poll_transmit(Instant::from_nanos(now), &mut self.scratch)
+            else {
+                return;
+            };
+            let frame = self.scratch.get(..len).unwrap_or_default();
+            let pkt = self.w.pool.alloc(frame);
+            let prio = self.w.pool.prio(pkt);
+            if let Some(slot) = self.w.pool.slot(pkt) {
+                self.tap.on_tx(&slot.buf, &slot.info);
+            }
+            if !host.tx.is_paused(prio, now) {
+                self.w.transmit(&mut host.tx, node, 0, pkt, prio);
+                return;
+            }
+            if let Some(slot) = host.parked.get_mut(prio) {
+                *slot = Some(pkt);
+            }
+            waiting = 1 << prio;
+        }
+        if let Some(t) = host.tx.earliest_resume(waiting, now) {
+            if host.tx.pause_wake.map_or(true, |w| t < w) {
+                host.tx.pause_wake = Some(t);
+                self.w
+                    .queue
+                    .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), 0));
+            }
+        }
+    }
+}
+
+impl Wires {
+    /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
+    /// current queue depth. Only ECT packets draw from the RNG (on the RED ramp), so marking
+    /// stays replayable.
+    fn maybe_mark(&mut self, sw: &mut FabricSwitch, pkt: PktId, egress: u16, prio: usize) {
+        let ect = self
+            .pool
+            .slot(pkt)
+            .and_then(|s| s.info.ip.as_ref())
+            .is_some_and(|ip| ip.ect());
+        if !ect || !sw.ecn_mark(egress, prio, &mut self.rng) {
+            return;
+        }
+        let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
+            let Slot { buf, info, .. } = slot;
+            info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
+        });
+        if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
+            c.ecn_marked += 1;
+        }
+    }
+}

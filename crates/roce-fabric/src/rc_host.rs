@@ -1,0 +1,415 @@
+//! A fabric host running the real RC transport: an [`Endpoint`] with one connected QP per flow,
+//! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
+//! endpoint's own: a controller from [`roce_proto::cc`] installed per QP with
+//! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
+//! by the endpoint's CNP, ACK and loss handling; the
+//! endpoint's notification point answers CE-marked requests with CNPs. Completions come from the
+//! endpoint's CQs, so retransmission (go-back-N, timeouts) is the transport's own.
+//!
+//! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
+//! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+use roce_proto::cc::CcMetrics;
+use roce_proto::connect::{connect_rc, RcOptions};
+use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::engine::Engine;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::{
+    AccessFlags, AddressVector, CqHandle, Mtu, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
+    WrOpcode,
+};
+use roce_proto::wire::{set_frame_ecn, Ecn};
+
+use super::series::CcSample;
+use super::testing::{mac_of, TestFlow};
+
+/// Work requests kept outstanding per flow.
+const DEPTH: usize = 4;
+/// Receives kept posted on a QP that consumes them (SEND or WRITE-with-immediate flows).
+const RECV_DEPTH: u32 = 64;
+
+#[derive(Debug)]
+struct RcFlow {
+    qpn: u32,
+    /// The receiver's QPN (what the tap and the recorder call the flow).
+    dst_qpn: u32,
+    cq: CqHandle,
+    lkey: u32,
+    addr: u64,
+    msg: u32,
+    remote_addr: u64,
+    rkey: u32,
+    send: bool,
+    total: Option<u64>,
+    gate_chunk: Option<u64>,
+    start: Instant,
+    posted: u64,
+    completed: u64,
+    in_flight: VecDeque<u32>,
+    done_at: Option<Instant>,
+    errors: u64,
+}
+
+impl RcFlow {
+    /// Bytes this flow may have posted, given the bytes its host has received (ring gating).
+    fn allowance(&self, rx_bytes: u64) -> u64 {
+        let total = self.total.unwrap_or(u64::MAX);
+        match self.gate_chunk {
+            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
+            None => total,
+        }
+    }
+}
+
+/// A QP on the receiving side that consumes receives.
+#[derive(Debug)]
+struct RxQp {
+    qpn: u32,
+    cq: CqHandle,
+    sge: Sge,
+    /// Bytes one receive stands for (a WRITE-with-immediate message).
+    msg: u32,
+    next_wr: u64,
+}
+
+/// A host whose engine is the RC [`Endpoint`].
+#[derive(Debug)]
+pub struct RcHost {
+    ep: Endpoint,
+    ip: IpAddr,
+    flows: Vec<RcFlow>,
+    rx_qps: Vec<RxQp>,
+    rx_bytes: u64,
+    mark_every: Option<u64>,
+    marks: Vec<Instant>,
+    np: bool,
+    scratch: Vec<u8>,
+}
+
+/// Why two RC hosts could not be connected.
+#[derive(Debug, thiserror::Error)]
+pub enum RcSetupError {
+    /// Only IPv4 hosts are set up here.
+    #[error("rc hosts need IPv4 addresses, got {0}")]
+    NotIpv4(IpAddr),
+    /// The path MTU is not an IB MTU.
+    #[error("mtu {0} is not one of 256, 512, 1024, 2048, 4096")]
+    BadMtu(usize),
+    /// The message size does not fit a work request.
+    #[error("message size {0} is not in 1..=2^31")]
+    BadMessage(u64),
+    /// The transport refused a QP or MR operation.
+    #[error("rc setup: {0}")]
+    Qp(String),
+}
+
+impl RcHost {
+    /// A host at `ip` (IPv4) with no QPs. Its endpoint's notification point sends at most one
+    /// CNP per QP per `cnp_interval`; `None` disables it (CE marks are ignored, as with a NIC's
+    /// notification point turned off).
+    pub fn new(ip: IpAddr, cnp_interval: Option<Duration>) -> Result<Self, RcSetupError> {
+        let IpAddr::V4(v4) = ip else {
+            return Err(RcSetupError::NotIpv4(ip));
+        };
+        let mut cfg = EndpointConfig::ipv4(mac_of(ip), v4);
+        if let Some(iv) = cnp_interval {
+            cfg.cnp_interval = iv;
+        }
+        Ok(RcHost {
+            ep: Endpoint::new(cfg),
+            ip,
+            flows: Vec::new(),
+            rx_qps: Vec::new(),
+            rx_bytes: 0,
+            mark_every: None,
+            marks: Vec::new(),
+            np: cnp_interval.is_some(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Records the time each multiple of `bytes` has arrived in receives (ring iterations).
+    pub fn with_marks(mut self, bytes: u64) -> Self {
+        self.mark_every = Some(bytes.max(1));
+        self
+    }
+
+    /// Connects a QP on `src` to one on `dst` and makes `src` send `flow` over it: RDMA WRITEs
+    /// (SENDs with `flow.send`; WRITE-with-immediate when `flow.gate_chunk` gates it on what
+    /// `src` receives) of `flow.message_bytes`, `flow.total_bytes` in all (forever when `None`),
+    /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given (`flow.dst_ip`,
+    /// `qpn`, UDP port and rate are the endpoint's business and ignored). Returns the QPN on
+    /// `dst` (what the fabric's tap follows) and the flow's index on `src`.
+    pub fn connect(
+        src: &mut RcHost,
+        dst: &mut RcHost,
+        flow: &TestFlow,
+    ) -> Result<(u32, usize), RcSetupError> {
+        let qp_err = |e: &dyn std::fmt::Display| RcSetupError::Qp(e.to_string());
+        let msg = u32::try_from(flow.message_bytes)
+            .ok()
+            .filter(|&m| m > 0 && m <= 1 << 31)
+            .ok_or(RcSetupError::BadMessage(flow.message_bytes))?;
+        let opts = RcOptions {
+            mtu: Mtu::from_bytes(flow.mtu as u32).ok_or(RcSetupError::BadMtu(flow.mtu))?,
+            // 4.096 us * 2^6 = 262 us: tail losses recover within a short run.
+            timeout: 6,
+            ..RcOptions::default()
+        };
+        let (a, b) = connect_rc(&mut src.ep, &mut dst.ep, &opts).map_err(|e| qp_err(&e))?;
+        for (ep, qpn, peer) in [(&mut src.ep, a.qpn, dst.ip), (&mut dst.ep, b.qpn, src.ip)] {
+            set_dscp(ep, qpn, peer, flow.dscp).map_err(|e| qp_err(&e))?;
+        }
+        let local = src.ep.reg_mr(a.pd, msg as usize, AccessFlags::LOCAL_WRITE);
+        let remote = dst.ep.reg_mr(
+            b.pd,
+            msg as usize,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        );
+        if let Some(cfg) = &flow.cc {
+            src.ep
+                .set_congestion_control(a.qpn, cfg.build(), 0)
+                .map_err(|e| qp_err(&e))?;
+        }
+        if flow.send || flow.gate_chunk.is_some() {
+            let mut rx = RxQp {
+                qpn: b.qpn,
+                cq: b.cq,
+                sge: Sge {
+                    addr: remote.addr,
+                    length: if flow.send { msg } else { 0 },
+                    lkey: remote.lkey,
+                },
+                msg,
+                next_wr: 0,
+            };
+            for _ in 0..RECV_DEPTH {
+                post_recv(&mut dst.ep, &mut rx).map_err(|e| qp_err(&e))?;
+            }
+            dst.rx_qps.push(rx);
+        }
+        src.flows.push(RcFlow {
+            qpn: a.qpn,
+            dst_qpn: b.qpn,
+            cq: a.cq,
+            lkey: local.lkey,
+            addr: local.addr,
+            msg,
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+            send: flow.send,
+            total: flow.total_bytes,
+            gate_chunk: flow.gate_chunk,
+            start: flow.start,
+            posted: 0,
+            completed: 0,
+            in_flight: VecDeque::with_capacity(DEPTH),
+            done_at: None,
+            errors: 0,
+        });
+        Ok((b.qpn, src.flows.len() - 1))
+    }
+
+    /// The endpoint (counters, QPs).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
+    /// When flow `i` (on this sender) had every byte acknowledged, if it is finite and done.
+    pub fn completed_at(&self, i: usize) -> Option<Instant> {
+        self.flows.get(i)?.done_at
+    }
+
+    /// Bytes of flow `i` whose work requests completed successfully.
+    pub fn completed_bytes(&self, i: usize) -> u64 {
+        self.flows.get(i).map_or(0, |f| f.completed)
+    }
+
+    /// Work completions with an error status, over all flows.
+    pub fn completion_errors(&self) -> u64 {
+        self.flows.iter().map(|f| f.errors).sum()
+    }
+
+    /// Congestion-control metrics of flow `i`'s QP, if it runs a controller.
+    pub fn cc_metrics(&self, i: usize) -> Option<CcMetrics> {
+        self.ep.cc_metrics(self.flows.get(i)?.qpn)
+    }
+
+    /// Congestion-control state of every flow with a controller (for the fabric's recorder).
+    pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
+        for (i, f) in self.flows.iter().enumerate() {
+            if let Some(m) = self.cc_metrics(i) {
+                out.push(CcSample {
+                    qpn: f.dst_qpn,
+                    rate_gbps: m.rate.as_gbps_f64(),
+                    alpha: m.alpha,
+                });
+            }
+        }
+    }
+
+    /// Ring iteration marks (see [`RcHost::with_marks`]).
+    pub fn marks(&self) -> &[Instant] {
+        &self.marks
+    }
+
+    /// Reaps completions, reposts receives and posts work up to each flow's window.
+    fn drive(&mut self, now: Instant) {
+        for rx in &mut self.rx_qps {
+            while let Some(wc) = self.ep.poll_cq_one(rx.cq) {
+                if wc.qp_num != rx.qpn || wc.status != WcStatus::Success {
+                    continue;
+                }
+                let got = if wc.byte_len > 0 { wc.byte_len } else { rx.msg };
+                let before = self.rx_bytes;
+                self.rx_bytes += u64::from(got);
+                if let Some(m) = self.mark_every {
+                    for _ in before / m..self.rx_bytes / m {
+                        self.marks.push(now);
+                    }
+                }
+                // A refused repost leaves one receive fewer; the sender then sees RNR NAKs.
+                let _ = post_recv(&mut self.ep, rx);
+            }
+        }
+        let rx_bytes = self.rx_bytes;
+        for f in &mut self.flows {
+            while let Some(wc) = self.ep.poll_cq_one(f.cq) {
+                if wc.qp_num != f.qpn {
+                    continue;
+                }
+                let len = f.in_flight.pop_front().unwrap_or(0);
+                if wc.status == WcStatus::Success {
+                    f.completed += u64::from(len);
+                } else {
+                    f.errors += 1;
+                }
+            }
+            if f.done_at.is_none() && f.total.is_some_and(|t| f.completed >= t) {
+                f.done_at = Some(now);
+            }
+            if now < f.start {
+                continue;
+            }
+            let allowed = f.allowance(rx_bytes);
+            while f.in_flight.len() < DEPTH && f.posted < allowed {
+                let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
+                let opcode = if f.send {
+                    WrOpcode::Send
+                } else if f.gate_chunk.is_some() {
+                    WrOpcode::RdmaWriteWithImm {
+                        remote_addr: f.remote_addr,
+                        rkey: f.rkey,
+                        imm: f.posted as u32,
+                    }
+                } else {
+                    WrOpcode::RdmaWrite {
+                        remote_addr: f.remote_addr,
+                        rkey: f.rkey,
+                    }
+                };
+                let sge = Sge {
+                    addr: f.addr,
+                    length: len,
+                    lkey: f.lkey,
+                };
+                if self
+                    .ep
+                    .post_send(f.qpn, SendWr::new(f.posted, opcode, sge))
+                    .is_err()
+                {
+                    f.errors += 1;
+                    break;
+                }
+                f.posted += u64::from(len);
+                f.in_flight.push_back(len);
+            }
+        }
+    }
+}
+
+/// Moves a connected QP's packets onto DSCP `dscp` with ECT(0) (RTS → SQD → RTS, as verbs
+/// allow).
+fn set_dscp(
+    ep: &mut Endpoint,
+    qpn: u32,
+    remote_ip: IpAddr,
+    dscp: u8,
+) -> Result<(), roce_proto::qp::QpError> {
+    let to = |state| QpAttr {
+        state: Some(state),
+        ..Default::default()
+    };
+    ep.modify_qp(qpn, &to(QpState::Sqd))?;
+    ep.modify_qp(
+        qpn,
+        &QpAttr {
+            av: Some(AddressVector {
+                remote_ip,
+                remote_mac: mac_of(remote_ip),
+                // ECT(0) made explicit so DSCP 0 (a lossy class) is a traffic class of its own.
+                traffic_class: ((dscp & 0x3f) << 2) | roce_proto::wire::Ecn::Ect0.bits(),
+                hop_limit: 64,
+            }),
+            ..Default::default()
+        },
+    )?;
+    ep.modify_qp(qpn, &to(QpState::Rts))
+}
+
+fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpError> {
+    let mut sgl = Sgl::new();
+    if rx.sge.length > 0 {
+        sgl.push(rx.sge);
+    }
+    rx.next_wr += 1;
+    ep.post_recv(
+        rx.qpn,
+        RecvWr {
+            wr_id: rx.next_wr,
+            sgl,
+        },
+    )
+}
+
+impl Engine for RcHost {
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        if !self.np && frame.len() <= roce_proto::limits::MAX_FRAME {
+            // Notification point off: the endpoint sees CE as ECT(0) (no CNPs).
+            self.scratch.clear();
+            self.scratch.extend_from_slice(frame);
+            if set_frame_ecn(&mut self.scratch, Ecn::Ect0) == Ok(Ecn::Ce) {
+                self.ep.handle_frame(now, &self.scratch);
+                self.drive(now);
+                return;
+            }
+        }
+        self.ep.handle_frame(now, frame);
+        self.drive(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.ep.handle_timeout(now);
+        self.drive(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.ep.poll_transmit(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let start = self
+            .flows
+            .iter()
+            .filter(|f| f.posted == 0 && f.errors == 0 && f.total != Some(0))
+            .map(|f| f.start)
+            .min();
+        match (self.ep.poll_timeout(), start) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
+//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in test
+//! engines with `transport = "test"`), runs it and summarizes it.
+//!
+//! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
+//! cannot fail.
+
+use serde::{Deserialize, Serialize};
+
+use super::fabric::{Fabric, FabricError, LinkConfig};
+use super::host::SimHost;
+use super::rc_host::{RcHost, RcSetupError};
+use super::series::Recorder;
+use super::summary::Summary;
+use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
+use super::testing::TestHost;
+use super::topology::{End, Topology};
+use super::workload::{FlowDefaults, Plan, Workload};
+use super::{HostId, Node, SwitchId};
+use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::time::{Duration, Instant};
+use std::net::IpAddr;
+
+/// Why a scenario could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file is not valid TOML for a scenario.
+    #[error("scenario: {0}")]
+    Parse(String),
+    /// A value is out of range or inconsistent.
+    #[error("scenario: {0}")]
+    Invalid(String),
+    /// The fabric refused the topology.
+    #[error("scenario: {0}")]
+    Fabric(#[from] FabricError),
+}
+
+fn d_sample() -> f64 {
+    1.0
+}
+fn d_mtu() -> usize {
+    1024
+}
+fn d_msg() -> u64 {
+    1 << 20
+}
+fn d_cnp() -> f64 {
+    50.0
+}
+fn d_engine() -> String {
+    "rc".into()
+}
+fn d_cc() -> String {
+    "none".into()
+}
+fn d_one() -> usize {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+
+/// The shape of the network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// Two hosts, one cable.
+    BackToBack {
+        /// The cable.
+        link: LinkConfig,
+    },
+    /// `hosts` hosts on one switch (the last one's port is the bottleneck).
+    Star {
+        /// Host count.
+        hosts: usize,
+        /// Every cable.
+        link: LinkConfig,
+    },
+    /// Two switches joined by `core`; hosts `0..left` on the first.
+    Dumbbell {
+        /// Hosts on switch 0.
+        left: usize,
+        /// Hosts on switch 1.
+        right: usize,
+        /// Host cables.
+        link: LinkConfig,
+        /// The switch-to-switch cable.
+        core: LinkConfig,
+    },
+    /// Two-tier leaf-spine, per rail.
+    LeafSpine {
+        /// Leaves per rail.
+        leaves: usize,
+        /// Spines per rail.
+        spines: usize,
+        /// Servers per leaf.
+        hosts_per_leaf: usize,
+        /// Rails (NICs per server).
+        #[serde(default = "d_one")]
+        rails: usize,
+        /// Host cables.
+        link: LinkConfig,
+        /// Leaf-spine cables.
+        uplink: LinkConfig,
+    },
+}
+
+/// Switch settings (the same on every switch).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// Shared buffer, bytes.
+    pub buffer_bytes: u64,
+    /// Egress queue limit of lossy classes (and all classes with PFC off), bytes.
+    pub queue_limit_bytes: u64,
+    /// Lossless priorities.
+    pub lossless: Vec<u8>,
+    /// PFC on the lossless priorities.
+    #[serde(default = "d_true")]
+    pub pfc: bool,
+    /// PFC thresholds.
+    #[serde(default)]
+    pub pfc_thresholds: Option<PfcConfig>,
+    /// ECN marking on every queue.
+    #[serde(default)]
+    pub ecn: Option<EcnConfig>,
+    /// Mark at "enqueue" (default) or "dequeue".
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
+    /// INT stamping at egress (HPCC telemetry).
+    #[serde(default)]
+    pub int: bool,
+}
+
+impl Default for SwitchSpec {
+    fn default() -> Self {
+        let d = SwitchConfig::default();
+        SwitchSpec {
+            buffer_bytes: d.buffer_bytes,
+            queue_limit_bytes: d.queue_limit_bytes,
+            lossless: d.lossless,
+            pfc: true,
+            pfc_thresholds: None,
+            ecn: None,
+            ecn_at: MarkPoint::Enqueue,
+            int: false,
+        }
+    }
+}
+
+impl SwitchSpec {
+    /// The switch configuration this describes.
+    pub fn config(&self) -> SwitchConfig {
+        SwitchConfig {
+            buffer_bytes: self.buffer_bytes,
+            queue_limit_bytes: self.queue_limit_bytes,
+            lossless: self.lossless.clone(),
+            pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
+            ecn: Vec::new(),
+            ecn_at: self.ecn_at,
+            ecmp_salt: 0,
+            int: self.int,
+        }
+        .with_ecn_all(self.ecn)
+    }
+}
+
+/// A cable going down or up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkEvent {
+    /// One end (host or switch name).
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// When, µs.
+    pub at_us: f64,
+    /// Up (true) or down.
+    pub up: bool,
+}
+
+/// A complete experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name for reports.
+    pub name: String,
+    /// RNG seed.
+    #[serde(default)]
+    pub seed: u64,
+    /// Virtual run time, µs.
+    pub duration_us: f64,
+    /// Measurement starts here, µs (default: a fifth of the run).
+    #[serde(default)]
+    pub warmup_us: Option<f64>,
+    /// Time-series sampling interval, µs.
+    #[serde(default = "d_sample")]
+    pub sample_us: f64,
+    /// Congestion control of every sender, by name (see `roce cc show`): "none", "dcqcn-mlx",
+    /// "dcqcn-paper", "dctcp", ...
+    #[serde(default = "d_cc")]
+    pub cc: String,
+    /// Host transport: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
+    /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
+    /// as `transport`.
+    #[serde(default = "d_engine", alias = "transport")]
+    pub engine: String,
+    /// Parameter overrides for `cc`, as `name=value`.
+    #[serde(default)]
+    pub cc_params: Vec<String>,
+    /// Payload bytes per packet.
+    #[serde(default = "d_mtu")]
+    pub mtu: usize,
+    /// Bytes per message.
+    #[serde(default = "d_msg")]
+    pub message_bytes: u64,
+    /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs).
+    #[serde(default = "d_cnp")]
+    pub cnp_interval_us: f64,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Switch settings.
+    #[serde(default)]
+    pub switch: SwitchSpec,
+    /// Traffic.
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    /// Link failures and recoveries.
+    #[serde(default)]
+    pub link_events: Vec<LinkEvent>,
+    /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
+    #[serde(default)]
+    pub monitor_host: Option<usize>,
+}
+
+impl Scenario {
+    /// Parses a scenario from TOML text.
+    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        let s: Scenario =
+            toml::from_str(text).map_err(|e| ScenarioError::Parse(e.message().to_owned()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.duration_us.is_nan() || self.duration_us <= 0.0 {
+            return bad(format!(
+                "duration_us must be positive, got {}",
+                self.duration_us
+            ));
+        }
+        if self
+            .warmup_us
+            .is_some_and(|w| !(0.0..self.duration_us).contains(&w))
+        {
+            return bad("warmup_us must lie in [0, duration_us)".into());
+        }
+        if self.sample_us.is_nan() || self.sample_us <= 0.0 {
+            return bad("sample_us must be positive".into());
+        }
+        if !(64..=9000).contains(&self.mtu) {
+            return bad(format!("mtu {} is outside 64..=9000", self.mtu));
+        }
+        self.cc_config()?;
+        if !matches!(self.engine.as_str(), "test" | "rc") {
+            return bad(format!(
+                "transport {:?} is not \"rc\" or \"test\"",
+                self.engine
+            ));
+        }
+        if let Some(e) = &self.switch.ecn {
+            if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
+                return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The senders' congestion control, `None` for "none".
+    pub fn cc_config(&self) -> Result<Option<CcConfig>, ScenarioError> {
+        if self.cc == "none" {
+            return Ok(None);
+        }
+        let line = Rate::from_bps(self.host_link().rate_bps());
+        let mut cfg =
+            CcConfig::new(&self.cc, line).map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        for setting in &self.cc_params {
+            cfg.apply(setting)
+                .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        }
+        Ok(Some(cfg))
+    }
+
+    /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
+    /// to the receiver's QP.
+    fn rc_hosts(
+        &self,
+        ips: &[IpAddr],
+        plan: &mut Plan,
+        cnp: Duration,
+    ) -> Result<Vec<SimHost>, ScenarioError> {
+        let invalid = |m: String| ScenarioError::Invalid(m);
+        let np = (cnp > Duration::ZERO).then_some(cnp);
+        let mut rc = ips
+            .iter()
+            .enumerate()
+            .map(|(i, &ip)| {
+                let h = RcHost::new(ip, np)?;
+                Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
+                    Some((_, per_iter)) => h.with_marks(*per_iter),
+                    None => h,
+                })
+            })
+            .collect::<Result<Vec<_>, RcSetupError>>()
+            .map_err(|e| invalid(e.to_string()))?;
+        for spec in &mut plan.flows {
+            let flow = plan
+                .host_flows
+                .get(spec.src_host)
+                .and_then(|v| v.get(spec.src_index))
+                .ok_or_else(|| invalid("flow without a sender".into()))?;
+            let two = || invalid(format!("flow {} needs two distinct hosts", spec.name));
+            let (lo, hi) = (
+                spec.src_host.min(spec.dst_host),
+                spec.src_host.max(spec.dst_host),
+            );
+            if lo == hi || hi >= rc.len() {
+                return Err(two());
+            }
+            let (left, right) = rc.split_at_mut(hi);
+            let (Some(a), Some(b)) = (left.get_mut(lo), right.first_mut()) else {
+                return Err(two());
+            };
+            let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
+            let (qpn, _) = RcHost::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
+            spec.dst_qpn = qpn;
+        }
+        Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())
+    }
+
+    /// Warm-up end, ns.
+    pub fn warmup_ns(&self) -> u64 {
+        (self.warmup_us.unwrap_or(self.duration_us / 5.0) * 1000.0) as u64
+    }
+
+    /// The topology this describes.
+    pub fn topology(&self) -> Topology {
+        let cfg = self.switch.config();
+        match &self.topology {
+            TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
+            TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
+            TopologySpec::Dumbbell {
+                left,
+                right,
+                link,
+                core,
+            } => Topology::dumbbell(*left, *right, *link, *core, cfg),
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                rails,
+                link,
+                uplink,
+            } => Topology::leaf_spine(
+                *leaves,
+                *spines,
+                *hosts_per_leaf,
+                *rails,
+                *link,
+                *uplink,
+                cfg,
+            ),
+        }
+    }
+
+    fn host_link(&self) -> LinkConfig {
+        match &self.topology {
+            TopologySpec::BackToBack { link }
+            | TopologySpec::Star { link, .. }
+            | TopologySpec::Dumbbell { link, .. }
+            | TopologySpec::LeafSpine { link, .. } => *link,
+        }
+    }
+
+    /// Builds the fabric with its engines, ready to run.
+    pub fn build(&self) -> Result<Built, ScenarioError> {
+        self.validate()?;
+        let topo = self.topology();
+        let ips: Vec<_> = topo.hosts.iter().map(|h| h.1).collect();
+        let defaults = FlowDefaults {
+            mtu: self.mtu,
+            message_bytes: self.message_bytes,
+            link_gbps: self.host_link().gbps,
+        };
+        let mut plan = Plan::new(&self.workloads, &ips, defaults, self.seed)
+            .map_err(ScenarioError::Invalid)?;
+        let cc = self.cc_config()?;
+        for f in plan.host_flows.iter_mut().flatten() {
+            f.cc.clone_from(&cc);
+        }
+        let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
+        let hosts = match self.engine.as_str() {
+            "rc" => self.rc_hosts(&ips, &mut plan, cnp)?,
+            _ => ips
+                .iter()
+                .enumerate()
+                .map(|(i, &ip)| {
+                    let mut h = TestHost::new(ip);
+                    if cnp > Duration::ZERO {
+                        h = h.with_cnp_interval(cnp);
+                    }
+                    for f in plan.host_flows.get(i).into_iter().flatten() {
+                        h = h.with_flow(f.clone());
+                    }
+                    if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
+                        h = h.with_marks(*per_iter);
+                    }
+                    SimHost::Test(Box::new(h))
+                })
+                .collect(),
+        };
+        let mut hosts: Vec<Option<SimHost>> = hosts.into_iter().map(Some).collect();
+        let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
+            hosts
+                .get_mut(i)
+                .and_then(Option::take)
+                .unwrap_or_else(|| SimHost::Test(Box::new(TestHost::new(ip))))
+        })?;
+        for spec in &plan.flows {
+            fabric.register_flow(spec.clone());
+        }
+        let name_of = |e: End| match e {
+            End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
+            End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
+        };
+        for ev in &self.link_events {
+            let found = topo.cables.iter().zip(&cables).find(|((a, b, _), _)| {
+                let (na, nb) = (name_of(*a), name_of(*b));
+                (na == Some(&ev.a) && nb == Some(&ev.b)) || (na == Some(&ev.b) && nb == Some(&ev.a))
+            });
+            let Some((_, cable)) = found else {
+                return Err(ScenarioError::Invalid(format!(
+                    "no cable between {:?} and {:?}",
+                    ev.a, ev.b
+                )));
+            };
+            let at = Instant::from_nanos((ev.at_us * 1000.0) as u64);
+            fabric.schedule_link(cable.ab, at, ev.up);
+            fabric.schedule_link(cable.ba, at, ev.up);
+        }
+        let bottleneck = match self.monitor_host {
+            Some(h) => topo
+                .cables
+                .iter()
+                .zip(&cables)
+                .find_map(|((a, b, _), c)| match (a, b) {
+                    (End::Switch(s), End::Host(x)) if *x == h => Some((*s, c.a_port)),
+                    _ => None,
+                }),
+            None => topo.bottleneck,
+        };
+        let monitors: Vec<(SwitchId, u16)> = bottleneck
+            .map(|(s, p)| (SwitchId(s), p))
+            .into_iter()
+            .collect();
+        let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
+        let mut recorder = Recorder::new(interval, monitors.clone());
+        if cc.is_some() {
+            let senders = (0..ips.len()).map(HostId).collect();
+            recorder = recorder.with_probe(senders, SimHost::cc_samples);
+        }
+        fabric.record(recorder);
+        Ok(Built {
+            fabric,
+            bottleneck: monitors.first().map(|&(s, p)| (Node::Switch(s), p)),
+            rings: plan.rings,
+        })
+    }
+
+    /// Builds, runs and summarizes. `progress(fraction)` is called now and then.
+    pub fn run(&self, mut progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
+        let mut built = self.build()?;
+        let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
+        let warm = Instant::from_nanos(self.warmup_ns());
+        let total = end.as_nanos().max(1) as f64;
+        built
+            .fabric
+            .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
+        built.fabric.mark_warmup();
+        built
+            .fabric
+            .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
+        progress(1.0);
+        let summary = Summary::collect(self, &built);
+        Ok((summary, built))
+    }
+}
+
+/// A built scenario.
+pub struct Built {
+    /// The fabric.
+    pub fabric: Fabric<SimHost>,
+    /// The monitored egress port.
+    pub bottleneck: Option<(Node, u16)>,
+    /// Rings (members, bytes per member per iteration).
+    pub rings: Vec<(Vec<usize>, u64)>,
+}

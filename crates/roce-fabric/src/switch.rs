@@ -1,0 +1,485 @@
+//! An output-queued switch: eight priority queues per egress port over one shared buffer, ECN
+//! marking at enqueue (RED ramp Kmin..Kmax up to Pmax, and/or a DCTCP step), PFC accounting per
+//! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
+//! ECMP by flow hash.
+//!
+//! This is the sans-IO switch element both the virtual-time fabric ([`crate::fabric`]) and
+//! the real-time switch between ports ([`crate::rt_switch`]) run: it decides what happens to
+//! a packet; moving frames and keeping time is their job.
+
+use std::collections::VecDeque;
+
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+
+use super::frame::{flow_hash, IpInfo};
+use super::port::TxPort;
+use super::stats::{PrioCounters, PRIORITIES};
+use super::PktId;
+
+/// ECN marking of one queue.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EcnConfig {
+    /// Below this queue depth (bytes) nothing is marked.
+    pub kmin_bytes: u64,
+    /// At or above this depth every ECT packet is marked; between Kmin and Kmax the probability
+    /// grows linearly from 0 to `pmax`.
+    pub kmax_bytes: u64,
+    /// Marking probability at Kmax (0..=1).
+    pub pmax: f64,
+    /// DCTCP-style step: mark every ECT packet that finds at least this many bytes queued.
+    #[serde(default)]
+    pub step_bytes: Option<u64>,
+}
+
+impl EcnConfig {
+    /// Marking probability for a queue of `depth` bytes.
+    pub fn probability(&self, depth: u64) -> f64 {
+        if self.step_bytes.is_some_and(|k| depth >= k) || depth >= self.kmax_bytes {
+            return 1.0;
+        }
+        if depth <= self.kmin_bytes || self.kmax_bytes <= self.kmin_bytes {
+            return 0.0;
+        }
+        let span = (self.kmax_bytes - self.kmin_bytes) as f64;
+        self.pmax * (depth - self.kmin_bytes) as f64 / span
+    }
+}
+
+/// PFC thresholds, per ingress port and lossless priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcConfig {
+    /// Bytes buffered from one ingress port and priority at which XOFF is sent upstream.
+    pub xoff_bytes: u64,
+    /// Bytes at or below which XON (pause time 0) is sent after an XOFF.
+    pub xon_bytes: u64,
+    /// Room beyond XOFF for what is still in flight; past `xoff + headroom` even a lossless
+    /// packet is dropped (and counted): the headroom was too small.
+    pub headroom_bytes: u64,
+    /// Pause time carried by XOFF frames, in quanta of 512 bit times.
+    pub quanta: u16,
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig {
+            xoff_bytes: 200_000,
+            xon_bytes: 180_000,
+            headroom_bytes: 150_000,
+            quanta: roce_proto::wire::pfc::MAX_QUANTA,
+        }
+    }
+}
+
+/// When a switch decides whether to mark a packet CE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkPoint {
+    /// On arrival, from the egress queue depth the packet finds (most merchant ASICs' WRED).
+    #[default]
+    Enqueue,
+    /// On departure, from the depth the packet leaves behind (the DCQCN authors' ns-3 switch):
+    /// the mark skips the queueing delay on its way to the receiver.
+    Dequeue,
+}
+
+/// A switch's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchConfig {
+    /// Shared packet buffer, bytes.
+    pub buffer_bytes: u64,
+    /// Largest egress queue of a lossy class (and of every class while PFC is off), bytes.
+    pub queue_limit_bytes: u64,
+    /// Priorities that are lossless (PFC-protected when `pfc` is set).
+    pub lossless: Vec<u8>,
+    /// PFC thresholds; `None` turns PFC off.
+    pub pfc: Option<PfcConfig>,
+    /// ECN marking per priority (index = priority); missing entries mark nothing.
+    pub ecn: Vec<Option<EcnConfig>>,
+    /// Whether ECN marking happens at enqueue or at dequeue.
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
+    /// Salt of the ECMP hash (vary it per switch to avoid polarization).
+    pub ecmp_salt: u64,
+    /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
+    /// as HPCC switches do: into the frame's INT shim (`wire::int`) when it carries one, else
+    /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
+    #[serde(default)]
+    pub int: bool,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            buffer_bytes: 12 * 1024 * 1024,
+            queue_limit_bytes: 1024 * 1024,
+            lossless: vec![3],
+            pfc: Some(PfcConfig::default()),
+            ecn: vec![None; PRIORITIES],
+            ecn_at: MarkPoint::Enqueue,
+            ecmp_salt: 0,
+            int: false,
+        }
+    }
+}
+
+impl SwitchConfig {
+    /// Whether `prio` is a lossless class with PFC on.
+    pub fn pfc_on(&self, prio: usize) -> bool {
+        self.pfc.is_some() && self.lossless.iter().any(|&p| usize::from(p) == prio)
+    }
+
+    /// Sets the same ECN marking on every priority.
+    pub fn with_ecn_all(mut self, ecn: Option<EcnConfig>) -> Self {
+        self.ecn = vec![ecn; PRIORITIES];
+        self
+    }
+}
+
+/// The priority (traffic class) of a frame: the 802.1Q PCP if tagged, else DSCP's class
+/// selector bits (DSCP >> 3, so DSCP 26 → 3), else 0.
+pub fn priority(pcp: Option<u8>, ip: Option<&IpInfo>) -> usize {
+    match (pcp, ip) {
+        (Some(pcp), _) => usize::from(pcp & 7),
+        (None, Some(ip)) => usize::from(ip.dscp >> 3),
+        _ => 0,
+    }
+}
+
+/// Why a switch dropped a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// The shared buffer was full.
+    BufferFull,
+    /// A lossy (or PFC-less) egress queue was at its limit.
+    QueueFull,
+    /// A lossless packet overran XOFF + headroom.
+    HeadroomOverrun,
+    /// No route, or every equal-cost port's link is down.
+    NoRoute,
+}
+
+/// A packet waiting in an egress queue.
+#[derive(Debug)]
+struct Queued<T> {
+    pkt: T,
+    ingress: u16,
+    len: u32,
+}
+
+/// One switch port: the caller's transmit side `tx` (the fabric's serializer, the real-time
+/// switch's port and drain), eight egress queues, and the ingress PFC accounting.
+#[derive(Debug)]
+pub struct SwitchPort<T, X> {
+    /// What moves this port's frames (not this element's business).
+    pub tx: X,
+    queues: [VecDeque<Queued<T>>; PRIORITIES],
+    qbytes: [u64; PRIORITIES],
+    rr: usize,
+    /// Bytes buffered that arrived on this port, per priority (what PFC watches).
+    ingress_bytes: [u64; PRIORITIES],
+    /// Whether XOFF is standing upstream, per priority.
+    pub xoff: [bool; PRIORITIES],
+    /// Bumped at every XOFF so that stale refreshes can be told apart.
+    pub xoff_gen: [u32; PRIORITIES],
+}
+
+impl<T, X> SwitchPort<T, X> {
+    /// A port with empty queues around `tx`.
+    pub fn new(tx: X) -> Self {
+        SwitchPort {
+            tx,
+            queues: Default::default(),
+            qbytes: [0; PRIORITIES],
+            rr: 0,
+            ingress_bytes: [0; PRIORITIES],
+            xoff: [false; PRIORITIES],
+            xoff_gen: [0; PRIORITIES],
+        }
+    }
+
+    /// Bytes queued over all priorities.
+    pub fn queued_bytes(&self) -> u64 {
+        self.qbytes.iter().sum()
+    }
+
+    /// Bit mask of priorities with packets waiting.
+    pub fn waiting(&self) -> u8 {
+        let mut m = 0;
+        for (p, q) in self.queues.iter().enumerate() {
+            if !q.is_empty() {
+                m |= 1 << p;
+            }
+        }
+        m
+    }
+}
+
+/// A packet the egress scheduler picked.
+#[derive(Debug)]
+pub struct Dequeued<T> {
+    /// The packet.
+    pub pkt: T,
+    /// Its priority.
+    pub prio: usize,
+    /// The port it arrived on.
+    pub ingress: u16,
+    /// Its length, bytes.
+    pub len: u64,
+}
+
+/// The switch element: ports, routes and the shared buffer. `T` is a packet (a pool index in
+/// the fabric, a frame buffer in the real-time switch), `X` each port's transmit side.
+#[derive(Debug)]
+pub struct Switch<T, X> {
+    /// Name, for logs.
+    pub name: String,
+    /// Configuration.
+    pub cfg: SwitchConfig,
+    /// Ports, in the order they were added.
+    pub ports: Vec<SwitchPort<T, X>>,
+    /// Equal-cost egress ports per destination (host index).
+    pub routes: Vec<Vec<u16>>,
+    /// Bytes in the shared buffer.
+    pub used_bytes: u64,
+}
+
+impl<T, X> Switch<T, X> {
+    /// A switch without ports or routes.
+    pub fn new(name: String, cfg: SwitchConfig) -> Self {
+        Switch {
+            cfg,
+            ports: Vec::new(),
+            routes: Vec::new(),
+            used_bytes: 0,
+            name,
+        }
+    }
+
+    /// Picks the egress port for a flow among the routes to `host` whose link is up.
+    pub fn route(&self, host: usize, ip: &IpInfo, up: impl Fn(u16) -> bool) -> Option<u16> {
+        let cands = self.routes.get(host)?;
+        let live = cands.iter().filter(|&&p| up(p)).count();
+        if live == 0 {
+            return None;
+        }
+        let pick = (flow_hash(ip, self.cfg.ecmp_salt) % live as u64) as usize;
+        cands.iter().copied().filter(|&p| up(p)).nth(pick)
+    }
+
+    /// Admission: can a packet of `len` bytes from `ingress` join `egress`'s queue `prio`?
+    pub fn admit(
+        &self,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> Result<(), DropReason> {
+        if self.used_bytes + len > self.cfg.buffer_bytes {
+            return Err(DropReason::BufferFull);
+        }
+        if self.cfg.pfc_on(prio) {
+            let pfc = self.cfg.pfc.unwrap_or_default();
+            if self.ingress_depth(ingress, prio) + len > pfc.xoff_bytes + pfc.headroom_bytes {
+                return Err(DropReason::HeadroomOverrun);
+            }
+        } else if self.queue_depth(egress, prio) + len > self.cfg.queue_limit_bytes {
+            return Err(DropReason::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// Bytes in `egress`'s queue `prio`.
+    pub fn queue_depth(&self, egress: u16, prio: usize) -> u64 {
+        self.ports
+            .get(usize::from(egress))
+            .and_then(|p| p.qbytes.get(prio))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Bytes buffered that arrived on `ingress` with priority `prio`.
+    pub fn ingress_depth(&self, ingress: u16, prio: usize) -> u64 {
+        self.ports
+            .get(usize::from(ingress))
+            .and_then(|p| p.ingress_bytes.get(prio))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether to mark an ECT packet at `egress`'s queue `prio` now (drawing from `rng` only
+    /// on the RED ramp).
+    pub fn ecn_mark(&self, egress: u16, prio: usize, rng: &mut impl rand::Rng) -> bool {
+        let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
+            return false;
+        };
+        let depth = self.queue_depth(egress, prio);
+        let p = ecn.probability(depth);
+        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+    }
+
+    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
+    /// (the caller sends the pause frame upstream).
+    pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
+        self.used_bytes += len;
+        let pfc_on = self.cfg.pfc_on(prio);
+        let xoff_at = self.cfg.pfc.map_or(u64::MAX, |p| p.xoff_bytes);
+        if let Some(out) = self.ports.get_mut(usize::from(egress)) {
+            if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
+                q.push_back(Queued {
+                    pkt,
+                    ingress,
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                });
+                *b += len;
+            }
+        }
+        let Some(inp) = self.ports.get_mut(usize::from(ingress)) else {
+            return false;
+        };
+        let (Some(b), Some(x)) = (inp.ingress_bytes.get_mut(prio), inp.xoff.get_mut(prio)) else {
+            return false;
+        };
+        *b += len;
+        if pfc_on && !*x && *b > xoff_at {
+            *x = true;
+            return true;
+        }
+        false
+    }
+
+    /// The priority [`Switch::dequeue`] would serve next at `egress`, and the length of the
+    /// packet it would hand out.
+    pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
+        let port = self.ports.get(usize::from(egress))?;
+        let prio = (1..=PRIORITIES)
+            .map(|i| (port.rr + i) % PRIORITIES)
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        let len = port.queues.get(prio)?.front()?.len;
+        Some((prio, u64::from(len)))
+    }
+
+    /// Picks the next packet for `egress` (round robin over non-empty priorities that
+    /// `paused(tx, prio)` does not hold back) and releases its buffer.
+    pub fn dequeue(
+        &mut self,
+        egress: u16,
+        paused: impl Fn(&X, usize) -> bool,
+    ) -> Option<Dequeued<T>> {
+        let port = self.ports.get_mut(usize::from(egress))?;
+        let start = port.rr;
+        let prio = (1..=PRIORITIES)
+            .map(|i| (start + i) % PRIORITIES)
+            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        port.rr = prio;
+        let q = port.queues.get_mut(prio)?.pop_front()?;
+        let len = u64::from(q.len);
+        if let Some(b) = port.qbytes.get_mut(prio) {
+            *b -= len.min(*b);
+        }
+        self.used_bytes -= len.min(self.used_bytes);
+        if let Some(b) = self
+            .ports
+            .get_mut(usize::from(q.ingress))
+            .and_then(|p| p.ingress_bytes.get_mut(prio))
+        {
+            *b -= len.min(*b);
+        }
+        Some(Dequeued {
+            pkt: q.pkt,
+            prio,
+            ingress: q.ingress,
+            len,
+        })
+    }
+
+    /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
+    /// its buffer again; PFC is not re-evaluated.
+    pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {
+        if let Some(p) = self.ports.get_mut(usize::from(d.ingress)) {
+            if let Some(b) = p.ingress_bytes.get_mut(d.prio) {
+                *b += d.len;
+            }
+        }
+        let Some(port) = self.ports.get_mut(usize::from(egress)) else {
+            return;
+        };
+        if let (Some(q), Some(b)) = (port.queues.get_mut(d.prio), port.qbytes.get_mut(d.prio)) {
+            q.push_front(Queued {
+                pkt: d.pkt,
+                ingress: d.ingress,
+                len: u32::try_from(d.len).unwrap_or(u32::MAX),
+            });
+            *b += d.len;
+            self.used_bytes += d.len;
+        }
+    }
+
+    /// After a dequeue: whether the ingress (port, prio) should now send XON.
+    pub fn should_resume(&mut self, ingress: u16, prio: usize) -> bool {
+        let xon = self.cfg.pfc.map_or(0, |p| p.xon_bytes);
+        let Some(p) = self.ports.get_mut(usize::from(ingress)) else {
+            return false;
+        };
+        match (p.xoff.get_mut(prio), p.ingress_bytes.get(prio)) {
+            (Some(x), Some(&b)) if *x && b <= xon => {
+                *x = false;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.ports
+            .get_mut(usize::from(port))
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
+        let ecn = EcnConfig {
+            kmin_bytes: 100,
+            kmax_bytes: 300,
+            pmax: 0.2,
+            step_bytes: None,
+        };
+        assert_eq!(ecn.probability(100), 0.0);
+        assert_eq!(ecn.probability(200), 0.1);
+        assert_eq!(ecn.probability(300), 1.0);
+        let step = EcnConfig {
+            step_bytes: Some(150),
+            ..ecn
+        };
+        assert_eq!(step.probability(150), 1.0);
+        assert_eq!(step.probability(140), 0.2 * 40.0 / 200.0);
+    }
+}

@@ -1,0 +1,398 @@
+//! Workloads: who sends what to whom and when. Each variant expands into per-host flows (for
+//! the test engines) and the tap's flow list. Random workloads (flow-size distributions) draw
+//! from their own RNG seeded from the scenario seed, so they replay too.
+//!
+//! Nothing here runs anything; `sim::scenario` builds and runs the fabric.
+
+use std::net::IpAddr;
+
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+use serde::{Deserialize, Serialize};
+
+use super::tap::FlowSpec;
+use super::testing::TestFlow;
+use roce_proto::time::Instant;
+
+fn default_dscp() -> u8 {
+    26
+}
+
+/// Flow sizes for [`Workload::FlowSizes`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SizeDist {
+    /// Every flow the same size.
+    Fixed {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// Exponentially distributed sizes.
+    Exponential {
+        /// Mean bytes.
+        mean_bytes: u64,
+    },
+    /// The DCTCP web-search distribution (Alizadeh et al. 2010), scaled by `scale`.
+    WebSearch {
+        /// Multiplier on every size (1.0 = the published CDF).
+        #[serde(default = "one")]
+        scale: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Web-search CDF: (bytes, cumulative probability).
+const WEB_SEARCH: &[(f64, f64)] = &[
+    (6_000.0, 0.15),
+    (13_000.0, 0.2),
+    (19_000.0, 0.3),
+    (33_000.0, 0.4),
+    (53_000.0, 0.53),
+    (133_000.0, 0.6),
+    (667_000.0, 0.7),
+    (1_333_000.0, 0.8),
+    (3_333_000.0, 0.9),
+    (6_667_000.0, 0.97),
+    (20_000_000.0, 1.0),
+];
+
+impl SizeDist {
+    /// Draws one size.
+    pub fn sample(&self, rng: &mut Pcg64) -> u64 {
+        match self {
+            SizeDist::Fixed { bytes } => *bytes,
+            SizeDist::Exponential { mean_bytes } => {
+                let u: f64 = rng.random::<f64>();
+                (-(1.0 - u).ln() * *mean_bytes as f64).ceil().max(1.0) as u64
+            }
+            SizeDist::WebSearch { scale } => {
+                let u: f64 = rng.random::<f64>();
+                let mut prev = (0.0, 0.0);
+                for &(b, p) in WEB_SEARCH {
+                    if u <= p {
+                        let frac = (u - prev.1) / (p - prev.1).max(1e-12);
+                        return ((prev.0 + frac * (b - prev.0)) * scale).ceil().max(1.0) as u64;
+                    }
+                    prev = (b, p);
+                }
+                (20_000_000.0 * scale) as u64
+            }
+        }
+    }
+
+    /// Mean size in bytes.
+    pub fn mean(&self) -> f64 {
+        match self {
+            SizeDist::Fixed { bytes } => *bytes as f64,
+            SizeDist::Exponential { mean_bytes } => *mean_bytes as f64,
+            SizeDist::WebSearch { scale } => {
+                let mut prev = (0.0, 0.0);
+                let mut m = 0.0;
+                for &(b, p) in WEB_SEARCH {
+                    m += (p - prev.1) * (b + prev.0) / 2.0;
+                    prev = (b, p);
+                }
+                m * scale
+            }
+        }
+    }
+}
+
+/// A traffic pattern over host indices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// One flow (long when `bytes` is absent).
+    Flow {
+        /// Sender.
+        src: usize,
+        /// Receiver.
+        dst: usize,
+        /// Bytes to send; absent = forever.
+        #[serde(default)]
+        bytes: Option<u64>,
+        /// Start time, µs.
+        #[serde(default)]
+        start_us: f64,
+        /// Pacing rate, Gbit/s; absent = line rate.
+        #[serde(default)]
+        rate_gbps: Option<f64>,
+        /// DSCP (26 = lossless RDMA class 3; 0 = lossy best effort).
+        #[serde(default = "default_dscp")]
+        dscp: u8,
+        /// SEND instead of WRITE.
+        #[serde(default)]
+        send: bool,
+    },
+    /// Every sender sends to one receiver at once.
+    Incast {
+        /// Senders.
+        senders: Vec<usize>,
+        /// Receiver.
+        receiver: usize,
+        /// Bytes per sender; absent = forever.
+        #[serde(default)]
+        bytes: Option<u64>,
+        /// Start time, µs.
+        #[serde(default)]
+        start_us: f64,
+    },
+    /// Repeated synchronized bursts from the senders to one receiver.
+    Microburst {
+        /// Senders.
+        senders: Vec<usize>,
+        /// Receiver.
+        receiver: usize,
+        /// Bytes per sender per burst.
+        burst_bytes: u64,
+        /// Time between burst starts, µs.
+        period_us: f64,
+        /// Number of bursts.
+        count: u32,
+        /// First burst, µs.
+        #[serde(default)]
+        start_us: f64,
+    },
+    /// Ring AllReduce among `hosts`: `bytes` per iteration, 2(K-1) steps of `bytes / K`.
+    AllReduce {
+        /// Ring members in ring order.
+        hosts: Vec<usize>,
+        /// Bytes reduced per iteration.
+        bytes: u64,
+        /// Iterations.
+        iterations: u32,
+    },
+    /// Poisson arrivals of flows between random pairs of `hosts`, sizes from `sizes`, offered
+    /// load `load` of one host link.
+    FlowSizes {
+        /// Hosts taking part.
+        hosts: Vec<usize>,
+        /// Offered load per host link (0..1).
+        load: f64,
+        /// Size distribution.
+        sizes: SizeDist,
+        /// Number of flows.
+        flows: u32,
+    },
+}
+
+/// Sizes every flow shares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowDefaults {
+    /// Payload bytes per packet.
+    pub mtu: usize,
+    /// Bytes per message.
+    pub message_bytes: u64,
+    /// Line rate of a host link, Gbit/s (for load computations).
+    pub link_gbps: f64,
+}
+
+/// The expansion of a set of workloads: flows per host and the tap's flow list.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Flows each host sends, indexed by host.
+    pub host_flows: Vec<Vec<TestFlow>>,
+    /// What the tap follows (one per flow, same order as created).
+    pub flows: Vec<FlowSpec>,
+    /// Ring AllReduce: (members, bytes received per member per iteration).
+    pub rings: Vec<(Vec<usize>, u64)>,
+    next_qpn: u32,
+}
+
+impl Plan {
+    /// Expands `workloads` over hosts with addresses `ips`.
+    pub fn new(
+        workloads: &[Workload],
+        ips: &[IpAddr],
+        defaults: FlowDefaults,
+        seed: u64,
+    ) -> Result<Plan, String> {
+        let mut plan = Plan {
+            host_flows: vec![Vec::new(); ips.len()],
+            next_qpn: 0x11,
+            ..Plan::default()
+        };
+        let mut rng = Pcg64::seed_from_u64(seed ^ 0x5eed_f10e);
+        let check = |h: usize| {
+            if h < ips.len() {
+                Ok(h)
+            } else {
+                Err(format!(
+                    "host {h} does not exist (the topology has {})",
+                    ips.len()
+                ))
+            }
+        };
+        for w in workloads {
+            match w {
+                Workload::Flow {
+                    src,
+                    dst,
+                    bytes,
+                    start_us,
+                    rate_gbps,
+                    dscp,
+                    send,
+                } => {
+                    let (s, d) = (check(*src)?, check(*dst)?);
+                    plan.add(ips, s, d, defaults, *bytes, *start_us, |f| {
+                        f.rate_gbps = *rate_gbps;
+                        f.dscp = *dscp;
+                        f.send = *send;
+                    });
+                }
+                Workload::Incast {
+                    senders,
+                    receiver,
+                    bytes,
+                    start_us,
+                } => {
+                    let d = check(*receiver)?;
+                    for &s in senders {
+                        plan.add(ips, check(s)?, d, defaults, *bytes, *start_us, |_| {});
+                    }
+                }
+                Workload::Microburst {
+                    senders,
+                    receiver,
+                    burst_bytes,
+                    period_us,
+                    count,
+                    start_us,
+                } => {
+                    let d = check(*receiver)?;
+                    for k in 0..*count {
+                        for &s in senders {
+                            let at = start_us + f64::from(k) * period_us;
+                            plan.add(ips, check(s)?, d, defaults, Some(*burst_bytes), at, |_| {});
+                        }
+                    }
+                }
+                Workload::AllReduce {
+                    hosts,
+                    bytes,
+                    iterations,
+                } => {
+                    let k = hosts.len();
+                    if k < 2 {
+                        return Err("allreduce needs at least 2 hosts".into());
+                    }
+                    let chunk = (bytes / k as u64).max(1);
+                    let per_iter = 2 * (k as u64 - 1) * chunk;
+                    for (i, &h) in hosts.iter().enumerate() {
+                        let next = hosts.get((i + 1) % k).copied().unwrap_or(h);
+                        let total = per_iter * u64::from(*iterations);
+                        plan.add(
+                            ips,
+                            check(h)?,
+                            check(next)?,
+                            defaults,
+                            Some(total),
+                            0.0,
+                            |f| {
+                                f.gate_chunk = Some(chunk);
+                                f.message_bytes = chunk;
+                            },
+                        );
+                    }
+                    plan.rings.push((hosts.clone(), per_iter));
+                }
+                Workload::FlowSizes {
+                    hosts,
+                    load,
+                    sizes,
+                    flows,
+                } => {
+                    if hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
+                        return Err("flow_sizes needs 2+ hosts and 0 < load <= 1".into());
+                    }
+                    // Arrivals per second over all hosts: load * n * link rate / mean size.
+                    let bps = defaults.link_gbps * 1e9 * load * hosts.len() as f64;
+                    let lambda = bps / 8.0 / sizes.mean().max(1.0);
+                    let mut t_us = 0.0;
+                    for _ in 0..*flows {
+                        let u: f64 = rng.random::<f64>();
+                        t_us += -(1.0 - u).ln() / lambda * 1e6;
+                        let s = hosts[rng.random_range(0..hosts.len())];
+                        let mut d = hosts[rng.random_range(0..hosts.len() - 1)];
+                        if d == s {
+                            d = hosts[hosts.len() - 1];
+                        }
+                        let size = sizes.sample(&mut rng);
+                        plan.add(
+                            ips,
+                            check(s)?,
+                            check(d)?,
+                            defaults,
+                            Some(size),
+                            t_us,
+                            |_| {},
+                        );
+                    }
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        ips: &[IpAddr],
+        src: usize,
+        dst: usize,
+        defaults: FlowDefaults,
+        bytes: Option<u64>,
+        start_us: f64,
+        tweak: impl FnOnce(&mut TestFlow),
+    ) {
+        let (Some(&src_ip), Some(&dst_ip)) = (ips.get(src), ips.get(dst)) else {
+            return;
+        };
+        let qpn = self.next_qpn;
+        self.next_qpn += 1;
+        let start = Instant::from_nanos((start_us * 1000.0).round().max(0.0) as u64);
+        let mut flow = TestFlow::bulk(dst_ip, qpn);
+        flow.mtu = defaults.mtu;
+        flow.message_bytes = defaults.message_bytes;
+        flow.total_bytes = bytes;
+        flow.start = start;
+        tweak(&mut flow);
+        let src_index = self.host_flows.get(src).map_or(0, Vec::len);
+        self.flows.push(FlowSpec {
+            name: format!("{src}->{dst}#{qpn}"),
+            src_host: src,
+            src_index,
+            dst_host: dst,
+            src_ip,
+            dst_qpn: qpn,
+            size_bytes: bytes,
+            start_ns: start.as_nanos(),
+        });
+        if let Some(v) = self.host_flows.get_mut(src) {
+            v.push(flow);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn web_search_sizes_follow_the_cdf_median() {
+        let mut rng = Pcg64::seed_from_u64(7);
+        let d = SizeDist::WebSearch { scale: 1.0 };
+        let mut v: Vec<u64> = (0..20_000).map(|_| d.sample(&mut rng)).collect();
+        v.sort_unstable();
+        // The CDF passes 0.53 at 53 kB: the median lies between 33 kB and 53 kB.
+        let median = v[v.len() / 2];
+        assert!(
+            (33_000..=53_000).contains(&median),
+            "median {median}, seed 7"
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! Counters of the RC transport, named after the NVIDIA mlx5 and Linux rxe counters users already
+//! know, plus packet/byte counts and one drop counter per reason a frame is discarded.
+//!
+//! Plain `u64` fields, `serde::Serialize` for JSON; nothing here decides anything.
+
+use serde::Serialize;
+
+/// Counters of one queue pair (requester, responder and completer together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QpCounters {
+    /// Packets sent (requests, responses, ACKs).
+    pub tx_packets: u64,
+    /// Bytes of frames sent.
+    pub tx_bytes: u64,
+    /// Packets accepted for this QP.
+    pub rx_packets: u64,
+    /// Bytes of frames accepted for this QP.
+    pub rx_bytes: u64,
+    /// Request packets sent again (go-back-N).
+    pub retransmitted_packets: u64,
+    /// ACK packets sent.
+    pub acks_sent: u64,
+    /// NAK packets sent (sequence, invalid request, access, operational).
+    pub naks_sent: u64,
+    /// Responder: request packets received with a PSN beyond the expected one (mlx5).
+    pub out_of_sequence: u64,
+    /// Requester: NAK-sequence-error packets received (mlx5).
+    pub packet_seq_err: u64,
+    /// Responder: duplicate request packets received (mlx5, rxe).
+    pub duplicate_request: u64,
+    /// Requester: local ACK timeouts that fired (mlx5).
+    pub local_ack_timeout_err: u64,
+    /// Requester: ACKs or READ responses whose PSN skipped an expected READ/atomic response (mlx5).
+    pub implied_nak_seq_err: u64,
+    /// Requester: RNR NAKs received while the RNR retry limit was not exceeded (mlx5).
+    pub rnr_nak_retry_err: u64,
+    /// Requester: RNR retries exhausted (rxe `retry_rnr_exceeded_err`).
+    pub retry_rnr_exceeded_err: u64,
+    /// Responder: RNR NAKs sent because no receive was posted (rxe `send_rnr_err`).
+    pub send_rnr_err: u64,
+    /// Requester: NAK remote access error received (mlx5).
+    pub req_remote_access_errors: u64,
+    /// Requester: NAK invalid request received (mlx5).
+    pub req_remote_invalid_request: u64,
+    /// Responder: requests refused for rkey, bounds or rights (mlx5).
+    pub resp_remote_access_errors: u64,
+    /// Responder: requests refused as invalid (opcode sequence, length, alignment).
+    pub resp_invalid_request: u64,
+    /// Responder: receives too small for an incoming SEND (mlx5 `resp_local_length_error`).
+    pub resp_local_length_error: u64,
+    /// Requester: transport retries exhausted (mlx5).
+    pub req_transport_retries_exceeded: u64,
+    /// Requester: retransmission rounds started (rxe `completer_retry_err`).
+    pub completer_retry_err: u64,
+    /// Responder: RDMA WRITE requests executed (mlx5).
+    pub rx_write_requests: u64,
+    /// Responder: RDMA READ requests executed (mlx5).
+    pub rx_read_requests: u64,
+    /// Responder: atomic requests executed (mlx5).
+    pub rx_atomic_requests: u64,
+    /// Responder: SEND messages completed.
+    pub rx_send_requests: u64,
+    /// Packets that reached the QP but were dropped (bad state, bad opcode for RC, stale response,
+    /// malformed response).
+    pub rx_dropped: u64,
+    /// CE-marked packets received (for the notification point).
+    pub ecn_ce_received: u64,
+    /// CNPs received (mlx5 `rp_cnp_handled`).
+    pub rp_cnp_handled: u64,
+    /// Work completions with an error status.
+    pub error_completions: u64,
+}
+
+impl QpCounters {
+    /// Adds every field of `other` into `self`.
+    pub fn accumulate(&mut self, o: &QpCounters) {
+        macro_rules! add {
+            ($($f:ident),*) => { $( self.$f += o.$f; )* };
+        }
+        add!(
+            tx_packets,
+            tx_bytes,
+            rx_packets,
+            rx_bytes,
+            retransmitted_packets,
+            acks_sent,
+            naks_sent,
+            out_of_sequence,
+            packet_seq_err,
+            duplicate_request,
+            local_ack_timeout_err,
+            implied_nak_seq_err,
+            rnr_nak_retry_err,
+            retry_rnr_exceeded_err,
+            send_rnr_err,
+            req_remote_access_errors,
+            req_remote_invalid_request,
+            resp_remote_access_errors,
+            resp_invalid_request,
+            resp_local_length_error,
+            req_transport_retries_exceeded,
+            completer_retry_err,
+            rx_write_requests,
+            rx_read_requests,
+            rx_atomic_requests,
+            rx_send_requests,
+            rx_dropped,
+            ecn_ce_received,
+            rp_cnp_handled,
+            error_completions
+        );
+    }
+}
+
+/// Frames the endpoint discarded before any QP saw them, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DropCounters {
+    /// Not a RoCEv2 frame (not IP/UDP 4791), or truncated / inconsistent lengths.
+    pub malformed: u64,
+    /// ICRC mismatch.
+    pub bad_icrc: u64,
+    /// IPv4 header checksum mismatch.
+    pub bad_ip_checksum: u64,
+    /// Unsupported BTH version or opcode.
+    pub bad_header: u64,
+    /// Destination MAC or IP is not this endpoint's.
+    pub wrong_destination: u64,
+    /// P_Key does not match.
+    pub bad_pkey: u64,
+    /// No QP with the destination QPN.
+    pub unknown_qp: u64,
+    /// The source address is not the QP's peer.
+    pub wrong_source: u64,
+    /// The QP's state does not accept packets.
+    pub bad_state: u64,
+    /// Not an RC opcode.
+    pub not_rc: u64,
+}
+
+/// Counters of a whole endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EndpointCounters {
+    /// Frames handed to `handle_frame`.
+    pub rx_frames: u64,
+    /// Bytes handed to `handle_frame`.
+    pub rx_bytes: u64,
+    /// Frames produced by `poll_transmit`.
+    pub tx_frames: u64,
+    /// Bytes produced by `poll_transmit`.
+    pub tx_bytes: u64,
+    /// CNPs sent.
+    pub cnps_sent: u64,
+    /// Discards before QP dispatch.
+    pub drops: DropCounters,
+    /// The sum over the endpoint's QPs.
+    pub qp: QpCounters,
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a user reads: counters under the names `rdma statistic` prints, per port and per QP, and
+// the one table formatter every command shares (`roce stats`, `--stats`, `roce demo`'s report).
+
+macro_rules! rdma_counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// Counters under the names `rdma statistic show` prints for mlx5 and rxe devices (and a
+        /// few of this crate's own, marked so), for one port, one QP or a sum of them.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub struct RdmaCounters {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl RdmaCounters {
+            /// Every counter as `(name, value)`, in a fixed order.
+            pub fn pairs(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($name), self.$name),)*]
+            }
+
+            /// Adds every counter of `o` into `self`.
+            pub fn accumulate(&mut self, o: &RdmaCounters) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
+}
+
+rdma_counters! {
+    /// Frames sent (rxe `sent_pkts`).
+    sent_pkts,
+    /// Frames received (rxe `rcvd_pkts`).
+    rcvd_pkts,
+    /// CE-marked RoCEv2 packets received (notification point).
+    np_ecn_marked_roce_packets,
+    /// CNPs sent (notification point; per port only).
+    np_cnp_sent,
+    /// CNPs handled by the reaction point.
+    rp_cnp_handled,
+    /// CNPs the congestion controller absorbed without a rate change.
+    rp_cnp_ignored,
+    /// Responder: request packets beyond the expected PSN.
+    out_of_sequence,
+    /// Requester: NAK sequence errors received.
+    packet_seq_err,
+    /// Responder: duplicate requests received.
+    duplicate_request,
+    /// Requester: ACK timeouts.
+    local_ack_timeout_err,
+    /// Requester: responses that implied a lost READ/atomic response.
+    implied_nak_seq_err,
+    /// Requester: RNR NAKs received.
+    rnr_nak_retry_err,
+    /// Requester: RNR retries exhausted (rxe).
+    retry_rnr_exceeded_err,
+    /// Responder: RNR NAKs sent (rxe).
+    send_rnr_err,
+    /// Requester: transport retries exhausted.
+    req_transport_retries_exceeded,
+    /// Requester: NAK remote access error received.
+    req_remote_access_errors,
+    /// Requester: NAK invalid request received.
+    req_remote_invalid_request,
+    /// Responder: requests refused for rkey, bounds or rights.
+    resp_remote_access_errors,
+    /// Responder: receives too small for an incoming SEND.
+    resp_local_length_error,
+    /// Requester: retransmission rounds (rxe).
+    completer_retry_err,
+    /// Request packets sent again (roce's own).
+    retransmitted_packets,
+    /// Responder: RDMA WRITE requests executed.
+    rx_write_requests,
+    /// Responder: RDMA READ requests executed.
+    rx_read_requests,
+    /// Responder: atomic requests executed.
+    rx_atomic_requests,
+    /// Responder: SEND messages received (roce's own).
+    rx_send_requests,
+    /// Work completions with an error status (roce's own; mlx5 splits it into req/resp_cqe_error).
+    error_completions,
+    /// Frames dropped for a bad ICRC (roce's own).
+    rx_icrc_errors,
+    /// Frames dropped for any other reason before or at the QP (roce's own).
+    rx_dropped,
+}
+
+impl RdmaCounters {
+    /// The counters of one QP (the notification point's and the port's frame counts stay 0).
+    pub fn of_qp(q: &QpCounters) -> Self {
+        RdmaCounters {
+            sent_pkts: q.tx_packets,
+            rcvd_pkts: q.rx_packets,
+            np_ecn_marked_roce_packets: q.ecn_ce_received,
+            np_cnp_sent: 0,
+            rp_cnp_handled: q.rp_cnp_handled,
+            rp_cnp_ignored: 0,
+            out_of_sequence: q.out_of_sequence,
+            packet_seq_err: q.packet_seq_err,
+            duplicate_request: q.duplicate_request,
+            local_ack_timeout_err: q.local_ack_timeout_err,
+            implied_nak_seq_err: q.implied_nak_seq_err,
+            rnr_nak_retry_err: q.rnr_nak_retry_err,
+            retry_rnr_exceeded_err: q.retry_rnr_exceeded_err,
+            send_rnr_err: q.send_rnr_err,
+            req_transport_retries_exceeded: q.req_transport_retries_exceeded,
+            req_remote_access_errors: q.req_remote_access_errors,
+            req_remote_invalid_request: q.req_remote_invalid_request,
+            resp_remote_access_errors: q.resp_remote_access_errors,
+            resp_local_length_error: q.resp_local_length_error,
+            completer_retry_err: q.completer_retry_err,
+            retransmitted_packets: q.retransmitted_packets,
+            rx_write_requests: q.rx_write_requests,
+            rx_read_requests: q.rx_read_requests,
+            rx_atomic_requests: q.rx_atomic_requests,
+            rx_send_requests: q.rx_send_requests,
+            error_completions: q.error_completions,
+            rx_icrc_errors: 0,
+            rx_dropped: q.rx_dropped,
+        }
+    }
+
+    /// The counters of one port: its endpoint's, with the sum over its QPs. Like mlx5,
+    /// `np_ecn_marked_roce_packets` counts every CE-marked RoCEv2 packet the port's QPs took
+    /// (requests and responses; at least what the notification point saw).
+    pub fn of_port(c: &EndpointCounters, np: &crate::ecn::NpCounters) -> Self {
+        let d = &c.drops;
+        RdmaCounters {
+            sent_pkts: c.tx_frames,
+            rcvd_pkts: c.rx_frames,
+            np_ecn_marked_roce_packets: np.np_ecn_marked_roce_packets.max(c.qp.ecn_ce_received),
+            np_cnp_sent: c.cnps_sent,
+            rx_icrc_errors: d.bad_icrc,
+            rx_dropped: c.qp.rx_dropped
+                + d.malformed
+                + d.bad_ip_checksum
+                + d.bad_header
+                + d.wrong_destination
+                + d.bad_pkey
+                + d.unknown_qp
+                + d.wrong_source
+                + d.bad_state
+                + d.not_rc,
+            ..RdmaCounters::of_qp(&c.qp)
+        }
+    }
+
+    /// Transport errors: completions in error, exhausted retries, remote access errors.
+    pub fn transport_errors(&self) -> u64 {
+        self.error_completions + self.req_transport_retries_exceeded + self.req_remote_access_errors
+    }
+}

@@ -1,0 +1,227 @@
+//! Fault injection as port middleware: wraps any [`Port`] and, on transmit, drops, duplicates,
+//! holds back (reorders) or corrupts frames at configured fractions, from a seeded RNG so every
+//! run can be replayed from its seed.
+//!
+//! It changes only what leaves through the wrapped port; wrap both ends for both directions.
+
+use std::collections::VecDeque;
+
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+use serde::Serialize;
+
+use crate::port::{FrameBuf, Port, PortCaps};
+
+/// Fractions (each in `[0, 1)`, see [`FaultConfig::check`]) of transmitted frames each fault
+/// hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultConfig {
+    /// Dropped.
+    pub loss: f64,
+    /// Sent twice.
+    pub duplicate: f64,
+    /// Held back behind 1-4 later frames.
+    pub reorder: f64,
+    /// One byte flipped.
+    pub corrupt: f64,
+}
+
+/// A fault fraction outside `[0, 1)` (NaN included), named by its command-line knob.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[error("--{knob} {value} must be in [0, 1)")]
+pub struct BadFraction {
+    /// `loss`, `dup`, `reorder` or `corrupt`.
+    pub knob: &'static str,
+    /// The value given.
+    pub value: f64,
+}
+
+impl FaultConfig {
+    /// Checks every fraction is in `[0, 1)`: a link that loses, duplicates, reorders or corrupts
+    /// every frame carries nothing a transport could finish on. The one rule every command with
+    /// fault knobs applies.
+    pub fn check(&self) -> Result<(), BadFraction> {
+        for (knob, value) in [
+            ("loss", self.loss),
+            ("dup", self.duplicate),
+            ("reorder", self.reorder),
+            ("corrupt", self.corrupt),
+        ] {
+            if !(0.0..1.0).contains(&value) {
+                return Err(BadFraction { knob, value });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the injector did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FaultCounters {
+    /// Frames seen.
+    pub frames: u64,
+    /// Frames dropped.
+    pub dropped: u64,
+    /// Extra copies sent.
+    pub duplicated: u64,
+    /// Frames held back.
+    pub reordered: u64,
+    /// Frames with a flipped byte.
+    pub corrupted: u64,
+}
+
+/// A port that misbehaves on purpose.
+#[derive(Debug)]
+pub struct FaultPort<P: Port> {
+    inner: P,
+    cfg: FaultConfig,
+    rng: Pcg64,
+    held: VecDeque<(P::Buf, u32)>,
+    out: Vec<P::Buf>,
+    counters: FaultCounters,
+}
+
+impl<P: Port> FaultPort<P> {
+    /// Wraps `inner`; `seed` fixes every decision.
+    pub fn new(inner: P, cfg: FaultConfig, seed: u64) -> Self {
+        FaultPort {
+            inner,
+            cfg,
+            rng: Pcg64::seed_from_u64(seed),
+            held: VecDeque::new(),
+            out: Vec::new(),
+            counters: FaultCounters::default(),
+        }
+    }
+
+    /// What the injector did so far.
+    pub fn counters(&self) -> FaultCounters {
+        self.counters
+    }
+
+    /// The wrapped port.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    fn hit(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.random_bool(p.min(1.0))
+    }
+
+    /// Counts down held frames and sends those whose turn has come.
+    fn release_held(&mut self) {
+        for (_, n) in self.held.iter_mut() {
+            *n = n.saturating_sub(1);
+        }
+        while self.held.front().is_some_and(|(_, n)| *n == 0) {
+            if let Some((buf, _)) = self.held.pop_front() {
+                self.out.push(buf);
+            }
+        }
+        if !self.out.is_empty() {
+            self.inner.tx_burst(&mut self.out);
+            self.out.clear();
+        }
+    }
+}
+
+impl<P: Port> Port for FaultPort<P> {
+    type Buf = P::Buf;
+
+    fn caps(&self) -> PortCaps {
+        self.inner.caps()
+    }
+
+    fn alloc(&mut self) -> Option<P::Buf> {
+        self.inner.alloc()
+    }
+
+    fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
+        self.release_held();
+        self.inner.rx_burst(out, max)
+    }
+
+    fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
+        let n = bufs.len();
+        let mut pending = std::mem::take(&mut self.out);
+        for mut buf in bufs.drain(..) {
+            self.counters.frames += 1;
+            if self.hit(self.cfg.loss) {
+                self.counters.dropped += 1;
+                continue;
+            }
+            if self.hit(self.cfg.corrupt) {
+                let len = buf.frame().len();
+                if len > 0 {
+                    let at = self.rng.random_range(0..len);
+                    let bit = 1u8 << self.rng.random_range(0..8u32);
+                    if let Some(b) = buf.frame_mut().get_mut(at) {
+                        *b ^= bit;
+                    }
+                    self.counters.corrupted += 1;
+                }
+            }
+            if self.hit(self.cfg.duplicate) {
+                if let Some(mut copy) = self.inner.alloc() {
+                    if copy.set_frame_len(buf.frame().len()) {
+                        copy.frame_mut().copy_from_slice(buf.frame());
+                        pending.push(copy);
+                        self.counters.duplicated += 1;
+                    }
+                }
+            }
+            if self.hit(self.cfg.reorder) {
+                let behind = self.rng.random_range(1..=4u32);
+                self.held.push_back((buf, behind));
+                self.counters.reordered += 1;
+                continue;
+            }
+            pending.push(buf);
+        }
+        self.out = pending;
+        self.release_held();
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_accepts_fractions_below_one_and_names_the_first_bad_knob() {
+        let ok = FaultConfig {
+            loss: 0.0,
+            duplicate: 0.5,
+            reorder: 0.999,
+            corrupt: 0.1,
+        };
+        assert_eq!(ok.check(), Ok(()));
+        for (bad, knob) in [
+            (FaultConfig { loss: 1.0, ..ok }, "loss"),
+            (
+                FaultConfig {
+                    duplicate: -0.1,
+                    ..ok
+                },
+                "dup",
+            ),
+            (
+                FaultConfig {
+                    reorder: f64::NAN,
+                    ..ok
+                },
+                "reorder",
+            ),
+            (FaultConfig { corrupt: 2.0, ..ok }, "corrupt"),
+        ] {
+            let err = bad.check().expect_err("out of range");
+            assert_eq!(err.knob, knob);
+        }
+        let msg = FaultConfig { loss: 1.5, ..ok }
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(msg, "--loss 1.5 must be in [0, 1)");
+    }
+}

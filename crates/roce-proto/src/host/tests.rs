@@ -1,0 +1,245 @@
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::*;
+use crate::connect::RcOptions;
+use crate::loopback::loopback_pair;
+use crate::port::{FrameBuf, Port};
+use crate::psn::Psn;
+use crate::verbs::{AccessFlags, QpInit, SendWr, Sge, WcStatus, WrOpcode};
+
+const MAC_A: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0, 0, 0xa]);
+const MAC_B: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0, 0, 0xb]);
+const IP_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const IP_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+fn host(mac: EthernetAddress, ip: Ipv4Addr) -> Host {
+    Host::new(EndpointConfig::ipv4(mac, ip))
+}
+
+struct Side {
+    qpn: u32,
+    cq: crate::verbs::CqHandle,
+    pd: crate::mr::PdHandle,
+}
+
+fn qp(h: &mut Host) -> Side {
+    let ep = h.endpoint_mut();
+    let pd = ep.alloc_pd();
+    let cq = ep.create_cq(64);
+    let qpn = ep
+        .create_qp(QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: 16,
+            max_recv_wr: 16,
+        })
+        .unwrap();
+    Side { qpn, cq, pd }
+}
+
+fn peer(ip: Ipv4Addr, mac: Option<EthernetAddress>, qpn: u32) -> PeerQp {
+    PeerQp {
+        ip: IpAddr::V4(ip),
+        mac,
+        qpn,
+        psn: Psn::new(100),
+    }
+}
+
+/// Moves frames between two hosts on virtual time until `done` or 10 virtual seconds.
+fn run(
+    a: &mut Host,
+    b: &mut Host,
+    now: &mut Instant,
+    mut done: impl FnMut(&mut Host, &mut Host) -> bool,
+) -> bool {
+    let (mut pa, mut pb) = loopback_pair(1500, 1024);
+    let deadline = *now + Duration::from_secs(10);
+    while *now < deadline {
+        let mut moved = 0;
+        for (h, p) in [(&mut *a, &mut pa), (&mut *b, &mut pb)] {
+            h.handle_timeout(*now);
+            let mut out = Vec::new();
+            loop {
+                let mut buf = p.alloc().unwrap();
+                let room = buf.room();
+                buf.set_frame_len(room);
+                match h.poll_transmit(*now, buf.frame_mut()) {
+                    Some(n) => {
+                        buf.set_frame_len(n);
+                        out.push(buf);
+                    }
+                    None => break,
+                }
+            }
+            moved += out.len();
+            p.tx_burst(&mut out);
+        }
+        for (h, p) in [(&mut *a, &mut pa), (&mut *b, &mut pb)] {
+            let mut inb = Vec::new();
+            p.rx_burst(&mut inb, 1024);
+            for f in &inb {
+                h.handle_frame(*now, f.frame());
+            }
+        }
+        if done(a, b) {
+            return true;
+        }
+        let next = [a.poll_timeout(), b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        *now = match next {
+            Some(t) if moved == 0 && t > *now => t,
+            _ => *now + Duration::from_micros(1),
+        };
+    }
+    false
+}
+
+#[test]
+fn unknown_peer_mac_is_resolved_by_arp_then_the_qp_moves_data() {
+    let (mut a, mut b) = (host(MAC_A, IP_A), host(MAC_B, IP_B));
+    let (sa, sb) = (qp(&mut a), qp(&mut b));
+    let o = RcOptions::default();
+    let mut now = Instant::ZERO;
+    let m = a
+        .connect_qp(now, sa.qpn, &peer(IP_B, None, sb.qpn), Psn::new(100), &o)
+        .unwrap();
+    assert_eq!(m, Modify::Deferred);
+    assert!(a.is_deferred(sa.qpn));
+    let m = b
+        .connect_qp(now, sb.qpn, &peer(IP_A, None, sa.qpn), Psn::new(100), &o)
+        .unwrap();
+    assert_eq!(m, Modify::Deferred);
+    assert_eq!(a.endpoint().qp(sa.qpn).unwrap().state(), QpState::Init);
+    let mut events = Vec::new();
+    let ok = run(&mut a, &mut b, &mut now, |a, b| {
+        while let Some(e) = a.poll_event() {
+            events.push(e);
+        }
+        while let Some(e) = b.poll_event() {
+            events.push(e);
+        }
+        !a.is_deferred(sa.qpn) && !b.is_deferred(sb.qpn)
+    });
+    assert!(ok);
+    assert!(events.contains(&HostEvent::QpResolved {
+        qpn: sa.qpn,
+        mac: MAC_B
+    }));
+    assert!(events.contains(&HostEvent::QpResolved {
+        qpn: sb.qpn,
+        mac: MAC_A
+    }));
+    assert_eq!(a.endpoint().qp(sa.qpn).unwrap().state(), QpState::Rts);
+    assert_eq!(b.endpoint().qp(sb.qpn).unwrap().state(), QpState::Rts);
+
+    // A WRITE now crosses.
+    let src = a.endpoint_mut().reg_mr(sa.pd, 64, AccessFlags::LOCAL_WRITE);
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let dst = b.endpoint_mut().reg_mr(sb.pd, 64, access);
+    a.endpoint_mut()
+        .mr_mut(src.lkey)
+        .unwrap()
+        .bytes_mut()
+        .fill(0x5a);
+    let wr = SendWr::new(
+        7,
+        WrOpcode::RdmaWrite {
+            remote_addr: dst.addr,
+            rkey: dst.rkey,
+        },
+        Sge {
+            addr: src.addr,
+            length: 64,
+            lkey: src.lkey,
+        },
+    );
+    a.endpoint_mut().post_send(sa.qpn, wr).unwrap();
+    let mut wc = None;
+    assert!(run(&mut a, &mut b, &mut now, |a, _| {
+        wc = a.endpoint_mut().poll_cq_one(sa.cq);
+        wc.is_some()
+    }));
+    assert_eq!(
+        wc.map(|w| (w.wr_id, w.status)),
+        Some((7, WcStatus::Success))
+    );
+    assert!(b
+        .endpoint()
+        .mr(dst.lkey)
+        .unwrap()
+        .bytes()
+        .iter()
+        .all(|&x| x == 0x5a));
+    let (ca, cb) = (a.counters(), b.counters());
+    assert_eq!(ca.arp_tx_requests, 1);
+    assert_eq!(cb.arp_tx_replies, 1);
+    assert!(ca.endpoint.tx_frames >= 1);
+    assert!(cb.endpoint.rx_frames >= 1);
+    let _ = sb.cq;
+}
+
+#[test]
+fn static_neighbour_applies_the_connection_at_once() {
+    let mut a = host(MAC_A, IP_A);
+    let sa = qp(&mut a);
+    a.insert_static(IpAddr::V4(IP_B), MAC_B);
+    let m = a
+        .connect_qp(
+            Instant::ZERO,
+            sa.qpn,
+            &peer(IP_B, None, 99),
+            Psn::new(1),
+            &RcOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(m, Modify::Applied);
+    let av = a.endpoint().qp(sa.qpn).unwrap().address_vector().unwrap();
+    assert_eq!(av.remote_mac, MAC_B);
+}
+
+#[test]
+fn silent_peer_makes_the_qp_unreachable_after_three_requests() {
+    let (mut a, mut b) = (host(MAC_A, IP_A), host(MAC_B, IP_B));
+    let sa = qp(&mut a);
+    let silent = Ipv4Addr::new(198, 18, 0, 99);
+    let m = a
+        .connect_qp(
+            Instant::ZERO,
+            sa.qpn,
+            &peer(silent, None, 99),
+            Psn::new(1),
+            &RcOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(m, Modify::Deferred);
+    let mut now = Instant::ZERO;
+    let mut event = None;
+    assert!(run(&mut a, &mut b, &mut now, |a, _| {
+        event = a.poll_event();
+        event.is_some()
+    }));
+    assert_eq!(
+        event,
+        Some(HostEvent::QpUnreachable {
+            qpn: sa.qpn,
+            ip: IpAddr::V4(silent)
+        })
+    );
+    assert_eq!(a.endpoint().qp(sa.qpn).unwrap().state(), QpState::Err);
+    assert_eq!(a.counters().arp_tx_requests, 3);
+    assert!(!a.is_deferred(sa.qpn));
+}
+
+#[test]
+fn modify_of_a_missing_qp_is_an_error() {
+    let mut a = host(MAC_A, IP_A);
+    let attr = QpAttr::default();
+    assert_eq!(
+        a.modify_qp(Instant::ZERO, 1234, &attr),
+        Err(QpError::UnknownQp(1234))
+    );
+}

@@ -1,0 +1,352 @@
+//! The completer half of an RC queue pair: retires send WQEs on ACKs (including ACKs implied by
+//! later responses), lands READ response data and atomic results, runs the local ACK timeout and
+//! the RNR wait, and decides go-back-N retransmissions and fatal errors.
+//!
+//! It acts on [`Requester`] state; it never builds packets.
+
+use crate::counters::QpCounters;
+use crate::mr::MrTable;
+use crate::psn::Psn;
+use crate::time::{Duration, Instant};
+use crate::verbs::{CompletionQueue, SendFlags, WcStatus, WorkCompletion, WrOpcode};
+use crate::wire::aeth::{NakCode, Syndrome};
+use crate::wire::opcode::Opcode;
+
+use super::requester::Requester;
+use super::timer::{rnr_timeout, Timer, TimerTable};
+
+/// What the completer needs from its QP for one event.
+pub(crate) struct CompleterCtx<'a> {
+    pub now: Instant,
+    pub qpn: u32,
+    pub mtu: u32,
+    pub mrs: &'a mut MrTable,
+    pub cq: &'a mut CompletionQueue,
+    pub stats: &'a mut QpCounters,
+    pub timers: &'a mut TimerTable,
+    pub ack_timeout: Option<Duration>,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+}
+
+/// A failure that ends the QP: the head WQE completes with this status, the rest flush.
+pub(crate) type Fatal = WcStatus;
+
+enum Acked {
+    /// Retired up to the PSN (possibly nothing).
+    Done,
+    /// A READ/atomic before the PSN never got its response: resend from here.
+    ImpliedNak(Psn),
+}
+
+impl Requester {
+    fn progress(&mut self, c: &mut CompleterCtx<'_>) {
+        self.retry_psn = None;
+        self.retry_left = c.retry_cnt;
+        self.rnr_retry_left = c.rnr_retry;
+        self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
+    }
+
+    /// (Re)arms the local ACK timer while anything is outstanding; `restart` moves an armed one.
+    pub fn arm_ack_timer(
+        &self,
+        now: Instant,
+        timers: &mut TimerTable,
+        timeout: Option<Duration>,
+        restart: bool,
+    ) {
+        match timeout {
+            Some(t) if self.una.before(self.high_psn) => {
+                if restart || timers.get(Timer::AckTimeout).is_none() {
+                    timers.set(Timer::AckTimeout, now + t);
+                }
+            }
+            _ => timers.stop(Timer::AckTimeout),
+        }
+    }
+
+    /// Pops the head WQE and reports it (always on error, on success when signaled).
+    pub fn complete_head(&mut self, status: WcStatus, c: &mut CompleterCtx<'_>) {
+        // Read in place, then dropped: popping the whole WQE out would copy it.
+        let Some(w) = self.sq.front() else {
+            return;
+        };
+        let (opcode, wr_id, len, last_psn) = (w.wr.opcode, w.wr.wr_id, w.len, w.last_psn());
+        let signaled = w.wr.flags.contains(SendFlags::SIGNALED);
+        self.sq.pop_front();
+        if self.cursor > 0 {
+            self.cursor -= 1;
+            if opcode.is_read_or_atomic() {
+                self.rd_atomic_outstanding = self.rd_atomic_outstanding.saturating_sub(1);
+            }
+        } else {
+            self.cursor_pkt = 0;
+        }
+        if status == WcStatus::Success {
+            self.una = last_psn.next();
+        } else {
+            c.stats.error_completions += 1;
+        }
+        if status != WcStatus::Success || signaled {
+            let byte_len = if opcode.is_atomic() { 8 } else { len as u32 };
+            c.cq.push(WorkCompletion {
+                wr_id,
+                status,
+                opcode: opcode.wc_opcode(),
+                byte_len,
+                imm_data: None,
+                qp_num: c.qpn,
+            });
+        }
+    }
+
+    /// A local error found at post time, now at the head: the QP must fail with it.
+    pub fn head_local_error(&self) -> Option<WcStatus> {
+        self.sq.front().and_then(|w| w.local_error)
+    }
+
+    fn ack_through(&mut self, psn: Psn, c: &mut CompleterCtx<'_>) -> Acked {
+        let mut progressed = false;
+        let mut outcome = Acked::Done;
+        while let Some(w) = self.sq.front() {
+            if psn.diff(w.last_psn()) >= 0 {
+                if w.wr.opcode.is_read_or_atomic() {
+                    outcome = Acked::ImpliedNak(w.first_psn.add(w.read_pkts));
+                    break;
+                }
+                self.complete_head(WcStatus::Success, c);
+                progressed = true;
+            } else {
+                if !w.wr.opcode.is_read_or_atomic() && psn.diff(w.first_psn) >= 0 {
+                    let una = psn.next();
+                    if una.after(self.una) {
+                        self.una = una;
+                        progressed = true;
+                    }
+                }
+                break;
+            }
+        }
+        if progressed {
+            self.progress(c);
+        }
+        outcome
+    }
+
+    /// Starts a go-back-N round from `psn`, spending one transport retry. `force` (timeouts)
+    /// restarts even a round already running from the same PSN.
+    fn retry(&mut self, psn: Psn, force: bool, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
+        if !force && self.retry_psn == Some(psn) {
+            return Ok(());
+        }
+        if self.retry_left == 0 {
+            c.stats.req_transport_retries_exceeded += 1;
+            return Err(WcStatus::RetryExcErr);
+        }
+        self.retry_left -= 1;
+        c.stats.completer_retry_err += 1;
+        self.rewind(psn);
+        self.retry_psn = Some(psn);
+        self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
+        Ok(())
+    }
+
+    fn implied(&mut self, acked: Acked, c: &mut CompleterCtx<'_>) -> Result<bool, Fatal> {
+        match acked {
+            Acked::Done => Ok(false),
+            Acked::ImpliedNak(p) => {
+                c.stats.implied_nak_seq_err += 1;
+                self.retry(p, false, c)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// A response PSN this requester could have caused: sent, and not older than `una` allows.
+    fn response_in_window(&self, psn: Psn) -> bool {
+        psn.before(self.high_psn)
+    }
+
+    /// An ACK or NAK (opcode ACKNOWLEDGE) for `psn`.
+    pub fn on_ack(
+        &mut self,
+        psn: Psn,
+        syndrome: Syndrome,
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<(), Fatal> {
+        if !self.response_in_window(psn) {
+            c.stats.rx_dropped += 1;
+            return Ok(());
+        }
+        match syndrome {
+            Syndrome::Ack { .. } => {
+                let acked = self.ack_through(psn, c);
+                self.implied(acked, c)?;
+            }
+            Syndrome::RnrNak { timer } => {
+                let acked = self.ack_through(psn.sub(1), c);
+                if self.implied(acked, c)? {
+                    return Ok(());
+                }
+                c.stats.rnr_nak_retry_err += 1;
+                if self.rnr_retry_left == 0 {
+                    c.stats.retry_rnr_exceeded_err += 1;
+                    return Err(WcStatus::RnrRetryExcErr);
+                }
+                if self.rnr_retry_left != 7 {
+                    self.rnr_retry_left -= 1;
+                }
+                if self.rewind(psn) {
+                    self.rnr_wait = true;
+                    c.timers.set(Timer::RnrRetry, c.now + rnr_timeout(timer));
+                    c.timers.stop(Timer::AckTimeout);
+                }
+            }
+            Syndrome::Nak(code) => {
+                let acked = self.ack_through(psn.sub(1), c);
+                match code {
+                    NakCode::PsnSequenceError => {
+                        c.stats.packet_seq_err += 1;
+                        // Packets that followed an RNR-NAKed one are resent when the RNR wait
+                        // ends anyway; the gap they left is no reason for another round.
+                        if self.rnr_wait {
+                            return Ok(());
+                        }
+                        if !self.implied(acked, c)? {
+                            self.retry(psn, false, c)?;
+                        }
+                    }
+                    NakCode::RemoteAccessError => {
+                        c.stats.req_remote_access_errors += 1;
+                        return Err(WcStatus::RemAccessErr);
+                    }
+                    NakCode::RemoteOperationalError => return Err(WcStatus::RemOpErr),
+                    _ => {
+                        c.stats.req_remote_invalid_request += 1;
+                        return Err(WcStatus::RemInvReqErr);
+                    }
+                }
+            }
+            Syndrome::Reserved(_) => c.stats.rx_dropped += 1,
+        }
+        Ok(())
+    }
+
+    /// Finds the WQE a READ response or atomic ACK for `psn` answers (of the kind `is_kind`) and
+    /// retires what precedes it, which the response implicitly acknowledges. `Ok(true)` when that
+    /// WQE is now at the head; stale, unknown or mismatched responses are counted and dropped.
+    fn response_reaches_head(
+        &mut self,
+        psn: Psn,
+        is_kind: impl Fn(&WrOpcode) -> bool,
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<bool, Fatal> {
+        // Never sent, or a duplicate of a response already landed.
+        let found = if self.response_in_window(psn) && !psn.before(self.una) {
+            self.sq.iter().position(|w| w.covers(psn))
+        } else {
+            None
+        };
+        let Some(idx) = found.filter(|&i| is_kind(&self.sq[i].wr.opcode)) else {
+            c.stats.rx_dropped += 1;
+            return Ok(false);
+        };
+        if idx > 0 {
+            let first = self.sq[idx].first_psn;
+            let acked = self.ack_through(first.sub(1), c);
+            if self.implied(acked, c)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A READ response packet.
+    pub fn on_read_response(
+        &mut self,
+        opcode: Opcode,
+        psn: Psn,
+        payload: &[u8],
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<(), Fatal> {
+        if !self.response_reaches_head(psn, |op| matches!(op, WrOpcode::RdmaRead { .. }), c)? {
+            return Ok(());
+        }
+        let Some(w) = self.sq.front() else {
+            return Ok(());
+        };
+        let expected = w.first_psn.add(w.read_pkts);
+        if psn != expected {
+            c.stats.implied_nak_seq_err += 1;
+            return self.retry(expected, false, c);
+        }
+        let k = w.read_pkts;
+        let last = k + 1 >= w.npkts;
+        let offset = u64::from(k) * u64::from(c.mtu);
+        let want = if last {
+            w.len.saturating_sub(offset)
+        } else {
+            u64::from(c.mtu)
+        };
+        let position_ok = if last {
+            opcode == Opcode::RC_RDMA_READ_RESPONSE_LAST
+                || opcode == Opcode::RC_RDMA_READ_RESPONSE_ONLY
+        } else {
+            opcode == Opcode::RC_RDMA_READ_RESPONSE_FIRST
+                || opcode == Opcode::RC_RDMA_READ_RESPONSE_MIDDLE
+        };
+        if !position_ok || payload.len() as u64 != want {
+            c.stats.rx_dropped += 1;
+            return Ok(());
+        }
+        if !payload.is_empty() && !c.mrs.scatter(&w.wr.sgl, offset, payload) {
+            return Err(WcStatus::LocProtErr);
+        }
+        if let Some(w) = self.sq.front_mut() {
+            w.read_pkts += 1;
+        }
+        self.una = psn.next();
+        if last {
+            self.complete_head(WcStatus::Success, c);
+        }
+        self.progress(c);
+        Ok(())
+    }
+
+    /// An ATOMIC ACKNOWLEDGE carrying the original value.
+    pub fn on_atomic_ack(
+        &mut self,
+        psn: Psn,
+        orig: u64,
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<(), Fatal> {
+        if !self.response_reaches_head(psn, WrOpcode::is_atomic, c)? {
+            return Ok(());
+        }
+        let Some(w) = self.sq.front() else {
+            return Ok(());
+        };
+        if !c.mrs.scatter(&w.wr.sgl, 0, &orig.to_le_bytes()) {
+            return Err(WcStatus::LocProtErr);
+        }
+        self.complete_head(WcStatus::Success, c);
+        self.progress(c);
+        Ok(())
+    }
+
+    /// The local ACK timer fired: resend from the oldest unacknowledged PSN.
+    pub fn on_ack_timeout(&mut self, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
+        if self.rnr_wait || !self.una.before(self.high_psn) {
+            return Ok(());
+        }
+        c.stats.local_ack_timeout_err += 1;
+        let una = self.una;
+        self.retry(una, true, c)
+    }
+
+    /// The RNR wait is over: sending resumes from the NAK'd PSN.
+    pub fn on_rnr_timer(&mut self, c: &mut CompleterCtx<'_>) {
+        self.rnr_wait = false;
+        self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
+    }
+}

@@ -1,0 +1,885 @@
+//! An RC queue pair: the facade over [`requester`], [`responder`], [`completer`], the state
+//! machine ([`state`]) and the timers ([`timer`]), with packet emission into caller buffers.
+//!
+//! A QP owns no memory and no completion queue: the [`crate::endpoint::Endpoint`] lends it the
+//! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
+
+pub(crate) mod completer;
+pub mod int;
+pub mod paced;
+pub(crate) mod requester;
+pub(crate) mod responder;
+pub mod rtt;
+pub mod state;
+pub mod timer;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::counters::QpCounters;
+use crate::mr::{MrRange, MrTable, PdHandle};
+use crate::psn::Psn;
+use crate::time::Instant;
+use crate::verbs::{
+    sgl_len, AccessFlags, AddressVector, CompletionQueue, CqHandle, Mtu, QpAttr, QpInit, QpState,
+    RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+};
+use crate::wire::opcode::Opcode;
+use crate::wire::{
+    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RoceRepr,
+    RoceView,
+};
+
+use completer::CompleterCtx;
+use requester::Requester;
+pub use requester::RequesterConfig;
+use responder::{Responder, ResponderCtx};
+pub use state::QpError;
+use timer::{Timer, TimerTable};
+
+/// The local addresses and defaults an endpoint gives its QPs for building frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalAddr {
+    /// This endpoint's MAC.
+    pub mac: EthernetAddress,
+    /// This endpoint's IPv4 address, if any.
+    pub ipv4: Option<Ipv4Addr>,
+    /// This endpoint's IPv6 address, if any.
+    pub ipv6: Option<Ipv6Addr>,
+    /// The partition key stamped on every packet.
+    pub pkey: u16,
+    /// DSCP/ECN/PCP for packets whose QP traffic class leaves them 0, and the VLAN.
+    pub marking: crate::ecn::EcnConfig,
+}
+
+/// Where the payload bytes of an outgoing packet come from.
+#[derive(Clone, Debug)]
+pub(crate) enum Payload {
+    None,
+    /// Bytes `offset..offset + len` of the message of send WQE `wqe` (an index into the send
+    /// queue, valid until the packet is written: no clone of its SGL per packet).
+    Wqe {
+        wqe: usize,
+        offset: u64,
+        len: usize,
+    },
+    /// A range of a memory region (READ responses).
+    Mr {
+        range: MrRange,
+    },
+}
+
+/// One packet a QP wants to send, before the addresses are added. Filled in place by the
+/// requester or responder and read in place by the emitter (no copies of its extension headers).
+#[derive(Clone, Debug)]
+pub(crate) struct Outgoing {
+    /// Opcode, flags, PSN, extension headers and payload length, as the template takes them.
+    pub fields: PacketFields,
+    pub payload: Payload,
+    pub retransmission: bool,
+}
+
+impl Outgoing {
+    fn empty() -> Self {
+        Outgoing {
+            fields: PacketFields {
+                opcode: Opcode::RC_ACKNOWLEDGE,
+                solicited: false,
+                ack_req: false,
+                psn: Psn::new(0),
+                ext: ExtRepr::default(),
+                payload_len: 0,
+            },
+            payload: Payload::None,
+            retransmission: false,
+        }
+    }
+
+    /// Starts a packet without payload: every field set, extension headers cleared.
+    fn reset(&mut self, opcode: Opcode, psn: Psn) {
+        let f = &mut self.fields;
+        f.opcode = opcode;
+        f.psn = psn;
+        f.solicited = false;
+        f.ack_req = false;
+        f.ext = ExtRepr::default();
+        f.payload_len = 0;
+        self.payload = Payload::None;
+        self.retransmission = false;
+    }
+
+    /// Sets the payload and its length.
+    fn set_payload(&mut self, payload: Payload) {
+        self.fields.payload_len = match &payload {
+            Payload::None => 0,
+            Payload::Wqe { len, .. } => *len,
+            Payload::Mr { range } => range.len(),
+        };
+        self.payload = payload;
+    }
+}
+
+/// Turns a QP's sending into earliest-departure times (a congestion-control pacer plugs in here).
+pub trait DeparturePacer: Send + std::fmt::Debug {
+    /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
+    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant;
+    /// A CNP arrived for this QP.
+    fn on_cnp(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// The pacer's own next deadline (rate-increase timers).
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    /// The pacer's deadline has come.
+    fn handle_timeout(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
+    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<crate::time::Duration>) {
+        let _ = (now, acked_bytes, rtt);
+    }
+    /// The transport detected a loss (NAK sequence error or ACK timeout).
+    fn on_loss(&mut self, now: Instant) {
+        let _ = now;
+    }
+    /// In-band telemetry echoed by the peer arrived (one record per hop).
+    fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        let _ = (now, hops);
+    }
+    /// The congestion controller's state, when the pacer has one.
+    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        None
+    }
+}
+
+/// Attributes in force.
+#[derive(Clone, Copy, Debug)]
+struct Attrs {
+    path_mtu: Mtu,
+    dest_qpn: u32,
+    av: Option<AddressVector>,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    min_rnr_timer: u8,
+    max_rd_atomic: u8,
+    max_dest_rd_atomic: u8,
+    access: AccessFlags,
+}
+
+/// A reliable-connection queue pair.
+#[derive(Debug)]
+pub struct QueuePair {
+    qpn: u32,
+    pd: PdHandle,
+    send_cq: CqHandle,
+    recv_cq: CqHandle,
+    state: QpState,
+    attrs: Attrs,
+    req: Requester,
+    resp: Responder,
+    timers: TimerTable,
+    stats: QpCounters,
+    udp_src_port: u16,
+    cfg: RequesterConfig,
+    next_departure: Instant,
+    pacer: Option<Box<dyn DeparturePacer>>,
+    /// Header templates for the current path (rebuilt when it changes).
+    templates: Option<Box<Templates>>,
+    rtt: rtt::RttSampler,
+}
+
+/// A QP's two frame templates (data packets carry the endpoint's ECN, ACKs Not-ECT unless the
+/// traffic class says otherwise) and the local address they were built for.
+#[derive(Debug)]
+struct Templates {
+    local: LocalAddr,
+    data: FrameTemplate,
+    control: FrameTemplate,
+}
+
+fn cq(cqs: &mut [CompletionQueue], h: CqHandle) -> Option<&mut CompletionQueue> {
+    cqs.get_mut(h.0 as usize)
+}
+
+/// Completes every work request of `wrs` as flushed; returns how many.
+fn flush(
+    mut cq: Option<&mut CompletionQueue>,
+    qp_num: u32,
+    wrs: impl Iterator<Item = (u64, WcOpcode)>,
+) -> u64 {
+    let mut n = 0;
+    for (wr_id, opcode) in wrs {
+        n += 1;
+        if let Some(cq) = cq.as_deref_mut() {
+            cq.push(WorkCompletion {
+                wr_id,
+                status: WcStatus::WrFlushErr,
+                opcode,
+                byte_len: 0,
+                imm_data: None,
+                qp_num,
+            });
+        }
+    }
+    n
+}
+
+impl QueuePair {
+    /// A QP in RESET.
+    pub fn new(qpn: u32, init: &QpInit, udp_src_port: u16, cfg: RequesterConfig) -> Self {
+        QueuePair {
+            qpn,
+            pd: init.pd,
+            send_cq: init.send_cq,
+            recv_cq: init.recv_cq,
+            state: QpState::Reset,
+            attrs: Attrs {
+                path_mtu: Mtu::Mtu1024,
+                dest_qpn: 0,
+                av: None,
+                timeout: 14,
+                retry_cnt: 7,
+                rnr_retry: 7,
+                min_rnr_timer: 12,
+                max_rd_atomic: 1,
+                max_dest_rd_atomic: 1,
+                access: AccessFlags::empty(),
+            },
+            req: Requester::new(init.max_send_wr as usize),
+            resp: Responder::new(init.max_recv_wr as usize),
+            timers: TimerTable::default(),
+            stats: QpCounters::default(),
+            udp_src_port,
+            cfg,
+            next_departure: Instant::ZERO,
+            pacer: None,
+            templates: None,
+            rtt: rtt::RttSampler::default(),
+        }
+    }
+
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+    /// Current state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+    /// Counters.
+    pub fn counters(&self) -> &QpCounters {
+        &self.stats
+    }
+    /// UDP source port of this QP's packets.
+    pub fn udp_src_port(&self) -> u16 {
+        self.udp_src_port
+    }
+    /// The peer's QP number.
+    pub fn dest_qpn(&self) -> u32 {
+        self.attrs.dest_qpn
+    }
+    /// The peer's address, once in RTR.
+    pub fn address_vector(&self) -> Option<AddressVector> {
+        self.attrs.av
+    }
+    /// The next PSN a new send work request will use.
+    pub fn sq_psn(&self) -> Psn {
+        self.req.next_post_psn
+    }
+    /// The PSN the responder expects next.
+    pub fn expected_psn(&self) -> Psn {
+        self.resp.epsn
+    }
+    /// Send work requests not yet completed.
+    pub fn send_queue_len(&self) -> usize {
+        self.req.sq.len()
+    }
+    /// Receive work requests posted and not yet consumed.
+    pub fn recv_queue_len(&self) -> usize {
+        self.resp.rq.len()
+    }
+    /// Installs a pacer that decides earliest departure times for data packets.
+    pub fn set_pacer(&mut self, pacer: Option<Box<dyn DeparturePacer>>) {
+        self.pacer = pacer;
+    }
+    /// Sets the earliest time the next data packet may leave.
+    pub fn set_next_departure(&mut self, at: Instant) {
+        self.next_departure = at;
+    }
+
+    /// `modify_qp`: validates the transition and attributes, then applies them.
+    pub fn modify(&mut self, attr: &QpAttr, cqs: &mut [CompletionQueue]) -> Result<(), QpError> {
+        let to = state::validate(self.state, attr)?;
+        self.templates = None;
+        let a = &mut self.attrs;
+        if let Some(v) = attr.path_mtu {
+            a.path_mtu = v;
+        }
+        if let Some(v) = attr.dest_qp_num {
+            a.dest_qpn = v;
+        }
+        if let Some(v) = attr.av {
+            a.av = Some(v);
+        }
+        if let Some(v) = attr.timeout {
+            a.timeout = v;
+        }
+        if let Some(v) = attr.retry_cnt {
+            a.retry_cnt = v;
+        }
+        if let Some(v) = attr.rnr_retry {
+            a.rnr_retry = v;
+        }
+        if let Some(v) = attr.min_rnr_timer {
+            a.min_rnr_timer = v;
+        }
+        if let Some(v) = attr.max_rd_atomic {
+            a.max_rd_atomic = v;
+        }
+        if let Some(v) = attr.max_dest_rd_atomic {
+            a.max_dest_rd_atomic = v;
+        }
+        if let Some(v) = attr.access_flags {
+            a.access = v;
+        }
+        if let Some(psn) = attr.rq_psn {
+            self.resp.epsn = psn;
+        }
+        if let Some(psn) = attr.sq_psn {
+            self.req.set_sq_psn(psn);
+        }
+        let from = self.state;
+        self.state = to;
+        match to {
+            QpState::Rts if from == QpState::Rtr => {
+                self.req.retry_left = self.attrs.retry_cnt;
+                self.req.rnr_retry_left = self.attrs.rnr_retry;
+            }
+            QpState::Err if from != QpState::Err => self.enter_error(cqs),
+            QpState::Reset => {
+                let (sq, rq) = (self.req.max_send_wr, self.resp.max_recv_wr);
+                self.req = Requester::new(sq);
+                self.resp = Responder::new(rq);
+                self.timers.stop_all();
+                self.rtt = rtt::RttSampler::default();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn enter_error(&mut self, cqs: &mut [CompletionQueue]) {
+        self.state = QpState::Err;
+        self.timers.stop_all();
+        self.resp.abort_reads();
+        self.req.cursor = 0;
+        self.req.cursor_pkt = 0;
+        let qpn = self.qpn;
+        let sends = self
+            .req
+            .sq
+            .drain(..)
+            .map(|w| (w.wr.wr_id, w.wr.opcode.wc_opcode()));
+        let mut flushed = flush(cq(cqs, self.send_cq), qpn, sends);
+        let recvs = self.resp.rq.drain(..).map(|w| (w.wr_id, WcOpcode::Recv));
+        flushed += flush(cq(cqs, self.recv_cq), qpn, recvs);
+        self.stats.error_completions += flushed;
+        tracing::debug!(qpn, "QP entered the error state");
+    }
+
+    /// Completes the head send WQE with `status`, then moves to ERR and flushes the rest.
+    fn fail(
+        &mut self,
+        status: WcStatus,
+        now: Instant,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+    ) {
+        // Set first so the step below reports nothing more than the head.
+        self.state = QpState::Err;
+        self.completer_step(now, mrs, cqs, |q, c| {
+            q.complete_head(status, c);
+            Ok(())
+        });
+        self.enter_error(cqs);
+    }
+
+    /// Runs a completer step and turns a fatal outcome into an error completion and ERR.
+    fn completer_step(
+        &mut self,
+        now: Instant,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+        step: impl FnOnce(&mut Requester, &mut CompleterCtx<'_>) -> Result<(), WcStatus>,
+    ) {
+        let Some(cq) = cqs.get_mut(self.send_cq.0 as usize) else {
+            return;
+        };
+        let mut c = CompleterCtx {
+            now,
+            qpn: self.qpn,
+            mtu: self.attrs.path_mtu.bytes(),
+            mrs,
+            cq,
+            stats: &mut self.stats,
+            timers: &mut self.timers,
+            ack_timeout: timer::ack_timeout(self.attrs.timeout),
+            retry_cnt: self.attrs.retry_cnt,
+            rnr_retry: self.attrs.rnr_retry,
+        };
+        let result = step(&mut self.req, &mut c);
+        if self.state == QpState::Err {
+            return;
+        }
+        let fatal = result.err().or_else(|| self.req.head_local_error());
+        if let Some(status) = fatal {
+            self.fail(status, now, mrs, cqs);
+        }
+    }
+
+    /// `post_send`: queues a send work request (RTS or SQD; in ERR it completes as flushed).
+    pub fn post_send(
+        &mut self,
+        wr: SendWr,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+    ) -> Result<(), QpError> {
+        if !matches!(
+            self.state,
+            QpState::Rts | QpState::Sqd | QpState::Err | QpState::Sqe
+        ) {
+            return Err(QpError::InvalidState(self.state));
+        }
+        if self.req.sq.len() >= self.req.max_send_wr {
+            return Err(QpError::QueueFull);
+        }
+        let len = sgl_len(&wr.sgl);
+        if wr.opcode.is_atomic() && len != 8 {
+            return Err(QpError::InvalidWorkRequest(
+                "atomic needs one 8-byte local buffer",
+            ));
+        }
+        if len > 1 << 31 {
+            return Err(QpError::InvalidWorkRequest("message longer than 2 GiB"));
+        }
+        let need = if wr.opcode.is_read_or_atomic() {
+            AccessFlags::LOCAL_WRITE
+        } else {
+            AccessFlags::empty()
+        };
+        let local_error = mrs
+            .check_sgl(self.pd, &wr.sgl, need)
+            .err()
+            .map(|_| WcStatus::LocProtErr);
+        self.req
+            .push(wr, len, self.attrs.path_mtu.bytes(), local_error);
+        if matches!(self.state, QpState::Err | QpState::Sqe) {
+            self.enter_error(cqs);
+        } else if self.req.sq.len() == 1 && local_error.is_some() {
+            self.fail(WcStatus::LocProtErr, Instant::ZERO, mrs, cqs);
+        }
+        Ok(())
+    }
+
+    /// `post_recv`: queues a receive (any state but RESET; in ERR it completes as flushed).
+    pub fn post_recv(
+        &mut self,
+        wr: RecvWr,
+        mrs: &MrTable,
+        cqs: &mut [CompletionQueue],
+    ) -> Result<(), QpError> {
+        if self.state == QpState::Reset {
+            return Err(QpError::InvalidState(self.state));
+        }
+        if self.resp.rq.len() >= self.resp.max_recv_wr {
+            return Err(QpError::QueueFull);
+        }
+        mrs.check_sgl(self.pd, &wr.sgl, AccessFlags::LOCAL_WRITE)
+            .map_err(|_| {
+                QpError::InvalidWorkRequest(
+                    "receive SGE fails its lkey, bounds or LOCAL_WRITE check",
+                )
+            })?;
+        self.resp.rq.push_back(wr);
+        if self.state == QpState::Err {
+            self.enter_error(cqs);
+        }
+        Ok(())
+    }
+
+    /// A checked packet addressed to this QP (the endpoint has checked its headers, ICRC,
+    /// destination, P_Key and source). Returns `false` when the QP's state refused it.
+    pub fn handle_packet(
+        &mut self,
+        now: Instant,
+        pkt: &RoceView<'_>,
+        frame_len: usize,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
+    ) -> bool {
+        let op = pkt.bth.opcode;
+        if pkt.ecn == Ecn::Ce {
+            self.stats.ecn_ce_received += 1;
+        }
+        if op.is_request() {
+            if !matches!(
+                self.state,
+                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+            ) {
+                return false;
+            }
+            self.count_rx(frame_len);
+            let Some(cq) = cqs.get_mut(self.recv_cq.0 as usize) else {
+                return false;
+            };
+            let mut c = ResponderCtx {
+                qpn: self.qpn,
+                pd: self.pd,
+                access: self.attrs.access,
+                mtu: self.attrs.path_mtu.bytes(),
+                min_rnr_timer: self.attrs.min_rnr_timer,
+                max_dest_rd_atomic: self.attrs.max_dest_rd_atomic,
+                mrs,
+                cq,
+                stats: &mut self.stats,
+            };
+            if self.resp.handle_request(pkt, &mut c).is_err() {
+                self.enter_error(cqs);
+            }
+            return true;
+        }
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return false;
+        }
+        self.count_rx(frame_len);
+        let psn = pkt.bth.psn;
+        let aeth = pkt.aeth();
+        let payload = pkt.payload();
+        let losses = self.loss_count();
+        let covered = match aeth.map(|a| a.syndrome) {
+            Some(crate::wire::aeth::Syndrome::Ack { .. }) | None => psn,
+            Some(_) => psn.sub(1),
+        };
+        if op == Opcode::RC_ACKNOWLEDGE {
+            if let Some(a) = aeth {
+                self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, c));
+            }
+            self.feed_cc(now, Some(covered), losses);
+        } else if op.is_read_response() {
+            self.completer_step(now, mrs, cqs, |q, c| {
+                q.on_read_response(op, psn, payload, c)
+            });
+            self.feed_cc(now, Some(covered), losses);
+        } else if op == Opcode::RC_ATOMIC_ACKNOWLEDGE {
+            if let Some(a) = pkt.atomic_ack_eth() {
+                self.completer_step(now, mrs, cqs, |q, c| q.on_atomic_ack(psn, a.orig, c));
+            }
+            self.feed_cc(now, Some(covered), losses);
+        } else {
+            self.stats.rx_dropped += 1;
+        }
+        true
+    }
+
+    fn count_rx(&mut self, frame_len: usize) {
+        self.stats.rx_packets += 1;
+        self.stats.rx_bytes += frame_len as u64;
+    }
+
+    /// A CNP arrived for this QP (the reaction point's congestion control reacts to it).
+    pub fn note_cnp(&mut self, now: Instant) {
+        self.stats.rp_cnp_handled += 1;
+        if let Some(p) = self.pacer.as_mut() {
+            p.on_cnp(now);
+        }
+    }
+
+    /// Runs expired timers.
+    pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
+        if let Some(p) = self.pacer.as_mut() {
+            if p.poll_timeout().is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+            }
+        }
+        if self.timers.take_expired(Timer::RnrRetry, now) {
+            self.completer_step(now, mrs, cqs, |q, c| {
+                q.on_rnr_timer(c);
+                Ok(())
+            });
+        }
+        if self.timers.take_expired(Timer::AckTimeout, now) {
+            let losses = self.loss_count();
+            self.completer_step(now, mrs, cqs, |q, c| q.on_ack_timeout(c));
+            self.feed_cc(now, None, losses);
+        }
+    }
+
+    /// Losses detected so far (NAK sequence errors and ACK timeouts).
+    fn loss_count(&self) -> u64 {
+        self.stats.packet_seq_err + self.stats.local_ack_timeout_err
+    }
+
+    /// Feeds the pacer's controller after a response or timeout: an RTT sample when a response
+    /// covering `covered` retired a timed request, then a loss when this event detected one
+    /// (the loss count moved from `losses_before`).
+    fn feed_cc(&mut self, now: Instant, covered: Option<Psn>, losses_before: u64) {
+        let Some(p) = self.pacer.as_mut() else {
+            return;
+        };
+        if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
+            p.on_ack(now, s.acked_bytes, Some(s.rtt));
+        }
+        if self.stats.packet_seq_err + self.stats.local_ack_timeout_err != losses_before {
+            self.rtt.on_loss();
+            p.on_loss(now);
+        }
+    }
+
+    /// The state of this QP's congestion controller, if one is installed.
+    pub fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
+        self.pacer.as_ref()?.cc_metrics()
+    }
+
+    /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.
+    pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.on_int(now, hops);
+        }
+    }
+
+    /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let pacer = self.pacer.as_ref().and_then(|p| p.poll_timeout());
+        let t = match (self.timers.next_timeout(), pacer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if self.has_unpaced_data() && self.next_departure > Instant::ZERO {
+            return Some(t.map_or(self.next_departure, |t| t.min(self.next_departure)));
+        }
+        t
+    }
+
+    /// An ACK/NAK/atomic ACK is waiting (sent before any data, unpaced).
+    pub fn has_control(&self) -> bool {
+        !matches!(self.state, QpState::Reset | QpState::Init) && self.resp.has_control()
+    }
+
+    fn has_unpaced_data(&self) -> bool {
+        if matches!(self.state, QpState::Reset | QpState::Init | QpState::Err) {
+            return false;
+        }
+        self.resp.has_data() || self.requester_ready().is_some()
+    }
+
+    fn requester_ready(&self) -> Option<Psn> {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        let (psn, _) = self.req.ready(self.attrs.max_rd_atomic, &self.cfg)?;
+        // SQD finishes what was sent but starts nothing new.
+        if self.state == QpState::Sqd && !psn.before(self.req.high_psn) {
+            return None;
+        }
+        Some(psn)
+    }
+
+    /// A data packet (request or READ response) is waiting, due now or held back by the pacer.
+    pub fn has_pending_data(&self) -> bool {
+        self.has_unpaced_data()
+    }
+
+    /// A data packet (request or READ response) could leave at `now`.
+    pub fn has_data(&self, now: Instant) -> bool {
+        self.next_departure <= now && self.has_unpaced_data()
+    }
+
+    /// When this QP's next data packet may leave (for the endpoint's scheduler).
+    pub fn next_departure(&self) -> Instant {
+        self.next_departure
+    }
+
+    /// Writes the next control packet into `buf`; returns its length.
+    #[must_use]
+    pub fn poll_control(
+        &mut self,
+        now: Instant,
+        local: &LocalAddr,
+        mrs: &MrTable,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        if !self.has_control() {
+            return None;
+        }
+        let mut o = Outgoing::empty();
+        if !self.resp.next_packet(self.attrs.path_mtu.bytes(), &mut o) {
+            return None;
+        }
+        match o.fields.ext.aeth.map(|a| a.syndrome) {
+            Some(crate::wire::aeth::Syndrome::Ack { .. }) => self.stats.acks_sent += 1,
+            Some(_) => self.stats.naks_sent += 1,
+            None => {}
+        }
+        self.emit(now, &o, local, mrs, buf, false)
+    }
+
+    /// Writes the next data packet into `buf` (READ responses first, then requests); returns
+    /// its length.
+    #[must_use]
+    pub fn poll_data(
+        &mut self,
+        now: Instant,
+        local: &LocalAddr,
+        mrs: &MrTable,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        if self.next_departure > now
+            || matches!(self.state, QpState::Reset | QpState::Init | QpState::Err)
+        {
+            return None;
+        }
+        let mtu = self.attrs.path_mtu.bytes();
+        let request = !self.resp.has_data();
+        let mut o = Outgoing::empty();
+        if !request {
+            if !self.resp.next_packet(mtu, &mut o) {
+                return None;
+            }
+        } else {
+            if !matches!(self.state, QpState::Rts | QpState::Sqd)
+                || (self.state == QpState::Sqd && self.requester_ready().is_none())
+            {
+                return None;
+            }
+            if !self
+                .req
+                .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)
+            {
+                return None;
+            }
+            if o.retransmission {
+                self.stats.retransmitted_packets += 1;
+            }
+            self.req.arm_ack_timer(
+                now,
+                &mut self.timers,
+                timer::ack_timeout(self.attrs.timeout),
+                false,
+            );
+        }
+        let n = self.emit(now, &o, local, mrs, buf, true)?;
+        if let Some(p) = self.pacer.as_mut() {
+            // A departure already due is no hold: keeping it would make `poll_timeout` report a
+            // past deadline and the loop fire timers on every poll.
+            let next = p.on_transmit(now, n);
+            self.next_departure = if next > now { next } else { Instant::ZERO };
+            if request {
+                self.rtt
+                    .on_request_sent(now, o.fields.psn, o.fields.ack_req, o.retransmission, n);
+            }
+        }
+        Some(n)
+    }
+
+    /// The headers of this QP's packets for `local`, ECN as a data packet (`data`) or as an
+    /// ACK would carry it. `None` before RTR (no address vector) or without a local address of
+    /// the peer's IP version.
+    fn repr(&self, local: &LocalAddr, data: bool) -> Option<RoceRepr> {
+        let av = self.attrs.av?;
+        let src: IpAddr = match av.remote_ip {
+            IpAddr::V4(_) => IpAddr::V4(local.ipv4?),
+            IpAddr::V6(_) => IpAddr::V6(local.ipv6?),
+        };
+        let m = &local.marking;
+        let mut ecn = Ecn::from_bits(av.traffic_class & 3);
+        if ecn == Ecn::NotEct && data {
+            ecn = m.data_ecn;
+        }
+        // A traffic class of 0 means "unset": the endpoint's class applies. Any other value
+        // is the QP's own (so DSCP 0 is expressible as 0 with ECN bits).
+        let dscp = match av.traffic_class {
+            0 => m.data_dscp,
+            tc => tc >> 2,
+        };
+        let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
+        match &mut ip {
+            IpRepr::V4(r) => r.ttl = av.hop_limit,
+            IpRepr::V6(r) => r.hop_limit = av.hop_limit,
+        }
+        Some(RoceRepr {
+            eth: ethernet::Repr {
+                dst: av.remote_mac,
+                src: local.mac,
+                vlan: m.vlan_tag(m.data_pcp),
+                ethertype: crate::wire::EtherType::Ipv4,
+            },
+            ip,
+            udp_src_port: self.udp_src_port,
+            bth: bth::Repr {
+                pkey: local.pkey,
+                dest_qpn: self.attrs.dest_qpn,
+                ..bth::Repr::default()
+            },
+            ext: ExtRepr::default(),
+            payload_len: 0,
+        })
+    }
+
+    /// The frame templates for `local`, built on first use after a change of address or
+    /// destination (no per-packet header building).
+    fn templates(&mut self, local: &LocalAddr) -> Option<&Templates> {
+        if !self.templates.as_ref().is_some_and(|t| t.local == *local) {
+            self.templates = Some(Box::new(Templates {
+                local: *local,
+                data: FrameTemplate::new(&self.repr(local, true)?),
+                control: FrameTemplate::new(&self.repr(local, false)?),
+            }));
+        }
+        self.templates.as_deref()
+    }
+
+    fn emit(
+        &mut self,
+        _now: Instant,
+        o: &Outgoing,
+        local: &LocalAddr,
+        mrs: &MrTable,
+        buf: &mut [u8],
+        data: bool,
+    ) -> Option<usize> {
+        self.templates(local)?;
+        let t = self.templates.as_deref()?;
+        let template = if data { &t.data } else { &t.control };
+        let sq = &self.req.sq;
+        let result = template.emit_with(&o.fields, buf, |dst| match &o.payload {
+            Payload::None => {}
+            Payload::Wqe { wqe, offset, .. } => {
+                let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
+                if !sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst)) {
+                    dst.fill(0);
+                }
+            }
+            Payload::Mr { range } => {
+                let src = mrs.slice(*range);
+                if src.len() == dst.len() {
+                    dst.copy_from_slice(src);
+                } else {
+                    dst.fill(0);
+                }
+            }
+        });
+        match result {
+            Ok(n) => {
+                self.stats.tx_packets += 1;
+                self.stats.tx_bytes += n as u64;
+                Some(n)
+            }
+            Err(e) => {
+                tracing::warn!(qpn = self.qpn, error = %e, "could not emit a packet; it is lost");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! What runs leave for people to read: `roce demo`'s summary, tables and sparklines ([`demo`]),
+//! the fabric's `--out DIR` files and plots ([`sim`]), and shared text helpers ([`text`]).
+
+pub mod demo;
+pub mod sim;
+pub mod text;

@@ -1,0 +1,237 @@
+//! Files a run leaves behind with `--out DIR`: the summary (JSON), the scenario (TOML), time
+//! series as CSV (per-flow rate, bottleneck queue depth, congestion-control rate and alpha, PFC
+//! frames) and SVG plots of the flows' rates and the queue.
+//!
+//! The only module of the fabric that does I/O, and only when asked.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use roce_fabric::scenario::Scenario;
+use roce_fabric::series::{Recorder, Row};
+use roce_fabric::summary::Summary;
+use roce_proto::engine::Engine;
+
+/// Why files could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Filesystem error.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Serialization or plotting error.
+    #[error("writing {path}: {message}")]
+    Format {
+        /// The file.
+        path: String,
+        /// The cause.
+        message: String,
+    },
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
+    let path = dir.join(name);
+    fs::write(&path, text).map_err(|source| ReportError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Writes summary, scenario, CSVs and plots into `dir` (created if missing).
+pub fn write_all<E: Engine>(
+    dir: &Path,
+    scenario: &Scenario,
+    summary: &Summary,
+    rec: Option<&Recorder<E>>,
+) -> Result<(), ReportError> {
+    fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let fmt_err = |name: &str, e: String| ReportError::Format {
+        path: dir.join(name).display().to_string(),
+        message: e,
+    };
+    let json = serde_json::to_string_pretty(summary)
+        .map_err(|e| fmt_err("summary.json", e.to_string()))?;
+    write(dir, "summary.json", &json)?;
+    let toml = toml::to_string(scenario).map_err(|e| fmt_err("scenario.toml", e.to_string()))?;
+    write(dir, "scenario.toml", &toml)?;
+    write(dir, "summary.txt", &summary.table())?;
+    let Some(rec) = rec else {
+        return Ok(());
+    };
+    write(dir, "flows.csv", &flows_csv(rec))?;
+    write(dir, "queue.csv", &queue_csv(rec))?;
+    write(dir, "cc.csv", &cc_csv(rec))?;
+    write(dir, "pfc.csv", &pfc_csv(rec))?;
+    plot_flows(&dir.join("flows.svg"), rec).map_err(|e| fmt_err("flows.svg", e))?;
+    plot_queue(&dir.join("queue.svg"), rec).map_err(|e| fmt_err("queue.svg", e))?;
+    Ok(())
+}
+
+/// A CSV with a `t_us` column, then one column per `columns` name, one row per sample with the
+/// values `cells(row)` gives.
+fn time_csv<E, V: std::fmt::Display>(
+    rec: &Recorder<E>,
+    columns: impl Iterator<Item = String>,
+    cells: impl Fn(&Row) -> Vec<V>,
+) -> String {
+    let mut s = String::from("t_us");
+    for c in columns {
+        let _ = write!(s, ",{c}");
+    }
+    s.push('\n');
+    for r in &rec.rows {
+        let _ = write!(s, "{:.3}", r.t_ns as f64 / 1e3);
+        for v in cells(r) {
+            let _ = write!(s, ",{v}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// `t_us,flow0_gbps,flow1_gbps,...`
+pub fn flows_csv<E>(rec: &Recorder<E>) -> String {
+    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+    time_csv(rec, (0..n).map(|i| format!("flow{i}_gbps")), |r| {
+        r.flow_gbps.iter().map(|g| format!("{g:.4}")).collect()
+    })
+}
+
+/// `t_us,sw0p3_bytes,...` for the monitored ports.
+pub fn queue_csv<E>(rec: &Recorder<E>) -> String {
+    let names = rec
+        .monitors
+        .iter()
+        .map(|(sw, p)| format!("sw{}p{}_bytes", sw.0, p));
+    time_csv(rec, names, |r| r.queue_bytes.clone())
+}
+
+/// `t_us,host,qpn,rate_gbps,alpha` (empty when the engines have no probe).
+pub fn cc_csv<E>(rec: &Recorder<E>) -> String {
+    let mut s = String::from("t_us,host,qpn,rate_gbps,alpha\n");
+    for r in &rec.rows {
+        for (h, c) in &r.cc {
+            let _ = writeln!(
+                s,
+                "{:.3},{h},{},{:.4},{:.6}",
+                r.t_ns as f64 / 1e3,
+                c.qpn,
+                c.rate_gbps,
+                c.alpha
+            );
+        }
+    }
+    s
+}
+
+/// `t_us,switch,port,prio,kind` with kind XOFF or XON.
+pub fn pfc_csv<E>(rec: &Recorder<E>) -> String {
+    let mut s = String::from("t_us,switch,port,prio,kind\n");
+    for p in &rec.pauses {
+        let kind = if p.xoff { "XOFF" } else { "XON" };
+        let _ = writeln!(
+            s,
+            "{:.3},{},{},{},{kind}",
+            p.t_ns as f64 / 1e3,
+            p.switch,
+            p.port,
+            p.prio
+        );
+    }
+    s
+}
+
+fn line_chart(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), String> {
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1e-9, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(1e-9, f64::max)
+        * 1.05;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("time (us)")
+        .y_desc(y_label)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color))
+            .map_err(|e| e.to_string())?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+    }
+    if series.len() <= 16 {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+fn plot_flows<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
+    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+    let series: Vec<(String, Vec<(f64, f64)>)> = (0..n.min(64))
+        .map(|i| {
+            let pts = rec
+                .rows
+                .iter()
+                .filter_map(|r| r.flow_gbps.get(i).map(|g| (r.t_ns as f64 / 1e3, *g)))
+                .collect();
+            (format!("flow {i}"), pts)
+        })
+        .collect();
+    line_chart(path, "Per-flow goodput", "Gbit/s", &series)
+}
+
+fn plot_queue<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = rec
+        .monitors
+        .iter()
+        .enumerate()
+        .map(|(i, (sw, p))| {
+            let pts = rec
+                .rows
+                .iter()
+                .filter_map(|r| {
+                    r.queue_bytes
+                        .get(i)
+                        .map(|q| (r.t_ns as f64 / 1e3, *q as f64 / 1e3))
+                })
+                .collect();
+            (format!("switch {} port {}", sw.0, p), pts)
+        })
+        .collect();
+    line_chart(path, "Bottleneck queue", "KB", &series)
+}

@@ -539,8 +539,8 @@ fn print_summary(s: &Summary) {
     println!("ACK timeouts      {}", s.timeouts);
     let f = |c: &FaultCounters| {
         format!(
-            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted",
-            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted
+            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted, {} refused by the port",
+            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted, c.refused
         )
     };
     println!("faults A->B       {}", f(&s.faults_a_to_b));

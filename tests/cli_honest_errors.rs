@@ -37,3 +37,71 @@ fn loopback_with_zero_messages_is_refused_not_verified() {
         );
     }
 }
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn bad_eal_flag_is_one_line_naming_it_without_dpdk_usage() {
+    let out = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.1/15",
+        "--port",
+        "null",
+        "--eal",
+        "--bogus",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Nothing but our line: DPDK's ~100 lines of usage and its repeated complaints are gone.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "roce: DPDK port --port null: EAL initialisation failed: \
+             dpdk: unrecognized option '--bogus' (Invalid argument, rte_errno 22); arguments: "
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(feature = "dpdk")]
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn tap_port_without_cap_net_admin_names_the_missing_privilege() {
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !is_root() || !setpriv.exists() {
+        eprintln!("skipping: dropping CAP_NET_ADMIN needs root and setpriv");
+        return;
+    }
+    // Root without CAP_NET_ADMIN (bounding and inheritable sets), as an unprivileged user is.
+    let out = Command::new(setpriv)
+        .args(["--bounding-set", "-net_admin", "--inh-caps", "-net_admin"])
+        .arg(env!("CARGO_BIN_EXE_roce"))
+        .args([
+            "perf",
+            "write-bw",
+            "--ip",
+            "198.18.0.1/15",
+            "-p",
+            "0",
+            "--port",
+            "tap:rnocap0",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv runs roce");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        error_lines(&out),
+        ["roce: no DPDK port: --port tap:rnocap0: creating a tap interface needs CAP_NET_ADMIN, \
+          which this process lacks (run as root)"]
+    );
+}

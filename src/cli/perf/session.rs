@@ -186,14 +186,24 @@ impl Session {
             eal_args.push(' ');
             eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
         }
+        let no_port = || {
+            // A vdev string names its driver first (`net_tap0,iface=x`).
+            let spec = match &args.vdev {
+                Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
+                Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+                Some(_) => PortSpec::Null,
+                None => args.port.clone(),
+            };
+            match spec.missing_privilege() {
+                Some(why) => anyhow!("no DPDK port: {label}: {why}"),
+                None => anyhow!("no DPDK port: {label} created nothing"),
+            }
+        };
         let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
-            DpdkError::NoPorts => anyhow!("no DPDK port: {label} created nothing"),
+            DpdkError::NoPorts => no_port(),
             e => anyhow!("DPDK port {label}: {e}"),
         })?;
-        let id = *eal
-            .port_ids()
-            .first()
-            .ok_or_else(|| anyhow!("no DPDK port: {label} created nothing"))?;
+        let id = *eal.port_ids().first().ok_or_else(no_port)?;
         // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
         let l3 = roce_mtu as usize + 80;
         // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.

@@ -105,3 +105,39 @@ fn tap_port_without_cap_net_admin_names_the_missing_privilege() {
           which this process lacks (run as root)"]
     );
 }
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn a_server_that_resets_the_exchange_is_named_with_what_it_did() {
+    // A "server" that takes the client's parameters unread and closes: the kernel resets.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resetter = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 1];
+        s.peek(&mut buf).unwrap();
+        drop(s);
+    });
+    let port = addr.port().to_string();
+    let out = roce(&[
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--port",
+        "null",
+        "--timeout",
+        "10",
+        "-p",
+        &port,
+        "127.0.0.1",
+    ]);
+    resetter.join().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        error_lines(&out),
+        [format!(
+            "roce: peer: read parameters: connection reset by {addr}"
+        )]
+    );
+}

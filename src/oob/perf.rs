@@ -9,6 +9,7 @@ use std::net::Ipv6Addr;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
 
 use super::{printable, DecodeError};
 
@@ -56,6 +57,19 @@ impl Test {
     /// A bandwidth test (several QPs, `-D`, `-b` allowed).
     pub fn is_bw(self) -> bool {
         matches!(self, Test::WriteBw | Test::ReadBw | Test::SendBw)
+    }
+
+    /// The name on the command line and in the exchange (`write-bw`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::WriteBw => "write-bw",
+            Test::ReadBw => "read-bw",
+            Test::SendBw => "send-bw",
+            Test::WriteLat => "write-lat",
+            Test::ReadLat => "read-lat",
+            Test::SendLat => "send-lat",
+            Test::AtomicLat => "atomic-lat",
+        }
     }
 
     /// perftest's title line.
@@ -297,10 +311,56 @@ pub fn decode_line<T: DeserializeOwned>(what: &'static str, line: &[u8]) -> Resu
             reason: printable(&r.error),
         });
     }
-    serde_json::from_slice(line).map_err(|e| DecodeError::Json {
-        what,
-        reason: printable(&e.to_string()),
+    serde_json::from_slice(line).map_err(|e| {
+        let text = printable(&e.to_string());
+        let json_shape = matches!(line.trim_ascii_start().first(), Some(b'{' | b'['));
+        let reason = match e.classify() {
+            // Not a JSON object or list: most likely a perftest tool's fixed-size messages.
+            _ if !json_shape => format!(
+                "{text} (not roce's JSON: is the peer a perftest tool? then use --peer-format \
+                 perftest)"
+            ),
+            // A value of the wrong type or range: name its key.
+            Category::Data => match key_before(line, e.line(), e.column()) {
+                Some(key) => format!("\"{}\": {text}", printable(&key)),
+                None => text,
+            },
+            Category::Syntax | Category::Eof | Category::Io => text,
+        };
+        DecodeError::Json { what, reason }
     })
+}
+
+/// The last object key before `column` of `line_no` in a JSON text (serde_json reports where a
+/// bad value ends, not whose it is); `None` when there is none. For error messages only: a
+/// crafted text may make it name the wrong key, never fail.
+fn key_before(text: &[u8], line_no: usize, column: usize) -> Option<String> {
+    let line = text.split(|&b| b == b'\n').nth(line_no.checked_sub(1)?)?;
+    let prefix = line.get(..column.min(line.len()))?;
+    let (mut in_string, mut escaped) = (false, false);
+    let (mut current, mut last_string, mut key) = (Vec::new(), None, None);
+    for &b in prefix {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => {
+                    in_string = false;
+                    last_string = Some(std::mem::take(&mut current));
+                    continue;
+                }
+                _ => {}
+            }
+            if current.len() < 64 {
+                current.push(b);
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b':' {
+            key = last_string.take();
+        }
+    }
+    key.map(|k| String::from_utf8_lossy(&k).into_owned())
 }
 
 #[cfg(test)]
@@ -322,6 +382,10 @@ mod tests {
     #[test]
     fn a_plain_hello_passes_and_round_trips() {
         let h = hello();
+        for t in [Test::WriteBw, Test::AtomicLat, Test::SendLat] {
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", t.name()));
+        }
         assert_eq!(h.check(DEFAULT_MAX_MEMORY), Ok(()));
         let line = serde_json::to_vec(&h).unwrap();
         assert_eq!(decode_line::<Hello>("parameters", &line), Ok(h));
@@ -377,6 +441,17 @@ mod tests {
     }
 
     #[test]
+    fn key_before_names_the_key_of_the_value_at_a_column() {
+        let line = br#"{"a":1,"b\":c":[2,{"d":3}],"e":"x:y"}"#;
+        assert_eq!(key_before(line, 1, 6), Some("a".into()));
+        assert_eq!(key_before(line, 1, 20), Some("b\\\":c".into()));
+        assert_eq!(key_before(line, 1, 25), Some("d".into()));
+        assert_eq!(key_before(line, 1, line.len()), Some("e".into()));
+        assert_eq!(key_before(line, 2, 1), None);
+        assert_eq!(key_before(b"[1,2]", 1, 4), None);
+    }
+
+    #[test]
     fn buffer_bytes_do_not_wrap() {
         let h = Hello {
             sizes: vec![u64::MAX],
@@ -400,9 +475,21 @@ mod tests {
         let negative =
             br#"{"test":"write-bw","sizes":[-1],"iters":1,"duration":0,"qps":1,"mtu":1024}"#;
         let e = decode_line::<Hello>("parameters", negative).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "parameters: \"sizes\": invalid value: integer `-1`, expected u64 at line 1 column 30"
+        );
+        let wide = br#"{"test":"write-bw","sizes":[1],"iters":1,"duration":0,"qps":1099511627776,"mtu":1}"#;
+        let e = decode_line::<Hello>("parameters", wide).unwrap_err();
         assert!(
-            matches!(&e, DecodeError::Json { reason, .. } if reason.contains("integer `-1`")),
+            e.to_string()
+                .starts_with("parameters: \"qps\": invalid value"),
             "{e}"
+        );
+        let text = decode_line::<Hello>("parameters", b"6.06\0\0").unwrap_err();
+        assert!(
+            text.to_string().contains("--peer-format perftest"),
+            "{text}"
         );
     }
 }

@@ -251,7 +251,10 @@ fn listening_on_every_interface_takes_bind_and_says_so() {
     assert_eq!(found, ["00000000"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with("warning: --bind 0.0.0.0 listens on every interface: "),
+        stderr.starts_with(&format!(
+            "warning: listening on every interface (0.0.0.0:{port}): anyone who reaches this \
+             TCP port can start an exchange with this server\n"
+        )),
         "{stderr}"
     );
 }

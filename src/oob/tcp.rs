@@ -145,6 +145,17 @@ fn deadline_after(d: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
 }
 
+/// The warning a server owes its user when it listens on every interface (`0.0.0.0`, `::`):
+/// anyone who reaches the port can speak the exchange with it. `None` for a specific address.
+pub fn every_interface_warning(addr: SocketAddr) -> Option<String> {
+    addr.ip().is_unspecified().then(|| {
+        format!(
+            "warning: listening on every interface ({addr}): anyone who reaches this TCP port \
+             can start an exchange with this server"
+        )
+    })
+}
+
 /// Which side of the exchange we are: the client writes first in every step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

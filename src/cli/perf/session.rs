@@ -13,7 +13,7 @@ use clap::Args;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
+use roce::oob::tcp::{every_interface_warning, ExchangeError, OobStream, Timeouts};
 use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
 use roce_dpdk::{
@@ -57,12 +57,12 @@ pub struct PortArgs {
     #[arg(long)]
     pub peer_mac: Option<String>,
     /// Server: the address to listen on for the TCP exchange (default: this host's address on
-    /// --ip's network, else 127.0.0.1; 0.0.0.0 listens on every interface, with a warning).
+    /// --ip's network, else 127.0.0.1; 0.0.0.0 listens on every interface and says so).
     #[arg(long)]
     pub bind: Option<IpAddr>,
     /// Seconds any single wait may last (TCP connect/accept, ARP, each whole message of the
-    /// peer).
-    #[arg(long, default_value_t = 30)]
+    /// peer; at most a day).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub timeout: u64,
     /// Fraction of frames dropped, each direction (0..1): fault injection on our port.
     #[arg(long, default_value_t = 0.0)]
@@ -134,12 +134,6 @@ impl PortArgs {
     /// else loopback. Never every interface unless asked, and then with a warning.
     pub fn bind_addr(&self) -> anyhow::Result<IpAddr> {
         if let Some(addr) = self.bind {
-            if addr.is_unspecified() {
-                eprintln!(
-                    "warning: --bind {addr} listens on every interface: anyone who reaches the \
-                     TCP port can start a test against this port"
-                );
-            }
             return Ok(addr);
         }
         let (ip, prefix) = parse_ip_prefix(&self.ip)?;
@@ -516,7 +510,13 @@ pub fn listen(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
         }
         _ => anyhow!("cannot listen on {addr} port {port}: {e}"),
     })?;
-    tracing::info!(addr = %listener.local_addr().map_or(SocketAddr::new(addr, port), |a| a), "listening for the TCP exchange");
+    let at = listener
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::new(addr, port));
+    if let Some(warning) = every_interface_warning(at) {
+        eprintln!("{warning}");
+    }
+    tracing::info!(%at, "listening for the TCP exchange");
     Ok(listener)
 }
 

@@ -2,7 +2,12 @@
 //! refused EAL argument is one line (not DPDK's usage text), a tap port without the privilege
 //! names it, and a TCP peer that resets the exchange is named with what it did.
 
+#[path = "support/cli_output.rs"]
+mod cli_output;
+
 use std::process::{Command, Output, Stdio};
+
+use cli_output::error_lines;
 
 fn roce(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_roce"))
@@ -11,15 +16,6 @@ fn roce(args: &[&str]) -> Output {
         .env("RUST_BACKTRACE", "0")
         .output()
         .expect("the roce binary runs")
-}
-
-/// The `roce:` lines of stderr.
-fn error_lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.starts_with("roce: "))
-        .map(str::to_owned)
-        .collect()
 }
 
 #[test]

@@ -5,9 +5,14 @@
 //! the port's network, never on every interface unless told to.
 #![cfg(feature = "dpdk")]
 
+#[path = "support/cli_output.rs"]
+mod cli_output;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
+
+use cli_output::error_lines;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -68,15 +73,6 @@ fn exited(mut child: Child) -> Output {
         thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().expect("roce's output")
-}
-
-/// The `roce:` lines of stderr.
-fn error_lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.starts_with("roce: "))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The parameter line of a plain write-bw run with `key` set to the JSON text `value`.

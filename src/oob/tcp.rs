@@ -138,6 +138,15 @@ fn decode<T>(step: &'static str, r: Result<T, DecodeError>) -> Result<T, Exchang
     r.map_err(|source| ExchangeError::Decode { step, source })
 }
 
+/// A read or write that stopped short of an error: a signal, or its socket timeout (the
+/// caller's deadline decides what happens next).
+fn interrupted_or_timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
+    )
+}
+
 /// `now + d`, or a century from now when `d` is beyond what the clock can add.
 fn deadline_after(d: Duration) -> Instant {
     let now = Instant::now();
@@ -301,12 +310,8 @@ impl OobStream {
                         .extend_from_slice(chunk.get(..n).unwrap_or_default());
                     return Ok(n);
                 }
-                // A timed-out read: the loop checks the deadline.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
-                    ) => {}
+                // The loop checks the deadline.
+                Err(e) if interrupted_or_timed_out(&e) => {}
                 Err(e) => return Err(self.io_error(step, e)),
             }
         }
@@ -324,11 +329,7 @@ impl OobStream {
             match self.stream.write(rest) {
                 Ok(0) => return Err(self.io_error(step, ErrorKind::WriteZero.into())),
                 Ok(n) => sent += n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
-                    ) => {}
+                Err(e) if interrupted_or_timed_out(&e) => {}
                 Err(e) => return Err(self.io_error(step, e)),
             }
         }

@@ -257,3 +257,82 @@ fn refused_connect_and_absent_client_are_distinct_errors() {
     let err = OobStream::accept(&l, short()).unwrap_err();
     assert!(matches!(err, ExchangeError::AcceptTimeout(_)), "{err}");
 }
+
+#[test]
+fn trickling_peer_meets_one_deadline_for_the_whole_message() {
+    // One byte every 50 ms of a 52-byte message: each read is quick, the message is not. The
+    // deadline (400 ms) covers the message, so the read gives up with the message incomplete.
+    let (l, addr) = listener();
+    let trickle = thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut sent = 0;
+        for b in guest_b().encode() {
+            if s.write_all(&[b]).is_err() {
+                break;
+            }
+            sent += 1;
+            thread::sleep(Duration::from_millis(50));
+        }
+        sent
+    });
+    let t = Timeouts {
+        io: Duration::from_millis(400),
+        ..Timeouts::default()
+    };
+    let mut server = OobStream::accept(&l, t).unwrap();
+    let err = server.recv_exact("read rc_pingpong dest", 52).unwrap_err();
+    let ExchangeError::Timeout { got, timeout, .. } = err else {
+        panic!("{err}");
+    };
+    assert!(got > 0 && got < 52, "{got} bytes");
+    assert_eq!(timeout, Duration::from_millis(400));
+    assert!(
+        err.to_string().starts_with(
+            "read rc_pingpong dest: timed out after 400ms with the message incomplete ("
+        ),
+        "{err}"
+    );
+    drop(server);
+    assert!(trickle.join().unwrap() < 52, "the peer never finished");
+}
+
+#[test]
+fn peer_reset_is_named_with_the_peer_address() {
+    let (l, addr) = listener();
+    let resetter = thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        // Close with the client's message unread: the kernel answers with a reset.
+        let mut buf = [0u8; 1];
+        s.peek(&mut buf).unwrap();
+        drop(s);
+    });
+    let err = tcp::pingpong_client(addr, &guest_b(), short()).unwrap_err();
+    resetter.join().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("read rc_pingpong dest: connection reset by {addr}")
+    );
+}
+
+#[test]
+fn a_line_without_an_end_is_refused_at_its_bound() {
+    let (l, addr) = listener();
+    let _server = replay_server(l, vec![(0, vec![b'x'; 300])]);
+    let mut s = OobStream::connect(addr, short()).unwrap();
+    let err = s.recv_line("read line", 100).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "read line",
+        "the step, with the cause in the chain"
+    );
+    assert!(
+        matches!(
+            err,
+            ExchangeError::Decode {
+                source: roce::oob::DecodeError::TooLong { max: 100, .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}

@@ -48,7 +48,7 @@ pub struct LoopbackArgs {
     /// Message size in bytes (atomics always move 8).
     #[arg(long, default_value_t = 4096)]
     size: u32,
-    /// Messages per QP.
+    /// Messages per QP (at least 1).
     #[arg(long, default_value_t = 1000)]
     count: u32,
     /// Queue pairs.
@@ -244,6 +244,10 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
         corrupt: args.corrupt,
     };
     faults.check()?;
+    if args.count == 0 {
+        // Nothing sent is nothing verified: a run that moves no message cannot report success.
+        bail!("--count 0: at least one message per QP (nothing sent is nothing verified)");
+    }
     if args.qps == 0 || args.qps > 1024 {
         bail!("--qps {} must be in 1..=1024", args.qps);
     }
@@ -539,8 +543,8 @@ fn print_summary(s: &Summary) {
     println!("ACK timeouts      {}", s.timeouts);
     let f = |c: &FaultCounters| {
         format!(
-            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted",
-            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted
+            "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted, {} refused by the port",
+            c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted, c.refused
         )
     };
     println!("faults A->B       {}", f(&s.faults_a_to_b));

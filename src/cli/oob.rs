@@ -29,7 +29,7 @@ pub enum OobCommand {
     },
     /// Be the server `ibv_rc_pingpong <host>` connects to.
     PingpongServer {
-        /// Where to listen.
+        /// Where to listen (every interface by default, said on stderr).
         #[arg(long, default_value = "0.0.0.0:18515")]
         listen: SocketAddr,
         #[command(flatten)]
@@ -103,6 +103,9 @@ pub fn run(cmd: OobCommand) -> anyhow::Result<()> {
         OobCommand::PingpongServer { listen, ours } => {
             let listener =
                 TcpListener::bind(listen).with_context(|| format!("listen on {listen}"))?;
+            if let Some(warning) = tcp::every_interface_warning(listen) {
+                eprintln!("{warning}");
+            }
             let mine = ours.pingpong();
             let r = tcp::pingpong_server(&listener, ours.timeouts(), |_| Ok::<_, String>(mine))?;
             json!({"qpn": r.qpn, "psn": r.psn.value(), "gid": r.gid.to_string()})

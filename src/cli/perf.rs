@@ -1,8 +1,11 @@
 //! `roce perf`: perftest's bandwidth and latency tests (`ib_write_bw`, `ib_send_lat`, ...) over a
 //! DPDK port, with perftest's names, options and output lines. Server without an address, client
-//! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, or perftest's format with
-//! `--peer-format perftest`, either side, so a real perftest tool can be the peer). Not here: the transport (`roce_proto::host`), the port and
-//! TCP plumbing ([`session`]), the output formatting ([`report`]).
+//! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, [`roce::oob::perf`], or
+//! perftest's format with `--peer-format perftest`, either side, so a real perftest tool can be
+//! the peer). Whatever the peer asks for is checked against the same bounds as our own flags
+//! before anything is allocated, and refused with one line to both sides. Not here: the
+//! transport (`roce_proto::host`), the port and TCP plumbing ([`session`]), the output
+//! formatting ([`report`]).
 
 mod faults;
 mod perftest;
@@ -13,8 +16,11 @@ pub mod verbs;
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use roce::oob::perf::{decode_line, refusal_line, Dest, Hello, Test};
+use roce::oob::DecodeError;
 use roce_proto::connect::RcOptions;
 use roce_proto::host::PeerQp;
 use roce_proto::mr::{MrInfo, PdHandle};
@@ -99,64 +105,13 @@ pub struct PerfArgs {
     /// Format of the out-of-band exchange.
     #[arg(long, value_enum, default_value = "roce")]
     pub peer_format: PeerFormat,
+    /// MiB of buffers a run may register (QPs x 2 x the largest size): ours, and what a client
+    /// may ask of us as a server.
+    #[arg(long, default_value_t = roce::oob::perf::DEFAULT_MAX_MEMORY >> 20)]
+    pub max_memory: u64,
     /// DPDK port.
     #[command(flatten)]
     pub port: PortArgs,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum Test {
-    WriteBw,
-    ReadBw,
-    SendBw,
-    WriteLat,
-    ReadLat,
-    SendLat,
-    AtomicLat,
-}
-
-impl Test {
-    fn is_bw(self) -> bool {
-        matches!(self, Test::WriteBw | Test::ReadBw | Test::SendBw)
-    }
-    fn title(self) -> &'static str {
-        match self {
-            Test::WriteBw => "RDMA_Write BW Test",
-            Test::ReadBw => "RDMA_Read BW Test",
-            Test::SendBw => "Send BW Test",
-            Test::WriteLat => "RDMA_Write Latency Test",
-            Test::ReadLat => "RDMA_Read Latency Test",
-            Test::SendLat => "Send Latency Test",
-            Test::AtomicLat => "Atomic FETCH_AND_ADD Latency Test",
-        }
-    }
-    fn uses_recv(self) -> bool {
-        matches!(self, Test::SendBw | Test::SendLat)
-    }
-}
-
-/// What the client tells the server: the test and its parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Hello {
-    test: Test,
-    sizes: Vec<u64>,
-    iters: u64,
-    duration: u64,
-    qps: u32,
-    mtu: u32,
-    #[serde(default)]
-    bidir: bool,
-}
-
-/// One QP's keys, as exchanged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Dest {
-    qpn: u32,
-    psn: u32,
-    rkey: u32,
-    addr: u64,
-    gid: std::net::Ipv6Addr,
 }
 
 /// The end of one size: what the client measured, or what the server saw.
@@ -168,6 +123,8 @@ struct End {
 
 struct Qp {
     qpn: u32,
+    /// Our first PSN.
+    psn: Psn,
     cq: CqHandle,
     pd: PdHandle,
     src: MrInfo,
@@ -191,7 +148,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         PerfCommand::VerbsPeer(a) => return verbs::run(a),
     };
     let mtu = session::parse_mtu(args.mtu)?;
-    let hello = plan(test, &args)?;
+    let max_memory = args.max_memory.saturating_mul(1 << 20);
+    let hello = plan(test, &args, max_memory)?;
     let cc = match args.cc.as_deref() {
         Some(name) => Some(
             roce_proto::cc::CcConfig::new(name, roce_proto::cc::Rate::from_gbps(10))
@@ -211,29 +169,39 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         mtu.bytes(),
     )?;
 
-    // 1. Parameters: the client's rule.
+    // 1. Parameters: the client's rule, within the bounds of each side.
     let hello = if perftest {
         let mtu = perftest::preamble(&mut s, &oob, hello.mtu)?;
         Hello { mtu, ..hello }
     } else if is_client {
         let line = json_line(&hello)?;
         s.ask(&oob, Req::Send("send parameters", line))?;
-        let ack = s.ask(&oob, Req::RecvLine("read parameters"))?;
-        let theirs: Hello = parse_line(&ack, "parameters")?;
+        let theirs: Hello = recv_checked(
+            &mut s,
+            &oob,
+            ("read parameters", "parameters"),
+            |t: &Hello| t.check(max_memory).map_err(|e| e.to_string()),
+        )?;
         Hello {
             mtu: theirs.mtu.min(hello.mtu),
             ..hello
         }
     } else {
-        let msg = s.ask(&oob, Req::RecvLine("read parameters"))?;
-        let theirs: Hello = parse_line(&msg, "parameters")?;
-        if theirs.test != test {
-            bail!(
-                "the client runs {:?}, we run {:?}: start both with the same test",
-                theirs.test,
-                test
-            );
-        }
+        let theirs: Hello = recv_checked(
+            &mut s,
+            &oob,
+            ("read parameters", "parameters"),
+            |t: &Hello| {
+                if t.test != test {
+                    return Err(format!(
+                        "\"test\" {}: this server runs {}: start both with the same test",
+                        t.test.name(),
+                        test.name()
+                    ));
+                }
+                t.check(max_memory).map_err(|e| e.to_string())
+            },
+        )?;
         let agreed = Hello {
             mtu: theirs.mtu.min(hello.mtu),
             ..theirs
@@ -242,12 +210,13 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         agreed
     };
     let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
-    let max_size = hello.sizes.iter().copied().max().unwrap_or(8).max(8);
-    // perftest's requester moves its remote address through a cycle buffer (4 KiB) past the start.
-    let mr_len = max_size as usize + 8192;
+    let max_size = hello.max_size();
+    // Checked against --max-memory above: it fits.
+    let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
 
     // 2. QPs and buffers, then keys.
     let depth = args.tx_depth.clamp(1, 1024);
+    let mut psns = args.port.psns();
     let mut qps = Vec::new();
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
@@ -270,6 +239,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         let dst = ep.reg_mr(pd, mr_len, access);
         qps.push(Qp {
             qpn,
+            psn: psns.next_psn(),
             cq,
             pd,
             src,
@@ -287,12 +257,11 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         });
     }
     let ip = session::parse_ip(&args.port.ip)?;
-    let psn_of = |qpn: u32| qpn.wrapping_mul(0x9e37) & 0xff_ffff;
     let mine: Vec<Dest> = qps
         .iter()
         .map(|q| Dest {
             qpn: q.qpn,
-            psn: psn_of(q.qpn),
+            psn: q.psn.value(),
             rkey: q.dst.rkey,
             addr: q.dst.addr,
             gid: ip.to_ipv6_mapped(),
@@ -307,16 +276,11 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     } else {
         if !is_client && hello.duration > 0 {
             // The client's results come after its whole run.
-            s.ask(
-                &oob,
-                Req::IoTimeout(s.timeout + std::time::Duration::from_secs(hello.duration)),
-            )?;
+            let run = std::time::Duration::from_secs(hello.duration);
+            s.ask(&oob, Req::IoTimeout(s.timeout.saturating_add(run)))?;
         }
         swap(&mut s, &oob, is_client, &mine, "keys")?
     };
-    if theirs.len() != qps.len() {
-        bail!("the peer has {} QPs, we have {}", theirs.len(), qps.len());
-    }
     let peer_mac = args.port.peer_mac()?;
     let opts = RcOptions {
         mtu,
@@ -334,7 +298,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             qpn: d.qpn,
             psn: Psn::new(d.psn),
         };
-        plan.push((q.qpn, peer, Psn::new(psn_of(q.qpn))));
+        plan.push((q.qpn, peer, q.psn));
         if let Some(c) = cc.as_ref() {
             s.host
                 .endpoint_mut()
@@ -379,8 +343,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         if is_client {
             let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
             s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
-            let msg = s.ask(&oob, Req::RecvLine("read results"))?;
-            let theirs: End = parse_line(&msg, "results")?;
+            let theirs: End =
+                recv_checked(&mut s, &oob, ("read results", "results"), |_: &End| Ok(()))?;
             if let Some(bw) = combined(end.bw, theirs.bw, hello.bidir) {
                 println!("{}", bw.line(gbits));
             }
@@ -390,11 +354,11 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             } else {
                 None
             };
-            let mut server = Server::new(test, size, hello.iters);
+            let mut server = Server::new(test, size, hello.iters, depth);
             let msg = s.converse(&oob, Req::RecvLine("read results"), |h| {
                 server.step(h, &mut qps, max_size, depth)
             })?;
-            let end: End = parse_line(&msg, "results")?;
+            let end: End = decode_checked(&mut s, &oob, "results", &msg, |_: &End| Ok(()))?;
             let mine = End {
                 bw: ours.as_ref().and_then(|o| o.bw),
                 completed: server.seen,
@@ -450,7 +414,7 @@ fn perftest_size(
         perftest::finish(s, oob, mine, flow, end.bw.as_ref(), gbits, &mut |_| Ok(()))?;
         return Ok(());
     }
-    let mut server = Server::new(test, size, hello.iters);
+    let mut server = Server::new(test, size, hello.iters, depth);
     let max_size = size.max(8);
     if test == Test::WriteLat {
         // No exchange after ib_write_lat's traffic: answer every write, then let the last ACK go.
@@ -480,7 +444,7 @@ fn perftest_size(
             println!("{}", perftest::bw_from_report(&r, gbits).line(gbits));
         }
     }
-    if let Some(bw) = server.bw(depth) {
+    if let Some(bw) = server.bw() {
         println!("{}", bw.line(gbits));
     }
     if let Some(lat) = server.lat() {
@@ -493,34 +457,18 @@ fn s_is_client(args: &PerfArgs) -> bool {
     args.server.is_some()
 }
 
-fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
-    let max = 1u64 << 23;
+/// The client's parameters from our flags, within the same bounds a server holds a client's to
+/// ([`Hello::check`]), said in the flags' terms.
+fn plan(test: Test, args: &PerfArgs, max_memory: u64) -> anyhow::Result<Hello> {
     let sizes: Vec<u64> = if test == Test::AtomicLat {
         vec![8]
     } else if args.all {
         (1..=23).map(|i| 1u64 << i).collect()
     } else {
-        let size = args.size.unwrap_or(if test.is_bw() { 65536 } else { 2 });
-        if size == 0 || size > max {
-            bail!("-s {size}: the size must be 1..={max} bytes");
-        }
-        vec![size]
+        vec![args.size.unwrap_or(if test.is_bw() { 65536 } else { 2 })]
     };
-    if args.duration.is_some() && !test.is_bw() {
-        bail!("-D is supported by the bandwidth tests only");
-    }
     if args.duration == Some(0) {
         bail!("-D 0: the duration must be at least 1 s");
-    }
-    let iters = args.iters.unwrap_or(if test.is_bw() { 5000 } else { 1000 });
-    if iters == 0 || iters > 1 << 32 {
-        bail!("-n {iters}: iterations must be 1..=2^32");
-    }
-    if args.qps == 0 || args.qps > 64 {
-        bail!("-q {}: 1..=64 QPs", args.qps);
-    }
-    if args.qps > 1 && !test.is_bw() {
-        bail!("-q is supported by the bandwidth tests only");
     }
     if args.qp_timeout > 31 {
         bail!(
@@ -528,21 +476,22 @@ fn plan(test: Test, args: &PerfArgs) -> anyhow::Result<Hello> {
             args.qp_timeout
         );
     }
-    if args.bidir && !test.is_bw() {
-        bail!("-b is supported by the bandwidth tests only");
-    }
     if args.tx_depth == 0 || args.tx_depth > 1024 {
         bail!("-t {}: the TX depth must be 1..=1024", args.tx_depth);
     }
-    Ok(Hello {
+    let hello = Hello {
         test,
         sizes,
-        iters,
+        iters: args.iters.unwrap_or(if test.is_bw() { 5000 } else { 1000 }),
         duration: args.duration.unwrap_or(0),
         qps: args.qps,
         mtu: args.mtu,
         bidir: args.bidir,
-    })
+    };
+    hello
+        .check(max_memory)
+        .map_err(|e| anyhow!(e.flag_line()))?;
+    Ok(hello)
 }
 
 fn json_line<T: Serialize>(v: &T) -> anyhow::Result<Vec<u8>> {
@@ -551,17 +500,43 @@ fn json_line<T: Serialize>(v: &T) -> anyhow::Result<Vec<u8>> {
     Ok(line)
 }
 
-fn parse_line<T: for<'a> Deserialize<'a>>(line: &[u8], what: &str) -> anyhow::Result<T> {
-    serde_json::from_slice(line).with_context(|| {
-        format!(
-            "the peer's {what} are not roce's (is it perftest? try --peer-format perftest): {:?}",
-            String::from_utf8_lossy(line).trim_end()
-        )
-    })
+/// Reads the peer's next line as `T` and holds it to `check`; whatever we refuse (a line that
+/// is not roce's, a value out of bounds) is said to the peer in a refusal line before we give
+/// up, so both sides end with the same one line.
+fn recv_checked<T: DeserializeOwned>(
+    s: &mut Session,
+    oob: &Oob,
+    (step, what): (&'static str, &'static str),
+    check: impl FnOnce(&T) -> Result<(), String>,
+) -> anyhow::Result<T> {
+    let line = s.ask(oob, Req::RecvLine(step))?;
+    decode_checked(s, oob, what, &line, check)
 }
 
-/// Client sends first, server answers: both get the other's `mine`.
-fn swap<T: Serialize + for<'a> Deserialize<'a>>(
+/// [`recv_checked`] for a line already read.
+fn decode_checked<T: DeserializeOwned>(
+    s: &mut Session,
+    oob: &Oob,
+    what: &'static str,
+    line: &[u8],
+    check: impl FnOnce(&T) -> Result<(), String>,
+) -> anyhow::Result<T> {
+    let problem = match decode_line::<T>(what, line) {
+        Ok(v) => match check(&v) {
+            Ok(()) => return Ok(v),
+            Err(why) => format!("the {}'s {what}: {why}", oob.peer()),
+        },
+        // The peer gave up first and said why: nothing to tell it.
+        Err(e @ DecodeError::Refused { .. }) => bail!("{e}"),
+        Err(e) => format!("the {}'s {e}", oob.peer()),
+    };
+    // Best effort: the peer may be gone already.
+    let _ = s.ask(oob, Req::Send("send refusal", refusal_line(&problem)));
+    bail!("{problem}")
+}
+
+/// Client sends first, server answers: both get the other's `mine`, as many as ours.
+fn swap<T: Serialize + DeserializeOwned>(
     s: &mut Session,
     oob: &Oob,
     is_client: bool,
@@ -569,15 +544,20 @@ fn swap<T: Serialize + for<'a> Deserialize<'a>>(
     what: &'static str,
 ) -> anyhow::Result<Vec<T>> {
     let line = json_line(&mine)?;
-    let theirs = if is_client {
+    if is_client {
+        s.ask(oob, Req::Send(what, line.clone()))?;
+    }
+    let theirs = recv_checked(s, oob, (what, what), |t: &Vec<T>| {
+        if t.len() == mine.len() {
+            Ok(())
+        } else {
+            Err(format!("{} entries, we have {}", t.len(), mine.len()))
+        }
+    })?;
+    if !is_client {
         s.ask(oob, Req::Send(what, line))?;
-        s.ask(oob, Req::RecvLine(what))?
-    } else {
-        let theirs = s.ask(oob, Req::RecvLine(what))?;
-        s.ask(oob, Req::Send(what, line))?;
-        theirs
-    };
-    parse_line(&theirs, what)
+    }
+    Ok(theirs)
 }
 
 /// A GID as perftest prints it: sixteen bytes in decimal (`...:255:255:198:18:00:01`).
@@ -607,7 +587,7 @@ fn print_banner(
         println!(
             " local address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
             q.qpn,
-            q.qpn.wrapping_mul(0x9e37) & 0xff_ffff,
+            q.psn.value(),
             q.dst.rkey,
             q.dst.addr
         );

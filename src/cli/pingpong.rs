@@ -34,8 +34,8 @@ pub struct PingpongArgs {
     /// Messages to exchange.
     #[arg(short = 'n', long = "iters", default_value_t = 1000)]
     pub iters: u32,
-    /// Starting PSN (default: random like rc_pingpong).
-    #[arg(long)]
+    /// Starting PSN (default: random, from the OS-seeded generator or --seed).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=0xff_ffff))]
     pub psn: Option<u32>,
     /// GID index (accepted for compatibility; we have one GID, our IPv4 address).
     #[arg(short = 'g', long = "gid-idx", default_value_t = 0)]
@@ -102,12 +102,10 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
             *b = expected_byte(i, args.chk);
         }
     }
-    let my_psn = args.psn.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        (t ^ qpn.wrapping_mul(0x9e37_79b9)) & 0xff_ffff
-    });
+    let my_psn = match args.psn {
+        Some(psn) => psn,
+        None => args.port.psns().next_psn().value(),
+    };
     let mine = PingpongDest {
         lid: 0,
         qpn,

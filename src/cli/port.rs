@@ -54,6 +54,11 @@ fn info(args: &InfoArgs) -> anyhow::Result<()> {
         Ok(eal) => eal,
         Err(DpdkError::NoPorts) => {
             writeln!(out, "0 ports")?;
+            for spec in &args.ports {
+                if let Some(why) = spec.missing_privilege() {
+                    anyhow::bail!("--port {spec}: {why}");
+                }
+            }
             if let Some(spec) = args.ports.first() {
                 anyhow::bail!(
                     "--port {spec}: DPDK did not find this port; {}",

@@ -7,9 +7,15 @@
 //! - [`perftest`]: perftest's `ib_write_bw` & co. (version, system data, MTU, 59/108-byte keys,
 //!   reports, TCP 18515).
 //! - [`verbs_peer`]: the pyverbs peer `rc_verbs_peer.py` (one JSON line each way, TCP 18516).
+//! - [`perf`]: `roce perf`'s own JSON lines (both sides roce), with the bounds every value read
+//!   from the peer must meet.
+//!
+//! Everything here decodes what an untrusted peer sent: no decoder panics, allocates more than
+//! the message it is given, or quotes more than a short, printable excerpt of it in an error.
 
 use std::net::Ipv6Addr;
 
+pub mod perf;
 pub mod perftest;
 pub mod pingpong;
 pub mod tcp;
@@ -49,6 +55,14 @@ pub enum DecodeError {
         /// The message.
         what: &'static str,
     },
+    /// A line did not end within the bytes the format allows.
+    #[error("{what}: no end of line within {max} bytes")]
+    TooLong {
+        /// The message.
+        what: &'static str,
+        /// The longest line accepted, newline included.
+        max: usize,
+    },
     /// A JSON line could not be read.
     #[error("{what}: {reason}")]
     Json {
@@ -57,6 +71,35 @@ pub enum DecodeError {
         /// What serde_json said.
         reason: String,
     },
+    /// The peer refused our last message and said why (`{"error": ...}`).
+    #[error("{what}: the peer refused: {reason}")]
+    Refused {
+        /// The message expected instead.
+        what: &'static str,
+        /// The peer's reason (printable, shortened).
+        reason: String,
+    },
+}
+
+/// The longest excerpt of a peer's text an error quotes.
+const MAX_QUOTE: usize = 160;
+
+/// A peer's text as an error may quote it: control characters escaped (no terminal escape
+/// sequences reach the user's screen), at most [`MAX_QUOTE`] characters, `...` when cut.
+pub fn printable(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_QUOTE {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The GID as ibv_rc_pingpong sends it: 32 lowercase hex digits, bytes in wire order.
@@ -160,6 +203,13 @@ mod tests {
             gid_to_groups(gid),
             "0000:0000:0000:0000:0000:ffff:c612:000c"
         );
+    }
+
+    #[test]
+    fn printable_escapes_controls_and_cuts_long_text() {
+        assert_eq!(printable("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+        let long = "x".repeat(1000);
+        assert_eq!(printable(&long), format!("{}...", "x".repeat(MAX_QUOTE)));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{c_string, gid_from_hex, gid_to_hex, hex_field, DecodeError};
+use super::{c_string, gid_from_hex, gid_to_hex, hex_field, printable, DecodeError};
 use roce_proto::psn::{Psn, PSN_MASK};
 
 /// Size of the message, NUL included: `sizeof "0000:000000:000000:" + 32 hex digits`.
@@ -85,7 +85,7 @@ pub fn decode_done(msg: &[u8]) -> Result<(), DecodeError> {
         Err(DecodeError::Field {
             what: "rc_pingpong done",
             field: "text",
-            text: String::from_utf8_lossy(msg).into_owned(),
+            text: printable(&String::from_utf8_lossy(msg)),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! A small blocking TCP driver for the out-of-band exchanges (driver code: it does I/O). Every
-//! wait has a deadline (connect, accept, each read, each write) and every failure is one
-//! [`ExchangeError`] naming the step. Not for the data path: one connection, a few hundred bytes.
+//! wait has a deadline: connect, accept, and each message as a whole (a peer trickling one byte
+//! at a time cannot stretch a read past it). Every failure is one [`ExchangeError`] naming the
+//! step, the peer and what happened. Not for the data path: one connection, a few kilobytes.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,13 +19,14 @@ pub struct Timeouts {
     pub connect: Duration,
     /// Waiting for a client to connect.
     pub accept: Duration,
-    /// Each read and each write.
+    /// One whole message, read or written: a deadline from its first byte's wait to its last,
+    /// not an idle timeout between reads.
     pub io: Duration,
 }
 
 impl Default for Timeouts {
-    /// 5 s to connect, 60 s to be connected to, 10 s per read or write (rxe under TCG moves a QP
-    /// to RTR in about a second, ARP included).
+    /// 5 s to connect, 60 s to be connected to, 10 s per message (rxe under TCG moves a QP to
+    /// RTR in about a second, ARP included).
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(5),
@@ -59,16 +61,20 @@ pub enum ExchangeError {
     /// Accepting or configuring the socket failed.
     #[error("socket setup")]
     Socket(#[source] std::io::Error),
-    /// A read or write did not complete in time.
-    #[error("{step}: peer silent for {timeout:?}")]
+    /// A message did not arrive (or leave) whole within its deadline.
+    #[error("{step}: {}", timeout_text(*.timeout, *.got, *.peer))]
     Timeout {
         /// The step.
         step: &'static str,
-        /// The deadline.
+        /// The deadline for the whole message.
         timeout: Duration,
+        /// Bytes of the message that had moved when it passed.
+        got: usize,
+        /// The peer.
+        peer: SocketAddr,
     },
     /// The peer closed the connection early.
-    #[error("{step}: peer closed the connection after {got} of {expected} bytes")]
+    #[error("{step}: {peer} closed the connection after {got} of {expected} bytes")]
     Closed {
         /// The step.
         step: &'static str,
@@ -76,14 +82,18 @@ pub enum ExchangeError {
         got: usize,
         /// Bytes the step needs.
         expected: usize,
+        /// The peer.
+        peer: SocketAddr,
     },
     /// Another I/O error.
-    #[error("{step}")]
+    #[error("{step}: {}", io_text(.error, *.peer))]
     Io {
         /// The step.
         step: &'static str,
+        /// The peer.
+        peer: SocketAddr,
         /// What the OS said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The peer's message was malformed.
     #[error("{step}")]
@@ -103,8 +113,56 @@ pub enum ExchangeError {
     },
 }
 
+/// A silent peer, or one whose message stopped short of its deadline.
+fn timeout_text(timeout: Duration, got: usize, peer: SocketAddr) -> String {
+    if got == 0 {
+        format!("peer silent for {timeout:?}")
+    } else {
+        format!(
+            "timed out after {timeout:?} with the message incomplete ({got} bytes moved, peer {peer})"
+        )
+    }
+}
+
+/// What an I/O error means for the exchange, with the peer's address.
+fn io_text(error: &std::io::Error, peer: SocketAddr) -> String {
+    match error.kind() {
+        ErrorKind::ConnectionReset => format!("connection reset by {peer}"),
+        ErrorKind::ConnectionAborted => format!("connection to {peer} aborted"),
+        ErrorKind::BrokenPipe => format!("{peer} closed the connection while we were writing"),
+        _ => format!("{error} (peer {peer})"),
+    }
+}
+
 fn decode<T>(step: &'static str, r: Result<T, DecodeError>) -> Result<T, ExchangeError> {
     r.map_err(|source| ExchangeError::Decode { step, source })
+}
+
+/// A read or write that stopped short of an error: a signal, or its socket timeout (the
+/// caller's deadline decides what happens next).
+fn interrupted_or_timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
+    )
+}
+
+/// `now + d`, or a century from now when `d` is beyond what the clock can add.
+fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+/// The warning a server owes its user when it listens on every interface (`0.0.0.0`, `::`):
+/// anyone who reaches the port can speak the exchange with it. `None` for a specific address.
+pub fn every_interface_warning(addr: SocketAddr) -> Option<String> {
+    addr.ip().is_unspecified().then(|| {
+        format!(
+            "warning: listening on every interface ({addr}): anyone who reaches this TCP port \
+             can start an exchange with this server"
+        )
+    })
 }
 
 /// Which side of the exchange we are: the client writes first in every step.
@@ -116,12 +174,18 @@ pub enum Role {
     Server,
 }
 
-/// One TCP connection with deadlines on every wait.
+/// Bytes asked of the socket per read.
+const CHUNK: usize = 4096;
+
+/// One TCP connection with a deadline on every wait.
 #[derive(Debug)]
 pub struct OobStream {
     stream: TcpStream,
+    peer: SocketAddr,
     timeouts: Timeouts,
     role: Role,
+    /// Bytes read past the end of the last message (at most one read's worth).
+    pending: Vec<u8>,
 }
 
 impl OobStream {
@@ -137,7 +201,7 @@ impl OobStream {
                 ExchangeError::Connect { addr, source }
             }
         })?;
-        Self::configure(stream, timeouts, Role::Client)
+        Self::configure(stream, addr, timeouts, Role::Client)
     }
 
     /// Waits up to `timeouts.accept` for one client on `listener`.
@@ -145,12 +209,12 @@ impl OobStream {
         listener
             .set_nonblocking(true)
             .map_err(ExchangeError::Socket)?;
-        let deadline = Instant::now() + timeouts.accept;
-        let stream = loop {
+        let deadline = deadline_after(timeouts.accept);
+        let (stream, peer) = loop {
             match listener.accept() {
                 Ok((stream, peer)) => {
                     tracing::debug!(%peer, "oob: accepted");
-                    break stream;
+                    break (stream, peer);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
@@ -164,28 +228,27 @@ impl OobStream {
         stream
             .set_nonblocking(false)
             .map_err(ExchangeError::Socket)?;
-        Self::configure(stream, timeouts, Role::Server)
+        Self::configure(stream, peer, timeouts, Role::Server)
     }
 
-    fn configure(stream: TcpStream, timeouts: Timeouts, role: Role) -> Result<Self, ExchangeError> {
-        stream
-            .set_read_timeout(Some(timeouts.io))
-            .and_then(|()| stream.set_write_timeout(Some(timeouts.io)))
-            .and_then(|()| stream.set_nodelay(true))
-            .map_err(ExchangeError::Socket)?;
+    fn configure(
+        stream: TcpStream,
+        peer: SocketAddr,
+        timeouts: Timeouts,
+        role: Role,
+    ) -> Result<Self, ExchangeError> {
+        stream.set_nodelay(true).map_err(ExchangeError::Socket)?;
         Ok(OobStream {
             stream,
+            peer,
             timeouts,
             role,
+            pending: Vec::new(),
         })
     }
 
-    /// Changes how long one read or write may wait.
+    /// Changes how long one message may take.
     pub fn set_io_timeout(&mut self, io: Duration) -> Result<(), ExchangeError> {
-        self.stream
-            .set_read_timeout(Some(io))
-            .and_then(|()| self.stream.set_write_timeout(Some(io)))
-            .map_err(ExchangeError::Socket)?;
         self.timeouts.io = io;
         Ok(())
     }
@@ -195,71 +258,129 @@ impl OobStream {
         self.role
     }
 
-    fn io_error(&self, step: &'static str, source: std::io::Error) -> ExchangeError {
-        if matches!(source.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-            ExchangeError::Timeout {
-                step,
-                timeout: self.timeouts.io,
-            }
-        } else {
-            ExchangeError::Io { step, source }
+    /// The other end's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    fn io_error(&self, step: &'static str, error: std::io::Error) -> ExchangeError {
+        ExchangeError::Io {
+            step,
+            peer: self.peer,
+            error,
         }
     }
 
-    /// Writes all of `bytes`.
-    pub fn send(&mut self, step: &'static str, bytes: &[u8]) -> Result<(), ExchangeError> {
-        self.stream
-            .write_all(bytes)
-            .map_err(|e| self.io_error(step, e))
+    fn timeout(&self, step: &'static str, got: usize) -> ExchangeError {
+        ExchangeError::Timeout {
+            step,
+            timeout: self.timeouts.io,
+            got,
+            peer: self.peer,
+        }
     }
 
-    /// Reads exactly `len` bytes.
-    pub fn recv_exact(&mut self, step: &'static str, len: usize) -> Result<Vec<u8>, ExchangeError> {
-        let mut buf = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            let rest = buf.get_mut(got..).unwrap_or_default();
-            match self.stream.read(rest) {
-                Ok(0) => {
-                    return Err(ExchangeError::Closed {
-                        step,
-                        got,
-                        expected: len,
-                    })
+    /// Time left before `deadline`, or the timeout error (`got` bytes of the message moved).
+    fn left(
+        &self,
+        step: &'static str,
+        deadline: Instant,
+        got: usize,
+    ) -> Result<Duration, ExchangeError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.timeout(step, got))
+        } else {
+            Ok(left)
+        }
+    }
+
+    /// Reads what the socket has (waiting no later than `deadline`) into `pending`; returns
+    /// how many bytes came, 0 when the peer closed.
+    fn read_some(&mut self, step: &'static str, deadline: Instant) -> Result<usize, ExchangeError> {
+        let mut chunk = [0u8; CHUNK];
+        loop {
+            let left = self.left(step, deadline, self.pending.len())?;
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(ExchangeError::Socket)?;
+            match self.stream.read(&mut chunk) {
+                Ok(n) => {
+                    self.pending
+                        .extend_from_slice(chunk.get(..n).unwrap_or_default());
+                    return Ok(n);
                 }
-                Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // The loop checks the deadline.
+                Err(e) if interrupted_or_timed_out(&e) => {}
                 Err(e) => return Err(self.io_error(step, e)),
             }
         }
-        Ok(buf)
     }
 
-    /// Reads one line up to and including `\n` (at most `max` bytes).
-    pub fn recv_line(&mut self, step: &'static str, max: usize) -> Result<Vec<u8>, ExchangeError> {
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        while line.last() != Some(&b'\n') {
-            if line.len() >= max {
-                return Err(ExchangeError::Decode {
+    /// Writes all of `bytes` before the message's deadline.
+    pub fn send(&mut self, step: &'static str, bytes: &[u8]) -> Result<(), ExchangeError> {
+        let deadline = deadline_after(self.timeouts.io);
+        let mut sent = 0;
+        while let Some(rest) = bytes.get(sent..).filter(|r| !r.is_empty()) {
+            let left = self.left(step, deadline, sent)?;
+            self.stream
+                .set_write_timeout(Some(left))
+                .map_err(ExchangeError::Socket)?;
+            match self.stream.write(rest) {
+                Ok(0) => return Err(self.io_error(step, ErrorKind::WriteZero.into())),
+                Ok(n) => sent += n,
+                Err(e) if interrupted_or_timed_out(&e) => {}
+                Err(e) => return Err(self.io_error(step, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads exactly `len` bytes before the message's deadline.
+    pub fn recv_exact(&mut self, step: &'static str, len: usize) -> Result<Vec<u8>, ExchangeError> {
+        let deadline = deadline_after(self.timeouts.io);
+        while self.pending.len() < len {
+            if self.read_some(step, deadline)? == 0 {
+                return Err(ExchangeError::Closed {
                     step,
-                    source: DecodeError::Terminator { what: step },
+                    got: self.pending.len(),
+                    expected: len,
+                    peer: self.peer,
                 });
             }
-            match self.stream.read(&mut byte) {
-                Ok(0) => {
-                    return Err(ExchangeError::Closed {
-                        step,
-                        got: line.len(),
-                        expected: line.len() + 1,
-                    })
-                }
-                Ok(_) => line.push(byte[0]),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.io_error(step, e)),
+        }
+        Ok(self.pending.drain(..len).collect())
+    }
+
+    /// Reads one line up to and including `\n` (at most `max` bytes) before the message's
+    /// deadline.
+    pub fn recv_line(&mut self, step: &'static str, max: usize) -> Result<Vec<u8>, ExchangeError> {
+        let deadline = deadline_after(self.timeouts.io);
+        let mut scanned = 0;
+        loop {
+            let newline = self
+                .pending
+                .get(scanned..)
+                .and_then(|new| new.iter().position(|&b| b == b'\n'));
+            if let Some(end) = newline.map(|i| scanned + i + 1).filter(|&end| end <= max) {
+                return Ok(self.pending.drain(..end).collect());
+            }
+            scanned = self.pending.len();
+            if newline.is_some() || scanned >= max {
+                return Err(ExchangeError::Decode {
+                    step,
+                    source: DecodeError::TooLong { what: step, max },
+                });
+            }
+            if self.read_some(step, deadline)? == 0 {
+                return Err(ExchangeError::Closed {
+                    step,
+                    got: scanned,
+                    expected: scanned + 1,
+                    peer: self.peer,
+                });
             }
         }
-        Ok(line)
     }
 
     /// One symmetric step: the client writes `mine` then reads as many bytes, the server reads

@@ -6,7 +6,7 @@ use std::net::Ipv6Addr;
 
 use serde::Deserialize;
 
-use super::{gid_to_groups, DecodeError};
+use super::{gid_to_groups, printable, DecodeError};
 use roce_proto::psn::{Psn, PSN_MASK};
 
 /// What the client sends when it is finished.
@@ -60,7 +60,7 @@ impl VerbsPeerInfo {
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
         let parsed: Line = serde_json::from_slice(line).map_err(|e| DecodeError::Json {
             what: WHAT,
-            reason: e.to_string(),
+            reason: printable(&e.to_string()),
         })?;
         let field = |field: &'static str, text: String| DecodeError::Field {
             what: WHAT,
@@ -70,7 +70,7 @@ impl VerbsPeerInfo {
         let gid: Ipv6Addr = parsed
             .gid
             .parse()
-            .map_err(|_| field("gid", parsed.gid.clone()))?;
+            .map_err(|_| field("gid", printable(&parsed.gid)))?;
         if parsed.psn > PSN_MASK {
             return Err(field("psn", parsed.psn.to_string()));
         }

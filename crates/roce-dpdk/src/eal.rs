@@ -1,7 +1,9 @@
 //! The Environment Abstraction Layer: started once per process from an argument string with
 //! sensible defaults. Not here: ports and pools (they take the [`Eal`] token as proof of init).
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,42 +16,115 @@ pub const DEBIAN_PMD_DIR: &str = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0";
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// While alive, file descriptor 1 points at stderr; dropping it flushes C's stdio buffers and
-/// puts the real stdout back.
-struct StdoutToStderr {
-    saved: i32,
+/// While alive, descriptors 1 and 2 write into two anonymous in-memory files: EAL prints its
+/// usage text (about a hundred lines) on stdout and its complaints on stderr when it refuses an
+/// argument, and we want one line of our own instead. [`CapturedStdio::finish`] puts the real
+/// descriptors back (so does dropping it) and returns what each received.
+struct CapturedStdio {
+    saved: [i32; 2],
+    files: [File; 2],
+    restored: bool,
 }
 
-impl StdoutToStderr {
-    fn redirect() -> Option<StdoutToStderr> {
+impl CapturedStdio {
+    fn start() -> Option<CapturedStdio> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        // SAFETY: dup/dup2/close act on the process's own standard descriptors; no Rust object
-        // owns descriptor 1 (std's stdout writes to whatever it refers to), and `saved` is ours.
+        let _ = std::io::stderr().flush();
+        let memfd = |name: &CStr| {
+            // SAFETY: `name` is a valid C string; memfd_create returns a new descriptor or -1.
+            let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+            // SAFETY: a fresh descriptor that nothing else owns; the File closes it.
+            (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+        };
+        let files = [memfd(c"roce-eal-stdout")?, memfd(c"roce-eal-stderr")?];
+        // SAFETY: dup/dup2/close act on the process's own standard descriptors (no Rust object
+        // owns 1 or 2: std's handles write to whatever they refer to) and on descriptors this
+        // function duplicated; fflush(NULL) empties C's buffers before the switch.
         unsafe {
-            let saved = libc::dup(1);
-            if saved < 0 {
+            let out = libc::dup(1);
+            let err = libc::dup(2);
+            if out < 0 || err < 0 {
+                for fd in [out, err].into_iter().filter(|&fd| fd >= 0) {
+                    libc::close(fd);
+                }
                 return None;
             }
-            if libc::dup2(2, 1) < 0 {
-                libc::close(saved);
+            libc::fflush(std::ptr::null_mut());
+            let mut guard = CapturedStdio {
+                saved: [out, err],
+                files,
+                restored: false,
+            };
+            if libc::dup2(guard.files[0].as_raw_fd(), 1) < 0
+                || libc::dup2(guard.files[1].as_raw_fd(), 2) < 0
+            {
+                guard.restore();
                 return None;
             }
-            Some(StdoutToStderr { saved })
+            Some(guard)
         }
+    }
+
+    fn restore(&mut self) {
+        if std::mem::replace(&mut self.restored, true) {
+            return;
+        }
+        // SAFETY: fflush(NULL) flushes every C stream into the capture before the switch back;
+        // `saved` are descriptors this guard duplicated and still owns.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            for (fd, saved) in [1, 2].into_iter().zip(self.saved) {
+                libc::dup2(saved, fd);
+                libc::close(saved);
+            }
+        }
+    }
+
+    /// Restores stdout and stderr; returns what was written to each meanwhile.
+    fn finish(mut self) -> (String, String) {
+        use std::io::{Read, Seek};
+        self.restore();
+        let read = |f: &mut File| {
+            let mut bytes = Vec::new();
+            let _ = f.rewind().and_then(|()| f.read_to_end(&mut bytes));
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        let [out, err] = &mut self.files;
+        (read(out), read(err))
     }
 }
 
-impl Drop for StdoutToStderr {
+impl Drop for CapturedStdio {
     fn drop(&mut self) {
-        // SAFETY: fflush(NULL) flushes every C stream (what DPDK printed goes to stderr before
-        // the switch back); `saved` is a descriptor this guard duplicated and still owns.
-        unsafe {
-            libc::fflush(std::ptr::null_mut());
-            libc::dup2(self.saved, 1);
-            libc::close(self.saved);
+        self.restore();
+    }
+}
+
+/// What EAL said on stderr while it refused to start, as one line: its distinct complaints
+/// (getopt's `dpdk: unrecognized option '--bogus'`, `EAL: ...` log lines) joined by "; ",
+/// without the generic "Invalid 'command line' arguments" when a more precise line exists.
+fn complaint(stderr: &str) -> String {
+    const MAX_LINES: usize = 4;
+    const MAX_LINE: usize = 200;
+    let mut lines: Vec<String> = Vec::new();
+    for line in stderr.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        // EAL says its fatal errors twice, once as "EAL: FATAL: X" and once as "EAL: X".
+        let line = match line.strip_prefix("EAL: FATAL: ") {
+            Some(rest) => format!("EAL: {rest}"),
+            None => line.to_owned(),
+        };
+        let line: String = line.chars().take(MAX_LINE).collect();
+        if !lines.contains(&line) {
+            lines.push(line);
         }
     }
+    let generic = |l: &String| l.contains("Invalid 'command line' arguments");
+    if lines.iter().any(|l| !generic(l)) {
+        lines.retain(|l| !generic(l));
+    }
+    lines.truncate(MAX_LINES);
+    lines.join("; ")
 }
 
 /// How to start the EAL: the user's arguments plus the defaults we add when they are missing.
@@ -201,13 +276,13 @@ impl Eal {
                 .into_boxed_slice(),
         );
         let argc = i32::try_from(ptrs.len()).unwrap_or(i32::MAX);
-        // DPDK prints its usage text to stdout on bad arguments: keep stdout for our own output
-        // (a `--json` document, a table) and let our one-line error say what went wrong.
-        let stdout_guard = StdoutToStderr::redirect();
+        // DPDK prints its usage text and its complaints on bad arguments: keep them out of our
+        // stdout (a `--json` document, a table) and turn them into our one error line.
+        let capture = CapturedStdio::start();
         // SAFETY: argc/argv describe valid, NUL-terminated, leaked ('static) strings; STARTED
         // guarantees no concurrent or repeated successful call from this crate.
         let ret = unsafe { sys::rte_eal_init(argc, ptrs.as_mut_ptr()) };
-        drop(stdout_guard);
+        let (said_out, said_err) = capture.map(CapturedStdio::finish).unwrap_or_default();
         if ret < 0 {
             let errno = rte_errno();
             // rte_eal_init allows a retry after argument errors (it resets its run-once flag);
@@ -217,8 +292,11 @@ impl Eal {
                 args: joined,
                 errno,
                 reason: strerror(errno),
+                said: complaint(&said_err),
             });
         }
+        // Started: EAL's notices go to stderr as they always did (stdout stays ours).
+        eprint!("{said_out}{said_err}");
         let eal = Eal { argv };
         if config.require_ports && eal.port_count() == 0 {
             return Err(DpdkError::NoPorts);
@@ -338,6 +416,24 @@ mod tests {
         c.auto_pmd_dir = false;
         let argv = c.argv().unwrap_or_default();
         assert!(!argv.contains(&"--no-pci".to_string()), "{argv:?}");
+    }
+
+    #[test]
+    fn complaint_keeps_the_precise_lines_once() {
+        let said = "dpdk: unrecognized option '--bogus'\n\
+                    dpdk: unrecognized option '--bogus'\n\
+                    EAL: FATAL: Invalid 'command line' arguments.\n\
+                    EAL: Invalid 'command line' arguments.\n";
+        assert_eq!(complaint(said), "dpdk: unrecognized option '--bogus'");
+        assert_eq!(
+            complaint("EAL: FATAL: Invalid 'command line' arguments.\n"),
+            "EAL: Invalid 'command line' arguments."
+        );
+        assert_eq!(
+            complaint("EAL: Cannot create lock\nEAL: FATAL: Cannot init config\n"),
+            "EAL: Cannot create lock; EAL: Cannot init config"
+        );
+        assert_eq!(complaint(""), "");
     }
 
     #[test]

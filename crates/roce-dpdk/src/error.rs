@@ -16,7 +16,7 @@ pub enum DpdkError {
     #[error("cannot parse EAL arguments {0:?} (unbalanced quotes?)")]
     BadArgs(String),
     /// `rte_eal_init` refused the arguments or the environment.
-    #[error("EAL initialisation failed: {reason} (rte_errno {errno}); arguments: {args}")]
+    #[error("EAL initialisation failed: {}; arguments: {args}", eal_failure(.said, .reason, *.errno))]
     EalInit {
         /// The arguments EAL was given.
         args: String,
@@ -24,6 +24,8 @@ pub enum DpdkError {
         errno: i32,
         /// `rte_strerror(rte_errno)`.
         reason: String,
+        /// What EAL printed on stderr meanwhile, as one line (its usage text is dropped).
+        said: String,
     },
     /// EAL came up without a single ethdev port.
     #[error(
@@ -85,6 +87,16 @@ pub enum DpdkError {
     /// A name given to DPDK contains a NUL byte.
     #[error("name {0:?} contains a NUL byte")]
     NulInName(String),
+}
+
+/// `dpdk: unrecognized option '--x' (Invalid argument, rte_errno 22)`, or without what EAL
+/// said when it said nothing.
+fn eal_failure(said: &str, reason: &str, errno: i32) -> String {
+    if said.is_empty() {
+        format!("{reason} (rte_errno {errno})")
+    } else {
+        format!("{said} ({reason}, rte_errno {errno})")
+    }
 }
 
 /// DPDK's text for an errno value.

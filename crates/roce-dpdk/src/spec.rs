@@ -67,7 +67,41 @@ impl FromStr for PortSpec {
     }
 }
 
+/// Linux capability numbers (`linux/capability.h`).
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_NET_RAW: u32 = 13;
+
+/// Whether the effective capability set in a `/proc/<pid>/status` text holds capability `bit`;
+/// `None` when the text has no readable `CapEff:` line.
+fn has_capability(status: &str, bit: u32) -> Option<bool> {
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    let mask = u64::from_str_radix(hex, 16).ok()?;
+    Some(mask.checked_shr(bit)? & 1 == 1)
+}
+
 impl PortSpec {
+    /// The privilege this kind of port needs and this process lacks, said for the user: a tap
+    /// needs CAP_NET_ADMIN to be created, af_packet CAP_NET_RAW for its socket. `None` when the
+    /// process has it, the kind needs none, or the kernel does not tell.
+    pub fn missing_privilege(&self) -> Option<&'static str> {
+        let (bit, what) = match self {
+            PortSpec::Tap(_) => (
+                CAP_NET_ADMIN,
+                "creating a tap interface needs CAP_NET_ADMIN, which this process lacks (run as root)",
+            ),
+            PortSpec::AfPacket(_) => (
+                CAP_NET_RAW,
+                "an af_packet socket needs CAP_NET_RAW, which this process lacks (run as root)",
+            ),
+            _ => return None,
+        };
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        (has_capability(&status, bit) == Some(false)).then_some(what)
+    }
+
     /// Device arguments for hot-plug (`Eal::probe_device`); `index` makes vdev names unique.
     pub fn devargs(&self, index: usize) -> String {
         match self {
@@ -127,6 +161,19 @@ mod tests {
                 .map(|p| p.eal_args(0)),
             Some(vec!["-a".to_owned(), "0000:03:00.0".to_owned()])
         );
+    }
+
+    #[test]
+    fn capabilities_are_read_from_the_effective_set() {
+        let root = "Name:\troce\nCapPrm:\t000001ffffffffff\nCapEff:\t000001fffeffffff\n";
+        assert_eq!(has_capability(root, CAP_NET_ADMIN), Some(true));
+        let user = "CapInh:\t0000000000000000\nCapEff:\t0000000000000000\n";
+        assert_eq!(has_capability(user, CAP_NET_ADMIN), Some(false));
+        let no_admin = "CapEff:\t000001fffeffefff\n";
+        assert_eq!(has_capability(no_admin, CAP_NET_ADMIN), Some(false));
+        assert_eq!(has_capability(no_admin, CAP_NET_RAW), Some(true));
+        assert_eq!(has_capability("Name:\tx\n", CAP_NET_ADMIN), None);
+        assert_eq!(PortSpec::Null.missing_privilege(), None);
     }
 
     #[test]

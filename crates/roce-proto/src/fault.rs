@@ -3,6 +3,9 @@
 //! run can be replayed from its seed.
 //!
 //! It changes only what leaves through the wrapped port; wrap both ends for both directions.
+//! Frames the wrapped port itself refuses (its queue is full) are dropped here and counted as
+//! [`FaultCounters::refused`], never reported sent: after duplication and reordering they no
+//! longer match the caller's burst, so they cannot be handed back for a retry.
 
 use std::collections::VecDeque;
 
@@ -68,6 +71,8 @@ pub struct FaultCounters {
     pub reordered: u64,
     /// Frames with a flipped byte.
     pub corrupted: u64,
+    /// Frames the wrapped port refused (dropped here, not reported sent).
+    pub refused: u64,
 }
 
 /// A port that misbehaves on purpose.
@@ -108,8 +113,9 @@ impl<P: Port> FaultPort<P> {
         p > 0.0 && self.rng.random_bool(p.min(1.0))
     }
 
-    /// Counts down held frames and sends those whose turn has come.
-    fn release_held(&mut self) {
+    /// Counts down held frames and sends those whose turn has come; returns how many frames
+    /// the wrapped port refused (dropped and counted).
+    fn release_held(&mut self) -> usize {
         for (_, n) in self.held.iter_mut() {
             *n = n.saturating_sub(1);
         }
@@ -118,10 +124,14 @@ impl<P: Port> FaultPort<P> {
                 self.out.push(buf);
             }
         }
-        if !self.out.is_empty() {
-            self.inner.tx_burst(&mut self.out);
-            self.out.clear();
+        if self.out.is_empty() {
+            return 0;
         }
+        self.inner.tx_burst(&mut self.out);
+        let refused = self.out.len();
+        self.counters.refused += refused as u64;
+        self.out.clear();
+        refused
     }
 }
 
@@ -137,10 +147,12 @@ impl<P: Port> Port for FaultPort<P> {
     }
 
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
-        self.release_held();
+        let _refused = self.release_held();
         self.inner.rx_burst(out, max)
     }
 
+    /// Takes every frame of `bufs`; returns how many of them left, less those the wrapped port
+    /// refused (a refused copy or held-back frame counts against the burst it left with).
     fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
         let n = bufs.len();
         let mut pending = std::mem::take(&mut self.out);
@@ -179,14 +191,34 @@ impl<P: Port> Port for FaultPort<P> {
             pending.push(buf);
         }
         self.out = pending;
-        self.release_held();
-        n
+        let refused = self.release_held();
+        n.saturating_sub(refused)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loopback::loopback_pair;
+
+    #[test]
+    fn frames_the_port_refuses_are_counted_and_not_reported_sent() {
+        // The peer's queue holds three frames: the port takes three of five.
+        let (a, mut b) = loopback_pair(1500, 3);
+        let mut port = FaultPort::new(a, FaultConfig::default(), 1);
+        let mut bufs = Vec::new();
+        for _ in 0..5 {
+            let mut buf = port.alloc().expect("a buffer");
+            assert!(buf.set_frame_len(60));
+            bufs.push(buf);
+        }
+        assert_eq!(port.tx_burst(&mut bufs), 3);
+        assert!(bufs.is_empty());
+        let c = port.counters();
+        assert_eq!((c.frames, c.dropped, c.refused), (5, 0, 2));
+        let mut got = Vec::new();
+        assert_eq!(b.rx_burst(&mut got, 16), 3);
+    }
 
     #[test]
     fn check_accepts_fractions_below_one_and_names_the_first_bad_knob() {

@@ -133,12 +133,13 @@ pub fn wrap<P: Port>(port: P, cfg: FaultConfig, seed: u64) -> Faulty<P> {
     FaultPort::new(Inbound::new(port, cfg, seed ^ 0x1b0d), cfg, seed)
 }
 
-/// One line on what the injector did: `faults: tx dropped=N/M ... rx dropped=N/M ...`.
+/// One line on what the injector did: `faults: tx dropped=N/M ... rx dropped=N/M ...`
+/// (`refused`: frames the port itself did not take, lost and not counted as sent).
 pub fn summary<P: Port>(port: &Faulty<P>) -> String {
     let line = |c: FaultCounters| {
         format!(
-            "dropped={}/{} duplicated={} reordered={} corrupted={}",
-            c.dropped, c.frames, c.duplicated, c.reordered, c.corrupted
+            "dropped={}/{} duplicated={} reordered={} corrupted={} refused={}",
+            c.dropped, c.frames, c.duplicated, c.reordered, c.corrupted, c.refused
         )
     };
     format!(

@@ -2,6 +2,8 @@
 //! lines with perftest's column names, computed from completion times. Formatting and
 //! arithmetic only.
 
+use std::collections::VecDeque;
+
 /// perftest's separator line.
 pub const RESULT_LINE: &str =
     "---------------------------------------------------------------------------------------";
@@ -32,30 +34,14 @@ pub struct Bw {
 
 impl Bw {
     /// From message completions: `times` are completion instants in ns since the start (sorted),
-    /// `window` the number of completions a peak window spans.
+    /// `window` the number of completions a peak window spans (runs use [`BwMeter`]).
+    #[cfg(test)]
     pub fn from_completions(size: u64, iters: u64, times: &[u64], window: usize) -> Bw {
-        let n = times.len();
-        let total = times.last().copied().unwrap_or(0).max(1) as f64 / 1e9;
-        let avg = n as f64 * size as f64 / total;
-        let w = window.clamp(1, n.max(1));
-        let mut peak = avg;
-        for j in 0..n.saturating_sub(w - 1) {
-            let start = if j == 0 {
-                0
-            } else {
-                times.get(j - 1).copied().unwrap_or(0)
-            };
-            let end = times.get(j + w - 1).copied().unwrap_or(0);
-            let dt = end.saturating_sub(start).max(1) as f64 / 1e9;
-            peak = peak.max(w as f64 * size as f64 / dt);
+        let mut meter = BwMeter::new(size, window);
+        for &t in times {
+            meter.record(t);
         }
-        Bw {
-            size,
-            iters,
-            peak,
-            avg,
-            msg_rate: n as f64 / total,
-        }
+        meter.finish(iters)
     }
 
     /// perftest's result line.
@@ -75,6 +61,77 @@ impl Bw {
             unit(self.avg),
             self.msg_rate / 1e6
         )
+    }
+}
+
+/// Bandwidth from completion instants as they come, in memory of one peak window whatever the
+/// run's length: the count, the last instant, and the shortest span of `window` consecutive
+/// completions (the peak window; the first one starts at 0).
+#[derive(Clone, Debug)]
+pub struct BwMeter {
+    size: u64,
+    window: usize,
+    count: u64,
+    last: u64,
+    /// The (up to) `window` instants before the newest; 0 stands for the start.
+    recent: VecDeque<u64>,
+    /// The shortest span of a full window, ns.
+    shortest: Option<u64>,
+}
+
+impl BwMeter {
+    /// A meter for messages of `size` bytes, peak over `window` completions (at least 1).
+    pub fn new(size: u64, window: usize) -> Self {
+        let window = window.max(1);
+        let mut recent = VecDeque::with_capacity(window.min(4096) + 1);
+        recent.push_back(0);
+        BwMeter {
+            size,
+            window,
+            count: 0,
+            last: 0,
+            recent,
+            shortest: None,
+        }
+    }
+
+    /// One completion at `t` ns since the start (instants come sorted).
+    pub fn record(&mut self, t: u64) {
+        self.count += 1;
+        self.last = t;
+        if self.recent.len() == self.window {
+            let start = self.recent.front().copied().unwrap_or(0);
+            let span = t.saturating_sub(start).max(1);
+            self.shortest = Some(self.shortest.map_or(span, |s| s.min(span)));
+        }
+        self.recent.push_back(t);
+        if self.recent.len() > self.window {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Completions so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The measurement (`iters` as reported).
+    pub fn finish(&self, iters: u64) -> Bw {
+        let n = self.count as f64;
+        let size = self.size as f64;
+        let total = self.last.max(1) as f64 / 1e9;
+        let avg = n * size / total;
+        // Fewer completions than a window: the one window is the whole run.
+        let peak = self.shortest.map_or(avg, |dt| {
+            avg.max(self.window as f64 * size / (dt as f64 / 1e9))
+        });
+        Bw {
+            size: self.size,
+            iters,
+            peak,
+            avg,
+            msg_rate: n / total,
+        }
     }
 }
 
@@ -167,6 +224,30 @@ mod tests {
         // The second message completes 0.5 ms after the first: a 2 GiB/s window.
         let bw = Bw::from_completions(1 << 20, 3, &[1_000_000, 1_500_000, 3_000_000], 1);
         assert!((bw.peak - 2_097_152_000.0).abs() < 1.0, "{}", bw.peak);
+    }
+
+    #[test]
+    fn meter_matches_the_peak_over_every_window() {
+        // Irregular completions: the meter (one window of memory) finds the same peak as a
+        // scan of every window of the whole list.
+        let times: Vec<u64> = (1..=500u64)
+            .map(|i| i * 1000 + (i * i * 7919) % 3000)
+            .collect();
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        for window in [1, 2, 7, 128, 499, 500, 501] {
+            let bw = Bw::from_completions(4096, 500, &sorted, window);
+            let w = window.clamp(1, sorted.len());
+            let mut peak = bw.avg;
+            for j in 0..=(sorted.len() - w) {
+                let start = if j == 0 { 0 } else { sorted[j - 1] };
+                let dt = (sorted[j + w - 1] - start).max(1) as f64 / 1e9;
+                peak = peak.max(w as f64 * 4096.0 / dt);
+            }
+            assert_eq!(bw.peak, peak, "window {window}");
+        }
+        let empty = Bw::from_completions(64, 0, &[], 16);
+        assert_eq!((empty.peak, empty.avg, empty.msg_rate), (0.0, 0.0, 0.0));
     }
 
     #[test]

@@ -3,15 +3,17 @@
 //! thread so the poll loop keeps answering ARP while the kernel's TCP stack does the talking.
 //! Not here: the tests themselves.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 
-use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
+use roce::oob::tcp::{every_interface_warning, ExchangeError, OobStream, Timeouts};
 use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
 use roce_dpdk::{
@@ -21,7 +23,7 @@ use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
 use roce_proto::host::{Host, HostEvent, PeerQp};
-use roce_proto::psn::Psn;
+use roce_proto::psn::{Psn, PSN_MASK};
 use roce_proto::time::Instant;
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
@@ -54,8 +56,13 @@ pub struct PortArgs {
     /// The peer's MAC address (default: resolved with ARP).
     #[arg(long)]
     pub peer_mac: Option<String>,
-    /// Seconds any single wait may last (TCP connect/accept, ARP, the peer's answers).
-    #[arg(long, default_value_t = 30)]
+    /// Server: the address to listen on for the TCP exchange (default: this host's address on
+    /// --ip's network, else 127.0.0.1; 0.0.0.0 listens on every interface and says so).
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
+    /// Seconds any single wait may last (TCP connect/accept, ARP, each whole message of the
+    /// peer; at most a day).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub timeout: u64,
     /// Fraction of frames dropped, each direction (0..1): fault injection on our port.
     #[arg(long, default_value_t = 0.0)]
@@ -69,9 +76,34 @@ pub struct PortArgs {
     /// Fraction of frames with a flipped bit, each direction.
     #[arg(long, default_value_t = 0.0)]
     pub corrupt: f64,
-    /// Seed of the fault injector.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of the starting PSNs and of the fault injector, for a run that repeats (default:
+    /// PSNs from the OS-seeded random generator, faults from seed 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The fault injector's seed without `--seed`.
+const DEFAULT_FAULT_SEED: u64 = 1;
+
+/// Starting PSNs: unpredictable to anyone off the host (from the OS-seeded CSPRNG, so a blind
+/// peer cannot guess the window of a QP), or reproducible from `--seed`.
+pub struct PsnSource(StdRng);
+
+impl PsnSource {
+    /// From `seed`, or from the OS when there is none.
+    pub fn new(seed: Option<u64>) -> Self {
+        // Its own stream: the fault injector draws from the same seed.
+        const PSN_STREAM: u64 = 0x5053_4e73_7472_6d21;
+        PsnSource(match seed {
+            Some(seed) => StdRng::seed_from_u64(seed ^ PSN_STREAM),
+            None => rand::make_rng(),
+        })
+    }
+
+    /// The next starting PSN (24 bits).
+    pub fn next_psn(&mut self) -> Psn {
+        Psn::new(self.0.random_range(0..=PSN_MASK))
+    }
 }
 
 impl PortArgs {
@@ -91,6 +123,42 @@ impl PortArgs {
     pub fn peer_mac(&self) -> anyhow::Result<Option<EthernetAddress>> {
         self.peer_mac.as_deref().map(parse_mac).transpose()
     }
+
+    /// Where starting PSNs come from (`--seed`).
+    pub fn psns(&self) -> PsnSource {
+        PsnSource::new(self.seed)
+    }
+
+    /// Where a server listens: `--bind`, else this host's own address on the RoCE port's
+    /// network (the kernel's source address toward `--ip`, when it lies in `--ip`'s prefix),
+    /// else loopback. Never every interface unless asked, and then with a warning.
+    pub fn bind_addr(&self) -> anyhow::Result<IpAddr> {
+        if let Some(addr) = self.bind {
+            return Ok(addr);
+        }
+        let (ip, prefix) = parse_ip_prefix(&self.ip)?;
+        let local = local_addr_toward(ip).filter(|l| same_network(*l, ip, prefix));
+        Ok(IpAddr::V4(local.unwrap_or(Ipv4Addr::LOCALHOST)))
+    }
+}
+
+/// The address the kernel would send from toward `ip` (a UDP `connect` picks the route and
+/// sends nothing).
+fn local_addr_toward(ip: Ipv4Addr) -> Option<Ipv4Addr> {
+    let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    sock.connect((ip, 9)).ok()?;
+    match sock.local_addr().ok()?.ip() {
+        IpAddr::V4(v4) if !v4.is_unspecified() => Some(v4),
+        _ => None,
+    }
+}
+
+/// Whether `a` and `b` share their first `prefix` bits.
+fn same_network(a: Ipv4Addr, b: Ipv4Addr, prefix: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(prefix.min(32)))
+        .unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
 }
 
 /// A path MTU given with `-m`.
@@ -101,18 +169,23 @@ pub fn parse_mtu(bytes: u32) -> anyhow::Result<Mtu> {
 
 /// Parses `ADDR/LEN`.
 pub fn parse_ip(text: &str) -> anyhow::Result<Ipv4Addr> {
+    parse_ip_prefix(text).map(|(ip, _)| ip)
+}
+
+/// Parses `ADDR/LEN` into the address and the prefix length (32 without one).
+fn parse_ip_prefix(text: &str) -> anyhow::Result<(Ipv4Addr, u8)> {
     let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
     let ip: Ipv4Addr = addr
         .parse()
         .with_context(|| format!("--ip {text:?}: not an IPv4 address"))?;
-    match len.parse::<u8>() {
-        Ok(l) if l <= 32 => {}
+    let prefix = match len.parse::<u8>() {
+        Ok(l) if l <= 32 => l,
         _ => bail!("--ip {text:?}: prefix length must be 0..=32"),
-    }
+    };
     if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
         bail!("--ip {text:?}: not a unicast address");
     }
-    Ok(ip)
+    Ok((ip, prefix))
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
@@ -186,14 +259,24 @@ impl Session {
             eal_args.push(' ');
             eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
         }
+        let no_port = || {
+            // A vdev string names its driver first (`net_tap0,iface=x`).
+            let spec = match &args.vdev {
+                Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
+                Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+                Some(_) => PortSpec::Null,
+                None => args.port.clone(),
+            };
+            match spec.missing_privilege() {
+                Some(why) => anyhow!("no DPDK port: {label}: {why}"),
+                None => anyhow!("no DPDK port: {label} created nothing"),
+            }
+        };
         let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
-            DpdkError::NoPorts => anyhow!("no DPDK port: {label} created nothing"),
+            DpdkError::NoPorts => no_port(),
             e => anyhow!("DPDK port {label}: {e}"),
         })?;
-        let id = *eal
-            .port_ids()
-            .first()
-            .ok_or_else(|| anyhow!("no DPDK port: {label} created nothing"))?;
+        let id = *eal.port_ids().first().ok_or_else(no_port)?;
         // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
         let l3 = roce_mtu as usize + 80;
         // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
@@ -218,7 +301,7 @@ impl Session {
         let clock = MonotonicClock::new();
         Ok(Session {
             runtime: Runtime::new(
-                super::faults::wrap(port, faults, args.seed),
+                super::faults::wrap(port, faults, args.seed.unwrap_or(DEFAULT_FAULT_SEED)),
                 clock,
                 RuntimeConfig::default(),
             ),
@@ -395,11 +478,13 @@ pub enum Connect {
 pub struct Oob {
     tx: Sender<Req>,
     rx: Receiver<Result<Vec<u8>, String>>,
+    peer: &'static str,
 }
 
-/// Starts a server (no address: listen on `tcp_port`) or a client (connect to `server`): binds
-/// or resolves the TCP side first (a busy port fails before EAL starts), opens the DPDK port,
-/// starts the out-of-band thread. Returns the session, the exchange and whether we are the client.
+/// Starts a server (no address: listen on `tcp_port` at [`PortArgs::bind_addr`]) or a client
+/// (connect to `server`): binds or resolves the TCP side first (a busy port fails before EAL
+/// starts), opens the DPDK port, starts the out-of-band thread. Returns the session, the
+/// exchange and whether we are the client.
 pub fn start(
     server: Option<&str>,
     tcp_port: u16,
@@ -407,7 +492,7 @@ pub fn start(
     roce_mtu: u32,
 ) -> anyhow::Result<(Session, Oob, bool)> {
     let connect = match server {
-        None => Connect::Server(listen(tcp_port)?),
+        None => Connect::Server(listen(port.bind_addr()?, tcp_port)?),
         Some(host) => Connect::Client(server_addr(host, tcp_port)?),
     };
     let is_client = server.is_some();
@@ -416,17 +501,32 @@ pub fn start(
     Ok((s, oob, is_client))
 }
 
-/// Binds the server's TCP port on all addresses.
-pub fn listen(port: u16) -> anyhow::Result<TcpListener> {
-    TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).map_err(|e| match e.kind() {
+/// Binds the server's TCP port on `addr`.
+pub fn listen(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
+    let listener = TcpListener::bind((addr, port)).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => anyhow!("TCP port {port} is busy"),
-        _ => anyhow!("cannot listen on TCP port {port}: {e}"),
-    })
+        std::io::ErrorKind::AddrNotAvailable => {
+            anyhow!("--bind {addr}: no interface of this host has that address")
+        }
+        _ => anyhow!("cannot listen on {addr} port {port}: {e}"),
+    })?;
+    let at = listener
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::new(addr, port));
+    if let Some(warning) = every_interface_warning(at) {
+        eprintln!("{warning}");
+    }
+    tracing::info!(%at, "listening for the TCP exchange");
+    Ok(listener)
 }
 
 impl Oob {
     /// Starts the thread; it connects (or accepts) and then serves requests in order.
     pub fn start(connect: Connect, timeout: StdDuration) -> Oob {
+        let peer = match connect {
+            Connect::Server(_) => "client",
+            Connect::Client(_) => "server",
+        };
         let (tx, req_rx) = mpsc::channel::<Req>();
         let (rep_tx, rx) = mpsc::channel();
         let timeouts = Timeouts {
@@ -447,14 +547,23 @@ impl Oob {
             };
             serve(stream, &req_rx, &rep_tx);
         });
-        Oob { tx, rx }
+        Oob { tx, rx, peer }
+    }
+
+    /// What the other side is: `client` or `server`.
+    pub fn peer(&self) -> &'static str {
+        self.peer
     }
 }
 
 fn establish(connect: Connect, timeouts: Timeouts) -> Result<OobStream, String> {
     match connect {
-        Connect::Server(listener) => OobStream::accept(&listener, timeouts)
-            .map_err(|e| format!("waiting for the client: {e}")),
+        Connect::Server(listener) => OobStream::accept(&listener, timeouts).map_err(|e| {
+            let at = listener
+                .local_addr()
+                .map_or_else(|_| "?".into(), |a| a.to_string());
+            format!("waiting for the client on {at} (--bind to listen elsewhere): {e}")
+        }),
         Connect::Client(addr) => {
             let deadline = std::time::Instant::now() + timeouts.connect;
             loop {
@@ -489,13 +598,15 @@ fn serve(mut stream: OobStream, reqs: &Receiver<Req>, reps: &Sender<Result<Vec<u
         };
         let rep = match req {
             Req::Send(step, bytes) => stream.send(step, &bytes).map(|()| Vec::new()),
-            Req::RecvLine(step) => stream.recv_line(step, 1 << 20),
+            Req::RecvLine(step) => stream.recv_line(step, roce::oob::perf::MAX_LINE),
             Req::RecvExact(step, n) => stream.recv_exact(step, n),
             Req::Exchange(step, bytes) => stream.exchange(step, &bytes),
             Req::IoTimeout(t) => stream.set_io_timeout(t).map(|()| Vec::new()),
         };
         let failed = rep.is_err();
-        if reps.send(rep.map_err(|e| format!("peer: {e}"))).is_err() || failed {
+        // The error with its causes: what was wrong, not only the step.
+        let rep = rep.map_err(|e| format!("peer: {:#}", anyhow::Error::new(e)));
+        if reps.send(rep).is_err() || failed {
             return;
         }
     }
@@ -506,5 +617,67 @@ pub fn gid_ip(gid: std::net::Ipv6Addr) -> IpAddr {
     match gid.to_ipv4_mapped() {
         Some(v4) => IpAddr::V4(v4),
         None => IpAddr::V6(gid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_psns_repeat_and_os_seeded_ones_do_not() {
+        let draw = |seed| {
+            let mut p = PsnSource::new(seed);
+            [p.next_psn(), p.next_psn(), p.next_psn(), p.next_psn()]
+        };
+        assert_eq!(draw(Some(7)), draw(Some(7)));
+        assert_ne!(draw(Some(7)), draw(Some(8)));
+        // Four 24-bit draws from the OS-seeded generator repeat with odds of 2^-96.
+        assert_ne!(draw(None), draw(None));
+        assert!(draw(None).iter().all(|p| p.value() <= PSN_MASK));
+    }
+
+    #[test]
+    fn networks_compare_on_the_prefix() {
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert!(same_network(ip("198.18.0.254"), ip("198.18.0.1"), 15));
+        assert!(same_network(ip("198.19.7.7"), ip("198.18.0.1"), 15));
+        assert!(!same_network(ip("198.20.0.1"), ip("198.18.0.1"), 15));
+        assert!(!same_network(ip("198.18.0.254"), ip("198.18.0.1"), 32));
+        assert!(same_network(ip("10.0.0.1"), ip("198.18.0.1"), 0));
+    }
+
+    #[test]
+    fn default_bind_is_the_host_address_on_the_port_network_else_loopback() {
+        let args = |ip: &str, bind: Option<&str>| PortArgs {
+            port: PortSpec::Null,
+            vdev: None,
+            eal: String::new(),
+            gid_index: 0,
+            ip: ip.into(),
+            bind: bind.map(|b| b.parse().unwrap()),
+            mac: None,
+            peer_mac: None,
+            timeout: 1,
+            loss: 0.0,
+            dup: 0.0,
+            reorder: 0.0,
+            corrupt: 0.0,
+            seed: None,
+        };
+        // The kernel reaches 127.0.0.0/8 from 127.0.0.1: that is the port's network here.
+        assert_eq!(
+            args("127.0.0.9/8", None).bind_addr().unwrap(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        );
+        // A /32 holds no address of this host: loopback, not every interface.
+        assert_eq!(
+            args("192.0.2.1/32", None).bind_addr().unwrap(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        );
+        assert_eq!(
+            args("192.0.2.1/24", Some("0.0.0.0")).bind_addr().unwrap(),
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        );
     }
 }

@@ -8,7 +8,7 @@ use roce_proto::host::Host;
 use roce_proto::mr::MrInfo;
 use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
-use super::report::{Bw, Lat};
+use super::report::{Bw, BwMeter, Lat};
 use super::session::Session;
 use super::{End, Hello, Qp, Test};
 
@@ -132,6 +132,9 @@ fn wait_for(
     Ok(())
 }
 
+/// The most latency samples a run keeps (128 MiB); later iterations run but are not sampled.
+const MAX_SAMPLES: usize = 1 << 24;
+
 /// How often a `-D` run prints its status line.
 const STATUS_EVERY_NS: u64 = 1_000_000_000;
 
@@ -157,11 +160,11 @@ pub(super) fn client_run(
 ) -> anyhow::Result<End> {
     let start = s.now();
     let ns = |s: &Session| s.now().saturating_since(start).as_nanos();
-    let stop_at = (hello.duration > 0).then(|| hello.duration * 1_000_000_000);
+    let stop_at = (hello.duration > 0).then(|| hello.duration.saturating_mul(1_000_000_000));
     let wait = s.timeout.as_nanos() as u64;
     let mut last_progress = 0u64;
     if test.is_bw() {
-        let mut times = Vec::with_capacity(hello.iters as usize * qps.len());
+        let mut meter = BwMeter::new(size, depth as usize);
         let (mut next_status, mut last_status, mut last_done) = (STATUS_EVERY_NS, 0, 0);
         loop {
             let t = ns(s);
@@ -186,7 +189,7 @@ pub(super) fn client_run(
                 }
                 q.done += sent;
                 for _ in 0..sent {
-                    times.push(t);
+                    meter.record(t);
                 }
                 if sent > 0 {
                     last_progress = t;
@@ -225,17 +228,25 @@ pub(super) fn client_run(
             s.poll();
         }
         let iters = qps.iter().map(|q| q.done).min().unwrap_or(0);
-        let bw = Bw::from_completions(size, iters, &times, depth as usize);
         return Ok(End {
-            bw: Some(bw),
-            completed: times.len() as u64,
+            bw: Some(meter.finish(iters)),
+            completed: meter.count(),
         });
     }
     // Latency: one request in flight.
     let q = qps
         .first_mut()
         .ok_or_else(|| anyhow!("no QP for the latency test"))?;
-    let mut samples = Vec::with_capacity(hello.iters as usize);
+    let mut samples = Vec::with_capacity(
+        usize::try_from(hello.iters).map_or(MAX_SAMPLES, |n| n.min(MAX_SAMPLES)),
+    );
+    let mut taken = 0u64;
+    let sample = |samples: &mut Vec<u64>, taken: &mut u64, ns: u64| {
+        *taken += 1;
+        if samples.len() < MAX_SAMPLES {
+            samples.push(ns);
+        }
+    };
     let mut last_post = None;
     for i in 0..hello.iters {
         if test == Test::WriteLat {
@@ -246,7 +257,7 @@ pub(super) fn client_run(
             })?;
             let t = ns(s);
             if let Some(prev) = last_post.replace(t) {
-                samples.push(t - prev);
+                sample(&mut samples, &mut taken, t - prev);
             }
             set_last_byte(&mut s.host, &q.src, size, mark(i));
         }
@@ -276,7 +287,7 @@ pub(super) fn client_run(
             }
         }
         if test != Test::WriteLat {
-            samples.push(ns(s) - t0);
+            sample(&mut samples, &mut taken, ns(s) - t0);
         }
         if test == Test::SendLat {
             refill(&mut s.host, q, size, depth)?;
@@ -288,7 +299,7 @@ pub(super) fn client_run(
     println!("{}", lat.line());
     Ok(End {
         bw: None,
-        completed: samples.len() as u64,
+        completed: taken,
     })
 }
 
@@ -302,12 +313,17 @@ pub(super) struct Server {
     /// Writes posted (write-lat).
     sent: u64,
     start: std::time::Instant,
-    /// When each receive (send-bw) or answer (latency tests) happened, ns since `start`.
+    /// When the first receive (send-bw) happened, ns since `start`.
+    first: Option<u64>,
+    /// Receives (send-bw), ns since the first.
+    meter: BwMeter,
+    /// When each answer (latency tests) happened, ns since `start` (at most [`MAX_SAMPLES`]).
     times: Vec<u64>,
 }
 
 impl Server {
-    pub(super) fn new(test: Test, size: u64, iters: u64) -> Self {
+    /// The server of one size; `depth` is the peak window of a send-bw run.
+    pub(super) fn new(test: Test, size: u64, iters: u64, depth: u32) -> Self {
         Server {
             test,
             size,
@@ -315,21 +331,34 @@ impl Server {
             seen: 0,
             sent: 0,
             start: std::time::Instant::now(),
+            first: None,
+            meter: BwMeter::new(size, depth as usize),
             times: Vec::new(),
         }
     }
 
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A latency answer now.
     fn stamp(&mut self) {
-        self.times.push(self.start.elapsed().as_nanos() as u64);
+        if self.times.len() < MAX_SAMPLES {
+            let t = self.now_ns();
+            self.times.push(t);
+        }
+    }
+
+    /// A send-bw receive now.
+    fn received(&mut self) {
+        let t = self.now_ns();
+        let first = *self.first.get_or_insert(t);
+        self.meter.record(t - first);
     }
 
     /// What the server measured of a send-bw run (receive completions).
-    pub(super) fn bw(&self, depth: u32) -> Option<Bw> {
-        (self.test == Test::SendBw && !self.times.is_empty()).then(|| {
-            let first = self.times.first().copied().unwrap_or(0);
-            let rel: Vec<u64> = self.times.iter().map(|t| t - first).collect();
-            Bw::from_completions(self.size, self.seen, &rel, depth as usize)
-        })
+    pub(super) fn bw(&self) -> Option<Bw> {
+        (self.test == Test::SendBw && self.meter.count() > 0).then(|| self.meter.finish(self.seen))
     }
 
     /// The latency the server saw: half the time between its consecutive answers.
@@ -361,7 +390,7 @@ impl Server {
                 Test::SendBw => {
                     self.seen += got;
                     for _ in 0..got {
-                        self.stamp();
+                        self.received();
                     }
                     refill(h, q, max_size, depth)?;
                 }

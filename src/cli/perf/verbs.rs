@@ -199,7 +199,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         }
     }
     let peer = Peer { qpn, cq, mr };
-    let my_psn = (qpn.wrapping_mul(0x9e37_79b9) >> 8) & 0xff_ffff;
+    let my_psn = args.port.psns().next_psn().value();
     let mine = VerbsPeerInfo {
         qpn,
         psn: Psn::new(my_psn),
@@ -274,7 +274,10 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
             return Err(e);
         }
         if done.as_slice() != verbs_peer::DONE {
-            bail!("the client ended with {:?}", String::from_utf8_lossy(&done));
+            bail!(
+                "the client ended with {:?}",
+                roce::oob::printable(&String::from_utf8_lossy(&done))
+            );
         }
         s.drain(std::time::Duration::from_millis(100));
         for wc in peer.poll(&mut s.host)? {

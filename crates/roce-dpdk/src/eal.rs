@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use dpdk_bindings as sys;
 
 use super::error::{rte_errno, strerror, DpdkError};
-
-/// Where Debian 12 installs DPDK 22.11's PMD plugins.
-pub const DEBIAN_PMD_DIR: &str = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0";
+use super::pmd::DEBIAN_PMD_DIR;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 

@@ -4,6 +4,8 @@ use core::ffi::CStr;
 
 use dpdk_bindings as sys;
 
+use super::pmd::DEBIAN_PMD_DIR;
+
 /// Why a DPDK operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DpdkError {
@@ -31,7 +33,7 @@ pub enum DpdkError {
     #[error(
         "DPDK found no ethernet ports: name a device (`--port null`, `--vdev=net_null0`, `-a <PCI>`) \
          and make sure its PMD plugin is loaded (`-d {dir}` or the driver .so)",
-        dir = super::eal::DEBIAN_PMD_DIR
+        dir = DEBIAN_PMD_DIR
     )]
     NoPorts,
     /// A port id that no device has.

@@ -15,13 +15,15 @@ mod eal;
 mod error;
 mod mbuf;
 mod mempool;
+mod pmd;
 mod port;
 mod ring_pair;
 pub mod runtime;
 mod spec;
 mod tsc;
 
-pub use eal::{pin_current_thread, Eal, EalConfig, DEBIAN_PMD_DIR};
+pub use eal::{pin_current_thread, Eal, EalConfig};
+pub use pmd::DEBIAN_PMD_DIR;
 pub use error::DpdkError;
 pub use mbuf::Mbuf;
 pub use mempool::{Mempool, MempoolConfig};

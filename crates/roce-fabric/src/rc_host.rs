@@ -21,7 +21,7 @@ use roce_proto::verbs::{
     AccessFlags, AddressVector, CqHandle, Mtu, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
     WrOpcode,
 };
-use roce_proto::wire::{set_frame_ecn, Ecn};
+use roce_proto::wire::Ecn;
 
 use super::series::CcSample;
 use super::testing::{mac_of, TestFlow};
@@ -85,8 +85,6 @@ pub struct RcHost {
     rx_bytes: u64,
     mark_every: Option<u64>,
     marks: Vec<Instant>,
-    np: bool,
-    scratch: Vec<u8>,
 }
 
 /// Why two RC hosts could not be connected.
@@ -108,15 +106,16 @@ pub enum RcSetupError {
 
 impl RcHost {
     /// A host at `ip` (IPv4) with no QPs. Its endpoint's notification point sends at most one
-    /// CNP per QP per `cnp_interval`; `None` disables it (CE marks are ignored, as with a NIC's
-    /// notification point turned off).
+    /// CNP per QP per `cnp_interval`; `None` turns it off (CE marks are counted but answered
+    /// with no CNP, as with a NIC's notification point disabled).
     pub fn new(ip: IpAddr, cnp_interval: Option<Duration>) -> Result<Self, RcSetupError> {
         let IpAddr::V4(v4) = ip else {
             return Err(RcSetupError::NotIpv4(ip));
         };
         let mut cfg = EndpointConfig::ipv4(mac_of(ip), v4);
-        if let Some(iv) = cnp_interval {
-            cfg.cnp_interval = iv;
+        match cnp_interval {
+            Some(iv) => cfg.cnp_interval = iv,
+            None => cfg.np_enabled = false,
         }
         Ok(RcHost {
             ep: Endpoint::new(cfg),
@@ -126,8 +125,6 @@ impl RcHost {
             rx_bytes: 0,
             mark_every: None,
             marks: Vec::new(),
-            np: cnp_interval.is_some(),
-            scratch: Vec::new(),
         })
     }
 
@@ -351,7 +348,7 @@ fn set_dscp(
                 remote_ip,
                 remote_mac: mac_of(remote_ip),
                 // ECT(0) made explicit so DSCP 0 (a lossy class) is a traffic class of its own.
-                traffic_class: ((dscp & 0x3f) << 2) | roce_proto::wire::Ecn::Ect0.bits(),
+                traffic_class: ((dscp & 0x3f) << 2) | Ecn::Ect0.bits(),
                 hop_limit: 64,
             }),
             ..Default::default()
@@ -377,16 +374,6 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
 
 impl Engine for RcHost {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        if !self.np && frame.len() <= roce_proto::limits::MAX_FRAME {
-            // Notification point off: the endpoint sees CE as ECT(0) (no CNPs).
-            self.scratch.clear();
-            self.scratch.extend_from_slice(frame);
-            if set_frame_ecn(&mut self.scratch, Ecn::Ect0) == Ok(Ecn::Ce) {
-                self.ep.handle_frame(now, &self.scratch);
-                self.drive(now);
-                return;
-            }
-        }
         self.ep.handle_frame(now, frame);
         self.drive(now);
     }

@@ -13,9 +13,10 @@ use std::time::Instant as Wall;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::engines::StandInEngine;
 use roce_fabric::scenario::Scenario;
-use roce_fabric::testing::{TestFlow, TestHost};
 use roce_fabric::topology::Topology;
+use roce_fabric::workload::FlowConfig;
 use roce_fabric::{LinkConfig, SwitchConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
@@ -77,7 +78,7 @@ fn run_fabric_only(senders: usize, duration_us: u64) -> (u64, f64) {
             if i == senders {
                 return Replay::Sink(0);
             }
-            let mut h = TestHost::new(ip).with_flow(TestFlow::bulk(dst, 17 + i as u32));
+            let mut h = StandInEngine::new(ip).with_flow(FlowConfig::bulk(dst, 17 + i as u32));
             let mut buf = vec![0u8; 9216];
             let n = h.poll_transmit(Instant::ZERO, &mut buf).unwrap_or(0);
             buf.truncate(n);

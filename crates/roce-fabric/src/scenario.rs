@@ -1,19 +1,17 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
-//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in test
-//! engines with `transport = "test"`), runs it and summarizes it.
+//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in
+//! engines with `engine = "test"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.
 
 use serde::{Deserialize, Serialize};
 
+use super::engines::{RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
-use super::host::SimHost;
-use super::rc_host::{RcHost, RcSetupError};
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
-use super::testing::TestHost;
 use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
@@ -295,19 +293,19 @@ impl Scenario {
 
     /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
     /// to the receiver's QP.
-    fn rc_hosts(
+    fn rc_engines(
         &self,
         ips: &[IpAddr],
         plan: &mut Plan,
         cnp: Duration,
-    ) -> Result<Vec<SimHost>, ScenarioError> {
+    ) -> Result<Vec<ScenarioEngine>, ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
         let np = (cnp > Duration::ZERO).then_some(cnp);
         let mut rc = ips
             .iter()
             .enumerate()
             .map(|(i, &ip)| {
-                let h = RcHost::new(ip, np)?;
+                let h = RcEngine::new(ip, np)?;
                 Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
                     Some((_, per_iter)) => h.with_marks(*per_iter),
                     None => h,
@@ -334,10 +332,13 @@ impl Scenario {
                 return Err(two());
             };
             let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
-            let (qpn, _) = RcHost::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
+            let (qpn, _) = RcEngine::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
             spec.dst_qpn = qpn;
         }
-        Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())
+        Ok(rc
+            .into_iter()
+            .map(|h| ScenarioEngine::Rc(Box::new(h)))
+            .collect())
     }
 
     /// Warm-up end, ns.
@@ -403,12 +404,12 @@ impl Scenario {
         }
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
         let hosts = match self.engine.as_str() {
-            "rc" => self.rc_hosts(&ips, &mut plan, cnp)?,
+            "rc" => self.rc_engines(&ips, &mut plan, cnp)?,
             _ => ips
                 .iter()
                 .enumerate()
                 .map(|(i, &ip)| {
-                    let mut h = TestHost::new(ip);
+                    let mut h = StandInEngine::new(ip);
                     if cnp > Duration::ZERO {
                         h = h.with_cnp_interval(cnp);
                     }
@@ -418,16 +419,16 @@ impl Scenario {
                     if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
                         h = h.with_marks(*per_iter);
                     }
-                    SimHost::Test(Box::new(h))
+                    ScenarioEngine::StandIn(Box::new(h))
                 })
                 .collect(),
         };
-        let mut hosts: Vec<Option<SimHost>> = hosts.into_iter().map(Some).collect();
+        let mut hosts: Vec<Option<ScenarioEngine>> = hosts.into_iter().map(Some).collect();
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
             hosts
                 .get_mut(i)
                 .and_then(Option::take)
-                .unwrap_or_else(|| SimHost::Test(Box::new(TestHost::new(ip))))
+                .unwrap_or_else(|| ScenarioEngine::StandIn(Box::new(StandInEngine::new(ip))))
         })?;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
@@ -470,7 +471,7 @@ impl Scenario {
         let mut recorder = Recorder::new(interval, monitors.clone());
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();
-            recorder = recorder.with_probe(senders, SimHost::cc_samples);
+            recorder = recorder.with_probe(senders, ScenarioEngine::cc_samples);
         }
         fabric.record(recorder);
         Ok(Built {
@@ -502,7 +503,7 @@ impl Scenario {
 /// A built scenario.
 pub struct Built {
     /// The fabric.
-    pub fabric: Fabric<SimHost>,
+    pub fabric: Fabric<ScenarioEngine>,
     /// The monitored egress port.
     pub bottleneck: Option<(Node, u16)>,
     /// Rings (members, bytes per member per iteration).

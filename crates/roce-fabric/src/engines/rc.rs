@@ -1,5 +1,5 @@
-//! A fabric host running the real RC transport: an [`Endpoint`] with one connected QP per flow,
-//! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
+//! The RC engine: the real transport on a fabric host, an [`Endpoint`] with one connected QP per
+//! flow, kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
 //! endpoint's own: a controller from [`roce_proto::cc`] installed per QP with
 //! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
 //! by the endpoint's CNP, ACK and loss handling; the
@@ -23,8 +23,9 @@ use roce_proto::verbs::{
 };
 use roce_proto::wire::Ecn;
 
-use super::series::CcSample;
-use super::testing::{mac_of, TestFlow};
+use super::mac_of;
+use crate::series::CcSample;
+use crate::workload::FlowConfig;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;
@@ -77,7 +78,7 @@ struct RxQp {
 
 /// A host whose engine is the RC [`Endpoint`].
 #[derive(Debug)]
-pub struct RcHost {
+pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
     flows: Vec<RcFlow>,
@@ -104,7 +105,7 @@ pub enum RcSetupError {
     Qp(String),
 }
 
-impl RcHost {
+impl RcEngine {
     /// A host at `ip` (IPv4) with no QPs. Its endpoint's notification point sends at most one
     /// CNP per QP per `cnp_interval`; `None` turns it off (CE marks are counted but answered
     /// with no CNP, as with a NIC's notification point disabled).
@@ -117,7 +118,7 @@ impl RcHost {
             Some(iv) => cfg.cnp_interval = iv,
             None => cfg.np_enabled = false,
         }
-        Ok(RcHost {
+        Ok(RcEngine {
             ep: Endpoint::new(cfg),
             ip,
             flows: Vec::new(),
@@ -141,9 +142,9 @@ impl RcHost {
     /// `qpn`, UDP port and rate are the endpoint's business and ignored). Returns the QPN on
     /// `dst` (what the fabric's tap follows) and the flow's index on `src`.
     pub fn connect(
-        src: &mut RcHost,
-        dst: &mut RcHost,
-        flow: &TestFlow,
+        src: &mut RcEngine,
+        dst: &mut RcEngine,
+        flow: &FlowConfig,
     ) -> Result<(u32, usize), RcSetupError> {
         let qp_err = |e: &dyn std::fmt::Display| RcSetupError::Qp(e.to_string());
         let msg = u32::try_from(flow.message_bytes)
@@ -248,7 +249,7 @@ impl RcHost {
         }
     }
 
-    /// Ring iteration marks (see [`RcHost::with_marks`]).
+    /// Ring iteration marks (see [`RcEngine::with_marks`]).
     pub fn marks(&self) -> &[Instant] {
         &self.marks
     }
@@ -372,7 +373,7 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
     )
 }
 
-impl Engine for RcHost {
+impl Engine for RcEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         self.ep.handle_frame(now, frame);
         self.drive(now);

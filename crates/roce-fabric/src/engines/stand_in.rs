@@ -1,9 +1,10 @@
-//! Test engines for the fabric: [`TestHost`], a host that sends paced RC WRITE (or SEND)
-//! streams built with the wire layer and counts what it receives, acting as an ECN notification
-//! point (CNP per QP at most once per interval). A flow may carry a congestion controller from
-//! [`roce_proto::cc`] (DCQCN...) that CNPs drive and whose rate the flow's [`Pacer`] enforces. They
-//! stand in for the transport in fabric tests, benchmarks and built-in scenarios; they never
-//! retransmit or complete work requests (that is the real `Endpoint`'s job).
+//! The stand-in engine: [`StandInEngine`], a host that sends paced RC WRITE (or SEND) streams
+//! built with the wire layer and counts what it receives, acting as an ECN notification point
+//! (CNP per QP at most once per interval). A flow may carry a congestion controller from
+//! [`roce_proto::cc`] (DCQCN...) that CNPs drive and whose rate the flow's [`Pacer`] enforces.
+//! It stands in for the transport in fabric tests, benchmarks and scenarios run with
+//! `engine = "test"`; it never retransmits or completes work requests (that is the real
+//! endpoint's job, see [`RcEngine`](super::RcEngine)).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -12,79 +13,19 @@ use roce_proto::engine::Engine;
 use roce_proto::psn::Psn;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::{
-    bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode,
-    RoceRepr, VlanTag,
+    bth, ethernet, parse_frame, reth, Ecn, EtherType, ExtRepr, IpRepr, Opcode, RoceRepr, VlanTag,
 };
 
-use super::frame::MixMap;
-use super::port::wire_bytes;
-use super::series::CcSample;
-use roce_proto::cc::{CcConfig, CcMetrics, CongestionControl, Controller, IntHop, Pacer};
-
-/// The MAC address a test host derives from an IP address (switches route on IP).
-pub fn mac_of(ip: IpAddr) -> EthernetAddress {
-    let key = super::frame::ip_key(ip).to_be_bytes();
-    EthernetAddress([0x02, 0x10, key[12], key[13], key[14], key[15]])
-}
-
-/// One stream a [`TestHost`] sends.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TestFlow {
-    /// Destination address.
-    pub dst_ip: IpAddr,
-    /// Destination QP number (the CNP for this flow comes back to the same number here).
-    pub qpn: u32,
-    /// UDP source port (ECMP entropy).
-    pub udp_src_port: u16,
-    /// DSCP (26 → priority 3, the usual RoCE class).
-    pub dscp: u8,
-    /// 802.1Q priority, if frames should be tagged (VLAN 0).
-    pub pcp: Option<u8>,
-    /// Send ECT(0) (else Not-ECT).
-    pub ect: bool,
-    /// Payload bytes per packet (path MTU).
-    pub mtu: usize,
-    /// Bytes per message (WRITE FIRST/MIDDLE/LAST or ONLY).
-    pub message_bytes: u64,
-    /// Total bytes to send; `None` sends forever.
-    pub total_bytes: Option<u64>,
-    /// Pacing rate in Gbit/s of wire bytes; `None` sends whenever the NIC is free.
-    pub rate_gbps: Option<f64>,
-    /// When to start.
-    pub start: Instant,
-    /// SEND instead of RDMA WRITE.
-    pub send: bool,
-    /// Ring gating: may send at most `chunk * (1 + chunks received)` bytes.
-    pub gate_chunk: Option<u64>,
-    /// Congestion control (reacting to CNPs for `qpn`); `None` sends at the pacing rate.
-    pub cc: Option<CcConfig>,
-}
-
-impl TestFlow {
-    /// An unpaced, endless WRITE stream of 1 MiB messages with a 1024-byte MTU on priority 3.
-    pub fn bulk(dst_ip: IpAddr, qpn: u32) -> Self {
-        TestFlow {
-            dst_ip,
-            qpn,
-            udp_src_port: 0xc000 | (qpn as u16 & 0x3fff),
-            dscp: 26,
-            pcp: None,
-            ect: true,
-            mtu: 1024,
-            message_bytes: 1 << 20,
-            total_bytes: None,
-            rate_gbps: None,
-            start: Instant::ZERO,
-            send: false,
-            gate_chunk: None,
-            cc: None,
-        }
-    }
-}
+use super::mac_of;
+use crate::frame::MixMap;
+use crate::port::wire_bytes;
+use crate::series::CcSample;
+use crate::workload::FlowConfig;
+use roce_proto::cc::{CcMetrics, CongestionControl, Controller, IntHop, Pacer};
 
 #[derive(Debug)]
 struct FlowState {
-    cfg: TestFlow,
+    cfg: FlowConfig,
     sent: u64,
     psn: Psn,
     next_ps: u64,
@@ -114,9 +55,9 @@ impl FlowState {
     }
 }
 
-/// Counters of a [`TestHost`].
+/// Counters of a [`StandInEngine`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TestCounters {
+pub struct StandInCounters {
     /// RoCE frames received that passed every check (ICRC included).
     pub rx_packets: u64,
     /// In-order payload bytes received.
@@ -135,9 +76,9 @@ pub struct TestCounters {
     pub tx_packets: u64,
 }
 
-/// A test host: paced senders plus a counting receiver and notification point.
+/// The stand-in: paced senders plus a counting receiver and notification point.
 #[derive(Debug)]
-pub struct TestHost {
+pub struct StandInEngine {
     ip: IpAddr,
     flows: Vec<FlowState>,
     rr: usize,
@@ -146,17 +87,17 @@ pub struct TestHost {
     pending_cnps: VecDeque<(IpAddr, u32)>,
     next_psn: MixMap<(IpAddr, u32), u32>,
     /// Counters.
-    pub counters: TestCounters,
+    pub counters: StandInCounters,
     /// Times at which the in-order received bytes crossed each multiple of `mark_every`.
     pub marks: Vec<Instant>,
     last_int: Vec<IntHop>,
     mark_every: Option<u64>,
 }
 
-impl TestHost {
+impl StandInEngine {
     /// A host at `ip` sending nothing, generating no CNPs.
     pub fn new(ip: IpAddr) -> Self {
-        TestHost {
+        StandInEngine {
             ip,
             flows: Vec::new(),
             rr: 0,
@@ -164,7 +105,7 @@ impl TestHost {
             last_cnp: MixMap::default(),
             pending_cnps: VecDeque::new(),
             next_psn: MixMap::default(),
-            counters: TestCounters::default(),
+            counters: StandInCounters::default(),
             marks: Vec::new(),
             last_int: Vec::new(),
             mark_every: None,
@@ -172,7 +113,7 @@ impl TestHost {
     }
 
     /// Adds a flow to send.
-    pub fn with_flow(mut self, flow: TestFlow) -> Self {
+    pub fn with_flow(mut self, flow: FlowConfig) -> Self {
         let cc = flow.cc.as_ref().map(|c| {
             let cc = c.build();
             let pacer = Pacer::new(cc.rate(), 0);
@@ -201,7 +142,7 @@ impl TestHost {
         self
     }
 
-    /// The fabric's INT sink for test hosts: counts hops and keeps the last stack.
+    /// The fabric's INT sink for stand-ins: counts hops and keeps the last stack.
     pub fn on_int(&mut self, _now: Instant, hops: &[IntHop]) {
         self.counters.int_hops += hops.len() as u64;
         self.last_int.clear();
@@ -306,7 +247,7 @@ impl TestHost {
     }
 }
 
-impl Engine for TestHost {
+impl Engine for StandInEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         let Ok(p) = parse_frame(frame) else {
             self.counters.rx_errors += 1;

@@ -22,6 +22,17 @@ pub struct CcSample {
     pub alpha: f64,
 }
 
+impl CcSample {
+    /// The sample of flow `qpn` whose controller reports `m`.
+    pub fn of(qpn: u32, m: &roce_proto::cc::CcMetrics) -> Self {
+        CcSample {
+            qpn,
+            rate_gbps: m.rate.as_gbps_f64(),
+            alpha: m.alpha,
+        }
+    }
+}
+
 /// Reads congestion-control state out of an engine.
 pub type CcProbe<E> = fn(&E, &mut Vec<CcSample>);
 

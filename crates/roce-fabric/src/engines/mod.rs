@@ -55,7 +55,7 @@ impl ScenarioEngine {
     /// Ring AllReduce iteration marks.
     pub fn marks(&self) -> &[Instant] {
         match self {
-            ScenarioEngine::StandIn(t) => &t.marks,
+            ScenarioEngine::StandIn(t) => t.marks(),
             ScenarioEngine::Rc(r) => r.marks(),
         }
     }
@@ -106,5 +106,38 @@ impl Engine for ScenarioEngine {
             ScenarioEngine::StandIn(t) => t.poll_timeout(),
             ScenarioEngine::Rc(r) => r.poll_timeout(),
         }
+    }
+}
+
+/// In-order payload bytes a host has received, and the times each multiple of `every` bytes
+/// was crossed (one mark per ring AllReduce iteration).
+#[derive(Debug, Default)]
+pub(crate) struct ReceivedBytes {
+    /// Bytes so far.
+    pub(crate) bytes: u64,
+    every: Option<u64>,
+    marks: Vec<Instant>,
+}
+
+impl ReceivedBytes {
+    /// Marks every `bytes` (at least 1).
+    pub(crate) fn mark_every(&mut self, bytes: u64) {
+        self.every = Some(bytes.max(1));
+    }
+
+    /// `n` more bytes arrived at `now`.
+    pub(crate) fn add(&mut self, now: Instant, n: u64) {
+        let before = self.bytes;
+        self.bytes += n;
+        if let Some(m) = self.every {
+            for _ in before / m..self.bytes / m {
+                self.marks.push(now);
+            }
+        }
+    }
+
+    /// The marks so far.
+    pub(crate) fn marks(&self) -> &[Instant] {
+        &self.marks
     }
 }

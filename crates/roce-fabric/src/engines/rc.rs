@@ -1,10 +1,10 @@
-//! The RC engine: the real transport on a fabric host, an [`Endpoint`] with one connected QP per
-//! flow, kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
-//! endpoint's own: a controller from [`roce_proto::cc`] installed per QP with
+//! The RC engine: the real transport, an [`Endpoint`] with one connected QP per flow, kept busy
+//! by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the endpoint's own:
+//! a controller from [`roce_proto::cc`] installed per QP with
 //! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
-//! by the endpoint's CNP, ACK and loss handling; the
-//! endpoint's notification point answers CE-marked requests with CNPs. Completions come from the
-//! endpoint's CQs, so retransmission (go-back-N, timeouts) is the transport's own.
+//! by the endpoint's CNP, ACK and loss handling; the endpoint's notification point answers
+//! CE-marked requests with CNPs. Completions come from the endpoint's CQs, so retransmission
+//! (go-back-N, timeouts) is the transport's own.
 //!
 //! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
 //! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
@@ -23,7 +23,7 @@ use roce_proto::verbs::{
 };
 use roce_proto::wire::Ecn;
 
-use super::mac_of;
+use super::{mac_of, ReceivedBytes};
 use crate::series::CcSample;
 use crate::workload::FlowConfig;
 
@@ -43,26 +43,13 @@ struct RcFlow {
     msg: u32,
     remote_addr: u64,
     rkey: u32,
-    send: bool,
-    total: Option<u64>,
-    gate_chunk: Option<u64>,
-    start: Instant,
+    /// What to send (its MTU, DSCP and controller are the QP's by now).
+    cfg: FlowConfig,
     posted: u64,
     completed: u64,
     in_flight: VecDeque<u32>,
     done_at: Option<Instant>,
     errors: u64,
-}
-
-impl RcFlow {
-    /// Bytes this flow may have posted, given the bytes its host has received (ring gating).
-    fn allowance(&self, rx_bytes: u64) -> u64 {
-        let total = self.total.unwrap_or(u64::MAX);
-        match self.gate_chunk {
-            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
-            None => total,
-        }
-    }
 }
 
 /// A QP on the receiving side that consumes receives.
@@ -83,9 +70,8 @@ pub struct RcEngine {
     ip: IpAddr,
     flows: Vec<RcFlow>,
     rx_qps: Vec<RxQp>,
-    rx_bytes: u64,
-    mark_every: Option<u64>,
-    marks: Vec<Instant>,
+    /// Bytes that arrived in receives.
+    received: ReceivedBytes,
 }
 
 /// Why two RC hosts could not be connected.
@@ -123,15 +109,13 @@ impl RcEngine {
             ip,
             flows: Vec::new(),
             rx_qps: Vec::new(),
-            rx_bytes: 0,
-            mark_every: None,
-            marks: Vec::new(),
+            received: ReceivedBytes::default(),
         })
     }
 
     /// Records the time each multiple of `bytes` has arrived in receives (ring iterations).
     pub fn with_marks(mut self, bytes: u64) -> Self {
-        self.mark_every = Some(bytes.max(1));
+        self.received.mark_every(bytes);
         self
     }
 
@@ -198,10 +182,7 @@ impl RcEngine {
             msg,
             remote_addr: remote.addr,
             rkey: remote.rkey,
-            send: flow.send,
-            total: flow.total_bytes,
-            gate_chunk: flow.gate_chunk,
-            start: flow.start,
+            cfg: flow.clone(),
             posted: 0,
             completed: 0,
             in_flight: VecDeque::with_capacity(DEPTH),
@@ -240,18 +221,14 @@ impl RcEngine {
     pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
         for (i, f) in self.flows.iter().enumerate() {
             if let Some(m) = self.cc_metrics(i) {
-                out.push(CcSample {
-                    qpn: f.dst_qpn,
-                    rate_gbps: m.rate.as_gbps_f64(),
-                    alpha: m.alpha,
-                });
+                out.push(CcSample::of(f.dst_qpn, &m));
             }
         }
     }
 
     /// Ring iteration marks (see [`RcEngine::with_marks`]).
     pub fn marks(&self) -> &[Instant] {
-        &self.marks
+        self.received.marks()
     }
 
     /// Reaps completions, reposts receives and posts work up to each flow's window.
@@ -262,18 +239,12 @@ impl RcEngine {
                     continue;
                 }
                 let got = if wc.byte_len > 0 { wc.byte_len } else { rx.msg };
-                let before = self.rx_bytes;
-                self.rx_bytes += u64::from(got);
-                if let Some(m) = self.mark_every {
-                    for _ in before / m..self.rx_bytes / m {
-                        self.marks.push(now);
-                    }
-                }
+                self.received.add(now, u64::from(got));
                 // A refused repost leaves one receive fewer; the sender then sees RNR NAKs.
                 let _ = post_recv(&mut self.ep, rx);
             }
         }
-        let rx_bytes = self.rx_bytes;
+        let rx_bytes = self.received.bytes;
         for f in &mut self.flows {
             while let Some(wc) = self.ep.poll_cq_one(f.cq) {
                 if wc.qp_num != f.qpn {
@@ -286,18 +257,18 @@ impl RcEngine {
                     f.errors += 1;
                 }
             }
-            if f.done_at.is_none() && f.total.is_some_and(|t| f.completed >= t) {
+            if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
                 f.done_at = Some(now);
             }
-            if now < f.start {
+            if now < f.cfg.start {
                 continue;
             }
-            let allowed = f.allowance(rx_bytes);
+            let allowed = f.cfg.allowance(rx_bytes);
             while f.in_flight.len() < DEPTH && f.posted < allowed {
                 let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
-                let opcode = if f.send {
+                let opcode = if f.cfg.send {
                     WrOpcode::Send
-                } else if f.gate_chunk.is_some() {
+                } else if f.cfg.gate_chunk.is_some() {
                     WrOpcode::RdmaWriteWithImm {
                         remote_addr: f.remote_addr,
                         rkey: f.rkey,
@@ -392,12 +363,9 @@ impl Engine for RcEngine {
         let start = self
             .flows
             .iter()
-            .filter(|f| f.posted == 0 && f.errors == 0 && f.total != Some(0))
-            .map(|f| f.start)
+            .filter(|f| f.posted == 0 && f.errors == 0 && f.cfg.total_bytes != Some(0))
+            .map(|f| f.cfg.start)
             .min();
-        match (self.ep.poll_timeout(), start) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.ep.poll_timeout().into_iter().chain(start).min()
     }
 }

@@ -1,14 +1,17 @@
-//! The stand-in engine: [`StandInEngine`], a host that sends paced RC WRITE (or SEND) streams
-//! built with the wire layer and counts what it receives, acting as an ECN notification point
-//! (CNP per QP at most once per interval). A flow may carry a congestion controller from
-//! [`roce_proto::cc`] (DCQCN...) that CNPs drive and whose rate the flow's [`Pacer`] enforces.
-//! It stands in for the transport in fabric tests, benchmarks and scenarios run with
-//! `engine = "test"`; it never retransmits or completes work requests (that is the real
-//! endpoint's job, see [`RcEngine`](super::RcEngine)).
+//! The stand-in engine: a host that sends paced streams of RC WRITE (or SEND) packets built with
+//! the wire layer and counts what it receives, without the transport's reliability: it never
+//! acknowledges, retransmits or completes work requests (that is the real endpoint's job, see
+//! [`RcEngine`](super::RcEngine)). It stands in for the transport where only the traffic
+//! matters: fabric tests, benchmarks and scenarios run with `engine = "test"`.
+//!
+//! Its congestion machinery is the transport's own: CE-marked packets go to a
+//! [`NotificationPoint`] (at most one CNP per sending QP per interval), and a flow with a
+//! controller from [`roce_proto::cc`] paces with a [`Pacer`] fed as a QP feeds its pacer.
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 
+use roce_proto::cc::{CcMetrics, CongestionControl, Controller, IntHop, Pacer, Rate};
+use roce_proto::ecn::{NotificationPoint, NpCounters};
 use roce_proto::engine::Engine;
 use roce_proto::psn::Psn;
 use roce_proto::time::{Duration, Instant};
@@ -16,46 +19,73 @@ use roce_proto::wire::{
     bth, ethernet, parse_frame, reth, Ecn, EtherType, ExtRepr, IpRepr, Opcode, RoceRepr, VlanTag,
 };
 
-use super::mac_of;
+use super::{mac_of, ReceivedBytes};
 use crate::frame::MixMap;
 use crate::port::wire_bytes;
 use crate::series::CcSample;
 use crate::workload::FlowConfig;
-use roce_proto::cc::{CcMetrics, CongestionControl, Controller, IntHop, Pacer};
 
+/// One flow being sent.
 #[derive(Debug)]
-struct FlowState {
+struct Sending {
     cfg: FlowConfig,
     sent: u64,
     psn: Psn,
-    next_ps: u64,
+    /// The flow's fixed pacing rate (`rate_gbps`), charged with wire bytes.
+    fixed: Option<Pacer>,
+    /// The flow's congestion controller and its pacer, charged as a QP charges them.
     cc: Option<(Controller, Pacer)>,
 }
 
-impl FlowState {
-    fn done(&self) -> bool {
-        self.cfg.total_bytes.is_some_and(|t| self.sent >= t)
-    }
-    fn allowance(&self, rx_bytes: u64) -> u64 {
-        let total = self.cfg.total_bytes.unwrap_or(u64::MAX);
-        match self.cfg.gate_chunk {
-            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
-            None => total,
+impl Sending {
+    fn new(cfg: FlowConfig) -> Self {
+        let fixed = cfg
+            .rate_gbps
+            .map(|g| Pacer::new(Rate::from_bps_f64(g * 1e9), 0));
+        let cc = cfg.cc.as_ref().map(|c| {
+            let cc = c.build();
+            let pacer = Pacer::new(cc.rate(), 0);
+            (cc, pacer)
+        });
+        Sending {
+            cfg,
+            sent: 0,
+            psn: Psn::new(0),
+            fixed,
+            cc,
         }
     }
-    fn ready_at_ps(&self) -> u64 {
-        let paced = self.cc.as_ref().map_or(0, |(_, p)| {
-            p.earliest_departure(Instant::ZERO, 0)
-                .as_nanos()
-                .saturating_mul(1000)
-        });
-        self.next_ps
-            .max(self.cfg.start.as_nanos() * 1000)
-            .max(paced)
+
+    /// Whether the flow may send more once its host has received `rx_bytes`.
+    fn has_more(&self, rx_bytes: u64) -> bool {
+        self.sent < self.cfg.allowance(rx_bytes)
+    }
+
+    /// When the next packet may leave: the start, then both pacers.
+    fn ready_at(&self) -> Instant {
+        let paced = |p: &Pacer| p.earliest_departure(Instant::ZERO, 0);
+        let fixed = self.fixed.as_ref().map_or(Instant::ZERO, paced);
+        let cc = self.cc.as_ref().map_or(Instant::ZERO, |(_, p)| paced(p));
+        self.cfg.start.max(fixed).max(cc)
+    }
+
+    /// A `len`-byte frame left at `now`: the controller and its pacer are charged as the QP
+    /// charges them (frame bytes, then the pacer follows the controller's rate); the fixed
+    /// rate is one of wire bytes.
+    fn on_sent(&mut self, now: Instant, len: usize) {
+        if let Some((cc, pacer)) = &mut self.cc {
+            cc.on_sent(now, len as u64);
+            pacer.on_sent(now, len as u64);
+            pacer.set_rate(now, cc.rate());
+        }
+        if let Some(p) = &mut self.fixed {
+            p.on_sent(now, wire_bytes(len));
+        }
     }
 }
 
-/// Counters of a [`StandInEngine`].
+/// Counters of a [`StandInEngine`] (its notification point counts CE marks and CNPs sent: see
+/// [`StandInEngine::np_counters`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StandInCounters {
     /// RoCE frames received that passed every check (ICRC included).
@@ -64,34 +94,36 @@ pub struct StandInCounters {
     pub rx_bytes: u64,
     /// Frames that failed `parse_frame` (bad ICRC, not RoCE...).
     pub rx_errors: u64,
-    /// Frames received with CE set.
-    pub ce_received: u64,
     /// INT hops received (through the fabric's INT sink).
     pub int_hops: u64,
-    /// CNPs sent (as notification point).
-    pub cnp_sent: u64,
     /// CNPs received (as reaction point).
     pub cnp_handled: u64,
     /// Data packets sent.
     pub tx_packets: u64,
 }
 
+/// A sender seen by the receiving side: its address and the next PSN expected from it.
+#[derive(Debug)]
+struct Sender {
+    ip: IpAddr,
+    next_psn: Psn,
+}
+
 /// The stand-in: paced senders plus a counting receiver and notification point.
 #[derive(Debug)]
 pub struct StandInEngine {
     ip: IpAddr,
-    flows: Vec<FlowState>,
+    flows: Vec<Sending>,
     rr: usize,
-    cnp_interval: Option<Duration>,
-    last_cnp: MixMap<(IpAddr, u32), Instant>,
-    pending_cnps: VecDeque<(IpAddr, u32)>,
-    next_psn: MixMap<(IpAddr, u32), u32>,
+    np: NotificationPoint,
+    /// Senders by (source IP, destination QPN); the notification point knows a sender by its
+    /// index here (as an endpoint's knows its local QP), so CNPs are paced per sender.
+    senders: MixMap<(IpAddr, u32), u32>,
+    sender_list: Vec<Sender>,
+    received: ReceivedBytes,
     /// Counters.
     pub counters: StandInCounters,
-    /// Times at which the in-order received bytes crossed each multiple of `mark_every`.
-    pub marks: Vec<Instant>,
     last_int: Vec<IntHop>,
-    mark_every: Option<u64>,
 }
 
 impl StandInEngine {
@@ -101,44 +133,31 @@ impl StandInEngine {
             ip,
             flows: Vec::new(),
             rr: 0,
-            cnp_interval: None,
-            last_cnp: MixMap::default(),
-            pending_cnps: VecDeque::new(),
-            next_psn: MixMap::default(),
+            np: NotificationPoint::new(Duration::ZERO).with_enabled(false),
+            senders: MixMap::default(),
+            sender_list: Vec::new(),
+            received: ReceivedBytes::default(),
             counters: StandInCounters::default(),
-            marks: Vec::new(),
             last_int: Vec::new(),
-            mark_every: None,
         }
     }
 
     /// Adds a flow to send.
     pub fn with_flow(mut self, flow: FlowConfig) -> Self {
-        let cc = flow.cc.as_ref().map(|c| {
-            let cc = c.build();
-            let pacer = Pacer::new(cc.rate(), 0);
-            (cc, pacer)
-        });
-        self.flows.push(FlowState {
-            next_ps: flow.start.as_nanos() * 1000,
-            cfg: flow,
-            sent: 0,
-            psn: Psn::new(0),
-            cc,
-        });
+        self.flows.push(Sending::new(flow));
         self
     }
 
     /// Acts as a notification point: CE-marked packets trigger a CNP per (source, QP) at most
     /// once per `interval`.
     pub fn with_cnp_interval(mut self, interval: Duration) -> Self {
-        self.cnp_interval = Some(interval);
+        self.np = NotificationPoint::new(interval);
         self
     }
 
     /// Records the time each multiple of `bytes` of in-order payload has been received.
     pub fn with_marks(mut self, bytes: u64) -> Self {
-        self.mark_every = Some(bytes.max(1));
+        self.received.mark_every(bytes);
         self
     }
 
@@ -154,16 +173,22 @@ impl StandInEngine {
         &self.last_int
     }
 
+    /// The notification point's counters: CE-marked packets received, CNPs sent.
+    pub fn np_counters(&self) -> NpCounters {
+        self.np.counters()
+    }
+
+    /// Times at which the in-order received bytes crossed each multiple of the `with_marks`
+    /// size.
+    pub fn marks(&self) -> &[Instant] {
+        self.received.marks()
+    }
+
     /// Congestion-control state of every flow with a controller (for the fabric's recorder).
     pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
         for f in &self.flows {
             if let Some((cc, _)) = &f.cc {
-                let m = cc.metrics();
-                out.push(CcSample {
-                    qpn: f.cfg.qpn,
-                    rate_gbps: m.rate.as_gbps_f64(),
-                    alpha: m.alpha,
-                });
+                out.push(CcSample::of(f.cfg.qpn, &cc.metrics()));
             }
         }
     }
@@ -178,7 +203,7 @@ impl StandInEngine {
         self.flows.get(i).map_or(0, |f| f.sent)
     }
 
-    fn build(&self, f: &FlowState, buf: &mut [u8]) -> Option<(usize, u64)> {
+    fn build(&self, f: &Sending, buf: &mut [u8]) -> Option<(usize, u64)> {
         let cfg = &f.cfg;
         let msg = cfg.message_bytes.max(1);
         let offset = f.sent % msg;
@@ -245,6 +270,16 @@ impl StandInEngine {
         let ip = IpRepr::new_roce(self.ip, to, 26, Ecn::NotEct);
         RoceRepr::cnp(eth, ip, 0xc000, qpn).emit(&[], buf).ok()
     }
+
+    /// The index of the sender `ip` sending to our QP `qpn`, first PSN `psn` when new.
+    fn sender(&mut self, ip: IpAddr, qpn: u32, psn: Psn) -> usize {
+        let next = self.sender_list.len() as u32;
+        let i = *self.senders.entry((ip, qpn)).or_insert(next);
+        if i == next {
+            self.sender_list.push(Sender { ip, next_psn: psn });
+        }
+        i as usize
+    }
 }
 
 impl Engine for StandInEngine {
@@ -266,34 +301,22 @@ impl Engine for StandInEngine {
             }
             return;
         }
-        let key = (repr.ip.src(), repr.bth.dest_qpn);
+        let (qpn, psn) = (repr.bth.dest_qpn, repr.bth.psn);
+        let i = self.sender(repr.ip.src(), qpn, psn);
         if repr.ip.ecn() == Ecn::Ce {
-            self.counters.ce_received += 1;
-            if let Some(iv) = self.cnp_interval {
-                let due = self
-                    .last_cnp
-                    .get(&key)
-                    .map_or(true, |&t| now.saturating_since(t) >= iv);
-                if due {
-                    self.last_cnp.insert(key, now);
-                    self.pending_cnps.push_back(key);
-                }
-            }
+            // The CNP goes back to the same QPN (the flow's number on both ends here).
+            self.np.on_ce(now, i as u32, qpn);
         }
         // Count packets that advance the PSN (skip gaps from loss, ignore duplicates).
-        let psn = repr.bth.psn;
-        let expected = self.next_psn.entry(key).or_insert(psn.value());
-        if psn.cmp_serial(Psn::new(*expected)).is_lt() {
+        let Some(s) = self.sender_list.get_mut(i) else {
+            return;
+        };
+        if psn.cmp_serial(s.next_psn).is_lt() {
             return;
         }
-        *expected = psn.add(1).value();
-        let before = self.counters.rx_bytes;
-        self.counters.rx_bytes += repr.payload_len as u64;
-        if let Some(m) = self.mark_every {
-            for _ in before / m..self.counters.rx_bytes / m {
-                self.marks.push(now);
-            }
-        }
+        s.next_psn = psn.add(1);
+        self.received.add(now, repr.payload_len as u64);
+        self.counters.rx_bytes = self.received.bytes;
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -308,56 +331,43 @@ impl Engine for StandInEngine {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        if let Some((to, qpn)) = self.pending_cnps.pop_front() {
-            let len = self.build_cnp(to, qpn, buf)?;
-            self.counters.cnp_sent += 1;
-            return Some(len);
+        if let Some(cnp) = self.np.poll_cnp(now) {
+            let to = self.sender_list.get(cnp.local_qpn as usize)?.ip;
+            return self.build_cnp(to, cnp.dest_qpn, buf);
         }
-        let now_ps = now.as_nanos() * 1000;
         let n = self.flows.len();
-        let rx = self.counters.rx_bytes;
+        let rx = self.received.bytes;
         let pick = (1..=n).map(|i| (self.rr + i) % n).find(|&i| {
             self.flows
                 .get(i)
-                .is_some_and(|f| !f.done() && f.sent < f.allowance(rx) && f.ready_at_ps() <= now_ps)
+                .is_some_and(|f| f.has_more(rx) && f.ready_at() <= now)
         })?;
         let (len, payload) = self.build(self.flows.get(pick)?, buf)?;
         let f = self.flows.get_mut(pick)?;
         f.sent += payload;
         f.psn = f.psn.add(1);
-        if let Some((cc, pacer)) = &mut f.cc {
-            // Rates are wire rates: the pacer charges preamble, IFG and FCS too.
-            cc.on_sent(now, len as u64);
-            pacer.on_sent(now, wire_bytes(len));
-        }
-        if let Some(gbps) = f.cfg.rate_gbps {
-            let ps = (wire_bytes(len) as f64 * 8_000.0 / gbps).round() as u64;
-            f.next_ps = f.next_ps.max(now_ps) + ps;
-        }
+        f.on_sent(now, len);
         self.rr = pick;
         self.counters.tx_packets += 1;
         Some(len)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        if !self.pending_cnps.is_empty() {
+        if self.np.has_pending() {
             return Some(Instant::ZERO);
         }
-        let rx = self.counters.rx_bytes;
+        let rx = self.received.bytes;
         let send = self
             .flows
             .iter()
-            .filter(|f| !f.done() && f.sent < f.allowance(rx))
-            .map(|f| Instant::from_nanos(f.ready_at_ps().div_ceil(1000)))
+            .filter(|f| f.has_more(rx))
+            .map(Sending::ready_at)
             .min();
         let timers = self
             .flows
             .iter()
             .filter_map(|f| f.cc.as_ref().and_then(|(cc, _)| cc.poll_timeout()))
             .min();
-        match (send, timers) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        send.into_iter().chain(timers).min()
     }
 }

@@ -13,7 +13,7 @@ use std::time::Instant as Wall;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::engines::StandInEngine;
+use roce_fabric::engines::{EngineKind, StandInEngine};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::topology::Topology;
 use roce_fabric::workload::FlowConfig;
@@ -21,11 +21,11 @@ use roce_fabric::{LinkConfig, SwitchConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 
-fn incast(senders: usize, duration_us: f64, transport: &str) -> Scenario {
+fn incast(senders: usize, duration_us: f64, transport: EngineKind) -> Scenario {
     Builtin {
         senders: Some(senders),
         duration_us: Some(duration_us),
-        engine: transport.into(),
+        engine: transport,
         ..Builtin::default()
     }
     .scenario(BuiltinKind::Incast)
@@ -119,8 +119,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let rc = incast(16, 1_000.0, "rc");
-    let test = incast(16, 1_000.0, "test");
+    let rc = incast(16, 1_000.0, EngineKind::Rc);
+    let test = incast(16, 1_000.0, EngineKind::StandIn);
     let (rc_events, _) = run_scenario(&rc);
     let (test_events, _) = run_scenario(&test);
     let (fo_events, _) = run_fabric_only(16, 1_000);
@@ -169,7 +169,7 @@ fn bench(c: &mut Criterion) {
         te / h,
         re / h
     );
-    for transport in ["rc", "test"] {
+    for transport in EngineKind::ALL {
         let long = incast(16, 10_000.0, transport);
         let runs: Vec<(u64, f64)> = (0..3).map(|_| run_scenario(&long)).collect();
         let ev = runs.first().map_or(0, |r| r.0);

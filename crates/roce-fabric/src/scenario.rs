@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::engines::{RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
+use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::series::Recorder;
 use super::summary::Summary;
@@ -44,9 +44,6 @@ fn d_msg() -> u64 {
 }
 fn d_cnp() -> f64 {
     50.0
-}
-fn d_engine() -> String {
-    "rc".into()
 }
 fn d_cc() -> String {
     "none".into()
@@ -198,11 +195,11 @@ pub struct Scenario {
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
-    /// Host transport: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
+    /// Host engine: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
     /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
     /// as `transport`.
-    #[serde(default = "d_engine", alias = "transport")]
-    pub engine: String,
+    #[serde(default, alias = "transport")]
+    pub engine: EngineKind,
     /// Parameter overrides for `cc`, as `name=value`.
     #[serde(default)]
     pub cc_params: Vec<String>,
@@ -262,12 +259,6 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         self.cc_config()?;
-        if !matches!(self.engine.as_str(), "test" | "rc") {
-            return bad(format!(
-                "transport {:?} is not \"rc\" or \"test\"",
-                self.engine
-            ));
-        }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
@@ -403,9 +394,9 @@ impl Scenario {
             f.cc.clone_from(&cc);
         }
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
-        let hosts = match self.engine.as_str() {
-            "rc" => self.rc_engines(&ips, &mut plan, cnp)?,
-            _ => ips
+        let hosts = match self.engine {
+            EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
+            EngineKind::StandIn => ips
                 .iter()
                 .enumerate()
                 .map(|(i, &ip)| {

@@ -1,6 +1,6 @@
 //! The engines scenarios put on fabric hosts, behind one enum so a scenario's fabric has a
 //! single engine type: the real RC transport ([`RcEngine`], the default) or the stand-in
-//! ([`StandInEngine`]).
+//! ([`StandInEngine`]), chosen by [`EngineKind`].
 //!
 //! Both only see frames and `now` through [`Engine`]; neither knows it runs in a fabric.
 
@@ -8,6 +8,8 @@ pub mod rc;
 pub mod stand_in;
 
 use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
 
 use crate::frame::ip_key;
 use crate::series::CcSample;
@@ -24,6 +26,54 @@ pub use stand_in::{StandInCounters, StandInEngine};
 pub fn mac_of(ip: IpAddr) -> EthernetAddress {
     let key = ip_key(ip).to_be_bytes();
     EthernetAddress([0x02, 0x10, key[12], key[13], key[14], key[15]])
+}
+
+/// Which engine a scenario runs on its hosts. In scenario files and on the command line:
+/// `"rc"` or `"test"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EngineKind {
+    /// The RC endpoint ([`RcEngine`]): queue pairs, retransmission, DCQCN and the notification
+    /// point of the real transport.
+    #[default]
+    #[serde(rename = "rc")]
+    Rc,
+    /// The stand-in ([`StandInEngine`]): paced streams that never retransmit; faster.
+    #[serde(rename = "test")]
+    StandIn,
+}
+
+impl EngineKind {
+    /// Every kind, in the order names are listed.
+    pub const ALL: [EngineKind; 2] = [EngineKind::Rc, EngineKind::StandIn];
+
+    /// The name scenario files and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Rc => "rc",
+            EngineKind::StandIn => "test",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no [`EngineKind`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("engine {0:?} is not \"rc\" or \"test\"")]
+pub struct UnknownEngine(pub String);
+
+impl std::str::FromStr for EngineKind {
+    type Err = UnknownEngine;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownEngine(s.to_owned()))
+    }
 }
 
 /// The engine of one scenario host.
@@ -139,5 +189,38 @@ impl ReceivedBytes {
     /// The marks so far.
     pub(crate) fn marks(&self) -> &[Instant] {
         &self.marks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Doc {
+        #[serde(alias = "transport")]
+        engine: EngineKind,
+    }
+
+    fn parse(text: &str) -> Result<EngineKind, String> {
+        toml::from_str::<Doc>(text)
+            .map(|d| d.engine)
+            .map_err(|e| e.message().to_owned())
+    }
+
+    #[test]
+    fn engine_kinds_read_rc_and_test_by_either_key_and_name_the_choices_otherwise() {
+        assert_eq!(parse("engine = \"rc\""), Ok(EngineKind::Rc));
+        assert_eq!(parse("transport = \"test\""), Ok(EngineKind::StandIn));
+        let err = parse("engine = \"tcp\"").unwrap_err();
+        assert_eq!(err, "unknown variant `tcp`, expected `rc` or `test`");
+        assert_eq!("test".parse(), Ok(EngineKind::StandIn));
+        assert_eq!(
+            "Rc".parse::<EngineKind>().unwrap_err().to_string(),
+            "engine \"Rc\" is not \"rc\" or \"test\""
+        );
+        for k in EngineKind::ALL {
+            assert_eq!(k.to_string().parse(), Ok(k));
+        }
     }
 }

@@ -16,9 +16,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use roce_proto::connect::RcOptions;
-use roce_proto::host::PeerQp;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
+use roce_proto::resolving::PeerQp;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};

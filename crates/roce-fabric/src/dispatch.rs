@@ -107,7 +107,12 @@ impl<E: Engine> Fabric<E> {
             }
             Event::Sample => {
                 if let Some(mut rec) = self.recorder.take() {
-                    rec.sample(self);
+                    rec.sample(
+                        self.now(),
+                        &self.tap.progress,
+                        |s, p| self.queue_bytes(s, p),
+                        |h| self.engine(h),
+                    );
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);
                     self.w.queue.push(at, Event::Sample);

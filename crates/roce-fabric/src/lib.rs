@@ -3,22 +3,22 @@
 //! The fabric: hosts running any [`Engine`](roce_proto::engine::Engine)
 //! behind simulated NICs (by default the real RC [`Endpoint`](roce_proto::endpoint::Endpoint) with
 //! its QPs, DCQCN and notification point), links, switches with ECN marking and PFC,
-//! topologies, workloads, scenario files and reports.
+//! topologies, workloads, scenario files and their summaries.
 //!
 //! Time is virtual (nanoseconds, jump to the next event); every random choice comes from one
 //! seeded RNG, so a scenario and a seed replay bit for bit. It is not a packet-level model of
-//! any particular switch ASIC, and it does no I/O except where `report` writes files on request.
+//! any particular switch ASIC, and it does no I/O (the `roce` CLI writes reports).
 //!
 //! - [`fabric::Fabric`]: build (`add_host`, `add_switch`, `connect`), run (`run_until`), read
 //!   counters; [`topology::Topology`] builds common shapes.
 //! - A host's NIC serializes at its link rate and asks its engine for a frame only when free;
 //!   PFC pauses stop it per priority. Switches are output-queued with eight priorities over a
-//!   shared buffer ([`switch`], the sans-IO element the real-time `demo::switch` runs too);
-//!   [`pfc`] has the 802.1Qbb frame.
+//!   shared buffer ([`switch`], the sans-IO element the real-time [`rt_switch`] runs too);
+//!   `roce_proto::wire::pfc` has the 802.1Qbb frame.
 //! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
 //!   [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the default) or the
 //!   stand-in [`engines::StandInEngine`] (`engine = "test"`);
-//!   [`summary::Summary`] and [`report`] are what a run leaves.
+//!   [`summary::Summary`] and the [`series`] are what a run leaves.
 //!
 //! ```
 //! use roce_fabric::engines::StandInEngine;

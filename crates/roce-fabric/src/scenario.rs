@@ -486,7 +486,13 @@ impl Scenario {
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
-        let summary = Summary::collect(self, &built);
+        let summary = Summary::collect(
+            &self.name,
+            self.seed,
+            self.warmup_ns(),
+            &built.fabric,
+            &built.rings,
+        );
         Ok((summary, built))
     }
 }

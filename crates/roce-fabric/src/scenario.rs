@@ -297,8 +297,8 @@ impl Scenario {
             .enumerate()
             .map(|(i, &ip)| {
                 let h = RcEngine::new(ip, np)?;
-                Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
-                    Some((_, per_iter)) => h.with_marks(*per_iter),
+                Ok(match plan.ring_bytes(i) {
+                    Some(per_iter) => h.with_marks(per_iter),
                     None => h,
                 })
             })
@@ -330,6 +330,24 @@ impl Scenario {
             .into_iter()
             .map(|h| ScenarioEngine::Rc(Box::new(h)))
             .collect())
+    }
+
+    /// Stand-in engines for every host, each sending its flows of `plan`.
+    fn stand_in_engines(ips: &[IpAddr], plan: &Plan, cnp: Duration) -> Vec<ScenarioEngine> {
+        let engine = |(i, &ip): (usize, &IpAddr)| {
+            let mut h = StandInEngine::new(ip);
+            if cnp > Duration::ZERO {
+                h = h.with_cnp_interval(cnp);
+            }
+            for f in plan.host_flows.get(i).into_iter().flatten() {
+                h = h.with_flow(f.clone());
+            }
+            if let Some(per_iter) = plan.ring_bytes(i) {
+                h = h.with_marks(per_iter);
+            }
+            ScenarioEngine::StandIn(Box::new(h))
+        };
+        ips.iter().enumerate().map(engine).collect()
     }
 
     /// Warm-up end, ns.
@@ -396,23 +414,7 @@ impl Scenario {
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
         let hosts = match self.engine {
             EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
-            EngineKind::StandIn => ips
-                .iter()
-                .enumerate()
-                .map(|(i, &ip)| {
-                    let mut h = StandInEngine::new(ip);
-                    if cnp > Duration::ZERO {
-                        h = h.with_cnp_interval(cnp);
-                    }
-                    for f in plan.host_flows.get(i).into_iter().flatten() {
-                        h = h.with_flow(f.clone());
-                    }
-                    if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
-                        h = h.with_marks(*per_iter);
-                    }
-                    ScenarioEngine::StandIn(Box::new(h))
-                })
-                .collect(),
+            EngineKind::StandIn => Self::stand_in_engines(&ips, &plan, cnp),
         };
         let mut hosts: Vec<Option<ScenarioEngine>> = hosts.into_iter().map(Some).collect();
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {

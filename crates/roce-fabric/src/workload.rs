@@ -405,6 +405,14 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The bytes host `host` receives per iteration of the ring AllReduce it is a member of.
+    pub fn ring_bytes(&self, host: usize) -> Option<u64> {
+        self.rings
+            .iter()
+            .find(|(members, _)| members.contains(&host))
+            .map(|&(_, per_iter)| per_iter)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,

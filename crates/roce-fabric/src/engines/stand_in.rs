@@ -371,3 +371,76 @@ impl Engine for StandInEngine {
         send.into_iter().chain(timers).min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roce_proto::wire::set_frame_ecn;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
+    /// The next frame `from` sends at `now`, CE-marked on the way.
+    fn marked(from: &mut StandInEngine, now: Instant) -> Vec<u8> {
+        let mut buf = vec![0u8; 9216];
+        let n = from.poll_transmit(now, &mut buf).expect("a frame");
+        buf.truncate(n);
+        set_frame_ecn(&mut buf, Ecn::Ce).expect("IPv4");
+        buf
+    }
+
+    #[test]
+    fn ce_marks_earn_one_cnp_per_sender_per_interval_and_none_with_the_np_off() {
+        // Senders 10.0.0.1 and .2 both send to QP 17 on 10.0.0.3.
+        let mut senders: Vec<_> = [1, 2]
+            .map(|i| StandInEngine::new(ip(i)).with_flow(FlowConfig::bulk(ip(3), 17)))
+            .into();
+        let mut c = StandInEngine::new(ip(3)).with_cnp_interval(Duration::from_micros(4));
+        let mut off = StandInEngine::new(ip(3));
+        for (t, from) in [(0, 0), (0, 1), (1_000, 0), (4_000, 0)] {
+            let now = Instant::from_nanos(t);
+            let frame = marked(&mut senders[from], now);
+            c.handle_frame(now, &frame);
+            off.handle_frame(now, &frame);
+        }
+        let mut buf = vec![0u8; 256];
+        let mut cnps = Vec::new();
+        while let Some(n) = c.poll_transmit(Instant::from_nanos(5_000), &mut buf) {
+            let p = parse_frame(&buf[..n]).expect("a valid CNP");
+            assert_eq!(p.repr.bth.opcode, Opcode::CNP);
+            cnps.push((p.repr.ip.dst(), p.repr.bth.dest_qpn));
+        }
+        assert_eq!(cnps, [(ip(1), 17), (ip(2), 17), (ip(1), 17)]);
+        let np = c.np_counters();
+        assert_eq!((np.np_ecn_marked_roce_packets, np.np_cnp_sent), (4, 3));
+        assert_eq!(
+            off.poll_transmit(Instant::from_nanos(5_000), &mut buf),
+            None
+        );
+        let np = off.np_counters();
+        assert_eq!((np.np_ecn_marked_roce_packets, np.np_cnp_sent), (4, 0));
+        assert_eq!(off.counters.rx_bytes, 4 * 1024);
+    }
+
+    #[test]
+    fn a_fixed_rate_spaces_frames_by_their_exact_wire_time() {
+        let mut flow = FlowConfig::bulk(ip(2), 17);
+        flow.rate_gbps = Some(10.0);
+        let mut a = StandInEngine::new(ip(1)).with_flow(flow);
+        let mut buf = vec![0u8; 9216];
+        let mut wire_bits = 0;
+        let mut now = Instant::ZERO;
+        for _ in 0..3 {
+            let n = a.poll_transmit(now, &mut buf).expect("due");
+            wire_bits += wire_bytes(n) * 8;
+            // 10 Gbit/s: 0.1 ns per bit, rounded up once over the whole schedule.
+            let due = Instant::from_nanos(wire_bits.div_ceil(10));
+            assert_eq!(a.poll_timeout(), Some(due));
+            let before = Instant::from_nanos(due.as_nanos() - 1);
+            assert_eq!(a.poll_transmit(before, &mut buf), None);
+            now = due;
+        }
+        assert_eq!(a.counters.tx_packets, 3);
+    }
+}

@@ -13,18 +13,19 @@ use std::time::Instant as Wall;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::engines::{EngineKind, StandInEngine};
 use roce_fabric::scenario::Scenario;
-use roce_fabric::testing::{TestFlow, TestHost};
 use roce_fabric::topology::Topology;
+use roce_fabric::workload::FlowConfig;
 use roce_fabric::{LinkConfig, SwitchConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 
-fn incast(senders: usize, duration_us: f64, transport: &str) -> Scenario {
+fn incast(senders: usize, duration_us: f64, transport: EngineKind) -> Scenario {
     Builtin {
         senders: Some(senders),
         duration_us: Some(duration_us),
-        engine: transport.into(),
+        engine: transport,
         ..Builtin::default()
     }
     .scenario(BuiltinKind::Incast)
@@ -77,7 +78,7 @@ fn run_fabric_only(senders: usize, duration_us: u64) -> (u64, f64) {
             if i == senders {
                 return Replay::Sink(0);
             }
-            let mut h = TestHost::new(ip).with_flow(TestFlow::bulk(dst, 17 + i as u32));
+            let mut h = StandInEngine::new(ip).with_flow(FlowConfig::bulk(dst, 17 + i as u32));
             let mut buf = vec![0u8; 9216];
             let n = h.poll_transmit(Instant::ZERO, &mut buf).unwrap_or(0);
             buf.truncate(n);
@@ -118,8 +119,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let rc = incast(16, 1_000.0, "rc");
-    let test = incast(16, 1_000.0, "test");
+    let rc = incast(16, 1_000.0, EngineKind::Rc);
+    let test = incast(16, 1_000.0, EngineKind::StandIn);
     let (rc_events, _) = run_scenario(&rc);
     let (test_events, _) = run_scenario(&test);
     let (fo_events, _) = run_fabric_only(16, 1_000);
@@ -168,7 +169,7 @@ fn bench(c: &mut Criterion) {
         te / h,
         re / h
     );
-    for transport in ["rc", "test"] {
+    for transport in EngineKind::ALL {
         let long = incast(16, 10_000.0, transport);
         let runs: Vec<(u64, f64)> = (0..3).map(|_| run_scenario(&long)).collect();
         let ev = runs.first().map_or(0, |r| r.0);

@@ -40,3 +40,15 @@ fn removed_qp_starts_a_fresh_interval() {
     np.remove_qp(5);
     assert!(np.on_ce(Instant::from_nanos(20), 5, 9));
 }
+
+#[test]
+fn a_notification_point_that_is_off_counts_ce_marks_and_queues_no_cnp() {
+    let mut np = NotificationPoint::new(Duration::from_micros(4)).with_enabled(false);
+    assert!(!np.is_enabled());
+    assert!(!np.on_ce(Instant::from_nanos(0), 5, 9));
+    assert!(!np.on_ce(Instant::from_nanos(10_000), 5, 9));
+    assert!(!np.has_pending());
+    assert_eq!(np.poll_cnp(Instant::from_nanos(10_000)), None);
+    let c = np.counters();
+    assert_eq!((c.np_ecn_marked_roce_packets, c.np_cnp_sent), (2, 0));
+}

@@ -115,3 +115,31 @@ fn a_configured_vlan_tags_data_and_acks_with_priority_3_and_cnps_with_priority_6
     assert_eq!(tci(&f.data), (5 << 13) | 7);
     assert_eq!(tci(&f.cnp), (7 << 13) | 7);
 }
+
+#[test]
+fn an_endpoint_with_its_notification_point_off_counts_ce_and_sends_only_the_ack() {
+    let cfg = |i: u8| EndpointConfig {
+        np_enabled: i != 2,
+        ..cc_pair::config(i)
+    };
+    let mut p = Pair::new(cfg, &RcOptions::default(), 4096);
+    p.post_write(1, 100);
+    let now = Instant::from_nanos(1_000);
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.poll_transmit(now, &mut buf).unwrap();
+    let mut marked = buf[..n].to_vec();
+    set_frame_ecn(&mut marked, Ecn::Ce).unwrap();
+    p.b.handle_frame(now, &marked);
+    let n = p.b.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(
+        parse_frame(&buf[..n]).unwrap().repr.bth.opcode,
+        Opcode::RC_ACKNOWLEDGE
+    );
+    assert_eq!(p.b.poll_transmit(now, &mut buf), None);
+    let np = p.b.np_counters();
+    assert_eq!((np.np_ecn_marked_roce_packets, np.np_cnp_sent), (1, 0));
+    assert_eq!(p.b.counters().qp.ecn_ce_received, 1);
+    assert_eq!(p.b.counters().cnps_sent, 0);
+    let r = p.b.rdma_counters();
+    assert_eq!((r.np_ecn_marked_roce_packets, r.np_cnp_sent), (1, 0));
+}

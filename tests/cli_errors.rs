@@ -130,3 +130,12 @@ fn demo_bad_mtu_ops_status_and_paths_are_one_line_errors_before_any_traffic() {
         "--out /proc/version/x: cannot create",
     );
 }
+
+#[test]
+fn sim_with_an_unknown_engine_is_a_one_line_usage_error_naming_the_choices() {
+    assert_one_line_error(
+        &["sim", "incast", "--transport", "bogus"],
+        2,
+        "engine \"bogus\" is not \"rc\" or \"test\"",
+    );
+}

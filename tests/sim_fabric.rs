@@ -1,4 +1,4 @@
-//! Behaviour of the virtual-time fabric with the test engines: determinism, line-rate goodput,
+//! Behaviour of the virtual-time fabric with its scenario engines: determinism, line-rate goodput,
 //! PFC versus drops in an incast, congestion spreading, CE marking with valid ICRCs, link
 //! failure, ring AllReduce and a lossy class beside the lossless one.
 
@@ -220,8 +220,9 @@ fn lossy_background_class_drops_while_the_lossless_class_is_paused_instead() {
 
 #[test]
 fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
-    use roce_fabric::testing::{TestFlow, TestHost};
+    use roce_fabric::engines::StandInEngine;
     use roce_fabric::topology::Topology;
+    use roce_fabric::workload::FlowConfig;
     use roce_fabric::{LinkConfig, SwitchConfig};
     use roce_proto::time::Instant;
 
@@ -235,9 +236,9 @@ fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
     let dst = topo.hosts[1].1;
     let (mut fabric, _) = topo
         .build(9, |i, ip| {
-            let h = TestHost::new(ip);
+            let h = StandInEngine::new(ip);
             if i == 0 {
-                let mut f = TestFlow::bulk(dst, 17);
+                let mut f = FlowConfig::bulk(dst, 17);
                 f.total_bytes = Some(64 * 1024);
                 h.with_flow(f)
             } else {
@@ -245,7 +246,7 @@ fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
             }
         })
         .unwrap();
-    fabric.set_int_sink(TestHost::on_int);
+    fabric.set_int_sink(StandInEngine::on_int);
     fabric.run_until(Instant::from_nanos(100_000));
     let rx = fabric.engine(HostId(1)).unwrap();
     assert_eq!(rx.counters.rx_packets, 64);

@@ -102,3 +102,20 @@ fn a_zero_cnp_interval_turns_the_notification_point_off() {
     assert!(off.ecn_marked > 0, "{}", off.table());
     assert_eq!(off.cnp_sent, 0, "{}", off.table());
 }
+
+#[test]
+fn a_receiver_with_its_notification_point_off_still_counts_the_ce_marks_it_gets() {
+    let flows = r#"{ kind = "incast", senders = [0, 1], receiver = 2 }"#;
+    let (off, built) = star("cnp_interval_us = 0", flows);
+    let rx = built.fabric.engine(HostId(2)).unwrap().as_rc().unwrap();
+    let ep = rx.endpoint();
+    let np = ep.np_counters();
+    assert!(off.ecn_marked > 0, "{}", off.table());
+    // Every CE the receiver took was set by a switch (marked packets may still be queued).
+    assert!(np.np_ecn_marked_roce_packets > 0 && np.np_ecn_marked_roce_packets <= off.ecn_marked);
+    assert_eq!(
+        ep.counters().qp.ecn_ce_received,
+        np.np_ecn_marked_roce_packets
+    );
+    assert_eq!((np.np_cnp_sent, ep.counters().cnps_sent), (0, 0));
+}

@@ -4,7 +4,7 @@
 //! perftest's format with `--peer-format perftest`, either side, so a real perftest tool can be
 //! the peer). Whatever the peer asks for is checked against the same bounds as our own flags
 //! before anything is allocated, and refused with one line to both sides. Not here: the
-//! transport (`roce_proto::host`), the port and TCP plumbing ([`session`]), the output
+//! transport (`roce_proto::resolving`), the port and TCP plumbing ([`session`]), the output
 //! formatting ([`report`]).
 
 mod faults;
@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use roce::oob::perf::{decode_line, refusal_line, Dest, Hello, Test};
 use roce::oob::DecodeError;
 use roce_proto::connect::RcOptions;
-use roce_proto::host::PeerQp;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
+use roce_proto::resolving::PeerQp;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};

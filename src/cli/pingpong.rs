@@ -8,8 +8,8 @@ use clap::Args;
 use roce::oob::pingpong;
 use roce::oob::pingpong::PingpongDest;
 use roce_proto::connect::RcOptions;
-use roce_proto::host::PeerQp;
 use roce_proto::psn::Psn;
+use roce_proto::resolving::PeerQp;
 use roce_proto::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::perf::session::{self, PortArgs, Req, Session};

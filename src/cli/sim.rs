@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use roce::report::sim as report;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::engines::EngineKind;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::EcnConfig;
 
@@ -101,7 +102,7 @@ pub struct BuiltinArgs {
     /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `test`
     /// (the fabric's stand-in senders, faster, never retransmit).
     #[arg(long, alias = "engine", default_value = "rc")]
-    transport: String,
+    transport: EngineKind,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -157,7 +158,7 @@ impl BuiltinArgs {
             warmup_us: self.warmup,
             seed: self.seed,
             pfc: self.pfc == OnOff::On,
-            engine: self.transport.clone(),
+            engine: self.transport,
         }
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! They only build [`Scenario`]s; running them is the scenario runner's job.
 
+use super::engines::EngineKind;
 use super::fabric::LinkConfig;
 use super::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use super::switch::EcnConfig;
@@ -59,8 +60,8 @@ pub struct Builtin {
     pub seed: u64,
     /// PFC on the lossless class.
     pub pfc: bool,
-    /// Host transport: "rc" (the real endpoint, default) or "test" (stand-in senders).
-    pub engine: String,
+    /// Host engine: the real RC endpoint (the default) or the stand-in senders.
+    pub engine: EngineKind,
 }
 
 impl Default for Builtin {
@@ -80,7 +81,7 @@ impl Default for Builtin {
             warmup_us: None,
             seed: 1,
             pfc: true,
-            engine: "rc".into(),
+            engine: EngineKind::Rc,
         }
     }
 }
@@ -107,7 +108,7 @@ impl Builtin {
             sample_us: 1.0,
             cc: self.cc.clone(),
             cc_params: Vec::new(),
-            engine: self.engine.clone(),
+            engine: self.engine,
             mtu: 1024,
             message_bytes: 1 << 20,
             cnp_interval_us: 50.0,

@@ -3,7 +3,8 @@
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
 use super::fabric::Fabric;
-use super::frame::{mark_ce, FrameInfo};
+use super::frame::FrameInfo;
+use super::port::TxPort;
 use super::stats::{PortCounters, PRIORITIES};
 use super::switch::{FabricSwitch, MarkPoint};
 use super::wires::{link_from, Event, Slot, Wires};
@@ -79,18 +80,16 @@ impl<E: Engine> Fabric<E> {
             }
             Event::XoffRefresh(s, port, prio, gen) => {
                 let s = SwitchId(s as usize);
+                let prio = usize::from(prio);
                 let standing = self
                     .switches
                     .get(s.0)
-                    .and_then(|sw| sw.ports.get(usize::from(port)))
-                    .is_some_and(|p| {
-                        p.xoff.get(usize::from(prio)) == Some(&true)
-                            && p.xoff_gen.get(usize::from(prio)) == Some(&gen)
-                    });
+                    .and_then(|sw| sw.port(port))
+                    .is_some_and(|p| p.xoff(prio) && p.tx.xoff_gen.get(prio) == Some(&gen));
                 if !standing {
                     return false;
                 }
-                self.send_pfc(s, port, usize::from(prio), true);
+                self.send_pfc(s, port, prio, true);
             }
             Event::LinkState(l, up) => {
                 let l = LinkId(l as usize);
@@ -107,7 +106,12 @@ impl<E: Engine> Fabric<E> {
             }
             Event::Sample => {
                 if let Some(mut rec) = self.recorder.take() {
-                    rec.sample(self);
+                    rec.sample(
+                        self.now(),
+                        &self.tap.progress,
+                        |s, p| self.queue_bytes(s, p),
+                        |h| self.engine(h),
+                    );
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);
                     self.w.queue.push(at, Event::Sample);
@@ -228,10 +232,8 @@ impl<E: Engine> Fabric<E> {
         let egress = info.ip.as_ref().and_then(|ip| {
             let host = *self.ip_to_host.get(&ip.dst)?;
             let links = &self.w.links;
-            let ports = &sw.ports;
             sw.route(host, ip, |p| {
-                ports
-                    .get(usize::from(p))
+                sw.port(p)
                     .and_then(|x| x.tx.link)
                     .and_then(|l| links.get(l.0))
                     .is_some_and(|l| l.up)
@@ -245,14 +247,14 @@ impl<E: Engine> Fabric<E> {
             return;
         };
         if let Err(why) = sw.admit(ingress, egress, prio, len) {
-            tracing::trace!(switch = %sw.name, ?why, "drop");
+            tracing::trace!(switch = %sw.name(), ?why, "drop");
             if let Some(c) = sw.counters_mut(egress, prio) {
                 c.drops += 1;
             }
             self.w.pool.release(pkt);
             return;
         }
-        if sw.cfg.ecn_at == MarkPoint::Enqueue {
+        if sw.config().ecn_at == MarkPoint::Enqueue {
             self.w.maybe_mark(sw, pkt, egress, prio);
         }
         let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
@@ -268,29 +270,29 @@ impl<E: Engine> Fabric<E> {
         let Some(sw) = self.switches.get_mut(s.0) else {
             return;
         };
-        let quanta = if xoff {
-            sw.cfg.pfc.map_or(0, |p| p.quanta)
-        } else {
-            0
-        };
-        let Some(p) = sw.ports.get_mut(usize::from(port)) else {
+        let quanta = sw.config().pfc.map_or(0, |p| p.quanta);
+        let Some(frame) = sw
+            .port(port)
+            .and_then(|p| sw.pause_frame(p.tx.mac, prio, xoff))
+        else {
             return;
         };
-        let mut buf = [0u8; pfc::FRAME_LEN];
-        if PauseRepr::single(p.tx.mac, prio as u8, quanta)
-            .emit(&mut buf)
-            .is_none()
-        {
+        let Some(p) = sw.port_mut(port) else {
             return;
-        }
-        let pkt = self.w.pool.alloc(&buf);
+        };
+        let pkt = self.w.pool.alloc(&frame);
         p.tx.ctrl.push_back(pkt);
         if let Some(c) = p.tx.counters.prio.get_mut(prio) {
             c.pause_sent += 1;
         }
         if xoff {
-            let gen = p.xoff_gen.get(prio).copied().unwrap_or(0).wrapping_add(1);
-            if let Some(g) = p.xoff_gen.get_mut(prio) {
+            let gen =
+                p.tx.xoff_gen
+                    .get(prio)
+                    .copied()
+                    .unwrap_or(0)
+                    .wrapping_add(1);
+            if let Some(g) = p.tx.xoff_gen.get_mut(prio) {
                 *g = gen;
             }
             let refresh = pfc::quanta_to_nanos(quanta, p.tx.rate_bps) / 2;
@@ -310,7 +312,7 @@ impl<E: Engine> Fabric<E> {
         let Some(sw) = self.switches.get_mut(s.0) else {
             return;
         };
-        let Some(p) = sw.ports.get_mut(usize::from(port)) else {
+        let Some(p) = sw.port_mut(port) else {
             return;
         };
         if p.tx.busy {
@@ -321,24 +323,20 @@ impl<E: Engine> Fabric<E> {
             return;
         }
         let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
-            let p = &mut sw.ports[usize::from(port)];
-            let waiting = p.waiting();
-            if let Some(t) = p.tx.earliest_resume(waiting, now) {
-                if p.tx.pause_wake.map_or(true, |w| t < w) {
-                    p.tx.pause_wake = Some(t);
-                    self.w.queue.push(
-                        Instant::from_nanos(t),
-                        Event::PauseEnd(Node::Switch(s).into(), port),
-                    );
-                }
+            if let Some(p) = sw.port_mut(port) {
+                let waiting = p.waiting();
+                self.w
+                    .arm_pause_wake(&mut p.tx, Node::Switch(s), port, waiting);
             }
             return;
         };
-        if sw.cfg.ecn_at == MarkPoint::Dequeue {
+        let cfg = sw.config();
+        let (ecn_at, int) = (cfg.ecn_at, cfg.int);
+        if ecn_at == MarkPoint::Dequeue {
             self.w.maybe_mark(sw, d.pkt, port, d.prio);
         }
-        if let Some(p) = sw.ports.get_mut(usize::from(port)) {
-            if sw.cfg.int {
+        if let Some(p) = sw.port_mut(port) {
+            if int {
                 // HPCC-style in-band telemetry: this hop's queue, byte counter, time and rate.
                 let hop = IntHop {
                     qlen_bytes: p.queued_bytes(),
@@ -445,14 +443,7 @@ impl<E: Engine> Fabric<E> {
             }
             waiting = 1 << prio;
         }
-        if let Some(t) = host.tx.earliest_resume(waiting, now) {
-            if host.tx.pause_wake.map_or(true, |w| t < w) {
-                host.tx.pause_wake = Some(t);
-                self.w
-                    .queue
-                    .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), 0));
-            }
-        }
+        self.w.arm_pause_wake(&mut host.tx, node, 0, waiting);
     }
 }
 
@@ -461,20 +452,28 @@ impl Wires {
     /// current queue depth. Only ECT packets draw from the RNG (on the RED ramp), so marking
     /// stays replayable.
     fn maybe_mark(&mut self, sw: &mut FabricSwitch, pkt: PktId, egress: u16, prio: usize) {
-        let ect = self
-            .pool
-            .slot(pkt)
-            .and_then(|s| s.info.ip.as_ref())
-            .is_some_and(|ip| ip.ect());
-        if !ect || !sw.ecn_mark(egress, prio, &mut self.rng) {
-            return;
-        }
+        let rng = &mut self.rng;
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
             let Slot { buf, info, .. } = slot;
-            info.ip.as_mut().is_some_and(|ip| mark_ce(buf, ip))
+            info.ip
+                .as_mut()
+                .is_some_and(|ip| sw.mark_ce(egress, prio, buf, ip, rng))
         });
         if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
             c.ecn_marked += 1;
+        }
+    }
+
+    /// Schedules a wake-up for `tx` (of `node`'s `port`) when the first of the paused
+    /// priorities in `waiting` (bit mask) resumes, unless an earlier one is already due.
+    fn arm_pause_wake(&mut self, tx: &mut TxPort, node: Node, port: u16, waiting: u8) {
+        let Some(t) = tx.earliest_resume(waiting, self.now) else {
+            return;
+        };
+        if tx.pause_wake.map_or(true, |w| t < w) {
+            tx.pause_wake = Some(t);
+            self.queue
+                .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), port));
         }
     }
 }

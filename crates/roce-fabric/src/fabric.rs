@@ -16,7 +16,7 @@ use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::stats::{PortCounters, PRIORITIES};
-use super::switch::{FabricSwitch, Switch, SwitchConfig, SwitchPort};
+use super::switch::{FabricSwitch, Switch, SwitchConfig};
 use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{Event, Link, PacketPool, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
@@ -224,7 +224,7 @@ impl<E: Engine> Fabric<E> {
                     .switches
                     .get_mut(s.0)
                     .ok_or(FabricError::NoSuchNode(node))?;
-                let port = sw.ports.len();
+                let port = sw.port_count();
                 let mac = [
                     0x02,
                     0x00,
@@ -233,8 +233,7 @@ impl<E: Engine> Fabric<E> {
                     s.0 as u8,
                     port as u8,
                 ];
-                sw.ports.push(SwitchPort::new(TxPort::new(rate_bps, mac)));
-                Ok(port as u16)
+                Ok(sw.add_port(TxPort::new(rate_bps, mac)))
             }
         }
     }
@@ -263,7 +262,7 @@ impl<E: Engine> Fabric<E> {
             Node::Switch(s) => self
                 .switches
                 .get_mut(s.0)
-                .and_then(|sw| sw.ports.get_mut(usize::from(port)))
+                .and_then(|sw| sw.port_mut(port))
                 .map(|p| &mut p.tx),
         }
     }
@@ -274,7 +273,7 @@ impl<E: Engine> Fabric<E> {
             Node::Switch(s) => self
                 .switches
                 .get(s.0)
-                .and_then(|sw| sw.ports.get(usize::from(port)))
+                .and_then(|sw| sw.port(port))
                 .map(|p| &p.tx),
         }
     }
@@ -353,20 +352,20 @@ impl<E: Engine> Fabric<E> {
         self.switches
             .iter()
             .enumerate()
-            .flat_map(|(s, sw)| (0..sw.ports.len()).map(move |p| (SwitchId(s), p as u16)))
+            .flat_map(|(s, sw)| (0..sw.port_count()).map(move |p| (SwitchId(s), p as u16)))
     }
 
     /// Bytes queued at a switch's egress port, all priorities.
     pub fn queue_bytes(&self, switch: SwitchId, port: u16) -> u64 {
         self.switches
             .get(switch.0)
-            .and_then(|s| s.ports.get(usize::from(port)))
+            .and_then(|s| s.port(port))
             .map_or(0, |p| p.queued_bytes())
     }
 
     /// Name of a switch.
     pub fn switch_name(&self, switch: SwitchId) -> &str {
-        self.switches.get(switch.0).map_or("", |s| &s.name)
+        self.switches.get(switch.0).map_or("", |s| s.name())
     }
 
     /// Where a link leads: (node, port).
@@ -378,9 +377,8 @@ impl<E: Engine> Fabric<E> {
     /// before the first run and after topology changes).
     pub fn compute_routes(&mut self) {
         let hosts = self.hosts.len();
-        for sw in &mut self.switches {
-            sw.routes = vec![Vec::new(); hosts];
-        }
+        // routes[switch][host]: the switch's equal-cost egress ports toward the host.
+        let mut routes = vec![vec![Vec::new(); hosts]; self.switches.len()];
         for h in 0..hosts {
             // BFS over switches from the host's attachment point.
             let mut dist = vec![u32::MAX; self.switches.len()];
@@ -392,7 +390,7 @@ impl<E: Engine> Fabric<E> {
                 frontier.push_back(s.0);
             }
             while let Some(s) = frontier.pop_front() {
-                for port in &self.switches[s].ports {
+                for port in self.switches[s].ports() {
                     if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.link_peer(l))
                     {
                         if dist[n.0] == u32::MAX {
@@ -402,9 +400,8 @@ impl<E: Engine> Fabric<E> {
                     }
                 }
             }
-            for s in 0..self.switches.len() {
-                let mut ports = Vec::new();
-                for (p, port) in self.switches[s].ports.iter().enumerate() {
+            for (s, to_host) in routes.iter_mut().enumerate() {
+                for (p, port) in self.switches[s].ports().iter().enumerate() {
                     let next_hop = match port.tx.link.and_then(|l| self.link_peer(l)) {
                         Some((Node::Host(x), _)) => x.0 == h,
                         Some((Node::Switch(n), _)) => {
@@ -413,11 +410,13 @@ impl<E: Engine> Fabric<E> {
                         None => false,
                     };
                     if next_hop {
-                        ports.push(p as u16);
+                        to_host[h].push(p as u16);
                     }
                 }
-                self.switches[s].routes[h] = ports;
             }
+        }
+        for (sw, r) in self.switches.iter_mut().zip(routes) {
+            sw.set_routes(r);
         }
         self.routed = true;
     }

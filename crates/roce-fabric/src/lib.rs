@@ -3,26 +3,27 @@
 //! The fabric: hosts running any [`Engine`](roce_proto::engine::Engine)
 //! behind simulated NICs (by default the real RC [`Endpoint`](roce_proto::endpoint::Endpoint) with
 //! its QPs, DCQCN and notification point), links, switches with ECN marking and PFC,
-//! topologies, workloads, scenario files and reports.
+//! topologies, workloads, scenario files and their summaries.
 //!
 //! Time is virtual (nanoseconds, jump to the next event); every random choice comes from one
 //! seeded RNG, so a scenario and a seed replay bit for bit. It is not a packet-level model of
-//! any particular switch ASIC, and it does no I/O except where `report` writes files on request.
+//! any particular switch ASIC, and it does no I/O (the `roce` CLI writes reports).
 //!
 //! - [`fabric::Fabric`]: build (`add_host`, `add_switch`, `connect`), run (`run_until`), read
 //!   counters; [`topology::Topology`] builds common shapes.
 //! - A host's NIC serializes at its link rate and asks its engine for a frame only when free;
 //!   PFC pauses stop it per priority. Switches are output-queued with eight priorities over a
-//!   shared buffer ([`switch`], the sans-IO element the real-time `demo::switch` runs too);
-//!   [`pfc`] has the 802.1Qbb frame.
+//!   shared buffer ([`switch`], the sans-IO element the real-time [`rt_switch`] runs too);
+//!   `roce_proto::wire::pfc` has the 802.1Qbb frame.
 //! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
-//!   [`host::SimHost`]: the RC endpoint ([`rc_host::RcHost`], the default) or the stand-in
-//!   [`testing::TestHost`] (`transport = "test"`);
-//!   [`summary::Summary`] and [`report`] are what a run leaves.
+//!   [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the default) or the
+//!   stand-in [`engines::StandInEngine`] (`engine = "test"`);
+//!   [`summary::Summary`] and the [`series`] are what a run leaves.
 //!
 //! ```
-//! use roce_fabric::testing::{TestFlow, TestHost};
+//! use roce_fabric::engines::StandInEngine;
 //! use roce_fabric::topology::Topology;
+//! use roce_fabric::workload::FlowConfig;
 //! use roce_fabric::{HostId, LinkConfig};
 //! use roce_proto::time::Instant;
 //!
@@ -30,8 +31,8 @@
 //! let dst = topo.hosts[1].1;
 //! let (mut fabric, _) = topo
 //!     .build(7, |i, ip| {
-//!         let h = TestHost::new(ip);
-//!         if i == 0 { h.with_flow(TestFlow::bulk(dst, 17)) } else { h }
+//!         let h = StandInEngine::new(ip);
+//!         if i == 0 { h.with_flow(FlowConfig::bulk(dst, 17)) } else { h }
 //!     })
 //!     .unwrap();
 //! fabric.run_until(Instant::from_nanos(20_000));
@@ -42,12 +43,11 @@
 
 pub mod builtin;
 mod dispatch;
+pub mod engines;
 pub mod event;
 pub mod fabric;
 pub mod frame;
-pub mod host;
 mod port;
-pub mod rc_host;
 pub mod rt_switch;
 pub mod scenario;
 pub mod series;
@@ -55,7 +55,6 @@ pub mod stats;
 pub mod summary;
 pub mod switch;
 pub mod tap;
-pub mod testing;
 pub mod topology;
 mod wires;
 pub mod workload;

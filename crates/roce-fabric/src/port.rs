@@ -37,6 +37,9 @@ pub(crate) struct TxPort {
     pause_closed_ns: [u64; PRIORITIES],
     /// A scheduled wake-up for the end of a pause, if any.
     pub pause_wake: Option<u64>,
+    /// (Switch ports) bumped at every XOFF sent per priority, so that stale refreshes can be
+    /// told apart.
+    pub xoff_gen: [u32; PRIORITIES],
     /// Control frames (PFC) waiting; they go before any data and ignore pauses.
     pub ctrl: VecDeque<PktId>,
     /// The port's MAC address (source of its PFC frames).
@@ -56,6 +59,7 @@ impl TxPort {
             pause_since: [0; PRIORITIES],
             pause_closed_ns: [0; PRIORITIES],
             pause_wake: None,
+            xoff_gen: [0; PRIORITIES],
             ctrl: VecDeque::new(),
             mac,
             counters: PortCounters::default(),

@@ -1,6 +1,7 @@
 //! A real-time software switch between [`Port`]s: forwarding by destination MAC onto the
-//! simulator's sans-IO switch element ([`crate::Switch`]: eight priority queues per egress
-//! port over a shared buffer, RED/ECN marking, PFC accounting), with on rate-limited ports
+//! fabric's sans-IO switch element ([`Switch`]: eight priority queues per egress port over a
+//! shared buffer, RED/ECN marking, PFC accounting), driven through its public API, with on
+//! rate-limited ports
 //! (bottleneck links) a token-bucket drain. With [`RtSwitch::with_pfc`] the lossless priority
 //! (3, DSCP 26) sends 802.1Qbb pause frames to the ports that overfill it and honours the ones
 //! it receives.
@@ -14,20 +15,16 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use serde::Serialize;
 
-use crate::frame::{classify, mark_ce};
-use crate::stats::PRIORITIES;
-use crate::switch::{priority, Dequeued};
-use crate::{EcnConfig, PfcConfig, Switch, SwitchConfig};
+use crate::port::WIRE_OVERHEAD;
+use crate::switch::{
+    Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort, PRIORITIES,
+};
 use roce_proto::cc::Rate;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc;
 use roce_proto::wire::pfc::PauseRepr;
 use roce_proto::wire::EthernetAddress;
-
-/// Preamble, start delimiter, FCS and inter-frame gap: what a frame costs on the wire beyond its
-/// bytes.
-pub const WIRE_OVERHEAD: u64 = 24;
 
 /// Credit an idle bottleneck keeps: one full-size frame, so a link with nothing queued does not
 /// save up bandwidth for a later burst.
@@ -142,8 +139,8 @@ pub struct RtSwitch<P: Port> {
 impl<P: Port> std::fmt::Debug for RtSwitch<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RtSwitch")
-            .field("ports", &self.sw.ports.len())
-            .field("used_bytes", &self.sw.used_bytes)
+            .field("ports", &self.sw.port_count())
+            .field("used_bytes", &self.sw.used_bytes())
             .field("counters", &self.counters)
             .finish()
     }
@@ -172,7 +169,7 @@ impl<P: Port> RtSwitch<P> {
 
     /// Turns PFC on for the lossless priority 3 with these thresholds (per ingress port).
     pub fn with_pfc(mut self, pfc: PfcConfig) -> Self {
-        self.sw.cfg.pfc = Some(pfc);
+        self.sw.set_pfc(Some(pfc));
         self
     }
 
@@ -191,7 +188,7 @@ impl<P: Port> RtSwitch<P> {
                 idle: true,
             }
         });
-        self.sw.ports.push(crate::SwitchPort::new(RtPort {
+        usize::from(self.sw.add_port(RtPort {
             port,
             mac,
             tx_bytes: 0,
@@ -200,8 +197,7 @@ impl<P: Port> RtSwitch<P> {
             ctrl: VecDeque::new(),
             paused_until: [None; PRIORITIES],
             xoff_sent: [None; PRIORITIES],
-        }));
-        self.sw.ports.len() - 1
+        }))
     }
 
     /// Counters so far.
@@ -209,27 +205,38 @@ impl<P: Port> RtSwitch<P> {
         self.counters
     }
 
+    fn port(&self, index: usize) -> Option<&SwitchPort<P::Buf, RtPort<P>>> {
+        self.sw.port(u16::try_from(index).ok()?)
+    }
+
     /// Bytes queued at egress port `index`.
     pub fn queue_bytes(&self, index: usize) -> u64 {
-        self.sw.ports.get(index).map_or(0, |p| p.queued_bytes())
+        self.port(index).map_or(0, |p| p.queued_bytes())
     }
 
     /// Bytes sent out of port `index` (frames without wire overhead).
     pub fn port_tx_bytes(&self, index: usize) -> u64 {
-        self.sw.ports.get(index).map_or(0, |p| p.tx.tx_bytes)
+        self.port(index).map_or(0, |p| p.tx.tx_bytes)
     }
 
     /// Bytes in the shared buffer.
     pub fn buffer_bytes(&self) -> u64 {
-        self.sw.used_bytes
+        self.sw.used_bytes()
     }
 
-    fn egress_of(&self, frame: &[u8]) -> Option<usize> {
+    fn egress_of(&self, frame: &[u8]) -> Option<u16> {
         let dst = frame.get(..6)?;
-        self.sw
-            .ports
+        let i = self
+            .sw
+            .ports()
             .iter()
-            .position(|p| p.tx.mac.is_some_and(|m| m.0 == dst))
+            .position(|p| p.tx.mac.is_some_and(|m| m.0 == dst))?;
+        u16::try_from(i).ok()
+    }
+
+    /// The ports' indices.
+    fn port_ids(&self) -> std::ops::Range<u16> {
+        0..u16::try_from(self.sw.port_count()).unwrap_or(u16::MAX)
     }
 
     /// One round: receive a burst on every port and queue it (marking, dropping, pausing),
@@ -237,8 +244,8 @@ impl<P: Port> RtSwitch<P> {
     /// frame as it leaves. Returns the number of frames received plus sent.
     pub fn poll(&mut self, now: Instant, on_egress: &mut dyn FnMut(&[u8])) -> usize {
         let mut work = 0;
-        for i in 0..self.sw.ports.len() {
-            let Some(p) = self.sw.ports.get_mut(i) else {
+        for i in self.port_ids() {
+            let Some(p) = self.sw.port_mut(i) else {
                 continue;
             };
             let burst = p.tx.port.caps().burst.max(1) * BURSTS_PER_POLL;
@@ -250,14 +257,14 @@ impl<P: Port> RtSwitch<P> {
             self.rx = rx;
         }
         self.refresh_xoff(now);
-        for i in 0..self.sw.ports.len() {
+        for i in self.port_ids() {
             work += self.egress(i, now, on_egress);
         }
         work
     }
 
-    fn egress(&mut self, i: usize, now: Instant, on_egress: &mut dyn FnMut(&[u8])) -> usize {
-        let Some(p) = self.sw.ports.get_mut(i) else {
+    fn egress(&mut self, port: u16, now: Instant, on_egress: &mut dyn FnMut(&[u8])) -> usize {
+        let Some(p) = self.sw.port_mut(port) else {
             return 0;
         };
         let mut budget = f64::INFINITY;
@@ -280,7 +287,6 @@ impl<P: Port> RtSwitch<P> {
             d.tokens -= ((pfc::FRAME_LEN as u64 + WIRE_OVERHEAD) * ctrl_sent as u64) as f64;
             budget -= ((pfc::FRAME_LEN as u64 + WIRE_OVERHEAD) * ctrl_sent as u64) as f64;
         }
-        let port = i as u16;
         while self.tx.len() < burst {
             let Some((_, len)) = self.sw.peek(port, |t, prio| t.paused(prio, now)) else {
                 break;
@@ -296,7 +302,7 @@ impl<P: Port> RtSwitch<P> {
             self.tx.push(d.pkt);
             self.sent.push((d.ingress, d.prio, d.len));
         }
-        let Some(p) = self.sw.ports.get_mut(i) else {
+        let Some(p) = self.sw.port_mut(port) else {
             return ctrl_sent;
         };
         let queued = p.queued_bytes();
@@ -335,12 +341,12 @@ impl<P: Port> RtSwitch<P> {
         for k in 0..self.sent.len() {
             if let Some(&(ingress, prio, _)) = self.sent.get(k) {
                 if self.sw.should_resume(ingress, prio) {
-                    self.send_pfc(usize::from(ingress), prio, false, now);
+                    self.send_pfc(ingress, prio, false, now);
                 }
             }
         }
         self.sent.clear();
-        if let Some(p) = self.sw.ports.get_mut(i) {
+        if let Some(p) = self.sw.port_mut(port) {
             let queued = p.queued_bytes();
             if let Some(d) = p.tx.drain.as_mut() {
                 d.idle = queued == 0;
@@ -349,12 +355,11 @@ impl<P: Port> RtSwitch<P> {
         sent + ctrl_sent
     }
 
-    fn ingress(&mut self, from: usize, mut buf: P::Buf, now: Instant) {
+    fn ingress(&mut self, from: u16, mut buf: P::Buf, now: Instant) {
         self.counters.rx_frames += 1;
-        let mut info = classify(buf.frame());
+        let Arrival { mut info, prio } = Arrival::of(buf.frame());
         if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
-            if let (Some(pause), Some(p)) =
-                (PauseRepr::parse(buf.frame()), self.sw.ports.get_mut(from))
+            if let (Some(pause), Some(p)) = (PauseRepr::parse(buf.frame()), self.sw.port_mut(from))
             {
                 for (prio, q) in pause.quanta.iter().enumerate() {
                     if let (Some(q), Some(until)) = (*q, p.tx.paused_until.get_mut(prio)) {
@@ -371,38 +376,37 @@ impl<P: Port> RtSwitch<P> {
             self.counters.unknown_destination += 1;
             return;
         };
-        let prio = priority(info.pcp, info.ip.as_ref());
-        let (from16, to16) = (from as u16, to as u16);
-        if self.sw.admit(from16, to16, prio, len).is_err() {
+        if self.sw.admit(from, to, prio, len).is_err() {
             self.counters.drops += 1;
             return;
         }
         // Only a rate-limited port builds a real queue; the others stand for links faster than
         // the loop, whose momentary backlog within one burst is no congestion.
-        let limited = self.sw.ports.get(to).is_some_and(|p| p.tx.drain.is_some());
-        if limited && self.sw.ecn_mark(to16, prio, &mut self.rng) {
-            if let Some(ip) = info.ip.as_mut() {
-                if mark_ce(buf.frame_mut(), ip) {
-                    self.counters.ecn_marked += 1;
-                }
+        let limited = self.sw.port(to).is_some_and(|p| p.tx.drain.is_some());
+        if let Some(ip) = info.ip.as_mut().filter(|_| limited) {
+            if self
+                .sw
+                .mark_ce(to, prio, buf.frame_mut(), ip, &mut self.rng)
+            {
+                self.counters.ecn_marked += 1;
             }
         }
-        if self.sw.enqueue(buf, from16, to16, prio, len) {
+        if self.sw.enqueue(buf, from, to, prio, len) {
             self.send_pfc(from, prio, true, now);
         }
-        self.counters.buffer_hwm_bytes = self.counters.buffer_hwm_bytes.max(self.sw.used_bytes);
+        self.counters.buffer_hwm_bytes = self.counters.buffer_hwm_bytes.max(self.sw.used_bytes());
     }
 
     /// Re-sends XOFF where it still stands and half its pause time has passed.
     fn refresh_xoff(&mut self, now: Instant) {
-        let Some(pfc) = self.sw.cfg.pfc else {
+        let Some(pfc) = self.sw.config().pfc else {
             return;
         };
-        for i in 0..self.sw.ports.len() {
+        for i in self.port_ids() {
             for prio in 0..PRIORITIES {
-                let due = self.sw.ports.get(i).is_some_and(|p| {
+                let due = self.sw.port(i).is_some_and(|p| {
                     let half = pfc::quanta_to_nanos(pfc.quanta, p.tx.rate_bps) / 2;
-                    p.xoff.get(prio) == Some(&true)
+                    p.xoff(prio)
                         && p.tx
                             .xoff_sent
                             .get(prio)
@@ -420,28 +424,21 @@ impl<P: Port> RtSwitch<P> {
     }
 
     /// Queues a pause frame (XOFF with the configured quanta, or XON) out of port `i`.
-    fn send_pfc(&mut self, i: usize, prio: usize, xoff: bool, now: Instant) {
-        let quanta = match self.sw.cfg.pfc {
-            Some(p) if xoff => p.quanta,
-            Some(_) => 0,
-            None => return,
-        };
-        let Some(p) = self.sw.ports.get_mut(i) else {
+    fn send_pfc(&mut self, i: u16, prio: usize, xoff: bool, now: Instant) {
+        let src = [0x02, 0x00, 0x00, 0x03, 0x00, i as u8];
+        let Some(frame) = self.sw.pause_frame(src, prio, xoff) else {
             return;
         };
-        let src = [0x02, 0x00, 0x00, 0x03, 0x00, i as u8];
+        let Some(p) = self.sw.port_mut(i) else {
+            return;
+        };
         let Some(mut buf) = p.tx.port.alloc() else {
             return;
         };
-        if !buf.set_frame_len(pfc::FRAME_LEN) {
+        if !buf.set_frame_len(frame.len()) {
             return;
         }
-        if PauseRepr::single(src, prio as u8, quanta)
-            .emit(buf.frame_mut())
-            .is_none()
-        {
-            return;
-        }
+        buf.frame_mut().copy_from_slice(&frame);
         p.tx.ctrl.push_back(buf);
         if let Some(t) = p.tx.xoff_sent.get_mut(prio) {
             *t = xoff.then_some(now);

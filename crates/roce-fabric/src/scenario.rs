@@ -1,19 +1,17 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
-//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in test
-//! engines with `transport = "test"`), runs it and summarizes it.
+//! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in
+//! engines with `engine = "test"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.
 
 use serde::{Deserialize, Serialize};
 
+use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
-use super::host::SimHost;
-use super::rc_host::{RcHost, RcSetupError};
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
-use super::testing::TestHost;
 use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
@@ -46,9 +44,6 @@ fn d_msg() -> u64 {
 }
 fn d_cnp() -> f64 {
     50.0
-}
-fn d_engine() -> String {
-    "rc".into()
 }
 fn d_cc() -> String {
     "none".into()
@@ -200,11 +195,11 @@ pub struct Scenario {
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
-    /// Host transport: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
+    /// Host engine: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
     /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
     /// as `transport`.
-    #[serde(default = "d_engine", alias = "transport")]
-    pub engine: String,
+    #[serde(default, alias = "transport")]
+    pub engine: EngineKind,
     /// Parameter overrides for `cc`, as `name=value`.
     #[serde(default)]
     pub cc_params: Vec<String>,
@@ -264,12 +259,6 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         self.cc_config()?;
-        if !matches!(self.engine.as_str(), "test" | "rc") {
-            return bad(format!(
-                "transport {:?} is not \"rc\" or \"test\"",
-                self.engine
-            ));
-        }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
@@ -295,21 +284,21 @@ impl Scenario {
 
     /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
     /// to the receiver's QP.
-    fn rc_hosts(
+    fn rc_engines(
         &self,
         ips: &[IpAddr],
         plan: &mut Plan,
         cnp: Duration,
-    ) -> Result<Vec<SimHost>, ScenarioError> {
+    ) -> Result<Vec<ScenarioEngine>, ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
         let np = (cnp > Duration::ZERO).then_some(cnp);
         let mut rc = ips
             .iter()
             .enumerate()
             .map(|(i, &ip)| {
-                let h = RcHost::new(ip, np)?;
-                Ok(match plan.rings.iter().find(|(m, _)| m.contains(&i)) {
-                    Some((_, per_iter)) => h.with_marks(*per_iter),
+                let h = RcEngine::new(ip, np)?;
+                Ok(match plan.ring_bytes(i) {
+                    Some(per_iter) => h.with_marks(per_iter),
                     None => h,
                 })
             })
@@ -334,10 +323,31 @@ impl Scenario {
                 return Err(two());
             };
             let (src, dst) = if spec.src_host == lo { (a, b) } else { (b, a) };
-            let (qpn, _) = RcHost::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
+            let (qpn, _) = RcEngine::connect(src, dst, flow).map_err(|e| invalid(e.to_string()))?;
             spec.dst_qpn = qpn;
         }
-        Ok(rc.into_iter().map(|h| SimHost::Rc(Box::new(h))).collect())
+        Ok(rc
+            .into_iter()
+            .map(|h| ScenarioEngine::Rc(Box::new(h)))
+            .collect())
+    }
+
+    /// Stand-in engines for every host, each sending its flows of `plan`.
+    fn stand_in_engines(ips: &[IpAddr], plan: &Plan, cnp: Duration) -> Vec<ScenarioEngine> {
+        let engine = |(i, &ip): (usize, &IpAddr)| {
+            let mut h = StandInEngine::new(ip);
+            if cnp > Duration::ZERO {
+                h = h.with_cnp_interval(cnp);
+            }
+            for f in plan.host_flows.get(i).into_iter().flatten() {
+                h = h.with_flow(f.clone());
+            }
+            if let Some(per_iter) = plan.ring_bytes(i) {
+                h = h.with_marks(per_iter);
+            }
+            ScenarioEngine::StandIn(Box::new(h))
+        };
+        ips.iter().enumerate().map(engine).collect()
     }
 
     /// Warm-up end, ns.
@@ -402,32 +412,16 @@ impl Scenario {
             f.cc.clone_from(&cc);
         }
         let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
-        let hosts = match self.engine.as_str() {
-            "rc" => self.rc_hosts(&ips, &mut plan, cnp)?,
-            _ => ips
-                .iter()
-                .enumerate()
-                .map(|(i, &ip)| {
-                    let mut h = TestHost::new(ip);
-                    if cnp > Duration::ZERO {
-                        h = h.with_cnp_interval(cnp);
-                    }
-                    for f in plan.host_flows.get(i).into_iter().flatten() {
-                        h = h.with_flow(f.clone());
-                    }
-                    if let Some((_, per_iter)) = plan.rings.iter().find(|(m, _)| m.contains(&i)) {
-                        h = h.with_marks(*per_iter);
-                    }
-                    SimHost::Test(Box::new(h))
-                })
-                .collect(),
+        let hosts = match self.engine {
+            EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
+            EngineKind::StandIn => Self::stand_in_engines(&ips, &plan, cnp),
         };
-        let mut hosts: Vec<Option<SimHost>> = hosts.into_iter().map(Some).collect();
+        let mut hosts: Vec<Option<ScenarioEngine>> = hosts.into_iter().map(Some).collect();
         let (mut fabric, cables) = topo.build(self.seed, |i, ip| {
             hosts
                 .get_mut(i)
                 .and_then(Option::take)
-                .unwrap_or_else(|| SimHost::Test(Box::new(TestHost::new(ip))))
+                .unwrap_or_else(|| ScenarioEngine::StandIn(Box::new(StandInEngine::new(ip))))
         })?;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
@@ -470,7 +464,7 @@ impl Scenario {
         let mut recorder = Recorder::new(interval, monitors.clone());
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();
-            recorder = recorder.with_probe(senders, SimHost::cc_samples);
+            recorder = recorder.with_probe(senders, ScenarioEngine::cc_samples);
         }
         fabric.record(recorder);
         Ok(Built {
@@ -494,7 +488,13 @@ impl Scenario {
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
-        let summary = Summary::collect(self, &built);
+        let summary = Summary::collect(
+            &self.name,
+            self.seed,
+            self.warmup_ns(),
+            &built.fabric,
+            &built.rings,
+        );
         Ok((summary, built))
     }
 }
@@ -502,7 +502,7 @@ impl Scenario {
 /// A built scenario.
 pub struct Built {
     /// The fabric.
-    pub fabric: Fabric<SimHost>,
+    pub fabric: Fabric<ScenarioEngine>,
     /// The monitored egress port.
     pub bottleneck: Option<(Node, u16)>,
     /// Rings (members, bytes per member per iteration).

@@ -2,14 +2,14 @@
 //! control state (rate, alpha) read through a probe, and PFC pause periods.
 //!
 //! Sampling is an event in the fabric's queue, so recording changes no outcome and stays
-//! deterministic. Writing files is `sim::report`'s job.
+//! deterministic. Writing files is the CLI's job (`roce::report::sim`).
 
 use serde::Serialize;
 
-use super::fabric::Fabric;
+use super::tap::FlowProgress;
 use super::{HostId, SwitchId};
 use roce_proto::engine::Engine;
-use roce_proto::time::Duration;
+use roce_proto::time::{Duration, Instant};
 
 /// Congestion-control state of one flow at one host, as a probe reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -20,6 +20,17 @@ pub struct CcSample {
     pub rate_gbps: f64,
     /// DCQCN's alpha (or the controller's nearest equivalent).
     pub alpha: f64,
+}
+
+impl CcSample {
+    /// The sample of flow `qpn` whose controller reports `m`.
+    pub fn of(qpn: u32, m: &roce_proto::cc::CcMetrics) -> Self {
+        CcSample {
+            qpn,
+            rate_gbps: m.rate.as_gbps_f64(),
+            alpha: m.alpha,
+        }
+    }
 }
 
 /// Reads congestion-control state out of an engine.
@@ -88,9 +99,18 @@ impl<E: Engine> Recorder<E> {
         self
     }
 
-    pub(crate) fn sample(&mut self, fabric: &Fabric<E>) {
+    /// Takes the sample of `now`: the tap's `progress` per flow, `queue_bytes(switch, port)` of
+    /// the monitors and the probe's view of `engine(host)`.
+    pub(crate) fn sample<'e>(
+        &mut self,
+        now: Instant,
+        progress: &[FlowProgress],
+        queue_bytes: impl Fn(SwitchId, u16) -> u64,
+        engine: impl Fn(HostId) -> Option<&'e E>,
+    ) where
+        E: 'e,
+    {
         let secs = self.interval.as_secs_f64().max(1e-12);
-        let progress = &fabric.tap.progress;
         self.last_bytes.resize(progress.len(), 0);
         let flow_gbps = progress
             .iter()
@@ -104,12 +124,12 @@ impl<E: Engine> Recorder<E> {
         let queue_bytes = self
             .monitors
             .iter()
-            .map(|&(s, p)| fabric.queue_bytes(s, p))
+            .map(|&(s, p)| queue_bytes(s, p))
             .collect();
         let mut cc = Vec::new();
         if let Some((hosts, probe)) = &self.probe {
             for &h in hosts {
-                if let Some(e) = fabric.engine(h) {
+                if let Some(e) = engine(h) {
                     self.scratch.clear();
                     probe(e, &mut self.scratch);
                     cc.extend(self.scratch.iter().map(|s| (h.0, *s)));
@@ -117,7 +137,7 @@ impl<E: Engine> Recorder<E> {
             }
         }
         self.rows.push(Row {
-            t_ns: fabric.now().as_nanos(),
+            t_ns: now.as_nanos(),
             flow_gbps,
             queue_bytes,
             cc,

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::scenario::{Built, Scenario};
+use super::engines::ScenarioEngine;
+use super::fabric::Fabric;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
 
@@ -74,11 +75,17 @@ pub fn jain(x: &[f64]) -> f64 {
 }
 
 impl Summary {
-    /// Reads the summary of a finished run of `scenario`.
-    pub fn collect(scenario: &Scenario, built: &Built) -> Summary {
-        let f = &built.fabric;
+    /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
+    /// `warm_ns`) from its fabric `f` and its ring AllReduce groups `rings` (members, bytes per
+    /// member per iteration).
+    pub fn collect(
+        name: &str,
+        seed: u64,
+        warm_ns: u64,
+        f: &Fabric<ScenarioEngine>,
+        rings: &[(Vec<usize>, u64)],
+    ) -> Summary {
         let end_ns = f.now().as_nanos();
-        let warm_ns = scenario.warmup_ns();
         let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
         let tap = &f.tap;
         let flows: Vec<FlowResult> = tap
@@ -115,12 +122,9 @@ impl Summary {
         for h in 0..f.host_count() {
             hosts.accumulate(&f.port_counters(Node::Host(HostId(h)), 0).total());
         }
-        let (queue_mean_bytes, queue_p99_bytes) = built
-            .fabric
-            .recorder()
-            .map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
-        let allreduce_iter_us = built
-            .rings
+        let (queue_mean_bytes, queue_p99_bytes) =
+            f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
+        let allreduce_iter_us = rings
             .iter()
             .map(|(members, _)| {
                 let marks: Vec<&[_]> = members
@@ -145,8 +149,8 @@ impl Summary {
             })
             .collect();
         Summary {
-            name: scenario.name.clone(),
-            seed: scenario.seed,
+            name: name.to_owned(),
+            seed,
             duration_us: end_ns as f64 / 1e3,
             jain_fairness: jain(&flows.iter().map(|f| f.goodput_gbps).collect::<Vec<_>>()),
             queue_mean_bytes,

@@ -5,17 +5,24 @@
 //!
 //! This is the sans-IO switch element both the virtual-time fabric ([`crate::fabric`]) and
 //! the real-time switch between ports ([`crate::rt_switch`]) run: it decides what happens to
-//! a packet; moving frames and keeping time is their job.
+//! a packet; moving frames and keeping time is their job. A driver reads a frame once on arrival
+//! ([`Arrival::of`]), picks the egress (its own forwarding, or [`Switch::route`]), then asks
+//! [`Switch::admit`], [`Switch::mark_ce`] and [`Switch::enqueue`]; on the way out
+//! [`Switch::dequeue`] and [`Switch::should_resume`]; the pause frames to send come from
+//! [`Switch::pause_frame`].
 
 use std::collections::VecDeque;
 
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::frame::{flow_hash, IpInfo};
+use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::port::TxPort;
-use super::stats::{PrioCounters, PRIORITIES};
+use super::stats::PrioCounters;
 use super::PktId;
+use roce_proto::wire::pfc::{self, PauseRepr};
+
+pub use super::stats::PRIORITIES;
 
 /// ECN marking of one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,6 +153,25 @@ pub fn priority(pcp: Option<u8>, ip: Option<&IpInfo>) -> usize {
     }
 }
 
+/// What a switch reads from a frame once, when it arrives: the header fields it acts on and
+/// the priority they give.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// 802.1Q priority, ethertype, IP and UDP fields.
+    pub info: FrameInfo,
+    /// The frame's priority (see [`priority`]).
+    pub prio: usize,
+}
+
+impl Arrival {
+    /// Reads `frame` (never panics; what cannot be read is left out).
+    pub fn of(frame: &[u8]) -> Self {
+        let info = classify(frame);
+        let prio = priority(info.pcp, info.ip.as_ref());
+        Arrival { info, prio }
+    }
+}
+
 /// Why a switch dropped a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
@@ -179,9 +205,7 @@ pub struct SwitchPort<T, X> {
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
     ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
-    pub xoff: [bool; PRIORITIES],
-    /// Bumped at every XOFF so that stale refreshes can be told apart.
-    pub xoff_gen: [u32; PRIORITIES],
+    xoff: [bool; PRIORITIES],
 }
 
 impl<T, X> SwitchPort<T, X> {
@@ -194,8 +218,12 @@ impl<T, X> SwitchPort<T, X> {
             rr: 0,
             ingress_bytes: [0; PRIORITIES],
             xoff: [false; PRIORITIES],
-            xoff_gen: [0; PRIORITIES],
         }
+    }
+
+    /// Whether this port's XOFF for `prio` stands upstream (sent, no XON since).
+    pub fn xoff(&self, prio: usize) -> bool {
+        self.xoff.get(prio).copied().unwrap_or(false)
     }
 
     /// Bytes queued over all priorities.
@@ -232,16 +260,14 @@ pub struct Dequeued<T> {
 /// the fabric, a frame buffer in the real-time switch), `X` each port's transmit side.
 #[derive(Debug)]
 pub struct Switch<T, X> {
-    /// Name, for logs.
-    pub name: String,
-    /// Configuration.
-    pub cfg: SwitchConfig,
+    name: String,
+    cfg: SwitchConfig,
     /// Ports, in the order they were added.
-    pub ports: Vec<SwitchPort<T, X>>,
+    ports: Vec<SwitchPort<T, X>>,
     /// Equal-cost egress ports per destination (host index).
-    pub routes: Vec<Vec<u16>>,
+    routes: Vec<Vec<u16>>,
     /// Bytes in the shared buffer.
-    pub used_bytes: u64,
+    used_bytes: u64,
 }
 
 impl<T, X> Switch<T, X> {
@@ -254,6 +280,57 @@ impl<T, X> Switch<T, X> {
             used_bytes: 0,
             name,
         }
+    }
+
+    /// Name, for logs.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.cfg
+    }
+
+    /// Turns PFC on with these thresholds, or off.
+    pub fn set_pfc(&mut self, pfc: Option<PfcConfig>) {
+        self.cfg.pfc = pfc;
+    }
+
+    /// Adds a port around the transmit side `tx`; returns its index.
+    pub fn add_port(&mut self, tx: X) -> u16 {
+        self.ports.push(SwitchPort::new(tx));
+        (self.ports.len() - 1) as u16
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Port `i`.
+    pub fn port(&self, i: u16) -> Option<&SwitchPort<T, X>> {
+        self.ports.get(usize::from(i))
+    }
+
+    /// Port `i`, mutably (its transmit side is the driver's).
+    pub fn port_mut(&mut self, i: u16) -> Option<&mut SwitchPort<T, X>> {
+        self.ports.get_mut(usize::from(i))
+    }
+
+    /// The ports, in the order they were added.
+    pub fn ports(&self) -> &[SwitchPort<T, X>] {
+        &self.ports
+    }
+
+    /// Bytes in the shared buffer.
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes
+    }
+
+    /// Sets the equal-cost egress ports toward each destination (indexed by host).
+    pub fn set_routes(&mut self, routes: Vec<Vec<u16>>) {
+        self.routes = routes;
     }
 
     /// Picks the egress port for a flow among the routes to `host` whose link is up.
@@ -291,18 +368,22 @@ impl<T, X> Switch<T, X> {
 
     /// Bytes in `egress`'s queue `prio`.
     pub fn queue_depth(&self, egress: u16, prio: usize) -> u64 {
-        self.ports
-            .get(usize::from(egress))
-            .and_then(|p| p.qbytes.get(prio))
-            .copied()
-            .unwrap_or(0)
+        self.port_bytes(egress, |p| &p.qbytes, prio)
     }
 
     /// Bytes buffered that arrived on `ingress` with priority `prio`.
     pub fn ingress_depth(&self, ingress: u16, prio: usize) -> u64 {
-        self.ports
-            .get(usize::from(ingress))
-            .and_then(|p| p.ingress_bytes.get(prio))
+        self.port_bytes(ingress, |p| &p.ingress_bytes, prio)
+    }
+
+    fn port_bytes(
+        &self,
+        port: u16,
+        which: impl Fn(&SwitchPort<T, X>) -> &[u64; PRIORITIES],
+        prio: usize,
+    ) -> u64 {
+        self.port(port)
+            .and_then(|p| which(p).get(prio))
             .copied()
             .unwrap_or(0)
     }
@@ -316,6 +397,39 @@ impl<T, X> Switch<T, X> {
         let depth = self.queue_depth(egress, prio);
         let p = ecn.probability(depth);
         p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+    }
+
+    /// ECN at `egress`'s queue `prio`: sets CE in `frame`, whose IP fields `ip` were read on
+    /// arrival, when it is ECN-capable and the RED ramp or the step says so at the queue's depth
+    /// now. Only ECT packets draw from `rng` (and only on the ramp), so marking replays.
+    /// Returns whether the frame was marked (an already CE-marked one is not).
+    pub fn mark_ce(
+        &self,
+        egress: u16,
+        prio: usize,
+        frame: &mut [u8],
+        ip: &mut IpInfo,
+        rng: &mut impl rand::Rng,
+    ) -> bool {
+        ip.ect() && self.ecn_mark(egress, prio, rng) && super::frame::mark_ce(frame, ip)
+    }
+
+    /// The 802.1Qbb frame a port with MAC `src` sends upstream for `prio`: XOFF with the
+    /// configured pause time, or XON (pause time 0). `None` with PFC off.
+    pub fn pause_frame(
+        &self,
+        src: [u8; 6],
+        prio: usize,
+        xoff: bool,
+    ) -> Option<[u8; pfc::FRAME_LEN]> {
+        let quanta = match self.cfg.pfc {
+            Some(p) if xoff => p.quanta,
+            Some(_) => 0,
+            None => return None,
+        };
+        let mut frame = [0u8; pfc::FRAME_LEN];
+        PauseRepr::single(src, prio as u8, quanta).emit(&mut frame)?;
+        Some(frame)
     }
 
     /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
@@ -481,5 +595,20 @@ mod tests {
         };
         assert_eq!(step.probability(150), 1.0);
         assert_eq!(step.probability(140), 0.2 * 40.0 / 200.0);
+    }
+
+    #[test]
+    fn pause_frames_carry_the_configured_quanta_for_xoff_zero_for_xon_and_none_without_pfc() {
+        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
+        let src = [2, 0, 0, 0, 0, 9];
+        let quanta = |xoff| {
+            let frame = sw.pause_frame(src, 3, xoff).expect("PFC is on");
+            let pause = PauseRepr::parse(&frame).expect("a PFC frame");
+            (pause.quanta[3], pause.quanta[2])
+        };
+        assert_eq!(quanta(true), (Some(PfcConfig::default().quanta), None));
+        assert_eq!(quanta(false), (Some(0), None));
+        sw.set_pfc(None);
+        assert_eq!(sw.pause_frame(src, 3, true), None);
     }
 }

@@ -8,9 +8,9 @@ use rand::RngExt;
 use rand_pcg::Pcg64;
 
 use super::event::EventQueue;
-use super::frame::{classify, FrameInfo};
+use super::frame::FrameInfo;
 use super::port::TxPort;
-use super::switch::priority;
+use super::switch::Arrival;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::IntHop;
 use roce_proto::time::Instant;
@@ -95,8 +95,9 @@ impl PacketPool {
             s.buf.extend_from_slice(data);
             s.fcs_bad = false;
             s.int.clear();
-            s.info = classify(data);
-            s.prio = priority(s.info.pcp, s.info.ip.as_ref()) as u8;
+            let a = Arrival::of(data);
+            s.info = a.info;
+            s.prio = a.prio as u8;
         }
         id
     }

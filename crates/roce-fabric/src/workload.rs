@@ -1,8 +1,8 @@
-//! Workloads: who sends what to whom and when. Each variant expands into per-host flows (for
-//! the test engines) and the tap's flow list. Random workloads (flow-size distributions) draw
+//! Workloads: who sends what to whom and when. Each variant expands into per-host flows
+//! ([`FlowConfig`]) and the tap's flow list. Random workloads (flow-size distributions) draw
 //! from their own RNG seeded from the scenario seed, so they replay too.
 //!
-//! Nothing here runs anything; `sim::scenario` builds and runs the fabric.
+//! Nothing here runs anything; [`crate::scenario`] builds and runs the fabric.
 
 use std::net::IpAddr;
 
@@ -11,7 +11,7 @@ use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
 use super::tap::FlowSpec;
-use super::testing::TestFlow;
+use roce_proto::cc::CcConfig;
 use roce_proto::time::Instant;
 
 fn default_dscp() -> u8 {
@@ -179,6 +179,73 @@ pub enum Workload {
     },
 }
 
+/// One flow a host sends, as a workload plans it. The stand-in engine honours every field; the
+/// RC engine takes the sizes, start, DSCP, SEND, ring gating and controller, and leaves
+/// addresses, QPN, UDP port, ECN and pacing to its endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowConfig {
+    /// Destination address.
+    pub dst_ip: IpAddr,
+    /// Destination QP number (the CNP for this flow comes back to the same number here).
+    pub qpn: u32,
+    /// UDP source port (ECMP entropy).
+    pub udp_src_port: u16,
+    /// DSCP (26 → priority 3, the usual RoCE class).
+    pub dscp: u8,
+    /// 802.1Q priority, if frames should be tagged (VLAN 0).
+    pub pcp: Option<u8>,
+    /// Send ECT(0) (else Not-ECT).
+    pub ect: bool,
+    /// Payload bytes per packet (path MTU).
+    pub mtu: usize,
+    /// Bytes per message (WRITE FIRST/MIDDLE/LAST or ONLY).
+    pub message_bytes: u64,
+    /// Total bytes to send; `None` sends forever.
+    pub total_bytes: Option<u64>,
+    /// Pacing rate in Gbit/s of wire bytes; `None` sends whenever the NIC is free.
+    pub rate_gbps: Option<f64>,
+    /// When to start.
+    pub start: Instant,
+    /// SEND instead of RDMA WRITE.
+    pub send: bool,
+    /// Ring gating: may send at most `chunk * (1 + chunks received)` bytes.
+    pub gate_chunk: Option<u64>,
+    /// Congestion control (reacting to CNPs for `qpn`); `None` sends at the pacing rate.
+    pub cc: Option<CcConfig>,
+}
+
+impl FlowConfig {
+    /// An unpaced, endless WRITE stream of 1 MiB messages with a 1024-byte MTU on priority 3.
+    pub fn bulk(dst_ip: IpAddr, qpn: u32) -> Self {
+        FlowConfig {
+            dst_ip,
+            qpn,
+            udp_src_port: 0xc000 | (qpn as u16 & 0x3fff),
+            dscp: 26,
+            pcp: None,
+            ect: true,
+            mtu: 1024,
+            message_bytes: 1 << 20,
+            total_bytes: None,
+            rate_gbps: None,
+            start: Instant::ZERO,
+            send: false,
+            gate_chunk: None,
+            cc: None,
+        }
+    }
+
+    /// Bytes the flow may have sent once its host has received `rx_bytes`: all of them, or
+    /// with ring gating one chunk more than the chunks received.
+    pub fn allowance(&self, rx_bytes: u64) -> u64 {
+        let total = self.total_bytes.unwrap_or(u64::MAX);
+        match self.gate_chunk {
+            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
+            None => total,
+        }
+    }
+}
+
 /// Sizes every flow shares.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlowDefaults {
@@ -194,7 +261,7 @@ pub struct FlowDefaults {
 #[derive(Debug, Default)]
 pub struct Plan {
     /// Flows each host sends, indexed by host.
-    pub host_flows: Vec<Vec<TestFlow>>,
+    pub host_flows: Vec<Vec<FlowConfig>>,
     /// What the tap follows (one per flow, same order as created).
     pub flows: Vec<FlowSpec>,
     /// Ring AllReduce: (members, bytes received per member per iteration).
@@ -338,6 +405,14 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The bytes host `host` receives per iteration of the ring AllReduce it is a member of.
+    pub fn ring_bytes(&self, host: usize) -> Option<u64> {
+        self.rings
+            .iter()
+            .find(|(members, _)| members.contains(&host))
+            .map(|&(_, per_iter)| per_iter)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
@@ -347,7 +422,7 @@ impl Plan {
         defaults: FlowDefaults,
         bytes: Option<u64>,
         start_us: f64,
-        tweak: impl FnOnce(&mut TestFlow),
+        tweak: impl FnOnce(&mut FlowConfig),
     ) {
         let (Some(&src_ip), Some(&dst_ip)) = (ips.get(src), ips.get(dst)) else {
             return;
@@ -355,7 +430,7 @@ impl Plan {
         let qpn = self.next_qpn;
         self.next_qpn += 1;
         let start = Instant::from_nanos((start_us * 1000.0).round().max(0.0) as u64);
-        let mut flow = TestFlow::bulk(dst_ip, qpn);
+        let mut flow = FlowConfig::bulk(dst_ip, qpn);
         flow.mtu = defaults.mtu;
         flow.message_bytes = defaults.message_bytes;
         flow.total_bytes = bytes;

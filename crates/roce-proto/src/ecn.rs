@@ -1,6 +1,7 @@
 //! The notification point and the ECN marking of what we send. A receiver that sees a CE-marked
 //! RoCEv2 packet asks for a CNP to the sending QP, at most one per QP per
-//! `min_time_between_cnps` (NVIDIA semantics: CE marks inside the interval send nothing).
+//! `min_time_between_cnps` (NVIDIA semantics: CE marks inside the interval send nothing). A
+//! notification point that is off still counts CE marks but asks for no CNP.
 //! Sans-IO: the endpoint reports CE packets with [`NotificationPoint::on_ce`] and drains
 //! [`NotificationPoint::poll_cnp`]; it builds the CNP frame itself with the wire layer.
 
@@ -81,7 +82,8 @@ pub struct CnpRequest {
 /// Notification-point counters, named like the mlx5 ones.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NpCounters {
-    /// CE-marked RoCEv2 packets received (`np_ecn_marked_roce_packets`).
+    /// CE-marked RoCEv2 packets received (`np_ecn_marked_roce_packets`), whether the
+    /// notification point is on or off.
     pub np_ecn_marked_roce_packets: u64,
     /// CNPs handed to the endpoint (`np_cnp_sent`).
     pub np_cnp_sent: u64,
@@ -90,6 +92,7 @@ pub struct NpCounters {
 /// The notification point of one endpoint: per-QP CNP pacing and a queue of CNPs to send.
 #[derive(Clone, Debug)]
 pub struct NotificationPoint {
+    enabled: bool,
     min_interval: Duration,
     last_cnp: HashMap<u32, Instant>,
     queue: VecDeque<CnpRequest>,
@@ -100,6 +103,7 @@ impl NotificationPoint {
     /// A notification point sending at most one CNP per QP per `min_time_between_cnps`.
     pub fn new(min_time_between_cnps: Duration) -> Self {
         NotificationPoint {
+            enabled: true,
             min_interval: min_time_between_cnps,
             last_cnp: HashMap::new(),
             queue: VecDeque::new(),
@@ -107,13 +111,26 @@ impl NotificationPoint {
         }
     }
 
+    /// Turned on (the default) or off. Off, it still counts CE-marked packets but queues no
+    /// CNP, like an mlx5 port whose `ecn/roce_np/enable/<prio>` is 0.
+    pub fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Whether CE marks are answered with CNPs.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// A CE-marked packet arrived for `local_qpn` from the sender's `remote_qpn`. Returns
     /// whether a CNP was queued.
     pub fn on_ce(&mut self, now: Instant, local_qpn: u32, remote_qpn: u32) -> bool {
         self.counters.np_ecn_marked_roce_packets += 1;
-        let due = self.last_cnp.get(&local_qpn).map_or(true, |&last| {
-            now.saturating_since(last) >= self.min_interval
-        });
+        let due = self.enabled
+            && self.last_cnp.get(&local_qpn).map_or(true, |&last| {
+                now.saturating_since(last) >= self.min_interval
+            });
         if due {
             self.last_cnp.insert(local_qpn, now);
             self.queue.push_back(CnpRequest {
@@ -133,6 +150,11 @@ impl NotificationPoint {
         let cnp = self.queue.pop_front()?;
         self.counters.np_cnp_sent += 1;
         Some(cnp)
+    }
+
+    /// Whether a CNP waits to be sent.
+    pub fn has_pending(&self) -> bool {
+        !self.queue.is_empty()
     }
 
     /// Forgets a destroyed QP's state (its queued CNPs are still sent).

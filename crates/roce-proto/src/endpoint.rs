@@ -46,6 +46,10 @@ pub struct EndpointConfig {
     pub max_qps: usize,
     /// Notification point: at most one CNP per QP per this interval (mlx5 `min_time_between_cnps`).
     pub cnp_interval: Duration,
+    /// Notification point on (the default): CE-marked requests and READ responses are answered
+    /// with CNPs. Off (mlx5 `ecn/roce_np/enable/<prio>` = 0): CE marks are still counted
+    /// (`np_ecn_marked_roce_packets`, the QP's `ecn_ce_received`) but no CNP is sent.
+    pub np_enabled: bool,
 }
 
 impl EndpointConfig {
@@ -61,6 +65,7 @@ impl EndpointConfig {
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
             cnp_interval: Duration::from_micros(4),
+            np_enabled: true,
         }
     }
 }
@@ -107,7 +112,7 @@ impl Endpoint {
             ready: VecDeque::new(),
             in_ready: Vec::new(),
             stats: EndpointCounters::default(),
-            np: NotificationPoint::new(cfg.cnp_interval),
+            np: NotificationPoint::new(cfg.cnp_interval).with_enabled(cfg.np_enabled),
             int: crate::qp::int::IntPaths::default(),
         }
     }

@@ -1,6 +1,6 @@
 //! [`Engine`]: the interface of a sans-IO protocol engine as every driver sees it (frames and
 //! `now` in, frames and deadlines out). The [`Endpoint`](crate::endpoint::Endpoint) and the
-//! [`Host`](crate::host::Host) implement it; the DPDK run loop, the in-memory pairs and the
+//! [`ResolvingEndpoint`](crate::resolving::ResolvingEndpoint) implement it; the DPDK run loop, the in-memory pairs and the
 //! fabric's hosts drive it.
 
 use crate::time::Instant;

@@ -15,7 +15,8 @@
 //! - [`cc`]: congestion control of a sending QP (DCQCN, DCTCP, TIMELY, HPCC) and its pacer;
 //!   [`ecn`]: the notification point (CE → CNP) and ECN marking of what we send.
 //! - [`endpoint`]: QPs, MRs and CQs behind one address; [`counters`]: what it counts.
-//! - [`arp`], [`ndp`], [`host`]: neighbour resolution, and an endpoint with both in front of it.
+//! - [`arp`], [`ndp`], [`resolving`]: neighbour resolution, and an endpoint with both in front of
+//!   it.
 //! - [`engine`], [`port`]: the two interfaces drivers meet; [`loopback`], [`fault`] and
 //!   [`connect`]: in-memory ports, fault injection and RC connection helpers for tests and tools.
 
@@ -30,13 +31,13 @@ pub mod ecn;
 pub mod endpoint;
 pub mod engine;
 pub mod fault;
-pub mod host;
 pub mod loopback;
 pub mod mr;
 pub mod ndp;
 pub mod port;
 pub mod psn;
 pub mod qp;
+pub mod resolving;
 pub mod time;
 pub mod verbs;
 pub mod wire;

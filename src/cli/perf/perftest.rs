@@ -8,8 +8,8 @@ use anyhow::{anyhow, Context};
 
 use roce::oob::perftest;
 use roce::oob::perftest::{BwReport, PerftestDest, SysData};
-use roce_proto::host::Host;
 use roce_proto::psn::Psn;
+use roce_proto::resolving::ResolvingEndpoint;
 
 use super::report::Bw;
 use super::session::{Oob, Req, Session};
@@ -109,7 +109,7 @@ fn keys_while(
     s: &mut Session,
     oob: &Oob,
     mine: &Dest,
-    each: &mut dyn FnMut(&mut Host) -> anyhow::Result<()>,
+    each: &mut dyn FnMut(&mut ResolvingEndpoint) -> anyhow::Result<()>,
 ) -> anyhow::Result<Dest> {
     let dest = PerftestDest {
         lid: 0,
@@ -143,7 +143,7 @@ pub(super) fn finish(
     flow: Flow,
     bw: Option<&Bw>,
     gbits: bool,
-    each: &mut dyn FnMut(&mut Host) -> anyhow::Result<()>,
+    each: &mut dyn FnMut(&mut ResolvingEndpoint) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<BwReport>> {
     let mut theirs = None;
     if flow.report {

@@ -1,5 +1,5 @@
 //! What `roce perf` and `roce pingpong` share: one DPDK port driven by the runtime loop with a
-//! [`Host`] (endpoint + ARP/NDP) as its engine, and the out-of-band TCP exchange on a helper
+//! [`ResolvingEndpoint`] (endpoint + ARP/NDP) as its engine, and the out-of-band TCP exchange on a helper
 //! thread so the poll loop keeps answering ARP while the kernel's TCP stack does the talking.
 //! Not here: the tests themselves.
 
@@ -22,8 +22,8 @@ use roce_dpdk::{
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
-use roce_proto::host::{Host, HostEvent, PeerQp};
 use roce_proto::psn::{Psn, PSN_MASK};
+use roce_proto::resolving::{PeerQp, ResolutionEvent, ResolvingEndpoint};
 use roce_proto::time::Instant;
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
@@ -231,7 +231,7 @@ pub struct Session {
     // Field order is drop order: the runtime (port) before the pool before EAL.
     runtime: Runtime<Faulty<DpdkPort>, MonotonicClock>,
     /// The endpoint with ARP/NDP.
-    pub host: Host,
+    pub host: ResolvingEndpoint,
     clock: MonotonicClock,
     _pool: Arc<Mempool>,
     _eal: Eal,
@@ -295,7 +295,7 @@ impl Session {
         let port = DpdkPort::new(&eal, id, pool.clone(), &config)
             .with_context(|| format!("bringing up DPDK port {label}"))?;
         let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
-        let mut host = Host::new(EndpointConfig::ipv4(mac, ip));
+        let mut host = ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip));
         host.announce();
         tracing::info!(port = %args.port, %mac, %ip, "port up");
         let clock = MonotonicClock::new();
@@ -380,7 +380,7 @@ impl Session {
     pub fn poll_until<T>(
         &mut self,
         what: &str,
-        mut f: impl FnMut(&mut Host) -> anyhow::Result<Option<T>>,
+        mut f: impl FnMut(&mut ResolvingEndpoint) -> anyhow::Result<Option<T>>,
     ) -> anyhow::Result<T> {
         let deadline = std::time::Instant::now() + self.timeout;
         loop {
@@ -413,7 +413,7 @@ impl Session {
             .map_or_else(|| "?".into(), |q| q.1.ip.to_string());
         self.poll_until(&format!("resolving the peer {peer_ip} with ARP"), |h| {
             while let Some(ev) = h.poll_event() {
-                if let HostEvent::QpUnreachable { ip, .. } = ev {
+                if let ResolutionEvent::QpUnreachable { ip, .. } = ev {
                     bail!("the peer {ip} does not answer ARP");
                 }
             }
@@ -432,7 +432,7 @@ impl Session {
         &mut self,
         oob: &Oob,
         req: Req,
-        mut each: impl FnMut(&mut Host) -> anyhow::Result<()>,
+        mut each: impl FnMut(&mut ResolvingEndpoint) -> anyhow::Result<()>,
     ) -> anyhow::Result<Vec<u8>> {
         oob.tx
             .send(req)

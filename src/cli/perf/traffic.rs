@@ -4,8 +4,8 @@
 
 use anyhow::{anyhow, bail, Context};
 
-use roce_proto::host::Host;
 use roce_proto::mr::MrInfo;
+use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::report::{Bw, BwMeter, Lat};
@@ -17,7 +17,7 @@ pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> 
     refill(h, q, size, depth)
 }
 
-fn refill(h: &mut Host, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
+fn refill(h: &mut ResolvingEndpoint, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
     while q.recvs < u64::from(depth) {
         let wr = RecvWr::new(
             0,
@@ -74,7 +74,7 @@ fn mark(i: u64) -> u8 {
     ((i + 1) % 256) as u8
 }
 
-fn last_byte(h: &Host, m: &MrInfo, size: u64) -> Option<u8> {
+fn last_byte(h: &ResolvingEndpoint, m: &MrInfo, size: u64) -> Option<u8> {
     h.endpoint()
         .mr(m.lkey)?
         .bytes()
@@ -82,7 +82,7 @@ fn last_byte(h: &Host, m: &MrInfo, size: u64) -> Option<u8> {
         .copied()
 }
 
-fn set_last_byte(h: &mut Host, m: &MrInfo, size: u64, v: u8) {
+fn set_last_byte(h: &mut ResolvingEndpoint, m: &MrInfo, size: u64, v: u8) {
     if let Some(b) = h
         .endpoint_mut()
         .mr_mut(m.lkey)
@@ -93,7 +93,7 @@ fn set_last_byte(h: &mut Host, m: &MrInfo, size: u64, v: u8) {
 }
 
 /// Reaps completions of `q`: returns (send completions, receive completions).
-fn reap(h: &mut Host, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
+fn reap(h: &mut ResolvingEndpoint, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
     let (mut sends, mut recvs) = (0, 0);
     while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
         if wc.status != WcStatus::Success {
@@ -120,7 +120,7 @@ fn wait_for(
     wait: u64,
     i: u64,
     iters: u64,
-    mut done: impl FnMut(&Host) -> bool,
+    mut done: impl FnMut(&ResolvingEndpoint) -> bool,
 ) -> anyhow::Result<()> {
     let t0 = std::time::Instant::now();
     while !done(&s.host) {
@@ -379,7 +379,7 @@ impl Server {
 
     pub(super) fn step(
         &mut self,
-        h: &mut Host,
+        h: &mut ResolvingEndpoint,
         qps: &mut [Qp],
         max_size: u64,
         depth: u32,

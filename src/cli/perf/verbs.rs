@@ -12,9 +12,9 @@ use roce::oob::verbs_peer;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::VERBS_PEER_PORT;
 use roce_proto::connect::RcOptions;
-use roce_proto::host::{Host, PeerQp};
 use roce_proto::mr::MrInfo;
 use roce_proto::psn::Psn;
+use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::verbs::{
     AccessFlags, CqHandle, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     WrOpcode,
@@ -126,12 +126,12 @@ struct Peer {
 }
 
 impl Peer {
-    fn u64_at(&self, h: &Host, off: usize) -> Option<u64> {
+    fn u64_at(&self, h: &ResolvingEndpoint, off: usize) -> Option<u64> {
         let bytes = h.endpoint().mr(self.mr.lkey)?.bytes().get(off..off + 8)?;
         Some(u64::from_le_bytes(bytes.try_into().ok()?))
     }
 
-    fn hex_at(&self, h: &Host, off: usize) -> String {
+    fn hex_at(&self, h: &ResolvingEndpoint, off: usize) -> String {
         h.endpoint()
             .mr(self.mr.lkey)
             .and_then(|m| m.bytes().get(off..off + 8))
@@ -140,7 +140,7 @@ impl Peer {
             })
     }
 
-    fn poll(&self, h: &mut Host) -> anyhow::Result<Vec<WorkCompletion>> {
+    fn poll(&self, h: &mut ResolvingEndpoint) -> anyhow::Result<Vec<WorkCompletion>> {
         let mut out = Vec::new();
         while let Some(wc) = h.endpoint_mut().poll_cq_one(self.cq) {
             if wc.status != WcStatus::Success {

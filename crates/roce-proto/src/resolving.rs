@@ -1,4 +1,4 @@
-//! A host on an Ethernet segment: an [`Endpoint`] plus the neighbour protocols a real port needs
+//! A resolving endpoint: an [`Endpoint`] plus the neighbour protocols a real port needs
 //! (an ARP resolver/responder for IPv4, an NDP responder for IPv6), composed into one
 //! [`Engine`]. A QP whose peer MAC is not known yet is moved to RTR only once ARP (or NDP) has
 //! found it. Sans-IO like its parts: no clock, no I/O. Not here: routing, gateways, VLANs.
@@ -17,7 +17,7 @@ use crate::time::{Duration, Instant};
 use crate::verbs::{QpAttr, QpState};
 use crate::wire::EthernetAddress;
 
-/// The MAC to put in an address vector when the peer's MAC is to be resolved by the host.
+/// The MAC to put in an address vector when the peer's MAC is to be resolved (ARP/NDP).
 pub const UNKNOWN_MAC: EthernetAddress = EthernetAddress([0; 6]);
 
 /// How often an unresolved IPv6 neighbour is solicited again.
@@ -25,7 +25,7 @@ const NDP_RETRY: Duration = Duration::from_secs(1);
 /// Solicitations before an IPv6 neighbour is declared unreachable.
 const NDP_MAX_SOLICITS: u32 = 3;
 
-/// What became of a [`Host::modify_qp`].
+/// What became of a [`ResolvingEndpoint::modify_qp`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use]
 pub enum Modify {
@@ -35,9 +35,9 @@ pub enum Modify {
     Deferred,
 }
 
-/// Something the host reports to its user.
+/// What the resolution of a QP's peer came to, as reported to the endpoint's user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostEvent {
+pub enum ResolutionEvent {
     /// The deferred modifications of a QP were applied after its peer's MAC was found.
     QpResolved {
         /// The QP.
@@ -55,9 +55,9 @@ pub enum HostEvent {
     },
 }
 
-/// Counters of the host: the endpoint's plus ARP's and NDP's.
+/// Counters of a [`ResolvingEndpoint`]: the endpoint's plus ARP's and NDP's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct HostCounters {
+pub struct ResolvingCounters {
     /// The transport's counters.
     pub endpoint: EndpointCounters,
     /// ARP frames received.
@@ -101,22 +101,23 @@ struct Solicit {
     next: Instant,
 }
 
-/// An [`Endpoint`] with ARP and NDP in front of it.
+/// An [`Endpoint`] with ARP and NDP in front of it: it resolves its QPs' peer MACs and answers
+/// its neighbours.
 #[derive(Debug)]
-pub struct Host {
+pub struct ResolvingEndpoint {
     endpoint: Endpoint,
     arp: Option<Resolver>,
     ndp: Option<Responder>,
     pending: Vec<Pending>,
     solicits: Vec<Solicit>,
-    events: std::collections::VecDeque<HostEvent>,
+    events: std::collections::VecDeque<ResolutionEvent>,
     ndp_tx_solicits: u64,
 }
 
-impl Host {
-    /// A host with the endpoint's MAC and addresses (ARP for its IPv4, NDP for its IPv6).
+impl ResolvingEndpoint {
+    /// An endpoint with `cfg`'s MAC and addresses (ARP for its IPv4, NDP for its IPv6).
     pub fn new(cfg: EndpointConfig) -> Self {
-        Host {
+        ResolvingEndpoint {
             arp: cfg
                 .ipv4
                 .map(|ip| Resolver::new(arp::Config::new(cfg.mac, ip))),
@@ -214,7 +215,7 @@ impl Host {
 
     /// Moves `qpn` from RESET through INIT and RTR to RTS, connected to `peer` (as an
     /// out-of-band exchange reported it), sending from `sq_psn`. With `peer.mac` unknown the RTR
-    /// and RTS steps wait for ARP/NDP ([`HostEvent::QpResolved`] says when they are done).
+    /// and RTS steps wait for ARP/NDP ([`ResolutionEvent::QpResolved`] says when they are done).
     pub fn connect_qp(
         &mut self,
         now: Instant,
@@ -242,12 +243,12 @@ impl Host {
 
     /// The next event, if any.
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<HostEvent> {
+    pub fn poll_event(&mut self) -> Option<ResolutionEvent> {
         self.events.pop_front()
     }
 
     /// Counters of the endpoint, ARP and NDP.
-    pub fn counters(&self) -> HostCounters {
+    pub fn counters(&self) -> ResolvingCounters {
         let a = self
             .arp
             .as_ref()
@@ -258,7 +259,7 @@ impl Host {
             .as_ref()
             .map(Responder::counters)
             .unwrap_or_default();
-        HostCounters {
+        ResolvingCounters {
             endpoint: self.endpoint.counters(),
             arp_rx: a.rx_arp,
             arp_tx_requests: a.tx_requests,
@@ -312,11 +313,13 @@ impl Host {
                 tracing::warn!(qpn, error = %e, "cannot move QP to the error state");
             }
             done.retain(|&q| q != qpn);
-            self.events.push_back(HostEvent::QpUnreachable { qpn, ip });
+            self.events
+                .push_back(ResolutionEvent::QpUnreachable { qpn, ip });
         }
         if let Some(mac) = mac {
             for qpn in done {
-                self.events.push_back(HostEvent::QpResolved { qpn, mac });
+                self.events
+                    .push_back(ResolutionEvent::QpResolved { qpn, mac });
             }
         }
     }
@@ -352,7 +355,7 @@ fn same_ip(a: IpAddr, b: IpAddr) -> bool {
     v6(a) == v6(b)
 }
 
-impl Engine for Host {
+impl Engine for ResolvingEndpoint {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         if let Some(a) = self.arp.as_mut() {
             match a.handle_frame(now, frame) {

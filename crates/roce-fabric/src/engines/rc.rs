@@ -1,10 +1,10 @@
-//! A fabric host running the real RC transport: an [`Endpoint`] with one connected QP per flow,
-//! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the
-//! endpoint's own: a controller from [`roce_proto::cc`] installed per QP with
+//! The RC engine: the real transport, an [`Endpoint`] with one connected QP per flow, kept busy
+//! by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the endpoint's own:
+//! a controller from [`roce_proto::cc`] installed per QP with
 //! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
-//! by the endpoint's CNP, ACK and loss handling; the
-//! endpoint's notification point answers CE-marked requests with CNPs. Completions come from the
-//! endpoint's CQs, so retransmission (go-back-N, timeouts) is the transport's own.
+//! by the endpoint's CNP, ACK and loss handling; the endpoint's notification point answers
+//! CE-marked requests with CNPs. Completions come from the endpoint's CQs, so retransmission
+//! (go-back-N, timeouts) is the transport's own.
 //!
 //! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
 //! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
@@ -21,10 +21,11 @@ use roce_proto::verbs::{
     AccessFlags, AddressVector, CqHandle, Mtu, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
     WrOpcode,
 };
-use roce_proto::wire::{set_frame_ecn, Ecn};
+use roce_proto::wire::Ecn;
 
-use super::series::CcSample;
-use super::testing::{mac_of, TestFlow};
+use super::{mac_of, ReceivedBytes};
+use crate::series::CcSample;
+use crate::workload::FlowConfig;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;
@@ -42,26 +43,13 @@ struct RcFlow {
     msg: u32,
     remote_addr: u64,
     rkey: u32,
-    send: bool,
-    total: Option<u64>,
-    gate_chunk: Option<u64>,
-    start: Instant,
+    /// What to send (its MTU, DSCP and controller are the QP's by now).
+    cfg: FlowConfig,
     posted: u64,
     completed: u64,
     in_flight: VecDeque<u32>,
     done_at: Option<Instant>,
     errors: u64,
-}
-
-impl RcFlow {
-    /// Bytes this flow may have posted, given the bytes its host has received (ring gating).
-    fn allowance(&self, rx_bytes: u64) -> u64 {
-        let total = self.total.unwrap_or(u64::MAX);
-        match self.gate_chunk {
-            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
-            None => total,
-        }
-    }
 }
 
 /// A QP on the receiving side that consumes receives.
@@ -77,16 +65,13 @@ struct RxQp {
 
 /// A host whose engine is the RC [`Endpoint`].
 #[derive(Debug)]
-pub struct RcHost {
+pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
     flows: Vec<RcFlow>,
     rx_qps: Vec<RxQp>,
-    rx_bytes: u64,
-    mark_every: Option<u64>,
-    marks: Vec<Instant>,
-    np: bool,
-    scratch: Vec<u8>,
+    /// Bytes that arrived in receives.
+    received: ReceivedBytes,
 }
 
 /// Why two RC hosts could not be connected.
@@ -106,34 +91,31 @@ pub enum RcSetupError {
     Qp(String),
 }
 
-impl RcHost {
+impl RcEngine {
     /// A host at `ip` (IPv4) with no QPs. Its endpoint's notification point sends at most one
-    /// CNP per QP per `cnp_interval`; `None` disables it (CE marks are ignored, as with a NIC's
-    /// notification point turned off).
+    /// CNP per QP per `cnp_interval`; `None` turns it off (CE marks are counted but answered
+    /// with no CNP, as with a NIC's notification point disabled).
     pub fn new(ip: IpAddr, cnp_interval: Option<Duration>) -> Result<Self, RcSetupError> {
         let IpAddr::V4(v4) = ip else {
             return Err(RcSetupError::NotIpv4(ip));
         };
         let mut cfg = EndpointConfig::ipv4(mac_of(ip), v4);
-        if let Some(iv) = cnp_interval {
-            cfg.cnp_interval = iv;
+        match cnp_interval {
+            Some(iv) => cfg.cnp_interval = iv,
+            None => cfg.np_enabled = false,
         }
-        Ok(RcHost {
+        Ok(RcEngine {
             ep: Endpoint::new(cfg),
             ip,
             flows: Vec::new(),
             rx_qps: Vec::new(),
-            rx_bytes: 0,
-            mark_every: None,
-            marks: Vec::new(),
-            np: cnp_interval.is_some(),
-            scratch: Vec::new(),
+            received: ReceivedBytes::default(),
         })
     }
 
     /// Records the time each multiple of `bytes` has arrived in receives (ring iterations).
     pub fn with_marks(mut self, bytes: u64) -> Self {
-        self.mark_every = Some(bytes.max(1));
+        self.received.mark_every(bytes);
         self
     }
 
@@ -144,9 +126,9 @@ impl RcHost {
     /// `qpn`, UDP port and rate are the endpoint's business and ignored). Returns the QPN on
     /// `dst` (what the fabric's tap follows) and the flow's index on `src`.
     pub fn connect(
-        src: &mut RcHost,
-        dst: &mut RcHost,
-        flow: &TestFlow,
+        src: &mut RcEngine,
+        dst: &mut RcEngine,
+        flow: &FlowConfig,
     ) -> Result<(u32, usize), RcSetupError> {
         let qp_err = |e: &dyn std::fmt::Display| RcSetupError::Qp(e.to_string());
         let msg = u32::try_from(flow.message_bytes)
@@ -200,10 +182,7 @@ impl RcHost {
             msg,
             remote_addr: remote.addr,
             rkey: remote.rkey,
-            send: flow.send,
-            total: flow.total_bytes,
-            gate_chunk: flow.gate_chunk,
-            start: flow.start,
+            cfg: flow.clone(),
             posted: 0,
             completed: 0,
             in_flight: VecDeque::with_capacity(DEPTH),
@@ -242,18 +221,14 @@ impl RcHost {
     pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
         for (i, f) in self.flows.iter().enumerate() {
             if let Some(m) = self.cc_metrics(i) {
-                out.push(CcSample {
-                    qpn: f.dst_qpn,
-                    rate_gbps: m.rate.as_gbps_f64(),
-                    alpha: m.alpha,
-                });
+                out.push(CcSample::of(f.dst_qpn, &m));
             }
         }
     }
 
-    /// Ring iteration marks (see [`RcHost::with_marks`]).
+    /// Ring iteration marks (see [`RcEngine::with_marks`]).
     pub fn marks(&self) -> &[Instant] {
-        &self.marks
+        self.received.marks()
     }
 
     /// Reaps completions, reposts receives and posts work up to each flow's window.
@@ -264,18 +239,12 @@ impl RcHost {
                     continue;
                 }
                 let got = if wc.byte_len > 0 { wc.byte_len } else { rx.msg };
-                let before = self.rx_bytes;
-                self.rx_bytes += u64::from(got);
-                if let Some(m) = self.mark_every {
-                    for _ in before / m..self.rx_bytes / m {
-                        self.marks.push(now);
-                    }
-                }
+                self.received.add(now, u64::from(got));
                 // A refused repost leaves one receive fewer; the sender then sees RNR NAKs.
                 let _ = post_recv(&mut self.ep, rx);
             }
         }
-        let rx_bytes = self.rx_bytes;
+        let rx_bytes = self.received.bytes;
         for f in &mut self.flows {
             while let Some(wc) = self.ep.poll_cq_one(f.cq) {
                 if wc.qp_num != f.qpn {
@@ -288,18 +257,18 @@ impl RcHost {
                     f.errors += 1;
                 }
             }
-            if f.done_at.is_none() && f.total.is_some_and(|t| f.completed >= t) {
+            if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
                 f.done_at = Some(now);
             }
-            if now < f.start {
+            if now < f.cfg.start {
                 continue;
             }
-            let allowed = f.allowance(rx_bytes);
+            let allowed = f.cfg.allowance(rx_bytes);
             while f.in_flight.len() < DEPTH && f.posted < allowed {
                 let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
-                let opcode = if f.send {
+                let opcode = if f.cfg.send {
                     WrOpcode::Send
-                } else if f.gate_chunk.is_some() {
+                } else if f.cfg.gate_chunk.is_some() {
                     WrOpcode::RdmaWriteWithImm {
                         remote_addr: f.remote_addr,
                         rkey: f.rkey,
@@ -351,7 +320,7 @@ fn set_dscp(
                 remote_ip,
                 remote_mac: mac_of(remote_ip),
                 // ECT(0) made explicit so DSCP 0 (a lossy class) is a traffic class of its own.
-                traffic_class: ((dscp & 0x3f) << 2) | roce_proto::wire::Ecn::Ect0.bits(),
+                traffic_class: ((dscp & 0x3f) << 2) | Ecn::Ect0.bits(),
                 hop_limit: 64,
             }),
             ..Default::default()
@@ -375,18 +344,8 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
     )
 }
 
-impl Engine for RcHost {
+impl Engine for RcEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        if !self.np && frame.len() <= roce_proto::limits::MAX_FRAME {
-            // Notification point off: the endpoint sees CE as ECT(0) (no CNPs).
-            self.scratch.clear();
-            self.scratch.extend_from_slice(frame);
-            if set_frame_ecn(&mut self.scratch, Ecn::Ect0) == Ok(Ecn::Ce) {
-                self.ep.handle_frame(now, &self.scratch);
-                self.drive(now);
-                return;
-            }
-        }
         self.ep.handle_frame(now, frame);
         self.drive(now);
     }
@@ -404,12 +363,9 @@ impl Engine for RcHost {
         let start = self
             .flows
             .iter()
-            .filter(|f| f.posted == 0 && f.errors == 0 && f.total != Some(0))
-            .map(|f| f.start)
+            .filter(|f| f.posted == 0 && f.errors == 0 && f.cfg.total_bytes != Some(0))
+            .map(|f| f.cfg.start)
             .min();
-        match (self.ep.poll_timeout(), start) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.ep.poll_timeout().into_iter().chain(start).min()
     }
 }

@@ -12,8 +12,8 @@ const MAC_B: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0, 0, 0xb]);
 const IP_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const IP_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
-fn host(mac: EthernetAddress, ip: Ipv4Addr) -> Host {
-    Host::new(EndpointConfig::ipv4(mac, ip))
+fn host(mac: EthernetAddress, ip: Ipv4Addr) -> ResolvingEndpoint {
+    ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip))
 }
 
 struct Side {
@@ -22,7 +22,7 @@ struct Side {
     pd: crate::mr::PdHandle,
 }
 
-fn qp(h: &mut Host) -> Side {
+fn qp(h: &mut ResolvingEndpoint) -> Side {
     let ep = h.endpoint_mut();
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);
@@ -49,10 +49,10 @@ fn peer(ip: Ipv4Addr, mac: Option<EthernetAddress>, qpn: u32) -> PeerQp {
 
 /// Moves frames between two hosts on virtual time until `done` or 10 virtual seconds.
 fn run(
-    a: &mut Host,
-    b: &mut Host,
+    a: &mut ResolvingEndpoint,
+    b: &mut ResolvingEndpoint,
     now: &mut Instant,
-    mut done: impl FnMut(&mut Host, &mut Host) -> bool,
+    mut done: impl FnMut(&mut ResolvingEndpoint, &mut ResolvingEndpoint) -> bool,
 ) -> bool {
     let (mut pa, mut pb) = loopback_pair(1500, 1024);
     let deadline = *now + Duration::from_secs(10);
@@ -125,11 +125,11 @@ fn unknown_peer_mac_is_resolved_by_arp_then_the_qp_moves_data() {
         !a.is_deferred(sa.qpn) && !b.is_deferred(sb.qpn)
     });
     assert!(ok);
-    assert!(events.contains(&HostEvent::QpResolved {
+    assert!(events.contains(&ResolutionEvent::QpResolved {
         qpn: sa.qpn,
         mac: MAC_B
     }));
-    assert!(events.contains(&HostEvent::QpResolved {
+    assert!(events.contains(&ResolutionEvent::QpResolved {
         qpn: sb.qpn,
         mac: MAC_A
     }));
@@ -224,7 +224,7 @@ fn silent_peer_makes_the_qp_unreachable_after_three_requests() {
     }));
     assert_eq!(
         event,
-        Some(HostEvent::QpUnreachable {
+        Some(ResolutionEvent::QpUnreachable {
             qpn: sa.qpn,
             ip: IpAddr::V4(silent)
         })

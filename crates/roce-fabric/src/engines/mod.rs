@@ -1,0 +1,226 @@
+//! The engines scenarios put on fabric hosts, behind one enum so a scenario's fabric has a
+//! single engine type: the real RC transport ([`RcEngine`], the default) or the stand-in
+//! ([`StandInEngine`]), chosen by [`EngineKind`].
+//!
+//! Both only see frames and `now` through [`Engine`]; neither knows it runs in a fabric.
+
+pub mod rc;
+pub mod stand_in;
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::frame::ip_key;
+use crate::series::CcSample;
+use roce_proto::cc::CcMetrics;
+use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
+use roce_proto::wire::EthernetAddress;
+
+pub use rc::{RcEngine, RcSetupError};
+pub use stand_in::{StandInCounters, StandInEngine};
+
+/// The MAC address the scenario engines derive from an IP address (switches route on IP, so
+/// any fixed rule that both ends apply will do).
+pub fn mac_of(ip: IpAddr) -> EthernetAddress {
+    let key = ip_key(ip).to_be_bytes();
+    EthernetAddress([0x02, 0x10, key[12], key[13], key[14], key[15]])
+}
+
+/// Which engine a scenario runs on its hosts. In scenario files and on the command line:
+/// `"rc"` or `"test"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EngineKind {
+    /// The RC endpoint ([`RcEngine`]): queue pairs, retransmission, DCQCN and the notification
+    /// point of the real transport.
+    #[default]
+    #[serde(rename = "rc")]
+    Rc,
+    /// The stand-in ([`StandInEngine`]): paced streams that never retransmit; faster.
+    #[serde(rename = "test")]
+    StandIn,
+}
+
+impl EngineKind {
+    /// Every kind, in the order names are listed.
+    pub const ALL: [EngineKind; 2] = [EngineKind::Rc, EngineKind::StandIn];
+
+    /// The name scenario files and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Rc => "rc",
+            EngineKind::StandIn => "test",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no [`EngineKind`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("engine {0:?} is not \"rc\" or \"test\"")]
+pub struct UnknownEngine(pub String);
+
+impl std::str::FromStr for EngineKind {
+    type Err = UnknownEngine;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownEngine(s.to_owned()))
+    }
+}
+
+/// The engine of one scenario host.
+#[derive(Debug)]
+pub enum ScenarioEngine {
+    /// The stand-in (no retransmission; optional CC from `roce_proto::cc`).
+    StandIn(Box<StandInEngine>),
+    /// The RC endpoint (queue pairs, CC and notification point of the real transport).
+    Rc(Box<RcEngine>),
+}
+
+impl ScenarioEngine {
+    /// The stand-in, if this is one.
+    pub fn as_stand_in(&self) -> Option<&StandInEngine> {
+        match self {
+            ScenarioEngine::StandIn(t) => Some(t),
+            ScenarioEngine::Rc(_) => None,
+        }
+    }
+
+    /// The RC engine, if this is one.
+    pub fn as_rc(&self) -> Option<&RcEngine> {
+        match self {
+            ScenarioEngine::Rc(r) => Some(r),
+            ScenarioEngine::StandIn(_) => None,
+        }
+    }
+
+    /// Ring AllReduce iteration marks.
+    pub fn marks(&self) -> &[Instant] {
+        match self {
+            ScenarioEngine::StandIn(t) => t.marks(),
+            ScenarioEngine::Rc(r) => r.marks(),
+        }
+    }
+
+    /// Congestion-control samples of every flow with a controller.
+    pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
+        match self {
+            ScenarioEngine::StandIn(t) => t.cc_samples(out),
+            ScenarioEngine::Rc(r) => r.cc_samples(out),
+        }
+    }
+
+    /// Congestion-control metrics of the sender's flow `i`, if it runs a controller.
+    pub fn cc_metrics(&self, i: usize) -> Option<CcMetrics> {
+        match self {
+            ScenarioEngine::StandIn(t) => t.cc_metrics(i),
+            ScenarioEngine::Rc(r) => r.cc_metrics(i),
+        }
+    }
+
+    /// When the sender's flow `i` completed, as the engine itself knows it (RC completions).
+    pub fn completed_at(&self, i: usize) -> Option<Instant> {
+        self.as_rc().and_then(|r| r.completed_at(i))
+    }
+}
+
+impl Engine for ScenarioEngine {
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        match self {
+            ScenarioEngine::StandIn(t) => t.handle_frame(now, frame),
+            ScenarioEngine::Rc(r) => r.handle_frame(now, frame),
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            ScenarioEngine::StandIn(t) => t.handle_timeout(now),
+            ScenarioEngine::Rc(r) => r.handle_timeout(now),
+        }
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        match self {
+            ScenarioEngine::StandIn(t) => t.poll_transmit(now, buf),
+            ScenarioEngine::Rc(r) => r.poll_transmit(now, buf),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            ScenarioEngine::StandIn(t) => t.poll_timeout(),
+            ScenarioEngine::Rc(r) => r.poll_timeout(),
+        }
+    }
+}
+
+/// In-order payload bytes a host has received, and the times each multiple of `every` bytes
+/// was crossed (one mark per ring AllReduce iteration).
+#[derive(Debug, Default)]
+pub(crate) struct ReceivedBytes {
+    /// Bytes so far.
+    pub(crate) bytes: u64,
+    every: Option<u64>,
+    marks: Vec<Instant>,
+}
+
+impl ReceivedBytes {
+    /// Marks every `bytes` (at least 1).
+    pub(crate) fn mark_every(&mut self, bytes: u64) {
+        self.every = Some(bytes.max(1));
+    }
+
+    /// `n` more bytes arrived at `now`.
+    pub(crate) fn add(&mut self, now: Instant, n: u64) {
+        let before = self.bytes;
+        self.bytes += n;
+        if let Some(m) = self.every {
+            for _ in before / m..self.bytes / m {
+                self.marks.push(now);
+            }
+        }
+    }
+
+    /// The marks so far.
+    pub(crate) fn marks(&self) -> &[Instant] {
+        &self.marks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Doc {
+        #[serde(alias = "transport")]
+        engine: EngineKind,
+    }
+
+    fn parse(text: &str) -> Result<EngineKind, String> {
+        toml::from_str::<Doc>(text)
+            .map(|d| d.engine)
+            .map_err(|e| e.message().to_owned())
+    }
+
+    #[test]
+    fn engine_kinds_read_rc_and_test_by_either_key_and_name_the_choices_otherwise() {
+        assert_eq!(parse("engine = \"rc\""), Ok(EngineKind::Rc));
+        assert_eq!(parse("transport = \"test\""), Ok(EngineKind::StandIn));
+        let err = parse("engine = \"tcp\"").unwrap_err();
+        assert_eq!(err, "unknown variant `tcp`, expected `rc` or `test`");
+        assert_eq!("test".parse(), Ok(EngineKind::StandIn));
+        assert_eq!(
+            "Rc".parse::<EngineKind>().unwrap_err().to_string(),
+            "engine \"Rc\" is not \"rc\" or \"test\""
+        );
+        for k in EngineKind::ALL {
+            assert_eq!(k.to_string().parse(), Ok(k));
+        }
+    }
+}

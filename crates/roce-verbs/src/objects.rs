@@ -72,8 +72,10 @@ impl CompChannel {
     }
 }
 
-/// Empty polls after which `poll` yields the CPU once (the progress thread may share it).
+/// Empty polls between two yields of the CPU (the progress thread may share it).
 const EMPTY_POLLS_BEFORE_YIELD: u32 = 64;
+/// Empty polls after which the yields become short sleeps.
+const EMPTY_POLLS_BEFORE_SLEEP: u32 = 4096;
 
 /// A completion queue.
 #[derive(Debug)]
@@ -118,10 +120,16 @@ impl Cq {
             }
         }
         if n == 0 {
-            // A program spinning on an empty CQ must not starve the progress thread.
-            if self.empty_polls.fetch_add(1, Ordering::Relaxed) >= EMPTY_POLLS_BEFORE_YIELD {
-                self.empty_polls.store(0, Ordering::Relaxed);
-                std::thread::yield_now();
+            // A program spinning on an empty CQ must not starve the progress thread (on a
+            // machine with fewer free cores than spinning threads): every so often it yields,
+            // and after a long empty spell it sleeps a little.
+            let empty = self.empty_polls.fetch_add(1, Ordering::Relaxed) + 1;
+            if empty % EMPTY_POLLS_BEFORE_YIELD == 0 {
+                if empty >= EMPTY_POLLS_BEFORE_SLEEP {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                } else {
+                    std::thread::yield_now();
+                }
             }
         } else {
             self.empty_polls.store(0, Ordering::Relaxed);

@@ -294,19 +294,19 @@ extern "C" fn wr_bind_mw(
     _rkey: u32,
     _info: *const ffi::ibv_mw_bind_info,
 ) {
-    refuse(qp, "ibv_wr_bind_mw");
+    refuse(qp, "memory windows (ibv_wr_bind_mw)");
 }
 
 extern "C" fn wr_local_inv(qp: *mut ffi::ibv_qp_ex, _rkey: u32) {
-    refuse(qp, "ibv_wr_local_inv");
+    refuse(qp, "invalidation (ibv_wr_local_inv)");
 }
 
 extern "C" fn wr_send_inv(qp: *mut ffi::ibv_qp_ex, _rkey: u32) {
-    refuse(qp, "ibv_wr_send_inv");
+    refuse(qp, "invalidation (ibv_wr_send_inv)");
 }
 
 extern "C" fn wr_send_tso(qp: *mut ffi::ibv_qp_ex, _hdr: *mut c_void, _sz: u16, _mss: u16) {
-    refuse(qp, "ibv_wr_send_tso");
+    refuse(qp, "TSO (ibv_wr_send_tso)");
 }
 
 extern "C" fn wr_set_ud_addr(
@@ -315,11 +315,11 @@ extern "C" fn wr_set_ud_addr(
     _qpn: u32,
     _qkey: u32,
 ) {
-    refuse(qp, "ibv_wr_set_ud_addr (UD)");
+    refuse(qp, "UD addressing (ibv_wr_set_ud_addr)");
 }
 
 extern "C" fn wr_set_xrc_srqn(qp: *mut ffi::ibv_qp_ex, _srqn: u32) {
-    refuse(qp, "ibv_wr_set_xrc_srqn (XRC)");
+    refuse(qp, "XRC (ibv_wr_set_xrc_srqn)");
 }
 
 extern "C" fn wr_atomic_write(
@@ -328,5 +328,5 @@ extern "C" fn wr_atomic_write(
     _addr: u64,
     _data: *const c_void,
 ) {
-    refuse(qp, "ibv_wr_atomic_write");
+    refuse(qp, "atomic write (ibv_wr_atomic_write)");
 }

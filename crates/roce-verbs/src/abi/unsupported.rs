@@ -44,22 +44,22 @@ macro_rules! stubs {
     };
     (@one null $name:ident ($($arg:ty),*) -> $ret:ty) => {
         pub(super) extern "C" fn $name($(_: $arg),*) -> $ret {
-            fail_null(stringify!($name), &unsupported(stringify!($name)))
+            fail_null(stringify!($name), &unsupported("this call"))
         }
     };
     (@one minus_one $name:ident ($($arg:ty),*) -> $ret:ty) => {
         pub(super) extern "C" fn $name($(_: $arg),*) -> $ret {
-            fail_minus_one(stringify!($name), &unsupported(stringify!($name)))
+            fail_minus_one(stringify!($name), &unsupported("this call"))
         }
     };
     (@one errno $name:ident ($($arg:ty),*) -> $ret:ty) => {
         pub(super) extern "C" fn $name($(_: $arg),*) -> $ret {
-            fail_errno(stringify!($name), &unsupported(stringify!($name)))
+            fail_errno(stringify!($name), &unsupported("this call"))
         }
     };
     (@one void $name:ident ($($arg:ty),*)) => {
         pub(super) extern "C" fn $name($(_: $arg),*) {
-            super::fail(stringify!($name), &unsupported(stringify!($name)));
+            super::fail(stringify!($name), &unsupported("this call"));
         }
     };
 }

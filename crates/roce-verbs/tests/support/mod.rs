@@ -1,0 +1,243 @@
+//! The harness of the program tests: a network namespace with a bridge (`tools/netns.sh`), two
+//! sides each running a program on `libroce_verbs.so` with its own net_tap port, address and
+//! progress core, and the C test programs built from `tests/c`.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// One namespace at a time: each test runs two busy-polling processes.
+static SERIAL: Mutex<()> = Mutex::new(());
+static BUILD: Mutex<()> = Mutex::new(());
+
+const NETNS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tools/netns.sh");
+
+/// Which end of the bridge a program runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// tap rtap0, 198.18.0.1, progress thread on CPU 0 (the server in pairs).
+    A,
+    /// tap rtap1, 198.18.0.2, progress thread on CPU 1 (the client in pairs).
+    B,
+}
+
+impl Side {
+    fn tap(self) -> &'static str {
+        match self {
+            Side::A => "rtap0",
+            Side::B => "rtap1",
+        }
+    }
+    fn ip(self) -> &'static str {
+        match self {
+            Side::A => "198.18.0.1",
+            Side::B => "198.18.0.2",
+        }
+    }
+    fn core(self) -> &'static str {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match self {
+            Side::B if cores > 1 => "1",
+            _ => "0",
+        }
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The library under test: built next to this test binary.
+pub fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let lib = exe
+        .parent()
+        .map(|d| d.join("libroce_verbs.so"))
+        .expect("a directory");
+    assert!(lib.exists(), "{} was not built", lib.display());
+    lib
+}
+
+/// Builds `tests/c/NAME.c` against the system's libibverbs; returns the program's path.
+pub fn c_program(name: &str) -> String {
+    let _build = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let status = Command::new("cc")
+        .args(["-O2", "-Wall", "-Werror", "-pthread"])
+        .arg(&src)
+        .args(["-libverbs", "-o"])
+        .arg(&out)
+        .status()
+        .expect("run cc (install gcc and libibverbs-dev)");
+    assert!(status.success(), "cc {} failed", src.display());
+    out.to_string_lossy().into_owned()
+}
+
+/// A namespace and the programs in it; dropping it kills what is left and deletes the
+/// namespace (taps and bridge go with it), also when the test fails.
+pub struct Netns {
+    name: String,
+    children: Vec<Option<Child>>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Netns {
+    /// A fresh namespace with its bridge, or `None` (and a note) without root.
+    pub fn up(tag: &str) -> Option<Netns> {
+        if !is_root() {
+            eprintln!("skipping: namespaces and taps need root");
+            return None;
+        }
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let n = Netns {
+            name: format!("rv-{tag}-{}", std::process::id()),
+            children: Vec::new(),
+            _serial: serial,
+        };
+        n.script(&["up"]);
+        Some(n)
+    }
+
+    fn script(&self, args: &[&str]) {
+        let out = self.try_script(args);
+        assert!(
+            out.status.success(),
+            "netns.sh {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn try_script(&self, args: &[&str]) -> Output {
+        Command::new(NETNS)
+            .args(args)
+            .env("NS", &self.name)
+            .env("BR", "rvbr0")
+            .output()
+            .expect("run tools/netns.sh")
+    }
+
+    fn exited(&mut self, i: usize) -> bool {
+        self.children[i]
+            .as_mut()
+            .is_some_and(|c| c.try_wait().is_ok_and(|s| s.is_some()))
+    }
+
+    /// Starts `args` on `side` with the library preloaded and `env` added, and bridges its tap
+    /// once it exists. Returns its index.
+    pub fn spawn_env(&mut self, side: Side, args: &[&str], env: &[(&str, &str)]) -> usize {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.name, "timeout", "240"])
+            .args(args)
+            .env("LD_PRELOAD", library())
+            .env("ROCE_VERBS_PORT", format!("tap:{}", side.tap()))
+            .env("ROCE_VERBS_IP", side.ip())
+            .env("ROCE_VERBS_CORE", side.core())
+            .env("ROCE_VERBS_TIMEOUT", "60")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ip netns exec");
+        self.children.push(Some(child));
+        let i = self.children.len() - 1;
+        self.attach(side.tap(), i);
+        i
+    }
+
+    /// [`Netns::spawn_env`] without extra variables.
+    pub fn spawn(&mut self, side: Side, args: &[&str]) -> usize {
+        self.spawn_env(side, args, &[])
+    }
+
+    /// Waits (up to a minute: EAL on a loaded machine) for the program's tap, then bridges it.
+    /// A program that exits first (a failed start, or one that never opens the device) is left
+    /// to `wait`.
+    fn attach(&mut self, tap: &str, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let shown = Command::new("ip")
+                .args(["netns", "exec", &self.name, "ip", "link", "show", tap])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if shown {
+                let out = self.try_script(&["attach", tap]);
+                // A short-lived program (ibv_devinfo) may be gone with its tap already.
+                assert!(
+                    out.status.success() || self.exited(i),
+                    "netns.sh attach {tap}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return;
+            }
+            if self.exited(i) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{tap} did not appear in {} within 60 s", self.name);
+    }
+
+    /// Waits (up to a minute) until something in the namespace listens on TCP `port`: the
+    /// server side of an exchange, before its client may connect.
+    pub fn wait_listen(&mut self, port: u16, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let filter = format!("sport = :{port}");
+        while Instant::now() < deadline {
+            let out = Command::new("ip")
+                .args(["netns", "exec", &self.name, "ss", "-Hltn", &filter])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            if !out.trim().is_empty() || self.exited(i) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "nothing listens on TCP port {port} in {} within 60 s",
+            self.name
+        );
+    }
+
+    /// Waits for program `i` to exit.
+    pub fn wait(&mut self, i: usize) -> Output {
+        let child = self.children[i].take().expect("a running program");
+        child.wait_with_output().expect("wait for the program")
+    }
+
+    /// Waits for program `i`, asserts it succeeded and returns its stdout.
+    pub fn wait_ok(&mut self, i: usize, what: &str) -> String {
+        let out = self.wait(i);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{what} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for c in self.children.iter_mut().flatten() {
+            // SIGTERM: `timeout` passes it on to the program (SIGKILL would orphan it).
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+        let _ = Command::new(NETNS)
+            .arg("down")
+            .env("NS", &self.name)
+            .status();
+    }
+}

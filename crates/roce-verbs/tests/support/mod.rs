@@ -63,6 +63,23 @@ pub fn library() -> PathBuf {
     lib
 }
 
+/// The `roce` CLI of the same build (`cargo test --workspace` builds it; alone, run
+/// `cargo build --bin roce` first).
+pub fn roce_cli() -> String {
+    let lib = library();
+    let roce = lib
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("roce"))
+        .expect("the target directory");
+    assert!(
+        roce.exists(),
+        "{} is missing: build the CLI first (cargo build --bin roce)",
+        roce.display()
+    );
+    roce.to_string_lossy().into_owned()
+}
+
 /// Builds `tests/c/NAME.c` against the system's libibverbs; returns the program's path.
 pub fn c_program(name: &str) -> String {
     let _build = BUILD.lock().unwrap_or_else(|e| e.into_inner());
@@ -131,14 +148,34 @@ impl Netns {
     /// Starts `args` on `side` with the library preloaded and `env` added, and bridges its tap
     /// once it exists. Returns its index.
     pub fn spawn_env(&mut self, side: Side, args: &[&str], env: &[(&str, &str)]) -> usize {
+        let lib = library();
+        let port = format!("tap:{}", side.tap());
+        let mut vars = vec![
+            ("LD_PRELOAD", lib.to_str().expect("a UTF-8 path")),
+            ("ROCE_VERBS_PORT", &port),
+            ("ROCE_VERBS_IP", side.ip()),
+            ("ROCE_VERBS_CORE", side.core()),
+            ("ROCE_VERBS_TIMEOUT", "60"),
+        ];
+        vars.extend_from_slice(env);
+        self.start(side, args, &vars)
+    }
+
+    /// Starts the `roce` CLI command `args` on `side` (its own port and address options added).
+    pub fn spawn_roce(&mut self, side: Side, args: &[&str]) -> usize {
+        let roce = roce_cli();
+        let port = format!("tap:{}", side.tap());
+        let ip = format!("{}/15", side.ip());
+        let mut full = vec![roce.as_str()];
+        full.extend_from_slice(args);
+        full.extend(["--port", &port, "--ip", &ip, "--eal", "-l 0"]);
+        self.start(side, &full, &[])
+    }
+
+    fn start(&mut self, side: Side, args: &[&str], env: &[(&str, &str)]) -> usize {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.name, "timeout", "240"])
             .args(args)
-            .env("LD_PRELOAD", library())
-            .env("ROCE_VERBS_PORT", format!("tap:{}", side.tap()))
-            .env("ROCE_VERBS_IP", side.ip())
-            .env("ROCE_VERBS_CORE", side.core())
-            .env("ROCE_VERBS_TIMEOUT", "60")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use roce_dpdk::clock::Clock;
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
 use roce_proto::cc::CcConfig;
+use roce_proto::counters::{QpCounters, RdmaCounters};
 use roce_proto::host::{HostEvent, Modify};
 use roce_proto::port::Port;
 use roce_proto::qp::QpError;
@@ -79,6 +80,8 @@ pub(crate) struct Worker<P: Port, C: Clock + Clone> {
     cqs: Vec<(CqHandle, Arc<Cq>)>,
     cc: Option<CcConfig>,
     active_mtu: Mtu,
+    /// Counters of destroyed QPs (programs destroy theirs before the exit report).
+    retired: QpCounters,
 }
 
 impl<P: Port, C: Clock + Clone> Worker<P, C> {
@@ -98,6 +101,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             cqs: Vec::new(),
             cc,
             active_mtu,
+            retired: QpCounters::default(),
         }
     }
 
@@ -249,6 +253,9 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
 
     fn destroy_qp(&mut self, qpn: u32) {
         let ep = self.engine.host_mut().endpoint_mut();
+        if let Some(q) = ep.qp(qpn) {
+            self.retired.accumulate(q.counters());
+        }
         if let Err(e) = ep.destroy_qp(qpn) {
             tracing::warn!(qpn, error = %e, "destroying a QP");
         }
@@ -465,7 +472,10 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     /// The port's counters (mlx5 / rxe names) and the loop's.
     pub(crate) fn counters(&self) -> Vec<(&'static str, u64)> {
         let host = self.engine.host();
-        let mut out = host.endpoint().rdma_counters().pairs();
+        let ep = host.endpoint();
+        let mut port = ep.counters();
+        port.qp.accumulate(&self.retired);
+        let mut out = RdmaCounters::of_port(&port, &ep.np_counters()).pairs();
         let h = host.counters();
         let r = self.runtime.counters();
         out.extend([

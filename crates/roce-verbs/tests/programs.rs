@@ -140,15 +140,33 @@ fn ib_write_bw_between_two_processes_on_the_library() {
         "-n",
         "200",
     ];
-    let Some((s, c)) = pair("write-bw", &args, &args) else {
+    let Some(mut ns) = Netns::up("write-bw") else {
         return;
     };
-    for out in [&s, &c] {
-        let row = result_row(out, BW_HEADER);
+    // The server's counters file (written every second and at exit), under the usual names.
+    let counters = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("write-bw.counters");
+    let _ = std::fs::remove_file(&counters);
+    let path = counters.to_string_lossy().into_owned();
+    let s = ns.spawn_env(Side::A, &args, &[("ROCE_VERBS_COUNTERS", &path)]);
+    ns.wait_listen(TCP_PORT, s);
+    let mut client = args.to_vec();
+    client.push(SERVER_ADDR);
+    let c = ns.spawn(Side::B, &client);
+    for (i, what) in [(c, "client"), (s, "server")] {
+        let out = ns.wait_ok(i, what);
+        let row = result_row(&out, BW_HEADER);
         assert_eq!(row.first(), Some(&65536.0), "{out}");
         assert_eq!(row.get(1), Some(&200.0), "{out}");
         assert!(row.get(3).is_some_and(|bw| *bw > 0.0), "{out}");
     }
+    let text = std::fs::read_to_string(&counters).unwrap_or_default();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok())
+    };
+    assert_eq!(value("rx_write_requests"), Some(200), "{text}");
+    assert_eq!(value("error_completions"), Some(0), "{text}");
+    assert!(value("rcvd_pkts").is_some_and(|n| n >= 200 * 64), "{text}");
 }
 
 #[test]

@@ -189,6 +189,16 @@ fn write_lands_in_the_passive_sides_application_memory() {
     assert_eq!(bytes(&dst, 0, 100), vec![0; 100]);
     assert_eq!(bytes(&dst, 5100, 100), vec![0; 100]);
     assert!(b.cq.is_empty(), "a WRITE completes nothing on the target");
+    // The target's counters outlive its QP (programs destroy QPs before the exit report).
+    let count = |w: &W, name: &str| w.counters().iter().find(|c| c.0 == name).map(|c| c.1);
+    let qpn = b.qp.qpn;
+    call(&mut b.w, |reply| Command::DestroyQp { qpn, reply });
+    assert_eq!(count(&b.w, "rx_write_requests"), Some(1));
+    assert_eq!(
+        count(&b.w, "rcvd_pkts"),
+        Some(5),
+        "the five WRITE packets (ARP is not RoCE)"
+    );
 }
 
 #[test]

@@ -63,18 +63,21 @@ fn ibv_devinfo_lists_roce0_with_the_ipv4_mapped_gid_at_index_1() {
     let Some(mut ns) = Netns::up("devinfo") else {
         return;
     };
-    let i = ns.spawn(Side::A, &["ibv_devinfo", "-v"]);
+    // Configured by a file alone this time.
+    let config = "# roce-verbs\nport = tap:rtap0\nip = \"198.18.0.7/15\"\nmtu = 512\n";
+    let i = ns.spawn_with_config(Side::A, &["ibv_devinfo", "-v"], config);
     let out = ns.wait_ok(i, "ibv_devinfo");
     for want in [
         "hca_id:\troce0",
         "state:\t\t\tPORT_ACTIVE (4)",
         "link_layer:\t\tEthernet",
-        "active_mtu:\t\t1024 (3)",
-        "GID[  1]:\t\t::ffff:198.18.0.1, RoCE v2",
+        "active_mtu:\t\t512 (2)",
+        "GID[  1]:\t\t::ffff:198.18.0.7, RoCE v2",
         "max_qp_rd_atom:\t\t\t16",
     ] {
         assert!(out.contains(want), "no {want:?} in:\n{out}");
     }
+    assert!(out.contains("GID[  0]:\t\tfe80::"), "{out}");
     let i = ns.spawn(Side::A, &["ibv_devices"]);
     let out = ns.wait_ok(i, "ibv_devices");
     assert!(out.contains("roce0"), "{out}");

@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use roce_dpdk::clock::MonotonicClock;
-use roce_dpdk::{
-    pin_current_thread, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
-};
+use roce_dpdk::{pin_current_thread, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig};
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::host::Host;
@@ -216,7 +214,9 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
     };
     let port = DpdkPort::new(&eal, id, pool.clone(), &pc).map_err(|e| format!("{label}: {e}"))?;
     let p = port.info();
-    let mac = c.mac.unwrap_or_else(|| own_mac(&c.port, p.mac));
+    let mac = c
+        .mac
+        .unwrap_or_else(|| EthernetAddress(c.port.host_mac(p.mac)));
     let info = DeviceInfo {
         mac,
         ip: c.ip,
@@ -232,16 +232,4 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
         },
         info,
     ))
-}
-
-/// Our default MAC. A tap or af_packet port's MAC is the kernel interface's (a bridge delivers
-/// frames for it to the kernel), so we take a different, locally administered one derived from
-/// it, as `roce perf` does; a NIC's MAC is ours.
-fn own_mac(spec: &PortSpec, port_mac: [u8; 6]) -> EthernetAddress {
-    let mut m = port_mac;
-    if matches!(spec, PortSpec::Tap(_) | PortSpec::AfPacket(_)) {
-        m[0] = (m[0] | 0x02) & !0x01;
-        m[1] ^= 0x5a;
-    }
-    EthernetAddress(m)
 }

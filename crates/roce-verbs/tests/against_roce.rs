@@ -6,23 +6,41 @@
 
 mod support;
 
-use support::{Netns, Side};
+use support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT};
 
-const SERVER_ADDR: &str = "198.18.0.254";
-const TCP_PORT: u16 = 18515;
-
-/// The result row under perftest's bandwidth header.
-fn bw_row(out: &str) -> Vec<String> {
-    let mut lines = out.lines();
-    lines
-        .by_ref()
-        .find(|l| {
-            l.trim_start()
-                .starts_with("#bytes     #iterations    BW peak")
-        })
-        .unwrap_or_else(|| panic!("no bandwidth header in:\n{out}"));
-    let row = lines.next().unwrap_or_default();
-    row.split_whitespace().map(str::to_owned).collect()
+/// Runs `server` (a `roce` command when `roce_serves`, else a program on the library) and then
+/// `client` the other way round; asserts both succeeded and printed a bandwidth row of 200
+/// messages of 65536 bytes.
+fn bw_pair(tag: &str, roce_serves: bool, perf: &[&str], tool: &[&str]) {
+    let Some(mut ns) = Netns::up(tag) else {
+        return;
+    };
+    let (server, client) = if roce_serves {
+        (perf, tool)
+    } else {
+        (tool, perf)
+    };
+    let mut client = client.to_vec();
+    client.push(SERVER_ADDR);
+    let s = if roce_serves {
+        ns.spawn_roce(Side::A, server)
+    } else {
+        ns.spawn(Side::A, server)
+    };
+    ns.wait_listen(TCP_PORT, s);
+    let c = if roce_serves {
+        ns.spawn(Side::B, &client)
+    } else {
+        ns.spawn_roce(Side::B, &client)
+    };
+    for (i, what) in [(c, "client"), (s, "server")] {
+        let out = ns.wait_ok(i, what);
+        assert_eq!(
+            result_row(&out, BW_HEADER)[..2],
+            [65536.0, 200.0],
+            "{what}:\n{out}"
+        );
+    }
 }
 
 #[test]
@@ -49,33 +67,8 @@ fn ib_write_bw_on_the_library_against_roce_perf_both_ways() {
         "-n",
         "200",
     ];
-    // roce perf serves, the library's ib_write_bw is the client.
-    let Some(mut ns) = Netns::up("vs-perf") else {
-        return;
-    };
-    let s = ns.spawn_roce(Side::A, &perf);
-    ns.wait_listen(TCP_PORT, s);
-    let mut client = tool.to_vec();
-    client.push(SERVER_ADDR);
-    let c = ns.spawn(Side::B, &client);
-    for (i, what) in [(c, "ib_write_bw"), (s, "roce perf")] {
-        let out = ns.wait_ok(i, what);
-        assert_eq!(bw_row(&out)[..2], ["65536", "200"], "{what}:\n{out}");
-    }
-    drop(ns);
-    // The library's ib_write_bw serves, roce perf is the client.
-    let Some(mut ns) = Netns::up("vs-perf-2") else {
-        return;
-    };
-    let s = ns.spawn(Side::A, &tool);
-    ns.wait_listen(TCP_PORT, s);
-    let mut client = perf.to_vec();
-    client.push(SERVER_ADDR);
-    let c = ns.spawn_roce(Side::B, &client);
-    for (i, what) in [(c, "roce perf"), (s, "ib_write_bw")] {
-        let out = ns.wait_ok(i, what);
-        assert_eq!(bw_row(&out)[..2], ["65536", "200"], "{what}:\n{out}");
-    }
+    bw_pair("vs-perf", true, &perf, &tool);
+    bw_pair("vs-perf-2", false, &perf, &tool);
 }
 
 #[test]

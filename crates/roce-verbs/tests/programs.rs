@@ -8,55 +8,22 @@
 
 mod support;
 
-use support::{c_program, Netns, Side};
+use support::{
+    c_program, pair, pair_on, result_row, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR, TCP_PORT,
+};
 
-const SERVER_ADDR: &str = "198.18.0.254";
-
-/// TCP port of the rdma-core and perftest exchanges.
-const TCP_PORT: u16 = 18515;
-
-/// Runs `server` and, once it listens on `tcp_port`, `client` (which gets the server's address
-/// appended) on the library; returns their stdouts after asserting both succeeded.
-fn pair_on(
-    ns_tag: &str,
-    tcp_port: u16,
-    server: &[&str],
-    client: &[&str],
-) -> Option<(String, String)> {
-    let mut ns = Netns::up(ns_tag)?;
-    let s = ns.spawn(Side::A, server);
-    ns.wait_listen(tcp_port, s);
-    let mut client = client.to_vec();
-    client.push(SERVER_ADDR);
-    let c = ns.spawn(Side::B, &client);
-    let cout = ns.wait_ok(c, "client");
-    let sout = ns.wait_ok(s, "server");
-    Some((sout, cout))
+/// The result row of a perftest pair (`tool` with `args` both sides): `[#bytes, #iterations]`
+/// of the server's and the client's row under `header`, after asserting both succeeded.
+fn perftest(tag: &str, tool: &str, args: &[&str], header: &str) -> Option<[[f64; 2]; 2]> {
+    let mut full = vec![tool, "-d", "roce0", "-x", "1", "-F"];
+    full.extend_from_slice(args);
+    let (s, c) = pair(tag, &full, &full)?;
+    Some([&s, &c].map(|out| {
+        let row = result_row(out, header);
+        assert!(row.len() > 3, "a short row in:\n{out}");
+        [row[0], row[1]]
+    }))
 }
-
-/// [`pair_on`] for programs exchanging on port 18515.
-fn pair(ns_tag: &str, server: &[&str], client: &[&str]) -> Option<(String, String)> {
-    pair_on(ns_tag, TCP_PORT, server, client)
-}
-
-/// The numbers of the result line under perftest's header.
-fn result_row(stdout: &str, header: &str) -> Vec<f64> {
-    let mut lines = stdout.lines();
-    lines
-        .by_ref()
-        .find(|l| l.trim_start().starts_with(header))
-        .unwrap_or_else(|| panic!("no {header:?} header in:\n{stdout}"));
-    let row = lines.next().unwrap_or_default();
-    row.split_whitespace()
-        .map(|c| {
-            c.parse()
-                .unwrap_or_else(|_| panic!("not a number {c:?} in {row:?}"))
-        })
-        .collect()
-}
-
-const BW_HEADER: &str = "#bytes     #iterations    BW peak";
-const LAT_HEADER: &str = "#bytes #iterations    t_min";
 
 #[test]
 fn ibv_devinfo_lists_roce0_with_the_ipv4_mapped_gid_at_index_1() {
@@ -174,44 +141,16 @@ fn ib_write_bw_between_two_processes_on_the_library() {
 
 #[test]
 fn ib_read_bw_between_two_processes_on_the_library() {
-    let args = [
-        "ib_read_bw",
-        "-d",
-        "roce0",
-        "-x",
-        "1",
-        "-F",
-        "-s",
-        "16384",
-        "-n",
-        "200",
-    ];
-    let Some((s, c)) = pair("read-bw", &args, &args) else {
-        return;
-    };
-    for out in [&s, &c] {
-        let row = result_row(out, BW_HEADER);
-        assert_eq!(
-            (row.first(), row.get(1)),
-            (Some(&16384.0), Some(&200.0)),
-            "{out}"
-        );
+    let args = ["-s", "16384", "-n", "200"];
+    if let Some(rows) = perftest("read-bw", "ib_read_bw", &args, BW_HEADER) {
+        assert_eq!(rows, [[16384.0, 200.0]; 2]);
     }
 }
 
 #[test]
 fn ib_send_lat_between_two_processes_on_the_library() {
-    let args = ["ib_send_lat", "-d", "roce0", "-x", "1", "-F", "-n", "200"];
-    let Some((s, c)) = pair("send-lat", &args, &args) else {
-        return;
-    };
-    for out in [&s, &c] {
-        let row = result_row(out, LAT_HEADER);
-        assert_eq!(
-            (row.first(), row.get(1)),
-            (Some(&2.0), Some(&200.0)),
-            "{out}"
-        );
+    if let Some(rows) = perftest("send-lat", "ib_send_lat", &["-n", "200"], LAT_HEADER) {
+        assert_eq!(rows, [[2.0, 200.0]; 2]);
     }
 }
 

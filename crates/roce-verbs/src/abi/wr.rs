@@ -167,28 +167,12 @@ pub(super) extern "C" fn post_send(
     let Some(b) = (unsafe { QpBox::from_qp(qp) }) else {
         return libc::EINVAL;
     };
-    let caps = b.qp.spec.caps;
-    let mut reqs = Vec::new();
-    let mut cur = wr;
-    let mut refused: Option<(*mut ffi::ibv_send_wr, VerbsError)> = None;
-    // SAFETY: the chain is the caller's list of work requests, NULL-terminated.
-    while let Some(w) = unsafe { cur.as_ref() } {
-        // SAFETY: w's SGEs and inline data are the caller's.
-        match unsafe { send_request(w, &caps, b.qp.spec.sq_sig_all) } {
-            Ok(r) => reqs.push(r),
-            Err(e) => {
-                refused = Some((cur, e));
-                break;
-            }
-        }
-        cur = w.next;
-    }
-    let result = if reqs.is_empty() {
-        Ok(())
-    } else {
-        b.device.post_send(&b.qp, reqs).map_err(|e| (wr, e))
-    };
-    finish("ibv_post_send", result.err().or(refused), bad)
+    let (caps, sig_all) = (b.qp.spec.caps, b.qp.spec.sq_sig_all);
+    // SAFETY: the chain is the caller's, and so are its SGEs and inline data.
+    let chain = unsafe { walk(wr, |w| w.next, |w| send_request(w, &caps, sig_all)) };
+    post("ibv_post_send", wr, bad, chain, |reqs| {
+        b.device.post_send(&b.qp, reqs)
+    })
 }
 
 /// The ops table's `post_recv`.
@@ -202,30 +186,60 @@ pub(super) extern "C" fn post_recv(
         return libc::EINVAL;
     };
     let max_sge = b.qp.spec.caps.max_recv_sge;
-    let mut reqs = Vec::new();
-    let mut cur = wr;
-    let mut refused = None;
-    // SAFETY: the chain is the caller's list of work requests, NULL-terminated.
-    while let Some(w) = unsafe { cur.as_ref() } {
+    let recv = |w: &ffi::ibv_recv_wr| {
         // SAFETY: w's SGE list is the caller's.
-        match unsafe { sges(w.sg_list, w.num_sge, max_sge) } {
-            Ok(list) => reqs.push(RecvRequest {
-                wr_id: w.wr_id,
-                sgl: sgl_of(list),
-            }),
-            Err(e) => {
-                refused = Some((cur, e));
-                break;
-            }
+        let list = unsafe { sges(w.sg_list, w.num_sge, max_sge)? };
+        Ok(RecvRequest {
+            wr_id: w.wr_id,
+            sgl: sgl_of(list),
+        })
+    };
+    // SAFETY: the chain is the caller's.
+    let chain = unsafe { walk(wr, |w| w.next, recv) };
+    post("ibv_post_recv", wr, bad, chain, |reqs| {
+        b.device.post_recv(&b.qp, reqs)
+    })
+}
+
+/// The requests of a NULL-terminated chain up to the first one `convert` refuses (returned with
+/// its error).
+///
+/// # Safety
+///
+/// `first` starts a chain of the caller's work requests linked by `next`, NULL-terminated.
+unsafe fn walk<W, R>(
+    first: *mut W,
+    next: impl Fn(&W) -> *mut W,
+    convert: impl Fn(&W) -> Result<R, VerbsError>,
+) -> (Vec<R>, Option<(*mut W, VerbsError)>) {
+    let mut reqs = Vec::new();
+    let mut cur = first;
+    // SAFETY: per the contract, each link is NULL or a valid work request.
+    while let Some(w) = unsafe { cur.as_ref() } {
+        match convert(w) {
+            Ok(r) => reqs.push(r),
+            Err(e) => return (reqs, Some((cur, e))),
         }
-        cur = w.next;
+        cur = next(w);
     }
+    (reqs, None)
+}
+
+/// Hands the valid prefix of a chain to `submit` (refused as a whole: `*bad` is the first
+/// request) and reports the first refused request, if any.
+fn post<W, R>(
+    call: &str,
+    first: *mut W,
+    bad: *mut *mut W,
+    (reqs, refused): (Vec<R>, Option<(*mut W, VerbsError)>),
+    submit: impl FnOnce(Vec<R>) -> Result<(), VerbsError>,
+) -> c_int {
     let result = if reqs.is_empty() {
         Ok(())
     } else {
-        b.device.post_recv(&b.qp, reqs).map_err(|e| (wr, e))
+        submit(reqs).map_err(|e| (first, e))
     };
-    finish("ibv_post_recv", result.err().or(refused), bad)
+    finish(call, result.err().or(refused), bad)
 }
 
 /// Sets `*bad` to the refused work request and returns its errno, or 0.

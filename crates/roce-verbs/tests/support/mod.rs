@@ -8,6 +8,15 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The bridge's kernel address in the namespace: where TCP exchanges meet.
+pub const SERVER_ADDR: &str = "198.18.0.254";
+/// TCP port of the rdma-core and perftest exchanges.
+pub const TCP_PORT: u16 = 18515;
+/// perftest's bandwidth header.
+pub const BW_HEADER: &str = "#bytes     #iterations    BW peak";
+/// perftest's latency header.
+pub const LAT_HEADER: &str = "#bytes #iterations    t_min";
+
 /// One namespace at a time: each test runs two busy-polling processes.
 static SERIAL: Mutex<()> = Mutex::new(());
 static BUILD: Mutex<()> = Mutex::new(());
@@ -292,4 +301,45 @@ impl Drop for Netns {
             .env("NS", &self.name)
             .status();
     }
+}
+
+/// Runs `server` and, once it listens on `tcp_port`, `client` (which gets the server's address
+/// appended) on the library; returns their stdouts after asserting both succeeded. `None`
+/// without root.
+pub fn pair_on(
+    ns_tag: &str,
+    tcp_port: u16,
+    server: &[&str],
+    client: &[&str],
+) -> Option<(String, String)> {
+    let mut ns = Netns::up(ns_tag)?;
+    let s = ns.spawn(Side::A, server);
+    ns.wait_listen(tcp_port, s);
+    let mut client = client.to_vec();
+    client.push(SERVER_ADDR);
+    let c = ns.spawn(Side::B, &client);
+    let cout = ns.wait_ok(c, "client");
+    let sout = ns.wait_ok(s, "server");
+    Some((sout, cout))
+}
+
+/// [`pair_on`] for programs exchanging on port 18515.
+pub fn pair(ns_tag: &str, server: &[&str], client: &[&str]) -> Option<(String, String)> {
+    pair_on(ns_tag, TCP_PORT, server, client)
+}
+
+/// The numbers of the result line under perftest's `header`.
+pub fn result_row(stdout: &str, header: &str) -> Vec<f64> {
+    let mut lines = stdout.lines();
+    lines
+        .by_ref()
+        .find(|l| l.trim_start().starts_with(header))
+        .unwrap_or_else(|| panic!("no {header:?} header in:\n{stdout}"));
+    let row = lines.next().unwrap_or_default();
+    row.split_whitespace()
+        .map(|c| {
+            c.parse()
+                .unwrap_or_else(|_| panic!("not a number {c:?} in {row:?}"))
+        })
+        .collect()
 }

@@ -1,7 +1,8 @@
 //! The progress thread: owns the EAL, the DPDK port and the host, pinned to one CPU, named
 //! `roce-verbs`. It drains the command queue, turns the runtime loop and delivers completions,
 //! so a passive side (a WRITE target that never polls) answers without the application's help.
-//! After a quiet spell it parks for `idle_us` (an application's command unparks it at once).
+//! After a quiet spell it parks for `idle_us` (an application's command unparks it at once),
+//! after a long one for a millisecond.
 //! Every second, and when the process exits, it writes the counters file.
 
 use std::sync::{Arc, OnceLock};
@@ -25,6 +26,11 @@ use crate::worker::Worker;
 
 /// Idle turns of the loop before it parks.
 const SPIN_TURNS: u32 = 2000;
+/// After this long without traffic or commands, the naps grow to [`LONG_NAP`].
+const LONG_IDLE: Duration = Duration::from_millis(100);
+/// The nap of a long-idle progress thread (an idle program costs little CPU; its first frame
+/// waits at most this long).
+const LONG_NAP: Duration = Duration::from_millis(1);
 /// Commands taken per turn (the loop must keep the port moving under a flood of posts).
 const COMMANDS_PER_TURN: usize = 64;
 /// How often the counters file is rewritten.
@@ -111,6 +117,7 @@ fn run(config: Config, rx: Receiver<Command>, ready: Reply<Result<DeviceInfo, St
     }
     let idle_sleep = Duration::from_micros(config.idle_us);
     let mut idle_turns = 0u32;
+    let mut idle_since = Instant::now();
     let mut next_counters = Instant::now() + COUNTERS_EVERY;
     loop {
         let mut busy = 0;
@@ -132,9 +139,17 @@ fn run(config: Config, rx: Receiver<Command>, ready: Reply<Result<DeviceInfo, St
         if busy > 0 {
             idle_turns = 0;
         } else {
+            if idle_turns == 0 {
+                idle_since = Instant::now();
+            }
             idle_turns = idle_turns.saturating_add(1);
             if idle_turns > SPIN_TURNS && !idle_sleep.is_zero() {
-                std::thread::park_timeout(idle_sleep);
+                let nap = if idle_since.elapsed() > LONG_IDLE {
+                    idle_sleep.max(LONG_NAP)
+                } else {
+                    idle_sleep
+                };
+                std::thread::park_timeout(nap);
             }
         }
         if config.counters.is_some() && Instant::now() >= next_counters {

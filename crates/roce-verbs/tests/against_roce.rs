@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT};
+use support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT, WRITE_BW_64K};
 
 /// Runs `server` (a `roce` command when `roce_serves`, else a program on the library) and then
 /// `client` the other way round; asserts both succeeded and printed a bandwidth row of 200
@@ -55,18 +55,7 @@ fn ib_write_bw_on_the_library_against_roce_perf_both_ways() {
         "-n",
         "200",
     ];
-    let tool = [
-        "ib_write_bw",
-        "-d",
-        "roce0",
-        "-x",
-        "1",
-        "-F",
-        "-s",
-        "65536",
-        "-n",
-        "200",
-    ];
+    let tool = WRITE_BW_64K;
     bw_pair("vs-perf", true, &perf, &tool);
     bw_pair("vs-perf-2", false, &perf, &tool);
 }

@@ -9,7 +9,8 @@
 mod support;
 
 use support::{
-    c_program, pair, pair_on, result_row, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR, TCP_PORT,
+    c_program, pair, pair_on, result_row, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR,
+    TCP_PORT, WRITE_BW_64K,
 };
 
 /// The result row of a perftest pair (`tool` with `args` both sides): `[#bytes, #iterations]`
@@ -98,18 +99,7 @@ fn ibv_rc_pingpong_with_the_extended_send_api() {
 
 #[test]
 fn ib_write_bw_between_two_processes_on_the_library() {
-    let args = [
-        "ib_write_bw",
-        "-d",
-        "roce0",
-        "-x",
-        "1",
-        "-F",
-        "-s",
-        "65536",
-        "-n",
-        "200",
-    ];
+    let args = WRITE_BW_64K;
     let Some(mut ns) = Netns::up("write-bw") else {
         return;
     };

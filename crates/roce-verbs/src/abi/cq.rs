@@ -247,13 +247,12 @@ extern "C" fn ibv_get_cq_event(
 }
 
 extern "C" fn ibv_ack_cq_events(cq: *mut ffi::ibv_cq, nevents: u32) {
-    // SAFETY: cq came from ibv_create_cq; libibverbs counts acknowledged events in this field
-    // (under the CQ's mutex, which only ibv_destroy_cq waits on: we never block there).
+    // SAFETY: cq came from ibv_create_cq.
     if let Some(b) = unsafe { CqBox::from_ibv(cq) } {
-        unsafe {
-            let c = b.c_ptr();
-            (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(nevents);
-        }
+        let c = b.c_ptr();
+        // SAFETY: libibverbs counts acknowledged events in this field of our C part (under the
+        // CQ's mutex, which only its ibv_destroy_cq waits on; ours never blocks there).
+        unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(nevents) };
     }
 }
 

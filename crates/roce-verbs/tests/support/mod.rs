@@ -17,6 +17,20 @@ pub const BW_HEADER: &str = "#bytes     #iterations    BW peak";
 /// perftest's latency header.
 pub const LAT_HEADER: &str = "#bytes #iterations    t_min";
 
+/// `ib_write_bw` on our device, 200 messages of 64 KiB.
+pub const WRITE_BW_64K: [&str; 10] = [
+    "ib_write_bw",
+    "-d",
+    "roce0",
+    "-x",
+    "1",
+    "-F",
+    "-s",
+    "65536",
+    "-n",
+    "200",
+];
+
 /// One namespace at a time: each test runs two busy-polling processes.
 static SERIAL: Mutex<()> = Mutex::new(());
 static BUILD: Mutex<()> = Mutex::new(());

@@ -23,10 +23,10 @@ mod spec;
 mod tsc;
 
 pub use eal::{pin_current_thread, Eal, EalConfig};
-pub use pmd::DEBIAN_PMD_DIR;
 pub use error::DpdkError;
 pub use mbuf::Mbuf;
 pub use mempool::{Mempool, MempoolConfig};
+pub use pmd::DEBIAN_PMD_DIR;
 pub use port::{DpdkPort, LinkStatus, Offloads, PortConfig, PortInfo, PortStats};
 pub use ring_pair::ring_pair;
 pub use spec::PortSpec;

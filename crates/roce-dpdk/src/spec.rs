@@ -114,6 +114,18 @@ impl PortSpec {
         }
     }
 
+    /// The MAC a host on this port uses, given the port's own. A tap or af_packet port's MAC is
+    /// the kernel interface's (a bridge delivers frames for it to the kernel), so the host takes
+    /// a different, locally administered one derived from it; a NIC's MAC is the host's.
+    pub fn host_mac(&self, port_mac: [u8; 6]) -> [u8; 6] {
+        let mut m = port_mac;
+        if matches!(self, PortSpec::Tap(_) | PortSpec::AfPacket(_)) {
+            m[0] = (m[0] | 0x02) & !0x01;
+            m[1] ^= 0x5a;
+        }
+        m
+    }
+
     /// EAL arguments that create the device at start.
     pub fn eal_args(&self, index: usize) -> Vec<String> {
         match self {
@@ -174,6 +186,15 @@ mod tests {
         assert_eq!(has_capability(no_admin, CAP_NET_RAW), Some(true));
         assert_eq!(has_capability("Name:\tx\n", CAP_NET_ADMIN), None);
         assert_eq!(PortSpec::Null.missing_privilege(), None);
+    }
+
+    #[test]
+    fn hosts_on_kernel_ports_take_a_local_mac_of_their_own() {
+        let port = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+        let tap = PortSpec::Tap(None).host_mac(port);
+        assert_eq!(tap, [0x52, 0x0e, 0x00, 0x12, 0x34, 0x56]);
+        assert_eq!(PortSpec::AfPacket("veth0".into()).host_mac(port), tap);
+        assert_eq!(PortSpec::Pci("0000:03:00.0".into()).host_mac(port), port);
     }
 
     #[test]

@@ -132,6 +132,18 @@ impl Endpoint {
         self.mrs.register(pd, len, access)
     }
 
+    /// Registers `len` zeroed bytes owned by the endpoint at address `addr` (see
+    /// [`MrTable::register_at`]).
+    pub fn reg_mr_at(
+        &mut self,
+        pd: PdHandle,
+        addr: u64,
+        len: usize,
+        access: AccessFlags,
+    ) -> MrInfo {
+        self.mrs.register_at(pd, addr, len, access)
+    }
+
     /// Deregisters the region with local key `lkey`.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<(), MrError> {
         self.mrs.deregister(lkey)

@@ -131,6 +131,22 @@ impl MrTable {
 
     /// Registers `length` zeroed bytes in `pd` with `access`.
     pub fn register(&mut self, pd: PdHandle, length: usize, access: AccessFlags) -> MrInfo {
+        let addr = self.next_addr;
+        let span = (length as u64).div_ceil(ADDR_ALIGN).max(1) * ADDR_ALIGN;
+        self.next_addr = self.next_addr.saturating_add(span + ADDR_ALIGN);
+        self.register_at(pd, addr, length, access)
+    }
+
+    /// Registers `length` zeroed bytes in `pd` with `access` at the caller's address `addr`
+    /// (the virtual address peers name in RETHs, e.g. an application buffer's: regions may
+    /// overlap, as they may in libibverbs; keys tell them apart).
+    pub fn register_at(
+        &mut self,
+        pd: PdHandle,
+        addr: u64,
+        length: usize,
+        access: AccessFlags,
+    ) -> MrInfo {
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(s) => s,
             None => {
@@ -143,12 +159,10 @@ impl MrTable {
         let info = MrInfo {
             lkey: index | u32::from(self.generation),
             rkey: index | 0x80 | u32::from(self.generation),
-            addr: self.next_addr,
+            addr,
             length: length as u64,
             access,
         };
-        let span = (length as u64).div_ceil(ADDR_ALIGN).max(1) * ADDR_ALIGN;
-        self.next_addr = self.next_addr.saturating_add(span + ADDR_ALIGN);
         if let Some(s) = self.slots.get_mut(slot) {
             *s = Some(MemoryRegion {
                 pd,
@@ -421,6 +435,25 @@ mod tests {
             t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
             Err(MrError::UnknownKey(mr.rkey))
         );
+    }
+
+    #[test]
+    fn regions_registered_at_a_given_address_resolve_there_and_may_overlap() {
+        let mut t = MrTable::default();
+        let pd = t.alloc_pd();
+        let a = t.register_at(pd, 0x7f00_0000_1000, 64, AccessFlags::REMOTE_WRITE);
+        let b = t.register_at(pd, 0x7f00_0000_1000, 64, AccessFlags::REMOTE_READ);
+        assert_eq!((a.addr, b.addr), (0x7f00_0000_1000, 0x7f00_0000_1000));
+        assert_ne!(a.rkey, b.rkey);
+        let r = t.resolve_remote(pd, a.rkey, 0x7f00_0000_1010, 48, AccessFlags::REMOTE_WRITE);
+        assert_eq!(r.map(|r| r.len()), Ok(48));
+        assert_eq!(
+            t.resolve_remote(pd, b.rkey, 0x7f00_0000_1000, 8, AccessFlags::REMOTE_WRITE),
+            Err(MrError::AccessDenied(b.rkey))
+        );
+        // The table's own addresses are unaffected.
+        let c = t.register(pd, 8, AccessFlags::empty());
+        assert_eq!(c.addr, BASE_ADDR);
     }
 
     #[test]

@@ -1,0 +1,190 @@
+//! Protection domains and memory regions: `ibv_alloc_pd`, `ibv_reg_mr` and its `iova` forms
+//! (the region's address for peers may differ from the application's pointer), `ibv_dereg_mr`.
+
+use std::cell::UnsafeCell;
+use std::os::raw::{c_int, c_uint, c_void};
+
+use roce_proto::verbs::AccessFlags;
+
+use super::memory::AppMemory;
+use super::objects::{Context, MrBox, PdBox};
+use super::{export, fail_errno, fail_null, ffi, unsupported};
+use crate::error::VerbsError;
+
+export!(
+    ibv_alloc_pd,
+    ibv_dealloc_pd,
+    ibv_reg_mr,
+    ibv_reg_mr_iova,
+    ibv_reg_mr_iova2,
+    ibv_dereg_mr,
+);
+
+extern "C" fn ibv_alloc_pd(ctx: *mut ffi::ibv_context) -> *mut ffi::ibv_pd {
+    // SAFETY: ctx came from ibv_open_device.
+    let Some(c) = (unsafe { Context::from_ibv(ctx) }) else {
+        return fail_null("ibv_alloc_pd", &VerbsError::Unknown("context"));
+    };
+    match c.device.alloc_pd() {
+        Ok(handle) => Box::new(PdBox {
+            c: UnsafeCell::new(ffi::ibv_pd {
+                context: ctx,
+                handle: 0,
+            }),
+            handle,
+            device: c.device.clone(),
+        })
+        .into_raw(),
+        Err(e) => fail_null("ibv_alloc_pd", &e),
+    }
+}
+
+extern "C" fn ibv_dealloc_pd(pd: *mut ffi::ibv_pd) -> c_int {
+    if pd.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: pd came from ibv_alloc_pd; the program no longer uses it. The transport's PD
+    // handle needs no release.
+    unsafe { PdBox::free(pd) };
+    0
+}
+
+extern "C" fn ibv_reg_mr(
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> *mut ffi::ibv_mr {
+    reg(
+        "ibv_reg_mr",
+        pd,
+        addr,
+        length,
+        addr as u64,
+        access as c_uint,
+    )
+}
+
+extern "C" fn ibv_reg_mr_iova(
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_int,
+) -> *mut ffi::ibv_mr {
+    reg("ibv_reg_mr_iova", pd, addr, length, iova, access as c_uint)
+}
+
+extern "C" fn ibv_reg_mr_iova2(
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut ffi::ibv_mr {
+    reg("ibv_reg_mr_iova2", pd, addr, length, iova, access)
+}
+
+/// The transport's access flags for libibverbs' `access`; optional flags (relaxed ordering)
+/// are dropped, flags we cannot honour refused.
+fn access_flags(access: c_uint) -> Result<AccessFlags, VerbsError> {
+    if access & ffi::IBV_ACCESS_ON_DEMAND != 0 {
+        return Err(unsupported("on-demand paging (IBV_ACCESS_ON_DEMAND)"));
+    }
+    let a = AccessFlags::from_bits_truncate(access & 0xf);
+    let needs_local_write = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
+    if a.intersects(needs_local_write) && !a.contains(AccessFlags::LOCAL_WRITE) {
+        return Err(VerbsError::Invalid(
+            "remote write or atomic access needs IBV_ACCESS_LOCAL_WRITE".into(),
+        ));
+    }
+    Ok(a)
+}
+
+fn reg(
+    call: &str,
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut ffi::ibv_mr {
+    // SAFETY: pd came from ibv_alloc_pd.
+    let Some(p) = (unsafe { PdBox::from_ibv(pd) }) else {
+        return fail_null(call, &VerbsError::Unknown("protection domain"));
+    };
+    let flags = match access_flags(access) {
+        Ok(f) => f,
+        Err(e) => return fail_null(call, &e),
+    };
+    let iova = if access & ffi::IBV_ACCESS_ZERO_BASED != 0 {
+        0
+    } else {
+        iova
+    };
+    // SAFETY: libibverbs' contract: addr..addr+length is the program's memory and stays valid
+    // until ibv_dereg_mr returns, which removes the progress thread's copy of this handle
+    // before it answers.
+    let Some(mem) = (unsafe { AppMemory::from_raw(addr.cast(), length) }) else {
+        return fail_null(call, &VerbsError::Invalid("NULL address".into()));
+    };
+    let info = match p.device.reg_mr(p.handle, mem, iova, flags) {
+        Ok(i) => i,
+        Err(e) => return fail_null(call, &e),
+    };
+    // SAFETY: reading a field of our own PD's C part.
+    let context = unsafe { (*p.c_ptr()).context };
+    Box::new(MrBox {
+        c: UnsafeCell::new(ffi::ibv_mr {
+            context,
+            pd,
+            addr,
+            length,
+            handle: 0,
+            lkey: info.lkey,
+            rkey: info.rkey,
+        }),
+        device: p.device.clone(),
+    })
+    .into_raw()
+}
+
+extern "C" fn ibv_dereg_mr(mr: *mut ffi::ibv_mr) -> c_int {
+    // SAFETY: mr came from ibv_reg_mr.
+    let Some(m) = (unsafe { MrBox::from_ibv(mr) }) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: reading a field of our own C part.
+    let lkey = unsafe { (*m.c_ptr()).lkey };
+    if let Err(e) = m.device.dereg_mr(lkey) {
+        return fail_errno("ibv_dereg_mr", &e);
+    }
+    // SAFETY: the program no longer uses mr.
+    unsafe { MrBox::free(mr) };
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_flags_follow_libibverbs_rules() {
+        let all = ffi::IBV_ACCESS_LOCAL_WRITE
+            | ffi::IBV_ACCESS_REMOTE_WRITE
+            | ffi::IBV_ACCESS_REMOTE_READ
+            | ffi::IBV_ACCESS_RELAXED_ORDERING;
+        assert_eq!(
+            access_flags(all).ok(),
+            Some(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ)
+        );
+        assert!(matches!(
+            access_flags(ffi::IBV_ACCESS_REMOTE_WRITE),
+            Err(VerbsError::Invalid(_))
+        ));
+        assert!(matches!(
+            access_flags(ffi::IBV_ACCESS_ON_DEMAND),
+            Err(VerbsError::Unsupported(_))
+        ));
+    }
+}

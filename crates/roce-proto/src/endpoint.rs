@@ -46,6 +46,9 @@ pub struct EndpointConfig {
     pub max_qps: usize,
     /// Notification point: at most one CNP per QP per this interval (mlx5 `min_time_between_cnps`).
     pub cnp_interval: Duration,
+    /// Seed of the memory-region key bytes; `None` (the default) draws them from the OS's
+    /// randomness. Tests and simulations set it so their runs repeat.
+    pub key_seed: Option<u64>,
 }
 
 impl EndpointConfig {
@@ -61,6 +64,7 @@ impl EndpointConfig {
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
             cnp_interval: Duration::from_micros(4),
+            key_seed: None,
         }
     }
 }
@@ -101,7 +105,7 @@ impl Endpoint {
                 marking: cfg.marking,
             },
             cfg,
-            mrs: MrTable::default(),
+            mrs: MrTable::new(cfg.key_seed),
             cqs: Vec::new(),
             qps: Vec::new(),
             ready: VecDeque::new(),
@@ -122,12 +126,25 @@ impl Endpoint {
         self.mrs.alloc_pd()
     }
 
-    /// Registers `len` zeroed bytes owned by the endpoint.
+    /// Registers `len` zeroed bytes owned by the endpoint. With [`crate::mr::MAX_REGIONS`]
+    /// regions registered, nothing is and both keys are 0 (see [`Endpoint::try_reg_mr`]).
     pub fn reg_mr(&mut self, pd: PdHandle, len: usize, access: AccessFlags) -> MrInfo {
         self.mrs.register(pd, len, access)
     }
 
-    /// Deregisters the region with local key `lkey`.
+    /// Registers `len` zeroed bytes owned by the endpoint, or says why not.
+    pub fn try_reg_mr(
+        &mut self,
+        pd: PdHandle,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.mrs.try_register(pd, len, access)
+    }
+
+    /// Deregisters the region with local key `lkey`, at once: an operation still using it fails
+    /// at its next access (see [`crate::mr`]), and nothing it does reaches the region that takes
+    /// the slot next.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<(), MrError> {
         self.mrs.deregister(lkey)
     }
@@ -401,26 +418,20 @@ impl Endpoint {
     }
 
     /// A checked RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
-    /// its QP (or, for a CNP, to the QP's reaction point).
+    /// its QP (or, for a CNP, to the QP's reaction point). CNPs pass the same destination,
+    /// P_Key, QP, source and state checks as every other packet.
     fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) {
         let bth = &view.bth;
         if view.eth_dst() != self.cfg.mac || !self.is_local_ip(view.ip_dst()) {
             self.stats.drops.wrong_destination += 1;
             return;
         }
-        let transport = view.info.transport;
-        if transport == Transport::Cnp {
-            match self.qp_mut(bth.dest_qpn) {
-                Some(qp) => qp.note_cnp(now),
-                None => self.stats.drops.unknown_qp += 1,
-            }
-            return;
-        }
         if !pkey_matches(bth.pkey, self.cfg.pkey) {
             self.stats.drops.bad_pkey += 1;
             return;
         }
-        if transport != Transport::Rc {
+        let transport = view.info.transport;
+        if transport != Transport::Rc && transport != Transport::Cnp {
             self.stats.drops.not_rc += 1;
             return;
         }
@@ -437,6 +448,14 @@ impl Endpoint {
                 self.stats.drops.wrong_source += 1;
                 return;
             }
+        }
+        if transport == Transport::Cnp {
+            if qp.note_cnp(now) {
+                self.mark_ready(slot);
+            } else {
+                self.stats.drops.bad_state += 1;
+            }
+            return;
         }
         if !qp.handle_packet(now, view, frame_len, &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
@@ -532,7 +551,8 @@ impl Endpoint {
                 continue;
             };
             // poll_data checks readiness itself (once).
-            if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
+            let (local, mrs, cqs) = (&self.local, &mut self.mrs, &mut self.cqs);
+            if let Some(len) = qp.poll_data(now, local, mrs, cqs, buf) {
                 self.requeue_served(i);
                 let len = self.int.on_data_sent(slot, buf, len);
                 return Some(self.count_tx(len));

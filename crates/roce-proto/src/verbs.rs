@@ -257,6 +257,8 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     /// Immediate data of a receive, if any.
     pub imm_data: Option<u32>,
+    /// The rkey a SEND with Invalidate invalidated (`IBV_WC_WITH_INV`), on its receive.
+    pub invalidated_rkey: Option<u32>,
     /// The local QP number.
     pub qp_num: u32,
 }

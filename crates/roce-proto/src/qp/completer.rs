@@ -95,6 +95,7 @@ impl Requester {
                 opcode: opcode.wc_opcode(),
                 byte_len,
                 imm_data: None,
+                invalidated_rkey: None,
                 qp_num: c.qpn,
             });
         }

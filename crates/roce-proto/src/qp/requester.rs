@@ -142,6 +142,14 @@ impl Requester {
         if i > self.cursor || (i == self.cursor && k > self.cursor_pkt && !read_ahead) {
             return false;
         }
+        self.set_cursor(i, k);
+        self.since_ack_req = 0;
+        true
+    }
+
+    /// Puts the transmit cursor at packet `k` of WQE `i` (the READs/atomics before it count as
+    /// outstanding).
+    fn set_cursor(&mut self, i: usize, k: u32) {
         self.cursor = i;
         self.cursor_pkt = k;
         self.rd_atomic_outstanding = self
@@ -150,8 +158,19 @@ impl Requester {
             .take(i)
             .filter(|w| w.wr.opcode.is_read_or_atomic())
             .count() as u32;
-        self.since_ack_req = 0;
-        true
+    }
+
+    /// WQE `index` cannot be sent (its memory went away): it gets `status` as its local error,
+    /// sending stops there (as for an error found when posting), and it fails the QP once it is
+    /// the oldest.
+    pub fn stop_at(&mut self, index: usize, status: WcStatus) {
+        let Some(w) = self.sq.get_mut(index) else {
+            return;
+        };
+        w.local_error = Some(status);
+        if index <= self.cursor {
+            self.set_cursor(index, 0);
+        }
     }
 
     /// The next request packet, written into `o`, if the window, fences and limits allow one

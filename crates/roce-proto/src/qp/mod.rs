@@ -421,6 +421,7 @@ impl QueuePair {
         let mut c = CompleterCtx {
             now,
             qpn: self.qpn,
+            pd: self.pd,
             mtu: self.attrs.path_mtu.bytes(),
             mrs,
             cq,
@@ -430,9 +431,12 @@ impl QueuePair {
             retry_cnt: self.attrs.retry_cnt,
             rnr_retry: self.attrs.rnr_retry,
         };
-        let result = step(&mut self.req, &mut c);
+        let mut result = step(&mut self.req, &mut c);
         if self.state == QpState::Err {
             return;
+        }
+        if result.is_ok() {
+            result = self.req.run_local_ops(&mut c);
         }
         let fatal = result.err().or_else(|| self.req.head_local_error());
         if let Some(status) = fatal {
@@ -470,9 +474,11 @@ impl QueuePair {
         } else {
             AccessFlags::empty()
         };
+        let local = wr.opcode.is_local();
         let local_error = mrs
             .check_sgl(self.pd, &wr.sgl, need)
             .err()
+            .filter(|_| !local)
             .map(|_| WcStatus::LocProtErr);
         self.req
             .push(wr, len, self.attrs.path_mtu.bytes(), local_error);
@@ -480,6 +486,9 @@ impl QueuePair {
             self.enter_error(cqs);
         } else if self.req.sq.len() == 1 && local_error.is_some() {
             self.fail(WcStatus::LocProtErr, Instant::ZERO, mrs, cqs);
+        } else if self.req.sq.len() == 1 && local {
+            // Nothing before it: a local operation runs now.
+            self.completer_step(Instant::ZERO, mrs, cqs, |_, _| Ok(()));
         }
         Ok(())
     }

@@ -113,7 +113,9 @@ impl Requester {
 
     /// Queues a WQE, assigning its PSNs.
     pub fn push(&mut self, wr: SendWr, len: u64, mtu: u32, local_error: Option<WcStatus>) {
-        let npkts = if wr.opcode.is_atomic() {
+        let npkts = if wr.opcode.is_local() {
+            0
+        } else if wr.opcode.is_atomic() {
             1
         } else {
             (len.div_ceil(u64::from(mtu)).max(1)) as u32
@@ -220,6 +222,20 @@ impl Requester {
                     (false, true, true) => Opcode::RC_SEND_LAST_WITH_IMMEDIATE,
                 }
             }
+            WrOpcode::SendWithInv { rkey } => {
+                if last {
+                    ext.ieth = Some(rkey);
+                }
+                payload = sgl_payload(w, self.cursor, offset, mtu64);
+                match (first, last) {
+                    (true, true) => Opcode::RC_SEND_ONLY_WITH_INVALIDATE,
+                    (true, false) => Opcode::RC_SEND_FIRST,
+                    (false, false) => Opcode::RC_SEND_MIDDLE,
+                    (false, true) => Opcode::RC_SEND_LAST_WITH_INVALIDATE,
+                }
+            }
+            // Never at the cursor when sending: `ready` stops before it.
+            WrOpcode::LocalInv { .. } => return false,
             WrOpcode::RdmaWrite { remote_addr, rkey }
             | WrOpcode::RdmaWriteWithImm {
                 remote_addr, rkey, ..
@@ -321,7 +337,9 @@ impl Requester {
             return None;
         }
         let w = self.sq.get(self.cursor)?;
-        if w.local_error.is_some() {
+        // A local operation runs when it is the oldest (see `run_local_ops`); nothing after it
+        // starts before.
+        if w.local_error.is_some() || w.wr.opcode.is_local() {
             return None;
         }
         let psn = w.first_psn.add(self.cursor_pkt);

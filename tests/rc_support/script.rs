@@ -2,7 +2,7 @@
 //! in the test, so a QP test reads as a conversation of packets (smoltcp `send!`/`recv!` style).
 
 use roce_proto::connect::RcOptions;
-use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::endpoint::Endpoint;
 use roce_proto::psn::{Msn, Psn};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{AddressVector, CqHandle, QpAttr, QpInit, QpState, WorkCompletion};
@@ -81,7 +81,7 @@ pub struct Script {
 impl Script {
     /// Endpoint B with one QP in RTS, talking to the imaginary peer at A's addresses.
     pub fn new(o: &RcOptions) -> Script {
-        let mut ep = Endpoint::new(EndpointConfig::ipv4(MAC_B, IP_B));
+        let mut ep = endpoint(MAC_B, IP_B);
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
         let qpn = ep

@@ -115,6 +115,8 @@ impl RcHost {
             return Err(RcSetupError::NotIpv4(ip));
         };
         let mut cfg = EndpointConfig::ipv4(mac_of(ip), v4);
+        // Keys from the address, not the OS: a simulation repeats exactly.
+        cfg.key_seed = Some(u64::from(u32::from(v4)));
         if let Some(iv) = cnp_interval {
             cfg.cnp_interval = iv;
         }

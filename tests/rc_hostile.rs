@@ -319,6 +319,33 @@ fn a_cnp_to_a_qp_not_yet_connected_is_not_acted_on() {
     assert_eq!((c.qp.rp_cnp_handled, c.drops.bad_state), (0, 1));
 }
 
+#[test]
+fn in_band_telemetry_from_a_stranger_reaches_no_controller() {
+    use roce_proto::wire::int::{self, HopRecord, Repr};
+    let mut s = Script::new(&opts());
+    let hop = HopRecord {
+        ts_ns: 1,
+        tx_bytes: 2,
+        qlen_bytes: 3,
+        link_mbps: 4,
+    };
+    let echoed = |s: &Script, src: Ipv4Addr| {
+        let mut f = s.frame_from(src, &ack(499, ACK, 0), Ecn::NotEct);
+        let len = f.len();
+        f.resize(len + int::shim_len(1), 0);
+        let n = int::insert(&mut f, len, &Repr::echo_of(&[hop])).unwrap();
+        f.truncate(n);
+        f
+    };
+    let forged = echoed(&s, Ipv4Addr::new(198, 18, 0, 66));
+    s.ep.handle_frame(s.now, &forged);
+    assert_eq!(s.ep.int_counters().echoes_received, 0);
+    assert_eq!(s.ep.counters().drops.wrong_source, 1);
+    let real = echoed(&s, rc_support::IP_A);
+    s.ep.handle_frame(s.now, &real);
+    assert_eq!(s.ep.int_counters().echoes_received, 1);
+}
+
 // ---- 7: floods do not grow the responder's queue without bound
 
 /// Frames the endpoint has to send now.

@@ -152,6 +152,11 @@ impl Script {
     }
 
     pub fn frame_ecn(&self, p: &Pkt, ecn: Ecn) -> Vec<u8> {
+        self.frame_from(IP_A, p, ecn)
+    }
+
+    /// `p` as sent from `src` (the peer's address, or anyone else's).
+    pub fn frame_from(&self, src: std::net::Ipv4Addr, p: &Pkt, ecn: Ecn) -> Vec<u8> {
         let mut repr = RoceRepr {
             eth: ethernet::Repr {
                 dst: MAC_B,
@@ -159,7 +164,7 @@ impl Script {
                 vlan: None,
                 ethertype: EtherType::Ipv4,
             },
-            ip: IpRepr::new_roce(IP_A.into(), IP_B.into(), 0, ecn),
+            ip: IpRepr::new_roce(src.into(), IP_B.into(), 0, ecn),
             udp_src_port: 0xc001,
             bth: bth::Repr {
                 opcode: p.opcode,

@@ -383,12 +383,15 @@ impl Endpoint {
         // after parse_view's narrow stores, which stalls (see wire::icrc::RegCrc).
         let fast = parse_view_fast(frame);
         if let Some(view) = &fast {
-            return self.handle_parsed(now, view, frame.len());
+            self.handle_parsed(now, view, frame.len());
+            return;
         }
         // Other shapes (a VLAN tag) and every error.
         let parsed = parse_view(frame);
         match &parsed {
-            Ok(view) => self.handle_parsed(now, view, frame.len()),
+            Ok(view) => {
+                self.handle_parsed(now, view, frame.len());
+            }
             Err(e) => self.parse_failed(now, frame, *e),
         }
     }
@@ -419,47 +422,49 @@ impl Endpoint {
 
     /// A checked RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
     /// its QP (or, for a CNP, to the QP's reaction point). CNPs pass the same destination,
-    /// P_Key, QP, source and state checks as every other packet.
-    fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) {
+    /// P_Key, QP, source and state checks as every other packet. Returns whether the packet
+    /// passed them all and its QP took it.
+    fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) -> bool {
         let bth = &view.bth;
         if view.eth_dst() != self.cfg.mac || !self.is_local_ip(view.ip_dst()) {
             self.stats.drops.wrong_destination += 1;
-            return;
+            return false;
         }
         if !pkey_matches(bth.pkey, self.cfg.pkey) {
             self.stats.drops.bad_pkey += 1;
-            return;
+            return false;
         }
         let transport = view.info.transport;
         if transport != Transport::Rc && transport != Transport::Cnp {
             self.stats.drops.not_rc += 1;
-            return;
+            return false;
         }
         let Some(slot) = self.slot(bth.dest_qpn) else {
             self.stats.drops.unknown_qp += 1;
-            return;
+            return false;
         };
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             self.stats.drops.unknown_qp += 1;
-            return;
+            return false;
         };
         if let Some(av) = qp.address_vector() {
             if !same_ip(av.remote_ip, view.ip_src()) {
                 self.stats.drops.wrong_source += 1;
-                return;
+                return false;
             }
         }
         if transport == Transport::Cnp {
-            if qp.note_cnp(now) {
+            let handled = qp.note_cnp(now);
+            if handled {
                 self.mark_ready(slot);
             } else {
                 self.stats.drops.bad_state += 1;
             }
-            return;
+            return handled;
         }
         if !qp.handle_packet(now, view, frame_len, &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
-            return;
+            return false;
         }
         let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
         self.mark_ready(slot);
@@ -469,6 +474,7 @@ impl Endpoint {
             // from the responder) → a CNP back to the sender's QP.
             self.np.on_ce(now, qpn, dest_qpn);
         }
+        true
     }
 
     /// A frame with an INT shim: stripped (restoring the ICRC-covered bytes), handled as usual,
@@ -480,10 +486,11 @@ impl Endpoint {
             return;
         };
         let restored = scratch.get(..n).unwrap_or(&[]);
-        // One parse serves both the packet's handling and the INT bookkeeping below.
-        let target = self.parse_roce(now, restored).map(|view| {
-            self.handle_parsed(now, &view, restored.len());
-            (view.bth.dest_qpn, view.bth.opcode.is_request())
+        // One parse serves both the packet's handling and the INT bookkeeping below, which only
+        // a packet its QP took gets (the records are as much the peer's word as the packet).
+        let target = self.parse_roce(now, restored).and_then(|view| {
+            self.handle_parsed(now, &view, restored.len())
+                .then_some((view.bth.dest_qpn, view.bth.opcode.is_request()))
         });
         if let Some((qpn, request)) = target {
             match (self.slot(qpn), shim.echo, request) {

@@ -471,3 +471,25 @@ fn keys_repeat_with_a_key_seed_and_come_from_the_os_without_one() {
     // Four independent random key bytes: equal by chance once in 2^32 runs.
     assert_ne!(keys(None), keys(None));
 }
+
+#[test]
+fn a_receive_taken_by_a_send_in_progress_completes_when_the_qp_fails() {
+    let mut s = Script::new(&opts());
+    let rx = s.mr(1024, LOCAL_ONLY);
+    post_recv(&mut s, 1, &rx, 1024);
+    post_recv(&mut s, 2, &rx, 1024);
+    send!(
+        s,
+        Pkt::new(Opcode::RC_SEND_FIRST, 100).payload(&[0xaa; 256])
+    );
+    let to_err = roce_proto::verbs::QpAttr {
+        state: Some(QpState::Err),
+        ..Default::default()
+    };
+    s.ep.modify_qp(s.qpn, &to_err).unwrap();
+    let wc = s.completions();
+    assert_eq!(
+        wc.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(1, WcStatus::WrFlushErr), (2, WcStatus::WrFlushErr)]
+    );
+}

@@ -374,7 +374,7 @@ impl QueuePair {
     fn enter_error(&mut self, cqs: &mut [CompletionQueue]) {
         self.state = QpState::Err;
         self.timers.stop_all();
-        self.resp.abort_reads();
+        let in_progress = self.resp.abort();
         self.req.cursor = 0;
         self.req.cursor_pkt = 0;
         let qpn = self.qpn;
@@ -384,7 +384,10 @@ impl QueuePair {
             .drain(..)
             .map(|w| (w.wr.wr_id, w.wr.opcode.wc_opcode()));
         let mut flushed = flush(cq(cqs, self.send_cq), qpn, sends);
-        let recvs = self.resp.rq.drain(..).map(|w| (w.wr_id, WcOpcode::Recv));
+        let recvs = in_progress
+            .into_iter()
+            .chain(self.resp.rq.drain(..))
+            .map(|w| (w.wr_id, WcOpcode::Recv));
         flushed += flush(cq(cqs, self.recv_cq), qpn, recvs);
         self.stats.error_completions += flushed;
         tracing::debug!(qpn, "QP entered the error state");

@@ -185,10 +185,14 @@ impl Responder {
         });
     }
 
-    /// Drops queued READ responses (the QP failed); NAKs and ACKs still go out.
-    pub fn abort_reads(&mut self) {
+    /// Drops queued READ responses (the QP failed; NAKs and ACKs still go out) and the message
+    /// in progress, handing back the receive it had consumed (to complete as flushed).
+    pub fn abort(&mut self) -> Option<RecvWr> {
         self.out.retain(|i| matches!(i, RespItem::Ack { .. }));
-        self.current = None;
+        match self.current.take() {
+            Some(InMessage::Send { wqe, .. }) => Some(wqe),
+            _ => None,
+        }
     }
 
     /// A request packet for this QP.

@@ -205,8 +205,8 @@ pub struct Harness {
     /// Work requests posted and not completed.
     outstanding: BTreeSet<u64>,
     next_wr: u64,
-    /// The peer's message in progress: a WRITE (rkey, next address, bytes left) or a SEND.
-    open_write: Option<(u32, u64, u32)>,
+    /// The peer's message in progress: a WRITE (bytes left) or a SEND.
+    open_write: Option<u32>,
     open_send: bool,
 }
 
@@ -474,15 +474,6 @@ impl Harness {
         }
     }
 
-    fn va(&self, rkey: u32, off: u8) -> u64 {
-        let base = self
-            .regions
-            .iter()
-            .find(|r| r.info.rkey == rkey)
-            .map_or(0x1_0000_0000, |r| r.info.addr);
-        base + u64::from(off) * 8
-    }
-
     /// A request from the peer: mostly well-formed (a live rkey, in bounds, the expected PSN,
     /// opcodes in a sensible order), with a share of everything else.
     fn peer_request(&mut self, op: u8, key: u8, off: u8, len: u8, psn: u8, flags: u8) {
@@ -521,11 +512,9 @@ impl Harness {
         let mut ext = ExtRepr::default();
         let (opcode, payload): (Opcode, &[u8]) = match op % 8 {
             0..=3 => match self.open_write {
-                Some((wkey, at, left)) if op & 0x80 == 0 => {
-                    ext = ExtRepr::default();
-                    let _ = wkey;
+                Some(left) if op & 0x80 == 0 => {
                     if left > mtu {
-                        self.open_write = Some((wkey, at + u64::from(mtu), left - mtu));
+                        self.open_write = Some(left - mtu);
                         (Opcode::RC_RDMA_WRITE_MIDDLE, &peer[..])
                     } else {
                         self.open_write = None;
@@ -546,7 +535,7 @@ impl Harness {
                     };
                     ext.reth = Some(reth::Repr { va, rkey, dma_len });
                     if dma_len > mtu {
-                        self.open_write = Some((rkey, va + u64::from(mtu), dma_len - mtu));
+                        self.open_write = Some(dma_len - mtu);
                         (Opcode::RC_RDMA_WRITE_FIRST, &peer[..])
                     } else if flags & 0x20 != 0 {
                         ext.immdt = Some(7);

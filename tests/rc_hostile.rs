@@ -11,50 +11,30 @@ use rc_support::script::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::qp::MAX_QUEUED_RESPONSES;
-use roce_proto::verbs::{
-    AccessFlags, Mtu, QpState, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
-};
+use roce_proto::verbs::{AccessFlags, QpState, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{
     atomic_eth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, RoceRepr,
 };
 
-const ACK: u8 = 0x1f;
-const NAK_INV: u8 = 0x61;
-const NAK_ACCESS: u8 = 0x62;
-
 fn opts() -> RcOptions {
-    RcOptions {
-        mtu: Mtu::Mtu256,
-        a_psn: Psn::new(100),
-        b_psn: Psn::new(500),
-        max_rd_atomic: 4,
-        ..RcOptions::default()
-    }
-}
-
-fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
-    ExtRepr {
-        reth: Some(reth::Repr {
-            va: mr.addr + off,
-            rkey: mr.rkey,
-            dma_len: len,
-        }),
-        ..Default::default()
-    }
+    mtu256()
 }
 
 fn fill(s: &mut Script, mr: &roce_proto::mr::MrInfo, byte: u8) {
     s.ep.mr_mut(mr.lkey).unwrap().bytes_mut().fill(byte);
 }
 
-fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo, len: u32) {
+/// A 64-byte local region full of 0x77, and an SGE naming all of it.
+fn source(s: &mut Script) -> (roce_proto::mr::MrInfo, Sge) {
+    let src = s.mr(64, LOCAL_ONLY);
+    fill(s, &src, 0x77);
     let sge = Sge {
-        addr: mr.addr,
-        length: len,
-        lkey: mr.lkey,
+        addr: src.addr,
+        length: 64,
+        lkey: src.lkey,
     };
-    s.ep.post_recv(s.qpn, RecvWr::new(wr_id, sge)).unwrap();
+    (src, sge)
 }
 
 fn state(s: &Script) -> QpState {
@@ -134,13 +114,7 @@ fn queued_read_responses_never_carry_a_region_that_took_the_deregistered_slot() 
 #[test]
 fn a_send_whose_source_was_deregistered_completes_with_a_local_protection_error() {
     let mut s = Script::new(&opts());
-    let src = s.mr(64, LOCAL_ONLY);
-    fill(&mut s, &src, 0x77);
-    let sge = Sge {
-        addr: src.addr,
-        length: 64,
-        lkey: src.lkey,
-    };
+    let (src, sge) = source(&mut s);
     s.ep.post_send(s.qpn, SendWr::new(9, WrOpcode::Send, sge))
         .unwrap();
     s.ep.dereg_mr(src.lkey).unwrap();
@@ -158,13 +132,7 @@ fn a_send_whose_source_was_deregistered_completes_with_a_local_protection_error(
 #[test]
 fn a_retransmission_whose_source_was_deregistered_is_not_sent_as_zeros() {
     let mut s = Script::new(&opts());
-    let src = s.mr(64, LOCAL_ONLY);
-    fill(&mut s, &src, 0x77);
-    let sge = Sge {
-        addr: src.addr,
-        length: 64,
-        lkey: src.lkey,
-    };
+    let (src, sge) = source(&mut s);
     let write = WrOpcode::RdmaWrite {
         remote_addr: 0x1000,
         rkey: 0x1234,
@@ -232,7 +200,7 @@ fn send_with_invalidate_invalidates_the_named_rkey() {
     let mut s = Script::new(&opts());
     let target = s.mr(64, rc_support::ALL_ACCESS);
     let rx = s.mr(64, LOCAL_ONLY);
-    post_recv(&mut s, 1, &rx, 64);
+    s.post_recv(1, &rx, 64);
     send!(s, send_with_invalidate(100, target.rkey));
     assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
     let wc = s.completions();
@@ -258,7 +226,7 @@ fn send_with_invalidate_invalidates_the_named_rkey() {
 fn send_with_invalidate_of_a_key_that_names_nothing_is_an_invalid_request() {
     let mut s = Script::new(&opts());
     let rx = s.mr(64, LOCAL_ONLY);
-    post_recv(&mut s, 1, &rx, 64);
+    s.post_recv(1, &rx, 64);
     send!(s, send_with_invalidate(100, 0xdead_be00));
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((NAK_INV, 0))));
@@ -476,8 +444,8 @@ fn keys_repeat_with_a_key_seed_and_come_from_the_os_without_one() {
 fn a_receive_taken_by_a_send_in_progress_completes_when_the_qp_fails() {
     let mut s = Script::new(&opts());
     let rx = s.mr(1024, LOCAL_ONLY);
-    post_recv(&mut s, 1, &rx, 1024);
-    post_recv(&mut s, 2, &rx, 1024);
+    s.post_recv(1, &rx, 1024);
+    s.post_recv(2, &rx, 1024);
     send!(
         s,
         Pkt::new(Opcode::RC_SEND_FIRST, 100).payload(&[0xaa; 256])

@@ -8,23 +8,14 @@ use rc_support::script::*;
 use rc_support::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
-use roce_proto::psn::Psn;
 use roce_proto::verbs::{
-    AccessFlags, Mtu, QpState, RecvWr, SendFlags, SendWr, Sge, Sgl, WcOpcode, WcStatus,
-    WorkCompletion, WrOpcode,
+    AccessFlags, QpState, RecvWr, SendFlags, SendWr, Sge, Sgl, WcOpcode, WcStatus, WorkCompletion,
+    WrOpcode,
 };
 use roce_proto::wire::opcode::Opcode;
-use roce_proto::wire::{reth, ExtRepr};
-
-const NAK_ACCESS: u8 = 0x62;
 
 fn opts() -> RcOptions {
-    RcOptions {
-        mtu: Mtu::Mtu256,
-        a_psn: Psn::new(100),
-        b_psn: Psn::new(500),
-        ..RcOptions::default()
-    }
+    mtu256()
 }
 
 fn local_inv(wr_id: u64, rkey: u32) -> SendWr {
@@ -47,14 +38,7 @@ fn sge(mr: &roce_proto::mr::MrInfo, len: u32) -> Sge {
 fn write_to(mr: &roce_proto::mr::MrInfo, psn: u32) -> Pkt {
     Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
         .ack_req()
-        .ext(ExtRepr {
-            reth: Some(reth::Repr {
-                va: mr.addr,
-                rkey: mr.rkey,
-                dma_len: 4,
-            }),
-            ..Default::default()
-        })
+        .ext(reth(mr, 0, 4))
         .payload(b"late")
 }
 

@@ -16,6 +16,37 @@ use super::*;
 /// The test's imaginary peer QP.
 pub const PEER_QPN: u32 = 0x99;
 
+/// AETH syndrome bytes: ACK (credits 31), NAKs for a PSN sequence error, an invalid request and
+/// a remote access error.
+pub const ACK: u8 = 0x1f;
+pub const NAK_SEQ: u8 = 0x60;
+pub const NAK_INV: u8 = 0x61;
+pub const NAK_ACCESS: u8 = 0x62;
+
+/// A path MTU of 256 bytes, the peer sending from PSN 100 and the QP under test from 500,
+/// four READs/atomics in flight.
+pub fn mtu256() -> RcOptions {
+    RcOptions {
+        mtu: roce_proto::verbs::Mtu::Mtu256,
+        a_psn: Psn::new(100),
+        b_psn: Psn::new(500),
+        max_rd_atomic: 4,
+        ..RcOptions::default()
+    }
+}
+
+/// A RETH naming `len` bytes at offset `off` of `mr`.
+pub fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
+    ExtRepr {
+        reth: Some(roce_proto::wire::reth::Repr {
+            va: mr.addr + off,
+            rkey: mr.rkey,
+            dma_len: len,
+        }),
+        ..Default::default()
+    }
+}
+
 /// One packet as the script sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pkt {
@@ -226,6 +257,17 @@ impl Script {
 
     pub fn completions(&mut self) -> Vec<WorkCompletion> {
         std::iter::from_fn(|| self.ep.poll_cq_one(self.cq)).collect()
+    }
+
+    /// Posts receive `wr_id` of `len` bytes at the start of `mr`.
+    pub fn post_recv(&mut self, wr_id: u64, mr: &roce_proto::mr::MrInfo, len: u32) {
+        let sge = roce_proto::verbs::Sge {
+            addr: mr.addr,
+            length: len,
+            lkey: mr.lkey,
+        };
+        let wr = roce_proto::verbs::RecvWr::new(wr_id, sge);
+        self.ep.post_recv(self.qpn, wr).unwrap();
     }
 
     pub fn mr(

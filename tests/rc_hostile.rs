@@ -273,15 +273,7 @@ fn a_cnp_from_a_stranger_or_another_partition_is_not_acted_on() {
 #[test]
 fn a_cnp_to_a_qp_not_yet_connected_is_not_acted_on() {
     let mut s = Script::new(&opts());
-    let qpn =
-        s.ep.create_qp(roce_proto::verbs::QpInit {
-            pd: s.pd,
-            send_cq: s.cq,
-            recv_cq: s.cq,
-            max_send_wr: 4,
-            max_recv_wr: 4,
-        })
-        .unwrap();
+    let qpn = s.idle_qp();
     s.ep.handle_frame(s.now, &cnp_frame(rc_support::IP_A, 0xffff, qpn));
     let c = s.ep.counters();
     assert_eq!((c.qp.rp_cnp_handled, c.drops.bad_state), (0, 1));

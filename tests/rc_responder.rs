@@ -413,15 +413,7 @@ fn frames_for_another_qp_another_partition_or_a_qp_in_reset_are_counted_and_drop
     let mut p = write_only(100, &mr, b"x");
     p.pkey = 0x7ffe;
     send!(s, p);
-    let reset =
-        s.ep.create_qp(roce_proto::verbs::QpInit {
-            pd: s.pd,
-            send_cq: s.cq,
-            recv_cq: s.cq,
-            max_send_wr: 1,
-            max_recv_wr: 1,
-        })
-        .unwrap();
+    let reset = s.idle_qp();
     let mut p = write_only(100, &mr, b"x");
     p.dest_qpn = Some(reset);
     send!(s, p);

@@ -259,6 +259,18 @@ impl Script {
         std::iter::from_fn(|| self.ep.poll_cq_one(self.cq)).collect()
     }
 
+    /// Another QP of the endpoint, left in RESET.
+    pub fn idle_qp(&mut self) -> u32 {
+        let init = QpInit {
+            pd: self.pd,
+            send_cq: self.cq,
+            recv_cq: self.cq,
+            max_send_wr: 1,
+            max_recv_wr: 1,
+        };
+        self.ep.create_qp(init).unwrap()
+    }
+
     /// Posts receive `wr_id` of `len` bytes at the start of `mr`.
     pub fn post_recv(&mut self, wr_id: u64, mr: &roce_proto::mr::MrInfo, len: u32) {
         let sge = roce_proto::verbs::Sge {

@@ -10,11 +10,6 @@ use roce_proto::verbs::{AccessFlags, Mtu, QpState, RecvWr, Sge, WcOpcode, WcStat
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{atomic_eth, reth, ExtRepr};
 
-const ACK: u8 = 0x1f;
-const NAK_SEQ: u8 = 0x60;
-const NAK_INV: u8 = 0x61;
-const NAK_ACCESS: u8 = 0x62;
-
 fn opts() -> RcOptions {
     RcOptions {
         mtu: Mtu::Mtu256,
@@ -31,31 +26,9 @@ fn setup() -> (Script, roce_proto::mr::MrInfo) {
     (s, mr)
 }
 
-fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
-    ExtRepr {
-        reth: Some(reth::Repr {
-            va: mr.addr + off,
-            rkey: mr.rkey,
-            dma_len: len,
-        }),
-        ..Default::default()
-    }
-}
-
 /// Posts receive `wr_id` of 64 bytes at the start of `mr`.
 fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo) {
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            wr_id,
-            Sge {
-                addr: mr.addr,
-                length: 64,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_recv(wr_id, mr, 64);
 }
 
 fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
@@ -440,15 +413,7 @@ fn frames_for_another_qp_another_partition_or_a_qp_in_reset_are_counted_and_drop
     let mut p = write_only(100, &mr, b"x");
     p.pkey = 0x7ffe;
     send!(s, p);
-    let reset =
-        s.ep.create_qp(roce_proto::verbs::QpInit {
-            pd: s.pd,
-            send_cq: s.cq,
-            recv_cq: s.cq,
-            max_send_wr: 1,
-            max_recv_wr: 1,
-        })
-        .unwrap();
+    let reset = s.idle_qp();
     let mut p = write_only(100, &mr, b"x");
     p.dest_qpn = Some(reset);
     send!(s, p);

@@ -16,3 +16,11 @@ echo "== cargo test (everything, with DPDK)"
 cargo test --workspace
 echo "== benches compile"
 cargo bench --workspace --no-run
+echo "== fuzz targets compile (running them needs nightly: cargo +nightly fuzz run endpoint)"
+(cd fuzz && cargo check --quiet)
+if cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "== fuzz: 20 s per target"
+    for target in parse_frame endpoint host; do
+        (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=20)
+    done
+fi

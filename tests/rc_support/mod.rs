@@ -17,11 +17,16 @@ pub const MAC_B: EthernetAddress = EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12
 pub const IP_A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 11);
 pub const IP_B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 12);
 
+/// An endpoint at `mac`/`ip` with memory-region keys from a fixed seed (runs repeat).
+pub fn endpoint(mac: EthernetAddress, ip: Ipv4Addr) -> Endpoint {
+    Endpoint::new(EndpointConfig {
+        key_seed: Some(u64::from(u32::from(ip))),
+        ..EndpointConfig::ipv4(mac, ip)
+    })
+}
+
 pub fn endpoints() -> (Endpoint, Endpoint) {
-    (
-        Endpoint::new(EndpointConfig::ipv4(MAC_A, IP_A)),
-        Endpoint::new(EndpointConfig::ipv4(MAC_B, IP_B)),
-    )
+    (endpoint(MAC_A, IP_A), endpoint(MAC_B, IP_B))
 }
 
 pub type Pair = EndpointPair<FaultPort<LoopbackPort>>;

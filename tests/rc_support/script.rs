@@ -2,7 +2,7 @@
 //! in the test, so a QP test reads as a conversation of packets (smoltcp `send!`/`recv!` style).
 
 use roce_proto::connect::RcOptions;
-use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::endpoint::Endpoint;
 use roce_proto::psn::{Msn, Psn};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{AddressVector, CqHandle, QpAttr, QpInit, QpState, WorkCompletion};
@@ -15,6 +15,37 @@ use super::*;
 
 /// The test's imaginary peer QP.
 pub const PEER_QPN: u32 = 0x99;
+
+/// AETH syndrome bytes: ACK (credits 31), NAKs for a PSN sequence error, an invalid request and
+/// a remote access error.
+pub const ACK: u8 = 0x1f;
+pub const NAK_SEQ: u8 = 0x60;
+pub const NAK_INV: u8 = 0x61;
+pub const NAK_ACCESS: u8 = 0x62;
+
+/// A path MTU of 256 bytes, the peer sending from PSN 100 and the QP under test from 500,
+/// four READs/atomics in flight.
+pub fn mtu256() -> RcOptions {
+    RcOptions {
+        mtu: roce_proto::verbs::Mtu::Mtu256,
+        a_psn: Psn::new(100),
+        b_psn: Psn::new(500),
+        max_rd_atomic: 4,
+        ..RcOptions::default()
+    }
+}
+
+/// A RETH naming `len` bytes at offset `off` of `mr`.
+pub fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
+    ExtRepr {
+        reth: Some(roce_proto::wire::reth::Repr {
+            va: mr.addr + off,
+            rkey: mr.rkey,
+            dma_len: len,
+        }),
+        ..Default::default()
+    }
+}
 
 /// One packet as the script sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +112,7 @@ pub struct Script {
 impl Script {
     /// Endpoint B with one QP in RTS, talking to the imaginary peer at A's addresses.
     pub fn new(o: &RcOptions) -> Script {
-        let mut ep = Endpoint::new(EndpointConfig::ipv4(MAC_B, IP_B));
+        let mut ep = endpoint(MAC_B, IP_B);
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
         let qpn = ep
@@ -152,6 +183,11 @@ impl Script {
     }
 
     pub fn frame_ecn(&self, p: &Pkt, ecn: Ecn) -> Vec<u8> {
+        self.frame_from(IP_A, p, ecn)
+    }
+
+    /// `p` as sent from `src` (the peer's address, or anyone else's).
+    pub fn frame_from(&self, src: std::net::Ipv4Addr, p: &Pkt, ecn: Ecn) -> Vec<u8> {
         let mut repr = RoceRepr {
             eth: ethernet::Repr {
                 dst: MAC_B,
@@ -159,7 +195,7 @@ impl Script {
                 vlan: None,
                 ethertype: EtherType::Ipv4,
             },
-            ip: IpRepr::new_roce(IP_A.into(), IP_B.into(), 0, ecn),
+            ip: IpRepr::new_roce(src.into(), IP_B.into(), 0, ecn),
             udp_src_port: 0xc001,
             bth: bth::Repr {
                 opcode: p.opcode,
@@ -221,6 +257,29 @@ impl Script {
 
     pub fn completions(&mut self) -> Vec<WorkCompletion> {
         std::iter::from_fn(|| self.ep.poll_cq_one(self.cq)).collect()
+    }
+
+    /// Another QP of the endpoint, left in RESET.
+    pub fn idle_qp(&mut self) -> u32 {
+        let init = QpInit {
+            pd: self.pd,
+            send_cq: self.cq,
+            recv_cq: self.cq,
+            max_send_wr: 1,
+            max_recv_wr: 1,
+        };
+        self.ep.create_qp(init).unwrap()
+    }
+
+    /// Posts receive `wr_id` of `len` bytes at the start of `mr`.
+    pub fn post_recv(&mut self, wr_id: u64, mr: &roce_proto::mr::MrInfo, len: u32) {
+        let sge = roce_proto::verbs::Sge {
+            addr: mr.addr,
+            length: len,
+            lkey: mr.lkey,
+        };
+        let wr = roce_proto::verbs::RecvWr::new(wr_id, sge);
+        self.ep.post_recv(self.qpn, wr).unwrap();
     }
 
     pub fn mr(

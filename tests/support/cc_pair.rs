@@ -13,10 +13,13 @@ use roce_proto::wire::EthernetAddress;
 
 /// The configuration of endpoint `i`.
 pub fn config(i: u8) -> EndpointConfig {
-    EndpointConfig::ipv4(
-        EthernetAddress([2, 0, 0, 0, 0, i]),
-        Ipv4Addr::new(198, 18, 0, i),
-    )
+    EndpointConfig {
+        key_seed: Some(u64::from(i)),
+        ..EndpointConfig::ipv4(
+            EthernetAddress([2, 0, 0, 0, 0, i]),
+            Ipv4Addr::new(198, 18, 0, i),
+        )
+    }
 }
 
 /// A connected pair and a `len`-byte source region on `a`, destination region on `b`.

@@ -373,7 +373,13 @@ pub struct Counters {
     pub unreachable: u64,
     /// Entries dropped because they expired or made room.
     pub evicted: u64,
+    /// Requests for our address left unanswered because [`MAX_QUEUED_REPLIES`] were waiting.
+    pub replies_dropped: u64,
 }
+
+/// Most replies waiting to be sent: every request for our address asks for one, so a flood
+/// queues one per asker and at most this many in all (the rest are dropped and counted).
+pub const MAX_QUEUED_REPLIES: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -460,9 +466,14 @@ impl Resolver {
         }
         if for_us && arp.operation == Operation::Request {
             self.counters.rx_requests_for_us += 1;
-            if sender_valid {
+            let reply = (arp.sender_mac, arp.sender_ip);
+            if !sender_valid || self.replies.contains(&reply) {
+                // Nobody to answer, or the answer is already on its way.
+            } else if self.replies.len() >= MAX_QUEUED_REPLIES {
+                self.counters.replies_dropped += 1;
+            } else {
                 tracing::trace!(asker = %arp.sender_ip, "answering ARP request");
-                self.replies.push_back((arp.sender_mac, arp.sender_ip));
+                self.replies.push_back(reply);
             }
         }
     }

@@ -69,6 +69,9 @@ pub struct QpCounters {
     pub rp_cnp_handled: u64,
     /// Work completions with an error status.
     pub error_completions: u64,
+    /// Responder: responses not queued because the queue was full (the request packet is also
+    /// counted in `rx_dropped`; roce's own).
+    pub resp_queue_full: u64,
 }
 
 impl QpCounters {
@@ -107,7 +110,8 @@ impl QpCounters {
             rx_dropped,
             ecn_ce_received,
             rp_cnp_handled,
-            error_completions
+            error_completions,
+            resp_queue_full
         );
     }
 }

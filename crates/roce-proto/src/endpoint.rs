@@ -50,6 +50,9 @@ pub struct EndpointConfig {
     /// with CNPs. Off (mlx5 `ecn/roce_np/enable/<prio>` = 0): CE marks are still counted
     /// (`np_ecn_marked_roce_packets`, the QP's `ecn_ce_received`) but no CNP is sent.
     pub np_enabled: bool,
+    /// Seed of the memory-region key bytes; `None` (the default) draws them from the OS's
+    /// randomness. Tests and simulations set it so their runs repeat.
+    pub key_seed: Option<u64>,
 }
 
 impl EndpointConfig {
@@ -66,6 +69,7 @@ impl EndpointConfig {
             max_qps: crate::limits::MAX_QPS,
             cnp_interval: Duration::from_micros(4),
             np_enabled: true,
+            key_seed: None,
         }
     }
 }
@@ -106,7 +110,7 @@ impl Endpoint {
                 marking: cfg.marking,
             },
             cfg,
-            mrs: MrTable::default(),
+            mrs: MrTable::new(cfg.key_seed),
             cqs: Vec::new(),
             qps: Vec::new(),
             ready: VecDeque::new(),
@@ -127,7 +131,8 @@ impl Endpoint {
         self.mrs.alloc_pd()
     }
 
-    /// Registers `len` zeroed bytes owned by the endpoint.
+    /// Registers `len` zeroed bytes owned by the endpoint. With [`crate::mr::MAX_REGIONS`]
+    /// regions registered, nothing is and both keys are 0 (see [`Endpoint::try_reg_mr`]).
     pub fn reg_mr(&mut self, pd: PdHandle, len: usize, access: AccessFlags) -> MrInfo {
         self.mrs.register(pd, len, access)
     }
@@ -144,7 +149,19 @@ impl Endpoint {
         self.mrs.register_at(pd, addr, len, access)
     }
 
-    /// Deregisters the region with local key `lkey`.
+    /// Registers `len` zeroed bytes owned by the endpoint, or says why not.
+    pub fn try_reg_mr(
+        &mut self,
+        pd: PdHandle,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.mrs.try_register(pd, len, access)
+    }
+
+    /// Deregisters the region with local key `lkey`, at once: an operation still using it fails
+    /// at its next access (see [`crate::mr`]), and nothing it does reaches the region that takes
+    /// the slot next.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<(), MrError> {
         self.mrs.deregister(lkey)
     }
@@ -383,12 +400,15 @@ impl Endpoint {
         // after parse_view's narrow stores, which stalls (see wire::icrc::RegCrc).
         let fast = parse_view_fast(frame);
         if let Some(view) = &fast {
-            return self.handle_parsed(now, view, frame.len());
+            self.handle_parsed(now, view, frame.len());
+            return;
         }
         // Other shapes (a VLAN tag) and every error.
         let parsed = parse_view(frame);
         match &parsed {
-            Ok(view) => self.handle_parsed(now, view, frame.len()),
+            Ok(view) => {
+                self.handle_parsed(now, view, frame.len());
+            }
             Err(e) => self.parse_failed(now, frame, *e),
         }
     }
@@ -418,46 +438,50 @@ impl Endpoint {
     }
 
     /// A checked RoCE packet of `frame_len` bytes: checked against this endpoint and handed to
-    /// its QP (or, for a CNP, to the QP's reaction point).
-    fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) {
+    /// its QP (or, for a CNP, to the QP's reaction point). CNPs pass the same destination,
+    /// P_Key, QP, source and state checks as every other packet. Returns whether the packet
+    /// passed them all and its QP took it.
+    fn handle_parsed(&mut self, now: Instant, view: &RoceView<'_>, frame_len: usize) -> bool {
         let bth = &view.bth;
         if view.eth_dst() != self.cfg.mac || !self.is_local_ip(view.ip_dst()) {
             self.stats.drops.wrong_destination += 1;
-            return;
-        }
-        let transport = view.info.transport;
-        if transport == Transport::Cnp {
-            match self.qp_mut(bth.dest_qpn) {
-                Some(qp) => qp.note_cnp(now),
-                None => self.stats.drops.unknown_qp += 1,
-            }
-            return;
+            return false;
         }
         if !pkey_matches(bth.pkey, self.cfg.pkey) {
             self.stats.drops.bad_pkey += 1;
-            return;
+            return false;
         }
-        if transport != Transport::Rc {
+        let transport = view.info.transport;
+        if transport != Transport::Rc && transport != Transport::Cnp {
             self.stats.drops.not_rc += 1;
-            return;
+            return false;
         }
         let Some(slot) = self.slot(bth.dest_qpn) else {
             self.stats.drops.unknown_qp += 1;
-            return;
+            return false;
         };
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             self.stats.drops.unknown_qp += 1;
-            return;
+            return false;
         };
         if let Some(av) = qp.address_vector() {
             if !same_ip(av.remote_ip, view.ip_src()) {
                 self.stats.drops.wrong_source += 1;
-                return;
+                return false;
             }
+        }
+        if transport == Transport::Cnp {
+            let handled = qp.note_cnp(now);
+            if handled {
+                self.mark_ready(slot);
+            } else {
+                self.stats.drops.bad_state += 1;
+            }
+            return handled;
         }
         if !qp.handle_packet(now, view, frame_len, &mut self.mrs, &mut self.cqs) {
             self.stats.drops.bad_state += 1;
-            return;
+            return false;
         }
         let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
         self.mark_ready(slot);
@@ -467,6 +491,7 @@ impl Endpoint {
             // from the responder) → a CNP back to the sender's QP.
             self.np.on_ce(now, qpn, dest_qpn);
         }
+        true
     }
 
     /// A frame with an INT shim: stripped (restoring the ICRC-covered bytes), handled as usual,
@@ -478,10 +503,11 @@ impl Endpoint {
             return;
         };
         let restored = scratch.get(..n).unwrap_or(&[]);
-        // One parse serves both the packet's handling and the INT bookkeeping below.
-        let target = self.parse_roce(now, restored).map(|view| {
-            self.handle_parsed(now, &view, restored.len());
-            (view.bth.dest_qpn, view.bth.opcode.is_request())
+        // One parse serves both the packet's handling and the INT bookkeeping below, which only
+        // a packet its QP took gets (the records are as much the peer's word as the packet).
+        let target = self.parse_roce(now, restored).and_then(|view| {
+            self.handle_parsed(now, &view, restored.len())
+                .then_some((view.bth.dest_qpn, view.bth.opcode.is_request()))
         });
         if let Some((qpn, request)) = target {
             match (self.slot(qpn), shim.echo, request) {
@@ -549,7 +575,8 @@ impl Endpoint {
                 continue;
             };
             // poll_data checks readiness itself (once).
-            if let Some(len) = qp.poll_data(now, &self.local, &self.mrs, buf) {
+            let (local, mrs, cqs) = (&self.local, &mut self.mrs, &mut self.cqs);
+            if let Some(len) = qp.poll_data(now, local, mrs, cqs, buf) {
                 self.requeue_served(i);
                 let len = self.int.on_data_sent(slot, buf, len);
                 return Some(self.count_tx(len));

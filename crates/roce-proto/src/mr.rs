@@ -2,7 +2,37 @@
 //! range, access flags, and the bounds and access checks every local or remote access goes through.
 //!
 //! Not here: who asks for access (requester, responder) or what happens on failure (NAKs, CQEs).
+//!
+//! # When a region goes away
+//!
+//! Deregistration and invalidation take effect at once; they never wait for the operations that
+//! use the region. Instead every access is checked at the moment it happens, against the live
+//! region:
+//! - A remote request's first packet resolves its rkey, PD, rights and bounds into an [`MrRange`],
+//!   which also records the *generation* of the region's slot. Every later access through that
+//!   range (the rest of a multi-packet WRITE, each READ response packet) goes through
+//!   [`MrTable::read`] or [`MrTable::write`], which compare that generation with the slot's
+//!   current one. A slot's generation changes whenever a region is registered there, invalidated
+//!   or deregistered, and a region's keys, bounds and rights never change while it lives, so the
+//!   compare is the whole check, and a cheap one. A range's fields are private and these two
+//!   functions are the only way from a range to bytes: a stale range can only fail
+//!   ([`MrError::Stale`]), never reach whatever region took the slot next. The responder turns
+//!   that into a remote access error NAK, as Linux rxe does when its per-packet re-check of the
+//!   MR fails.
+//! - Local keys (SGEs of work requests) are looked up by key on every access (each packet's
+//!   gather or scatter), so a deregistered or invalidated region's lkey fails at once: the work
+//!   request completes with a local protection error instead of sending anything.
+//!
+//! # Keys
+//!
+//! A key is `index << 8 | key byte`, as in IB. The index names the slot (slot + 1, so no key
+//! below 0x100 names anything). The key byte rotates by one with every registration in that slot,
+//! from a start drawn per slot from an OS-seeded CSPRNG (or from a seed, for deterministic runs),
+//! so a slot hands out the same key again only after 256 registrations. The lkey and rkey of a
+//! region differ in the top bit of the key byte.
 
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use thiserror::Error;
 
 use crate::verbs::{AccessFlags, Sge};
@@ -29,7 +59,7 @@ pub struct MrInfo {
 /// Why an access to registered memory was refused.
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
 pub enum MrError {
-    /// No region has this key (or it was deregistered).
+    /// No region has this key (or it was deregistered, or invalidated).
     #[error("no memory region with key {0:#x}")]
     UnknownKey(u32),
     /// The region belongs to another protection domain.
@@ -48,7 +78,16 @@ pub enum MrError {
     /// The region does not allow this access.
     #[error("memory region {0:#x} does not allow this access")]
     AccessDenied(u32),
+    /// The region an access began on was deregistered or invalidated since.
+    #[error("memory region {0:#x} was deregistered or invalidated during the access")]
+    Stale(u32),
+    /// Every key index is in use.
+    #[error("no free memory-region slot (at most {MAX_REGIONS} regions)")]
+    TableFull,
 }
+
+/// Most regions an endpoint holds at once (the 24-bit index of a key, less index 0).
+pub const MAX_REGIONS: usize = (1 << 24) - 1;
 
 /// One registered region.
 #[derive(Debug)]
@@ -56,6 +95,8 @@ pub struct MemoryRegion {
     pd: PdHandle,
     info: MrInfo,
     buf: Vec<u8>,
+    /// Cleared by invalidation: the keys no longer resolve (the bytes stay the owner's).
+    valid: bool,
 }
 
 impl MemoryRegion {
@@ -71,12 +112,20 @@ impl MemoryRegion {
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.buf
     }
+    /// The keys still resolve (not invalidated).
+    pub fn is_valid(&self) -> bool {
+        self.valid
+    }
 }
 
-/// A resolved range: region slot and byte offset inside it.
+/// A resolved remote range: region slot, the slot's generation when it was resolved, and a byte
+/// range inside the region. Only [`MrTable::read`] and [`MrTable::write`] turn it into bytes,
+/// and only while the generation still matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MrRange {
-    slot: usize,
+    slot: u32,
+    generation: u64,
+    key: u32,
     offset: usize,
     len: usize,
 }
@@ -90,30 +139,52 @@ impl MrRange {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The key the range was resolved with.
+    pub fn key(&self) -> u32 {
+        self.key
+    }
+    /// A sub-range: `len` bytes starting `skip` bytes in (clamped to the range).
+    pub fn narrow(self, skip: usize, len: usize) -> MrRange {
+        let skip = skip.min(self.len);
+        MrRange {
+            offset: self.offset + skip,
+            len: len.min(self.len - skip),
+            ..self
+        }
+    }
 }
 
 /// Region addresses start here and are spaced so ranges never overlap.
 const BASE_ADDR: u64 = 0x1_0000_0000;
 /// Addresses are rounded up to this alignment.
 const ADDR_ALIGN: u64 = 4096;
+/// The key-byte bit that tells an lkey from the rkey of the same registration.
+const LKEY_BIT: u32 = 0x80;
+
+/// One key index: the region registered there, if any, and what the next registration gets.
+#[derive(Debug)]
+struct Slot {
+    /// Changes with every registration, invalidation and deregistration here.
+    generation: u64,
+    /// The key byte of the next registration here.
+    next_key: u8,
+    mr: Option<MemoryRegion>,
+}
 
 /// The regions of one endpoint.
 #[derive(Debug)]
 pub struct MrTable {
-    slots: Vec<Option<MemoryRegion>>,
+    slots: Vec<Slot>,
     next_addr: u64,
-    generation: u8,
     next_pd: u32,
+    /// Draws the first key byte of each new slot.
+    keys: StdRng,
 }
 
 impl Default for MrTable {
+    /// A table whose key bytes start from the OS's randomness.
     fn default() -> Self {
-        MrTable {
-            slots: Vec::new(),
-            next_addr: BASE_ADDR,
-            generation: 0,
-            next_pd: 1,
-        }
+        MrTable::new(None)
     }
 }
 
@@ -122,6 +193,20 @@ fn slot_of(key: u32) -> usize {
 }
 
 impl MrTable {
+    /// An empty table. Key bytes start from `key_seed`'s generator, or from the OS's randomness
+    /// when it is `None`.
+    pub fn new(key_seed: Option<u64>) -> Self {
+        MrTable {
+            slots: Vec::new(),
+            next_addr: BASE_ADDR,
+            next_pd: 1,
+            keys: match key_seed {
+                Some(seed) => StdRng::seed_from_u64(seed),
+                None => rand::make_rng(),
+            },
+        }
+    }
+
     /// A new protection domain.
     pub fn alloc_pd(&mut self) -> PdHandle {
         let pd = PdHandle(self.next_pd);
@@ -129,17 +214,18 @@ impl MrTable {
         pd
     }
 
-    /// Registers `length` zeroed bytes in `pd` with `access`.
+    /// Registers `length` zeroed bytes in `pd` with `access`. With every key index in use (see
+    /// [`MAX_REGIONS`]) nothing is registered and both keys are 0, which name no region; use
+    /// [`MrTable::try_register`] to see that as an error.
     pub fn register(&mut self, pd: PdHandle, length: usize, access: AccessFlags) -> MrInfo {
-        let addr = self.next_addr;
-        let span = (length as u64).div_ceil(ADDR_ALIGN).max(1) * ADDR_ALIGN;
-        self.next_addr = self.next_addr.saturating_add(span + ADDR_ALIGN);
+        let addr = self.next_addr(length);
         self.register_at(pd, addr, length, access)
     }
 
     /// Registers `length` zeroed bytes in `pd` with `access` at the caller's address `addr`
     /// (the virtual address peers name in RETHs, e.g. an application buffer's: regions may
-    /// overlap, as they may in libibverbs; keys tell them apart).
+    /// overlap, as they may in libibverbs; keys tell them apart). With every key index in use
+    /// both keys are 0, as with [`MrTable::register`].
     pub fn register_at(
         &mut self,
         pd: PdHandle,
@@ -147,47 +233,125 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> MrInfo {
-        let slot = match self.slots.iter().position(Option::is_none) {
+        self.try_register_at(pd, addr, length, access)
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "memory region not registered");
+                MrInfo {
+                    lkey: 0,
+                    rkey: 0,
+                    addr: 0,
+                    length: 0,
+                    access,
+                }
+            })
+    }
+
+    /// Registers `length` zeroed bytes in `pd` with `access`.
+    pub fn try_register(
+        &mut self,
+        pd: PdHandle,
+        length: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        let addr = self.next_addr(length);
+        self.try_register_at(pd, addr, length, access)
+    }
+
+    /// The address the next region registered without one gets: regions the table places
+    /// itself never overlap and leave a gap between them.
+    fn next_addr(&mut self, length: usize) -> u64 {
+        let addr = self.next_addr;
+        let span = (length as u64).div_ceil(ADDR_ALIGN).max(1) * ADDR_ALIGN;
+        self.next_addr = self.next_addr.saturating_add(span + ADDR_ALIGN);
+        addr
+    }
+
+    /// Registers `length` zeroed bytes in `pd` with `access` at address `addr`.
+    pub fn try_register_at(
+        &mut self,
+        pd: PdHandle,
+        addr: u64,
+        length: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        let slot = match self.slots.iter().position(|s| s.mr.is_none()) {
             Some(s) => s,
-            None => {
-                self.slots.push(None);
+            None if self.slots.len() < MAX_REGIONS => {
+                let next_key = self.keys.random();
+                self.slots.push(Slot {
+                    generation: 0,
+                    next_key,
+                    mr: None,
+                });
                 self.slots.len() - 1
             }
+            None => return Err(MrError::TableFull),
         };
-        self.generation = self.generation.wrapping_add(1) & 0x7f;
+        let s = self.slots.get_mut(slot).ok_or(MrError::TableFull)?;
+        let key = s.next_key;
+        s.next_key = key.wrapping_add(1);
+        s.generation = s.generation.wrapping_add(1);
         let index = (slot as u32 + 1) << 8;
         let info = MrInfo {
-            lkey: index | u32::from(self.generation),
-            rkey: index | 0x80 | u32::from(self.generation),
+            lkey: index | (u32::from(key) ^ LKEY_BIT),
+            rkey: index | u32::from(key),
             addr,
             length: length as u64,
             access,
         };
-        if let Some(s) = self.slots.get_mut(slot) {
-            *s = Some(MemoryRegion {
-                pd,
-                info,
-                buf: vec![0; length],
-            });
-        }
-        info
+        s.mr = Some(MemoryRegion {
+            pd,
+            info,
+            buf: vec![0; length],
+            valid: true,
+        });
+        Ok(info)
     }
 
-    /// Removes the region with local key `lkey`.
+    /// Removes the region with local key `lkey` (valid or invalidated). Ranges resolved in it go
+    /// stale at once.
     pub fn deregister(&mut self, lkey: u32) -> Result<(), MrError> {
         match self.slots.get_mut(slot_of(lkey)) {
-            Some(s @ Some(_)) if s.as_ref().is_some_and(|m| m.info.lkey == lkey) => {
-                *s = None;
+            Some(s) if s.mr.as_ref().is_some_and(|m| m.info.lkey == lkey) => {
+                s.mr = None;
+                s.generation = s.generation.wrapping_add(1);
                 Ok(())
             }
             _ => Err(MrError::UnknownKey(lkey)),
         }
     }
 
-    /// The region with local key `lkey`.
+    /// Invalidates the region `key` names in `pd`: its keys stop resolving and ranges resolved in
+    /// it go stale; the region stays registered (its owner still reads it and deregisters it).
+    /// `remote` (SEND with Invalidate) accepts only the rkey of a region with a remote right;
+    /// a local invalidate accepts the lkey or the rkey.
+    pub fn invalidate(&mut self, pd: PdHandle, key: u32, remote: bool) -> Result<(), MrError> {
+        let s = self
+            .slots
+            .get_mut(slot_of(key))
+            .ok_or(MrError::UnknownKey(key))?;
+        let mr =
+            s.mr.as_mut()
+                .filter(|m| m.valid && (m.info.rkey == key || (!remote && m.info.lkey == key)))
+                .ok_or(MrError::UnknownKey(key))?;
+        if mr.pd != pd {
+            return Err(MrError::WrongPd(key));
+        }
+        let remote_rights =
+            AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+        if remote && !mr.info.access.intersects(remote_rights) {
+            return Err(MrError::AccessDenied(key));
+        }
+        mr.valid = false;
+        s.generation = s.generation.wrapping_add(1);
+        Ok(())
+    }
+
+    /// The region with local key `lkey` (also once invalidated: its bytes are still the owner's).
     pub fn get(&self, lkey: u32) -> Option<&MemoryRegion> {
         self.slots
             .get(slot_of(lkey))?
+            .mr
             .as_ref()
             .filter(|m| m.info.lkey == lkey)
     }
@@ -196,8 +360,24 @@ impl MrTable {
     pub fn get_mut(&mut self, lkey: u32) -> Option<&mut MemoryRegion> {
         self.slots
             .get_mut(slot_of(lkey))?
+            .mr
             .as_mut()
             .filter(|m| m.info.lkey == lkey)
+    }
+
+    /// The valid region `key` names (as an rkey when `remote`, else as an lkey).
+    fn live(&self, key: u32, remote: bool) -> Option<(usize, &Slot, &MemoryRegion)> {
+        let slot = slot_of(key);
+        let s = self.slots.get(slot)?;
+        let mr = s.mr.as_ref().filter(|m| {
+            m.valid
+                && if remote {
+                    m.info.rkey == key
+                } else {
+                    m.info.lkey == key
+                }
+        })?;
+        Some((slot, s, mr))
     }
 
     fn resolve(
@@ -209,19 +389,7 @@ impl MrTable {
         len: u64,
         need: AccessFlags,
     ) -> Result<MrRange, MrError> {
-        let slot = slot_of(key);
-        let mr = self
-            .slots
-            .get(slot)
-            .and_then(Option::as_ref)
-            .filter(|m| {
-                if remote {
-                    m.info.rkey == key
-                } else {
-                    m.info.lkey == key
-                }
-            })
-            .ok_or(MrError::UnknownKey(key))?;
+        let (slot, s, mr) = self.live(key, remote).ok_or(MrError::UnknownKey(key))?;
         if mr.pd != pd {
             return Err(MrError::WrongPd(key));
         }
@@ -235,7 +403,9 @@ impl MrTable {
             return Err(oob);
         }
         Ok(MrRange {
-            slot,
+            slot: slot as u32,
+            generation: s.generation,
+            key,
             offset: offset as usize,
             len: len as usize,
         })
@@ -261,47 +431,35 @@ impl MrTable {
         Ok(())
     }
 
-    /// The bytes of a resolved range.
-    pub fn slice(&self, r: MrRange) -> &[u8] {
-        self.slots
-            .get(r.slot)
-            .and_then(Option::as_ref)
-            .and_then(|m| m.buf.get(r.offset..r.offset + r.len))
-            .unwrap_or(&[])
-    }
-
-    /// `len` bytes of a resolved range starting `skip` bytes in.
-    pub fn sub_slice(&self, r: MrRange, skip: usize, len: usize) -> &[u8] {
-        let start = r.offset.saturating_add(skip);
-        self.slots
-            .get(r.slot)
-            .and_then(Option::as_ref)
-            .and_then(|m| m.buf.get(start..start.saturating_add(len)))
-            .unwrap_or(&[])
-    }
-
-    /// The bytes of a resolved range, writable.
-    pub fn slice_mut(&mut self, r: MrRange) -> &mut [u8] {
-        self.slots
-            .get_mut(r.slot)
-            .and_then(Option::as_mut)
-            .and_then(|m| m.buf.get_mut(r.offset..r.offset + r.len))
-            .unwrap_or(&mut [])
-    }
-
-    /// A sub-range of a resolved range: `len` bytes starting `skip` bytes in (clamped).
-    pub fn narrow(r: MrRange, skip: usize, len: usize) -> MrRange {
-        let skip = skip.min(r.len);
-        MrRange {
-            slot: r.slot,
-            offset: r.offset + skip,
-            len: len.min(r.len - skip),
+    /// The region of `r`, if it is still the one `r` was resolved in.
+    fn current(&self, r: &MrRange) -> Result<&MemoryRegion, MrError> {
+        match self.slots.get(r.slot as usize) {
+            Some(s) if s.generation == r.generation => s.mr.as_ref().ok_or(MrError::Stale(r.key)),
+            _ => Err(MrError::Stale(r.key)),
         }
+    }
+
+    /// The bytes of a resolved range, while its region is the one it was resolved in.
+    pub fn read(&self, r: MrRange) -> Result<&[u8], MrError> {
+        self.current(&r)?
+            .buf
+            .get(r.offset..r.offset + r.len)
+            .ok_or(MrError::Stale(r.key))
+    }
+
+    /// The bytes of a resolved range, writable, while its region is the one it was resolved in.
+    pub fn write(&mut self, r: MrRange) -> Result<&mut [u8], MrError> {
+        self.current(&r)?;
+        self.slots
+            .get_mut(r.slot as usize)
+            .and_then(|s| s.mr.as_mut())
+            .and_then(|m| m.buf.get_mut(r.offset..r.offset + r.len))
+            .ok_or(MrError::Stale(r.key))
     }
 
     /// Where bytes `offset..offset + len` of the message `sgl` describes live: per piece, the
     /// region slot, the start inside the region, the start inside the message range and the length.
-    /// `None` when the SGL does not cover the range or names a missing region.
+    /// `None` when the SGL does not cover the range or names a region that is gone or invalid.
     fn segments(&self, sgl: &[Sge], offset: u64, len: usize) -> Option<Segments> {
         let mut out = Segments::new();
         let mut skip = offset;
@@ -315,8 +473,7 @@ impl MrTable {
                 skip -= sge_len;
                 continue;
             }
-            let slot = slot_of(sge.lkey);
-            let mr = self.get(sge.lkey)?;
+            let (slot, _, mr) = self.live(sge.lkey, false)?;
             let start = usize::try_from(sge.addr.checked_sub(mr.info.addr)? + skip).ok()?;
             let n = ((sge_len - skip) as usize).min(len - done);
             if start.checked_add(n)? > mr.buf.len() {
@@ -330,14 +487,16 @@ impl MrTable {
     }
 
     /// Copies bytes `offset..offset + dst.len()` of the message described by `sgl` into `dst`.
-    /// Returns `false` (leaving `dst` untouched) when the SGL does not cover the range.
+    /// Returns `false` (leaving `dst` untouched) when the SGL does not cover the range or one of
+    /// its regions is gone or invalidated.
     pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
         // One entry (the common case): one lookup, one copy.
         if let [sge] = sgl {
-            let src = self.get(sge.lkey).and_then(|m| {
-                let start = sge.addr.checked_sub(m.info.addr)?.checked_add(offset)?;
+            let src = self.live(sge.lkey, false).and_then(|(_, _, m)| {
+                let base = sge.addr.checked_sub(m.info.addr)?;
+                let start = base.checked_add(offset)?;
                 let end = start.checked_add(dst.len() as u64)?;
-                if end > sge.addr - m.info.addr + u64::from(sge.length) {
+                if end > base + u64::from(sge.length) {
                     return None;
                 }
                 m.buf
@@ -358,7 +517,7 @@ impl MrTable {
             let src = self
                 .slots
                 .get(slot)
-                .and_then(Option::as_ref)
+                .and_then(|s| s.mr.as_ref())
                 .and_then(|m| m.buf.get(start..start + n));
             match (src, dst.get_mut(at..at + n)) {
                 (Some(src), Some(out)) => out.copy_from_slice(src),
@@ -369,7 +528,8 @@ impl MrTable {
     }
 
     /// Copies `src` into the message described by `sgl` starting `offset` bytes in. Returns `false`
-    /// (writing nothing) when the SGL does not cover the range.
+    /// (writing nothing) when the SGL does not cover the range or one of its regions is gone or
+    /// invalidated.
     pub fn scatter(&mut self, sgl: &[Sge], offset: u64, src: &[u8]) -> bool {
         let Some(segs) = self.segments(sgl, offset, src.len()) else {
             return false;
@@ -378,7 +538,7 @@ impl MrTable {
             let dst = self
                 .slots
                 .get_mut(slot)
-                .and_then(Option::as_mut)
+                .and_then(|s| s.mr.as_mut())
                 .and_then(|m| m.buf.get_mut(start..start + n));
             match (dst, src.get(at..at + n)) {
                 (Some(out), Some(from)) => out.copy_from_slice(from),
@@ -483,5 +643,110 @@ mod tests {
         assert!(t.scatter(&sgl, 3, &[0xaa, 0xbb]));
         assert_eq!(t.get(mr.lkey).map(|m| m.bytes()[13]), Some(0xaa));
         assert_eq!(t.get(mr.lkey).map(|m| m.bytes()[50]), Some(0xbb));
+    }
+
+    #[test]
+    fn a_range_goes_stale_when_its_slot_is_reused() {
+        let (mut t, pd, mr) = table();
+        let r = t
+            .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
+            .unwrap();
+        assert_eq!(t.read(r).map(<[u8]>::len), Ok(8));
+        t.deregister(mr.lkey).unwrap();
+        let next = t.register(pd, 100, AccessFlags::LOCAL_WRITE);
+        assert_eq!(next.rkey >> 8, mr.rkey >> 8, "the same slot");
+        assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
+        assert_eq!(t.write(r).map(|b| b.len()), Err(MrError::Stale(mr.rkey)));
+    }
+
+    #[test]
+    fn invalidation_stops_both_keys_and_stales_ranges_but_keeps_the_bytes() {
+        let (mut t, pd, mr) = table();
+        let r = t
+            .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
+            .unwrap();
+        let other = t.alloc_pd();
+        assert_eq!(
+            t.invalidate(other, mr.rkey, true),
+            Err(MrError::WrongPd(mr.rkey))
+        );
+        assert_eq!(
+            t.invalidate(pd, mr.lkey, true),
+            Err(MrError::UnknownKey(mr.lkey)),
+            "a remote invalidate names the rkey"
+        );
+        assert_eq!(t.invalidate(pd, mr.rkey, true), Ok(()));
+        assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
+        assert_eq!(
+            t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
+            Err(MrError::UnknownKey(mr.rkey))
+        );
+        let sge = Sge {
+            addr: mr.addr,
+            length: 4,
+            lkey: mr.lkey,
+        };
+        assert_eq!(
+            t.check_sgl(pd, &[sge], AccessFlags::empty()),
+            Err(MrError::UnknownKey(mr.lkey))
+        );
+        assert!(!t.gather(&[sge], 0, &mut [0; 4]));
+        assert_eq!(
+            t.invalidate(pd, mr.rkey, true),
+            Err(MrError::UnknownKey(mr.rkey))
+        );
+        assert_eq!(
+            t.get(mr.lkey).map(|m| (m.is_valid(), m.bytes().len())),
+            Some((false, 100))
+        );
+        assert_eq!(t.deregister(mr.lkey), Ok(()));
+    }
+
+    #[test]
+    fn a_local_invalidate_takes_either_key_and_a_remote_one_needs_a_remote_right() {
+        let mut t = MrTable::new(Some(1));
+        let pd = t.alloc_pd();
+        let local = t.register(pd, 8, AccessFlags::LOCAL_WRITE);
+        assert_eq!(
+            t.invalidate(pd, local.rkey, true),
+            Err(MrError::AccessDenied(local.rkey))
+        );
+        assert_eq!(t.invalidate(pd, local.lkey, false), Ok(()));
+        let remote = t.register(pd, 8, AccessFlags::REMOTE_READ);
+        assert_eq!(t.invalidate(pd, remote.rkey, false), Ok(()));
+    }
+
+    #[test]
+    fn a_slot_gives_the_same_keys_again_only_after_256_registrations() {
+        let mut t = MrTable::new(Some(7));
+        let pd = t.alloc_pd();
+        let first = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
+        let mut seen = vec![first.rkey];
+        t.deregister(first.lkey).unwrap();
+        for _ in 1..256 {
+            let mr = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
+            assert_eq!(mr.rkey >> 8, first.rkey >> 8);
+            assert!(!seen.contains(&mr.rkey));
+            assert_ne!(mr.lkey, mr.rkey);
+            seen.push(mr.rkey);
+            t.deregister(mr.lkey).unwrap();
+        }
+        let again = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
+        assert_eq!((again.lkey, again.rkey), (first.lkey, first.rkey));
+    }
+
+    #[test]
+    fn a_key_seed_fixes_the_keys_and_slots_start_apart() {
+        let keys = |seed| {
+            let mut t = MrTable::new(Some(seed));
+            let pd = t.alloc_pd();
+            (0..4)
+                .map(|_| t.register(pd, 8, AccessFlags::REMOTE_READ).rkey)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys(3), keys(3));
+        assert_ne!(keys(3), keys(4));
+        let bytes: Vec<u32> = keys(3).iter().map(|k| k & 0xff).collect();
+        assert!(bytes.windows(2).any(|w| w[0] != w[1]), "{bytes:?}");
     }
 }

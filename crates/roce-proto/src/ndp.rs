@@ -274,7 +274,13 @@ pub struct Counters {
     pub rx_dropped: u64,
     /// Advertisements we sent.
     pub tx_adverts: u64,
+    /// Solicitations left unanswered because [`MAX_QUEUED_REPLIES`] were waiting.
+    pub replies_dropped: u64,
 }
+
+/// Most advertisements waiting to be sent: every solicitation for our address asks for one, so
+/// a flood queues one per asker and at most this many in all (the rest are dropped and counted).
+pub const MAX_QUEUED_REPLIES: usize = 64;
 
 /// Answers solicitations for one IPv6 address and remembers neighbours' MACs.
 #[derive(Debug, Clone)]
@@ -322,15 +328,21 @@ impl Responder {
         match parsed.ndp {
             NdpRepr::Solicit { target, source_mac } if target == self.ip => {
                 self.counters.rx_solicits_for_us += 1;
-                if parsed.ip.src.is_unspecified() {
+                let reply = if parsed.ip.src.is_unspecified() {
                     // Duplicate address detection: answer all nodes, unsolicited.
                     let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
-                    self.replies
-                        .push_back((multicast_mac(all_nodes), all_nodes, false));
+                    (multicast_mac(all_nodes), all_nodes, false)
                 } else {
                     let mac = source_mac.unwrap_or(parsed.eth.src);
                     self.remember(parsed.ip.src, mac);
-                    self.replies.push_back((mac, parsed.ip.src, true));
+                    (mac, parsed.ip.src, true)
+                };
+                if self.replies.contains(&reply) {
+                    // Already on its way.
+                } else if self.replies.len() >= MAX_QUEUED_REPLIES {
+                    self.counters.replies_dropped += 1;
+                } else {
+                    self.replies.push_back(reply);
                 }
             }
             NdpRepr::Advert {

@@ -72,6 +72,12 @@ pub enum WrOpcode {
         /// Immediate data (sent in network order).
         imm: u32,
     },
+    /// SEND that also invalidates `rkey` at the responder (`IBV_WR_SEND_WITH_INV`): once the
+    /// message is placed, the peer's region with that rkey no longer takes remote access.
+    SendWithInv {
+        /// The peer's rkey to invalidate.
+        rkey: u32,
+    },
     /// RDMA WRITE to `remote_addr` under `rkey`.
     RdmaWrite {
         /// Remote virtual address.
@@ -115,6 +121,13 @@ pub enum WrOpcode {
         /// Value to add.
         add: u64,
     },
+    /// Invalidates a local region (`IBV_WR_LOCAL_INV`): its lkey and rkey stop resolving. Sends
+    /// nothing; runs once every earlier work request has completed (as if fenced), so none of
+    /// them loses its memory half-way.
+    LocalInv {
+        /// The region's rkey or lkey.
+        rkey: u32,
+    },
 }
 
 impl WrOpcode {
@@ -128,6 +141,11 @@ impl WrOpcode {
         )
     }
 
+    /// Done locally: sends nothing and occupies no PSN.
+    pub fn is_local(&self) -> bool {
+        matches!(self, WrOpcode::LocalInv { .. })
+    }
+
     /// An atomic operation.
     pub fn is_atomic(&self) -> bool {
         matches!(
@@ -139,11 +157,14 @@ impl WrOpcode {
     /// The completion opcode reported for this request.
     pub fn wc_opcode(&self) -> WcOpcode {
         match self {
-            WrOpcode::Send | WrOpcode::SendWithImm { .. } => WcOpcode::Send,
+            WrOpcode::Send | WrOpcode::SendWithImm { .. } | WrOpcode::SendWithInv { .. } => {
+                WcOpcode::Send
+            }
             WrOpcode::RdmaWrite { .. } | WrOpcode::RdmaWriteWithImm { .. } => WcOpcode::RdmaWrite,
             WrOpcode::RdmaRead { .. } => WcOpcode::RdmaRead,
             WrOpcode::AtomicCmpAndSwp { .. } => WcOpcode::CompSwap,
             WrOpcode::AtomicFetchAndAdd { .. } => WcOpcode::FetchAdd,
+            WrOpcode::LocalInv { .. } => WcOpcode::LocalInv,
         }
     }
 }
@@ -238,6 +259,8 @@ pub enum WcOpcode {
     CompSwap,
     /// A fetch-and-add.
     FetchAdd,
+    /// A local invalidate.
+    LocalInv,
     /// A receive consumed by a SEND.
     Recv,
     /// A receive consumed by an RDMA WRITE with immediate.
@@ -257,6 +280,8 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     /// Immediate data of a receive, if any.
     pub imm_data: Option<u32>,
+    /// The rkey a SEND with Invalidate invalidated (`IBV_WC_WITH_INV`), on its receive.
+    pub invalidated_rkey: Option<u32>,
     /// The local QP number.
     pub qp_num: u32,
 }

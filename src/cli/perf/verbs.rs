@@ -104,6 +104,7 @@ fn wc_line(wc: &WorkCompletion) -> String {
         WcOpcode::RdmaRead => "RDMA_READ",
         WcOpcode::CompSwap => "COMP_SWAP",
         WcOpcode::FetchAdd => "FETCH_ADD",
+        WcOpcode::LocalInv => "LOCAL_INV",
         WcOpcode::Recv => "RECV",
         WcOpcode::RecvRdmaWithImm => "RECV_RDMA_WITH_IMM",
     };

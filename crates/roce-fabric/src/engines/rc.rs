@@ -100,6 +100,8 @@ impl RcEngine {
             return Err(RcSetupError::NotIpv4(ip));
         };
         let mut cfg = EndpointConfig::ipv4(mac_of(ip), v4);
+        // Keys from the address, not the OS: a simulation repeats exactly.
+        cfg.key_seed = Some(u64::from(u32::from(v4)));
         match cnp_interval {
             Some(iv) => cfg.cnp_interval = iv,
             None => cfg.np_enabled = false,

@@ -348,3 +348,22 @@ fn resolves_through_a_linux_reply() {
         })
     );
 }
+
+#[test]
+fn a_flood_of_requests_queues_one_reply_per_asker_and_a_bounded_number_in_all() {
+    let mut r = resolver();
+    for _ in 0..1000 {
+        r.handle_frame(t(0), &REQUEST_FROM_A).unwrap();
+    }
+    for i in 0..1000u32 {
+        let mut f = REQUEST_FROM_A;
+        f[28..32].copy_from_slice(&Ipv4Addr::from(0x0a00_0000 + i).octets());
+        r.handle_frame(t(0), &f).unwrap();
+    }
+    let sent = std::iter::from_fn(|| transmit(&mut r, t(0))).count();
+    assert_eq!(sent, MAX_QUEUED_REPLIES);
+    assert_eq!(
+        r.counters().replies_dropped,
+        1001 - MAX_QUEUED_REPLIES as u64
+    );
+}

@@ -205,3 +205,24 @@ fn linux_advertisement_parses_with_its_checksum() {
         }
     );
 }
+
+#[test]
+fn a_flood_of_solicitations_queues_one_advert_per_asker_and_a_bounded_number_in_all() {
+    let mut a = Responder::new(A_MAC, a_ip());
+    for _ in 0..1000 {
+        a.handle_frame(&solicit_from_b()).unwrap();
+    }
+    for i in 0..1000u16 {
+        let ip = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, i);
+        let mut buf = [0u8; 128];
+        let len = Responder::new(B_MAC, ip).solicit(a_ip(), &mut buf).unwrap();
+        a.handle_frame(&buf[..len]).unwrap();
+    }
+    let mut buf = [0u8; 128];
+    let sent = std::iter::from_fn(|| a.poll_transmit(&mut buf).unwrap()).count();
+    assert_eq!(sent, MAX_QUEUED_REPLIES);
+    assert_eq!(
+        a.counters().replies_dropped,
+        1001 - MAX_QUEUED_REPLIES as u64
+    );
+}

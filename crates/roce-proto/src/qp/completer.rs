@@ -5,7 +5,7 @@
 //! It acts on [`Requester`] state; it never builds packets.
 
 use crate::counters::QpCounters;
-use crate::mr::MrTable;
+use crate::mr::{MrTable, PdHandle};
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 use crate::verbs::{CompletionQueue, SendFlags, WcStatus, WorkCompletion, WrOpcode};
@@ -19,6 +19,7 @@ use super::timer::{rnr_timeout, Timer, TimerTable};
 pub(crate) struct CompleterCtx<'a> {
     pub now: Instant,
     pub qpn: u32,
+    pub pd: PdHandle,
     pub mtu: u32,
     pub mrs: &'a mut MrTable,
     pub cq: &'a mut CompletionQueue,
@@ -71,7 +72,8 @@ impl Requester {
         let Some(w) = self.sq.front() else {
             return;
         };
-        let (opcode, wr_id, len, last_psn) = (w.wr.opcode, w.wr.wr_id, w.len, w.last_psn());
+        let (opcode, wr_id, len, last_psn, npkts) =
+            (w.wr.opcode, w.wr.wr_id, w.len, w.last_psn(), w.npkts);
         let signaled = w.wr.flags.contains(SendFlags::SIGNALED);
         self.sq.pop_front();
         if self.cursor > 0 {
@@ -82,10 +84,10 @@ impl Requester {
         } else {
             self.cursor_pkt = 0;
         }
-        if status == WcStatus::Success {
-            self.una = last_psn.next();
-        } else {
+        if status != WcStatus::Success {
             c.stats.error_completions += 1;
+        } else if npkts > 0 {
+            self.una = last_psn.next();
         }
         if status != WcStatus::Success || signaled {
             let byte_len = if opcode.is_atomic() { 8 } else { len as u32 };
@@ -95,9 +97,29 @@ impl Requester {
                 opcode: opcode.wc_opcode(),
                 byte_len,
                 imm_data: None,
+                invalidated_rkey: None,
                 qp_num: c.qpn,
             });
         }
+    }
+
+    /// Runs the local operations (local invalidate) at the head of the send queue, each once every
+    /// work request before it has completed, and completes them. A key that names no valid
+    /// region of this QP's PD fails with a local QP operation error (as in rxe).
+    pub fn run_local_ops(&mut self, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
+        while let Some(w) = self.sq.front() {
+            let WrOpcode::LocalInv { rkey } = w.wr.opcode else {
+                break;
+            };
+            if w.local_error.is_some() {
+                break;
+            }
+            if c.mrs.invalidate(c.pd, rkey, false).is_err() {
+                return Err(WcStatus::LocQpOpErr);
+            }
+            self.complete_head(WcStatus::Success, c);
+        }
+        Ok(())
     }
 
     /// A local error found at post time, now at the head: the QP must fail with it.

@@ -32,6 +32,7 @@ use crate::wire::{
 use completer::CompleterCtx;
 use requester::Requester;
 pub use requester::RequesterConfig;
+pub use responder::MAX_QUEUED_RESPONSES;
 use responder::{Responder, ResponderCtx};
 pub use state::QpError;
 use timer::{Timer, TimerTable};
@@ -218,6 +219,7 @@ fn flush(
                 opcode,
                 byte_len: 0,
                 imm_data: None,
+                invalidated_rkey: None,
                 qp_num,
             });
         }
@@ -372,7 +374,7 @@ impl QueuePair {
     fn enter_error(&mut self, cqs: &mut [CompletionQueue]) {
         self.state = QpState::Err;
         self.timers.stop_all();
-        self.resp.abort_reads();
+        let in_progress = self.resp.abort();
         self.req.cursor = 0;
         self.req.cursor_pkt = 0;
         let qpn = self.qpn;
@@ -382,7 +384,10 @@ impl QueuePair {
             .drain(..)
             .map(|w| (w.wr.wr_id, w.wr.opcode.wc_opcode()));
         let mut flushed = flush(cq(cqs, self.send_cq), qpn, sends);
-        let recvs = self.resp.rq.drain(..).map(|w| (w.wr_id, WcOpcode::Recv));
+        let recvs = in_progress
+            .into_iter()
+            .chain(self.resp.rq.drain(..))
+            .map(|w| (w.wr_id, WcOpcode::Recv));
         flushed += flush(cq(cqs, self.recv_cq), qpn, recvs);
         self.stats.error_completions += flushed;
         tracing::debug!(qpn, "QP entered the error state");
@@ -419,6 +424,7 @@ impl QueuePair {
         let mut c = CompleterCtx {
             now,
             qpn: self.qpn,
+            pd: self.pd,
             mtu: self.attrs.path_mtu.bytes(),
             mrs,
             cq,
@@ -428,9 +434,12 @@ impl QueuePair {
             retry_cnt: self.attrs.retry_cnt,
             rnr_retry: self.attrs.rnr_retry,
         };
-        let result = step(&mut self.req, &mut c);
+        let mut result = step(&mut self.req, &mut c);
         if self.state == QpState::Err {
             return;
+        }
+        if result.is_ok() {
+            result = self.req.run_local_ops(&mut c);
         }
         let fatal = result.err().or_else(|| self.req.head_local_error());
         if let Some(status) = fatal {
@@ -468,9 +477,11 @@ impl QueuePair {
         } else {
             AccessFlags::empty()
         };
+        let local = wr.opcode.is_local();
         let local_error = mrs
             .check_sgl(self.pd, &wr.sgl, need)
             .err()
+            .filter(|_| !local)
             .map(|_| WcStatus::LocProtErr);
         self.req
             .push(wr, len, self.attrs.path_mtu.bytes(), local_error);
@@ -478,6 +489,9 @@ impl QueuePair {
             self.enter_error(cqs);
         } else if self.req.sq.len() == 1 && local_error.is_some() {
             self.fail(WcStatus::LocProtErr, Instant::ZERO, mrs, cqs);
+        } else if self.req.sq.len() == 1 && local {
+            // Nothing before it: a local operation runs now.
+            self.completer_step(Instant::ZERO, mrs, cqs, |_, _| Ok(()));
         }
         Ok(())
     }
@@ -588,11 +602,16 @@ impl QueuePair {
     }
 
     /// A CNP arrived for this QP (the reaction point's congestion control reacts to it).
-    pub fn note_cnp(&mut self, now: Instant) {
+    /// Returns `false`, doing nothing, unless the QP is sending (RTS or SQD).
+    pub fn note_cnp(&mut self, now: Instant) -> bool {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return false;
+        }
         self.stats.rp_cnp_handled += 1;
         if let Some(p) = self.pacer.as_mut() {
             p.on_cnp(now);
         }
+        true
     }
 
     /// Runs expired timers.
@@ -714,7 +733,10 @@ impl QueuePair {
             return None;
         }
         let mut o = Outgoing::empty();
-        if !self.resp.next_packet(self.attrs.path_mtu.bytes(), &mut o) {
+        if !self
+            .resp
+            .next_packet(self.attrs.path_mtu.bytes(), mrs, &mut o)
+        {
             return None;
         }
         match o.fields.ext.aeth.map(|a| a.syndrome) {
@@ -722,17 +744,19 @@ impl QueuePair {
             Some(_) => self.stats.naks_sent += 1,
             None => {}
         }
-        self.emit(now, &o, local, mrs, buf, false)
+        self.emit(now, &o, local, mrs, buf, false).ok()
     }
 
     /// Writes the next data packet into `buf` (READ responses first, then requests); returns
-    /// its length.
+    /// its length. Memory that went away since a work request was posted (or a READ was
+    /// received) fails the QP here, at the access, instead of sending anything from it.
     #[must_use]
     pub fn poll_data(
         &mut self,
         now: Instant,
         local: &LocalAddr,
-        mrs: &MrTable,
+        mrs: &mut MrTable,
+        cqs: &mut [CompletionQueue],
         buf: &mut [u8],
     ) -> Option<usize> {
         if self.next_departure > now
@@ -744,8 +768,16 @@ impl QueuePair {
         let request = !self.resp.has_data();
         let mut o = Outgoing::empty();
         if !request {
-            if !self.resp.next_packet(mtu, &mut o) {
+            if !self.resp.next_packet(mtu, mrs, &mut o) {
                 return None;
+            }
+            if self.resp.take_fatal() {
+                // The READ's region went away: a remote access error NAK, then ERR (as rxe).
+                self.stats.resp_remote_access_errors += 1;
+                self.stats.naks_sent += 1;
+                let n = self.emit(now, &o, local, mrs, buf, false).ok();
+                self.enter_error(cqs);
+                return n;
             }
         } else {
             if !matches!(self.state, QpState::Rts | QpState::Sqd)
@@ -769,7 +801,20 @@ impl QueuePair {
                 false,
             );
         }
-        let n = self.emit(now, &o, local, mrs, buf, true)?;
+        let n = match self.emit(now, &o, local, mrs, buf, true) {
+            Ok(n) => n,
+            Err(Unsent::Lost) => return None,
+            Err(Unsent::SourceGone) => {
+                if let Payload::Wqe { wqe, .. } = o.payload {
+                    // Completes with a local protection error once it is the oldest.
+                    self.req.stop_at(wqe, WcStatus::LocProtErr);
+                    if wqe == 0 {
+                        self.fail(WcStatus::LocProtErr, now, mrs, cqs);
+                    }
+                }
+                return None;
+            }
+        };
         if let Some(p) = self.pacer.as_mut() {
             // A departure already due is no hold: keeping it would make `poll_timeout` report a
             // past deadline and the loop fire timers on every poll.
@@ -848,38 +893,43 @@ impl QueuePair {
         mrs: &MrTable,
         buf: &mut [u8],
         data: bool,
-    ) -> Option<usize> {
-        self.templates(local)?;
-        let t = self.templates.as_deref()?;
+    ) -> Result<usize, Unsent> {
+        self.templates(local).ok_or(Unsent::Lost)?;
+        let t = self.templates.as_deref().ok_or(Unsent::Lost)?;
         let template = if data { &t.data } else { &t.control };
         let sq = &self.req.sq;
+        // The payload is read at this moment, from memory that must still be there.
+        let mut readable = true;
         let result = template.emit_with(&o.fields, buf, |dst| match &o.payload {
             Payload::None => {}
             Payload::Wqe { wqe, offset, .. } => {
                 let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
-                if !sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst)) {
-                    dst.fill(0);
-                }
+                readable = sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst));
             }
-            Payload::Mr { range } => {
-                let src = mrs.slice(*range);
-                if src.len() == dst.len() {
-                    dst.copy_from_slice(src);
-                } else {
-                    dst.fill(0);
-                }
-            }
+            Payload::Mr { range } => match mrs.read(*range) {
+                Ok(src) if src.len() == dst.len() => dst.copy_from_slice(src),
+                _ => readable = false,
+            },
         });
         match result {
+            Ok(_) if !readable => Err(Unsent::SourceGone),
             Ok(n) => {
                 self.stats.tx_packets += 1;
                 self.stats.tx_bytes += n as u64;
-                Some(n)
+                Ok(n)
             }
             Err(e) => {
                 tracing::warn!(qpn = self.qpn, error = %e, "could not emit a packet; it is lost");
-                None
+                Err(Unsent::Lost)
             }
         }
     }
+}
+
+/// Why [`QueuePair::emit`] wrote no packet.
+enum Unsent {
+    /// The frame could not be built (no address yet, buffer too small): the packet is lost.
+    Lost,
+    /// The payload's memory was deregistered or invalidated since it was named.
+    SourceGone,
 }

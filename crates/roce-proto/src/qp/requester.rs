@@ -113,7 +113,9 @@ impl Requester {
 
     /// Queues a WQE, assigning its PSNs.
     pub fn push(&mut self, wr: SendWr, len: u64, mtu: u32, local_error: Option<WcStatus>) {
-        let npkts = if wr.opcode.is_atomic() {
+        let npkts = if wr.opcode.is_local() {
+            0
+        } else if wr.opcode.is_atomic() {
             1
         } else {
             (len.div_ceil(u64::from(mtu)).max(1)) as u32
@@ -142,6 +144,14 @@ impl Requester {
         if i > self.cursor || (i == self.cursor && k > self.cursor_pkt && !read_ahead) {
             return false;
         }
+        self.set_cursor(i, k);
+        self.since_ack_req = 0;
+        true
+    }
+
+    /// Puts the transmit cursor at packet `k` of WQE `i` (the READs/atomics before it count as
+    /// outstanding).
+    fn set_cursor(&mut self, i: usize, k: u32) {
         self.cursor = i;
         self.cursor_pkt = k;
         self.rd_atomic_outstanding = self
@@ -150,8 +160,19 @@ impl Requester {
             .take(i)
             .filter(|w| w.wr.opcode.is_read_or_atomic())
             .count() as u32;
-        self.since_ack_req = 0;
-        true
+    }
+
+    /// WQE `index` cannot be sent (its memory went away): it gets `status` as its local error,
+    /// sending stops there (as for an error found when posting), and it fails the QP once it is
+    /// the oldest.
+    pub fn stop_at(&mut self, index: usize, status: WcStatus) {
+        let Some(w) = self.sq.get_mut(index) else {
+            return;
+        };
+        w.local_error = Some(status);
+        if index <= self.cursor {
+            self.set_cursor(index, 0);
+        }
     }
 
     /// The next request packet, written into `o`, if the window, fences and limits allow one
@@ -201,6 +222,20 @@ impl Requester {
                     (false, true, true) => Opcode::RC_SEND_LAST_WITH_IMMEDIATE,
                 }
             }
+            WrOpcode::SendWithInv { rkey } => {
+                if last {
+                    ext.ieth = Some(rkey);
+                }
+                payload = sgl_payload(w, self.cursor, offset, mtu64);
+                match (first, last) {
+                    (true, true) => Opcode::RC_SEND_ONLY_WITH_INVALIDATE,
+                    (true, false) => Opcode::RC_SEND_FIRST,
+                    (false, false) => Opcode::RC_SEND_MIDDLE,
+                    (false, true) => Opcode::RC_SEND_LAST_WITH_INVALIDATE,
+                }
+            }
+            // Never at the cursor when sending: `ready` stops before it.
+            WrOpcode::LocalInv { .. } => return false,
             WrOpcode::RdmaWrite { remote_addr, rkey }
             | WrOpcode::RdmaWriteWithImm {
                 remote_addr, rkey, ..
@@ -302,7 +337,9 @@ impl Requester {
             return None;
         }
         let w = self.sq.get(self.cursor)?;
-        if w.local_error.is_some() {
+        // A local operation runs when it is the oldest (see `run_local_ops`); nothing after it
+        // starts before.
+        if w.local_error.is_some() || w.wr.opcode.is_local() {
             return None;
         }
         let psn = w.first_psn.add(self.cursor_pkt);

@@ -25,6 +25,14 @@ use super::{Outgoing, Payload};
 /// The credit code rxe puts in every ACK: 31, "invalid credit count".
 pub const ACK_CREDITS_INVALID: u8 = 0x1f;
 
+/// Most responses queued at once. Every packet a peer sends can ask for one (an RNR NAK, a
+/// duplicate's ACK or atomic ACK, a sequence NAK), so what does not fit is dropped and counted
+/// instead: the requester's retry covers a lost response. A new READ or atomic that does not fit
+/// is dropped unexecuted, like a lost request; a NAK that ends the QP always fits (nothing
+/// follows it). Four times [`MAX_RD_ATOMIC`]: room for every READ/atomic in flight and an ACK
+/// between each two.
+pub const MAX_QUEUED_RESPONSES: usize = 4 * MAX_RD_ATOMIC as usize;
+
 /// One response waiting to go out, in PSN order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RespItem {
@@ -93,10 +101,14 @@ pub(crate) struct Responder {
     pub max_recv_wr: usize,
     pub out: VecDeque<RespItem>,
     atomic_replay: VecDeque<(Psn, u64)>,
+    /// A queued READ's region went away: its NAK went out and the QP must fail.
+    fatal: bool,
 }
 
 enum Check {
     Ok,
+    /// Not executed and not answered (no room to queue the response).
+    Dropped,
     Nak(NakCode, WcStatus),
 }
 
@@ -109,12 +121,29 @@ impl Responder {
             current: None,
             rq: VecDeque::with_capacity(max_recv_wr),
             max_recv_wr,
-            out: VecDeque::with_capacity(2 * usize::from(MAX_RD_ATOMIC) + 4),
+            out: VecDeque::with_capacity(MAX_QUEUED_RESPONSES + 1),
             atomic_replay: VecDeque::with_capacity(usize::from(MAX_RD_ATOMIC)),
+            fatal: false,
         }
     }
 
-    fn push_ack(&mut self, psn: Psn) {
+    /// Whether one more response fits; counts the drop when it does not.
+    fn has_room(&self, stats: &mut QpCounters) -> bool {
+        if self.out.len() < MAX_QUEUED_RESPONSES {
+            return true;
+        }
+        stats.resp_queue_full += 1;
+        stats.rx_dropped += 1;
+        false
+    }
+
+    /// Whether the QP must fail because a queued READ's region went away (its NAK was just
+    /// written); taken once.
+    pub fn take_fatal(&mut self) -> bool {
+        std::mem::take(&mut self.fatal)
+    }
+
+    fn push_ack(&mut self, psn: Psn, stats: &mut QpCounters) {
         let syndrome = Syndrome::Ack {
             credits: ACK_CREDITS_INVALID,
         };
@@ -129,6 +158,26 @@ impl Responder {
             *msn = self.msn;
             return;
         }
+        if self.has_room(stats) {
+            self.out.push_back(RespItem::Ack {
+                psn,
+                syndrome,
+                msn: self.msn,
+            });
+        }
+    }
+
+    /// Queues a NAK unless the queue is full; `true` when queued.
+    fn push_nak(&mut self, psn: Psn, syndrome: Syndrome, stats: &mut QpCounters) -> bool {
+        let room = self.has_room(stats);
+        if room {
+            self.push_final_nak(psn, syndrome);
+        }
+        room
+    }
+
+    /// Queues a NAK that ends the QP (always: nothing can follow it).
+    fn push_final_nak(&mut self, psn: Psn, syndrome: Syndrome) {
         self.out.push_back(RespItem::Ack {
             psn,
             syndrome,
@@ -136,18 +185,14 @@ impl Responder {
         });
     }
 
-    fn push_nak(&mut self, psn: Psn, syndrome: Syndrome) {
-        self.out.push_back(RespItem::Ack {
-            psn,
-            syndrome,
-            msn: self.msn,
-        });
-    }
-
-    /// Drops queued READ responses (the QP failed); NAKs and ACKs still go out.
-    pub fn abort_reads(&mut self) {
+    /// Drops queued READ responses (the QP failed; NAKs and ACKs still go out) and the message
+    /// in progress, handing back the receive it had consumed (to complete as flushed).
+    pub fn abort(&mut self) -> Option<RecvWr> {
         self.out.retain(|i| matches!(i, RespItem::Ack { .. }));
-        self.current = None;
+        match self.current.take() {
+            Some(InMessage::Send { wqe, .. }) => Some(wqe),
+            _ => None,
+        }
     }
 
     /// A request packet for this QP.
@@ -162,8 +207,8 @@ impl Responder {
         if d > 0 {
             c.stats.out_of_sequence += 1;
             if !self.nak_sent {
-                self.nak_sent = true;
-                self.push_nak(self.epsn, Syndrome::Nak(NakCode::PsnSequenceError));
+                self.nak_sent =
+                    self.push_nak(self.epsn, Syndrome::Nak(NakCode::PsnSequenceError), c.stats);
             }
             return Ok(());
         }
@@ -174,13 +219,13 @@ impl Responder {
         }
         self.nak_sent = false;
         match self.execute(pkt, c) {
-            Check::Ok => Ok(()),
+            Check::Ok | Check::Dropped => Ok(()),
             Check::Nak(code, status) => {
                 match code {
                     NakCode::RemoteAccessError => c.stats.resp_remote_access_errors += 1,
                     _ => c.stats.resp_invalid_request += 1,
                 }
-                self.push_nak(psn, Syndrome::Nak(code));
+                self.push_final_nak(psn, Syndrome::Nak(code));
                 if let Some(InMessage::Send { wqe, .. }) = self.current.take() {
                     c.cq.push(WorkCompletion {
                         wr_id: wqe.wr_id,
@@ -188,6 +233,7 @@ impl Responder {
                         opcode: WcOpcode::Recv,
                         byte_len: 0,
                         imm_data: None,
+                        invalidated_rkey: None,
                         qp_num: c.qpn,
                     });
                     c.stats.error_completions += 1;
@@ -223,6 +269,10 @@ impl Responder {
         if (op.is_send() || op.is_write()) && !self.check_len(op, pkt.payload().len(), c.mtu) {
             return invalid;
         }
+        // A READ or atomic is executed only when its response can be queued.
+        if (op.is_read_request() || op.is_atomic()) && !self.has_room(c.stats) {
+            return Check::Dropped;
+        }
         if op.is_send() {
             self.execute_send(pkt, c)
         } else if op.is_write() {
@@ -237,25 +287,24 @@ impl Responder {
     }
 
     fn rnr(&mut self, psn: Psn, c: &mut ResponderCtx<'_>) -> Check {
-        c.stats.send_rnr_err += 1;
-        self.push_nak(
-            psn,
-            Syndrome::RnrNak {
-                timer: c.min_rnr_timer,
-            },
-        );
+        let syndrome = Syndrome::RnrNak {
+            timer: c.min_rnr_timer,
+        };
+        if self.push_nak(psn, syndrome, c.stats) {
+            c.stats.send_rnr_err += 1;
+        }
         Check::Ok
     }
 
     /// The packet was executed: advance the expected PSN and ACK when asked.
-    fn accept(&mut self, pkt: &RoceView<'_>, message_done: bool) {
+    fn accept(&mut self, pkt: &RoceView<'_>, message_done: bool, stats: &mut QpCounters) {
         let psn = pkt.bth.psn;
         self.epsn = psn.next();
         if message_done {
             self.msn = self.msn.next();
         }
         if pkt.bth.ack_req {
-            self.push_ack(psn);
+            self.push_ack(psn, stats);
         }
     }
 
@@ -278,6 +327,14 @@ impl Responder {
         if !pkt.payload().is_empty() && !c.mrs.scatter(&wqe.sgl, *offset, pkt.payload()) {
             return Check::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr);
         }
+        // SEND with Invalidate: the named rkey stops working once the data is placed (as in rxe);
+        // one this QP's PD cannot invalidate makes the message an invalid request.
+        let invalidated = pkt.ieth();
+        if let Some(rkey) = invalidated {
+            if c.mrs.invalidate(c.pd, rkey, true).is_err() {
+                return Check::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+            }
+        }
         *offset = end;
         let done = op.is_last() || op.is_only();
         if done {
@@ -290,10 +347,11 @@ impl Responder {
                 opcode: WcOpcode::Recv,
                 byte_len,
                 imm_data: pkt.immdt(),
+                invalidated_rkey: invalidated,
                 qp_num: c.qpn,
             });
         }
-        self.accept(pkt, done);
+        self.accept(pkt, done, c.stats);
         Check::Ok
     }
 
@@ -355,9 +413,10 @@ impl Responder {
             None
         };
         if let Some(r) = range {
-            let dst = c
-                .mrs
-                .slice_mut(MrTable::narrow(r, offset as usize, len as usize));
+            // Checked now, not only on the first packet: the region may be gone since.
+            let Ok(dst) = c.mrs.write(r.narrow(offset as usize, len as usize)) else {
+                return access_err;
+            };
             if dst.len() != pkt.payload().len() {
                 return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
             }
@@ -373,6 +432,7 @@ impl Responder {
                     opcode: WcOpcode::RecvRdmaWithImm,
                     byte_len: dma_len as u32,
                     imm_data: imm,
+                    invalidated_rkey: None,
                     qp_num: c.qpn,
                 });
             }
@@ -383,7 +443,7 @@ impl Responder {
                 dma_len,
             });
         }
-        self.accept(pkt, done);
+        self.accept(pkt, done, c.stats);
         Check::Ok
     }
 
@@ -476,7 +536,9 @@ impl Responder {
         else {
             return access_err;
         };
-        let cell = c.mrs.slice_mut(range);
+        let Ok(cell) = c.mrs.write(range) else {
+            return access_err;
+        };
         let Ok(bytes) = <[u8; 8]>::try_from(&*cell) else {
             return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
         };
@@ -513,11 +575,10 @@ impl Responder {
         let psn = pkt.bth.psn;
         if op.is_send() || op.is_write() {
             // C9-105: acknowledge again, for the last PSN executed.
-            self.push_ack(self.epsn.sub(1));
+            self.push_ack(self.epsn.sub(1), c.stats);
         } else if op.is_read_request() {
             // READs are idempotent: serve the (possibly shortened) request again.
-            if self.out.len() >= 4 * usize::from(MAX_RD_ATOMIC) {
-                c.stats.rx_dropped += 1;
+            if !self.has_room(c.stats) {
                 return;
             }
             match self.read_range(pkt, c) {
@@ -556,12 +617,15 @@ impl Responder {
             }
         } else if op.is_atomic() {
             match self.atomic_replay.iter().find(|(p, _)| *p == psn) {
-                Some(&(_, orig)) => self.out.push_back(RespItem::AtomicAck {
-                    psn,
-                    orig,
-                    msn: self.msn,
-                    duplicate: true,
-                }),
+                Some(&(_, orig)) if self.has_room(c.stats) => {
+                    self.out.push_back(RespItem::AtomicAck {
+                        psn,
+                        orig,
+                        msn: self.msn,
+                        duplicate: true,
+                    })
+                }
+                Some(_) => {}
                 None => c.stats.rx_dropped += 1,
             }
         }
@@ -581,9 +645,10 @@ impl Responder {
     }
 
     /// The next response packet (control or data, whichever is at the head), written into `o`;
-    /// `false` when there is none.
-    pub fn next_packet(&mut self, mtu: u32, o: &mut Outgoing) -> bool {
-        let Some(item) = self.out.front_mut() else {
+    /// `false` when there is none. A READ response whose region went away since the request
+    /// becomes a remote access error NAK, and [`Responder::take_fatal`] tells the QP to fail.
+    pub fn next_packet(&mut self, mtu: u32, mrs: &MrTable, o: &mut Outgoing) -> bool {
+        let Some(&item) = self.out.front() else {
             return false;
         };
         let ack = |msn| aeth::Repr {
@@ -592,7 +657,7 @@ impl Responder {
             },
             msn,
         };
-        match *item {
+        match item {
             RespItem::Ack { psn, syndrome, msn } => {
                 o.reset(Opcode::RC_ACKNOWLEDGE, psn);
                 o.fields.ext.aeth = Some(aeth::Repr { syndrome, msn });
@@ -606,37 +671,48 @@ impl Responder {
             }
             RespItem::Read {
                 first_psn,
-                ref mut k,
+                k,
                 npkts,
                 range,
                 len,
                 msn,
                 ..
             } => {
-                let i = *k;
-                let first = i == 0;
-                let last = i + 1 >= npkts;
+                let first = k == 0;
+                let last = k + 1 >= npkts;
+                let psn = first_psn.add(k);
+                let skip = u64::from(k) * u64::from(mtu);
+                let n = len.saturating_sub(skip).min(u64::from(mtu)) as usize;
+                let piece = range.filter(|_| n > 0).map(|r| r.narrow(skip as usize, n));
+                if piece.is_some_and(|r| mrs.read(r).is_err()) {
+                    // Checked per packet, as rxe re-checks the MR for each response.
+                    o.reset(Opcode::RC_ACKNOWLEDGE, psn);
+                    o.fields.ext.aeth = Some(aeth::Repr {
+                        syndrome: Syndrome::Nak(NakCode::RemoteAccessError),
+                        msn,
+                    });
+                    self.out.pop_front();
+                    self.fatal = true;
+                    return true;
+                }
                 let opcode = match (first, last) {
                     (true, true) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
                     (true, false) => Opcode::RC_RDMA_READ_RESPONSE_FIRST,
                     (false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
                     (false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
                 };
-                o.reset(opcode, first_psn.add(i));
+                o.reset(opcode, psn);
                 if first || last {
                     o.fields.ext.aeth = Some(ack(msn));
                 }
-                let skip = u64::from(i) * u64::from(mtu);
-                let n = len.saturating_sub(skip).min(u64::from(mtu)) as usize;
-                o.set_payload(match range {
-                    Some(r) if n > 0 => Payload::Mr {
-                        range: MrTable::narrow(r, skip as usize, n),
-                    },
-                    _ => Payload::None,
+                o.set_payload(match piece {
+                    Some(range) => Payload::Mr { range },
+                    None => Payload::None,
                 });
-                *k += 1;
                 if last {
                     self.out.pop_front();
+                } else if let Some(RespItem::Read { k, .. }) = self.out.front_mut() {
+                    *k += 1;
                 }
             }
         }

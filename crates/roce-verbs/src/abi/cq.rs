@@ -163,6 +163,7 @@ fn wc_opcode(o: WcOpcode) -> ffi::ibv_wc_opcode {
         WcOpcode::FetchAdd => ffi::IBV_WC_FETCH_ADD,
         WcOpcode::Recv => ffi::IBV_WC_RECV,
         WcOpcode::RecvRdmaWithImm => ffi::IBV_WC_RECV_RDMA_WITH_IMM,
+        WcOpcode::LocalInv => ffi::IBV_WC_LOCAL_INV,
     }
 }
 

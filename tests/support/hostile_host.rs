@@ -1,0 +1,418 @@
+//! A hostile neighbour against a [`Host`]: ARP and NDP frames (well-formed or with one byte
+//! changed), RoCE frames carrying INT shims, and raw bytes, interleaved with timers, lookups and
+//! drains. Actions are decoded from bytes, so the proptest in `tests/hostile_props.rs` and the
+//! cargo-fuzz target `fuzz/fuzz_targets/host.rs` drive the same thing. Invariants: nothing
+//! panics, a drain ends, and what one drain sends is bounded by the reply queues' limits.
+//!
+//! Depends on `roce_proto` only (the fuzz crate includes this file by path).
+#![allow(dead_code)]
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use roce_proto::arp::{self, ArpRepr, Operation};
+use roce_proto::connect::RcOptions;
+use roce_proto::endpoint::EndpointConfig;
+use roce_proto::engine::Engine;
+use roce_proto::host::{Host, PeerQp};
+use roce_proto::ndp::{self, NdpRepr};
+use roce_proto::psn::Psn;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::QpInit;
+use roce_proto::wire::int::{self, HopRecord, Repr};
+use roce_proto::wire::opcode::Opcode;
+use roce_proto::wire::{
+    bth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, RoceRepr,
+};
+
+/// Bytes one action is decoded from.
+pub const ACTION_BYTES: usize = 8;
+
+const MAC_US: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 0xb]);
+const IP_US: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 11);
+const IP6_US: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xb);
+const IP_PEER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 10);
+/// Frames one drain may honestly send: both reply queues, an announcement, our own requests and
+/// solicitations (one per lookup action at most), and the endpoint's few frames.
+const DRAIN_BOUND: usize = arp::MAX_QUEUED_REPLIES + ndp::MAX_QUEUED_REPLIES + 512;
+/// Copies of a frame in a flood (each from the next sender).
+const FLOOD: u8 = 100;
+
+/// One step of the neighbour, or of the host's owner.
+#[derive(Clone, Copy, Debug)]
+pub enum Action {
+    /// `copies` ARP packets (`op` 1 request, 2 reply, else other) from consecutive senders,
+    /// each with byte `flip` xored with `val`.
+    Arp {
+        op: u8,
+        sender: u8,
+        target_us: bool,
+        flip: u8,
+        val: u8,
+        copies: u8,
+    },
+    /// `copies` neighbour solicitations (or advertisements) for us or another address.
+    Ndp {
+        advert: bool,
+        sender: u8,
+        for_us: bool,
+        flip: u8,
+        val: u8,
+        copies: u8,
+    },
+    /// A RoCE frame to the host carrying an INT shim (echo or collecting), maybe damaged.
+    Int {
+        echo: bool,
+        hops: u8,
+        flip: u8,
+        val: u8,
+    },
+    /// Raw bytes of the given length from a pattern.
+    Raw { len: u8, seed: u8 },
+    /// The owner asks for an address (ARP or NDP lookup).
+    Resolve { v6: bool, host: u8 },
+    /// Time passes.
+    Advance { nanos: u64 },
+    /// Drain `poll_transmit`.
+    Poll,
+}
+
+impl Action {
+    /// The action `b` encodes.
+    pub fn decode(b: &[u8; ACTION_BYTES]) -> Action {
+        match b[0] % 8 {
+            0 | 1 => Action::Arp {
+                op: b[1] % 4,
+                sender: b[2],
+                target_us: b[3] & 1 == 1,
+                flip: b[4],
+                val: b[5],
+                copies: if b[6] % 4 == 0 { FLOOD } else { 1 },
+            },
+            2 => Action::Ndp {
+                advert: b[1] & 1 == 1,
+                sender: b[2],
+                for_us: b[3] & 1 == 1,
+                flip: b[4],
+                val: b[5],
+                copies: if b[6] % 4 == 0 { FLOOD } else { 1 },
+            },
+            3 => Action::Int {
+                echo: b[1] & 1 == 1,
+                hops: b[2] % 6,
+                flip: b[3],
+                val: b[4],
+            },
+            4 => Action::Raw {
+                len: b[1],
+                seed: b[2],
+            },
+            5 => Action::Resolve {
+                v6: b[1] & 1 == 1,
+                host: b[2],
+            },
+            6 => Action::Advance {
+                nanos: (u64::from(b[1]) + 1) << (b[2] % 34),
+            },
+            _ => Action::Poll,
+        }
+    }
+
+    /// The actions a byte string encodes.
+    pub fn decode_all(data: &[u8]) -> Vec<Action> {
+        data.chunks_exact(ACTION_BYTES)
+            .filter_map(|c| <&[u8; ACTION_BYTES]>::try_from(c).ok())
+            .map(Action::decode)
+            .collect()
+    }
+}
+
+/// Changes one byte (`flip` 0 leaves the frame whole).
+fn damage(frame: &mut [u8], flip: u8, val: u8) {
+    if flip != 0 && !frame.is_empty() {
+        let i = usize::from(flip) % frame.len();
+        frame[i] ^= val;
+    }
+}
+
+/// A host with IPv4 and IPv6 and one QP waiting for its peer's MAC.
+pub struct HostHarness {
+    host: Host,
+    now: Instant,
+    qpn: u32,
+}
+
+impl Default for HostHarness {
+    fn default() -> Self {
+        HostHarness::new()
+    }
+}
+
+impl HostHarness {
+    /// The host, with a QP whose peer's MAC is left to ARP.
+    pub fn new() -> HostHarness {
+        let mut host = Host::new(EndpointConfig {
+            ipv6: Some(IP6_US),
+            key_seed: Some(15),
+            ..EndpointConfig::ipv4(MAC_US, IP_US)
+        });
+        let ep = host.endpoint_mut();
+        let pd = ep.alloc_pd();
+        let cq = ep.create_cq(16);
+        let init = QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: 4,
+            max_recv_wr: 4,
+        };
+        let qpn = ep.create_qp(init).expect("a QP");
+        let peer = PeerQp {
+            ip: IP_PEER.into(),
+            mac: None,
+            qpn: 0x99,
+            psn: Psn::new(0),
+        };
+        let _ = host.connect_qp(
+            Instant::ZERO,
+            qpn,
+            &peer,
+            Psn::new(0),
+            &RcOptions::default(),
+        );
+        HostHarness {
+            host,
+            now: Instant::ZERO,
+            qpn,
+        }
+    }
+
+    /// Runs `actions`, checking after each.
+    pub fn run(actions: &[Action]) -> Result<(), String> {
+        let mut h = HostHarness::new();
+        for (i, a) in actions.iter().enumerate() {
+            h.step(a).map_err(|e| format!("step {i} ({a:?}): {e}"))?;
+        }
+        h.drain()
+    }
+
+    /// One action.
+    pub fn step(&mut self, a: &Action) -> Result<(), String> {
+        match *a {
+            Action::Arp {
+                op,
+                sender,
+                target_us,
+                flip,
+                val,
+                copies,
+            } => {
+                for i in 0..copies {
+                    self.arp(op, sender.wrapping_add(i), target_us, flip, val)?;
+                }
+            }
+            Action::Ndp {
+                advert,
+                sender,
+                for_us,
+                flip,
+                val,
+                copies,
+            } => {
+                for i in 0..copies {
+                    self.ndp(advert, sender.wrapping_add(i), for_us, flip, val)?;
+                }
+            }
+            Action::Int {
+                echo,
+                hops,
+                flip,
+                val,
+            } => {
+                let mut f = self.roce_frame(echo);
+                let len = f.len();
+                let hop = HopRecord {
+                    ts_ns: 1,
+                    tx_bytes: 2,
+                    qlen_bytes: 3,
+                    link_mbps: 4,
+                };
+                let records = vec![hop; usize::from(hops)];
+                let shim = if echo {
+                    Repr::echo_of(&records)
+                } else {
+                    Repr::collect(hops.max(1))
+                };
+                f.resize(len + int::shim_len(int::MAX_HOPS as u8), 0);
+                let n = int::insert(&mut f, len, &shim).map_err(|e| e.to_string())?;
+                damage(&mut f[..n], flip, val);
+                self.host.handle_frame(self.now, &f[..n]);
+            }
+            Action::Raw { len, seed } => {
+                let frame: Vec<u8> = (0..usize::from(len))
+                    .map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed))
+                    .collect();
+                self.host.handle_frame(self.now, &frame);
+            }
+            Action::Resolve { v6, host } => {
+                let ip: IpAddr = if v6 {
+                    Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, u16::from(host)).into()
+                } else {
+                    Ipv4Addr::new(198, 18, 0, host).into()
+                };
+                let _ = self.host.resolve(self.now, ip);
+            }
+            Action::Advance { nanos } => {
+                self.now += Duration::from_nanos(nanos);
+                self.host.handle_timeout(self.now);
+            }
+            Action::Poll => self.drain()?,
+        }
+        while self.host.poll_event().is_some() {}
+        Ok(())
+    }
+
+    fn arp(
+        &mut self,
+        op: u8,
+        sender: u8,
+        target_us: bool,
+        flip: u8,
+        val: u8,
+    ) -> Result<(), String> {
+        let mut buf = [0u8; 256];
+        let sender_ip = Ipv4Addr::new(198, 18, 0, sender);
+        let arp = ArpRepr {
+            operation: Operation::from(u16::from(op)),
+            sender_mac: EthernetAddress([2, 0, 0, 1, 0, sender]),
+            sender_ip,
+            target_mac: if op == 2 {
+                MAC_US
+            } else {
+                EthernetAddress([0; 6])
+            },
+            target_ip: if target_us {
+                IP_US
+            } else {
+                Ipv4Addr::new(198, 18, 1, 1)
+            },
+        };
+        let dst = if op == 2 {
+            MAC_US
+        } else {
+            EthernetAddress::BROADCAST
+        };
+        let n = arp::emit_frame(&arp, arp.sender_mac, dst, None, &mut buf)
+            .map_err(|e| e.to_string())?;
+        damage(&mut buf[..n], flip, val);
+        self.host.handle_frame(self.now, &buf[..n]);
+        Ok(())
+    }
+
+    fn ndp(
+        &mut self,
+        advert: bool,
+        sender: u8,
+        for_us: bool,
+        flip: u8,
+        val: u8,
+    ) -> Result<(), String> {
+        let mut buf = [0u8; 256];
+        let src = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, u16::from(sender));
+        let mac = EthernetAddress([2, 0, 0, 2, 0, sender]);
+        let target = if for_us { IP6_US } else { src };
+        let msg = if advert {
+            NdpRepr::Advert {
+                router: false,
+                solicited: true,
+                override_cache: true,
+                target: src,
+                target_mac: Some(mac),
+            }
+        } else {
+            NdpRepr::Solicit {
+                target,
+                source_mac: Some(mac),
+            }
+        };
+        let n =
+            ndp::emit_frame(&msg, mac, MAC_US, src, IP6_US, &mut buf).map_err(|e| e.to_string())?;
+        damage(&mut buf[..n], flip, val);
+        self.host.handle_frame(self.now, &buf[..n]);
+        Ok(())
+    }
+
+    /// A RoCE WRITE (or, for an echo, an ACK) from the peer to our QP.
+    fn roce_frame(&self, ack: bool) -> Vec<u8> {
+        let (opcode, ext) = if ack {
+            (
+                Opcode::RC_ACKNOWLEDGE,
+                ExtRepr {
+                    aeth: Some(roce_proto::wire::aeth::Repr {
+                        syndrome: roce_proto::wire::aeth::Syndrome::Ack { credits: 31 },
+                        msn: roce_proto::psn::Msn::new(0),
+                    }),
+                    ..Default::default()
+                },
+            )
+        } else {
+            (
+                Opcode::RC_RDMA_WRITE_ONLY,
+                ExtRepr {
+                    reth: Some(reth::Repr {
+                        va: 0,
+                        rkey: 0,
+                        dma_len: 0,
+                    }),
+                    ..Default::default()
+                },
+            )
+        };
+        let mut repr = RoceRepr {
+            eth: ethernet::Repr {
+                dst: MAC_US,
+                src: EthernetAddress([2, 0, 0, 1, 0, 10]),
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
+            ip: IpRepr::new_roce(IP_PEER.into(), IP_US.into(), 0, Ecn::Ect0),
+            udp_src_port: 0xc001,
+            bth: bth::Repr {
+                opcode,
+                dest_qpn: self.qpn,
+                psn: Psn::new(0),
+                ..bth::Repr::default()
+            },
+            ext,
+            payload_len: 0,
+        };
+        repr.fill_lengths();
+        let mut buf = vec![0u8; repr.frame_len()];
+        let n = repr.emit(&[], &mut buf).unwrap_or(0);
+        buf.truncate(n);
+        buf
+    }
+
+    fn drain(&mut self) -> Result<(), String> {
+        let mut buf = vec![0u8; 9000];
+        let (mut frames, mut replies, mut adverts) = (0usize, 0usize, 0usize);
+        while let Some(n) = self.host.poll_transmit(self.now, &mut buf) {
+            frames += 1;
+            if frames > DRAIN_BOUND {
+                return Err(format!("more than {DRAIN_BOUND} frames in one drain"));
+            }
+            let frame = buf.get(..n).ok_or("length beyond the buffer")?;
+            if let Ok((_, a)) = arp::parse_frame(frame) {
+                replies += usize::from(a.operation == Operation::Reply);
+            }
+            if let Ok(f) = ndp::parse_frame(frame) {
+                adverts += usize::from(matches!(f.ndp, NdpRepr::Advert { .. }));
+            }
+        }
+        if replies > arp::MAX_QUEUED_REPLIES || adverts > ndp::MAX_QUEUED_REPLIES {
+            return Err(format!(
+                "{replies} ARP replies, {adverts} NDP adverts in one drain"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,4 +1,4 @@
-//! A hostile neighbour against a [`Host`]: ARP and NDP frames (well-formed or with one byte
+//! A hostile neighbour against a [`ResolvingEndpoint`]: ARP and NDP frames (well-formed or with one byte
 //! changed), RoCE frames carrying INT shims, and raw bytes, interleaved with timers, lookups and
 //! drains. Actions are decoded from bytes, so the proptest in `tests/hostile_props.rs` and the
 //! cargo-fuzz target `fuzz/fuzz_targets/host.rs` drive the same thing. Invariants: nothing
@@ -13,9 +13,9 @@ use roce_proto::arp::{self, ArpRepr, Operation};
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::engine::Engine;
-use roce_proto::host::{Host, PeerQp};
 use roce_proto::ndp::{self, NdpRepr};
 use roce_proto::psn::Psn;
+use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::QpInit;
 use roce_proto::wire::int::{self, HopRecord, Repr};
@@ -136,7 +136,7 @@ fn damage(frame: &mut [u8], flip: u8, val: u8) {
 
 /// A host with IPv4 and IPv6 and one QP waiting for its peer's MAC.
 pub struct HostHarness {
-    host: Host,
+    host: ResolvingEndpoint,
     now: Instant,
     qpn: u32,
 }
@@ -150,7 +150,7 @@ impl Default for HostHarness {
 impl HostHarness {
     /// The host, with a QP whose peer's MAC is left to ARP.
     pub fn new() -> HostHarness {
-        let mut host = Host::new(EndpointConfig {
+        let mut host = ResolvingEndpoint::new(EndpointConfig {
             ipv6: Some(IP6_US),
             key_seed: Some(15),
             ..EndpointConfig::ipv4(MAC_US, IP_US)

@@ -18,9 +18,13 @@ pub enum Ecn {
 }
 
 impl Ecn {
-    /// The codepoint from the low two bits of `bits`.
+    /// The bits ECN takes in a traffic-class byte (the IPv4 TOS, the IPv6 traffic class): the low
+    /// two; DSCP takes the other six.
+    pub const MASK: u8 = 0b11;
+
+    /// The codepoint from the low two bits of `bits` (e.g. a traffic-class byte).
     pub const fn from_bits(bits: u8) -> Self {
-        match bits & 0b11 {
+        match bits & Self::MASK {
             0 => Ecn::NotEct,
             1 => Ecn::Ect1,
             2 => Ecn::Ect0,
@@ -31,6 +35,11 @@ impl Ecn {
     /// The two-bit codepoint.
     pub const fn bits(self) -> u8 {
         self as u8
+    }
+
+    /// `traffic_class` with its ECN bits replaced by this codepoint (DSCP kept).
+    pub const fn apply(self, traffic_class: u8) -> u8 {
+        (traffic_class & !Self::MASK) | self.bits()
     }
 
     /// ECN-capable (ECT(0), ECT(1) or CE): a switch may mark it instead of dropping.
@@ -47,6 +56,17 @@ impl Ecn {
             Ecn::Ce => "CE (congestion experienced)",
         }
     }
+}
+
+/// The traffic-class byte (IPv4 TOS, IPv6 traffic class) of `dscp` (six bits, higher ones
+/// dropped) and `ecn`.
+pub const fn traffic_class(dscp: u8, ecn: Ecn) -> u8 {
+    ((dscp & 0x3f) << 2) | ecn.bits()
+}
+
+/// The DSCP of a traffic-class byte.
+pub const fn dscp(traffic_class: u8) -> u8 {
+    traffic_class >> 2
 }
 
 impl fmt::Display for Ecn {

@@ -31,7 +31,7 @@ pub mod template;
 pub mod udp;
 pub mod view;
 
-pub use ecn::Ecn;
+pub use ecn::{dscp, traffic_class, Ecn};
 pub use ethernet::{EtherType, EthernetAddress, VlanTag};
 pub use icrc::{compute_icrc, verify_icrc, Icrc};
 pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};

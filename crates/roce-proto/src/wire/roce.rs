@@ -7,7 +7,10 @@
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, crc32, RegCrc, ICRC_LEN, LRH_LEN};
+use super::icrc::{
+    compute_icrc, crc32, mask, unmask, RegCrc, BTH_MASKED, ICRC_LEN, IPV4_MASKED, IPV6_MASKED,
+    LRH_LEN, UDP_MASKED,
+};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
 use super::view::fast_path;
 use super::{
@@ -469,13 +472,9 @@ impl RoceRepr {
                     ..*r
                 }
                 .to_bytes();
-                let real = [header[1], header[8], header[10], header[11], 0];
-                header[1] = 0xff;
-                header[8] = 0xff;
-                header[10] = 0xff;
-                header[11] = 0xff;
+                let [a, b, c, d] = mask(&mut header, &IPV4_MASKED);
                 ip_header.copy_from_slice(&header);
-                real
+                [a, b, c, d, 0]
             }
             IpRepr::V6(r) => {
                 let repr = ipv6::Repr {
@@ -484,28 +483,22 @@ impl RoceRepr {
                     ..*r
                 };
                 repr.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
-                let real = [
-                    ip_header[0],
-                    ip_header[1],
-                    ip_header[2],
-                    ip_header[3],
-                    ip_header[7],
-                ];
-                ip_header[0] |= 0x0f;
-                ip_header[1..4].fill(0xff);
-                ip_header[7] = 0xff;
-                real
+                mask(ip_header, &IPV6_MASKED)
             }
         };
 
         let (udp_header, transport) = udp_bytes
             .split_first_chunk_mut::<{ udp::HEADER_LEN }>()
             .ok_or(WireError::BufferTooSmall)?;
-        let [s0, s1] = self.udp_src_port.to_be_bytes();
-        let [d0, d1] = ROCE_UDP_PORT.to_be_bytes();
-        let [l0, l1] = (udp_len as u16).to_be_bytes();
+        let mut udp_bytes = udp::Repr {
+            src_port: self.udp_src_port,
+            dst_port: ROCE_UDP_PORT,
+            length: udp_len as u16,
+        }
+        .to_bytes();
         // The checksum is masked to ones for the ICRC, and is zero (none) on the wire.
-        *udp_header = [s0, s1, d0, d1, l0, l1, 0xff, 0xff];
+        mask(&mut udp_bytes, &UDP_MASKED);
+        *udp_header = udp_bytes;
 
         let bth_repr = bth::Repr {
             pad_count: pad,
@@ -515,7 +508,7 @@ impl RoceRepr {
             .split_first_chunk_mut::<{ bth::HEADER_LEN }>()
             .ok_or(WireError::BufferTooSmall)?;
         let mut bth_bytes = bth_repr.to_bytes();
-        bth_bytes[4] = 0xff; // FECN, BECN, resv6a: masked
+        mask(&mut bth_bytes, &[BTH_MASKED]);
         *bth_header = bth_bytes;
 
         emit_ext(&self.ext, info, &mut after_bth[..info.ext_len])?;
@@ -536,21 +529,19 @@ impl RoceRepr {
         eth_frame.set_dst_addr(self.eth.dst);
         eth_frame.set_src_addr(self.eth.src);
         eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
+        let [a, b, c, d, e] = real;
         match self.ip {
-            IpRepr::V4(_) => {
-                ip_bytes[1] = real[0];
-                ip_bytes[8] = real[1];
-                ip_bytes[10] = real[2];
-                ip_bytes[11] = real[3];
-            }
-            IpRepr::V6(_) => {
-                ip_bytes[..4].copy_from_slice(&real[..4]);
-                ip_bytes[7] = real[4];
-            }
+            IpRepr::V4(_) => unmask(ip_bytes, &IPV4_MASKED, [a, b, c, d]),
+            IpRepr::V6(_) => unmask(ip_bytes, &IPV6_MASKED, [a, b, c, d, e]),
         }
-        let (udp_checksum, bth_flags) = (ip_len + 6, ip_len + udp::HEADER_LEN + 4);
-        ip_bytes[udp_checksum..udp_checksum + 2].fill(0);
-        ip_bytes[bth_flags] = bth_repr.fecn_becn_byte();
+        let transport = &mut ip_bytes[ip_len..];
+        unmask(transport, &UDP_MASKED, [0, 0]);
+        let bth_at = udp::HEADER_LEN;
+        unmask(
+            &mut transport[bth_at..],
+            &[BTH_MASKED],
+            [bth_repr.fecn_becn_byte()],
+        );
         ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }

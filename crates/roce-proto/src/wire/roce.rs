@@ -334,35 +334,35 @@ pub(super) fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, 
         bytes = tail;
         Ok(head)
     };
-    if info.deth {
+    if info.deth() {
         ext.deth = Some(deth::Repr::parse(&deth::Packet::new_checked(take(
             deth::HEADER_LEN,
         )?)?)?);
     }
-    if info.reth {
+    if info.reth() {
         ext.reth = Some(reth::Repr::parse(&reth::Packet::new_checked(take(
             reth::HEADER_LEN,
         )?)?)?);
     }
-    if info.atomic_eth {
+    if info.atomic_eth() {
         ext.atomic_eth = Some(atomic_eth::Repr::parse(&atomic_eth::Packet::new_checked(
             take(atomic_eth::HEADER_LEN)?,
         )?)?);
     }
-    if info.immdt {
+    if info.immdt() {
         let p = immdt::Packet::new_checked(take(immdt::HEADER_LEN)?)?;
         ext.immdt = Some(p.imm_data());
     }
-    if info.ieth {
+    if info.ieth() {
         let p = ieth::Packet::new_checked(take(ieth::HEADER_LEN)?)?;
         ext.ieth = Some(p.rkey());
     }
-    if info.aeth {
+    if info.aeth() {
         ext.aeth = Some(aeth::Repr::parse(&aeth::Packet::new_checked(take(
             aeth::HEADER_LEN,
         )?)?)?);
     }
-    if info.atomic_ack_eth {
+    if info.atomic_ack_eth() {
         ext.atomic_ack_eth = Some(atomic_ack_eth::Repr::parse(
             &atomic_ack_eth::Packet::new_checked(take(atomic_ack_eth::HEADER_LEN)?)?,
         )?);
@@ -583,31 +583,31 @@ pub(super) fn emit_ext(
 /// so every listed header is present), from the values: the emitter never reads them back (see
 /// [`RegCrc`]).
 pub(super) fn hash_ext(ext: &ExtRepr, info: &OpcodeInfo, reg: &mut RegCrc) {
-    if let (true, Some(r)) = (info.deth, ext.deth) {
+    if let (true, Some(r)) = (info.deth(), ext.deth) {
         reg.be_u32(r.qkey);
         reg.be_u32(r.src_qpn & 0x00ff_ffff);
     }
-    if let (true, Some(r)) = (info.reth, ext.reth) {
+    if let (true, Some(r)) = (info.reth(), ext.reth) {
         reg.be_u64(r.va);
         reg.be_u32(r.rkey);
         reg.be_u32(r.dma_len);
     }
-    if let (true, Some(r)) = (info.atomic_eth, ext.atomic_eth) {
+    if let (true, Some(r)) = (info.atomic_eth(), ext.atomic_eth) {
         reg.be_u64(r.va);
         reg.be_u32(r.rkey);
         reg.be_u64(r.swap_add);
         reg.be_u64(r.compare);
     }
-    if let (true, Some(imm)) = (info.immdt, ext.immdt) {
+    if let (true, Some(imm)) = (info.immdt(), ext.immdt) {
         reg.be_u32(imm);
     }
-    if let (true, Some(rkey)) = (info.ieth, ext.ieth) {
+    if let (true, Some(rkey)) = (info.ieth(), ext.ieth) {
         reg.be_u32(rkey);
     }
-    if let (true, Some(r)) = (info.aeth, ext.aeth) {
+    if let (true, Some(r)) = (info.aeth(), ext.aeth) {
         reg.be_u32(u32::from(r.syndrome.to_byte()) << 24 | (r.msn.value() & 0x00ff_ffff));
     }
-    if let (true, Some(r)) = (info.atomic_ack_eth, ext.atomic_ack_eth) {
+    if let (true, Some(r)) = (info.atomic_ack_eth(), ext.atomic_ack_eth) {
         reg.be_u64(r.orig);
     }
     if info.ext.contains(ExtHeaders::CNP_RESERVED) {
@@ -629,33 +629,33 @@ fn emit_ext_general(
         bytes = tail;
         head
     };
-    if info.deth {
+    if info.deth() {
         let r = ext.deth.ok_or(missing("DETH"))?;
         r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
     }
-    if info.reth {
+    if info.reth() {
         let r = ext.reth.ok_or(missing("RETH"))?;
         r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
     }
-    if info.atomic_eth {
+    if info.atomic_eth() {
         let r = ext.atomic_eth.ok_or(missing("AtomicETH"))?;
         r.emit(&mut atomic_eth::Packet::new_unchecked(next(
             atomic_eth::HEADER_LEN,
         )));
     }
-    if info.immdt {
+    if info.immdt() {
         let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
         immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
     }
-    if info.ieth {
+    if info.ieth() {
         let rkey = ext.ieth.ok_or(missing("IETH"))?;
         ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
     }
-    if info.aeth {
+    if info.aeth() {
         let r = ext.aeth.ok_or(missing("AETH"))?;
         r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
     }
-    if info.atomic_ack_eth {
+    if info.atomic_ack_eth() {
         let r = ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
         r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
             atomic_ack_eth::HEADER_LEN,

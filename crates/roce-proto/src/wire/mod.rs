@@ -9,6 +9,7 @@
 mod field;
 
 pub mod aeth;
+pub mod arp;
 pub mod atomic_ack_eth;
 pub mod atomic_eth;
 pub mod bth;
@@ -22,6 +23,7 @@ pub mod immdt;
 pub mod int;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ndp;
 pub mod opcode;
 pub mod pfc;
 pub mod pretty;

@@ -30,6 +30,7 @@ use crate::wire::{
 };
 
 use completer::CompleterCtx;
+use paced::CcPacer;
 use requester::Requester;
 pub use requester::RequesterConfig;
 use responder::{Responder, ResponderCtx};
@@ -118,40 +119,6 @@ impl Outgoing {
     }
 }
 
-/// Turns a QP's sending into earliest-departure times (a congestion-control pacer plugs in here).
-pub trait DeparturePacer: Send + std::fmt::Debug {
-    /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
-    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant;
-    /// A CNP arrived for this QP.
-    fn on_cnp(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// The pacer's own next deadline (rate-increase timers).
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    /// The pacer's deadline has come.
-    fn handle_timeout(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
-    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<crate::time::Duration>) {
-        let _ = (now, acked_bytes, rtt);
-    }
-    /// The transport detected a loss (NAK sequence error or ACK timeout).
-    fn on_loss(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// In-band telemetry echoed by the peer arrived (one record per hop).
-    fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
-        let _ = (now, hops);
-    }
-    /// The congestion controller's state, when the pacer has one.
-    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
-        None
-    }
-}
-
 /// Attributes in force.
 #[derive(Clone, Copy, Debug)]
 struct Attrs {
@@ -183,7 +150,8 @@ pub struct QueuePair {
     udp_src_port: u16,
     cfg: RequesterConfig,
     next_departure: Instant,
-    pacer: Option<Box<dyn DeparturePacer>>,
+    /// The congestion controller and its pacer, when one is installed.
+    cc: Option<CcPacer>,
     /// Header templates for the current path (rebuilt when it changes).
     templates: Option<Box<Templates>>,
     rtt: rtt::RttSampler,
@@ -253,7 +221,7 @@ impl QueuePair {
             udp_src_port,
             cfg,
             next_departure: Instant::ZERO,
-            pacer: None,
+            cc: None,
             templates: None,
             rtt: rtt::RttSampler::default(),
         }
@@ -299,9 +267,10 @@ impl QueuePair {
     pub fn recv_queue_len(&self) -> usize {
         self.resp.rq.len()
     }
-    /// Installs a pacer that decides earliest departure times for data packets.
-    pub fn set_pacer(&mut self, pacer: Option<Box<dyn DeparturePacer>>) {
-        self.pacer = pacer;
+    /// Installs (or removes) the congestion controller whose pacer decides the earliest
+    /// departure times of data packets.
+    pub fn set_congestion_control(&mut self, cc: Option<CcPacer>) {
+        self.cc = cc;
     }
     /// Sets the earliest time the next data packet may leave.
     pub fn set_next_departure(&mut self, at: Instant) {
@@ -590,14 +559,14 @@ impl QueuePair {
     /// A CNP arrived for this QP (the reaction point's congestion control reacts to it).
     pub fn note_cnp(&mut self, now: Instant) {
         self.stats.rp_cnp_handled += 1;
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             p.on_cnp(now);
         }
     }
 
     /// Runs expired timers.
     pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             if p.poll_timeout().is_some_and(|t| t <= now) {
                 p.handle_timeout(now);
             }
@@ -620,11 +589,11 @@ impl QueuePair {
         self.stats.packet_seq_err + self.stats.local_ack_timeout_err
     }
 
-    /// Feeds the pacer's controller after a response or timeout: an RTT sample when a response
-    /// covering `covered` retired a timed request, then a loss when this event detected one
-    /// (the loss count moved from `losses_before`).
+    /// Feeds the congestion controller after a response or timeout: an RTT sample when a
+    /// response covering `covered` retired a timed request, then a loss when this event detected
+    /// one (the loss count moved from `losses_before`).
     fn feed_cc(&mut self, now: Instant, covered: Option<Psn>, losses_before: u64) {
-        let Some(p) = self.pacer.as_mut() else {
+        let Some(p) = self.cc.as_mut() else {
             return;
         };
         if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
@@ -638,12 +607,12 @@ impl QueuePair {
 
     /// The state of this QP's congestion controller, if one is installed.
     pub fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
-        self.pacer.as_ref()?.cc_metrics()
+        Some(self.cc.as_ref()?.metrics())
     }
 
-    /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.
+    /// In-band telemetry the peer echoed for this QP: handed to the congestion controller.
     pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             p.on_int(now, hops);
         }
     }
@@ -651,8 +620,8 @@ impl QueuePair {
     /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let pacer = self.pacer.as_ref().and_then(|p| p.poll_timeout());
-        let t = match (self.timers.next_timeout(), pacer) {
+        let cc = self.cc.as_ref().and_then(|p| p.poll_timeout());
+        let t = match (self.timers.next_timeout(), cc) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -770,7 +739,7 @@ impl QueuePair {
             );
         }
         let n = self.emit(now, &o, local, mrs, buf, true)?;
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             // A departure already due is no hold: keeping it would make `poll_timeout` report a
             // past deadline and the loop fire timers on every poll.
             let next = p.on_transmit(now, n);

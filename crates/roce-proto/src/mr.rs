@@ -5,11 +5,8 @@
 
 use thiserror::Error;
 
+pub use crate::verbs::PdHandle;
 use crate::verbs::{AccessFlags, Sge};
-
-/// A protection domain of an endpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PdHandle(pub(crate) u32);
 
 /// What `reg_mr` hands back: keys and the address range of the new region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -37,11 +37,12 @@ pub use ecn::{dscp, traffic_class, Ecn};
 pub use ethernet::{EtherType, EthernetAddress, VlanTag};
 pub use icrc::{compute_icrc, verify_icrc, Icrc};
 pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};
-pub use roce::{
-    parse_frame, parse_frame_unverified, set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr,
-};
+pub use roce::{set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr};
 pub use template::{FrameTemplate, PacketFields};
-pub use view::{parse_view, parse_view_fast, parse_view_unverified, RoceView};
+pub use view::{
+    parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
+    RoceView,
+};
 
 /// The UDP destination port of RoCEv2.
 pub const ROCE_UDP_PORT: u16 = 4791;

@@ -1,8 +1,9 @@
-//! Whole RoCEv2 frames: one checked parse from Ethernet through the ICRC, and one-shot emission of
-//! a complete frame (headers, payload, pad, ICRC) into a caller's buffer. No transport state and
+//! Whole RoCEv2 frames: the general checked parse from Ethernet through the ICRC (any VLAN tag, IP
+//! version and options; [`super::parse_frame`] tries the receive view's fast path first), and
+//! one-shot emission of a complete frame (headers, payload, pad, ICRC) into a caller's buffer. No transport state and
 //! no policy (P_Key, QP lookup, PSN windows) lives here; those checks belong to the QP layer.
 //!
-//! `parse_frame` verifies the IPv4 header checksum (`BadChecksum`) before the ICRC, so a frame
+//! The parse verifies the IPv4 header checksum (`BadChecksum`) before the ICRC, so a frame
 //! whose TTL or DSCP a router changed without fixing the checksum is rejected there.
 
 use std::net::IpAddr;
@@ -12,7 +13,6 @@ use super::icrc::{
     LRH_LEN, UDP_MASKED,
 };
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
-use super::view::fast_path;
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
     Ecn, EtherType, WireError, ROCE_UDP_PORT,
@@ -193,23 +193,6 @@ pub const fn pad_count(payload_len: usize) -> u8 {
     ((4 - payload_len % 4) % 4) as u8
 }
 
-/// Parses and checks a whole frame, ICRC included.
-///
-/// Checks, in order: Ethernet header (`Truncated`), EtherType IPv4/IPv6 (`NotRoce`), IP version
-/// (`BadVersion`), lengths (`Truncated`/`BadLength`), IPv4 options or fragments (`Unsupported`),
-/// protocol UDP and port 4791 (`NotRoce`), IPv4 header checksum (`BadChecksum`), UDP length,
-/// BTH TVer (`BadVersion`), opcode (`BadOpcode`), extension headers, pad and payload against the
-/// opcode table (`BadLength`), and the ICRC (`BadIcrc`). Bytes after the IP packet (Ethernet
-/// padding) are ignored. Never panics.
-pub fn parse_frame(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
-    parse(frame, true)
-}
-
-/// Like [`parse_frame`] but skips only the ICRC comparison (`icrc` is still the carried value).
-pub fn parse_frame_unverified(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
-    parse(frame, false)
-}
-
 /// The IP packet inside `frame` (header through ICRC, Ethernet padding cut off).
 #[inline]
 fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError> {
@@ -241,14 +224,6 @@ fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError>
             Ok((eth, IpRepr::V6(repr), &ip_bytes[..total]))
         }
         _ => Err(WireError::NotRoce),
-    }
-}
-
-#[inline]
-fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
-    match fast_path(frame, verify) {
-        Some(view) => Ok(view.to_packet()),
-        None => parse_any(frame, verify).map(|(packet, _)| packet),
     }
 }
 

@@ -1,8 +1,8 @@
-//! A light, checked view of a RoCEv2 frame for the receive path: offsets into the frame plus the
-//! BTH, ECN and ICRC, decoded without building the full [`RoceRepr`]. Not a second parser: the
-//! common shapes (untagged IPv4 without options, untagged IPv6) take a flat fixed-offset path,
-//! everything else (and every error) goes through [`parse_frame`]'s general parser, so a view
-//! exists exactly when `parse_frame` succeeds, and errors are the same.
+//! The receive path's parse ([`parse_frame`]) and a light, checked view of a RoCEv2 frame: offsets
+//! into the frame plus the BTH, ECN and ICRC, decoded without building the full [`RoceRepr`]. Not
+//! a second parser: the common shapes (untagged IPv4 without options, untagged IPv6) take a flat
+//! fixed-offset path, everything else (and every error) goes through the general parser of
+//! [`super::roce`], so a view exists exactly when `parse_frame` succeeds, and errors are the same.
 //!
 //! The fixed headers of the fast path are `zerocopy` layouts: one bounds check, then named
 //! big-endian fields at constant offsets. The ICRC is verified without copying the frame: only
@@ -15,8 +15,6 @@ use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::icrc::{icrc_in_place, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, OpcodeInfo};
-#[cfg(doc)]
-use super::roce::parse_frame;
 use super::roce::{parse_any, parse_ext, ExtRepr, IpRepr, RocePacket, RoceRepr};
 use super::{
     aeth, bth, dscp, ethernet, ipv4, ipv6, read_u16, reth, udp, Ecn, EtherType, EthernetAddress,
@@ -66,6 +64,31 @@ pub struct RoceView<'a> {
     pub ecn: Ecn,
     /// The ICRC carried by the frame.
     pub icrc: u32,
+}
+
+/// Parses and checks a whole frame, ICRC included.
+///
+/// Checks, in order: Ethernet header (`Truncated`), EtherType IPv4/IPv6 (`NotRoce`), IP version
+/// (`BadVersion`), lengths (`Truncated`/`BadLength`), IPv4 options or fragments (`Unsupported`),
+/// protocol UDP and port 4791 (`NotRoce`), IPv4 header checksum (`BadChecksum`), UDP length,
+/// BTH TVer (`BadVersion`), opcode (`BadOpcode`), extension headers, pad and payload against the
+/// opcode table (`BadLength`), and the ICRC (`BadIcrc`). Bytes after the IP packet (Ethernet
+/// padding) are ignored. Never panics.
+pub fn parse_frame(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
+    parse(frame, true)
+}
+
+/// Like [`parse_frame`] but skips only the ICRC comparison (`icrc` is still the carried value).
+pub fn parse_frame_unverified(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
+    parse(frame, false)
+}
+
+#[inline]
+fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
+    match fast_path(frame, verify) {
+        Some(view) => Ok(view.to_packet()),
+        None => parse_any(frame, verify).map(|(packet, _)| packet),
+    }
 }
 
 /// Parses and checks a whole frame like [`parse_frame`] (same checks, same errors), returning a

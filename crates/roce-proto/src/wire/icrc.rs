@@ -55,11 +55,13 @@ pub(crate) const BTH_MASKED: (usize, u8) = (bth::field::FECN_BECN, 0xff);
 /// Sets the bits `masked` lists in `header` to ones; returns the bytes as they were.
 #[inline(always)]
 pub(crate) fn mask<const N: usize>(header: &mut [u8], masked: &[(usize, u8); N]) -> [u8; N] {
-    masked.map(|(at, ones)| {
-        let real = header[at];
-        header[at] = real | ones;
-        real
-    })
+    // A plain loop: `array::map` is not always inlined, and this runs on every emit.
+    let mut real = [0u8; N];
+    for (slot, &(at, ones)) in real.iter_mut().zip(masked) {
+        *slot = header[at];
+        header[at] |= ones;
+    }
+    real
 }
 
 /// Writes back bytes [`mask`] returned (`real`) over the ones it set.

@@ -12,8 +12,8 @@
 //! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
 use super::icrc::{
-    crc32, crc_after_lrh, mask, unmask, RegCrc, ZeroShift, BTH_MASKED, ICRC_LEN, IPV4_MASKED,
-    IPV6_MASKED, LRH_LEN, MAX_SHIFT, UDP_MASKED,
+    crc32, crc_after_lrh, mask, RegCrc, ZeroShift, BTH_MASKED, ICRC_LEN, IPV4_MASKED, IPV6_MASKED,
+    LRH_LEN, MAX_SHIFT, UDP_MASKED,
 };
 use super::opcode::{Opcode, OpcodeInfo};
 use super::roce::{emit_ext, hash_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
@@ -26,6 +26,22 @@ const MAX_HEADER_LEN: usize = ethernet::HEADER_LEN
     + ipv6::HEADER_LEN
     + udp::HEADER_LEN
     + bth::HEADER_LEN;
+
+// `emit_shaped` restores exactly the bytes the ICRC masks, in `ip_real`'s order: IPv4 TOS and TTL
+// (and the checksum, recomputed), the IPv6 first word and hop limit, the UDP checksum (zero) and
+// the BTH's FECN/BECN byte. Checked against the masking tables at compile time.
+const _: () = {
+    let [tos, ttl, c0, c1] = IPV4_MASKED;
+    assert!(tos.0 == ipv4::field::TOS && ttl.0 == ipv4::field::TTL);
+    assert!(c0.0 == ipv4::field::CHECKSUM && c1.0 == ipv4::field::CHECKSUM + 1);
+    let [w0, w1, w2, w3, hop] = IPV6_MASKED;
+    assert!(w0.0 == ipv6::field::VER_TC_FLOW.start && w1.0 == w0.0 + 1);
+    assert!(w2.0 == w0.0 + 2 && w3.0 == w0.0 + 3 && w3.0 + 1 == ipv6::field::VER_TC_FLOW.end);
+    assert!(hop.0 == ipv6::field::HOP_LIMIT);
+    let [u0, u1] = UDP_MASKED;
+    assert!(u0.0 == udp::field::CHECKSUM && u1.0 == udp::field::CHECKSUM + 1);
+    assert!(BTH_MASKED.0 == bth::field::FECN_BECN);
+};
 
 /// The BTH flag bits that a template leaves to each packet: SE and the pad count.
 const BTH_PER_PACKET_FLAGS: u8 = bth::SE | bth::PAD_COUNT;
@@ -384,17 +400,25 @@ impl FrameTemplate {
             reg.state()
         });
 
-        // The real values of the masked fields.
+        // The real values of the masked fields (the bytes `new` masked; a compile-time check at
+        // the top ties them to the masking tables), field by field: wide stores, fixed offsets.
         if V6 {
-            unmask(&mut frame[ETH..], &IPV6_MASKED, self.ip_real);
+            let first_word =
+                ETH + ipv6::field::VER_TC_FLOW.start..ETH + ipv6::field::VER_TC_FLOW.end;
+            frame[first_word].copy_from_slice(&self.ip_real[..4]);
+            frame[ETH + ipv6::field::HOP_LIMIT] = self.ip_real[4];
         } else {
+            frame[ETH + ipv4::field::TOS] = self.ip_real[0];
+            frame[ETH + ipv4::field::TTL] = self.ip_real[1];
             let total = (ip_len + udp_len) as u32;
-            let [c0, c1] = ipv4::fold(u32::from(self.ip_partial_sum) + total).to_be_bytes();
-            let [tos, ttl, ..] = self.ip_real;
-            unmask(&mut frame[ETH..], &IPV4_MASKED, [tos, ttl, c0, c1]);
+            write_u16(
+                frame,
+                ETH + ipv4::field::CHECKSUM,
+                ipv4::fold(u32::from(self.ip_partial_sum) + total),
+            );
         }
-        unmask(&mut frame[udp_at..], &UDP_MASKED, [0, 0]);
-        unmask(&mut frame[bth_at..], &[BTH_MASKED], [self.fecn_becn]);
+        write_u16(frame, udp_at + udp::field::CHECKSUM, 0);
+        frame[bth_at + bth::field::FECN_BECN] = self.fecn_becn;
         frame[pad_end..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }

@@ -418,7 +418,9 @@ impl<'a> RoceView<'a> {
     }
 }
 
-/// The repr of a checked option-less IPv4 header at the start of `bytes`.
+/// The repr of a checked option-less IPv4 header at the start of `bytes`. Out of line: inlined
+/// into `parse_frame`'s conversion it costs that path about 1% more instructions (callgrind).
+#[inline(never)]
 fn ipv4_repr(bytes: &[u8]) -> ipv4::Repr {
     let Ok((h, _)) = ipv4::Header::ref_from_prefix(bytes) else {
         // (Unreachable for a view: its IP header was checked whole.)

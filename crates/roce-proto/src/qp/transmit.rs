@@ -11,7 +11,8 @@ use crate::time::Instant;
 use crate::verbs::QpState;
 use crate::wire::opcode::Opcode;
 use crate::wire::{
-    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RoceRepr,
+    bth, dscp, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields,
+    RoceRepr,
 };
 
 use super::{timer, QueuePair};
@@ -200,17 +201,17 @@ impl QueuePair {
             IpAddr::V6(_) => IpAddr::V6(local.ipv6?),
         };
         let m = &local.marking;
-        let mut ecn = Ecn::from_bits(av.traffic_class & 3);
+        let mut ecn = Ecn::from_bits(av.traffic_class);
         if ecn == Ecn::NotEct && data {
             ecn = m.data_ecn;
         }
         // A traffic class of 0 means "unset": the endpoint's class applies. Any other value
         // is the QP's own (so DSCP 0 is expressible as 0 with ECN bits).
-        let dscp = match av.traffic_class {
+        let ip_dscp = match av.traffic_class {
             0 => m.data_dscp,
-            tc => tc >> 2,
+            tc => dscp(tc),
         };
-        let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
+        let mut ip = IpRepr::new_roce(src, av.remote_ip, ip_dscp, ecn);
         match &mut ip {
             IpRepr::V4(r) => r.ttl = av.hop_limit,
             IpRepr::V6(r) => r.hop_limit = av.hop_limit,

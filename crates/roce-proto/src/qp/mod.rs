@@ -1,4 +1,4 @@
-//! An RC queue pair: the facade over [`requester`], [`responder`], [`completer`], the state
+//! An RC queue pair: the facade over `requester`, `responder`, `completer`, the state
 //! machine ([`state`]), the timers ([`timer`]) and its congestion control ([`paced`]), with packet
 //! emission into caller buffers (`transmit`).
 //!

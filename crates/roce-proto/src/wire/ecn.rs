@@ -79,3 +79,23 @@ impl fmt::Display for Ecn {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traffic_class_packs_dscp_above_ecn() {
+        assert_eq!(traffic_class(26, Ecn::Ect0), 0x6a);
+        assert_eq!(traffic_class(0xff, Ecn::Ce), 0xff);
+        assert_eq!(dscp(0x6b), 26);
+        assert_eq!(Ecn::from_bits(0x6b), Ecn::Ce);
+    }
+
+    #[test]
+    fn apply_replaces_only_the_ecn_bits() {
+        assert_eq!(Ecn::Ce.apply(0x6a), 0x6b);
+        assert_eq!(Ecn::NotEct.apply(0xff), 0xfc);
+        assert_eq!(Ecn::Ect1.apply(0x00), 0x01);
+    }
+}

@@ -3,7 +3,7 @@
 use super::*;
 
 use crate::wire::ndp::tests::{
-    a_ip, b_ip, A_MAC, B_MAC, LINUX_ADVERT_A_TO_B, LINUX_SOLICIT_B_FOR_A,
+    a_ip, advert_from_a, b_ip, A_MAC, B_MAC, LINUX_ADVERT_A_TO_B, LINUX_SOLICIT_B_FOR_A,
 };
 use crate::wire::ndp::MESSAGE_LEN;
 
@@ -66,16 +66,7 @@ fn answers_solicitation_for_our_address_and_learns_asker() {
     let reply = parse_frame(&buf[..len]).unwrap();
     assert_eq!((reply.eth.src, reply.eth.dst), (A_MAC, B_MAC));
     assert_eq!((reply.ip.src, reply.ip.dst), (a_ip(), b_ip()));
-    assert_eq!(
-        reply.ndp,
-        NdpRepr::Advert {
-            router: false,
-            solicited: true,
-            override_cache: true,
-            target: a_ip(),
-            target_mac: Some(A_MAC)
-        }
-    );
+    assert_eq!(reply.ndp, advert_from_a());
     assert_eq!(a.poll_transmit(&mut buf), Ok(None));
     // And the asker learns us from the advertisement.
     let mut b = Responder::new(B_MAC, b_ip());

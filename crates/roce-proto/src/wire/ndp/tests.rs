@@ -13,6 +13,17 @@ pub(crate) fn b_ip() -> Ipv6Addr {
     "2001:db8::12".parse().unwrap()
 }
 
+/// The advertisement host a answers a solicitation for its address with (as Linux does).
+pub(crate) fn advert_from_a() -> NdpRepr {
+    NdpRepr::Advert {
+        router: false,
+        solicited: true,
+        override_cache: true,
+        target: a_ip(),
+        target_mac: Some(A_MAC),
+    }
+}
+
 /// Real frames captured on br-rxe by tools/interop/run.sh (Debian 12 guests, kernel 6.1).
 pub(crate) static LINUX_SOLICIT_B_FOR_A: [u8; 86] = [
     0x33, 0x33, 0xff, 0x00, 0x00, 0x11, 0x52, 0x54, 0x00, 0x12, 0x00, 0x12, 0x86, 0xdd, 0x60,
@@ -69,14 +80,5 @@ fn emits_a_solicitation_byte_for_byte_linux() {
 #[test]
 fn linux_advertisement_parses_with_its_checksum() {
     let parsed = parse_frame(&LINUX_ADVERT_A_TO_B).unwrap();
-    assert_eq!(
-        parsed.ndp,
-        NdpRepr::Advert {
-            router: false,
-            solicited: true,
-            override_cache: true,
-            target: a_ip(),
-            target_mac: Some(A_MAC)
-        }
-    );
+    assert_eq!(parsed.ndp, advert_from_a());
 }

@@ -7,9 +7,6 @@
 //! library's `libibverbs.map` (IBVERBS_1.1, ...) and leave programs' versioned imports
 //! unresolved under `LD_PRELOAD`.
 
-pub mod eventfd;
-pub mod memory;
-
 mod cq;
 mod device;
 mod mr;

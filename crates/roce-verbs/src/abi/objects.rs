@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use roce_proto::mr::PdHandle;
 
-use super::eventfd::EventFd;
 use super::ffi;
 use super::qp_ex::WrBuilder;
 use crate::device::Device;
 use crate::objects::{CompChannel, Cq, Qp};
+use crate::sys::eventfd::EventFd;
 
 /// Our device (`roce0`): one static `struct ibv_device`.
 pub(super) fn ibv_device() -> *mut ffi::ibv_device {

@@ -11,8 +11,8 @@ use roce_proto::psn::Psn;
 use roce_proto::resolving::UNKNOWN_MAC;
 use roce_proto::verbs::{AccessFlags, AddressVector, Mtu, QpAttr, QpState};
 
-use super::objects::{CqBox, PdBox, QpBox};
-use super::qp_ex::{self, WrBuilder};
+use super::objects::{CqBox, PdBox, QpBox, WrBuilder};
+use super::qp_ex;
 use super::{export, fail_errno, fail_null, ffi, unsupported};
 use crate::error::VerbsError;
 use crate::info::{MAX_INLINE, MAX_QP_WR, MAX_RD_ATOMIC, MAX_SGE};

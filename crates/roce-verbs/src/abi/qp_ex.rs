@@ -7,18 +7,11 @@ use std::os::raw::{c_int, c_void};
 
 use roce_proto::verbs::{Sge, Sgl, WrOpcode};
 
-use super::objects::QpBox;
+use super::objects::{QpBox, WrBuilder};
 use super::wr::{flags_of, inline_bytes, sges, sgl_of};
 use super::{fail_null, ffi, unsupported};
 use crate::error::VerbsError;
 use crate::objects::SendRequest;
-
-/// The work requests being built on a QP.
-#[derive(Debug, Default)]
-pub(crate) struct WrBuilder {
-    reqs: Vec<SendRequest>,
-    error: Option<VerbsError>,
-}
 
 /// `ibv_create_qp_ex`: an RC QP with a PD; the extended ops the program asks for must be ones we
 /// build.

@@ -7,7 +7,7 @@ use std::mem::{offset_of, size_of};
 use std::os::raw::{c_char, c_int, c_void};
 
 use super::objects::{copy_str, ibv_device, Context};
-use super::{cq, export, ffi, qp_ex, unsupported as stubs, wr};
+use super::{cq, export, ffi, qp, unsupported as stubs, wr};
 use super::{fail, fail_minus_one, fail_null};
 use crate::error::VerbsError;
 use crate::info::{self, DeviceInfo, GID_TABLE_LEN};
@@ -99,7 +99,7 @@ extern "C" fn ibv_open_device(dev: *mut ffi::ibv_device) -> *mut ffi::ibv_contex
     let mut vctx = ffi::verbs_context {
         query_port: Some(query_port_ex),
         query_device_ex: Some(query_device_ex),
-        create_qp_ex: Some(qp_ex::create_qp_ex),
+        create_qp_ex: Some(qp::create_qp_ex),
         sz: size_of::<ffi::verbs_context>(),
         ..Default::default()
     };

@@ -282,6 +282,18 @@ impl Script {
         self.ep.post_recv(self.qpn, wr).unwrap();
     }
 
+    /// Posts send `wr_id`: `opcode` over `len` bytes at the start of `mr`.
+    pub fn post_send(
+        &mut self,
+        wr_id: u64,
+        opcode: roce_proto::verbs::WrOpcode,
+        mr: &roce_proto::mr::MrInfo,
+        len: u32,
+    ) {
+        let wr = send_wr(wr_id, opcode, mr, 0, len);
+        self.ep.post_send(self.qpn, wr).unwrap();
+    }
+
     pub fn mr(
         &mut self,
         len: usize,

@@ -13,9 +13,9 @@ mod roce_frames;
 use std::sync::Arc;
 
 use anyhow::ensure;
-use roce_dpdk::clock::MonotonicClock;
+use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
-use roce_dpdk::{Eal, Mempool, MempoolConfig, PortConfig, TscClock};
+use roce_dpdk::{DpdkPort, Eal, Mempool, MempoolConfig, PortConfig, TscClock};
 use roce_proto::engine::Engine;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time;
@@ -135,15 +135,28 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
     no_leak(&pool)
 }
 
-fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Result<()> {
-    let pool = pool(eal, 1023)?;
-    let (port_a, port_b) = ring_ports(eal, "rp_runtime", 1024, &pool, &port_config())?;
+type RingRuntime<C> = Runtime<DpdkPort, C>;
+
+/// A sender and a receiver loop over `ports`, each with its own clock from `clock`: bursts of
+/// 32, up to 64 TX retries.
+fn runtime_pair<C: Clock>(
+    (a, b): (DpdkPort, DpdkPort),
+    clock: impl Fn() -> C,
+) -> (RingRuntime<C>, RingRuntime<C>) {
     let config = RuntimeConfig {
         burst: 32,
         max_tx_retries: 64,
     };
-    let mut sender = Runtime::new(port_a, MonotonicClock::new(), config);
-    let mut receiver = Runtime::new(port_b, MonotonicClock::new(), config);
+    (
+        Runtime::new(a, clock(), config),
+        Runtime::new(b, clock(), config),
+    )
+}
+
+fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Result<()> {
+    let pool = pool(eal, 1023)?;
+    let ports = ring_ports(eal, "rp_runtime", 1024, &pool, &port_config())?;
+    let (mut sender, mut receiver) = runtime_pair(ports, MonotonicClock::new);
     let mut gen = Generator::new(1000, 256);
     let mut sink = Verifier::default();
     for _ in 0..200 {
@@ -168,13 +181,8 @@ fn runtime_moves_frames_between_engines_over_ring_pair(eal: &Eal) -> anyhow::Res
 
 fn runtime_steady_state_allocates_nothing(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 1023)?;
-    let (port_a, port_b) = ring_ports(eal, "rp_noalloc", 1024, &pool, &port_config())?;
-    let config = RuntimeConfig {
-        burst: 32,
-        max_tx_retries: 64,
-    };
-    let mut sender = Runtime::new(port_a, TscClock::new(eal), config);
-    let mut receiver = Runtime::new(port_b, TscClock::new(eal), config);
+    let ports = ring_ports(eal, "rp_noalloc", 1024, &pool, &port_config())?;
+    let (mut sender, mut receiver) = runtime_pair(ports, || TscClock::new(eal));
     let mut gen = Generator::new(u32::MAX, 64);
     let mut sink = Verifier {
         check_payload: false,

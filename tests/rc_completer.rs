@@ -12,6 +12,7 @@ use roce_proto::time::Duration;
 use roce_proto::verbs::{Mtu, QpState, SendWr, Sge, WcStatus, WrOpcode};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{atomic_ack_eth, ExtRepr};
+use WcStatus::{RemAccessErr, Success, WrFlushErr};
 
 fn opts(start: u32) -> RcOptions {
     RcOptions {
@@ -115,14 +116,8 @@ fn read_request_consumes_one_psn_per_response_packet() {
 fn ack_for_a_later_psn_completes_every_earlier_request() {
     let mut s = three_writes_sent();
     send!(s, ack(52, 0x1f, 3));
-    assert_eq!(
-        statuses(&mut s),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::Success),
-            (3, WcStatus::Success)
-        ]
-    );
+    let want = [(1, Success), (2, Success), (3, Success)];
+    assert_eq!(statuses(&mut s), want);
 }
 
 #[test]
@@ -240,14 +235,8 @@ fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
 fn remote_access_nak_completes_with_rem_access_err_and_flushes_the_rest() {
     let mut s = three_writes_sent();
     send!(s, ack(51, 0x62, 1));
-    assert_eq!(
-        statuses(&mut s),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::RemAccessErr),
-            (3, WcStatus::WrFlushErr)
-        ]
-    );
+    let want = [(1, Success), (2, RemAccessErr), (3, WrFlushErr)];
+    assert_eq!(statuses(&mut s), want);
     assert_eq!(s.ep.counters().qp.req_remote_access_errors, 1);
 }
 

@@ -42,6 +42,18 @@ fn write_then_flush(
     (p, got, sa.qpn)
 }
 
+/// A pair (`faults`, `seed`) connected with `o`: `a`'s side and a 64-byte source region on `a`.
+fn sender(
+    faults: FaultConfig,
+    seed: u64,
+    o: &RcOptions,
+) -> (Pair, roce_proto::connect::RcSide, roce_proto::mr::MrInfo) {
+    let mut p = pair(faults, seed);
+    let (sa, _sb) = connect(&mut p, o);
+    let src = mr(&mut p.a, &sa, 64, 1);
+    (p, sa, src)
+}
+
 fn assert_failed(p: &Pair, got: &[WorkCompletion], qpn: u32, status: WcStatus) {
     assert_eq!(statuses(got), vec![(1, status), (2, WcStatus::WrFlushErr)]);
     assert_eq!(p.a.qp(qpn).unwrap().state(), QpState::Err);
@@ -77,14 +89,12 @@ fn write_without_remote_write_right_fails_with_remote_access_error() {
 
 #[test]
 fn send_with_no_posted_receive_fails_when_rnr_retry_runs_out() {
-    let mut p = pair(FaultConfig::default(), 4);
     let o = RcOptions {
         rnr_retry: 3,
         min_rnr_timer: 1,
         ..RcOptions::default()
     };
-    let (sa, _sb) = connect(&mut p, &o);
-    let src = mr(&mut p.a, &sa, 64, 1);
+    let (mut p, sa, src) = sender(FaultConfig::default(), 4, &o);
     for id in 1..=2 {
         p.a.post_send(sa.qpn, send_wr(id, WrOpcode::Send, &src, 0, 64))
             .unwrap();
@@ -108,20 +118,16 @@ fn send_with_no_posted_receive_fails_when_rnr_retry_runs_out() {
 
 #[test]
 fn peer_gone_fails_with_retry_exceeded_after_retry_cnt_timeouts() {
-    let mut p = pair(
-        FaultConfig {
-            loss: 1.0,
-            ..FaultConfig::default()
-        },
-        5,
-    );
+    let lossy = FaultConfig {
+        loss: 1.0,
+        ..FaultConfig::default()
+    };
     let o = RcOptions {
         retry_cnt: 3,
         timeout: 8,
         ..RcOptions::default()
     };
-    let (sa, _sb) = connect(&mut p, &o);
-    let src = mr(&mut p.a, &sa, 64, 1);
+    let (mut p, sa, src) = sender(lossy, 5, &o);
     for id in 1..=3 {
         p.a.post_send(
             sa.qpn,
@@ -160,9 +166,7 @@ fn peer_gone_fails_with_retry_exceeded_after_retry_cnt_timeouts() {
 
 #[test]
 fn local_protection_error_on_a_bad_lkey_fails_without_sending() {
-    let mut p = pair(FaultConfig::default(), 6);
-    let (sa, _sb) = connect(&mut p, &RcOptions::default());
-    let src = mr(&mut p.a, &sa, 64, 1);
+    let (mut p, sa, src) = sender(FaultConfig::default(), 6, &RcOptions::default());
     p.a.post_send(sa.qpn, send_wr(1, WrOpcode::Send, &src, 60, 64))
         .unwrap();
     let got = run(&mut p, &sa, 1);

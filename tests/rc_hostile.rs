@@ -209,13 +209,7 @@ fn send_with_invalidate_invalidates_the_named_rkey() {
             .collect::<Vec<_>>(),
         vec![(1, WcStatus::Success, 4)]
     );
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, 101)
-            .ack_req()
-            .ext(reth(&target, 0, 4))
-            .payload(b"late")
-    );
+    send!(s, write_only(101, &target, b"late"));
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(101), Some((NAK_ACCESS, 1))));
     assert_eq!(&s.ep.mr(target.lkey).unwrap().bytes()[..4], &[0; 4]);
@@ -402,13 +396,7 @@ fn an_rkey_comes_back_only_after_256_registrations_of_its_slot() {
     }
     assert!(!keys.contains(&first.rkey), "an old rkey came back");
     // The slot holds its 201st region: the first region's rkey writes nothing.
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, 100)
-            .ack_req()
-            .ext(reth(&first, 0, 4))
-            .payload(b"evil")
-    );
+    send!(s, write_only(100, &first, b"evil"));
     let n = recv!(s);
     assert_eq!(n.aeth(), Some((NAK_ACCESS, 0)));
 }

@@ -31,13 +31,6 @@ fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo) {
     s.post_recv(wr_id, mr, 64);
 }
 
-fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
-    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
-        .ack_req()
-        .ext(reth(mr, 0, data.len() as u32))
-        .payload(data)
-}
-
 #[test]
 fn write_only_is_executed_and_acked_with_credits_31_and_msn_1() {
     let (mut s, mr) = setup();

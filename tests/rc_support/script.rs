@@ -91,6 +91,14 @@ impl Pkt {
     }
 }
 
+/// An RDMA WRITE Only (ACK requested) of `data` to the start of `mr`.
+pub fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
+    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
+        .ack_req()
+        .ext(reth(mr, 0, data.len() as u32))
+        .payload(data)
+}
+
 pub fn ack(psn: u32, syndrome: u8, msn: u32) -> Pkt {
     Pkt::new(Opcode::RC_ACKNOWLEDGE, psn).ext(ExtRepr {
         aeth: Some(aeth::Repr {

@@ -16,6 +16,9 @@ pub const EAL_ARGS: &str = "--log-level=lib.eal:4 --vdev=net_null0 --vdev=net_ri
 /// A test that runs once the EAL is up.
 pub type Test = fn(&Eal) -> anyhow::Result<()>;
 
+/// A test that runs before the EAL exists.
+pub type BeforeEal = fn() -> anyhow::Result<()>;
+
 /// `(name, test)` pairs from test function names.
 macro_rules! dpdk_tests {
     ($($name:ident),* $(,)?) => {
@@ -26,7 +29,7 @@ macro_rules! dpdk_tests {
 /// Runs `before` (tests that need no EAL) and then, with the EAL started from [`EAL_ARGS`],
 /// `tests`; only the names containing a command-line word when any is given. Exits non-zero
 /// when a test failed.
-pub fn run(before: &[(&str, fn() -> anyhow::Result<()>)], tests: &[(&str, Test)]) {
+pub fn run(before: &[(&str, BeforeEal)], tests: &[(&str, Test)]) {
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -1,19 +1,9 @@
 //! `roce cc show` / `roce cc replay` as a user runs them.
 
-use std::process::Command;
+#[path = "support/cli_output.rs"]
+mod cli_output;
 
-fn roce(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run roce");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use cli_output::roce;
 
 #[test]
 fn replay_json_lists_every_change_of_rate_target_and_alpha() {

@@ -115,19 +115,7 @@ fn a_server_that_resets_the_exchange_is_named_with_what_it_did() {
         drop(s);
     });
     let port = addr.port().to_string();
-    let out = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "--port",
-        "null",
-        "--timeout",
-        "10",
-        "-p",
-        &port,
-        "127.0.0.1",
-    ]);
+    let out = roce(&cli_output::null_perf_client("10", &port));
     resetter.join().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(

@@ -3,19 +3,10 @@
 //! verify every flow and leave a capture whose every frame has a valid ICRC; bad input is one
 //! line on stderr and a non-zero exit.
 
-use std::process::Command;
+#[path = "support/cli_output.rs"]
+mod cli_output;
 
-fn roce(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(args)
-        .output()
-        .expect("run roce");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use cli_output::roce;
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))

@@ -1,19 +1,20 @@
 //! `roce port info` end to end, each run in its own process (and so its own EAL).
 #![cfg(feature = "dpdk")]
 
-use std::process::Command;
+#[path = "support/cli_output.rs"]
+mod cli_output;
 
+/// Runs `roce args`: whether it succeeded, stdout and stderr.
 fn roce(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run roce: {e}"));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, stdout, stderr) = cli_output::roce(args);
+    (code == 0, stdout, stderr)
+}
+
+/// The one `roce:` line of `stderr`.
+fn the_error_line(stderr: &str) -> &str {
+    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
+    assert_eq!(error.len(), 1, "{stderr}");
+    error[0]
 }
 
 #[test]
@@ -51,10 +52,9 @@ fn port_info_without_ports_explains_what_to_do() {
     let (ok, stdout, stderr) = roce(&["port", "info", "--eal", "--no-pci --log-level=1"]);
     assert!(!ok);
     assert!(stdout.contains("0 ports"), "{stdout}");
-    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
-    assert_eq!(error.len(), 1, "{stderr}");
+    let error = the_error_line(&stderr);
     assert!(
-        error[0].contains("--vdev=net_null0") && error[0].contains("-d /usr/lib"),
+        error.contains("--vdev=net_null0") && error.contains("-d /usr/lib"),
         "{stderr}"
     );
 }
@@ -73,7 +73,6 @@ fn bad_eal_arguments_end_in_one_error_line_and_leave_stdout_clean() {
     let (ok, stdout, stderr) = roce(&["port", "info", "--port", "null", "--eal", "--bogus"]);
     assert!(!ok);
     assert!(stdout.trim().is_empty(), "stdout: {stdout}");
-    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
-    assert_eq!(error.len(), 1, "{stderr}");
-    assert!(error[0].contains("--bogus"), "{stderr}");
+    let error = the_error_line(&stderr);
+    assert!(error.contains("--bogus"), "{stderr}");
 }

@@ -3,26 +3,27 @@
 //! does not exist.
 #![cfg(feature = "dpdk")]
 
+#[path = "support/cli_output.rs"]
+mod cli_output;
+
 use std::process::Command;
 
-fn roce(args: &[&str]) -> (bool, String) {
+use cli_output::{error_lines, null_perf_client};
+
+/// Runs `roce` with the words of `command_line`, which must fail, and returns its `roce:` lines.
+fn refused(command_line: &str) -> String {
+    let args: Vec<&str> = command_line.split_whitespace().collect();
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(args)
+        .args(&args)
         .output()
         .expect("run roce");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .filter(|l| l.starts_with("roce: "))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (out.status.success(), line)
+    assert!(!out.status.success(), "{args:?} succeeded");
+    error_lines(&out).join("\n")
 }
 
 #[test]
 fn bad_mtu_is_refused() {
-    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/15", "-m", "1000"]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.1/15 -m 1000");
     assert_eq!(
         err,
         "roce: -m 1000: the MTU must be 256, 512, 1024, 2048 or 4096"
@@ -32,8 +33,7 @@ fn bad_mtu_is_refused() {
 #[test]
 fn zero_and_huge_sizes_are_refused() {
     for size in ["0", "8388609"] {
-        let (ok, err) = roce(&["perf", "send-bw", "--ip", "198.18.0.1/15", "-s", size]);
-        assert!(!ok);
+        let err = refused(&format!("perf send-bw --ip 198.18.0.1/15 -s {size}"));
         assert_eq!(
             err,
             format!("roce: -s {size}: the size must be 1..=8388608 bytes")
@@ -43,15 +43,13 @@ fn zero_and_huge_sizes_are_refused() {
 
 #[test]
 fn duration_on_a_latency_test_is_refused() {
-    let (ok, err) = roce(&["perf", "send-lat", "--ip", "198.18.0.1/15", "-D", "2"]);
-    assert!(!ok);
+    let err = refused("perf send-lat --ip 198.18.0.1/15 -D 2");
     assert_eq!(err, "roce: -D is supported by the bandwidth tests only");
 }
 
 #[test]
 fn bad_ip_is_refused() {
-    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/40"]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.1/40");
     assert_eq!(
         err,
         "roce: --ip \"198.18.0.1/40\": prefix length must be 0..=32"
@@ -62,15 +60,13 @@ fn bad_ip_is_refused() {
 fn busy_tcp_port_is_one_line() {
     let busy = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = busy.local_addr().unwrap().port().to_string();
-    let (ok, err) = roce(&["perf", "write-bw", "--ip", "198.18.0.1/15", "-p", &port]);
-    assert!(!ok);
+    let err = refused(&format!("perf write-bw --ip 198.18.0.1/15 -p {port}"));
     assert_eq!(err, format!("roce: TCP port {port} is busy"));
 }
 
 #[test]
 fn pingpong_bad_mtu_is_refused() {
-    let (ok, err) = roce(&["pingpong", "--ip", "198.18.0.1/15", "-m", "9000"]);
-    assert!(!ok);
+    let err = refused("pingpong --ip 198.18.0.1/15 -m 9000");
     assert_eq!(
         err,
         "roce: -m 9000: the MTU must be 256, 512, 1024, 2048 or 4096"
@@ -86,20 +82,7 @@ fn client_without_a_server_gives_up_after_the_timeout() {
         .unwrap()
         .port()
         .to_string();
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "--port",
-        "null",
-        "--timeout",
-        "1",
-        "-p",
-        &port,
-        "127.0.0.1",
-    ]);
-    assert!(!ok);
+    let err = refused(&null_perf_client("1", &port).join(" "));
     assert_eq!(
         err,
         format!("roce: no server listens at 127.0.0.1:{port} (refused for 1 s)")
@@ -108,16 +91,7 @@ fn client_without_a_server_gives_up_after_the_timeout() {
 
 #[test]
 fn missing_pci_device_is_one_line() {
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "--port",
-        "pci:0000:99:00.0",
-        "127.0.0.1",
-    ]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.2/15 --port pci:0000:99:00.0 127.0.0.1");
     assert_eq!(
         err,
         "roce: no DPDK port: --port pci:0000:99:00.0 created nothing"
@@ -130,43 +104,20 @@ fn peer_that_accepts_but_never_answers_is_one_line() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
     let holder = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "--port",
-        "null",
-        "--timeout",
-        "1",
-        "-p",
-        &port,
-        "127.0.0.1",
-    ]);
+    let err = refused(&null_perf_client("1", &port).join(" "));
     drop(holder.join());
-    assert!(!ok);
     assert_eq!(err, "roce: peer: read parameters: peer silent for 1s");
 }
 
 #[test]
 fn bidirectional_latency_test_is_refused() {
-    let (ok, err) = roce(&["perf", "send-lat", "--ip", "198.18.0.1/15", "-b"]);
-    assert!(!ok);
+    let err = refused("perf send-lat --ip 198.18.0.1/15 -b");
     assert_eq!(err, "roce: -b is supported by the bandwidth tests only");
 }
 
 #[test]
 fn perftest_format_with_two_sizes_is_refused() {
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.1/15",
-        "-a",
-        "--peer-format",
-        "perftest",
-    ]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.1/15 -a --peer-format perftest");
     assert_eq!(
         err,
         "roce: --peer-format perftest: one size, one QP, no -D or -b"
@@ -175,17 +126,7 @@ fn perftest_format_with_two_sizes_is_refused() {
 
 #[test]
 fn fault_fraction_out_of_range_is_refused() {
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.1/15",
-        "--port",
-        "null",
-        "--loss",
-        "1.5",
-    ]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.1/15 --port null --loss 1.5");
     // The same rule and words as `roce loopback` (FaultConfig::check).
     assert_eq!(err, "roce: --loss 1.5 must be in [0, 1)");
 }
@@ -193,34 +134,13 @@ fn fault_fraction_out_of_range_is_refused() {
 #[test]
 fn vdev_names_the_raw_device_in_its_error_and_gid_index_is_accepted() {
     // --vdev replaces --port with a raw DPDK device; perftest's -x is taken as it is.
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "-x",
-        "1",
-        "--vdev",
-        "net_nosuchdriver0",
-        "127.0.0.1",
-    ]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.2/15 -x 1 --vdev net_nosuchdriver0 127.0.0.1");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--vdev net_nosuchdriver0"), "{err}");
 }
 
 #[test]
 fn vdev_and_port_together_are_refused() {
-    let (ok, err) = roce(&[
-        "perf",
-        "write-bw",
-        "--ip",
-        "198.18.0.2/15",
-        "--vdev",
-        "net_null0",
-        "--port",
-        "null",
-    ]);
-    assert!(!ok);
+    let err = refused("perf write-bw --ip 198.18.0.2/15 --vdev net_null0 --port null");
     assert!(err.contains("--vdev") && err.contains("--port"), "{err}");
 }

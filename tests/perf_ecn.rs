@@ -5,25 +5,24 @@
 mod rc_support;
 
 use rc_support::script::*;
+use rc_support::send_wr;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
-use roce_proto::verbs::{Mtu, SendWr, Sge, WrOpcode};
+use roce_proto::verbs::{Mtu, WrOpcode};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::Ecn;
 
 fn read_of(s: &mut Script, len: u32) {
     let mr = s.mr(8192, rc_support::ALL_ACCESS);
-    let wr = SendWr::new(
+    let wr = send_wr(
         1,
         WrOpcode::RdmaRead {
             remote_addr: 0x9000,
             rkey: 5,
         },
-        Sge {
-            addr: mr.addr,
-            length: len,
-            lkey: mr.lkey,
-        },
+        &mr,
+        0,
+        len,
     );
     s.ep.post_send(s.qpn, wr).unwrap();
     assert_eq!(s.recv_all().len(), 1, "the READ request");

@@ -143,12 +143,19 @@ fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, Stri
     Some((cout, sout, String::from_utf8_lossy(&c.stderr).into_owned()))
 }
 
-fn assert_bw(test: &str, ns: &str) {
-    let Some((row, server_out)) = run_pair(test, ns, &["-s", "4096"]) else {
+/// A perftest result row: `columns` numbers, the first two the message size and 200 iterations.
+fn assert_row(row: &[f64], columns: usize, size: f64) {
+    assert_eq!(row.len(), columns, "{row:?}");
+    assert_eq!((row[0], row[1]), (size, 200.0));
+}
+
+/// A 4096-byte bandwidth `test` (with `args`) in namespace `ns` reports perftest's columns on
+/// the client, and the server prints the same row.
+fn assert_bw(test: &str, ns: &str, args: &[&str]) {
+    let Some((row, server_out)) = run_pair(test, ns, &[&["-s", "4096"], args].concat()) else {
         return;
     };
-    assert_eq!(row.len(), 5, "{row:?}");
-    assert_eq!((row[0], row[1]), (4096.0, 200.0));
+    assert_row(&row, 5, 4096.0);
     assert!(row[2..].iter().all(|&x| x > 0.0), "{row:?}");
     // The server prints the client's report, as perftest's server does.
     let srow = result_row(&server_out, "#bytes     #iterations    BW peak");
@@ -157,17 +164,17 @@ fn assert_bw(test: &str, ns: &str) {
 
 #[test]
 fn write_bw_between_two_processes_reports_perftest_columns() {
-    assert_bw("write-bw", "roce-perf-wbw");
+    assert_bw("write-bw", "roce-perf-wbw", &[]);
 }
 
 #[test]
 fn read_bw_between_two_processes_reports_perftest_columns() {
-    assert_bw("read-bw", "roce-perf-rbw");
+    assert_bw("read-bw", "roce-perf-rbw", &[]);
 }
 
 #[test]
 fn send_bw_between_two_processes_reports_perftest_columns() {
-    assert_bw("send-bw", "roce-perf-sbw");
+    assert_bw("send-bw", "roce-perf-sbw", &[]);
 }
 
 #[test]
@@ -175,8 +182,7 @@ fn send_lat_between_two_processes_reports_perftest_columns() {
     let Some((row, _)) = run_pair("send-lat", "roce-perf-slat", &["-s", "64"]) else {
         return;
     };
-    assert_eq!(row.len(), 9, "{row:?}");
-    assert_eq!((row[0], row[1]), (64.0, 200.0));
+    assert_row(&row, 9, 64.0);
     assert!(row[2..].iter().all(|&x| x > 0.0), "{row:?}");
     // min <= typical <= max, avg within [min, max].
     assert!(row[2] <= row[4] && row[4] <= row[3], "{row:?}");
@@ -208,25 +214,15 @@ fn write_lat_ping_pong_reports_on_both_sides() {
     let Some((row, server_out)) = run_pair("write-lat", "roce-perf-wlat", &["-s", "64"]) else {
         return;
     };
-    assert_eq!(row.len(), 9, "{row:?}");
-    assert_eq!((row[0], row[1]), (64.0, 200.0));
+    assert_row(&row, 9, 64.0);
     // The server (which writes first, as perftest's) prints its own latency line.
     let srow = result_row(&server_out, "#bytes #iterations    t_min");
-    assert_eq!(srow.len(), 9, "{srow:?}");
-    assert_eq!((srow[0], srow[1]), (64.0, 200.0));
+    assert_row(&srow, 9, 64.0);
 }
 
 #[test]
 fn bidirectional_write_bw_prints_the_sum_on_both_sides() {
-    let Some((row, server_out)) = run_pair("write-bw", "roce-perf-bidir", &["-s", "4096", "-b"])
-    else {
-        return;
-    };
-    assert_eq!(row.len(), 5, "{row:?}");
-    assert_eq!((row[0], row[1]), (4096.0, 200.0));
-    assert!(row[2..].iter().all(|&x| x > 0.0), "{row:?}");
-    let srow = result_row(&server_out, "#bytes     #iterations    BW peak");
-    assert_eq!(srow, row);
+    assert_bw("write-bw", "roce-perf-bidir", &["-b"]);
 }
 
 #[test]

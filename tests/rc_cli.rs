@@ -1,19 +1,10 @@
 //! `roce loopback` end to end: verified runs exit 0 with `"verified": true`, failed verification
 //! and bad input exit non-zero with one clear line.
 
-use std::process::Command;
+#[path = "support/cli_output.rs"]
+mod cli_output;
 
-fn roce(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(args)
-        .output()
-        .expect("run roce");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use cli_output::roce;
 
 /// A lossy, PSN-wrapping run on `port` (every fault at `fault`) with `extra` arguments; returns
 /// the JSON summary after checking the exit status and that it verified.

@@ -5,12 +5,14 @@
 mod rc_support;
 
 use rc_support::script::*;
+use rc_support::send_wr;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::time::Duration;
 use roce_proto::verbs::{Mtu, QpState, SendWr, Sge, WcStatus, WrOpcode};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{atomic_ack_eth, ExtRepr};
+use WcStatus::{RemAccessErr, Success, WrFlushErr};
 
 fn opts(start: u32) -> RcOptions {
     RcOptions {
@@ -31,19 +33,21 @@ fn setup(start: u32) -> (Script, roce_proto::mr::MrInfo) {
 }
 
 fn write(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
-    let wr = SendWr::new(
-        wr_id,
-        WrOpcode::RdmaWrite {
-            remote_addr: 0x5000,
-            rkey: 0x77,
-        },
-        Sge {
-            addr: mr.addr,
-            length: len,
-            lkey: mr.lkey,
-        },
-    );
-    s.ep.post_send(s.qpn, wr).unwrap();
+    let opcode = WrOpcode::RdmaWrite {
+        remote_addr: 0x5000,
+        rkey: 0x77,
+    };
+    s.post_send(wr_id, opcode, mr, len);
+}
+
+/// Three 8-byte WRITEs (wr_id 1..=3) from PSN 50, all on the wire.
+fn three_writes_sent() -> Script {
+    let (mut s, mr) = setup(50);
+    for id in 1..=3 {
+        write(&mut s, &mr, id, 8);
+    }
+    assert_eq!(s.recv_all().len(), 3);
+    s
 }
 
 fn statuses(s: &mut Script) -> Vec<(u64, WcStatus)> {
@@ -86,22 +90,15 @@ fn long_write_is_segmented_first_middle_last_across_the_psn_wrap_with_ackreq_on_
 #[test]
 fn read_request_consumes_one_psn_per_response_packet() {
     let (mut s, mr) = setup(10);
-    s.ep.post_send(
-        s.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::RdmaRead {
-                remote_addr: 0x9000,
-                rkey: 5,
-            },
-            Sge {
-                addr: mr.addr,
-                length: 600,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_send(
+        1,
+        WrOpcode::RdmaRead {
+            remote_addr: 0x9000,
+            rkey: 5,
+        },
+        &mr,
+        600,
+    );
     write(&mut s, &mr, 2, 4);
     let p = s.recv_all();
     assert_eq!(
@@ -117,29 +114,15 @@ fn read_request_consumes_one_psn_per_response_packet() {
 
 #[test]
 fn ack_for_a_later_psn_completes_every_earlier_request() {
-    let (mut s, mr) = setup(50);
-    for id in 1..=3 {
-        write(&mut s, &mr, id, 8);
-    }
-    assert_eq!(s.recv_all().len(), 3);
+    let mut s = three_writes_sent();
     send!(s, ack(52, 0x1f, 3));
-    assert_eq!(
-        statuses(&mut s),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::Success),
-            (3, WcStatus::Success)
-        ]
-    );
+    let want = [(1, Success), (2, Success), (3, Success)];
+    assert_eq!(statuses(&mut s), want);
 }
 
 #[test]
 fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
-    let (mut s, mr) = setup(50);
-    for id in 1..=3 {
-        write(&mut s, &mr, id, 8);
-    }
-    assert_eq!(s.recv_all().len(), 3);
+    let mut s = three_writes_sent();
     send!(s, ack(51, 0x60, 1));
     assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
     let again: Vec<_> = s.recv_all().iter().map(|p| p.psn.value()).collect();
@@ -154,22 +137,15 @@ fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
 #[test]
 fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(
-        s.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::RdmaRead {
-                remote_addr: 0x9000,
-                rkey: 5,
-            },
-            Sge {
-                addr: mr.addr,
-                length: 16,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_send(
+        1,
+        WrOpcode::RdmaRead {
+            remote_addr: 0x9000,
+            rkey: 5,
+        },
+        &mr,
+        16,
+    );
     write(&mut s, &mr, 2, 8);
     assert_eq!(s.recv_all().len(), 2);
     send!(s, ack(51, 0x1f, 2));
@@ -196,23 +172,12 @@ fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
 #[test]
 fn atomic_ack_lands_the_original_value() {
     let (mut s, mr) = setup(7);
-    s.ep.post_send(
-        s.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::AtomicFetchAndAdd {
-                remote_addr: 0x9000,
-                rkey: 5,
-                add: 1,
-            },
-            Sge {
-                addr: mr.addr + 64,
-                length: 8,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    let add = WrOpcode::AtomicFetchAndAdd {
+        remote_addr: 0x9000,
+        rkey: 5,
+        add: 1,
+    };
+    s.ep.post_send(s.qpn, send_wr(1, add, &mr, 64, 8)).unwrap();
     assert_eq!(recv!(s).opcode, Opcode::RC_FETCH_ADD);
     let mut ext = ack(0, 0x1f, 1).ext;
     ext.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig: 0xabcd });
@@ -253,19 +218,7 @@ fn local_ack_timeout_resends_until_retry_cnt_runs_out_then_fails_and_flushes() {
 #[test]
 fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(
-        s.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::Send,
-            Sge {
-                addr: mr.addr,
-                length: 8,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_send(1, WrOpcode::Send, &mr, 8);
     assert_eq!(recv!(s).psn.value(), 50);
     send!(s, ack(50, 0x20 | 1, 0));
     s.advance(Duration::from_micros(9));
@@ -280,37 +233,25 @@ fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
 
 #[test]
 fn remote_access_nak_completes_with_rem_access_err_and_flushes_the_rest() {
-    let (mut s, mr) = setup(50);
-    for id in 1..=3 {
-        write(&mut s, &mr, id, 8);
-    }
-    assert_eq!(s.recv_all().len(), 3);
+    let mut s = three_writes_sent();
     send!(s, ack(51, 0x62, 1));
-    assert_eq!(
-        statuses(&mut s),
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::RemAccessErr),
-            (3, WcStatus::WrFlushErr)
-        ]
-    );
+    let want = [(1, Success), (2, RemAccessErr), (3, WrFlushErr)];
+    assert_eq!(statuses(&mut s), want);
     assert_eq!(s.ep.counters().qp.req_remote_access_errors, 1);
 }
 
 #[test]
 fn unsignaled_requests_complete_silently_and_errors_always_report() {
     let (mut s, mr) = setup(50);
-    let mut wr = SendWr::new(
+    let mut wr = send_wr(
         1,
         WrOpcode::RdmaWrite {
             remote_addr: 0,
             rkey: 1,
         },
-        Sge {
-            addr: mr.addr,
-            length: 8,
-            lkey: mr.lkey,
-        },
+        &mr,
+        0,
+        8,
     );
     wr.flags = roce_proto::verbs::SendFlags::empty();
     s.ep.post_send(s.qpn, wr.clone()).unwrap();
@@ -344,31 +285,16 @@ fn bad_local_key_completes_with_a_local_protection_error() {
 #[test]
 fn fence_holds_a_request_until_earlier_reads_complete() {
     let (mut s, mr) = setup(50);
-    s.ep.post_send(
-        s.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::RdmaRead {
-                remote_addr: 0x9000,
-                rkey: 5,
-            },
-            Sge {
-                addr: mr.addr,
-                length: 8,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
-    let mut wr = SendWr::new(
-        2,
-        WrOpcode::Send,
-        Sge {
-            addr: mr.addr,
-            length: 8,
-            lkey: mr.lkey,
+    s.post_send(
+        1,
+        WrOpcode::RdmaRead {
+            remote_addr: 0x9000,
+            rkey: 5,
         },
+        &mr,
+        8,
     );
+    let mut wr = send_wr(2, WrOpcode::Send, &mr, 0, 8);
     wr.flags |= roce_proto::verbs::SendFlags::FENCE;
     s.ep.post_send(s.qpn, wr).unwrap();
     assert_eq!(recv!(s).opcode, Opcode::RC_RDMA_READ_REQUEST);
@@ -414,19 +340,7 @@ fn paced_qp_holds_packets_until_the_departure_time_and_a_cnp_reaches_its_control
 fn rnr_wait_longer_than_the_ack_timeout_spends_no_transport_retries() {
     let (mut s, mr) = setup(50);
     for id in 1..=2 {
-        s.ep.post_send(
-            s.qpn,
-            SendWr::new(
-                id,
-                WrOpcode::Send,
-                Sge {
-                    addr: mr.addr,
-                    length: 8,
-                    lkey: mr.lkey,
-                },
-            ),
-        )
-        .unwrap();
+        s.post_send(id, WrOpcode::Send, &mr, 8);
     }
     assert_eq!(s.recv_all().len(), 2);
     // RNR timer code 0 is 655.36 ms, far beyond the 4 ms ACK timeout; the NAK for the gap the

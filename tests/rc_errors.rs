@@ -6,7 +6,7 @@ mod rc_support;
 use rc_support::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
-use roce_proto::verbs::{AccessFlags, QpState, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
+use roce_proto::verbs::{AccessFlags, QpState, WcStatus, WorkCompletion, WrOpcode};
 
 fn run(p: &mut Pair, side: &roce_proto::connect::RcSide, want: usize) -> Vec<WorkCompletion> {
     let mut got = Vec::new();
@@ -23,34 +23,35 @@ fn statuses(w: &[WorkCompletion]) -> Vec<(u64, WcStatus)> {
     w.iter().map(|w| (w.wr_id, w.status)).collect()
 }
 
-/// Posts a failing WRITE (built by `wr`) and a good one behind it.
+/// Posts a failing 8-byte WRITE 1 to the `(remote_addr, rkey)` that `target` picks in a
+/// destination region registered with `access`, and a good WRITE 2 behind it.
 fn write_then_flush(
     access: AccessFlags,
-    wr: impl Fn(&roce_proto::mr::MrInfo, &roce_proto::mr::MrInfo) -> SendWr,
+    target: impl Fn(&roce_proto::mr::MrInfo) -> (u64, u32),
 ) -> (Pair, Vec<WorkCompletion>, u32) {
     let mut p = pair(FaultConfig::default(), 3);
     let (sa, sb) = connect(&mut p, &RcOptions::default());
     let src = mr(&mut p.a, &sa, 256, 1);
     let dst = p.b.reg_mr(sb.pd, 256, access);
-    p.a.post_send(sa.qpn, wr(&src, &dst)).unwrap();
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            2,
-            WrOpcode::RdmaWrite {
-                remote_addr: dst.addr,
-                rkey: dst.rkey,
-            },
-            Sge {
-                addr: src.addr,
-                length: 8,
-                lkey: src.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    let (remote_addr, rkey) = target(&dst);
+    let failing = WrOpcode::RdmaWrite { remote_addr, rkey };
+    p.a.post_send(sa.qpn, send_wr(1, failing, &src, 0, 8))
+        .unwrap();
+    p.a.post_send(sa.qpn, write_wr(2, &src, &dst, 8)).unwrap();
     let got = run(&mut p, &sa, 2);
     (p, got, sa.qpn)
+}
+
+/// A pair (`faults`, `seed`) connected with `o`: `a`'s side and a 64-byte source region on `a`.
+fn sender(
+    faults: FaultConfig,
+    seed: u64,
+    o: &RcOptions,
+) -> (Pair, roce_proto::connect::RcSide, roce_proto::mr::MrInfo) {
+    let mut p = pair(faults, seed);
+    let (sa, _sb) = connect(&mut p, o);
+    let src = mr(&mut p.a, &sa, 64, 1);
+    (p, sa, src)
 }
 
 fn assert_failed(p: &Pair, got: &[WorkCompletion], qpn: u32, status: WcStatus) {
@@ -60,20 +61,7 @@ fn assert_failed(p: &Pair, got: &[WorkCompletion], qpn: u32, status: WcStatus) {
 
 #[test]
 fn write_to_an_unregistered_rkey_fails_with_remote_access_error() {
-    let (p, got, qpn) = write_then_flush(ALL_ACCESS, |s, d| {
-        SendWr::new(
-            1,
-            WrOpcode::RdmaWrite {
-                remote_addr: d.addr,
-                rkey: d.rkey + 0x1000,
-            },
-            Sge {
-                addr: s.addr,
-                length: 8,
-                lkey: s.lkey,
-            },
-        )
-    });
+    let (p, got, qpn) = write_then_flush(ALL_ACCESS, |d| (d.addr, d.rkey + 0x1000));
     assert_failed(&p, &got, qpn, WcStatus::RemAccessErr);
     assert_eq!(p.a.counters().qp.req_remote_access_errors, 1);
     assert_eq!(p.b.counters().qp.resp_remote_access_errors, 1);
@@ -81,42 +69,16 @@ fn write_to_an_unregistered_rkey_fails_with_remote_access_error() {
 
 #[test]
 fn write_out_of_bounds_fails_with_remote_access_error() {
-    let (p, got, qpn) = write_then_flush(ALL_ACCESS, |s, d| {
-        SendWr::new(
-            1,
-            WrOpcode::RdmaWrite {
-                remote_addr: d.addr + 250,
-                rkey: d.rkey,
-            },
-            Sge {
-                addr: s.addr,
-                length: 8,
-                lkey: s.lkey,
-            },
-        )
-    });
+    let (p, got, qpn) = write_then_flush(ALL_ACCESS, |d| (d.addr + 250, d.rkey));
     assert_failed(&p, &got, qpn, WcStatus::RemAccessErr);
 }
 
 #[test]
 fn write_without_remote_write_right_fails_with_remote_access_error() {
-    let (p, got, qpn) = write_then_flush(
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ,
-        |s, d| {
-            SendWr::new(
-                1,
-                WrOpcode::RdmaWrite {
-                    remote_addr: d.addr,
-                    rkey: d.rkey,
-                },
-                Sge {
-                    addr: s.addr,
-                    length: 8,
-                    lkey: s.lkey,
-                },
-            )
-        },
-    );
+    let (p, got, qpn) =
+        write_then_flush(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ, |d| {
+            (d.addr, d.rkey)
+        });
     assert_failed(&p, &got, qpn, WcStatus::RemAccessErr);
     assert_eq!(
         p.b.qp(qpn).unwrap().state(),
@@ -127,28 +89,15 @@ fn write_without_remote_write_right_fails_with_remote_access_error() {
 
 #[test]
 fn send_with_no_posted_receive_fails_when_rnr_retry_runs_out() {
-    let mut p = pair(FaultConfig::default(), 4);
     let o = RcOptions {
         rnr_retry: 3,
         min_rnr_timer: 1,
         ..RcOptions::default()
     };
-    let (sa, _sb) = connect(&mut p, &o);
-    let src = mr(&mut p.a, &sa, 64, 1);
+    let (mut p, sa, src) = sender(FaultConfig::default(), 4, &o);
     for id in 1..=2 {
-        p.a.post_send(
-            sa.qpn,
-            SendWr::new(
-                id,
-                WrOpcode::Send,
-                Sge {
-                    addr: src.addr,
-                    length: 64,
-                    lkey: src.lkey,
-                },
-            ),
-        )
-        .unwrap();
+        p.a.post_send(sa.qpn, send_wr(id, WrOpcode::Send, &src, 0, 64))
+            .unwrap();
     }
     let got = run(&mut p, &sa, 2);
     assert_eq!(
@@ -169,34 +118,28 @@ fn send_with_no_posted_receive_fails_when_rnr_retry_runs_out() {
 
 #[test]
 fn peer_gone_fails_with_retry_exceeded_after_retry_cnt_timeouts() {
-    let mut p = pair(
-        FaultConfig {
-            loss: 1.0,
-            ..FaultConfig::default()
-        },
-        5,
-    );
+    let lossy = FaultConfig {
+        loss: 1.0,
+        ..FaultConfig::default()
+    };
     let o = RcOptions {
         retry_cnt: 3,
         timeout: 8,
         ..RcOptions::default()
     };
-    let (sa, _sb) = connect(&mut p, &o);
-    let src = mr(&mut p.a, &sa, 64, 1);
+    let (mut p, sa, src) = sender(lossy, 5, &o);
     for id in 1..=3 {
         p.a.post_send(
             sa.qpn,
-            SendWr::new(
+            send_wr(
                 id,
                 WrOpcode::RdmaWrite {
                     remote_addr: 0,
                     rkey: 0,
                 },
-                Sge {
-                    addr: src.addr,
-                    length: 64,
-                    lkey: src.lkey,
-                },
+                &src,
+                0,
+                64,
             ),
         )
         .unwrap();
@@ -223,22 +166,9 @@ fn peer_gone_fails_with_retry_exceeded_after_retry_cnt_timeouts() {
 
 #[test]
 fn local_protection_error_on_a_bad_lkey_fails_without_sending() {
-    let mut p = pair(FaultConfig::default(), 6);
-    let (sa, _sb) = connect(&mut p, &RcOptions::default());
-    let src = mr(&mut p.a, &sa, 64, 1);
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::Send,
-            Sge {
-                addr: src.addr + 60,
-                length: 64,
-                lkey: src.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    let (mut p, sa, src) = sender(FaultConfig::default(), 6, &RcOptions::default());
+    p.a.post_send(sa.qpn, send_wr(1, WrOpcode::Send, &src, 60, 64))
+        .unwrap();
     let got = run(&mut p, &sa, 1);
     assert_eq!(statuses(&got), vec![(1, WcStatus::LocProtErr)]);
     assert_eq!(p.a.counters().tx_frames, 0);

@@ -25,6 +25,21 @@ fn fill(s: &mut Script, mr: &roce_proto::mr::MrInfo, byte: u8) {
     s.ep.mr_mut(mr.lkey).unwrap().bytes_mut().fill(byte);
 }
 
+/// A remotely readable region of `size` bytes full of 0x11, and a READ (PSN 100) of its first
+/// `len` bytes already sent to the endpoint.
+fn read_requested(size: usize, len: u32) -> (Script, roce_proto::mr::MrInfo) {
+    let mut s = Script::new(&opts());
+    let a = s.mr(size, AccessFlags::REMOTE_READ);
+    fill(&mut s, &a, 0x11);
+    send!(
+        s,
+        Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 100)
+            .ack_req()
+            .ext(reth(&a, 0, len))
+    );
+    (s, a)
+}
+
 /// A 64-byte local region full of 0x77, and an SGE naming all of it.
 fn source(s: &mut Script) -> (roce_proto::mr::MrInfo, Sge) {
     let src = s.mr(64, LOCAL_ONLY);
@@ -74,15 +89,7 @@ fn the_rest_of_a_write_never_lands_in_a_region_that_took_the_deregistered_slot()
 
 #[test]
 fn queued_read_responses_never_carry_a_region_that_took_the_deregistered_slot() {
-    let mut s = Script::new(&opts());
-    let a = s.mr(1024, AccessFlags::REMOTE_READ);
-    fill(&mut s, &a, 0x11);
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 100)
-            .ack_req()
-            .ext(reth(&a, 0, 768))
-    );
+    let (mut s, a) = read_requested(1024, 768);
     let first = recv!(s);
     assert_eq!(
         (first.opcode, first.payload),
@@ -156,15 +163,7 @@ fn a_retransmission_whose_source_was_deregistered_is_not_sent_as_zeros() {
 
 #[test]
 fn a_read_of_a_deregistered_region_is_nakked_not_answered_with_zeros() {
-    let mut s = Script::new(&opts());
-    let a = s.mr(256, AccessFlags::REMOTE_READ);
-    fill(&mut s, &a, 0x11);
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_READ_REQUEST, 100)
-            .ack_req()
-            .ext(reth(&a, 0, 64))
-    );
+    let (mut s, a) = read_requested(256, 64);
     s.ep.dereg_mr(a.lkey).unwrap();
     let r = s.recv_all();
     let shape: Vec<_> = r
@@ -210,13 +209,7 @@ fn send_with_invalidate_invalidates_the_named_rkey() {
             .collect::<Vec<_>>(),
         vec![(1, WcStatus::Success, 4)]
     );
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, 101)
-            .ack_req()
-            .ext(reth(&target, 0, 4))
-            .payload(b"late")
-    );
+    send!(s, write_only(101, &target, b"late"));
     let n = recv!(s);
     assert_eq!((n.psn, n.aeth()), (Psn::new(101), Some((NAK_ACCESS, 1))));
     assert_eq!(&s.ep.mr(target.lkey).unwrap().bytes()[..4], &[0; 4]);
@@ -403,13 +396,7 @@ fn an_rkey_comes_back_only_after_256_registrations_of_its_slot() {
     }
     assert!(!keys.contains(&first.rkey), "an old rkey came back");
     // The slot holds its 201st region: the first region's rkey writes nothing.
-    send!(
-        s,
-        Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, 100)
-            .ack_req()
-            .ext(reth(&first, 0, 4))
-            .payload(b"evil")
-    );
+    send!(s, write_only(100, &first, b"evil"));
     let n = recv!(s);
     assert_eq!(n.aeth(), Some((NAK_ACCESS, 0)));
 }

@@ -36,10 +36,7 @@ fn sge(mr: &roce_proto::mr::MrInfo, len: u32) -> Sge {
 }
 
 fn write_to(mr: &roce_proto::mr::MrInfo, psn: u32) -> Pkt {
-    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
-        .ack_req()
-        .ext(reth(mr, 0, 4))
-        .payload(b"late")
+    write_only(psn, mr, b"late")
 }
 
 fn shape(wc: &[WorkCompletion]) -> Vec<(u64, WcStatus, WcOpcode)> {

@@ -6,7 +6,7 @@ mod rc_support;
 use rc_support::script::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
-use roce_proto::verbs::{AccessFlags, Mtu, QpState, RecvWr, Sge, WcOpcode, WcStatus};
+use roce_proto::verbs::{AccessFlags, Mtu, QpState, WcOpcode, WcStatus};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{atomic_eth, reth, ExtRepr};
 
@@ -29,13 +29,6 @@ fn setup() -> (Script, roce_proto::mr::MrInfo) {
 /// Posts receive `wr_id` of 64 bytes at the start of `mr`.
 fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo) {
     s.post_recv(wr_id, mr, 64);
-}
-
-fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
-    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
-        .ack_req()
-        .ext(reth(mr, 0, data.len() as u32))
-        .payload(data)
 }
 
 #[test]
@@ -286,18 +279,7 @@ fn misaligned_atomic_is_an_invalid_request() {
 #[test]
 fn write_with_immediate_consumes_a_receive_and_reports_the_immediate() {
     let (mut s, mr) = setup();
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            9,
-            Sge {
-                addr: mr.addr,
-                length: 1,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_recv(9, &mr, 1);
     send!(
         s,
         Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100)
@@ -327,18 +309,7 @@ fn write_with_immediate_consumes_a_receive_and_reports_the_immediate() {
 #[test]
 fn send_larger_than_the_receive_is_a_local_length_error_and_an_invalid_request_nak() {
     let (mut s, mr) = setup();
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            3,
-            Sge {
-                addr: mr.addr,
-                length: 10,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_recv(3, &mr, 10);
     send!(
         s,
         Pkt::new(Opcode::RC_SEND_ONLY, 100)
@@ -430,18 +401,7 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
     let (mut s, mut mr) = setup();
     let mut errors = 0;
-    s.ep.post_recv(
-        s.qpn,
-        RecvWr::new(
-            1,
-            Sge {
-                addr: mr.addr,
-                length: 512,
-                lkey: mr.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    s.post_recv(1, &mr, 512);
     let ops: Vec<Opcode> = (0u8..=0x14).map(Opcode).collect();
     for i in 0..5000 {
         let op = ops[rng.random_range(0..ops.len())];
@@ -509,18 +469,7 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
             // Start over so later packets meet a live QP, not only the error state.
             errors += 1;
             (s, mr) = setup();
-            s.ep.post_recv(
-                s.qpn,
-                RecvWr::new(
-                    1,
-                    Sge {
-                        addr: mr.addr,
-                        length: 512,
-                        lkey: mr.lkey,
-                    },
-                ),
-            )
-            .unwrap();
+            s.post_recv(1, &mr, 512);
         }
     }
     assert!(

@@ -5,7 +5,7 @@ mod rc_support;
 use rc_support::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
-use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::verbs::{RecvWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 #[test]
 fn write_read_send_and_atomics_complete_over_a_clean_link() {
@@ -18,54 +18,26 @@ fn write_read_send_and_atomics_complete_over_a_clean_link() {
         length: len,
         lkey: m.lkey,
     };
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            1,
-            WrOpcode::RdmaWrite {
-                remote_addr: dst.addr,
-                rkey: dst.rkey,
-            },
-            sge(&src, 0, 5000),
-        ),
-    )
-    .unwrap();
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            2,
-            WrOpcode::RdmaRead {
-                remote_addr: dst.addr + 100,
-                rkey: dst.rkey,
-            },
-            sge(&src, 6000, 3000),
-        ),
-    )
-    .unwrap();
+    let read = WrOpcode::RdmaRead {
+        remote_addr: dst.addr + 100,
+        rkey: dst.rkey,
+    };
+    let imm = WrOpcode::SendWithImm { imm: 0xdead_beef };
+    let fetch_add = WrOpcode::AtomicFetchAndAdd {
+        remote_addr: dst.addr + 8000,
+        rkey: dst.rkey,
+        add: 5,
+    };
+    p.a.post_send(sa.qpn, write_wr(1, &src, &dst, 5000))
+        .unwrap();
+    p.a.post_send(sa.qpn, send_wr(2, read, &src, 6000, 3000))
+        .unwrap();
     p.b.post_recv(sb.qpn, RecvWr::new(10, sge(&dst, 9000, 1000)))
         .unwrap();
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            3,
-            WrOpcode::SendWithImm { imm: 0xdead_beef },
-            sge(&src, 0, 700),
-        ),
-    )
-    .unwrap();
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            4,
-            WrOpcode::AtomicFetchAndAdd {
-                remote_addr: dst.addr + 8000,
-                rkey: dst.rkey,
-                add: 5,
-            },
-            sge(&src, 9000, 8),
-        ),
-    )
-    .unwrap();
+    p.a.post_send(sa.qpn, send_wr(3, imm, &src, 0, 700))
+        .unwrap();
+    p.a.post_send(sa.qpn, send_wr(4, fetch_add, &src, 9000, 8))
+        .unwrap();
     let mut wa = Vec::new();
     let mut wb = Vec::new();
     let end = deadline(&p, 1);
@@ -123,19 +95,8 @@ fn ipv6_endpoints_move_a_multi_packet_send() {
         ),
     )
     .unwrap();
-    p.a.post_send(
-        sa.qpn,
-        SendWr::new(
-            6,
-            WrOpcode::Send,
-            Sge {
-                addr: src.addr,
-                length: 3000,
-                lkey: src.lkey,
-            },
-        ),
-    )
-    .unwrap();
+    p.a.post_send(sa.qpn, send_wr(6, WrOpcode::Send, &src, 0, 3000))
+        .unwrap();
     let mut got = Vec::new();
     let end = p.now + roce_proto::time::Duration::from_secs(1);
     assert!(p.run_until(end, |_, a, b| {
@@ -163,19 +124,7 @@ fn busy_qps_take_turns_and_an_idle_qp_wakes_on_post() {
         let (sa, sb) = qps[i];
         let src = mr(&mut p.a, &sa, 64, 7);
         let dst = mr(&mut p.b, &sb, 64, 0);
-        let wr = SendWr::new(
-            id,
-            WrOpcode::RdmaWrite {
-                remote_addr: dst.addr,
-                rkey: dst.rkey,
-            },
-            Sge {
-                addr: src.addr,
-                length: 64,
-                lkey: src.lkey,
-            },
-        );
-        p.a.post_send(sa.qpn, wr).unwrap();
+        p.a.post_send(sa.qpn, write_wr(id, &src, &dst, 64)).unwrap();
     };
     for id in 0..3 {
         write(&mut p, 0, id);

@@ -34,6 +34,17 @@ fn frames(name: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// The packets of `packets` with opcode `op`, in order.
+fn with_opcode<'a, 'p>(
+    packets: &'a [(usize, RocePacket<'p>)],
+    op: Opcode,
+) -> impl Iterator<Item = &'a RocePacket<'p>> {
+    packets
+        .iter()
+        .filter(move |(_, p)| p.repr.bth.opcode == op)
+        .map(|(_, p)| p)
+}
+
 /// The RoCE frames of a pcap that pass every check, with their 1-based frame numbers (the one
 /// corrupted frame is accounted for by `every_roce_frame_verifies_except_...`).
 fn roce_frames(frames: &[Vec<u8>]) -> Vec<(usize, RocePacket<'_>)> {
@@ -255,11 +266,7 @@ fn mtu256_send_of_1003_bytes_ends_with_235_bytes_and_pad_count_1() {
 fn read_requests_advance_the_psn_by_the_number_of_response_packets() {
     let frames = frames("ib_read_bw_8192_mtu1024.pcap");
     let packets = roce_frames(&frames);
-    let requests: Vec<_> = packets
-        .iter()
-        .filter(|(_, p)| p.repr.bth.opcode == Opcode::RC_RDMA_READ_REQUEST)
-        .map(|(_, p)| p)
-        .collect();
+    let requests: Vec<_> = with_opcode(&packets, Opcode::RC_RDMA_READ_REQUEST).collect();
     assert_eq!(requests.len(), 5);
     for pair in requests.windows(2) {
         assert_eq!(pair[1].repr.bth.psn, pair[0].repr.bth.psn.add(8));
@@ -291,10 +298,8 @@ fn read_requests_advance_the_psn_by_the_number_of_response_packets() {
 fn host_peer_exchange_has_psn_nak_duplicate_ack_and_rnr_nak() {
     let frames = frames("host_peer_to_guest.pcap");
     let packets = roce_frames(&frames);
-    let acks: Vec<_> = packets
-        .iter()
-        .filter(|(_, p)| p.repr.bth.opcode == Opcode::RC_ACKNOWLEDGE)
-        .map(|(_, p)| (p.repr.bth.psn, p.repr.ext.aeth.expect("AETH")))
+    let acks: Vec<_> = with_opcode(&packets, Opcode::RC_ACKNOWLEDGE)
+        .map(|p| (p.repr.bth.psn, p.repr.ext.aeth.expect("AETH")))
         .collect();
     let syndromes: Vec<u8> = acks.iter().map(|(_, a)| a.syndrome.to_byte()).collect();
     assert_eq!(syndromes, vec![0x1f, 0x1f, 0x60, 0x1f, 0x1f, 0x2c]);

@@ -76,3 +76,9 @@ pub fn deadline<P: roce_proto::port::Port>(p: &EndpointPair<P>, secs: u64) -> In
 
 pub mod random;
 pub mod script;
+#[path = "../support/work_requests.rs"]
+mod work_requests;
+
+// Not every test binary that includes this module posts both kinds.
+#[allow(unused_imports)]
+pub use work_requests::{send_wr, write_wr};

@@ -91,6 +91,14 @@ impl Pkt {
     }
 }
 
+/// An RDMA WRITE Only (ACK requested) of `data` to the start of `mr`.
+pub fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
+    Pkt::new(Opcode::RC_RDMA_WRITE_ONLY, psn)
+        .ack_req()
+        .ext(reth(mr, 0, data.len() as u32))
+        .payload(data)
+}
+
 pub fn ack(psn: u32, syndrome: u8, msn: u32) -> Pkt {
     Pkt::new(Opcode::RC_ACKNOWLEDGE, psn).ext(ExtRepr {
         aeth: Some(aeth::Repr {
@@ -280,6 +288,18 @@ impl Script {
         };
         let wr = roce_proto::verbs::RecvWr::new(wr_id, sge);
         self.ep.post_recv(self.qpn, wr).unwrap();
+    }
+
+    /// Posts send `wr_id`: `opcode` over `len` bytes at the start of `mr`.
+    pub fn post_send(
+        &mut self,
+        wr_id: u64,
+        opcode: roce_proto::verbs::WrOpcode,
+        mr: &roce_proto::mr::MrInfo,
+        len: u32,
+    ) {
+        let wr = send_wr(wr_id, opcode, mr, 0, len);
+        self.ep.post_send(self.qpn, wr).unwrap();
     }
 
     pub fn mr(

@@ -8,8 +8,15 @@ use std::net::Ipv4Addr;
 use roce_proto::connect::{connect_rc, RcOptions, RcSide};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::mr::MrInfo;
-use roce_proto::verbs::{AccessFlags, SendWr, Sge, WrOpcode};
+use roce_proto::verbs::{AccessFlags, SendWr};
 use roce_proto::wire::EthernetAddress;
+
+#[path = "work_requests.rs"]
+mod work_requests;
+
+// Not every test binary that includes this module posts both kinds.
+#[allow(unused_imports)]
+pub use work_requests::{send_wr, write_wr};
 
 /// The configuration of endpoint `i`.
 pub fn config(i: u8) -> EndpointConfig {
@@ -69,20 +76,4 @@ impl Pair {
         let wr = self.write_wr(id, len);
         self.a.post_send(self.sa.qpn, wr).expect("post_send");
     }
-}
-
-/// An RDMA WRITE of the first `len` bytes of `src` into `dst`.
-pub fn write_wr(id: u64, src: &MrInfo, dst: &MrInfo, len: u32) -> SendWr {
-    SendWr::new(
-        id,
-        WrOpcode::RdmaWrite {
-            remote_addr: dst.addr,
-            rkey: dst.rkey,
-        },
-        Sge {
-            addr: src.addr,
-            length: len,
-            lkey: src.lkey,
-        },
-    )
 }

@@ -1,6 +1,23 @@
-//! What a finished `roce` process said: its one-line errors.
+//! What a finished `roce` process said: its one-line errors; and the command lines the CLI tests
+//! share.
+#![allow(dead_code)]
 
-use std::process::Output;
+use std::process::{Command, Output};
+
+/// Runs `roce args` without panic backtraces: its exit code (-1 when a signal ended it), stdout
+/// and stderr.
+pub fn roce(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run roce");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// The `roce:` lines of stderr (our errors; DPDK and warnings say other things).
 pub fn error_lines(out: &Output) -> Vec<String> {
@@ -9,4 +26,22 @@ pub fn error_lines(out: &Output) -> Vec<String> {
         .filter(|l| l.starts_with("roce: "))
         .map(str::to_owned)
         .collect()
+}
+
+/// `roce perf write-bw` as a client over the null port, at 198.18.0.2/15, to the server at
+/// 127.0.0.1:`tcp_port`, giving up after `timeout` seconds.
+pub fn null_perf_client<'a>(timeout: &'a str, tcp_port: &'a str) -> [&'a str; 11] {
+    [
+        "perf",
+        "write-bw",
+        "--ip",
+        "198.18.0.2/15",
+        "--port",
+        "null",
+        "--timeout",
+        timeout,
+        "-p",
+        tcp_port,
+        "127.0.0.1",
+    ]
 }

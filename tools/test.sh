@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command and what CI runs): formatting, lints,
-# the full test suite with DPDK, the sans-IO core without DPDK, and a compile check of the benches.
+# the layering rules (roce-proto's dependencies, import cycles, file sizes), the full test suite
+# with DPDK, the sans-IO core without DPDK, and a compile check of the benches and fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 "$(dirname "$0")/setup.sh"
@@ -10,6 +11,20 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --no-default-features --all-targets -- -D warnings
+echo "== layers: roce-proto depends on no DPDK, plotting, TOML, pcap or CLI crate"
+if cargo tree -p roce-proto -e normal --prefix none | grep -E '^(roce-dpdk|roce-fabric|dpdk-bindings|plotters|toml|pcap-file|clap) '; then
+    echo "layers: roce-proto must not depend on the crates above" >&2
+    exit 1
+fi
+echo "== layers: no import cycles between the modules of a crate"
+python3 tools/check-imports.py crates/* .
+echo "== layers: no source file over 800 lines"
+long=$(git ls-files '*.rs' '*.c' '*.py' '*.sh' | xargs wc -l | awk '$2 != "total" && $1 > 800')
+if [ -n "$long" ]; then
+    echo "files over 800 lines:" >&2
+    echo "$long" >&2
+    exit 1
+fi
 echo "== cargo test (without DPDK: the sans-IO core)"
 cargo test --no-default-features
 echo "== cargo test (everything, with DPDK)"
@@ -20,7 +35,7 @@ echo "== fuzz targets compile (running them needs nightly: cargo +nightly fuzz r
 (cd fuzz && cargo check --quiet)
 if cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "== fuzz: 20 s per target"
-    for target in parse_frame endpoint host; do
+    for target in parse_frame endpoint host oob_pingpong oob_perftest oob_verbs_peer oob_roce_perf; do
         (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=20)
     done
 fi

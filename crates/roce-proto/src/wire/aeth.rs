@@ -133,6 +133,13 @@ impl Syndrome {
     }
 }
 
+/// An ACK with "credit count not valid" ([`Syndrome::ack`]).
+impl Default for Syndrome {
+    fn default() -> Self {
+        Syndrome::ack()
+    }
+}
+
 impl fmt::Display for Syndrome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -184,9 +191,7 @@ pub const fn rnr_timer_micros(code: u8) -> u32 {
 }
 
 fixed_header! {
-    view "an ACK extended transport header";
     /// A parsed AETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub struct Repr {
         /// The decoded syndrome.
         pub syndrome: Syndrome {
@@ -274,6 +279,12 @@ mod tests {
         }
         assert_eq!(credit_count(30), Some(32768));
         assert_eq!(credit_count(31), None);
+    }
+
+    #[test]
+    fn default_is_an_ack_without_credits() {
+        assert_eq!(Repr::default().syndrome.to_byte(), 0x1f);
+        assert_eq!(Repr::default().msn, Msn::new(0));
     }
 
     #[test]

@@ -7,9 +7,7 @@ use super::{read_u64, write_u64};
 pub const HEADER_LEN: usize = 8;
 
 fixed_header! {
-    view "an atomic acknowledge extended transport header";
     /// A parsed AtomicAckETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// The value the remote location held before the atomic operation.
         pub orig: u64 { at: 0, read: read_u64, write: write_u64, set: set_orig },

@@ -3,31 +3,20 @@
 
 use super::{read_u32, read_u64, write_u32, write_u64};
 
-mod field {
-    pub const VA: usize = 0;
-    pub const RKEY: usize = 8;
-    pub const SWAP_ADD: usize = 12;
-    pub const COMPARE: usize = 20;
-}
-
 /// Length of the AtomicETH.
 pub const HEADER_LEN: usize = 28;
 
 fixed_header! {
-    view "an atomic extended transport header";
     /// A parsed AtomicETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// Remote virtual address (8-byte aligned for a valid request).
-        pub va: u64 { at: field::VA, read: read_u64, write: write_u64, set: set_va },
+        pub va: u64 { at: 0, read: read_u64, write: write_u64, set: set_va },
         /// Remote key.
-        pub rkey: u32 { at: field::RKEY, read: read_u32, write: write_u32, set: set_rkey },
+        pub rkey: u32 { at: 8, read: read_u32, write: write_u32, set: set_rkey },
         /// Swap value (CmpSwap) or addend (FetchAdd).
-        pub swap_add: u64 {
-            at: field::SWAP_ADD, read: read_u64, write: write_u64, set: set_swap_add
-        },
+        pub swap_add: u64 { at: 12, read: read_u64, write: write_u64, set: set_swap_add },
         /// Compare value (CmpSwap only).
-        pub compare: u64 { at: field::COMPARE, read: read_u64, write: write_u64, set: set_compare },
+        pub compare: u64 { at: 20, read: read_u64, write: write_u64, set: set_compare },
     }
 }
 

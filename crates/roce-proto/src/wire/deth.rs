@@ -3,30 +3,22 @@
 
 use super::{read_u24, read_u32, write_u24, write_u32};
 
-mod field {
-    pub const QKEY: usize = 0;
-    pub const RESERVED: usize = 4;
-    pub const SRC_QPN: usize = 5;
-}
-
 /// Length of the DETH.
 pub const HEADER_LEN: usize = 8;
 
 fixed_header! {
-    view "a datagram extended transport header";
     /// A parsed DETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// Queue key.
-        pub qkey: u32 { at: field::QKEY, read: read_u32, write: write_u32, set: set_qkey },
+        pub qkey: u32 { at: 0, read: read_u32, write: write_u32, set: set_qkey },
         /// Source QP number (24 bits).
-        pub src_qpn: u32 { at: field::SRC_QPN, read: read_u24, write: write_qpn, set: set_src_qpn },
+        pub src_qpn: u32 { at: 5, read: read_u24, write: write_qpn, set: set_src_qpn },
     }
 }
 
 /// Writes the 24-bit QPN at `at` and zeroes the reserved byte before it.
 fn write_qpn(buffer: &mut [u8], at: usize, value: u32) {
-    buffer[field::RESERVED] = 0;
+    buffer[at - 1] = 0;
     write_u24(buffer, at, value);
 }
 

@@ -59,12 +59,12 @@ macro_rules! fixed_header_view {
 }
 
 /// A fixed-length header from its field table: the view `Packet<T>` (`fixed_header_view!`),
-/// one getter and one setter per field, and `Repr` with `parse`, `buffer_len` and `emit`.
+/// one getter and one setter per field, and `Repr` (`Copy`, `Default`, ...) with `parse`,
+/// `buffer_len` and `emit`.
 /// Each field names its offset and the `fn(&[u8], usize) -> Ty` / `fn(&mut [u8], usize, Ty)`
 /// pair that reads and writes it; its doc serves the getter and the `Repr` field.
 macro_rules! fixed_header {
     (
-        view $what:literal;
         $(#[$repr_attr:meta])*
         pub struct Repr {
             $(
@@ -78,7 +78,7 @@ macro_rules! fixed_header {
             )+
         }
     ) => {
-        fixed_header_view!($what);
+        fixed_header_view!("this module's header (parsed: [`Repr`])");
 
         impl<T: AsRef<[u8]>> Packet<T> {
             $(
@@ -99,6 +99,7 @@ macro_rules! fixed_header {
         }
 
         $(#[$repr_attr])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
         pub struct Repr {
             $(
                 #[doc = $doc]
@@ -152,6 +153,22 @@ macro_rules! fixed_header_tests {
                 Packet::new_checked(&buf[..HEADER_LEN - 1]),
                 Err($crate::wire::WireError::Truncated)
             );
+        }
+    };
+}
+
+/// Inside `impl Repr` of a header whose `to_bytes` gives all of it: `buffer_len` and an `emit`
+/// (documented by `$emit_doc`) that copies those bytes into the view.
+macro_rules! emit_via_to_bytes {
+    ($emit_doc:literal) => {
+        /// [`HEADER_LEN`]: this header is always emitted without options.
+        pub const fn buffer_len(&self) -> usize {
+            HEADER_LEN
+        }
+
+        #[doc = $emit_doc]
+        pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+            packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
         }
     };
 }

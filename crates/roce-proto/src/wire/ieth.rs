@@ -7,9 +7,7 @@ use super::{read_u32, write_u32};
 pub const HEADER_LEN: usize = 4;
 
 fixed_header! {
-    view "an invalidate extended transport header";
     /// A parsed IETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// The R_Key to invalidate.
         pub rkey: u32 { at: 0, read: read_u32, write: write_u32, set: set_rkey },

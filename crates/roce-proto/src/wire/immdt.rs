@@ -7,9 +7,7 @@ use super::{read_u32, write_u32};
 pub const HEADER_LEN: usize = 4;
 
 fixed_header! {
-    view "an immediate data header";
     /// A parsed ImmDt.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// The immediate data as a number (network order on the wire).
         pub imm_data: u32 { at: 0, read: read_u32, write: write_u32, set: set_imm_data },

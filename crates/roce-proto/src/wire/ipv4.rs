@@ -324,16 +324,10 @@ impl Repr {
         })
     }
 
-    /// 20: we never emit options.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in
-    /// 16 bits (the caller checks; larger values are truncated).
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
-    }
+    emit_via_to_bytes!(
+        "Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in \
+         16 bits (the caller checks; larger values are truncated)."
+    );
 
     /// The 20 header bytes, checksum included (what `emit` writes).
     #[inline]

@@ -3,26 +3,18 @@
 
 use super::{read_u32, read_u64, write_u32, write_u64};
 
-mod field {
-    pub const VA: usize = 0;
-    pub const RKEY: usize = 8;
-    pub const DMA_LEN: usize = 12;
-}
-
 /// Length of the RETH.
 pub const HEADER_LEN: usize = 16;
 
 fixed_header! {
-    view "an RDMA extended transport header";
     /// A parsed RETH.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct Repr {
         /// Remote virtual address.
-        pub va: u64 { at: field::VA, read: read_u64, write: write_u64, set: set_va },
+        pub va: u64 { at: 0, read: read_u64, write: write_u64, set: set_va },
         /// Remote key.
-        pub rkey: u32 { at: field::RKEY, read: read_u32, write: write_u32, set: set_rkey },
+        pub rkey: u32 { at: 8, read: read_u32, write: write_u32, set: set_rkey },
         /// Length of the whole RDMA operation in bytes.
-        pub dma_len: u32 { at: field::DMA_LEN, read: read_u32, write: write_u32, set: set_dma_len },
+        pub dma_len: u32 { at: 12, read: read_u32, write: write_u32, set: set_dma_len },
     }
 }
 

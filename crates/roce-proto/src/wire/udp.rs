@@ -124,15 +124,7 @@ impl Repr {
         })
     }
 
-    /// 8.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes, checksum 0.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
-    }
+    emit_via_to_bytes!("Writes exactly `buffer_len()` bytes, checksum 0.");
 
     /// The 8 header bytes (what `emit` writes).
     #[inline]

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::{read_u24, write_u24, WireError};
+use super::{read_u24, write_u24};
 use crate::psn::Msn;
 
 mod field {
@@ -133,6 +133,13 @@ impl Syndrome {
     }
 }
 
+/// An ACK with "credit count not valid" ([`Syndrome::ack`]).
+impl Default for Syndrome {
+    fn default() -> Self {
+        Syndrome::ack()
+    }
+}
+
 impl fmt::Display for Syndrome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -183,72 +190,47 @@ pub const fn rnr_timer_micros(code: u8) -> u32 {
     TABLE[(code & 0x1f) as usize]
 }
 
-fixed_header_view!("an ACK extended transport header");
+fixed_header! {
+    /// A parsed AETH.
+    pub struct Repr {
+        /// The decoded syndrome.
+        pub syndrome: Syndrome {
+            at: field::SYNDROME, read: read_syndrome, write: write_syndrome, set: set_syndrome
+        },
+        /// Message sequence number.
+        pub msn: Msn { at: field::MSN, read: read_msn, write: write_msn, set: set_msn },
+    }
+}
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// The raw syndrome byte.
     pub fn syndrome_byte(&self) -> u8 {
         self.buffer.as_ref()[field::SYNDROME]
     }
-
-    /// The decoded syndrome.
-    pub fn syndrome(&self) -> Syndrome {
-        Syndrome::from_byte(self.syndrome_byte())
-    }
-
-    /// Message sequence number.
-    pub fn msn(&self) -> Msn {
-        Msn::new(read_u24(self.buffer.as_ref(), field::MSN))
-    }
 }
 
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the syndrome.
-    pub fn set_syndrome(&mut self, value: Syndrome) {
-        self.buffer.as_mut()[field::SYNDROME] = value.to_byte();
-    }
+// The codecs of the two typed fields, for `fixed_header!`.
 
-    /// Sets the MSN.
-    pub fn set_msn(&mut self, value: Msn) {
-        write_u24(self.buffer.as_mut(), field::MSN, value.value());
-    }
+fn read_syndrome(buffer: &[u8], at: usize) -> Syndrome {
+    Syndrome::from_byte(buffer[at])
 }
 
-/// A parsed AETH.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Repr {
-    /// Syndrome.
-    pub syndrome: Syndrome,
-    /// Message sequence number.
-    pub msn: Msn,
+fn write_syndrome(buffer: &mut [u8], at: usize, value: Syndrome) {
+    buffer[at] = value.to_byte();
 }
 
-impl Repr {
-    /// Parses a checked header.
-    #[inline]
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
-        packet.check_len()?;
-        Ok(Repr {
-            syndrome: packet.syndrome(),
-            msn: packet.msn(),
-        })
-    }
+fn read_msn(buffer: &[u8], at: usize) -> Msn {
+    Msn::new(read_u24(buffer, at))
+}
 
-    /// 4.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_syndrome(self.syndrome);
-        packet.set_msn(self.msn);
-    }
+fn write_msn(buffer: &mut [u8], at: usize, value: Msn) {
+    write_u24(buffer, at, value.value());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::WireError;
 
     #[test]
     fn syndrome_bytes_from_the_vectors_decode() {
@@ -297,6 +279,12 @@ mod tests {
         }
         assert_eq!(credit_count(30), Some(32768));
         assert_eq!(credit_count(31), None);
+    }
+
+    #[test]
+    fn default_is_an_ack_without_credits() {
+        assert_eq!(Repr::default().syndrome.to_byte(), 0x1f);
+        assert_eq!(Repr::default().msn, Msn::new(0));
     }
 
     #[test]

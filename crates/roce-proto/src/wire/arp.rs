@@ -85,24 +85,16 @@ impl From<Operation> for u16 {
     }
 }
 
-/// A read/write view of an ARP packet (the Ethernet payload).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(ArpPacket, ArpError, "an ARP packet (the Ethernet payload)");
 
 impl<T: AsRef<[u8]>> ArpPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        ArpPacket { buffer }
-    }
-
-    /// Wraps a buffer after checking it holds an Ethernet/IPv4-sized ARP packet.
-    pub fn new_checked(buffer: T) -> Result<Self, ArpError> {
-        if buffer.as_ref().len() < PACKET_LEN {
-            return Err(ArpError::Truncated);
+    /// `Err(Truncated)` unless the buffer holds an Ethernet/IPv4-sized ARP packet.
+    pub fn check_len(&self) -> Result<(), ArpError> {
+        if self.buffer.as_ref().len() < PACKET_LEN {
+            Err(ArpError::Truncated)
+        } else {
+            Ok(())
         }
-        Ok(Self::new_unchecked(buffer))
     }
 
     /// Hardware type (1 = Ethernet).

@@ -242,15 +242,7 @@ impl Repr {
         }
     }
 
-    /// 12.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
-    }
+    emit_via_to_bytes!("Writes exactly `buffer_len()` bytes.");
 
     /// The FECN/BECN byte (byte 4), reserved bits zero.
     pub const fn fecn_becn_byte(&self) -> u8 {

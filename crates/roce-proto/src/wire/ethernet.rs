@@ -171,25 +171,9 @@ pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 /// Length of the 802.1Q tag.
 pub const VLAN_TAG_LEN: usize = core::mem::size_of::<Tag>();
 
-/// A read/write view of an Ethernet frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(Frame, WireError, "an Ethernet frame");
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Frame { buffer }
-    }
-
-    /// Wraps a buffer after checking it holds the whole header (and tag, if tagged).
-    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        let frame = Self::new_unchecked(buffer);
-        frame.check_len()?;
-        Ok(frame)
-    }
-
     /// `Err(Truncated)` unless the header (and tag) fit.
     pub fn check_len(&self) -> Result<(), WireError> {
         let len = self.buffer.as_ref().len();
@@ -198,11 +182,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Destination MAC.

@@ -1,30 +1,46 @@
-//! The boilerplate shared by every fixed-length header view: a `Packet<T>` wrapper whose
-//! `new_checked` proves the buffer holds `HEADER_LEN` bytes, so its accessors cannot panic.
-//! Variable-length headers (Ethernet, IPv4, IPv6, UDP) write their own views.
+//! The boilerplate shared by the header views: a `Packet<T>`-style wrapper whose `new_checked`
+//! runs the view's `check_len`, so its accessors cannot panic. Fixed-length headers get their
+//! length check, accessors and `Repr` from one field table (`fixed_header!`); variable-length
+//! headers (Ethernet, IPv4, IPv6, UDP, INT, ARP) write their own `check_len`.
 
-/// Defines `pub struct Packet<T>` with `new_unchecked`, `new_checked`, `check_len`,
-/// `into_inner` and `as_bytes`, checking against the module's `HEADER_LEN`.
-macro_rules! fixed_header_view {
-    ($what:literal) => {
+/// Defines `pub struct $name<T>` with `new_unchecked`, `new_checked` (which calls the view's own
+/// `check_len`, returning `$err`) and `into_inner`.
+macro_rules! header_view {
+    ($name:ident, $err:ty, $what:literal) => {
         #[doc = concat!("A read/write view of ", $what, " in a byte buffer.")]
         #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct Packet<T: AsRef<[u8]>> {
+        pub struct $name<T: AsRef<[u8]>> {
             buffer: T,
         }
 
-        impl<T: AsRef<[u8]>> Packet<T> {
+        impl<T: AsRef<[u8]>> $name<T> {
             /// Wraps a buffer without checking its length (accessors may then panic).
             pub const fn new_unchecked(buffer: T) -> Self {
-                Packet { buffer }
+                $name { buffer }
             }
 
-            /// Wraps a buffer after checking that it holds the whole header.
-            pub fn new_checked(buffer: T) -> Result<Self, $crate::wire::WireError> {
+            /// Wraps a buffer after [`check_len`](Self::check_len).
+            pub fn new_checked(buffer: T) -> Result<Self, $err> {
                 let packet = Self::new_unchecked(buffer);
                 packet.check_len()?;
                 Ok(packet)
             }
 
+            /// The wrapped buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+}
+
+/// Defines `pub struct Packet<T>` (see `header_view!`) with `check_len` and `header_bytes`,
+/// checking against the module's `HEADER_LEN`.
+macro_rules! fixed_header_view {
+    ($what:literal) => {
+        header_view!(Packet, $crate::wire::WireError, $what);
+
+        impl<T: AsRef<[u8]>> Packet<T> {
             /// `Err(Truncated)` when the buffer is shorter than [`HEADER_LEN`].
             pub fn check_len(&self) -> Result<(), $crate::wire::WireError> {
                 if self.buffer.as_ref().len() < HEADER_LEN {
@@ -34,15 +50,125 @@ macro_rules! fixed_header_view {
                 }
             }
 
-            /// The wrapped buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
             /// The header bytes (the first [`HEADER_LEN`] bytes of the buffer).
             pub fn header_bytes(&self) -> &[u8] {
                 &self.buffer.as_ref()[..HEADER_LEN]
             }
+        }
+    };
+}
+
+/// A fixed-length header from its field table: the view `Packet<T>` (`fixed_header_view!`),
+/// one getter and one setter per field, and `Repr` (`Copy`, `Default`, ...) with `parse`,
+/// `buffer_len` and `emit`.
+/// Each field names its offset and the `fn(&[u8], usize) -> Ty` / `fn(&mut [u8], usize, Ty)`
+/// pair that reads and writes it; its doc serves the getter and the `Repr` field.
+macro_rules! fixed_header {
+    (
+        $(#[$repr_attr:meta])*
+        pub struct Repr {
+            $(
+                #[doc = $doc:literal]
+                pub $name:ident: $ty:ty {
+                    at: $at:expr,
+                    read: $read:ident,
+                    write: $write:ident,
+                    set: $set:ident $(,)?
+                },
+            )+
+        }
+    ) => {
+        fixed_header_view!("this module's header (parsed: [`Repr`])");
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            $(
+                #[doc = $doc]
+                pub fn $name(&self) -> $ty {
+                    $read(self.buffer.as_ref(), $at)
+                }
+            )+
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            $(
+                #[doc = concat!("Sets [`", stringify!($name), "`](Self::", stringify!($name), ").")]
+                pub fn $set(&mut self, value: $ty) {
+                    $write(self.buffer.as_mut(), $at, value);
+                }
+            )+
+        }
+
+        $(#[$repr_attr])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+        pub struct Repr {
+            $(
+                #[doc = $doc]
+                pub $name: $ty,
+            )+
+        }
+
+        impl Repr {
+            /// Parses a checked header.
+            #[inline]
+            pub fn parse<T: AsRef<[u8]> + ?Sized>(
+                packet: &Packet<&T>,
+            ) -> Result<Repr, $crate::wire::WireError> {
+                packet.check_len()?;
+                Ok(Repr {
+                    $($name: packet.$name(),)+
+                })
+            }
+
+            /// [`HEADER_LEN`]: the header has no variable part.
+            pub const fn buffer_len(&self) -> usize {
+                HEADER_LEN
+            }
+
+            /// Writes exactly `buffer_len()` bytes.
+            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+                $(packet.$set(self.$name);)+
+            }
+        }
+    };
+}
+
+/// The two tests every fixed header takes: `$header` parses to `$repr`, and `$repr` emits
+/// exactly `$header` (no byte past it) into a buffer that is then one byte too short to check.
+#[cfg(test)]
+macro_rules! fixed_header_tests {
+    ($header:expr, $repr:expr) => {
+        #[test]
+        fn parses_header() {
+            let packet = Packet::new_checked(&$header[..]).unwrap();
+            assert_eq!(Repr::parse(&packet).unwrap(), $repr);
+        }
+
+        #[test]
+        fn emits_header() {
+            let mut buf = [0xa5u8; HEADER_LEN + 1];
+            $repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
+            assert_eq!(&buf[..HEADER_LEN], &$header[..]);
+            assert_eq!(buf[HEADER_LEN], 0xa5);
+            assert_eq!(
+                Packet::new_checked(&buf[..HEADER_LEN - 1]),
+                Err($crate::wire::WireError::Truncated)
+            );
+        }
+    };
+}
+
+/// Inside `impl Repr` of a header whose `to_bytes` gives all of it: `buffer_len` and an `emit`
+/// (documented by `$emit_doc`) that copies those bytes into the view.
+macro_rules! emit_via_to_bytes {
+    ($emit_doc:literal) => {
+        /// [`HEADER_LEN`]: this header is always emitted without options.
+        pub const fn buffer_len(&self) -> usize {
+            HEADER_LEN
+        }
+
+        #[doc = $emit_doc]
+        pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+            packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
         }
     };
 }

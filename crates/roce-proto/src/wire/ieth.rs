@@ -1,52 +1,16 @@
 //! The invalidate extended transport header (4 bytes): the R_Key a SEND with Invalidate asks the
 //! responder to invalidate. Invalidation itself is the memory-region layer's job.
 
-use super::{read_u32, write_u32, WireError};
+use super::{read_u32, write_u32};
 
 /// Length of the IETH.
 pub const HEADER_LEN: usize = 4;
 
-fixed_header_view!("an invalidate extended transport header");
-
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// The R_Key to invalidate.
-    pub fn rkey(&self) -> u32 {
-        read_u32(self.buffer.as_ref(), 0)
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the R_Key to invalidate.
-    pub fn set_rkey(&mut self, value: u32) {
-        write_u32(self.buffer.as_mut(), 0, value);
-    }
-}
-
-/// A parsed IETH.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Repr {
-    /// The R_Key to invalidate.
-    pub rkey: u32,
-}
-
-impl Repr {
-    /// Parses a checked header.
-    #[inline]
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr, WireError> {
-        packet.check_len()?;
-        Ok(Repr {
-            rkey: packet.rkey(),
-        })
-    }
-
-    /// 4.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_rkey(self.rkey);
+fixed_header! {
+    /// A parsed IETH.
+    pub struct Repr {
+        /// The R_Key to invalidate.
+        pub rkey: u32 { at: 0, read: read_u32, write: write_u32, set: set_rkey },
     }
 }
 

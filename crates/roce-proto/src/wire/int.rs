@@ -109,25 +109,9 @@ impl HopRecord {
     }
 }
 
-/// A read/write view of a shim in a byte buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(Packet, WireError, "an INT shim");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it (accessors may then panic).
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// `Truncated` when the buffer ends before the header or the slots it announces,
     /// `BadVersion` for another version, `BadLength` when the counts are inconsistent.
     pub fn check_len(&self) -> Result<(), WireError> {
@@ -145,11 +129,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(WireError::Truncated);
         }
         Ok(())
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// The version nibble.

@@ -87,25 +87,9 @@ pub(crate) fn header_checksum(header: &[u8; HEADER_LEN]) -> u16 {
     fold(sum)
 }
 
-/// A read/write view of an IPv4 packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(Packet, WireError, "an IPv4 packet");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after checking the header and the announced total length fit.
-    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// `Err(Truncated)` when the buffer is shorter than the header or the total length;
     /// `Err(BadLength)` when IHL or the total length are impossible.
     pub fn check_len(&self) -> Result<(), WireError> {
@@ -122,11 +106,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// IP version (4 for a valid packet).
@@ -345,16 +324,10 @@ impl Repr {
         })
     }
 
-    /// 20: we never emit options.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in
-    /// 16 bits (the caller checks; larger values are truncated).
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
-    }
+    emit_via_to_bytes!(
+        "Writes exactly `buffer_len()` bytes, checksum included. `payload_len + 20` must fit in \
+         16 bits (the caller checks; larger values are truncated)."
+    );
 
     /// The 20 header bytes, checksum included (what `emit` writes).
     #[inline]

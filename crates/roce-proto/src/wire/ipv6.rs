@@ -60,25 +60,9 @@ pub(crate) const fn flow_label_of(first_word: u32) -> u32 {
     first_word & 0x000f_ffff
 }
 
-/// A read/write view of an IPv6 packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(Packet, WireError, "an IPv6 packet");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after checking the header and the announced payload fit.
-    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// `Err(Truncated)` when the header or the announced payload do not fit.
     pub fn check_len(&self) -> Result<(), WireError> {
         let len = self.buffer.as_ref().len();
@@ -87,11 +71,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     fn first_word(&self) -> u32 {

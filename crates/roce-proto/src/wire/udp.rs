@@ -32,25 +32,9 @@ pub(crate) mod field {
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 
-/// A read/write view of a UDP datagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+header_view!(Packet, WireError, "a UDP datagram");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after checking the header and the announced length fit.
-    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// `Err(Truncated)` when the header or the datagram do not fit, `Err(BadLength)` when the
     /// length field is shorter than the header.
     pub fn check_len(&self) -> Result<(), WireError> {
@@ -66,11 +50,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Source port.
@@ -145,15 +124,7 @@ impl Repr {
         })
     }
 
-    /// 8.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Writes exactly `buffer_len()` bytes, checksum 0.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
-    }
+    emit_via_to_bytes!("Writes exactly `buffer_len()` bytes, checksum 0.");
 
     /// The 8 header bytes (what `emit` writes).
     #[inline]

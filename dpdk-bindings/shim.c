@@ -176,7 +176,7 @@ static void roce_shim_flow_error(const struct rte_flow_error *e, int ret, char *
 {
 	if (err == NULL || err_len == 0)
 		return;
-	snprintf(err, err_len, "%s (%s)", e->message ? e->message : "no reason given", strerror(-ret));
+	snprintf(err, err_len, "%s", e->message ? e->message : strerror(-ret));
 }
 
 int roce_shim_flow_udp_sport(uint16_t port, uint32_t src_ip_be, uint16_t sport, uint16_t mask,

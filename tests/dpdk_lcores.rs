@@ -12,7 +12,11 @@ use std::sync::Arc;
 use anyhow::ensure;
 use lcore_rc::{run_over_lcores, LcoreRun};
 use roce_dpdk::lcore::Cores;
-use roce_dpdk::{Eal, EalConfig, Mempool, MempoolConfig};
+use roce_dpdk::steer::{steer_udp_source, Steering};
+use roce_dpdk::{
+    ring_pair_queues, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
+};
+use roce_proto::port::Port;
 
 type Test = fn(&Eal, &Arc<Mempool>) -> anyhow::Result<()>;
 
@@ -60,6 +64,10 @@ fn main() {
         (
             "more_lcores_than_cpus_deliver_every_byte_and_completion",
             more_lcores_than_cpus_deliver_every_byte_and_completion,
+        ),
+        (
+            "tap_steers_by_udp_source_port_and_ring_falls_back_to_software",
+            tap_steers_by_udp_source_port_and_ring_falls_back_to_software,
         ),
     ];
     let (mut passed, mut failed) = (0, 0);
@@ -166,4 +174,102 @@ fn more_lcores_than_cpus_deliver_every_byte_and_completion(
         out.completions
     );
     no_leak(pool)
+}
+
+fn ip(args: &str) -> anyhow::Result<()> {
+    let st = std::process::Command::new("ip")
+        .args(args.split(' '))
+        .status()?;
+    ensure!(st.success(), "ip {args} failed");
+    Ok(())
+}
+
+/// A ring port (no rte_flow) is reported as software dispatch. A net_tap port with two queue
+/// pairs is reported as flow rules when its kernel takes a flower rule, and then a rule sending
+/// UDP source port 50001 to queue 1 puts every datagram the kernel sends from that port on queue
+/// 1; a kernel without the flower classifier is reported as software with its refusal, and
+/// rules are refused the same way.
+fn tap_steers_by_udp_source_port_and_ring_falls_back_to_software(
+    eal: &Eal,
+    pool: &Arc<Mempool>,
+) -> anyhow::Result<()> {
+    let cfg = PortConfig {
+        queues: 2,
+        link_timeout: std::time::Duration::from_secs(5),
+        ..PortConfig::default()
+    };
+    let (ring, _) = ring_pair_queues(eal, "lc_steer", 256, 2)?;
+    let ring = DpdkPort::new(eal, ring, pool.clone(), &cfg)?;
+    let probed = Steering::probe(&ring);
+    ensure!(
+        probed == Steering::Software("Function not implemented".into()),
+        "ring: {probed}"
+    );
+    drop(ring);
+    let id = eal.probe_device("net_tap7,iface=rlcsteer0")?;
+    let tap = DpdkPort::new(eal, id, pool.clone(), &cfg)?;
+    let peer = std::net::Ipv4Addr::new(198, 18, 200, 1);
+    match Steering::probe(&tap) {
+        Steering::FlowRules => {}
+        Steering::Software(why) => {
+            ensure!(
+                why.contains("ernel"),
+                "tap refused rules for another reason: {why}"
+            );
+            let refused = steer_udp_source(&tap, Some(peer), 50001, 1);
+            ensure!(
+                refused.is_err(),
+                "a rule was created after the probe failed"
+            );
+            return Ok(());
+        }
+        Steering::Single => anyhow::bail!("tap with two queue pairs reported single-queue"),
+    }
+    let _rule = steer_udp_source(&tap, Some(peer), 50001, 1)?;
+    let m = tap.info().mac;
+    let mac = m
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    ip("addr add 198.18.200.1/24 dev rlcsteer0")?;
+    ip("link set rlcsteer0 up")?;
+    ip(&format!(
+        "neigh replace 198.18.200.2 lladdr {mac} dev rlcsteer0"
+    ))?;
+    let sock = std::net::UdpSocket::bind("198.18.200.1:50001")?;
+    for _ in 0..16 {
+        sock.send_to(b"steered", "198.18.200.2:4791")?;
+    }
+    let mut queues = tap.into_queues();
+    let mut per_queue = [0usize; 2];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut got: Vec<Mbuf> = Vec::new();
+    while per_queue.iter().sum::<usize>() < 16 && std::time::Instant::now() < deadline {
+        for (q, port) in queues.iter_mut().enumerate() {
+            port.rx_burst(&mut got, 32);
+            per_queue[q] += got.iter().filter(|m| m.frame_ok_udp(50001)).count();
+            got.clear();
+        }
+    }
+    ensure!(
+        per_queue == [0, 16],
+        "datagrams per queue {per_queue:?}, expected [0, 16]"
+    );
+    Ok(())
+}
+
+trait UdpSource {
+    fn frame_ok_udp(&self, sport: u16) -> bool;
+}
+
+impl UdpSource for Mbuf {
+    /// An untagged IPv4/UDP frame from `sport` to 4791.
+    fn frame_ok_udp(&self, sport: u16) -> bool {
+        use roce_proto::port::FrameBuf;
+        let f = self.frame();
+        f.get(12..14) == Some(&[8, 0])
+            && f.get(34..36) == Some(&sport.to_be_bytes())
+            && f.get(36..38) == Some(&4791u16.to_be_bytes())
+    }
 }

@@ -98,6 +98,9 @@ pub enum DpdkError {
         /// Most TX queues.
         tx: u16,
     },
+    /// A flow rule was refused.
+    #[error("flow rule refused: {0}")]
+    Flow(String),
     /// A name given to DPDK contains a NUL byte.
     #[error("name {0:?} contains a NUL byte")]
     NulInName(String),

@@ -26,6 +26,7 @@ mod port;
 mod ring_pair;
 pub mod runtime;
 mod spec;
+pub mod steer;
 mod tsc;
 
 pub use eal::{pin_current_thread, Eal, EalConfig};

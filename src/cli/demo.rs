@@ -32,8 +32,11 @@ use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
 
+use crate::cli::metrics::MetricsArgs;
 use crate::cli::ops::Op;
 use crate::cli::progress::{parse_interval, Progress};
+use roce::metrics::{Exposition, MetricsHub, PortMetrics, Publisher, SwitchMetrics};
+use roce_dpdk::lcore::shard::EndpointSnapshot;
 
 /// Options of `roce demo`.
 #[derive(Args, Debug)]
@@ -111,6 +114,9 @@ pub struct DemoArgs {
     /// Extra EAL arguments.
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     eal: String,
+    /// Live metrics options (`--metrics ADDR:PORT`).
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 fn parse_size(s: &str) -> anyhow::Result<u32> {
@@ -293,6 +299,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..EalConfig::new(eal_args)
     })
     .context("starting DPDK")?;
+    let hub = Arc::new(MetricsHub::new());
+    let _metrics = args.metrics.start(&eal, &hub)?;
+    let mut publisher = Publisher::default();
     let pool = Arc::new(
         Mempool::new(
             &eal,
@@ -393,6 +402,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             flows::drive(i, &mut hosts, &mut flows, posting, &mut scratch, &clock);
             work += switch.poll(clock.now(), &mut on_egress);
         }
+        publisher.offer(&hub, || exposition(&hosts, &switch, now));
         if let Some(m) = mirror.as_mut() {
             m.tx_burst(&mut mirror_out);
             mirror_out.clear();
@@ -453,6 +463,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     progress.finish();
+    hub.publish(u64::MAX, exposition(&hosts, &switch, clock.now()));
     let traffic_end = drained_at.unwrap_or_else(|| clock.now());
     tracing::debug!(rounds, "polling rounds");
     if let Some(w) = writer.take() {
@@ -493,6 +504,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    drop(out);
+    args.metrics.linger();
     if !summary.verified {
         let why = summary
             .flows
@@ -623,5 +636,27 @@ fn summarize(
             min_rate_gbps: series.min_cc_rate().min(args.host_gbps),
             final_rate_gbps: final_rate,
         },
+    }
+}
+
+/// The hosts' and the switch's counters now, for the metrics.
+fn exposition(hosts: &[Host], switch: &RtSwitch<DpdkPort>, now: Instant) -> Exposition {
+    let sw = switch.counters();
+    Exposition {
+        ports: hosts
+            .iter()
+            .map(|h| PortMetrics {
+                device: h.name.clone(),
+                snapshot: EndpointSnapshot::of(&h.ep, now),
+            })
+            .collect(),
+        switch: Some(SwitchMetrics {
+            ecn_marked: sw.ecn_marked,
+            drops: sw.drops,
+            pfc_pause_frames: sw.pfc_pause_frames,
+            priority: hosts.first().map_or(3, |h| h.ep.config().marking.data_pcp),
+            queue_bytes: switch.queue_bytes(0),
+            forwarded: sw.tx_frames,
+        }),
     }
 }

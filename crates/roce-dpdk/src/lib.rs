@@ -27,6 +27,7 @@ mod ring_pair;
 pub mod runtime;
 mod spec;
 pub mod steer;
+pub mod telemetry;
 mod tsc;
 
 pub use eal::{pin_current_thread, Eal, EalConfig};

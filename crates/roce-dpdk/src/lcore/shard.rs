@@ -129,6 +129,10 @@ pub struct QpSnapshot {
 pub struct EndpointSnapshot {
     /// The port's counters (mlx5 / rxe names).
     pub port: RdmaCounters,
+    /// Bytes of frames sent.
+    pub tx_bytes: u64,
+    /// Bytes of frames received.
+    pub rx_bytes: u64,
     /// Its QPs, by number.
     pub qps: Vec<QpSnapshot>,
 }
@@ -160,12 +164,20 @@ impl EndpointSnapshot {
         }
         let mut port = ep.rdma_counters();
         port.rp_cnp_ignored = qps.iter().map(|q| q.counters.rp_cnp_ignored).sum();
-        EndpointSnapshot { port, qps }
+        let c = ep.counters();
+        EndpointSnapshot {
+            port,
+            tx_bytes: c.tx_bytes,
+            rx_bytes: c.rx_bytes,
+            qps,
+        }
     }
 
     /// Adds `other` (another shard of the same port): counters summed, QPs appended.
     pub fn merge(&mut self, other: EndpointSnapshot) {
         self.port.accumulate(&other.port);
+        self.tx_bytes += other.tx_bytes;
+        self.rx_bytes += other.rx_bytes;
         self.qps.extend(other.qps);
         self.qps.sort_by_key(|q| q.qpn);
     }

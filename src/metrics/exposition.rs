@@ -167,15 +167,16 @@ fn qp_state(reg: &mut Registry, e: &Exposition) {
             wait.get_or_create(&l).set(q.pacer_wait_ns as f64 / 1e9);
             sq.get_or_create(&l).set(q.send_queue as f64);
             if let Some(cc) = &q.cc {
-                rate.get_or_create(&l).set(cc.rate_bps);
-                target.get_or_create(&l).set(cc.target_rate_bps);
+                rate.get_or_create(&l).set(cc.rate_bps / 8.0);
+                target.get_or_create(&l).set(cc.target_rate_bps / 8.0);
                 alpha.get_or_create(&l).set(cc.alpha);
                 cuts.get_or_create(&l).inc_by(cc.rate_cuts);
                 increases.get_or_create(&l).inc_by(cc.rate_increases);
             }
         }
     }
-    let bps = || Unit::Other("bits_per_second".into());
+    // Prometheus wants base units: bytes, not bits.
+    let bps = || Unit::Other("bytes_per_second".into());
     reg.register_with_unit(
         "roce_qp_cc_rate",
         "Congestion control: current rate (DCQCN RC)",
@@ -251,7 +252,7 @@ mod tests {
             "roce_port_np_cnp_sent_total{device=\"r\",port=\"1\"} 7",
             "roce_qp_rp_cnp_handled_total{device=\"r\",port=\"1\",qp=\"17\"} 4",
             "roce_port_tx_bytes_total{device=\"r\",port=\"1\"} 1000",
-            "roce_qp_cc_rate_bits_per_second{device=\"r\",port=\"1\",qp=\"17\"} 5000000000.0",
+            "roce_qp_cc_rate_bytes_per_second{device=\"r\",port=\"1\",qp=\"17\"} 625000000.0",
             "roce_qp_cc_alpha_ratio{device=\"r\",port=\"1\",qp=\"17\"} 0.5",
             "roce_qp_cc_rate_cuts_total{device=\"r\",port=\"1\",qp=\"17\"} 3",
             "# TYPE roce_port_np_cnp_sent counter",

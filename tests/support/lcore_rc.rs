@@ -116,7 +116,7 @@ pub fn run_over_lcores(
         }
     }
     let clock = TscClock::new(eal);
-    let mut lcores = Lcores::spawn(Some(eal), &r.cores, shards, clock, LcoreConfig::default())?;
+    let lcores = Lcores::spawn(Some(eal), &r.cores, shards, clock, LcoreConfig::default())?;
     let (ha, hb): (Vec<Sh>, Vec<Sh>) = {
         let h = lcores.handles();
         (h[..n].to_vec(), h[n..].to_vec())

@@ -276,13 +276,60 @@ impl Default for LcoreConfig {
     }
 }
 
-/// The running lcores and the handles on their shards.
+/// The running lcores and the handles on their shards. Dropping it stops them (use
+/// [`Lcores::stop`] to get the shards back).
 pub struct Lcores<E: ShardEngine> {
     threads: Vec<JoinHandle<Vec<ShardExit<E>>>>,
     handles: Vec<ShardHandle<E>>,
     stop: Arc<AtomicBool>,
-    snapshots: Receiver<(usize, u64, E::Snapshot)>,
-    generation: u64,
+    source: SnapshotSource<E>,
+}
+
+/// Asks every shard of a runtime for a snapshot, from any thread (the metrics endpoint's, the
+/// telemetry thread); the lcores keep running meanwhile.
+pub struct SnapshotSource<E: ShardEngine> {
+    mailboxes: Vec<Arc<Mailbox<E>>>,
+    /// One asker at a time: answers are matched to the generation that asked.
+    answers: Arc<std::sync::Mutex<(u64, Receiver<(usize, u64, E::Snapshot)>)>>,
+}
+
+impl<E: ShardEngine> Clone for SnapshotSource<E> {
+    fn clone(&self) -> Self {
+        SnapshotSource {
+            mailboxes: self.mailboxes.clone(),
+            answers: self.answers.clone(),
+        }
+    }
+}
+
+impl<E: ShardEngine> SnapshotSource<E> {
+    /// Asks every shard for a snapshot and waits up to `timeout` for the answers; a shard that
+    /// did not answer in time (or has stopped) is `None`.
+    pub fn collect(&self, timeout: StdDuration) -> Vec<Option<E::Snapshot>> {
+        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        answers.0 += 1;
+        let generation = answers.0;
+        for m in &self.mailboxes {
+            m.snapshot_wanted.store(generation, Ordering::Release);
+        }
+        let mut out: Vec<Option<E::Snapshot>> = self.mailboxes.iter().map(|_| None).collect();
+        let deadline = std::time::Instant::now() + timeout;
+        let mut missing = out.len();
+        while missing > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match answers.1.recv_timeout(left) {
+                Ok((i, g, snap)) if g == generation => {
+                    if let Some(slot @ None) = out.get_mut(i) {
+                        *slot = Some(snap);
+                        missing -= 1;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        out
+    }
 }
 
 /// One shard as its lcore holds it.
@@ -371,6 +418,7 @@ impl<E: ShardEngine> Lcores<E> {
         let mut per_lcore: Vec<Vec<Running<E, P, C>>> =
             (0..cores.len()).map(|_| Vec::new()).collect();
         let mut handles = Vec::new();
+        let mut mailboxes = Vec::new();
         for (index, s) in shards.into_iter().enumerate() {
             let (control_tx, control_rx) = channel::unbounded();
             let mailbox = Arc::new(Mailbox {
@@ -385,6 +433,7 @@ impl<E: ShardEngine> Lcores<E> {
                 index,
                 mailbox: mailbox.clone(),
             });
+            mailboxes.push(mailbox.clone());
             let lcore = s.lcore % cores.len().max(1);
             if let Some(l) = per_lcore.get_mut(lcore) {
                 l.push(Running {
@@ -441,8 +490,10 @@ impl<E: ShardEngine> Lcores<E> {
             threads,
             handles,
             stop,
-            snapshots: snap_rx,
-            generation: 0,
+            source: SnapshotSource {
+                mailboxes,
+                answers: Arc::new(std::sync::Mutex::new((0, snap_rx))),
+            },
         })
     }
 
@@ -458,42 +509,33 @@ impl<E: ShardEngine> Lcores<E> {
 
     /// Asks every shard for a snapshot and waits up to `timeout` for the answers; a shard that
     /// did not answer in time (or has stopped) is `None`. The lcores keep running meanwhile.
-    pub fn snapshots(&mut self, timeout: StdDuration) -> Vec<Option<E::Snapshot>> {
-        self.generation += 1;
-        let generation = self.generation;
-        for h in &self.handles {
-            h.mailbox
-                .snapshot_wanted
-                .store(generation, Ordering::Release);
-        }
-        let mut out: Vec<Option<E::Snapshot>> = self.handles.iter().map(|_| None).collect();
-        let deadline = std::time::Instant::now() + timeout;
-        let mut missing = out.len();
-        while missing > 0 {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.snapshots.recv_timeout(left) {
-                Ok((i, g, snap)) if g == generation => {
-                    if let Some(slot @ None) = out.get_mut(i) {
-                        *slot = Some(snap);
-                        missing -= 1;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        out
+    pub fn snapshots(&self, timeout: StdDuration) -> Vec<Option<E::Snapshot>> {
+        self.source.collect(timeout)
+    }
+
+    /// A handle that takes snapshots from another thread.
+    pub fn snapshot_source(&self) -> SnapshotSource<E> {
+        self.source.clone()
     }
 
     /// Stops every lcore after its current turn and returns the shards, by shard number.
-    pub fn stop(self) -> Result<Vec<ShardExit<E>>, LcoreError> {
+    pub fn stop(mut self) -> Result<Vec<ShardExit<E>>, LcoreError> {
         self.stop.store(true, Ordering::Release);
         let mut out = Vec::new();
-        for (i, t) in self.threads.into_iter().enumerate() {
+        for (i, t) in std::mem::take(&mut self.threads).into_iter().enumerate() {
             out.extend(t.join().map_err(|_| LcoreError::Panicked(i))?);
         }
         out.sort_by_key(|s| s.index);
         Ok(out)
+    }
+}
+
+impl<E: ShardEngine> Drop for Lcores<E> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
     }
 }
 

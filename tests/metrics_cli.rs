@@ -177,4 +177,33 @@ fn metrics_endpoint_parses_and_equals_the_runs_json_counters_and_telemetry() {
     );
     let devices = roce_dpdk::telemetry::query(&socket, "/roce/ports").expect("telemetry answers");
     assert_eq!(devices, r#"{"/roce/ports":["r","s1","s2"]}"#);
+    // roce stats --watch shows the same table from either source.
+    let table = |source: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+            .args(["stats", "--watch", source, "--count", "1"])
+            .output()
+            .expect("run roce stats");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for source in [addr.as_str(), socket.to_str().expect("utf-8 path")] {
+        let t = table(source);
+        let row: Vec<&str> = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("np_cnp_sent"))
+            .unwrap_or_else(|| panic!("no np_cnp_sent row from {source}:\n{t}"))
+            .split_whitespace()
+            .collect();
+        // Columns r/1, s1/1, s2/1, total.
+        assert_eq!(
+            row.get(1).copied(),
+            Some(cnps.to_string().as_str()),
+            "{source}:\n{t}"
+        );
+        assert!(t.contains("Counters per QP"), "{t}");
+    }
 }

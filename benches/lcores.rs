@@ -257,11 +257,14 @@ fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize) -> RcSetup {
     RcSetup { rt, qps }
 }
 
+/// A QP as a task drives it: number, CQ, source, destination, posted, completed.
+type RcQp = (u32, CqHandle, MrInfo, MrInfo, u64, u64);
+
 /// Completes `n` WRITEs on every QP (window 32, one in-lcore task per shard driving its QPs);
 /// returns the wall time.
 fn rc_quota(s: &RcSetup, n: u64, done: &(Sender<()>, Receiver<()>)) -> Duration {
     let start = Instant::now();
-    let mut shards: Vec<(Sh, Vec<(u32, CqHandle, MrInfo, MrInfo, u64, u64)>)> = Vec::new();
+    let mut shards: Vec<(Sh, Vec<RcQp>)> = Vec::new();
     for (h, qpn, cq, src, dst) in s.qps.iter().cloned() {
         match shards.iter_mut().find(|(x, _)| x.index() == h.index()) {
             Some((_, v)) => v.push((qpn, cq, src, dst, 0, 0)),

@@ -641,7 +641,7 @@ impl Run<'_> {
     }
 
     /// The hosts' names and endpoints, and the flows, once traffic is over.
-    fn finish(self) -> anyhow::Result<(Vec<(String, Endpoint)>, Vec<Flow>)> {
+    fn finish(self) -> anyhow::Result<flows::Ended> {
         match self {
             Run::Inline { hosts, flows } => {
                 Ok((hosts.into_iter().map(|h| (h.name, h.ep)).collect(), flows))

@@ -39,10 +39,18 @@ impl MetricsArgs {
         };
         let server = MetricsServer::start(addr, hub.clone())?;
         eprintln!("metrics: http://{}/metrics", server.addr());
-        eprintln!(
-            "telemetry: {} (dpdk-telemetry.py: /roce/ports, /roce/port,DEVICE, /roce/qp,DEVICE,QPN)",
-            roce_dpdk::telemetry::socket_path(eal).display()
-        );
+        let socket = roce_dpdk::telemetry::socket_path(eal);
+        match roce_dpdk::telemetry::owner(&socket) {
+            Some(pid) if pid == std::process::id() => eprintln!(
+                "telemetry: {} (dpdk-telemetry.py: /roce/ports, /roce/port,DEVICE, /roce/qp,DEVICE,QPN)",
+                socket.display()
+            ),
+            Some(pid) => eprintln!(
+                "telemetry: {} belongs to process {pid}; for a socket of this process's own, start it with --eal --file-prefix=NAME",
+                socket.display()
+            ),
+            None => eprintln!("telemetry: no DPDK telemetry socket (EAL started with --no-telemetry?)"),
+        }
         Ok(Some(server))
     }
 

@@ -10,9 +10,12 @@ use roce_dpdk::Eal;
 
 use super::{Exposition, MetricsHub};
 
+/// How one command answers from an exposition and its parameters.
+type Answer = fn(&Exposition, &str) -> Option<TelReply>;
+
 /// Registers the `/roce/...` commands, answered from `hub`.
 pub fn register(eal: &Eal, hub: &Arc<MetricsHub>) -> anyhow::Result<()> {
-    let cmds: [(&str, &str, fn(&Exposition, &str) -> Option<TelReply>); 5] = [
+    let cmds: [(&str, &str, Answer); 5] = [
         ("/roce/ports", "The devices of this roce process", ports),
         (
             "/roce/port",

@@ -107,28 +107,31 @@ unsafe fn fill(d: *mut sys::rte_tel_data, reply: &TelReply) {
             .collect();
         CString::new(s).unwrap_or_default()
     };
-    // SAFETY (all calls below): `d` is valid per the contract; strings are NUL-terminated and
-    // copied by DPDK.
     match reply {
         TelReply::Dict(entries) => {
+            // SAFETY: `d` is the live answer object; strings are NUL-terminated and copied.
             unsafe { sys::rte_tel_data_start_dict(d) };
             for (name, v) in entries.iter().take(MAX_ENTRIES) {
                 let n = c(name);
                 match v {
+                    // SAFETY: `d` is the live answer object; `n` is NUL-terminated and copied.
                     TelValue::U64(x) => unsafe {
                         sys::rte_tel_data_add_dict_u64(d, n.as_ptr(), *x);
                     },
                     TelValue::Str(s) => {
                         let v = c(s);
+                        // SAFETY: `d` is the live answer object; strings are NUL-terminated and copied.
                         unsafe { sys::rte_tel_data_add_dict_string(d, n.as_ptr(), v.as_ptr()) };
                     }
                 }
             }
         }
         TelReply::List(items) => {
+            // SAFETY: `d` is the live answer object; strings are NUL-terminated and copied.
             unsafe { sys::rte_tel_data_start_array(d, sys::RTE_TEL_STRING_VAL) };
             for item in items.iter().take(MAX_ENTRIES) {
                 let v = c(item);
+                // SAFETY: `d` is the live answer object; strings are NUL-terminated and copied.
                 unsafe { sys::rte_tel_data_add_array_string(d, v.as_ptr()) };
             }
         }
@@ -153,6 +156,25 @@ pub fn socket_path(_eal: &Eal) -> PathBuf {
 /// Asks the telemetry socket at `path` one command (`/roce/port,r`) and returns its JSON answer,
 /// as `dpdk-telemetry.py` does (a SOCK_SEQPACKET socket: a greeting, then one reply per command).
 pub fn query(path: &Path, cmd: &str) -> io::Result<String> {
+    exchange(path, Some(cmd))
+}
+
+/// The process that answers on the socket at `path` (from its greeting), if any: a second DPDK
+/// process with the same file prefix cannot take the socket over.
+pub fn owner(path: &Path) -> Option<u32> {
+    let greeting = exchange(path, None).ok()?;
+    let at = greeting.find("\"pid\":")? + 6;
+    let digits: String = greeting[at..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Connects, reads the greeting, and sends `cmd` and returns its answer (or, without one,
+/// returns the greeting).
+fn exchange(path: &Path, cmd: Option<&str>) -> io::Result<String> {
     use std::os::unix::ffi::OsStrExt;
     // SAFETY: plain socket call; the descriptor is owned by the OwnedFd below.
     let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
@@ -162,6 +184,7 @@ pub fn query(path: &Path, cmd: &str) -> io::Result<String> {
     // SAFETY: a fresh descriptor nothing else owns.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid (empty) address.
     let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_os_str().as_bytes();
@@ -206,8 +229,11 @@ pub fn query(path: &Path, cmd: &str) -> io::Result<String> {
             Ok(n as usize)
         }
     };
-    recv(&mut buf)?; // the greeting
-                     // SAFETY: valid descriptor and buffer.
+    let n = recv(&mut buf)?;
+    let Some(cmd) = cmd else {
+        return Ok(String::from_utf8_lossy(&buf[..n]).into_owned());
+    };
+    // SAFETY: valid descriptor and buffer.
     if unsafe { libc::send(raw, cmd.as_ptr().cast(), cmd.len(), 0) } < 0 {
         return Err(io::Error::last_os_error());
     }

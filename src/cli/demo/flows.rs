@@ -383,3 +383,6 @@ pub fn cc_metrics(hosts: &[Eps], f: &Flow) -> CcMetrics {
 
 /// A host as the reports read it: its name and its endpoint.
 pub(super) type Eps<'a> = (&'a str, &'a Endpoint);
+
+/// What a run leaves: the hosts' names and endpoints, and the flows as they ended.
+pub(super) type Ended = (Vec<(String, Endpoint)>, Vec<Flow>);

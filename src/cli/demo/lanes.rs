@@ -201,7 +201,7 @@ impl Lanes {
     }
 
     /// Stops the lcores: the hosts' names and endpoints, and the flows as they ended.
-    pub fn finish(mut self) -> anyhow::Result<(Vec<(String, Endpoint)>, Vec<Flow>)> {
+    pub fn finish(mut self) -> anyhow::Result<flows::Ended> {
         self.flows();
         for (f, p) in self.flows.iter_mut().zip(&self.progress) {
             f.errors = p.errors.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -130,10 +130,19 @@ fn available_cpus() -> Vec<usize> {
     }
 }
 
+/// A control call, run on the shard's lcore between two polls.
+type Call<E> = Box<dyn FnOnce(&mut E, Instant) + Send>;
+
+/// A snapshot answer: shard, generation asked, snapshot.
+type Answer<S> = (usize, u64, S);
+
+/// The last generation asked and where the answers come in (one asker at a time).
+type Answers<S> = Arc<std::sync::Mutex<(u64, Receiver<Answer<S>>)>>;
+
 /// What the control channel carries to a shard's lcore.
 enum Control<E> {
     /// A call run between two polls.
-    Call(Box<dyn FnOnce(&mut E, Instant) + Send>),
+    Call(Call<E>),
     /// A task to install.
     Task(Task<E>),
 }
@@ -147,7 +156,7 @@ struct Mailbox<E: ShardEngine> {
     control: Sender<Control<E>>,
     /// Bumped by a reader that wants a snapshot; the shard answers once per new value.
     snapshot_wanted: AtomicU64,
-    snapshots: Sender<(usize, u64, E::Snapshot)>,
+    snapshots: Sender<Answer<E::Snapshot>>,
     dispatch: Arc<DispatchCounters>,
 }
 
@@ -290,7 +299,7 @@ pub struct Lcores<E: ShardEngine> {
 pub struct SnapshotSource<E: ShardEngine> {
     mailboxes: Vec<Arc<Mailbox<E>>>,
     /// One asker at a time: answers are matched to the generation that asked.
-    answers: Arc<std::sync::Mutex<(u64, Receiver<(usize, u64, E::Snapshot)>)>>,
+    answers: Answers<E::Snapshot>,
 }
 
 impl<E: ShardEngine> Clone for SnapshotSource<E> {

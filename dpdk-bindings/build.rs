@@ -18,6 +18,7 @@ const HEADERS: &[&str] = &[
     "rte_ethdev.h",
     "rte_ring.h",
     "rte_eth_ring.h",
+    "rte_telemetry.h",
     "shim.h",
 ];
 
@@ -58,6 +59,11 @@ const FUNCTIONS: &[&str] = &[
     "rte_eth_from_rings",
     "rte_ring_create",
     "rte_ring_free",
+    "rte_thread_register",
+    "rte_thread_unregister",
+    "rte_eal_get_runtime_dir",
+    "rte_telemetry_register_cmd",
+    "rte_tel_data_.*",
     "roce_shim_.*",
 ];
 
@@ -72,6 +78,8 @@ const TYPES: &[&str] = &[
     "rte_eth_link",
     "rte_eth_stats",
     "rte_ether_addr",
+    "rte_tel_data",
+    "telemetry_cb",
 ];
 
 const VARS: &[&str] = &[

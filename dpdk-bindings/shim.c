@@ -7,6 +7,9 @@
 #include <rte_mempool.h>
 #include <rte_mbuf.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "shim.h"
 
@@ -167,4 +170,58 @@ uint64_t roce_shim_get_tsc_cycles(void)
 unsigned int roce_shim_mempool_in_use_count(const struct rte_mempool *mp)
 {
 	return rte_mempool_in_use_count(mp);
+}
+
+static void roce_shim_flow_error(const struct rte_flow_error *e, int ret, char *err, unsigned int err_len)
+{
+	if (err == NULL || err_len == 0)
+		return;
+	snprintf(err, err_len, "%s", e->message ? e->message : strerror(-ret));
+}
+
+int roce_shim_flow_udp_sport(uint16_t port, uint32_t src_ip_be, uint16_t sport, uint16_t mask,
+			     uint16_t queue, int create, struct rte_flow **out, char *err,
+			     unsigned int err_len)
+{
+	struct rte_flow_attr attr = { .ingress = 1 };
+	struct rte_flow_item_ipv4 ip_spec = { 0 }, ip_mask = { 0 };
+	struct rte_flow_item_udp udp_spec = { 0 }, udp_mask = { 0 };
+	ip_spec.hdr.src_addr = src_ip_be;
+	ip_mask.hdr.src_addr = src_ip_be ? 0xffffffff : 0;
+	udp_spec.hdr.src_port = rte_cpu_to_be_16(sport);
+	udp_mask.hdr.src_port = rte_cpu_to_be_16(mask);
+	udp_spec.hdr.dst_port = rte_cpu_to_be_16(4791);
+	udp_mask.hdr.dst_port = 0xffff;
+	struct rte_flow_item pattern[] = {
+		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+		{ .type = RTE_FLOW_ITEM_TYPE_IPV4, .spec = &ip_spec, .mask = &ip_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_UDP, .spec = &udp_spec, .mask = &udp_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_END },
+	};
+	struct rte_flow_action_queue q = { .index = queue };
+	struct rte_flow_action actions[] = {
+		{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &q },
+		{ .type = RTE_FLOW_ACTION_TYPE_END },
+	};
+	struct rte_flow_error e = { 0 };
+	if (!create) {
+		int ret = rte_flow_validate(port, &attr, pattern, actions, &e);
+		if (ret < 0)
+			roce_shim_flow_error(&e, ret, err, err_len);
+		return ret;
+	}
+	struct rte_flow *f = rte_flow_create(port, &attr, pattern, actions, &e);
+	if (f == NULL) {
+		int ret = rte_errno ? -rte_errno : -EINVAL;
+		roce_shim_flow_error(&e, ret, err, err_len);
+		return ret;
+	}
+	*out = f;
+	return 0;
+}
+
+int roce_shim_flow_destroy(uint16_t port, struct rte_flow *flow)
+{
+	struct rte_flow_error e = { 0 };
+	return rte_flow_destroy(port, flow, &e);
 }

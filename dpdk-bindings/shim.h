@@ -37,5 +37,14 @@ int roce_shim_errno(void);
 unsigned int roce_shim_lcore_id(void);
 uint64_t roce_shim_get_tsc_cycles(void);
 unsigned int roce_shim_mempool_in_use_count(const struct rte_mempool *mp);
+/* rte_flow: IPv4/UDP frames to port 4791 whose UDP source port matches `sport` under `mask` (and,
+ * when `src_ip_be` is not 0, whose IPv4 source is that address) go to RX queue `queue`. With
+ * `create` 0 the rule is only validated. Returns 0 and (when created) the flow in *out, or a
+ * negative errno with DPDK's message in `err`. */
+struct rte_flow;
+int roce_shim_flow_udp_sport(uint16_t port, uint32_t src_ip_be, uint16_t sport, uint16_t mask,
+			     uint16_t queue, int create, struct rte_flow **out, char *err,
+			     unsigned int err_len);
+int roce_shim_flow_destroy(uint16_t port, struct rte_flow *flow);
 
 #endif

@@ -13,6 +13,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "dpdk")]
+pub mod metrics;
 pub mod oob;
 pub mod payload;
 pub mod pcap;

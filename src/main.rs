@@ -10,6 +10,8 @@ mod cli {
     #[cfg(feature = "dpdk")]
     pub mod demo;
     pub mod loopback;
+    #[cfg(feature = "dpdk")]
+    pub mod metrics;
     pub mod oob;
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     pub mod ops;

@@ -240,3 +240,62 @@ fn duration_run_prints_a_status_line_every_second() {
     assert!(status[1].starts_with("[  2/3 s] "), "{status:?}");
     assert!(cout.contains("BW peak"), "{cout}");
 }
+
+/// `-q 4 --cores 2` on both sides: each side's port gets two queue pairs, the four QPs run two
+/// per lcore, the client prints the total under perftest's header and one line per lcore whose
+/// message rates add up to it; the server prints the same total.
+#[test]
+fn write_bw_over_two_lcores_reports_each_lcore_and_the_total() {
+    let extra = ["-s", "4096", "-q", "4", "--cores", "2"];
+    let Some((cout, sout, _)) = run_processes(&["perf", "write-bw"], "roce-perf-lc", &extra) else {
+        return;
+    };
+    let header = "#bytes     #iterations    BW peak";
+    let total = result_row(&cout, header);
+    assert_eq!((total[0], total[1]), (4096.0, 200.0), "{cout}");
+    assert!(total[2..].iter().all(|&x| x > 0.0), "{cout}");
+    let lanes: Vec<Vec<f64>> = cout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("lcore "))
+        .map(|l| {
+            let (_, row) = l.split_once(':').expect("lcore N: row");
+            row.split_whitespace()
+                .map(|c| c.parse().expect("number"))
+                .collect()
+        })
+        .collect();
+    assert_eq!(lanes.len(), 2, "{cout}");
+    for l in &lanes {
+        assert_eq!((l[0], l[1]), (4096.0, 200.0), "{cout}");
+    }
+    let rate: f64 = lanes.iter().map(|l| l[4]).sum();
+    assert!(
+        (rate - total[4]).abs() < 1e-5,
+        "lcores {rate} vs total {}",
+        total[4]
+    );
+    assert_eq!(result_row(&sout, header), total);
+    assert_eq!(cout.matches("local address: LID").count(), 4, "{cout}");
+}
+
+#[test]
+fn pingpong_on_two_cores_is_refused_in_one_line() {
+    let out = Command::new(ROCE)
+        .args([
+            "pingpong",
+            "--port",
+            "null",
+            "--ip",
+            "198.18.0.1/15",
+            "--cores",
+            "2",
+        ])
+        .output()
+        .expect("run roce");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().any(|l| l == "roce: --cores 0,1: this command runs its QP on one core (--cores 1; roce perf's bandwidth tests take more)"),
+        "{err}"
+    );
+}

@@ -32,8 +32,11 @@ use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
 
+use crate::cli::metrics::MetricsArgs;
 use crate::cli::ops::Op;
 use crate::cli::progress::{parse_interval, Progress};
+use roce::metrics::{Exposition, MetricsHub, PortMetrics, Publisher, SwitchMetrics};
+use roce_dpdk::lcore::shard::EndpointSnapshot;
 
 /// Options of `roce demo`.
 #[derive(Args, Debug)]
@@ -111,6 +114,13 @@ pub struct DemoArgs {
     /// Extra EAL arguments.
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     eal: String,
+    /// Live metrics options (`--metrics ADDR:PORT`).
+    #[command(flatten)]
+    metrics: MetricsArgs,
+    /// Lcores (a count, or CPUs like 0,2-3): with more than one, each host's endpoint runs on
+    /// an lcore of its own (host i on lcore i mod N), the switch on the main thread.
+    #[arg(long, alias = "lcores", default_value = "1")]
+    cores: roce_dpdk::lcore::Cores,
 }
 
 fn parse_size(s: &str) -> anyhow::Result<u32> {
@@ -167,7 +177,13 @@ struct Host<'c> {
 }
 
 mod flows;
-use flows::Flow;
+mod lanes;
+use flows::{Eps, Flow};
+
+/// The hosts as the reports read them.
+fn views<'a>(hosts: &'a [Host]) -> Vec<Eps<'a>> {
+    hosts.iter().map(|h| (h.name.as_str(), &h.ep)).collect()
+}
 
 fn mac(i: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0x52, 0x4f, 0x43, 0x45, i])
@@ -293,6 +309,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..EalConfig::new(eal_args)
     })
     .context("starting DPDK")?;
+    let hub = Arc::new(MetricsHub::new());
+    let _metrics = args.metrics.start(&eal, &hub)?;
+    let mut publisher = Publisher::default();
     let pool = Arc::new(
         Mempool::new(
             &eal,
@@ -350,9 +369,22 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let mut flows = flows::connect(
-        &mut hosts, &plan.ops, plan.size, args.depth, plan.mtu, &plan.cc, args.seed,
+    let cores = args.cores.clone();
+    let flows = flows::connect(
+        &mut hosts,
+        &plan.ops,
+        plan.size,
+        args.depth,
+        plan.mtu,
+        &plan.cc,
+        args.seed,
+        cores.len() > 1,
     )?;
+    let mut run = if cores.len() > 1 {
+        Run::Lanes(lanes::Lanes::start(&eal, &cores, hosts, flows, clock)?)
+    } else {
+        Run::Inline { hosts, flows }
+    };
     let mut progress = Progress::new("roce demo", Some(plan.duration), !args.json, plan.status);
 
     let mut series = Series::new(SAMPLE_EVERY, 0);
@@ -364,6 +396,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let deadline = end + DRAIN_TIMEOUT;
     let mut next_sample = start + SAMPLE_EVERY;
     let mut drained_at = None;
+    let mut timed_out = false;
+    // Frames the lcores' hosts moved, and when that number last changed.
+    let mut lane_frames = (0u64, start);
     let mut idle_rounds = 0u32;
     let mut rounds = 0u64;
     loop {
@@ -387,12 +422,23 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 }
             }
         };
-        for i in 0..hosts.len() {
-            let Some(h) = hosts.get_mut(i) else { continue };
-            work += h.rt.poll_once(&mut h.ep);
-            flows::drive(i, &mut hosts, &mut flows, posting, &mut scratch, &clock);
-            work += switch.poll(clock.now(), &mut on_egress);
+        match &mut run {
+            Run::Inline { hosts, flows } => {
+                for i in 0..hosts.len() {
+                    let Some(h) = hosts.get_mut(i) else { continue };
+                    work += h.rt.poll_once(&mut h.ep);
+                    flows::drive(i, hosts, flows, posting, &mut scratch, &clock);
+                    work += switch.poll(clock.now(), &mut on_egress);
+                }
+            }
+            Run::Lanes(l) => {
+                if !posting {
+                    l.stop_posting();
+                }
+                work += switch.poll(clock.now(), &mut on_egress);
+            }
         }
+        publisher.offer(&hub, || run.exposition(&switch, now));
         if let Some(m) = mirror.as_mut() {
             m.tx_burst(&mut mirror_out);
             mirror_out.clear();
@@ -402,15 +448,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
         if now >= next_sample && drained_at.is_none() {
             next_sample = now + SAMPLE_EVERY;
-            let delivered: Vec<u64> = flows
+            let delivered: Vec<u64> = run
+                .flows()
                 .iter()
                 .map(|f| f.verified * u64::from(plan.size))
                 .collect();
-            let cc: Vec<(usize, u32, f64, f64)> = flows
-                .iter()
-                .map(|f| {
-                    let m = flows::cc_metrics(&hosts, f);
-                    (f.sender, f.src_qpn, m.rate.as_gbps_f64(), m.alpha)
+            let cc: Vec<(usize, u32, f64, f64)> = (0..delivered.len())
+                .filter_map(|i| {
+                    let f = run.flow(i)?;
+                    let m = run.cc(i);
+                    Some((f.sender, f.src_qpn, m.rate.as_gbps_f64(), m.alpha))
                 })
                 .collect();
             series.sample(
@@ -423,36 +470,57 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if drained_at.is_none() {
             let elapsed = now.saturating_since(start);
             progress.update(elapsed.into(), || {
-                status_line(&hosts, &flows, &switch, &series, plan.size)
+                status_line(&mut run, &switch, &series, plan.size)
             });
         }
-        let finished = flows.iter().all(Flow::finished);
+        let finished = run.finished();
         if !posting && finished && drained_at.is_none() {
             drained_at = Some(now);
         }
         if drained_at.is_some() {
-            // Let CNPs and ACKs still in flight land before reading counters.
+            // Let CNPs and ACKs still in flight land before reading counters (on lcores they
+            // may be in flight while the switch is idle: only the time counts there).
             idle_rounds = if work == 0 { idle_rounds + 1 } else { 0 };
             let settled =
                 drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
-            if idle_rounds >= 1000 || settled {
+            let quiet = match &run {
+                Run::Inline { .. } => true,
+                Run::Lanes(l) => {
+                    let frames = l.frames();
+                    if frames != lane_frames.0 {
+                        lane_frames = (frames, now);
+                    }
+                    idle_rounds >= 1000
+                        && now.saturating_since(lane_frames.1) > Duration::from_millis(50)
+                }
+            };
+            if (idle_rounds >= 1000 && matches!(run, Run::Inline { .. }))
+                || (settled && quiet)
+                || now > deadline + DRAIN_TIMEOUT
+            {
                 break;
             }
         } else if now > deadline {
-            for f in flows.iter_mut() {
-                if f.completed < f.posted {
-                    f.errors.push(format!(
-                        "{} of {} messages not completed {} s after the run",
-                        f.posted - f.completed,
-                        f.posted,
-                        DRAIN_TIMEOUT.as_secs_f64()
-                    ));
-                }
-            }
+            timed_out = true;
             break;
         }
     }
     progress.finish();
+    let (hosts, mut flows) = run.finish()?;
+    if timed_out {
+        for f in flows.iter_mut() {
+            if f.completed < f.posted {
+                f.errors.push(format!(
+                    "{} of {} messages not completed {} s after the run",
+                    f.posted - f.completed,
+                    f.posted,
+                    DRAIN_TIMEOUT.as_secs_f64()
+                ));
+            }
+        }
+    }
+    let eps: Vec<Eps> = hosts.iter().map(|(n, ep)| (n.as_str(), ep)).collect();
+    hub.publish(u64::MAX, exposition(&eps, &switch, clock.now()));
     let traffic_end = drained_at.unwrap_or_else(|| clock.now());
     tracing::debug!(rounds, "polling rounds");
     if let Some(w) = writer.take() {
@@ -462,7 +530,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let summary = summarize(
         &args,
         &plan,
-        &hosts,
+        &eps,
         &flows,
         &switch,
         &series,
@@ -493,6 +561,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    drop(out);
+    args.metrics.linger();
     if !summary.verified {
         let why = summary
             .flows
@@ -502,27 +572,96 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         bail!("verification failed: {why}");
     }
     drop(mirror);
+    drop(eps);
     drop(hosts);
     Ok(())
 }
 
+/// The hosts and flows, driven by the main thread or on lcores.
+enum Run<'c> {
+    /// One thread polls every host and runs the application after each.
+    Inline {
+        hosts: Vec<Host<'c>>,
+        flows: Vec<Flow>,
+    },
+    /// Each host on an lcore, the application as in-lcore tasks.
+    Lanes(lanes::Lanes),
+}
+
+impl Run<'_> {
+    /// The flows with their progress now.
+    fn flows(&mut self) -> &[Flow] {
+        match self {
+            Run::Inline { flows, .. } => flows,
+            Run::Lanes(l) => l.flows(),
+        }
+    }
+
+    /// Flow `i` (as of the last [`Run::flows`]).
+    fn flow(&self, i: usize) -> Option<&Flow> {
+        match self {
+            Run::Inline { flows, .. } => flows.get(i),
+            Run::Lanes(l) => l.flow(i),
+        }
+    }
+
+    /// The controller of flow `i`'s sending QP now.
+    fn cc(&self, i: usize) -> roce_proto::cc::CcMetrics {
+        match self {
+            Run::Inline { hosts, flows } => flows
+                .get(i)
+                .map(|f| flows::cc_metrics(&views(hosts), f))
+                .unwrap_or_default(),
+            Run::Lanes(l) => l.cc(i),
+        }
+    }
+
+    /// Every flow has nothing outstanding (and, on lcores, every WRITE is verified).
+    fn finished(&mut self) -> bool {
+        let lanes = matches!(self, Run::Lanes(_));
+        self.flows()
+            .iter()
+            .all(|f| f.finished() && (!lanes || f.op != Op::Write || f.verified >= f.completed))
+    }
+
+    /// CNPs sent so far.
+    fn cnps(&self) -> u64 {
+        match self {
+            Run::Inline { hosts, .. } => hosts.iter().map(|h| h.ep.counters().cnps_sent).sum(),
+            Run::Lanes(l) => l.cnps(),
+        }
+    }
+
+    /// The counters now, for the metrics.
+    fn exposition(&self, switch: &RtSwitch<DpdkPort>, now: Instant) -> Exposition {
+        match self {
+            Run::Inline { hosts, .. } => exposition(&views(hosts), switch, now),
+            Run::Lanes(l) => with_switch(l.ports(), None, switch),
+        }
+    }
+
+    /// The hosts' names and endpoints, and the flows, once traffic is over.
+    fn finish(self) -> anyhow::Result<flows::Ended> {
+        match self {
+            Run::Inline { hosts, flows } => {
+                Ok((hosts.into_iter().map(|h| (h.name, h.ep)).collect(), flows))
+            }
+            Run::Lanes(l) => l.finish(),
+        }
+    }
+}
+
 /// The status line: time is prefixed by [`Progress`]; goodput so far over all flows, marks, CNPs,
 /// the lowest congestion-control rate now and the bottleneck queue.
-fn status_line(
-    hosts: &[Host],
-    flows: &[Flow],
-    switch: &RtSwitch<DpdkPort>,
-    series: &Series,
-    size: u32,
-) -> String {
+fn status_line(run: &mut Run, switch: &RtSwitch<DpdkPort>, series: &Series, size: u32) -> String {
+    let cnps = run.cnps();
+    let rate = (0..run.flows().len())
+        .map(|i| run.cc(i).rate.as_gbps_f64())
+        .fold(f64::INFINITY, f64::min);
+    let flows = run.flows();
     let bytes: u64 = flows.iter().map(|f| f.verified * u64::from(size)).sum();
     let msgs: u64 = flows.iter().map(|f| f.verified).sum();
     let secs = series.rec.rows.last().map_or(0.0, |r| r.t_ns as f64 / 1e9);
-    let cnps: u64 = hosts.iter().map(|h| h.ep.counters().cnps_sent).sum();
-    let rate = flows
-        .iter()
-        .map(|f| flows::cc_metrics(hosts, f).rate.as_gbps_f64())
-        .fold(f64::INFINITY, f64::min);
     format!(
         "{:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB, {msgs} msgs verified",
         if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
@@ -535,7 +674,7 @@ fn status_line(
 fn summarize(
     args: &DemoArgs,
     plan: &Plan,
-    hosts: &[Host],
+    hosts: &[Eps],
     flows: &[Flow],
     switch: &RtSwitch<DpdkPort>,
     series: &Series,
@@ -543,13 +682,13 @@ fn summarize(
 ) -> Summary {
     let stats = flows::stats(hosts, flows);
     let counters = stats.total();
-    let receiver = hosts.first().map_or("r", |h| h.name.as_str());
+    let receiver = hosts.first().map_or("r", |h| h.0);
     let duration = Duration::from(plan.duration).as_secs_f64();
     let mut results = Vec::new();
     let (mut cuts, mut increases) = (0, 0);
     let mut final_rate = Vec::new();
     for (id, f) in flows.iter().enumerate() {
-        let sender = hosts.get(f.sender).map_or("?", |h| h.name.as_str());
+        let sender = hosts.get(f.sender).map_or("?", |h| h.0);
         let (from, to) = (sender, receiver);
         let elapsed = f
             .last_done
@@ -583,7 +722,7 @@ fn summarize(
     Summary {
         verified,
         setup: Setup {
-            senders: hosts.iter().skip(1).map(|h| h.name.clone()).collect(),
+            senders: hosts.iter().skip(1).map(|h| h.0.to_owned()).collect(),
             ops: plan.ops.iter().map(Op::to_string).collect(),
             port: plan.spec.to_string(),
             tap: tap_name(&plan.spec),
@@ -623,5 +762,37 @@ fn summarize(
             min_rate_gbps: series.min_cc_rate().min(args.host_gbps),
             final_rate_gbps: final_rate,
         },
+    }
+}
+
+/// The hosts' and the switch's counters now, for the metrics.
+fn exposition(hosts: &[Eps], switch: &RtSwitch<DpdkPort>, now: Instant) -> Exposition {
+    let ports = hosts
+        .iter()
+        .map(|&(name, ep)| PortMetrics {
+            device: name.to_owned(),
+            snapshot: EndpointSnapshot::of(ep, now),
+        })
+        .collect();
+    with_switch(ports, hosts.first().map(|h| h.1), switch)
+}
+
+/// `ports` with the switch's counters.
+fn with_switch(
+    ports: Vec<PortMetrics>,
+    receiver: Option<&Endpoint>,
+    switch: &RtSwitch<DpdkPort>,
+) -> Exposition {
+    let sw = switch.counters();
+    Exposition {
+        ports,
+        switch: Some(SwitchMetrics {
+            ecn_marked: sw.ecn_marked,
+            drops: sw.drops,
+            pfc_pause_frames: sw.pfc_pause_frames,
+            priority: receiver.map_or(3, |ep| ep.config().marking.data_pcp),
+            queue_bytes: switch.queue_bytes(0),
+            forwarded: sw.tx_frames,
+        }),
     }
 }

@@ -8,6 +8,7 @@
 //! formatting ([`report`]).
 
 mod faults;
+mod lanes;
 mod perftest;
 pub mod report;
 pub mod session;
@@ -28,7 +29,7 @@ use roce_proto::resolving::PeerQp;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};
-use session::{Oob, PortArgs, Req, Session};
+use session::{Ask, Oob, PortArgs, Req, Session};
 use traffic::{client_run, post_recvs, Server};
 
 /// `roce perf` tests.
@@ -161,6 +162,9 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     if perftest && (hello.sizes.len() != 1 || hello.qps != 1 || hello.duration > 0 || hello.bidir) {
         bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
+    if args.port.cores.len() > 1 {
+        return lanes::run(test, &args, hello, cc.as_ref(), max_memory);
+    }
     let flow = perftest::Flow::of(test);
     let (mut s, oob, is_client) = session::start(
         args.server.as_deref(),
@@ -173,41 +177,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let hello = if perftest {
         let mtu = perftest::preamble(&mut s, &oob, hello.mtu)?;
         Hello { mtu, ..hello }
-    } else if is_client {
-        let line = json_line(&hello)?;
-        s.ask(&oob, Req::Send("send parameters", line))?;
-        let theirs: Hello = recv_checked(
-            &mut s,
-            &oob,
-            ("read parameters", "parameters"),
-            |t: &Hello| t.check(max_memory).map_err(|e| e.to_string()),
-        )?;
-        Hello {
-            mtu: theirs.mtu.min(hello.mtu),
-            ..hello
-        }
     } else {
-        let theirs: Hello = recv_checked(
-            &mut s,
-            &oob,
-            ("read parameters", "parameters"),
-            |t: &Hello| {
-                if t.test != test {
-                    return Err(format!(
-                        "\"test\" {}: this server runs {}: start both with the same test",
-                        t.test.name(),
-                        test.name()
-                    ));
-                }
-                t.check(max_memory).map_err(|e| e.to_string())
-            },
-        )?;
-        let agreed = Hello {
-            mtu: theirs.mtu.min(hello.mtu),
-            ..theirs
-        };
-        s.ask(&oob, Req::Send("send parameters", json_line(&agreed)?))?;
-        agreed
+        agree(&mut s, &oob, is_client, hello, max_memory)?
     };
     let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
     let max_size = hello.max_size();
@@ -377,6 +348,46 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The parameters both sides run with: the client sends its own, the server checks them (same
+/// test, within its bounds) and answers with the agreed ones (the smaller MTU).
+fn agree(
+    s: &mut impl Ask,
+    oob: &Oob,
+    is_client: bool,
+    hello: Hello,
+    max_memory: u64,
+) -> anyhow::Result<Hello> {
+    let test = hello.test;
+    if is_client {
+        let line = json_line(&hello)?;
+        s.ask(oob, Req::Send("send parameters", line))?;
+        let theirs: Hello =
+            recv_checked(s, oob, ("read parameters", "parameters"), |t: &Hello| {
+                t.check(max_memory).map_err(|e| e.to_string())
+            })?;
+        return Ok(Hello {
+            mtu: theirs.mtu.min(hello.mtu),
+            ..hello
+        });
+    }
+    let theirs: Hello = recv_checked(s, oob, ("read parameters", "parameters"), |t: &Hello| {
+        if t.test != test {
+            return Err(format!(
+                "\"test\" {}: this server runs {}: start both with the same test",
+                t.test.name(),
+                test.name()
+            ));
+        }
+        t.check(max_memory).map_err(|e| e.to_string())
+    })?;
+    let agreed = Hello {
+        mtu: theirs.mtu.min(hello.mtu),
+        ..theirs
+    };
+    s.ask(oob, Req::Send("send parameters", json_line(&agreed)?))?;
+    Ok(agreed)
+}
+
 /// The sum of both directions (`-b`), or the one measured.
 fn combined(a: Option<Bw>, b: Option<Bw>, bidir: bool) -> Option<Bw> {
     match (a, b) {
@@ -504,7 +515,7 @@ fn json_line<T: Serialize>(v: &T) -> anyhow::Result<Vec<u8>> {
 /// is not roce's, a value out of bounds) is said to the peer in a refusal line before we give
 /// up, so both sides end with the same one line.
 fn recv_checked<T: DeserializeOwned>(
-    s: &mut Session,
+    s: &mut impl Ask,
     oob: &Oob,
     (step, what): (&'static str, &'static str),
     check: impl FnOnce(&T) -> Result<(), String>,
@@ -515,7 +526,7 @@ fn recv_checked<T: DeserializeOwned>(
 
 /// [`recv_checked`] for a line already read.
 fn decode_checked<T: DeserializeOwned>(
-    s: &mut Session,
+    s: &mut impl Ask,
     oob: &Oob,
     what: &'static str,
     line: &[u8],
@@ -537,7 +548,7 @@ fn decode_checked<T: DeserializeOwned>(
 
 /// Client sends first, server answers: both get the other's `mine`, as many as ours.
 fn swap<T: Serialize + DeserializeOwned>(
-    s: &mut Session,
+    s: &mut impl Ask,
     oob: &Oob,
     is_client: bool,
     mine: &[T],

@@ -3,7 +3,13 @@
 use std::io::Write as _;
 
 use clap::{Args, Subcommand};
-use roce_dpdk::{DpdkError, Eal, EalConfig, PortInfo, PortSpec};
+use std::sync::Arc;
+
+use roce_dpdk::lcore::Cores;
+use roce_dpdk::steer::Steering;
+use roce_dpdk::{
+    DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortInfo, PortSpec,
+};
 
 /// `roce port` subcommands.
 #[derive(Subcommand, Debug)]
@@ -22,6 +28,10 @@ pub struct InfoArgs {
     /// Ports to create: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS (repeatable).
     #[arg(long = "port")]
     pub ports: Vec<PortSpec>,
+    /// Also bring each port up with one queue pair per lcore (a count, or CPUs like 0,2-3) and
+    /// report how frames would reach their lcore (flow rules or the software dispatcher).
+    #[arg(long, alias = "lcores")]
+    pub cores: Option<Cores>,
 }
 
 /// Runs a `roce port` subcommand.
@@ -76,20 +86,45 @@ fn info(args: &InfoArgs) -> anyhow::Result<()> {
         ids.len(),
         eal.args().join(" ")
     )?;
-    for id in ids {
+    for &id in &ids {
         match eal.port_info(id) {
             Ok(info) => writeln!(out, "{}", describe(&info))?,
             Err(e) => writeln!(out, "port {id}: {e}")?,
         }
     }
+    if let Some(cores) = &args.cores {
+        let pool = Arc::new(Mempool::new(&eal, &MempoolConfig::default())?);
+        for id in ids {
+            writeln!(
+                out,
+                "port {id} with {} lcores: {}",
+                cores.len(),
+                steering(&eal, id, &pool, cores)
+            )?;
+        }
+    }
     Ok(())
+}
+
+/// How frames of port `id` would reach `cores` lcores: the port brought up with one queue pair
+/// per lcore and probed (then stopped again).
+fn steering(eal: &Eal, id: u16, pool: &Arc<Mempool>, cores: &Cores) -> String {
+    let config = PortConfig {
+        queues: u16::try_from(cores.len()).unwrap_or(u16::MAX),
+        link_timeout: std::time::Duration::ZERO,
+        ..PortConfig::default()
+    };
+    match DpdkPort::new(eal, id, pool.clone(), &config) {
+        Ok(port) => format!("steering={}", Steering::probe(&port)),
+        Err(e) => format!("cannot start: {e}"),
+    }
 }
 
 fn describe(p: &PortInfo) -> String {
     let m = p.mac;
     let offloads = p.offloads.names();
     format!(
-        "port {} {} driver={} mac={:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} mtu={} (range {}..={}) link={} speed={}Mb/s{} socket={} offloads={}",
+        "port {} {} driver={} mac={:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} mtu={} (range {}..={}) link={} speed={}Mb/s{} socket={} queues={}rx/{}tx offloads={}",
         p.id,
         p.name,
         p.driver,
@@ -101,6 +136,8 @@ fn describe(p: &PortInfo) -> String {
         p.link.speed_mbps,
         if p.link.full_duplex { " full-duplex" } else { "" },
         p.socket,
+        p.max_rx_queues,
+        p.max_tx_queues,
         if offloads.is_empty() { "none".to_owned() } else { offloads.join(",") },
     )
 }

@@ -16,9 +16,21 @@ use serde_json::Value;
 
 use roce::stats::{table, Column, StatsReport};
 
+mod watch;
+
 /// Options of `roce stats`.
 #[derive(Args, Debug)]
 pub struct StatsArgs {
+    /// Show a running command's counters live instead: its `--metrics` address (127.0.0.1:9464)
+    /// or its DPDK telemetry socket (/var/run/dpdk/rte/dpdk_telemetry.v2).
+    #[arg(long, value_name = "SOURCE", conflicts_with = "file")]
+    watch: Option<String>,
+    /// Refresh interval of --watch (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s", requires = "watch")]
+    interval: String,
+    /// Stop --watch after this many tables (0: until interrupted).
+    #[arg(long, default_value_t = 0, requires = "watch")]
+    count: u64,
     /// A roce command's `--json` output (`-` or nothing: stdin, when it is a pipe or file).
     file: Option<PathBuf>,
     /// Show counters that are 0 everywhere too.
@@ -31,6 +43,11 @@ pub struct StatsArgs {
 
 /// Runs `roce stats`.
 pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+    if let Some(w) = &args.watch {
+        let interval = crate::cli::progress::parse_interval(&args.interval)
+            .map_err(|e| anyhow::anyhow!("--interval {e}"))?;
+        return watch::watch(&watch::Source::parse(w)?, interval, args.count, args.all);
+    }
     let (name, text) = match args.file.as_deref() {
         Some(p) if p != Path::new("-") => (
             p.display().to_string(),

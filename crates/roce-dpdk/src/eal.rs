@@ -383,6 +383,25 @@ pub fn pin_current_thread(core: usize) -> bool {
     }
 }
 
+/// Registers the calling (non-EAL) thread with EAL, which gives it an lcore id: mempools then
+/// keep a per-lcore cache for it. `None` when EAL has no free lcore id left.
+pub(crate) fn register_thread() -> Option<u32> {
+    // SAFETY: EAL is running (callers hold an Eal); registers the calling thread only.
+    let ret = unsafe { sys::rte_thread_register() };
+    if ret < 0 {
+        tracing::debug!("rte_thread_register failed: no lcore id for this thread");
+        return None;
+    }
+    // SAFETY: reads a thread-local; no preconditions.
+    Some(unsafe { sys::roce_shim_lcore_id() })
+}
+
+/// Gives back the lcore id [`register_thread`] took.
+pub(crate) fn unregister_thread() {
+    // SAFETY: the calling thread registered itself with rte_thread_register.
+    unsafe { sys::rte_thread_unregister() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

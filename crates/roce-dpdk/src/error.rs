@@ -86,6 +86,21 @@ pub enum DpdkError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// The device has fewer queue pairs than lcores asked for.
+    #[error("port {port} cannot have {asked} queue pairs (it offers {rx} RX and {tx} TX queues): use fewer cores")]
+    Queues {
+        /// The port.
+        port: u16,
+        /// Queue pairs asked for.
+        asked: u16,
+        /// Most RX queues.
+        rx: u16,
+        /// Most TX queues.
+        tx: u16,
+    },
+    /// A flow rule was refused.
+    #[error("flow rule refused: {0}")]
+    Flow(String),
     /// A name given to DPDK contains a NUL byte.
     #[error("name {0:?} contains a NUL byte")]
     NulInName(String),

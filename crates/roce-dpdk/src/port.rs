@@ -1,5 +1,7 @@
-//! One ethdev port with one RX and one TX queue behind the [`Port`] trait: configuration (MTU,
-//! promiscuous mode, offloads), link wait, burst RX/TX. Not here: RSS or several queues.
+//! An ethdev port behind the [`Port`] trait: configuration (MTU, promiscuous mode, offloads,
+//! queue pairs), link wait, burst RX/TX. A port set up with several queue pairs splits into one
+//! [`DpdkPort`] per queue ([`DpdkPort::into_queues`]), each for one lcore; the device stops when
+//! the last of them goes. Not here: which queue a frame reaches (see `steer`).
 
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -33,6 +35,8 @@ pub struct PortConfig {
     pub burst: usize,
     /// Enable IPv4 header checksum TX offload when the device has it.
     pub tx_ipv4_checksum: bool,
+    /// RX/TX queue pairs (one per lcore; at least 1).
+    pub queues: u16,
 }
 
 impl Default for PortConfig {
@@ -45,6 +49,7 @@ impl Default for PortConfig {
             link_timeout: Duration::from_secs(5),
             burst: roce_proto::limits::BURST_SIZE,
             tx_ipv4_checksum: false,
+            queues: 1,
         }
     }
 }
@@ -132,6 +137,10 @@ pub struct PortInfo {
     pub offloads: Offloads,
     /// NUMA socket (-1 when unknown).
     pub socket: i32,
+    /// Most RX queues the device offers.
+    pub max_rx_queues: u16,
+    /// Most TX queues the device offers.
+    pub max_tx_queues: u16,
 }
 
 /// Device counters (`rte_eth_stats_get`).
@@ -225,6 +234,8 @@ pub(crate) fn port_info(eal: &Eal, port: u16) -> Result<PortInfo, DpdkError> {
         offloads: Offloads::from_capa(info.rx_offload_capa, info.tx_offload_capa),
         // SAFETY: valid port id.
         socket: unsafe { sys::rte_eth_dev_socket_id(port) },
+        max_rx_queues: info.max_rx_queues,
+        max_tx_queues: info.max_tx_queues,
     })
 }
 
@@ -235,10 +246,39 @@ impl Eal {
     }
 }
 
-/// A started ethdev port with one RX and one TX queue; stopped and closed on drop.
+/// A started device; stopped and closed when the last queue's [`DpdkPort`] goes.
+#[derive(Debug)]
+struct Device {
+    id: u16,
+    /// The pool the RX queues fill from: dropped after the device is closed.
+    _pool: Arc<Mempool>,
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: we started the port; stop releases its mbufs back to our pool (still alive:
+        // we hold an Arc to it) and close frees the queues, so no queue outlives the pool.
+        unsafe {
+            let ret = sys::rte_eth_dev_stop(self.id);
+            if ret < 0 {
+                tracing::warn!(port = self.id, ret, "rte_eth_dev_stop failed");
+            }
+            let ret = sys::rte_eth_dev_close(self.id);
+            if ret < 0 {
+                tracing::warn!(port = self.id, ret, "rte_eth_dev_close failed");
+            }
+        }
+    }
+}
+
+/// One RX/TX queue pair of a started ethdev port (queue 0 unless split with
+/// [`DpdkPort::into_queues`]).
 #[derive(Debug)]
 pub struct DpdkPort {
     id: u16,
+    queue: u16,
+    queues: u16,
+    device: Arc<Device>,
     pool: Arc<Mempool>,
     caps: PortCaps,
     info: PortInfo,
@@ -246,7 +286,8 @@ pub struct DpdkPort {
 }
 
 impl DpdkPort {
-    /// Configures and starts `port`, receiving into `pool`.
+    /// Configures and starts `port` with `config.queues` queue pairs, receiving into `pool`;
+    /// the port returned is queue 0 (see [`DpdkPort::into_queues`] for the others).
     pub fn new(
         eal: &Eal,
         port: u16,
@@ -281,12 +322,27 @@ impl DpdkPort {
             conf.txmode.offloads |= sys::RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
             enabled.tx_ipv4_checksum = true;
         }
+        let queues = config.queues.max(1);
+        if queues > info.max_rx_queues.max(1) || queues > info.max_tx_queues.max(1) {
+            return Err(DpdkError::Queues {
+                port,
+                asked: queues,
+                rx: info.max_rx_queues,
+                tx: info.max_tx_queues,
+            });
+        }
         // SAFETY: valid port; `conf` is a valid, zero-initialised configuration.
         check("rte_eth_dev_configure", unsafe {
-            sys::rte_eth_dev_configure(port, 1, 1, &conf)
+            sys::rte_eth_dev_configure(port, queues, queues, &conf)
         })?;
         let mut started = DpdkPort {
             id: port,
+            queue: 0,
+            queues,
+            device: Arc::new(Device {
+                id: port,
+                _pool: pool.clone(),
+            }),
             pool,
             caps: PortCaps {
                 mtu,
@@ -303,22 +359,24 @@ impl DpdkPort {
         // SAFETY: valid port id.
         let socket = unsafe { sys::rte_eth_dev_socket_id(port) };
         let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
-        // SAFETY: configured port; NULL rxconf means the device default; the pool outlives the
-        // queue because the port holds an Arc to it and closes the device before dropping it.
-        check("rte_eth_rx_queue_setup", unsafe {
-            sys::rte_eth_rx_queue_setup(
-                port,
-                0,
-                rxd,
-                socket,
-                std::ptr::null(),
-                started.pool.as_ptr(),
-            )
-        })?;
-        // SAFETY: configured port; NULL txconf means the device default.
-        check("rte_eth_tx_queue_setup", unsafe {
-            sys::rte_eth_tx_queue_setup(port, 0, txd, socket, std::ptr::null())
-        })?;
+        for q in 0..queues {
+            // SAFETY: configured port; NULL rxconf means the device default; the pool outlives
+            // the queue because the device holds an Arc to it and is closed before dropping it.
+            check("rte_eth_rx_queue_setup", unsafe {
+                sys::rte_eth_rx_queue_setup(
+                    port,
+                    q,
+                    rxd,
+                    socket,
+                    std::ptr::null(),
+                    started.pool.as_ptr(),
+                )
+            })?;
+            // SAFETY: configured port; NULL txconf means the device default.
+            check("rte_eth_tx_queue_setup", unsafe {
+                sys::rte_eth_tx_queue_setup(port, q, txd, socket, std::ptr::null())
+            })?;
+        }
         // SAFETY: configured port with its queues set up.
         check("rte_eth_dev_start", unsafe { sys::rte_eth_dev_start(port) })?;
         if config.promiscuous {
@@ -357,6 +415,36 @@ impl DpdkPort {
     /// The port id.
     pub fn id(&self) -> u16 {
         self.id
+    }
+
+    /// The queue pair this handle sends and receives on.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+
+    /// Queue pairs the device was set up with.
+    pub fn queue_count(&self) -> u16 {
+        self.queues
+    }
+
+    /// One handle per queue pair, queue 0 first: each goes to the lcore that polls it (a queue
+    /// must be polled by one thread at a time, which owning its handle guarantees).
+    pub fn into_queues(self) -> Vec<DpdkPort> {
+        let mut out = Vec::with_capacity(usize::from(self.queues));
+        for q in 1..self.queues {
+            out.push(DpdkPort {
+                id: self.id,
+                queue: q,
+                queues: self.queues,
+                device: self.device.clone(),
+                pool: self.pool.clone(),
+                caps: self.caps,
+                info: self.info.clone(),
+                enabled: self.enabled,
+            });
+        }
+        out.insert(0, self);
+        out
     }
 
     /// What the device is (as of start).
@@ -420,7 +508,7 @@ impl Port for DpdkPort {
         let n = unsafe {
             sys::roce_shim_rx_burst(
                 self.id,
-                0,
+                self.queue,
                 out.as_mut_ptr().add(len).cast::<*mut sys::rte_mbuf>(),
                 max,
             )
@@ -439,7 +527,7 @@ impl Port for DpdkPort {
         let sent = unsafe {
             sys::roce_shim_tx_burst(
                 self.id,
-                0,
+                self.queue,
                 bufs.as_mut_ptr().cast::<*mut sys::rte_mbuf>(),
                 n,
             )
@@ -453,22 +541,5 @@ impl Port for DpdkPort {
             bufs.set_len(len - sent);
         }
         sent
-    }
-}
-
-impl Drop for DpdkPort {
-    fn drop(&mut self) {
-        // SAFETY: we started the port; stop releases its mbufs back to our pool (still alive:
-        // we hold an Arc to it) and close frees the queues, so no queue outlives the pool.
-        unsafe {
-            let ret = sys::rte_eth_dev_stop(self.id);
-            if ret < 0 {
-                tracing::warn!(port = self.id, ret, "rte_eth_dev_stop failed");
-            }
-            let ret = sys::rte_eth_dev_close(self.id);
-            if ret < 0 {
-                tracing::warn!(port = self.id, ret, "rte_eth_dev_close failed");
-            }
-        }
     }
 }

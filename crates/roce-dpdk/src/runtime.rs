@@ -102,6 +102,11 @@ impl<P: Port, C: Clock> Runtime<P, C> {
         &mut self.port
     }
 
+    /// The port back (the TX backlog and spare buffer go back to the pool).
+    pub fn into_port(self) -> P {
+        self.port
+    }
+
     /// Frames waiting for TX (the port refused them so far).
     pub fn tx_backlog(&self) -> usize {
         self.tx.len()

@@ -45,6 +45,10 @@ pub struct EndpointConfig {
     pub udp_port_seed: u16,
     /// Most QPs.
     pub max_qps: usize,
+    /// The number of the first QP ([`FIRST_QPN`] by default); QPs are numbered from it up. Endpoints
+    /// sharing one MAC and IP across cores (one per shard) each take their own range, so a
+    /// frame's destination QPN names the shard that owns it.
+    pub first_qpn: u32,
     /// Notification point: at most one CNP per QP per this interval (mlx5 `min_time_between_cnps`).
     pub cnp_interval: Duration,
     /// Notification point on (the default): CE-marked requests and READ responses are answered
@@ -68,6 +72,7 @@ impl EndpointConfig {
             requester: RequesterConfig::default(),
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,
+            first_qpn: FIRST_QPN,
             cnp_interval: Duration::from_micros(4),
             np_enabled: true,
             key_seed: None,
@@ -222,7 +227,7 @@ impl Endpoint {
             }
             None => return Err(QpError::QueueFull),
         };
-        let qpn = FIRST_QPN + slot as u32;
+        let qpn = self.cfg.first_qpn + slot as u32;
         let port = self.udp_src_port(qpn);
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(QueuePair::new(qpn, &init, port, self.cfg.requester));
@@ -252,7 +257,7 @@ impl Endpoint {
     }
 
     fn slot(&self, qpn: u32) -> Option<usize> {
-        qpn.checked_sub(FIRST_QPN).map(|s| s as usize)
+        qpn.checked_sub(self.cfg.first_qpn).map(|s| s as usize)
     }
 
     /// Puts slot `slot` on the ready queue (its QP may have something to send now).
@@ -286,6 +291,15 @@ impl Endpoint {
                 *flag = false;
             }
         }
+    }
+
+    /// The numbers of the endpoint's QPs, in order.
+    pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
+        let first = self.cfg.first_qpn;
+        self.qps
+            .iter()
+            .enumerate()
+            .filter_map(move |(slot, qp)| qp.as_ref().map(|_| first + slot as u32))
     }
 
     /// The QP numbered `qpn`.

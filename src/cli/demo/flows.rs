@@ -25,6 +25,7 @@ use crate::cli::ops::Op;
 const PACER_BURST: u64 = 4 * 1024;
 
 /// One RC flow: data from a QP on a sender to its peer QP on the receiver.
+#[derive(Clone)]
 pub(super) struct Flow {
     pub op: Op,
     /// Host index of the sender (1..).
@@ -47,6 +48,9 @@ pub(super) struct Flow {
     pub verified: u64,
     pub last_done: Option<Instant>,
     pub errors: Vec<String>,
+    /// Messages outstanding at most (the slots of its buffers, or half of them when a WRITE is
+    /// verified by another lcore after its completion).
+    pub window: u64,
 }
 
 impl Flow {
@@ -56,12 +60,16 @@ impl Flow {
             && (!self.op.consumes_recv() || self.recv_done >= self.completed)
     }
 
-    fn slots(&self) -> u64 {
+    /// Buffer slots (messages) of its source region.
+    pub(super) fn slots(&self) -> u64 {
         self.src.length / (self.payload.len() as u64).max(1)
     }
 }
 
-/// One flow per sender and operation; `hosts[0]` is the receiver, the rest are senders.
+/// One flow per sender and operation; `hosts[0]` is the receiver, the rest are senders. With
+/// `spare`, buffers have twice the slots the window needs (the other lcore's verification of a
+/// WRITE may lag its completion by a window).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn connect(
     hosts: &mut [Host],
     ops: &[Op],
@@ -70,6 +78,7 @@ pub(super) fn connect(
     mtu: Mtu,
     cc: &CcConfig,
     seed: u64,
+    spare: bool,
 ) -> anyhow::Result<Vec<Flow>> {
     let opts = RcOptions {
         mtu,
@@ -83,7 +92,7 @@ pub(super) fn connect(
         .split_first_mut()
         .context("the demo needs a receiver")?;
     let receiver = &mut receiver.ep;
-    let span = size as usize * depth as usize;
+    let span = size as usize * depth as usize * if spare { 2 } else { 1 };
     let mut flows = Vec::new();
     for (s, sender) in senders.iter_mut().enumerate() {
         let sender = &mut sender.ep;
@@ -130,6 +139,7 @@ pub(super) fn connect(
                 verified: 0,
                 last_done: None,
                 errors: Vec::new(),
+                window: u64::from(depth),
             });
         }
     }
@@ -166,16 +176,18 @@ pub(super) fn drive(
         let sender = &mut sender.ep;
         match (i, f.op) {
             (0, op) if op.consumes_recv() => receive(f, receiver, scratch),
-            (0, Op::Read) => request(f, receiver, sender, posting, scratch, clock),
+            (0, Op::Read) => request(f, receiver, Some(sender), posting, scratch, clock.now()),
             (0, _) | (_, Op::Read) => {}
-            (i, _) if i == f.sender => request(f, sender, receiver, posting, scratch, clock),
+            (i, _) if i == f.sender => {
+                request(f, sender, Some(receiver), posting, scratch, clock.now())
+            }
             _ => {}
         }
     }
 }
 
 /// The receiver of a SEND flow: keep receives posted, verify what they got.
-fn receive(f: &mut Flow, receiver: &mut Endpoint, scratch: &mut Vec<u8>) {
+pub(super) fn receive(f: &mut Flow, receiver: &mut Endpoint, scratch: &mut Vec<u8>) {
     let size = f.payload.len() as u64;
     let rslots = f.slots() * 2;
     while let Some(wc) = receiver.poll_cq_one(f.dst_cq) {
@@ -213,14 +225,16 @@ fn receive(f: &mut Flow, receiver: &mut Endpoint, scratch: &mut Vec<u8>) {
 }
 
 /// The requester of a flow (the sender for WRITE/SEND, the receiver for READ) and `peer`, the
-/// other end: reap and verify completions, keep `depth` messages outstanding while `posting`.
-fn request(
+/// other end: reap and verify completions, keep `f.window` messages outstanding while
+/// `posting`. Without `peer` (it runs on another lcore) a WRITE completes unverified: the
+/// caller has it verified there ([`verify_write`]).
+pub(super) fn request(
     f: &mut Flow,
     req: &mut Endpoint,
-    peer: &Endpoint,
+    peer: Option<&Endpoint>,
     posting: bool,
     scratch: &mut Vec<u8>,
-    clock: &MonotonicClock,
+    now: Instant,
 ) {
     let size = f.payload.len() as u64;
     let depth = f.slots();
@@ -238,14 +252,17 @@ fn request(
             );
             continue;
         }
-        f.last_done = Some(clock.now());
+        f.last_done = Some(now);
         let (_, off) = slot_of(&f.dst, n, size, depth);
         let ok = match f.op {
             Op::Read => slot_bytes(req, &f.dst, off, size)
                 .is_some_and(|g| f.payload.matches(n % depth, g, scratch)),
             Op::Send => continue,
-            _ => slot_bytes(peer, &f.dst, off, size)
-                .is_some_and(|g| f.payload.matches(n, g, scratch)),
+            _ => match peer {
+                Some(peer) => slot_bytes(peer, &f.dst, off, size)
+                    .is_some_and(|g| f.payload.matches(n, g, scratch)),
+                None => continue,
+            },
         };
         if ok {
             f.verified += 1;
@@ -256,7 +273,7 @@ fn request(
             );
         }
     }
-    while posting && f.errors.is_empty() && f.posted < f.completed + depth {
+    while posting && f.errors.is_empty() && f.posted < f.completed + f.window {
         let n = f.posted;
         let (src_addr, src_off) = slot_of(&f.src, n, size, depth);
         let (dst_addr, dst_off) = slot_of(&f.dst, n, size, depth);
@@ -304,21 +321,21 @@ fn request(
 
 /// Counters per port and per QP of the flows' QPs; the controllers' `rp_cnp_ignored` (CNPs a
 /// pending cut absorbed) added to the senders' QPs and ports.
-pub(super) fn stats(hosts: &[Host], flows: &[Flow]) -> StatsReport {
+pub(super) fn stats(hosts: &[Eps], flows: &[Flow]) -> StatsReport {
     let mut report = StatsReport::default();
-    for (i, h) in hosts.iter().enumerate() {
+    for (i, &(name, ep)) in hosts.iter().enumerate() {
         let qpns = flows.iter().filter_map(|f| match i {
             0 => Some(f.dst_qpn),
             i if i == f.sender => Some(f.src_qpn),
             _ => None,
         });
-        report.add_endpoint(&h.name, &h.ep, qpns);
+        report.add_endpoint(name, ep, qpns);
         let ignored: u64 = flows
             .iter()
             .filter(|f| f.sender == i)
             .map(|f| {
                 let n = cc_metrics(hosts, f).rp_cnp_ignored;
-                let link = format!("{}/1", h.name);
+                let link = format!("{name}/1");
                 if let Some(q) = report
                     .qps
                     .iter_mut()
@@ -336,6 +353,20 @@ pub(super) fn stats(hosts: &[Host], flows: &[Flow]) -> StatsReport {
     report
 }
 
+/// Checks WRITE message `n` of `f` in the receiver's memory (the sender saw it complete).
+pub(super) fn verify_write(f: &mut Flow, receiver: &Endpoint, n: u64, scratch: &mut Vec<u8>) {
+    let size = f.payload.len() as u64;
+    let (_, off) = slot_of(&f.dst, n, size, f.slots());
+    if slot_bytes(receiver, &f.dst, off, size).is_some_and(|g| f.payload.matches(n, g, scratch)) {
+        f.verified += 1;
+    } else {
+        push_err(
+            &mut f.errors,
+            format!("{} message {n} has wrong bytes at its destination", f.op),
+        );
+    }
+}
+
 fn push_err(errors: &mut Vec<String>, e: String) {
     if errors.len() < 8 {
         errors.push(e);
@@ -343,9 +374,15 @@ fn push_err(errors: &mut Vec<String>, e: String) {
 }
 
 /// The congestion controller's state of `f`'s sending QP, read from its endpoint.
-pub fn cc_metrics(hosts: &[Host], f: &Flow) -> CcMetrics {
+pub fn cc_metrics(hosts: &[Eps], f: &Flow) -> CcMetrics {
     hosts
         .get(f.sender)
-        .and_then(|h| h.ep.cc_metrics(f.src_qpn))
+        .and_then(|(_, ep)| ep.cc_metrics(f.src_qpn))
         .unwrap_or_default()
 }
+
+/// A host as the reports read it: its name and its endpoint.
+pub(super) type Eps<'a> = (&'a str, &'a Endpoint);
+
+/// What a run leaves: the hosts' names and endpoints, and the flows as they ended.
+pub(super) type Ended = (Vec<(String, Endpoint)>, Vec<Flow>);

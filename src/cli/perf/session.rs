@@ -29,6 +29,10 @@ use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
 
 use super::faults::Faulty;
+use crate::cli::metrics::MetricsArgs;
+use roce::metrics::{Exposition, MetricsHub, PortMetrics, Publisher};
+use roce_dpdk::lcore::shard::EndpointSnapshot;
+use roce_dpdk::lcore::Cores;
 
 /// The DPDK port options of `roce perf` and `roce pingpong`.
 #[derive(Args, Debug, Clone)]
@@ -80,6 +84,13 @@ pub struct PortArgs {
     /// PSNs from the OS-seeded random generator, faults from seed 1).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Lcores: a count (2) or CPUs (0,2-3). With more than one, the port gets a queue pair per
+    /// lcore and the QPs (`-q`) are spread over them (bandwidth tests).
+    #[arg(long, alias = "lcores", default_value = "1")]
+    pub cores: Cores,
+    /// Live metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// The fault injector's seed without `--seed`.
@@ -226,6 +237,86 @@ pub fn server_addr(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow!("server address {host:?} has no IP address"))
 }
 
+/// A started DPDK port with everything a session needs around it.
+pub struct Device {
+    // Field order is drop order: the port before the pool before EAL.
+    /// The port (queue 0; split it for more lcores).
+    pub port: DpdkPort,
+    /// Its mbuf pool.
+    pub pool: Arc<Mempool>,
+    /// EAL.
+    pub eal: Eal,
+    /// Our MAC on it.
+    pub mac: EthernetAddress,
+    /// Our IPv4 address.
+    pub ip: Ipv4Addr,
+}
+
+/// Starts EAL with the port of `args` and brings it up with `queues` queue pairs for frames of
+/// `roce_mtu` payload.
+pub fn open_device(args: &PortArgs, roce_mtu: u32, queues: u16) -> anyhow::Result<Device> {
+    let ip = parse_ip(&args.ip)?;
+    let mac = args.mac.as_deref().map(parse_mac).transpose()?;
+    let mut eal_args = crate::cli::port::quiet_eal_args(&args.eal);
+    let label = match &args.vdev {
+        Some(v) => format!("--vdev {v}"),
+        None => format!("--port {}", args.port),
+    };
+    let port_args = match &args.vdev {
+        Some(spec) => vec![format!("--vdev={spec}")],
+        None => args.port.eal_args(0),
+    };
+    for a in port_args {
+        eal_args.push(' ');
+        eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
+    }
+    let no_port = || {
+        // A vdev string names its driver first (`net_tap0,iface=x`).
+        let spec = match &args.vdev {
+            Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
+            Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+            Some(_) => PortSpec::Null,
+            None => args.port.clone(),
+        };
+        match spec.missing_privilege() {
+            Some(why) => anyhow!("no DPDK port: {label}: {why}"),
+            None => anyhow!("no DPDK port: {label} created nothing"),
+        }
+    };
+    let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
+        DpdkError::NoPorts => no_port(),
+        e => anyhow!("DPDK port {label}: {e}"),
+    })?;
+    let id = *eal.port_ids().first().ok_or_else(no_port)?;
+    // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
+    let l3 = roce_mtu as usize + 80;
+    // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
+    let pool = Arc::new(
+        Mempool::new(
+            &eal,
+            &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191),
+        )
+        .context("creating the mbuf pool")?,
+    );
+    let config = PortConfig {
+        mtu: (l3 > 1500).then_some(l3),
+        link_timeout: StdDuration::from_secs(args.timeout.min(10)),
+        queues,
+        ..PortConfig::default()
+    };
+    let port = DpdkPort::new(&eal, id, pool.clone(), &config)
+        .with_context(|| format!("bringing up DPDK port {label}"))?;
+    let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
+    tracing::info!(port = %args.port, %mac, %ip, queues, "port up");
+    Ok(Device {
+        port,
+        pool,
+        eal,
+        mac,
+        ip,
+    })
+}
+
 /// A DPDK port, the runtime loop and the host it drives.
 pub struct Session {
     // Field order is drop order: the runtime (port) before the pool before EAL.
@@ -233,6 +324,10 @@ pub struct Session {
     /// The endpoint with ARP/NDP.
     pub host: ResolvingEndpoint,
     clock: MonotonicClock,
+    _metrics: Option<roce::metrics::server::MetricsServer>,
+    hub: Arc<MetricsHub>,
+    publisher: Publisher,
+    device: String,
     _pool: Arc<Mempool>,
     _eal: Eal,
     /// How long a wait may last.
@@ -243,63 +338,27 @@ pub struct Session {
 impl Session {
     /// Starts EAL with the port, brings it up for frames of `roce_mtu` payload.
     pub fn open(args: &PortArgs, roce_mtu: u32) -> anyhow::Result<Session> {
-        let ip = parse_ip(&args.ip)?;
-        let faults = args.faults()?;
-        let mac = args.mac.as_deref().map(parse_mac).transpose()?;
-        let mut eal_args = crate::cli::port::quiet_eal_args(&args.eal);
-        let label = match &args.vdev {
-            Some(v) => format!("--vdev {v}"),
-            None => format!("--port {}", args.port),
-        };
-        let port_args = match &args.vdev {
-            Some(spec) => vec![format!("--vdev={spec}")],
-            None => args.port.eal_args(0),
-        };
-        for a in port_args {
-            eal_args.push(' ');
-            eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
+        if args.cores.len() > 1 {
+            bail!(
+                "--cores {}: this command runs its QP on one core (--cores 1; roce perf's bandwidth tests take more)",
+                args.cores
+            );
         }
-        let no_port = || {
-            // A vdev string names its driver first (`net_tap0,iface=x`).
-            let spec = match &args.vdev {
-                Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
-                Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
-                Some(_) => PortSpec::Null,
-                None => args.port.clone(),
-            };
-            match spec.missing_privilege() {
-                Some(why) => anyhow!("no DPDK port: {label}: {why}"),
-                None => anyhow!("no DPDK port: {label} created nothing"),
-            }
-        };
-        let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
-            DpdkError::NoPorts => no_port(),
-            e => anyhow!("DPDK port {label}: {e}"),
-        })?;
-        let id = *eal.port_ids().first().ok_or_else(no_port)?;
-        // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
-        let l3 = roce_mtu as usize + 80;
-        // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
-        let pool = Arc::new(
-            Mempool::new(
-                &eal,
-                &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191),
-            )
-            .context("creating the mbuf pool")?,
-        );
-        let config = PortConfig {
-            mtu: (l3 > 1500).then_some(l3),
-            link_timeout: StdDuration::from_secs(args.timeout.min(10)),
-            ..PortConfig::default()
-        };
-        let port = DpdkPort::new(&eal, id, pool.clone(), &config)
-            .with_context(|| format!("bringing up DPDK port {label}"))?;
-        let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
+        let faults = args.faults()?;
+        let Device {
+            port,
+            pool,
+            eal,
+            mac,
+            ip,
+        } = open_device(args, roce_mtu, 1)?;
         let mut host = ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip));
         host.announce();
-        tracing::info!(port = %args.port, %mac, %ip, "port up");
+        let hub = Arc::new(MetricsHub::new());
+        let metrics = args.metrics.start(&eal, &hub)?;
         let clock = MonotonicClock::new();
         Ok(Session {
+            device: port.info().name.clone(),
             runtime: Runtime::new(
                 super::faults::wrap(port, faults, args.seed.unwrap_or(DEFAULT_FAULT_SEED)),
                 clock,
@@ -307,11 +366,25 @@ impl Session {
             ),
             host,
             clock,
+            _metrics: metrics,
+            hub,
+            publisher: Publisher::default(),
             _pool: pool,
             _eal: eal,
             timeout: StdDuration::from_secs(args.timeout.max(1)),
             faults_on: faults != FaultConfig::default(),
         })
+    }
+
+    /// The endpoint's counters as the metrics show them.
+    fn exposition(&self) -> Exposition {
+        Exposition {
+            ports: vec![PortMetrics {
+                device: self.device.clone(),
+                snapshot: EndpointSnapshot::of(self.host.endpoint(), self.clock.now()),
+            }],
+            switch: None,
+        }
     }
 
     /// What the fault injector did, one line (`faults: tx ... rx ...`).
@@ -361,6 +434,9 @@ impl Session {
     /// One turn of the loop (yielding the CPU when nothing moved).
     pub fn poll(&mut self) -> usize {
         let moved = self.runtime.poll_once(&mut self.host);
+        let mut p = std::mem::take(&mut self.publisher);
+        p.offer(&self.hub, || self.exposition());
+        self.publisher = p;
         if moved == 0 {
             // Idle: let the peer process (often on the same cores, e.g. over taps) run.
             std::thread::yield_now();
@@ -448,6 +524,28 @@ impl Session {
                 Err(TryRecvError::Disconnected) => bail!("the TCP exchange thread has stopped"),
             }
         }
+    }
+}
+
+/// Whatever waits for the out-of-band thread's answers: a [`Session`] polls its port meanwhile,
+/// [`Blocking`] just waits (lcores poll themselves).
+pub trait Ask {
+    /// Sends `req` to the out-of-band thread and returns its answer.
+    fn ask(&mut self, oob: &Oob, req: Req) -> anyhow::Result<Vec<u8>>;
+}
+
+impl Ask for Session {
+    fn ask(&mut self, oob: &Oob, req: Req) -> anyhow::Result<Vec<u8>> {
+        Session::ask(self, oob, req)
+    }
+}
+
+/// Waits for the out-of-band thread without polling anything.
+pub struct Blocking;
+
+impl Ask for Blocking {
+    fn ask(&mut self, oob: &Oob, req: Req) -> anyhow::Result<Vec<u8>> {
+        oob.request(req)
     }
 }
 
@@ -553,6 +651,17 @@ impl Oob {
     /// What the other side is: `client` or `server`.
     pub fn peer(&self) -> &'static str {
         self.peer
+    }
+
+    /// Sends `req` and waits for its answer (nothing to poll meanwhile: lcores poll themselves).
+    pub fn request(&self, req: Req) -> anyhow::Result<Vec<u8>> {
+        self.tx
+            .send(req)
+            .map_err(|_| anyhow!("the TCP exchange thread has stopped"))?;
+        match self.rx.recv() {
+            Ok(r) => r.map_err(|e| anyhow!(e)),
+            Err(_) => bail!("the TCP exchange thread has stopped"),
+        }
     }
 }
 
@@ -664,6 +773,8 @@ mod tests {
             reorder: 0.0,
             corrupt: 0.0,
             seed: None,
+            cores: Cores::one(),
+            metrics: MetricsArgs::default(),
         };
         // The kernel reaches 127.0.0.0/8 from 127.0.0.1: that is the port's network here.
         assert_eq!(

@@ -17,7 +17,12 @@ pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> 
     refill(h, q, size, depth)
 }
 
-fn refill(h: &mut ResolvingEndpoint, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
+pub(super) fn refill(
+    h: &mut ResolvingEndpoint,
+    q: &mut Qp,
+    size: u64,
+    depth: u32,
+) -> anyhow::Result<()> {
     while q.recvs < u64::from(depth) {
         let wr = RecvWr::new(
             0,
@@ -35,7 +40,7 @@ fn refill(h: &mut ResolvingEndpoint, q: &mut Qp, size: u64, depth: u32) -> anyho
     Ok(())
 }
 
-fn send_wr(test: Test, q: &Qp, size: u64, id: u64) -> SendWr {
+pub(super) fn send_wr(test: Test, q: &Qp, size: u64, id: u64) -> SendWr {
     let local = |m: &MrInfo, len: u64| Sge {
         addr: m.addr,
         length: len as u32,
@@ -93,7 +98,7 @@ fn set_last_byte(h: &mut ResolvingEndpoint, m: &MrInfo, size: u64, v: u8) {
 }
 
 /// Reaps completions of `q`: returns (send completions, receive completions).
-fn reap(h: &mut ResolvingEndpoint, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
+pub(super) fn reap(h: &mut ResolvingEndpoint, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
     let (mut sends, mut recvs) = (0, 0);
     while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
         if wc.status != WcStatus::Success {

@@ -1,0 +1,507 @@
+//! `roce perf` on several lcores (`--cores N`): the port gets a queue pair per lcore, each lcore
+//! runs one shard (a [`ResolvingEndpoint`] numbering its QPs in its own range), and `-q` QPs are
+//! spread over the shards round-robin. The traffic of a shard's QPs runs as an in-lcore task (a
+//! cross-thread hop per work request would cost more than the request), the main thread only
+//! talks TCP and gathers results; each side prints the total as perftest does and, on the
+//! client, one line per lcore. Shard 0 answers ARP and resolves the peer for every shard.
+//!
+//! Not here: latency tests, `-b`, perftest peers and fault injection (one core: `--cores 1`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context};
+use crossbeam::channel;
+
+use roce::metrics::{Exposition, MetricsHub, PortMetrics};
+use roce::oob::perf::{Dest, Hello, Test};
+use roce_dpdk::lcore::dispatch::{first_qpn, shard_ports, INBOX_FRAMES, MAX_QPS_PER_SHARD};
+use roce_dpdk::lcore::shard::{EndpointSnapshot, VerbsShard};
+use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard, ShardHandle, SnapshotSource};
+use roce_dpdk::TscClock;
+use roce_proto::cc::CcConfig;
+use roce_proto::connect::RcOptions;
+use roce_proto::counters::RdmaCounters;
+use roce_proto::endpoint::EndpointConfig;
+use roce_proto::fault::FaultConfig;
+use roce_proto::psn::Psn;
+use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
+use roce_proto::time::Instant;
+use roce_proto::verbs::{AccessFlags, QpInit, WcOpcode, WcStatus};
+
+use super::report::{Bw, BwMeter, RESULT_LINE};
+use super::session::{self, Ask, Blocking, Connect, Oob, Req};
+use super::traffic::{refill, send_wr};
+use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
+
+type Engine = VerbsShard<ResolvingEndpoint>;
+type Handle = ShardHandle<Engine>;
+
+/// What one lcore's part of a size came to.
+type LaneResult = Result<(usize, Bw, u64), String>;
+
+/// Runs `test` with the QPs of `hello` over `args.port.cores` lcores.
+pub(super) fn run(
+    test: Test,
+    args: &PerfArgs,
+    hello: Hello,
+    cc: Option<&CcConfig>,
+    max_memory: u64,
+) -> anyhow::Result<()> {
+    let cores = args.port.cores.clone();
+    let n = cores.len();
+    let one_core = |what: &str| anyhow!("--cores {cores}: {what} runs on one core (--cores 1)");
+    if !test.is_bw() {
+        return Err(one_core("a latency test"));
+    }
+    if args.peer_format == PeerFormat::Perftest {
+        return Err(one_core("--peer-format perftest"));
+    }
+    if hello.bidir {
+        return Err(one_core("-b"));
+    }
+    if args.port.faults()? != FaultConfig::default() {
+        return Err(one_core(
+            "fault injection (--loss, --dup, --reorder, --corrupt)",
+        ));
+    }
+    let mtu = session::parse_mtu(args.mtu)?;
+    // TCP first: a busy port fails before EAL starts.
+    let connect = match args.server.as_deref() {
+        None => Connect::Server(session::listen(args.port.bind_addr()?, args.tcp_port)?),
+        Some(host) => Connect::Client(session::server_addr(host, args.tcp_port)?),
+    };
+    let is_client = args.server.is_some();
+    let timeout = std::time::Duration::from_secs(args.port.timeout.max(1));
+    let dev = session::open_device(
+        &args.port,
+        mtu.bytes(),
+        u16::try_from(n).unwrap_or(u16::MAX),
+    )?;
+    let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
+    let device = dev.port.info().name.clone();
+    let mut shards = Vec::new();
+    for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
+        .into_iter()
+        .enumerate()
+    {
+        let mut cfg = EndpointConfig::ipv4(mac, ip);
+        cfg.first_qpn = first_qpn(i);
+        cfg.max_qps = cfg.max_qps.min(MAX_QPS_PER_SHARD);
+        shards.push(Shard {
+            engine: VerbsShard::new(ResolvingEndpoint::new(cfg)),
+            port: p,
+            lcore: i,
+        });
+    }
+    let lcores = Lcores::spawn(
+        Some(&eal),
+        &cores,
+        shards,
+        TscClock::new(&eal),
+        LcoreConfig::default(),
+    )?;
+    let hub = Arc::new(MetricsHub::new());
+    let source = lcores.snapshot_source();
+    let name = device.clone();
+    hub.set_source(Some(Box::new(move || exposition(&source, &name))));
+    let _metrics = args.port.metrics.start(&eal, &hub)?;
+    let h: Vec<Handle> = lcores.handles().to_vec();
+    h[0].call(|e, _| e.engine_mut().announce())?;
+    let oob = Oob::start(connect, timeout);
+    let mut b = Blocking;
+    let hello = agree(&mut b, &oob, is_client, hello, max_memory)?;
+    let mtu = roce_proto::verbs::Mtu::from_bytes(hello.mtu)
+        .ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
+    let max_size = hello.max_size();
+    let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
+    let depth = args.tx_depth.clamp(1, 1024);
+
+    // QPs, round-robin over the shards.
+    let mut psns = args.port.psns();
+    let mut qps: Vec<(usize, Qp)> = Vec::new();
+    for k in 0..hello.qps as usize {
+        let shard = k % n;
+        let cc = cc.cloned();
+        let (qpn, cq, pd, src, dst) = h[shard]
+            .call(move |e, _| {
+                let ep = e.engine_mut().endpoint_mut();
+                let pd = ep.alloc_pd();
+                let cq = ep.create_cq(4 * depth as usize + 64);
+                let qpn = ep.create_qp(QpInit {
+                    pd,
+                    send_cq: cq,
+                    recv_cq: cq,
+                    max_send_wr: depth,
+                    max_recv_wr: depth,
+                })?;
+                let access = AccessFlags::LOCAL_WRITE
+                    | AccessFlags::REMOTE_WRITE
+                    | AccessFlags::REMOTE_READ
+                    | AccessFlags::REMOTE_ATOMIC;
+                let src = ep.reg_mr(pd, mr_len, access);
+                let dst = ep.reg_mr(pd, mr_len, access);
+                if let Some(c) = cc {
+                    ep.set_congestion_control(qpn, c.build(), 64 * 1024)?;
+                }
+                Ok::<_, roce_proto::qp::QpError>((qpn, cq, pd, src, dst))
+            })?
+            .context("creating a QP")?;
+        let unknown = Dest {
+            qpn: 0,
+            psn: 0,
+            rkey: 0,
+            addr: 0,
+            gid: std::net::Ipv6Addr::UNSPECIFIED,
+        };
+        qps.push((
+            shard,
+            Qp {
+                qpn,
+                psn: psns.next_psn(),
+                cq,
+                pd,
+                src,
+                dst,
+                peer: unknown,
+                posted: 0,
+                done: 0,
+                recvs: 0,
+            },
+        ));
+    }
+    let mine: Vec<Dest> = qps
+        .iter()
+        .map(|(_, q)| Dest {
+            qpn: q.qpn,
+            psn: q.psn.value(),
+            rkey: q.dst.rkey,
+            addr: q.dst.addr,
+            gid: ip.to_ipv6_mapped(),
+        })
+        .collect();
+    if !is_client && hello.duration > 0 {
+        let run = std::time::Duration::from_secs(hello.duration);
+        b.ask(&oob, Req::IoTimeout(timeout.saturating_add(run)))?;
+    }
+    let theirs: Vec<Dest> = swap(&mut b, &oob, is_client, &mine, "keys")?;
+    let peer_ip = theirs
+        .first()
+        .map(|d| session::gid_ip(d.gid))
+        .ok_or_else(|| anyhow!("no QP"))?;
+    let peer_mac = match args.port.peer_mac()? {
+        Some(m) => m,
+        None => resolve(&h[0], peer_ip, timeout)?,
+    };
+    let opts = RcOptions {
+        mtu,
+        timeout: args.qp_timeout,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        ..RcOptions::default()
+    };
+    for ((shard, q), d) in qps.iter_mut().zip(&theirs) {
+        q.peer = *d;
+        let peer = PeerQp {
+            ip: session::gid_ip(d.gid),
+            mac: Some(peer_mac),
+            qpn: d.qpn,
+            psn: Psn::new(d.psn),
+        };
+        let (qpn, psn) = (q.qpn, q.psn);
+        h[*shard]
+            .call(move |e, now| {
+                e.engine_mut()
+                    .connect_qp(now, qpn, &peer, psn, &opts)
+                    .map(|_| ())
+            })?
+            .context("connecting a QP")?;
+    }
+    let banner: Vec<Qp> = qps.iter().map(|(_, q)| Qp { ..*q }).collect();
+    print_banner(test, &hello, depth, &banner, ip, args.report_gbits);
+    if test.uses_recv() {
+        for (shard, q) in &qps {
+            let mut q = Qp { ..*q };
+            h[*shard].call(move |e, _| refill(e.engine_mut(), &mut q, max_size, depth))??;
+        }
+    }
+    let _: Vec<bool> = swap(&mut b, &oob, is_client, &[true], "ready")?;
+
+    for &size in &hello.sizes {
+        let _: Vec<u64> = swap(&mut b, &oob, is_client, &[size], "start")?;
+        let gbits = args.report_gbits;
+        if is_client {
+            let (total, lanes) = client_size(&h, &qps, test, &hello, size, depth, timeout)?;
+            b.ask(&oob, Req::Send("send results", json_line(&total)?))?;
+            let _: End = recv_checked(&mut b, &oob, ("read results", "results"), |_: &End| Ok(()))?;
+            if let Some(bw) = &total.bw {
+                println!("{}", bw.line(gbits));
+            }
+            for (i, bw) in lanes.iter().enumerate() {
+                println!(" lcore {i}:{}", bw.line(gbits));
+            }
+        } else {
+            let seen = server_size(&mut b, &oob, &h, &qps, test, max_size, depth)?;
+            let end: End = seen.0;
+            b.ask(
+                &oob,
+                Req::Send(
+                    "send results",
+                    json_line(&End {
+                        bw: None,
+                        completed: seen.1,
+                    })?,
+                ),
+            )?;
+            if let Some(bw) = &end.bw {
+                println!("{}", bw.line(gbits));
+            }
+        }
+    }
+    println!("{RESULT_LINE}");
+    let snaps = lcores.snapshots(std::time::Duration::from_secs(2));
+    let mut port = RdmaCounters::default();
+    for s in snaps.into_iter().flatten() {
+        port.accumulate(&s.port);
+    }
+    eprintln!("{}", counters_line(&port));
+    let exits = lcores.stop()?;
+    drop(exits);
+    drop(pool);
+    drop(eal);
+    Ok(())
+}
+
+/// The peer's MAC, resolved by shard 0 (the shard that receives ARP).
+fn resolve(
+    h0: &Handle,
+    ip: std::net::IpAddr,
+    timeout: std::time::Duration,
+) -> anyhow::Result<roce_proto::wire::EthernetAddress> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(mac) = h0.call(move |e, now| e.engine_mut().resolve(now, ip))? {
+            return Ok(mac);
+        }
+        if std::time::Instant::now() > deadline {
+            bail!(
+                "resolving the peer {ip} with ARP: nothing within {} s",
+                timeout.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The client's part of one size: a task per lcore keeping a window of `depth` requests on each
+/// of its QPs; returns the total and each lcore's result.
+fn client_size(
+    h: &[Handle],
+    qps: &[(usize, Qp)],
+    test: Test,
+    hello: &Hello,
+    size: u64,
+    depth: u32,
+    timeout: std::time::Duration,
+) -> anyhow::Result<(End, Vec<Bw>)> {
+    let (tx, rx) = channel::unbounded::<LaneResult>();
+    for (shard, handle) in h.iter().enumerate() {
+        let mut mine: Vec<Qp> = qps
+            .iter()
+            .filter(|(s, _)| *s == shard)
+            .map(|(_, q)| Qp {
+                posted: 0,
+                done: 0,
+                ..*q
+            })
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let (iters, duration) = (
+            hello.iters,
+            (hello.duration > 0).then(|| hello.duration.saturating_mul(1_000_000_000)),
+        );
+        let wait = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        let mut meter = BwMeter::new(size, depth as usize);
+        let (mut start, mut last_progress) = (None::<Instant>, 0u64);
+        let tx = tx.clone();
+        handle.run_task(move |e, now| {
+            let t0 = *start.get_or_insert(now);
+            let t = now.saturating_since(t0).as_nanos();
+            let running = duration.map_or(true, |d| t < d);
+            let mut all_done = true;
+            let h = e.engine_mut();
+            for q in mine.iter_mut() {
+                while running
+                    && (duration.is_some() || q.posted < iters)
+                    && q.posted - q.done < u64::from(depth)
+                {
+                    if let Err(err) = h
+                        .endpoint_mut()
+                        .post_send(q.qpn, send_wr(test, q, size, q.posted))
+                    {
+                        let _ = tx.send(Err(format!("QP {:#x}: posting a request: {err}", q.qpn)));
+                        return false;
+                    }
+                    q.posted += 1;
+                }
+                while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
+                    if wc.status != WcStatus::Success {
+                        let _ = tx.send(Err(format!(
+                            "QP {:#x}: completion {:?} ({:?}); the peer stopped answering?",
+                            q.qpn, wc.status, wc.opcode
+                        )));
+                        return false;
+                    }
+                    if !matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                        q.done += 1;
+                        meter.record(t);
+                        last_progress = t;
+                    }
+                }
+                all_done &= q.done == q.posted && (!running || q.posted >= iters);
+            }
+            if all_done && (duration.is_none() || !running) {
+                let iters = mine.iter().map(|q| q.done).min().unwrap_or(0);
+                let _ = tx.send(Ok((shard, meter.finish(iters), meter.count())));
+                return false;
+            }
+            if t.saturating_sub(last_progress) > wait {
+                let done: u64 = mine.iter().map(|q| q.done).sum();
+                let _ = tx.send(Err(format!(
+                    "the peer stopped answering (lcore {shard}: {done} requests done)"
+                )));
+                return false;
+            }
+            true
+        })?;
+    }
+    drop(tx);
+    let mut lanes: Vec<(usize, Bw, u64)> = Vec::new();
+    for r in rx.iter() {
+        lanes.push(r.map_err(|e| anyhow!(e))?);
+    }
+    lanes.sort_by_key(|l| l.0);
+    let completed = lanes.iter().map(|l| l.2).sum();
+    let bws: Vec<Bw> = lanes.into_iter().map(|l| l.1).collect();
+    let total = bws.iter().copied().reduce(|a, b| Bw {
+        iters: a.iters.min(b.iters),
+        peak: a.peak + b.peak,
+        avg: a.avg + b.avg,
+        msg_rate: a.msg_rate + b.msg_rate,
+        ..a
+    });
+    Ok((
+        End {
+            bw: total,
+            completed,
+        },
+        bws,
+    ))
+}
+
+/// The server's part of one size: for send-bw a task per lcore keeping receives posted and
+/// counting them, until the client's results come. Returns the client's results and the
+/// messages received.
+fn server_size(
+    b: &mut Blocking,
+    oob: &Oob,
+    h: &[Handle],
+    qps: &[(usize, Qp)],
+    test: Test,
+    max_size: u64,
+    depth: u32,
+) -> anyhow::Result<(End, u64)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = channel::unbounded::<Result<u64, String>>();
+    if test.uses_recv() {
+        for (shard, handle) in h.iter().enumerate() {
+            let mut mine: Vec<Qp> = qps
+                .iter()
+                .filter(|(s, _)| *s == shard)
+                .map(|(_, q)| Qp {
+                    recvs: u64::from(depth),
+                    ..*q
+                })
+                .collect();
+            let (stop, tx) = (stop.clone(), tx.clone());
+            let mut seen = 0u64;
+            handle.run_task(move |e, _| {
+                let h = e.engine_mut();
+                for q in mine.iter_mut() {
+                    while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
+                        if wc.status != WcStatus::Success {
+                            let _ = tx
+                                .send(Err(format!("QP {:#x}: completion {:?}", q.qpn, wc.status)));
+                            return false;
+                        }
+                        seen += 1;
+                        q.recvs = q.recvs.saturating_sub(1);
+                    }
+                    if let Err(err) = refill(h, q, max_size, depth) {
+                        let _ = tx.send(Err(format!("{err:#}")));
+                        return false;
+                    }
+                }
+                if stop.load(Ordering::Acquire) {
+                    let _ = tx.send(Ok(seen));
+                    return false;
+                }
+                true
+            })?;
+        }
+    }
+    drop(tx);
+    let end: End = recv_checked(b, oob, ("read results", "results"), |_: &End| Ok(()))?;
+    stop.store(true, Ordering::Release);
+    let mut seen = 0;
+    for r in rx.iter() {
+        seen += r.map_err(|e| anyhow!(e))?;
+    }
+    Ok((end, seen))
+}
+
+/// The counters users look at after a run (mlx5/rxe names), summed over the lcores, one line.
+fn counters_line(c: &RdmaCounters) -> String {
+    let pick = [
+        "retransmitted_packets",
+        "packet_seq_err",
+        "local_ack_timeout_err",
+        "implied_nak_seq_err",
+        "out_of_sequence",
+        "duplicate_request",
+        "rnr_nak_retry_err",
+        "send_rnr_err",
+        "np_ecn_marked_roce_packets",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+        "error_completions",
+    ];
+    let parts: Vec<String> = c
+        .pairs()
+        .into_iter()
+        .filter(|(n, _)| pick.contains(n))
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    format!("counters: {}", parts.join(" "))
+}
+
+/// The shards' counters merged into one port, for the metrics.
+fn exposition(source: &SnapshotSource<Engine>, device: &str) -> Exposition {
+    let mut merged = EndpointSnapshot::default();
+    for s in source
+        .collect(std::time::Duration::from_millis(500))
+        .into_iter()
+        .flatten()
+    {
+        merged.merge(s);
+    }
+    Exposition {
+        ports: vec![PortMetrics {
+            device: device.to_owned(),
+            snapshot: merged,
+        }],
+        switch: None,
+    }
+}

@@ -1,0 +1,209 @@
+//! `--metrics` end to end: a running `roce demo` serves OpenMetrics text that a Prometheus parser
+//! reads, whose values are the counters of the run's `--json` output; the same counters answer
+//! on DPDK's telemetry socket.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+/// Kills the child when the test ends, however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET /metrics` from `addr`: the body.
+fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(
+        head.starts_with("HTTP/1.") && head.contains(" 200 "),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+    body.to_owned()
+}
+
+/// The value of `name` with labels `labels` in a parsed scrape.
+fn value(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+}
+
+#[test]
+fn metrics_endpoint_parses_and_equals_the_runs_json_counters_and_telemetry() {
+    let child = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args([
+            "demo",
+            "--json",
+            "--duration",
+            "1s",
+            "--bottleneck-gbps",
+            "0.2",
+            "--seed",
+            "3",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run roce demo");
+    let mut child = Running(child);
+    let mut err = BufReader::new(child.0.stderr.take().expect("stderr"));
+    let (mut addr, mut socket) = (None, None);
+    let mut line = String::new();
+    while addr.is_none() || socket.is_none() {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).expect("stderr") > 0,
+            "no metrics address on stderr"
+        );
+        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
+            addr = a.strip_suffix("/metrics").map(str::to_owned);
+        }
+        if let Some(s) = line.trim().strip_prefix("telemetry: ") {
+            socket = s.split(' ').next().map(str::to_owned);
+        }
+    }
+    let addr = addr.expect("address");
+    // A scrape while traffic runs already shows CNPs.
+    let live = prometheus_parse::Scrape::parse(scrape(&addr).lines().map(|l| Ok(l.to_owned())))
+        .expect("parses");
+    assert!(live.samples.len() > 50, "{} samples", live.samples.len());
+    // The JSON document comes when the run is over; the endpoint keeps serving (--metrics-linger).
+    let mut out = BufReader::new(child.0.stdout.take().expect("stdout"));
+    let mut json = String::new();
+    loop {
+        let mut l = String::new();
+        assert!(
+            out.read_line(&mut l).expect("stdout") > 0,
+            "stdout ended before the JSON did"
+        );
+        json.push_str(&l);
+        if l == "}\n" {
+            break;
+        }
+    }
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON summary");
+    let text = scrape(&addr);
+    let s = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("the exposition parses");
+    let ports = doc["stats"]["ports"].as_array().expect("stats.ports");
+    assert_eq!(ports.len(), 3, "r, s1, s2");
+    let mut compared = 0;
+    for p in ports {
+        let device = p["link"]
+            .as_str()
+            .and_then(|l| l.strip_suffix("/1"))
+            .expect("link NAME/1");
+        for (name, v) in p["counters"].as_object().expect("counters") {
+            let got = value(
+                &s,
+                &format!("roce_port_{name}_total"),
+                &[("device", device), ("port", "1")],
+            );
+            assert_eq!(got, v.as_u64().map(|v| v as f64), "{device} {name}");
+            compared += 1;
+        }
+    }
+    for q in doc["stats"]["qps"].as_array().expect("stats.qps") {
+        let device = q["link"]
+            .as_str()
+            .and_then(|l| l.strip_suffix("/1"))
+            .expect("link");
+        let qpn = q["lqpn"].to_string();
+        for (name, v) in q["counters"].as_object().expect("counters") {
+            let got = value(
+                &s,
+                &format!("roce_qp_{name}_total"),
+                &[("device", device), ("qp", &qpn)],
+            );
+            assert_eq!(
+                got,
+                v.as_u64().map(|v| v as f64),
+                "{device} qp {qpn} {name}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "{compared} values compared");
+    let cnps = doc["counters"]["np_cnp_sent"]
+        .as_u64()
+        .expect("np_cnp_sent");
+    assert!(cnps > 0, "the run sent no CNP");
+    assert_eq!(
+        value(&s, "roce_port_np_cnp_sent_total", &[("device", "r")]),
+        Some(cnps as f64)
+    );
+    let marked = doc["switch"]["ecn_marked"].as_u64().expect("ecn_marked");
+    assert_eq!(
+        value(
+            &s,
+            "roce_switch_ecn_marked_packets_total",
+            &[("device", "switch")]
+        ),
+        Some(marked as f64)
+    );
+    // DPDK's telemetry socket answers the same counters.
+    let socket = std::path::PathBuf::from(socket.expect("telemetry socket"));
+    let reply = roce_dpdk::telemetry::query(&socket, "/roce/port,r").expect("telemetry answers");
+    let t: serde_json::Value = serde_json::from_str(&reply).expect("telemetry JSON");
+    assert_eq!(
+        t["/roce/port"]["np_cnp_sent"].as_u64(),
+        Some(cnps),
+        "{reply}"
+    );
+    let devices = roce_dpdk::telemetry::query(&socket, "/roce/ports").expect("telemetry answers");
+    assert_eq!(devices, r#"{"/roce/ports":["r","s1","s2"]}"#);
+    // roce stats --watch shows the same table from either source.
+    let table = |source: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_roce"))
+            .args(["stats", "--watch", source, "--count", "1"])
+            .output()
+            .expect("run roce stats");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for source in [addr.as_str(), socket.to_str().expect("utf-8 path")] {
+        let t = table(source);
+        let row: Vec<&str> = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("np_cnp_sent"))
+            .unwrap_or_else(|| panic!("no np_cnp_sent row from {source}:\n{t}"))
+            .split_whitespace()
+            .collect();
+        // Columns r/1, s1/1, s2/1, total.
+        assert_eq!(
+            row.get(1).copied(),
+            Some(cnps.to_string().as_str()),
+            "{source}:\n{t}"
+        );
+        assert!(t.contains("Counters per QP"), "{t}");
+    }
+}

@@ -484,6 +484,9 @@ impl Scenario {
             .fabric
             .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
+        let bottleneck = built
+            .bottleneck
+            .map(|(n, p)| (n, p, built.fabric.port_counters(n, p).total()));
         built
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
@@ -494,6 +497,7 @@ impl Scenario {
             self.warmup_ns(),
             &built.fabric,
             &built.rings,
+            bottleneck,
         );
         Ok((summary, built))
     }

@@ -32,7 +32,7 @@ fn one_cnp_with_alpha_one_halves_the_rate() {
     assert_eq!(m.rate, gbps(50.0));
     assert_eq!(m.target_rate, LINE);
     assert_eq!(m.alpha, 1.0);
-    assert_eq!(m.rp_cnp_handled, 1);
+    assert_eq!(m.cnp_rate_cuts, 1);
     assert_eq!(m.rate_cuts, 1);
 }
 
@@ -171,7 +171,7 @@ fn several_cnps_inside_one_monitor_period_cause_one_cut() {
     d.handle_timeout(us(4));
     assert_eq!(d.rate(), gbps(25.0));
     let m = d.metrics();
-    assert_eq!((m.rate_cuts, m.rp_cnp_handled, m.rp_cnp_ignored), (2, 2, 2));
+    assert_eq!((m.rate_cuts, m.cnp_rate_cuts, m.rp_cnp_ignored), (2, 2, 2));
     // The period after the deferred cut passes quietly; a later CNP cuts at once.
     d.handle_timeout(us(8));
     d.on_cnp(us(9));

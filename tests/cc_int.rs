@@ -279,7 +279,7 @@ fn two_hpcc_flows_share_a_bottleneck_by_int_alone() {
         assert!(m.rate_cuts > 0);
         let gbps = m.rate.as_gbps_f64();
         assert!((35.0..=60.0).contains(&gbps), "rate {gbps} Gbit/s");
-        assert_eq!(m.rp_cnp_handled, 0);
+        assert_eq!(m.cnp_rate_cuts, 0);
     }
     let total: f64 = with.metrics.iter().map(|m| m.rate.as_gbps_f64()).sum();
     assert!(total <= 100.0, "sum of rates {total} Gbit/s");

@@ -19,7 +19,7 @@ fn dctcp_cuts_on_cnp_and_grows_each_window_without_one() {
     d.on_cnp(us(1)); // inside congestion window reduction: no second cut
     assert_eq!(d.rate(), Rate::from_gbps(50));
     assert_eq!(
-        (d.metrics().rp_cnp_handled, d.metrics().rp_cnp_ignored),
+        (d.metrics().cnp_rate_cuts, d.metrics().rp_cnp_ignored),
         (1, 1)
     );
     assert_eq!(d.poll_timeout(), Some(us(10)));

@@ -21,11 +21,10 @@ use roce::oob::pingpong;
 use roce::oob::pingpong::PingpongDest;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
-use roce_proto::arp;
-use roce_proto::arp::{Config, Operation, Resolver};
-use roce_proto::ndp;
+use roce_proto::arp::{Config, Resolver};
 use roce_proto::time::Instant;
-use roce_proto::wire::EthernetAddress;
+use roce_proto::wire::arp::Operation;
+use roce_proto::wire::{arp, ndp, EthernetAddress};
 
 fn run_interop(results: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/interop/run.sh");
@@ -137,11 +136,11 @@ fn check_ndp_capture(pcap: &Path) {
     let solicit = find(|p| matches!(p.ndp, ndp::NdpRepr::Solicit { .. }) && p.eth.src.0[5] == 0x12);
     let advert = find(|p| matches!(p.ndp, ndp::NdpRepr::Advert { .. }) && p.eth.src.0[5] == 0x11);
     let mut buf = [0u8; 128];
-    let len = ndp::Responder::new(b_mac, b_ip)
+    let len = roce_proto::ndp::Responder::new(b_mac, b_ip)
         .solicit(a_ip, &mut buf)
         .unwrap();
     assert_eq!(&buf[..len], &solicit[..], "our solicitation vs Linux's");
-    let mut as_a = ndp::Responder::new(a_mac, a_ip);
+    let mut as_a = roce_proto::ndp::Responder::new(a_mac, a_ip);
     as_a.handle_frame(solicit).expect("solicitation taken");
     let len = as_a
         .poll_transmit(&mut buf)

@@ -457,14 +457,14 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
         } else {
             rng.random()
         };
-        if info.reth {
+        if info.reth() {
             ext.reth = Some(reth::Repr {
                 va,
                 rkey,
                 dma_len: rng.random_range(0..2000),
             });
         }
-        if info.atomic_eth {
+        if info.atomic_eth() {
             ext.atomic_eth = Some(atomic_eth::Repr {
                 va,
                 rkey,
@@ -472,20 +472,20 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
                 compare: rng.random(),
             });
         }
-        if info.aeth {
+        if info.aeth() {
             ext.aeth = Some(roce_proto::wire::aeth::Repr {
                 syndrome: roce_proto::wire::aeth::Syndrome::from_byte(rng.random()),
                 msn: roce_proto::psn::Msn::new(rng.random()),
             });
         }
-        if info.atomic_ack_eth {
+        if info.atomic_ack_eth() {
             ext.atomic_ack_eth =
                 Some(roce_proto::wire::atomic_ack_eth::Repr { orig: rng.random() });
         }
-        if info.immdt {
+        if info.immdt() {
             ext.immdt = Some(rng.random());
         }
-        if info.ieth {
+        if info.ieth() {
             ext.ieth = Some(rng.random());
         }
         let len = if info.has_payload {

@@ -8,8 +8,7 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
-use roce_proto::wire::roce::{parse_frame, parse_frame_unverified, RocePacket};
-use roce_proto::wire::{pretty, WireError};
+use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
 /// Subcommands of `roce pcap`.
 #[derive(Subcommand, Debug)]

@@ -9,16 +9,18 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use roce_proto::arp::{self, ArpRepr, Operation};
+use roce_proto::arp;
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::engine::Engine;
-use roce_proto::ndp::{self, NdpRepr};
+use roce_proto::ndp;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::QpInit;
+use roce_proto::wire::arp::{self as arp_wire, ArpRepr, Operation};
 use roce_proto::wire::int::{self, HopRecord, Repr};
+use roce_proto::wire::ndp::{self as ndp_wire, NdpRepr};
 use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{
     bth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, RoceRepr,
@@ -301,7 +303,7 @@ impl HostHarness {
         } else {
             EthernetAddress::BROADCAST
         };
-        let n = arp::emit_frame(&arp, arp.sender_mac, dst, None, &mut buf)
+        let n = arp_wire::emit_frame(&arp, arp.sender_mac, dst, None, &mut buf)
             .map_err(|e| e.to_string())?;
         damage(&mut buf[..n], flip, val);
         self.host.handle_frame(self.now, &buf[..n]);
@@ -334,8 +336,8 @@ impl HostHarness {
                 source_mac: Some(mac),
             }
         };
-        let n =
-            ndp::emit_frame(&msg, mac, MAC_US, src, IP6_US, &mut buf).map_err(|e| e.to_string())?;
+        let n = ndp_wire::emit_frame(&msg, mac, MAC_US, src, IP6_US, &mut buf)
+            .map_err(|e| e.to_string())?;
         damage(&mut buf[..n], flip, val);
         self.host.handle_frame(self.now, &buf[..n]);
         Ok(())
@@ -401,10 +403,10 @@ impl HostHarness {
                 return Err(format!("more than {DRAIN_BOUND} frames in one drain"));
             }
             let frame = buf.get(..n).ok_or("length beyond the buffer")?;
-            if let Ok((_, a)) = arp::parse_frame(frame) {
+            if let Ok((_, a)) = arp_wire::parse_frame(frame) {
                 replies += usize::from(a.operation == Operation::Reply);
             }
-            if let Ok(f) = ndp::parse_frame(frame) {
+            if let Ok(f) = ndp_wire::parse_frame(frame) {
                 adverts += usize::from(matches!(f.ndp, NdpRepr::Advert { .. }));
             }
         }

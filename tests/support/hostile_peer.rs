@@ -647,7 +647,7 @@ impl Harness {
                     5 => (Opcode::RC_RDMA_READ_RESPONSE_LAST, false),
                     _ => (Opcode::RC_RDMA_READ_RESPONSE_ONLY, false),
                 };
-                let aeth = opcode.info().is_some_and(|i| i.aeth).then_some(ack);
+                let aeth = opcode.info().is_some_and(|i| i.aeth()).then_some(ack);
                 let n = if full {
                     self.mtu as usize
                 } else {

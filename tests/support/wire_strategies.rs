@@ -179,13 +179,13 @@ pub fn frame_repr() -> impl Strategy<Value = (RoceRepr, Vec<u8>)> {
             let info = &OPCODES[index];
             bth.opcode = info.opcode;
             let ext = ExtRepr {
-                deth: all.deth.filter(|_| info.deth),
-                reth: all.reth.filter(|_| info.reth),
-                atomic_eth: all.atomic_eth.filter(|_| info.atomic_eth),
-                aeth: all.aeth.filter(|_| info.aeth),
-                atomic_ack_eth: all.atomic_ack_eth.filter(|_| info.atomic_ack_eth),
-                immdt: all.immdt.filter(|_| info.immdt),
-                ieth: all.ieth.filter(|_| info.ieth),
+                deth: all.deth.filter(|_| info.deth()),
+                reth: all.reth.filter(|_| info.reth()),
+                atomic_eth: all.atomic_eth.filter(|_| info.atomic_eth()),
+                aeth: all.aeth.filter(|_| info.aeth()),
+                atomic_ack_eth: all.atomic_ack_eth.filter(|_| info.atomic_ack_eth()),
+                immdt: all.immdt.filter(|_| info.immdt()),
+                ieth: all.ieth.filter(|_| info.ieth()),
             };
             let payload_len = if info.has_payload { len } else { 0 };
             let payload: Vec<u8> = (0..payload_len)

@@ -2,16 +2,9 @@
 //! (for ECMP), and how it sets CE. A lookup of fixed offsets, not a validating parser: end hosts
 //! validate with `wire::parse_frame`; a switch forwards what it cannot read as non-IP.
 
-/// Ethertype of IPv4.
-const ETHERTYPE_IPV4: u16 = 0x0800;
-/// Ethertype of IPv6.
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-/// Ethertype of an 802.1Q tag.
-const ETHERTYPE_VLAN: u16 = 0x8100;
-/// IP protocol number of UDP.
-const PROTO_UDP: u8 = 17;
-
 use roce_proto::psn::Psn;
+use roce_proto::wire::ethernet::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN};
+use roce_proto::wire::ipv4::PROTOCOL_UDP as PROTO_UDP;
 use roce_proto::wire::{bth, Opcode, ROCE_UDP_PORT};
 
 /// An IP address as a switch keys it: IPv4 addresses are stored IPv4-mapped.

@@ -65,7 +65,9 @@ pub struct QpCounters {
     pub rx_dropped: u64,
     /// CE-marked packets received (for the notification point).
     pub ecn_ce_received: u64,
-    /// CNPs received (mlx5 `rp_cnp_handled`).
+    /// CNPs received for this QP and handed to its reaction point, whether or not they changed
+    /// the rate (mlx5 `rp_cnp_handled`; the controller's own count of CNPs that cut the rate is
+    /// `cc::CcMetrics::cnp_rate_cuts`).
     pub rp_cnp_handled: u64,
     /// Work completions with an error status.
     pub error_completions: u64,

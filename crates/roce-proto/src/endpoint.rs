@@ -3,7 +3,7 @@
 //! out (`poll_transmit`, `poll_timeout`).
 //!
 //! It never reads a clock or touches a port: a driver (DPDK loop, in-memory pair, simulator) moves
-//! the frames. Congestion control plugs in per QP through [`DeparturePacer`].
+//! the frames. Congestion control plugs in per QP (`set_congestion_control`, a [`CcPacer`]).
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -11,7 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::counters::{EndpointCounters, QpCounters};
 use crate::ecn::{EcnConfig, NotificationPoint};
 use crate::mr::{MemoryRegion, MrError, MrInfo, MrTable, PdHandle};
-use crate::qp::{DeparturePacer, LocalAddr, QpError, QueuePair, RequesterConfig};
+use crate::qp::paced::CcPacer;
+use crate::qp::{LocalAddr, QpError, QueuePair, RequesterConfig};
 use crate::time::{Duration, Instant};
 use crate::verbs::{
     AccessFlags, CompletionQueue, CqHandle, QpAttr, QpInit, RecvWr, SendWr, WorkCompletion,
@@ -346,15 +347,6 @@ impl Endpoint {
         self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv(wr, mrs, cqs))?
     }
 
-    /// Installs (or removes) the pacer of a QP.
-    pub fn set_pacer(
-        &mut self,
-        qpn: u32,
-        pacer: Option<Box<dyn DeparturePacer>>,
-    ) -> Result<(), QpError> {
-        self.with_qp(qpn, |qp, _, _| qp.set_pacer(pacer))
-    }
-
     /// Counters of the endpoint, with the sum over its QPs in `qp`.
     pub fn counters(&self) -> EndpointCounters {
         let mut c = self.stats;
@@ -616,8 +608,8 @@ impl Endpoint {
         cc: crate::cc::Controller,
         burst_bytes: u64,
     ) -> Result<(), QpError> {
-        let pacer = crate::qp::paced::CcPacer::new(cc, burst_bytes);
-        self.set_pacer(qpn, Some(Box::new(pacer)))
+        let cc = CcPacer::new(cc, burst_bytes);
+        self.with_qp(qpn, |qp, _, _| qp.set_congestion_control(Some(cc)))
     }
 
     /// Makes QP `qpn`'s data carry an INT shim with `max_hops` record slots (0: off), so INT

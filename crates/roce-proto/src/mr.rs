@@ -35,11 +35,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use thiserror::Error;
 
+pub use crate::verbs::PdHandle;
 use crate::verbs::{AccessFlags, Sge};
-
-/// A protection domain of an endpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PdHandle(pub(crate) u32);
 
 /// What `reg_mr` hands back: keys and the address range of the new region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

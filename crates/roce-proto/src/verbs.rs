@@ -394,7 +394,7 @@ pub struct QpAttr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpInit {
     /// Protection domain.
-    pub pd: crate::mr::PdHandle,
+    pub pd: PdHandle,
     /// CQ for send completions.
     pub send_cq: CqHandle,
     /// CQ for receive completions.
@@ -404,6 +404,10 @@ pub struct QpInit {
     /// Receive queue depth.
     pub max_recv_wr: u32,
 }
+
+/// A protection domain of an endpoint (its memory regions live in [`crate::mr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PdHandle(pub(crate) u32);
 
 /// A completion queue of an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

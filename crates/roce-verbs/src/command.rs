@@ -8,9 +8,9 @@ use crossbeam_channel::Sender;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::verbs::{AccessFlags, QpAttr};
 
-use crate::abi::memory::AppMemory;
 use crate::error::VerbsError;
 use crate::objects::{Cq, Qp, QpSpec, RecvRequest, SendRequest};
+use crate::sys::memory::AppMemory;
 
 /// Where an answer goes.
 pub(crate) type Reply<T> = Sender<T>;

@@ -10,11 +10,11 @@ use crossbeam_channel::{bounded, Sender};
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::verbs::{AccessFlags, QpAttr, QpState};
 
-use crate::abi::memory::AppMemory;
 use crate::command::{Command, Reply};
 use crate::error::VerbsError;
 use crate::info::DeviceInfo;
 use crate::objects::{CompChannel, Cq, Qp, QpSpec, RecvRequest, SendRequest};
+use crate::sys::memory::AppMemory;
 
 /// The one device of the process (`roce0`), backed by the progress thread.
 #[derive(Debug)]

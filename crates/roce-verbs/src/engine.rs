@@ -20,7 +20,7 @@ use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::time::Instant;
 use roce_proto::wire::parse_view_unverified;
 
-use crate::abi::memory::AppMemory;
+use crate::sys::memory::AppMemory;
 
 /// The application side of one registered region.
 #[derive(Debug)]

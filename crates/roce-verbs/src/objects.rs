@@ -12,8 +12,8 @@ use crossbeam_queue::SegQueue;
 use roce_proto::mr::PdHandle;
 use roce_proto::verbs::{QpState, SendFlags, Sgl, WcOpcode, WcStatus, WrOpcode};
 
-use crate::abi::eventfd::EventFd;
 use crate::error::VerbsError;
+use crate::sys::eventfd::EventFd;
 
 /// One completion as `ibv_poll_cq` returns it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

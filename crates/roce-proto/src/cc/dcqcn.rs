@@ -441,10 +441,10 @@ impl CongestionControl for Dcqcn {
                 self.metrics.rp_cnp_ignored += 1;
             } else {
                 self.cut_pending = true;
-                self.metrics.rp_cnp_handled += 1;
+                self.metrics.cnp_rate_cuts += 1;
             }
         } else {
-            self.metrics.rp_cnp_handled += 1;
+            self.metrics.cnp_rate_cuts += 1;
             self.cut(now, first);
             self.monitor_end = Self::us(self.p.rate_reduce_monitor_period).map(|d| now + d);
         }

@@ -165,7 +165,7 @@ impl Dctcp {
         if now < self.cwr_until {
             self.metrics.rp_cnp_ignored += u64::from(cnp);
         } else {
-            self.metrics.rp_cnp_handled += u64::from(cnp);
+            self.metrics.cnp_rate_cuts += u64::from(cnp);
             self.metrics.rate_cuts += 1;
             let old = self.rc;
             self.rc = clamp_rate(self.rc * (1.0 - self.alpha / 2.0), self.min(), self.max);

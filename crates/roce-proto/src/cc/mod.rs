@@ -22,7 +22,7 @@
 //! }
 //! cc.on_cnp(now); // a CNP arrived for this QP
 //! pacer.set_rate(now, cc.rate());
-//! assert_eq!(cc.metrics().rp_cnp_handled, 1);
+//! assert_eq!(cc.metrics().cnp_rate_cuts, 1);
 //! // The endpoint wakes the controller at `cc.poll_timeout()` and calls `handle_timeout`.
 //! assert!(cc.poll_timeout().is_some());
 //! ```
@@ -71,12 +71,14 @@ pub struct CcMetrics {
     /// The congestion estimate in 0..=1 (DCQCN/DCTCP alpha, HPCC's normalized utilization;
     /// zero where the algorithm has none).
     pub alpha: f64,
-    /// Congestion signals (CNPs) that changed or will change the rate (`rp_cnp_handled`).
-    pub rp_cnp_handled: u64,
-    /// Congestion signals absorbed without effect, e.g. coalesced into a pending cut
-    /// (`rp_cnp_ignored`).
+    /// CNPs that cut the rate, at once or at the end of the current period (DCQCN folds the
+    /// CNPs of one period into one deferred cut: the first is counted here, the others in
+    /// `rp_cnp_ignored`). Not mlx5's `rp_cnp_handled`, which counts every CNP the reaction point
+    /// received: that is the QP's counter (`counters::QpCounters::rp_cnp_handled`).
+    pub cnp_rate_cuts: u64,
+    /// CNPs absorbed without effect, e.g. coalesced into a pending cut (mlx5 `rp_cnp_ignored`).
     pub rp_cnp_ignored: u64,
-    /// Rate decreases performed.
+    /// Rate decreases performed (by CNPs, losses, RTT or INT signals).
     pub rate_cuts: u64,
     /// Rate increase events performed.
     pub rate_increases: u64,

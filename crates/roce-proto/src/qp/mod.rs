@@ -1,5 +1,6 @@
-//! An RC queue pair: the facade over [`requester`], [`responder`], [`completer`], the state
-//! machine ([`state`]) and the timers ([`timer`]), with packet emission into caller buffers.
+//! An RC queue pair: the facade over `requester`, `responder`, `completer`, the state
+//! machine ([`state`]), the timers ([`timer`]) and its congestion control ([`paced`]), with packet
+//! emission into caller buffers (`transmit`).
 //!
 //! A QP owns no memory and no completion queue: the [`crate::endpoint::Endpoint`] lends it the
 //! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
@@ -12,11 +13,10 @@ pub(crate) mod responder;
 pub mod rtt;
 pub mod state;
 pub mod timer;
-
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+mod transmit;
 
 use crate::counters::QpCounters;
-use crate::mr::{MrRange, MrTable, PdHandle};
+use crate::mr::{MrTable, PdHandle};
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::verbs::{
@@ -24,134 +24,19 @@ use crate::verbs::{
     RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 use crate::wire::opcode::Opcode;
-use crate::wire::{
-    bth, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields, RoceRepr,
-    RoceView,
-};
+use crate::wire::{Ecn, RoceView};
 
 use completer::CompleterCtx;
+use paced::CcPacer;
 use requester::Requester;
 pub use requester::RequesterConfig;
 pub use responder::MAX_QUEUED_RESPONSES;
 use responder::{Responder, ResponderCtx};
 pub use state::QpError;
 use timer::{Timer, TimerTable};
-
-/// The local addresses and defaults an endpoint gives its QPs for building frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LocalAddr {
-    /// This endpoint's MAC.
-    pub mac: EthernetAddress,
-    /// This endpoint's IPv4 address, if any.
-    pub ipv4: Option<Ipv4Addr>,
-    /// This endpoint's IPv6 address, if any.
-    pub ipv6: Option<Ipv6Addr>,
-    /// The partition key stamped on every packet.
-    pub pkey: u16,
-    /// DSCP/ECN/PCP for packets whose QP traffic class leaves them 0, and the VLAN.
-    pub marking: crate::ecn::EcnConfig,
-}
-
-/// Where the payload bytes of an outgoing packet come from.
-#[derive(Clone, Debug)]
-pub(crate) enum Payload {
-    None,
-    /// Bytes `offset..offset + len` of the message of send WQE `wqe` (an index into the send
-    /// queue, valid until the packet is written: no clone of its SGL per packet).
-    Wqe {
-        wqe: usize,
-        offset: u64,
-        len: usize,
-    },
-    /// A range of a memory region (READ responses).
-    Mr {
-        range: MrRange,
-    },
-}
-
-/// One packet a QP wants to send, before the addresses are added. Filled in place by the
-/// requester or responder and read in place by the emitter (no copies of its extension headers).
-#[derive(Clone, Debug)]
-pub(crate) struct Outgoing {
-    /// Opcode, flags, PSN, extension headers and payload length, as the template takes them.
-    pub fields: PacketFields,
-    pub payload: Payload,
-    pub retransmission: bool,
-}
-
-impl Outgoing {
-    fn empty() -> Self {
-        Outgoing {
-            fields: PacketFields {
-                opcode: Opcode::RC_ACKNOWLEDGE,
-                solicited: false,
-                ack_req: false,
-                psn: Psn::new(0),
-                ext: ExtRepr::default(),
-                payload_len: 0,
-            },
-            payload: Payload::None,
-            retransmission: false,
-        }
-    }
-
-    /// Starts a packet without payload: every field set, extension headers cleared.
-    fn reset(&mut self, opcode: Opcode, psn: Psn) {
-        let f = &mut self.fields;
-        f.opcode = opcode;
-        f.psn = psn;
-        f.solicited = false;
-        f.ack_req = false;
-        f.ext = ExtRepr::default();
-        f.payload_len = 0;
-        self.payload = Payload::None;
-        self.retransmission = false;
-    }
-
-    /// Sets the payload and its length.
-    fn set_payload(&mut self, payload: Payload) {
-        self.fields.payload_len = match &payload {
-            Payload::None => 0,
-            Payload::Wqe { len, .. } => *len,
-            Payload::Mr { range } => range.len(),
-        };
-        self.payload = payload;
-    }
-}
-
-/// Turns a QP's sending into earliest-departure times (a congestion-control pacer plugs in here).
-pub trait DeparturePacer: Send + std::fmt::Debug {
-    /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
-    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant;
-    /// A CNP arrived for this QP.
-    fn on_cnp(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// The pacer's own next deadline (rate-increase timers).
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    /// The pacer's deadline has come.
-    fn handle_timeout(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
-    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<crate::time::Duration>) {
-        let _ = (now, acked_bytes, rtt);
-    }
-    /// The transport detected a loss (NAK sequence error or ACK timeout).
-    fn on_loss(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// In-band telemetry echoed by the peer arrived (one record per hop).
-    fn on_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
-        let _ = (now, hops);
-    }
-    /// The congestion controller's state, when the pacer has one.
-    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
-        None
-    }
-}
+pub use transmit::LocalAddr;
+use transmit::Templates;
+pub(crate) use transmit::{Outgoing, Payload};
 
 /// Attributes in force.
 #[derive(Clone, Copy, Debug)]
@@ -184,19 +69,11 @@ pub struct QueuePair {
     udp_src_port: u16,
     cfg: RequesterConfig,
     next_departure: Instant,
-    pacer: Option<Box<dyn DeparturePacer>>,
+    /// The congestion controller and its pacer, when one is installed.
+    cc: Option<CcPacer>,
     /// Header templates for the current path (rebuilt when it changes).
     templates: Option<Box<Templates>>,
     rtt: rtt::RttSampler,
-}
-
-/// A QP's two frame templates (data packets carry the endpoint's ECN, ACKs Not-ECT unless the
-/// traffic class says otherwise) and the local address they were built for.
-#[derive(Debug)]
-struct Templates {
-    local: LocalAddr,
-    data: FrameTemplate,
-    control: FrameTemplate,
 }
 
 fn cq(cqs: &mut [CompletionQueue], h: CqHandle) -> Option<&mut CompletionQueue> {
@@ -255,7 +132,7 @@ impl QueuePair {
             udp_src_port,
             cfg,
             next_departure: Instant::ZERO,
-            pacer: None,
+            cc: None,
             templates: None,
             rtt: rtt::RttSampler::default(),
         }
@@ -301,9 +178,10 @@ impl QueuePair {
     pub fn recv_queue_len(&self) -> usize {
         self.resp.rq.len()
     }
-    /// Installs a pacer that decides earliest departure times for data packets.
-    pub fn set_pacer(&mut self, pacer: Option<Box<dyn DeparturePacer>>) {
-        self.pacer = pacer;
+    /// Installs (or removes) the congestion controller whose pacer decides the earliest
+    /// departure times of data packets.
+    pub fn set_congestion_control(&mut self, cc: Option<CcPacer>) {
+        self.cc = cc;
     }
     /// Sets the earliest time the next data packet may leave.
     pub fn set_next_departure(&mut self, at: Instant) {
@@ -608,7 +486,7 @@ impl QueuePair {
             return false;
         }
         self.stats.rp_cnp_handled += 1;
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             p.on_cnp(now);
         }
         true
@@ -616,7 +494,7 @@ impl QueuePair {
 
     /// Runs expired timers.
     pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             if p.poll_timeout().is_some_and(|t| t <= now) {
                 p.handle_timeout(now);
             }
@@ -639,11 +517,11 @@ impl QueuePair {
         self.stats.packet_seq_err + self.stats.local_ack_timeout_err
     }
 
-    /// Feeds the pacer's controller after a response or timeout: an RTT sample when a response
-    /// covering `covered` retired a timed request, then a loss when this event detected one
-    /// (the loss count moved from `losses_before`).
+    /// Feeds the congestion controller after a response or timeout: an RTT sample when a
+    /// response covering `covered` retired a timed request, then a loss when this event detected
+    /// one (the loss count moved from `losses_before`).
     fn feed_cc(&mut self, now: Instant, covered: Option<Psn>, losses_before: u64) {
-        let Some(p) = self.pacer.as_mut() else {
+        let Some(p) = self.cc.as_mut() else {
             return;
         };
         if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
@@ -657,12 +535,12 @@ impl QueuePair {
 
     /// The state of this QP's congestion controller, if one is installed.
     pub fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
-        self.pacer.as_ref()?.cc_metrics()
+        Some(self.cc.as_ref()?.metrics())
     }
 
-    /// In-band telemetry the peer echoed for this QP: handed to the pacer's controller.
+    /// In-band telemetry the peer echoed for this QP: handed to the congestion controller.
     pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
-        if let Some(p) = self.pacer.as_mut() {
+        if let Some(p) = self.cc.as_mut() {
             p.on_int(now, hops);
         }
     }
@@ -670,8 +548,8 @@ impl QueuePair {
     /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let pacer = self.pacer.as_ref().and_then(|p| p.poll_timeout());
-        let t = match (self.timers.next_timeout(), pacer) {
+        let cc = self.cc.as_ref().and_then(|p| p.poll_timeout());
+        let t = match (self.timers.next_timeout(), cc) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -719,217 +597,4 @@ impl QueuePair {
     pub fn next_departure(&self) -> Instant {
         self.next_departure
     }
-
-    /// Writes the next control packet into `buf`; returns its length.
-    #[must_use]
-    pub fn poll_control(
-        &mut self,
-        now: Instant,
-        local: &LocalAddr,
-        mrs: &MrTable,
-        buf: &mut [u8],
-    ) -> Option<usize> {
-        if !self.has_control() {
-            return None;
-        }
-        let mut o = Outgoing::empty();
-        if !self
-            .resp
-            .next_packet(self.attrs.path_mtu.bytes(), mrs, &mut o)
-        {
-            return None;
-        }
-        match o.fields.ext.aeth.map(|a| a.syndrome) {
-            Some(crate::wire::aeth::Syndrome::Ack { .. }) => self.stats.acks_sent += 1,
-            Some(_) => self.stats.naks_sent += 1,
-            None => {}
-        }
-        self.emit(now, &o, local, mrs, buf, false).ok()
-    }
-
-    /// Writes the next data packet into `buf` (READ responses first, then requests); returns
-    /// its length. Memory that went away since a work request was posted (or a READ was
-    /// received) fails the QP here, at the access, instead of sending anything from it.
-    #[must_use]
-    pub fn poll_data(
-        &mut self,
-        now: Instant,
-        local: &LocalAddr,
-        mrs: &mut MrTable,
-        cqs: &mut [CompletionQueue],
-        buf: &mut [u8],
-    ) -> Option<usize> {
-        if self.next_departure > now
-            || matches!(self.state, QpState::Reset | QpState::Init | QpState::Err)
-        {
-            return None;
-        }
-        let mtu = self.attrs.path_mtu.bytes();
-        let request = !self.resp.has_data();
-        let mut o = Outgoing::empty();
-        if !request {
-            if !self.resp.next_packet(mtu, mrs, &mut o) {
-                return None;
-            }
-            if self.resp.take_fatal() {
-                // The READ's region went away: a remote access error NAK, then ERR (as rxe).
-                self.stats.resp_remote_access_errors += 1;
-                self.stats.naks_sent += 1;
-                let n = self.emit(now, &o, local, mrs, buf, false).ok();
-                self.enter_error(cqs);
-                return n;
-            }
-        } else {
-            if !matches!(self.state, QpState::Rts | QpState::Sqd)
-                || (self.state == QpState::Sqd && self.requester_ready().is_none())
-            {
-                return None;
-            }
-            if !self
-                .req
-                .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)
-            {
-                return None;
-            }
-            if o.retransmission {
-                self.stats.retransmitted_packets += 1;
-            }
-            self.req.arm_ack_timer(
-                now,
-                &mut self.timers,
-                timer::ack_timeout(self.attrs.timeout),
-                false,
-            );
-        }
-        let n = match self.emit(now, &o, local, mrs, buf, true) {
-            Ok(n) => n,
-            Err(Unsent::Lost) => return None,
-            Err(Unsent::SourceGone) => {
-                if let Payload::Wqe { wqe, .. } = o.payload {
-                    // Completes with a local protection error once it is the oldest.
-                    self.req.stop_at(wqe, WcStatus::LocProtErr);
-                    if wqe == 0 {
-                        self.fail(WcStatus::LocProtErr, now, mrs, cqs);
-                    }
-                }
-                return None;
-            }
-        };
-        if let Some(p) = self.pacer.as_mut() {
-            // A departure already due is no hold: keeping it would make `poll_timeout` report a
-            // past deadline and the loop fire timers on every poll.
-            let next = p.on_transmit(now, n);
-            self.next_departure = if next > now { next } else { Instant::ZERO };
-            if request {
-                self.rtt
-                    .on_request_sent(now, o.fields.psn, o.fields.ack_req, o.retransmission, n);
-            }
-        }
-        Some(n)
-    }
-
-    /// The headers of this QP's packets for `local`, ECN as a data packet (`data`) or as an
-    /// ACK would carry it. `None` before RTR (no address vector) or without a local address of
-    /// the peer's IP version.
-    fn repr(&self, local: &LocalAddr, data: bool) -> Option<RoceRepr> {
-        let av = self.attrs.av?;
-        let src: IpAddr = match av.remote_ip {
-            IpAddr::V4(_) => IpAddr::V4(local.ipv4?),
-            IpAddr::V6(_) => IpAddr::V6(local.ipv6?),
-        };
-        let m = &local.marking;
-        let mut ecn = Ecn::from_bits(av.traffic_class & 3);
-        if ecn == Ecn::NotEct && data {
-            ecn = m.data_ecn;
-        }
-        // A traffic class of 0 means "unset": the endpoint's class applies. Any other value
-        // is the QP's own (so DSCP 0 is expressible as 0 with ECN bits).
-        let dscp = match av.traffic_class {
-            0 => m.data_dscp,
-            tc => tc >> 2,
-        };
-        let mut ip = IpRepr::new_roce(src, av.remote_ip, dscp, ecn);
-        match &mut ip {
-            IpRepr::V4(r) => r.ttl = av.hop_limit,
-            IpRepr::V6(r) => r.hop_limit = av.hop_limit,
-        }
-        Some(RoceRepr {
-            eth: ethernet::Repr {
-                dst: av.remote_mac,
-                src: local.mac,
-                vlan: m.vlan_tag(m.data_pcp),
-                ethertype: crate::wire::EtherType::Ipv4,
-            },
-            ip,
-            udp_src_port: self.udp_src_port,
-            bth: bth::Repr {
-                pkey: local.pkey,
-                dest_qpn: self.attrs.dest_qpn,
-                ..bth::Repr::default()
-            },
-            ext: ExtRepr::default(),
-            payload_len: 0,
-        })
-    }
-
-    /// The frame templates for `local`, built on first use after a change of address or
-    /// destination (no per-packet header building).
-    fn templates(&mut self, local: &LocalAddr) -> Option<&Templates> {
-        if !self.templates.as_ref().is_some_and(|t| t.local == *local) {
-            self.templates = Some(Box::new(Templates {
-                local: *local,
-                data: FrameTemplate::new(&self.repr(local, true)?),
-                control: FrameTemplate::new(&self.repr(local, false)?),
-            }));
-        }
-        self.templates.as_deref()
-    }
-
-    fn emit(
-        &mut self,
-        _now: Instant,
-        o: &Outgoing,
-        local: &LocalAddr,
-        mrs: &MrTable,
-        buf: &mut [u8],
-        data: bool,
-    ) -> Result<usize, Unsent> {
-        self.templates(local).ok_or(Unsent::Lost)?;
-        let t = self.templates.as_deref().ok_or(Unsent::Lost)?;
-        let template = if data { &t.data } else { &t.control };
-        let sq = &self.req.sq;
-        // The payload is read at this moment, from memory that must still be there.
-        let mut readable = true;
-        let result = template.emit_with(&o.fields, buf, |dst| match &o.payload {
-            Payload::None => {}
-            Payload::Wqe { wqe, offset, .. } => {
-                let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
-                readable = sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst));
-            }
-            Payload::Mr { range } => match mrs.read(*range) {
-                Ok(src) if src.len() == dst.len() => dst.copy_from_slice(src),
-                _ => readable = false,
-            },
-        });
-        match result {
-            Ok(_) if !readable => Err(Unsent::SourceGone),
-            Ok(n) => {
-                self.stats.tx_packets += 1;
-                self.stats.tx_bytes += n as u64;
-                Ok(n)
-            }
-            Err(e) => {
-                tracing::warn!(qpn = self.qpn, error = %e, "could not emit a packet; it is lost");
-                Err(Unsent::Lost)
-            }
-        }
-    }
-}
-
-/// Why [`QueuePair::emit`] wrote no packet.
-enum Unsent {
-    /// The frame could not be built (no address yet, buffer too small): the packet is lost.
-    Lost,
-    /// The payload's memory was deregistered or invalidated since it was named.
-    SourceGone,
 }

@@ -1,14 +1,14 @@
-//! A congestion controller and its pacer as a QP's [`DeparturePacer`]: every data packet sent is
-//! charged to both; CNPs, ACK RTT samples, losses, echoed INT and the controller's timers change
-//! the rate, and the pacer turns the rate into the earliest departure of the next packet.
+//! A QP's congestion controller and the pacer that follows its rate, owned by the QP (statically
+//! dispatched: the [`Controller`] enum is the one dispatch over the algorithms). Every data
+//! packet sent is charged to both; CNPs, ACK RTT samples, losses, echoed INT and the controller's
+//! timers change the rate, and the pacer turns the rate into the earliest departure of the next
+//! packet.
 //!
 //! The algorithms live in [`crate::cc`]; this is only the glue to the QP scheduler.
 
 use crate::cc::pacer::Pacer;
-use crate::cc::{CongestionControl, Controller, IntHop};
+use crate::cc::{CcMetrics, CongestionControl, Controller, IntHop};
 use crate::time::{Duration, Instant};
-
-use super::DeparturePacer;
 
 /// A controller driving a token-bucket pacer.
 #[derive(Debug)]
@@ -33,11 +33,10 @@ impl CcPacer {
     fn follow_rate(&mut self, now: Instant) {
         self.pacer.set_rate(now, self.cc.rate());
     }
-}
 
-impl DeparturePacer for CcPacer {
+    /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
     #[inline]
-    fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant {
+    pub fn on_transmit(&mut self, now: Instant, frame_len: usize) -> Instant {
         let len = frame_len as u64;
         self.cc.on_sent(now, len);
         self.pacer.on_sent(now, len);
@@ -45,36 +44,43 @@ impl DeparturePacer for CcPacer {
         self.pacer.earliest_departure(now, len)
     }
 
-    fn on_cnp(&mut self, now: Instant) {
+    /// A CNP arrived for this QP.
+    pub fn on_cnp(&mut self, now: Instant) {
         self.cc.on_cnp(now);
         self.follow_rate(now);
     }
 
-    fn poll_timeout(&self) -> Option<Instant> {
+    /// The controller's own next deadline (rate-increase timers).
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.cc.poll_timeout()
     }
 
-    fn handle_timeout(&mut self, now: Instant) {
+    /// The controller's deadline has come.
+    pub fn handle_timeout(&mut self, now: Instant) {
         self.cc.handle_timeout(now);
         self.follow_rate(now);
     }
 
-    fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
+    /// A response acknowledged `acked_bytes` more request bytes; `rtt` is its sample.
+    pub fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Option<Duration>) {
         self.cc.on_ack(now, acked_bytes, rtt);
         self.follow_rate(now);
     }
 
-    fn on_loss(&mut self, now: Instant) {
+    /// The transport detected a loss (NAK sequence error or ACK timeout).
+    pub fn on_loss(&mut self, now: Instant) {
         self.cc.on_loss(now);
         self.follow_rate(now);
     }
 
-    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
+    /// In-band telemetry echoed by the peer arrived (one record per hop).
+    pub fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
         self.cc.on_int(now, hops);
         self.follow_rate(now);
     }
 
-    fn cc_metrics(&self) -> Option<crate::cc::CcMetrics> {
-        Some(self.cc.metrics())
+    /// The controller's state and counters.
+    pub fn metrics(&self) -> CcMetrics {
+        self.cc.metrics()
     }
 }

@@ -2,30 +2,59 @@
 //! solicited event, migration, pad count, version, P_Key, FECN/BECN, destination QP, AckReq, PSN.
 //! Reserved bits are written as zero and ignored when read.
 
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
 use super::opcode::Opcode;
 use super::{read_u16, read_u24, write_u16, write_u24, WireError};
 use crate::psn::Psn;
 
-mod field {
-    pub const OPCODE: usize = 0;
-    pub const FLAGS: usize = 1;
-    pub const PKEY: usize = 2;
-    pub const FECN_BECN: usize = 4;
-    pub const DEST_QPN: usize = 5;
-    pub const ACK_REQ: usize = 8;
-    pub const PSN: usize = 9;
+/// The BTH: the one layout the view ([`field`]), [`Repr::from_bytes`], the frame templates and
+/// the ICRC masks read their offsets from.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) opcode: u8,
+    /// SE, MigReq, pad count, TVer.
+    pub(crate) flags: u8,
+    pub(crate) pkey: U16,
+    /// FECN, BECN, 6 reserved bits.
+    pub(crate) fecn_becn: u8,
+    pub(crate) dest_qpn: [u8; 3],
+    /// AckReq, 7 reserved bits.
+    pub(crate) ack_req: u8,
+    pub(crate) psn: [u8; 3],
+}
+
+/// Byte offsets, computed from [`Header`].
+pub(crate) mod field {
+    use core::mem::offset_of;
+
+    use super::Header;
+
+    pub const OPCODE: usize = offset_of!(Header, opcode);
+    pub const FLAGS: usize = offset_of!(Header, flags);
+    pub const PKEY: usize = offset_of!(Header, pkey);
+    pub const FECN_BECN: usize = offset_of!(Header, fecn_becn);
+    pub const DEST_QPN: usize = offset_of!(Header, dest_qpn);
+    pub const ACK_REQ: usize = offset_of!(Header, ack_req);
+    pub const PSN: usize = offset_of!(Header, psn);
 }
 
 /// Length of the BTH.
-pub const HEADER_LEN: usize = 12;
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 /// The default partition key (full member of the default partition).
 pub const DEFAULT_PKEY: u16 = 0xffff;
 
-const SE: u8 = 0x80;
+/// Solicited event, in the flags byte.
+pub(crate) const SE: u8 = 0x80;
 const MIGREQ: u8 = 0x40;
+/// The pad count's bits in the flags byte.
+pub(crate) const PAD_COUNT: u8 = 0x30;
 const FECN: u8 = 0x80;
 const BECN: u8 = 0x40;
-const ACK_REQ: u8 = 0x80;
+/// AckReq, in its byte.
+pub(crate) const ACK_REQ: u8 = 0x80;
 
 fixed_header_view!("a base transport header");
 
@@ -207,9 +236,9 @@ impl Repr {
             pkey: u16::from_be_bytes([b[field::PKEY], b[field::PKEY + 1]]),
             fecn: b[field::FECN_BECN] & FECN != 0,
             becn: b[field::FECN_BECN] & BECN != 0,
-            dest_qpn: u32::from_be_bytes([0, b[5], b[6], b[7]]),
+            dest_qpn: be24(b, field::DEST_QPN),
             ack_req: b[field::ACK_REQ] & ACK_REQ != 0,
-            psn: Psn::new(u32::from_be_bytes([0, b[9], b[10], b[11]])),
+            psn: Psn::new(be24(b, field::PSN)),
         }
     }
 
@@ -235,24 +264,22 @@ impl Repr {
             | (if self.migreq { MIGREQ } else { 0 })
             | ((self.pad_count & 0x3) << 4)
             | (self.tver & 0x0f);
-        let pkey = self.pkey.to_be_bytes();
-        let qpn = self.dest_qpn.to_be_bytes();
-        let psn = self.psn.value().to_be_bytes();
-        [
-            self.opcode.0,
-            flags,
-            pkey[0],
-            pkey[1],
-            self.fecn_becn_byte(),
-            qpn[1],
-            qpn[2],
-            qpn[3],
-            if self.ack_req { ACK_REQ } else { 0 },
-            psn[1],
-            psn[2],
-            psn[3],
-        ]
+        let mut b = [0u8; HEADER_LEN];
+        b[field::OPCODE] = self.opcode.0;
+        b[field::FLAGS] = flags;
+        b[field::PKEY..field::PKEY + 2].copy_from_slice(&self.pkey.to_be_bytes());
+        b[field::FECN_BECN] = self.fecn_becn_byte();
+        b[field::DEST_QPN..field::DEST_QPN + 3].copy_from_slice(&self.dest_qpn.to_be_bytes()[1..]);
+        b[field::ACK_REQ] = if self.ack_req { ACK_REQ } else { 0 };
+        b[field::PSN..field::PSN + 3].copy_from_slice(&self.psn.value().to_be_bytes()[1..]);
+        b
     }
+}
+
+/// The 24-bit big-endian number at `at` of a header.
+#[inline(always)]
+const fn be24(b: &[u8; HEADER_LEN], at: usize) -> u32 {
+    u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]])
 }
 
 #[cfg(test)]

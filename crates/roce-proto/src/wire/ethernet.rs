@@ -3,6 +3,9 @@
 
 use core::fmt;
 
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
 use super::{read_u16, write_u16, WireError};
 
 /// A 48-bit MAC address.
@@ -41,6 +44,17 @@ impl fmt::Display for EthernetAddress {
     }
 }
 
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// EtherType of ARP.
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// EtherType (TPID) of an 802.1Q tag.
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+/// EtherType of MAC control frames (802.3x pause, 802.1Qbb PFC).
+pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
+
 /// The EtherType field; unknown values are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EtherType {
@@ -59,10 +73,10 @@ pub enum EtherType {
 impl From<u16> for EtherType {
     fn from(value: u16) -> Self {
         match value {
-            0x0800 => EtherType::Ipv4,
-            0x86dd => EtherType::Ipv6,
-            0x0806 => EtherType::Arp,
-            0x8100 => EtherType::Vlan,
+            ETHERTYPE_IPV4 => EtherType::Ipv4,
+            ETHERTYPE_IPV6 => EtherType::Ipv6,
+            ETHERTYPE_ARP => EtherType::Arp,
+            ETHERTYPE_VLAN => EtherType::Vlan,
             other => EtherType::Unknown(other),
         }
     }
@@ -71,10 +85,10 @@ impl From<u16> for EtherType {
 impl From<EtherType> for u16 {
     fn from(value: EtherType) -> Self {
         match value {
-            EtherType::Ipv4 => 0x0800,
-            EtherType::Ipv6 => 0x86dd,
-            EtherType::Arp => 0x0806,
-            EtherType::Vlan => 0x8100,
+            EtherType::Ipv4 => ETHERTYPE_IPV4,
+            EtherType::Ipv6 => ETHERTYPE_IPV6,
+            EtherType::Arp => ETHERTYPE_ARP,
+            EtherType::Vlan => ETHERTYPE_VLAN,
             EtherType::Unknown(other) => other,
         }
     }
@@ -119,19 +133,43 @@ impl VlanTag {
     }
 }
 
-mod field {
+/// The untagged Ethernet header: the one layout the views ([`field`]), the frame templates and
+/// the receive fast path all read their offsets from.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) dst: [u8; 6],
+    pub(crate) src: [u8; 6],
+    pub(crate) ethertype: U16,
+}
+
+/// The 802.1Q tag between the addresses and the payload's EtherType: the tag control information
+/// takes the EtherType's place, and the payload's EtherType follows it.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Tag {
+    pub(crate) tci: U16,
+    pub(crate) ethertype: U16,
+}
+
+/// Byte offsets, computed from [`Header`] and [`Tag`].
+pub(crate) mod field {
+    use core::mem::{offset_of, size_of};
     use core::ops::Range;
-    pub const DST: Range<usize> = 0..6;
-    pub const SRC: Range<usize> = 6..12;
-    pub const ETHERTYPE: usize = 12;
-    pub const TCI: usize = 14;
-    pub const INNER_ETHERTYPE: usize = 16;
+
+    use super::{Header, Tag};
+
+    pub const DST: Range<usize> = offset_of!(Header, dst)..offset_of!(Header, src);
+    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, ethertype);
+    pub const ETHERTYPE: usize = offset_of!(Header, ethertype);
+    pub const TCI: usize = size_of::<Header>() + offset_of!(Tag, tci);
+    pub const INNER_ETHERTYPE: usize = size_of::<Header>() + offset_of!(Tag, ethertype);
 }
 
 /// Length of an untagged Ethernet header.
-pub const HEADER_LEN: usize = 14;
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 /// Length of the 802.1Q tag.
-pub const VLAN_TAG_LEN: usize = 4;
+pub const VLAN_TAG_LEN: usize = core::mem::size_of::<Tag>();
 
 /// A read/write view of an Ethernet frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +248,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
     /// 14, or 18 with a tag. Reads only the first 14 bytes.
     pub fn header_len(&self) -> usize {
         let data = self.buffer.as_ref();
-        if data.len() >= HEADER_LEN && read_u16(data, field::ETHERTYPE) == 0x8100 {
+        if data.len() >= HEADER_LEN && read_u16(data, field::ETHERTYPE) == ETHERTYPE_VLAN {
             HEADER_LEN + VLAN_TAG_LEN
         } else {
             HEADER_LEN
@@ -242,7 +280,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
         let data = self.buffer.as_mut();
         match vlan {
             Some(tag) => {
-                write_u16(data, field::ETHERTYPE, 0x8100);
+                write_u16(data, field::ETHERTYPE, ETHERTYPE_VLAN);
                 write_u16(data, field::TCI, tag.tci());
                 write_u16(data, field::INNER_ETHERTYPE, ethertype.into());
                 HEADER_LEN + VLAN_TAG_LEN

@@ -10,7 +10,7 @@
 
 use std::sync::OnceLock;
 
-use super::{ipv4, ipv6, udp, WireError};
+use super::{bth, ipv4, ipv6, udp, WireError};
 
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -21,7 +21,56 @@ pub const LRH_LEN: usize = 8;
 /// CRC-32 state after the 8 bytes of 0xff that stand for the masked LRH.
 const LRH_SEED: u32 = 0x2144_df1c;
 
-const BTH_LEN: usize = super::bth::HEADER_LEN;
+const BTH_LEN: usize = bth::HEADER_LEN;
+
+/// The bytes of an option-less IPv4 header the ICRC masks to ones, as (offset, bits): TOS, TTL,
+/// header checksum. This table and the three below are the only statement of the masking; the
+/// general and in-place hashers, the generic emitter and the frame templates all follow them.
+pub(crate) const IPV4_MASKED: [(usize, u8); 4] = [
+    (ipv4::field::TOS, 0xff),
+    (ipv4::field::TTL, 0xff),
+    (ipv4::field::CHECKSUM, 0xff),
+    (ipv4::field::CHECKSUM + 1, 0xff),
+];
+
+/// The IPv6 header's masked bits: traffic class and flow label (the first word but the version
+/// nibble), hop limit.
+pub(crate) const IPV6_MASKED: [(usize, u8); 5] = [
+    (ipv6::field::VER_TC_FLOW.start, 0x0f),
+    (ipv6::field::VER_TC_FLOW.start + 1, 0xff),
+    (ipv6::field::VER_TC_FLOW.start + 2, 0xff),
+    (ipv6::field::VER_TC_FLOW.start + 3, 0xff),
+    (ipv6::field::HOP_LIMIT, 0xff),
+];
+
+/// The UDP header's masked bytes: the checksum.
+pub(crate) const UDP_MASKED: [(usize, u8); 2] = [
+    (udp::field::CHECKSUM, 0xff),
+    (udp::field::CHECKSUM + 1, 0xff),
+];
+
+/// The BTH's masked byte: FECN, BECN and the reserved bits.
+pub(crate) const BTH_MASKED: (usize, u8) = (bth::field::FECN_BECN, 0xff);
+
+/// Sets the bits `masked` lists in `header` to ones; returns the bytes as they were.
+#[inline(always)]
+pub(crate) fn mask<const N: usize>(header: &mut [u8], masked: &[(usize, u8); N]) -> [u8; N] {
+    // A plain loop: `array::map` is not always inlined, and this runs on every emit.
+    let mut real = [0u8; N];
+    for (slot, &(at, ones)) in real.iter_mut().zip(masked) {
+        *slot = header[at];
+        header[at] |= ones;
+    }
+    real
+}
+
+/// Writes back bytes [`mask`] returned (`real`) over the ones it set.
+#[inline(always)]
+pub(crate) fn unmask<const N: usize>(header: &mut [u8], masked: &[(usize, u8); N], real: [u8; N]) {
+    for ((at, _), byte) in masked.iter().zip(real) {
+        header[*at] = byte;
+    }
+}
 /// The stack buffer verification masks in: the LRH ones, then up to 248 packet bytes (at least
 /// the largest IPv4 + UDP + BTH headers, 80 bytes).
 const STACK_BUF: usize = 256;
@@ -288,24 +337,18 @@ pub(crate) fn icrc_in_place<const N: usize>(hashed: &[u8]) -> Option<u32> {
     }
     let mut mask = |p: usize, ones: u8| delta.flip(N - 1 - p, (headers[p] & ones) ^ ones);
     let udp_at = N - BTH_LEN - udp::HEADER_LEN;
-    if N == ipv6::HEADER_LEN + udp::HEADER_LEN + BTH_LEN {
-        // Traffic class and flow label (the low nibble of byte 0 onwards), hop limit.
-        mask(0, 0x0f);
-        mask(1, 0xff);
-        mask(2, 0xff);
-        mask(3, 0xff);
-        mask(7, 0xff);
+    let ip_masked: &[(usize, u8)] = if N == ipv6::HEADER_LEN + udp::HEADER_LEN + BTH_LEN {
+        &IPV6_MASKED
     } else {
-        // TOS, TTL, header checksum.
-        mask(1, 0xff);
-        mask(8, 0xff);
-        mask(10, 0xff);
-        mask(11, 0xff);
+        &IPV4_MASKED
+    };
+    for &(at, ones) in ip_masked {
+        mask(at, ones);
     }
-    // UDP checksum, BTH byte 4 (FECN, BECN, reserved).
-    mask(udp_at + 6, 0xff);
-    mask(udp_at + 7, 0xff);
-    mask(N - BTH_LEN + 4, 0xff);
+    for (at, ones) in UDP_MASKED {
+        mask(udp_at + at, ones);
+    }
+    mask(N - BTH_LEN + BTH_MASKED.0, BTH_MASKED.1);
     // A short rest: everything hashed in one pass where it lies (8 bytes more than the ICRC
     // covers lets a 64 B payload reach crc32fast's 4-way fold), the masking change moved to
     // the end by table. A long one: the headers, the change, then the rest.
@@ -381,31 +424,19 @@ fn ip_header_len(packet: &[u8]) -> Result<usize, WireError> {
     }
 }
 
-/// The byte positions (within the IP packet) of the variant fields, and the bits of each that
-/// the ICRC masks to ones; also how many header bytes must be present.
-fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 6], usize), WireError> {
+/// Every byte (within the IP packet) of the IP, UDP and BTH headers that the ICRC masks, with
+/// the bits it masks (an IPv4 header repeats its last entry to fill the array); also how many
+/// header bytes must be present.
+fn masked_positions(packet: &[u8]) -> Result<([(usize, u8); 8], usize), WireError> {
     let ip_len = ip_header_len(packet)?;
-    let bth_flags = ip_len + udp::HEADER_LEN + 4;
+    let [u0, u1] = UDP_MASKED.map(|(at, ones)| (ip_len + at, ones));
+    let b = (ip_len + udp::HEADER_LEN + BTH_MASKED.0, BTH_MASKED.1);
     let positions = if packet[0] >> 4 == 6 {
-        // Traffic class and flow label (all of the first word but the version), hop limit.
-        [
-            (0, 0x0f),
-            (1, 0xff),
-            (2, 0xff),
-            (3, 0xff),
-            (7, 0xff),
-            (bth_flags, 0xff),
-        ]
+        let [i0, i1, i2, i3, i4] = IPV6_MASKED;
+        [i0, i1, i2, i3, i4, u0, u1, b]
     } else {
-        // TOS, TTL, header checksum (two bytes), BTH FECN/BECN/resv6a.
-        [
-            (1, 0xff),
-            (8, 0xff),
-            (10, 0xff),
-            (11, 0xff),
-            (bth_flags, 0xff),
-            (bth_flags, 0xff),
-        ]
+        let [i0, i1, i2, i3] = IPV4_MASKED;
+        [i0, i1, i2, i3, u0, u1, b, b]
     };
     Ok((positions, ip_len + udp::HEADER_LEN + BTH_LEN))
 }
@@ -433,9 +464,6 @@ pub fn compute_icrc(packet: &[u8]) -> Result<u32, WireError> {
     for (at, bits) in positions {
         copy[at] |= bits;
     }
-    let udp_checksum = masked_len - BTH_LEN - 2;
-    copy[udp_checksum] = 0xff;
-    copy[udp_checksum + 1] = 0xff;
 
     let mut hasher = plain_hasher();
     hasher.update(&buf[..LRH_LEN + head_len]);
@@ -453,23 +481,17 @@ pub fn compute_icrc_in_place(packet: &mut [u8]) -> Result<u32, WireError> {
     if packet.len() < masked_len {
         return Err(WireError::Truncated);
     }
-    let udp_checksum = masked_len - BTH_LEN - 2;
     let mut saved = [0u8; 8];
     for (slot, (at, bits)) in saved.iter_mut().zip(positions) {
         *slot = packet[at];
         packet[at] |= bits;
     }
-    saved[6] = packet[udp_checksum];
-    saved[7] = packet[udp_checksum + 1];
-    packet[udp_checksum..udp_checksum + 2].fill(0xff);
 
     let mut hasher = lrh_hasher();
     hasher.update(packet);
     let icrc = hasher.finalize();
 
     // Restore in reverse order: a position may be listed twice.
-    packet[udp_checksum] = saved[6];
-    packet[udp_checksum + 1] = saved[7];
     for (slot, (at, _)) in saved.iter().zip(positions).rev() {
         packet[at] = *slot;
     }

@@ -343,7 +343,7 @@ fn locate(frame: &[u8]) -> Result<Layout, WireError> {
 /// Where the shim of `frame` starts, when it carries one (IP/UDP to [`INT_UDP_PORT`]).
 pub fn shim_offset(frame: &[u8]) -> Option<usize> {
     let l = locate(frame).ok()?;
-    (read_u16(frame, l.udp + 2) == INT_UDP_PORT).then_some(l.udp_end)
+    (read_u16(frame, l.udp + udp::field::DST_PORT) == INT_UDP_PORT).then_some(l.udp_end)
 }
 
 /// Adds `delta` (may be negative) to the IP and UDP lengths, sets the UDP destination port and
@@ -354,14 +354,16 @@ fn relength(frame: &mut [u8], l: &Layout, delta: isize, dport: u16) -> Result<()
             .ok()
             .ok_or(WireError::BadLength)
     };
-    let udp_len = adjust(read_u16(frame, l.udp + 4))?;
-    let (at, ip_len) = if l.v6 {
-        (l.ip + 4, adjust(read_u16(frame, l.ip + 4))?)
-    } else {
-        (l.ip + 2, adjust(read_u16(frame, l.ip + 2))?)
-    };
-    write_u16(frame, l.udp + 2, dport);
-    write_u16(frame, l.udp + 4, udp_len);
+    let udp_len = adjust(read_u16(frame, l.udp + udp::field::LENGTH))?;
+    let at = l.ip
+        + if l.v6 {
+            ipv6::field::LENGTH
+        } else {
+            ipv4::field::LENGTH
+        };
+    let ip_len = adjust(read_u16(frame, at))?;
+    write_u16(frame, l.udp + udp::field::DST_PORT, dport);
+    write_u16(frame, l.udp + udp::field::LENGTH, udp_len);
     write_u16(frame, at, ip_len);
     if !l.v6 {
         // `locate` checked the whole header (options included) is in the frame.
@@ -375,7 +377,7 @@ fn relength(frame: &mut [u8], l: &Layout, delta: isize, dport: u16) -> Result<()
 /// UDP port 4791), in place; returns the new length. `BufferTooSmall` when `frame` has no room.
 pub fn insert(frame: &mut [u8], len: usize, shim: &Repr) -> Result<usize, WireError> {
     let l = locate(frame.get(..len).ok_or(WireError::Truncated)?)?;
-    if read_u16(frame, l.udp + 2) != ROCE_UDP_PORT {
+    if read_u16(frame, l.udp + udp::field::DST_PORT) != ROCE_UDP_PORT {
         return Err(WireError::NotRoce);
     }
     let extra = shim.buffer_len();
@@ -397,7 +399,7 @@ pub fn insert(frame: &mut [u8], len: usize, shim: &Repr) -> Result<usize, WireEr
 /// and the shim. `NotRoce` when the frame carries no shim.
 pub fn strip(frame: &[u8], out: &mut [u8]) -> Result<(usize, Repr), WireError> {
     let l = locate(frame)?;
-    if read_u16(frame, l.udp + 2) != INT_UDP_PORT {
+    if read_u16(frame, l.udp + udp::field::DST_PORT) != INT_UDP_PORT {
         return Err(WireError::NotRoce);
     }
     let shim_bytes = frame.get(l.udp_end..).ok_or(WireError::Truncated)?;

@@ -4,27 +4,54 @@
 
 use std::net::Ipv4Addr;
 
-use super::{read_u16, write_u16, Ecn, WireError};
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-mod field {
+use super::{dscp, read_u16, traffic_class, write_u16, Ecn, WireError};
+
+/// The option-less IPv4 header: the one layout the view ([`field`]), the frame templates, the
+/// ICRC masks and the receive fast path all read their offsets from.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) ver_ihl: u8,
+    pub(crate) tos: u8,
+    pub(crate) total_len: U16,
+    pub(crate) ident: U16,
+    pub(crate) flags_frag: U16,
+    pub(crate) ttl: u8,
+    pub(crate) protocol: u8,
+    pub(crate) checksum: U16,
+    pub(crate) src: [u8; 4],
+    pub(crate) dst: [u8; 4],
+}
+
+/// Byte offsets, computed from [`Header`].
+pub(crate) mod field {
+    use core::mem::{offset_of, size_of};
     use core::ops::Range;
-    pub const VER_IHL: usize = 0;
-    pub const TOS: usize = 1;
-    pub const LENGTH: usize = 2;
-    pub const IDENT: usize = 4;
-    pub const FLG_OFF: usize = 6;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: usize = 10;
-    pub const SRC: Range<usize> = 12..16;
-    pub const DST: Range<usize> = 16..20;
+
+    use super::Header;
+
+    pub const VER_IHL: usize = offset_of!(Header, ver_ihl);
+    pub const TOS: usize = offset_of!(Header, tos);
+    pub const LENGTH: usize = offset_of!(Header, total_len);
+    pub const IDENT: usize = offset_of!(Header, ident);
+    pub const FLG_OFF: usize = offset_of!(Header, flags_frag);
+    pub const TTL: usize = offset_of!(Header, ttl);
+    pub const PROTOCOL: usize = offset_of!(Header, protocol);
+    pub const CHECKSUM: usize = offset_of!(Header, checksum);
+    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
+    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
 }
 
 /// Length of an IPv4 header without options.
-pub const HEADER_LEN: usize = 20;
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 /// IP protocol number of UDP.
 pub const PROTOCOL_UDP: u8 = 17;
 
+/// Version 4, header length 5 words: the first byte of every header we emit.
+pub(crate) const VER_IHL: u8 = 0x45;
 pub(crate) const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;
 const FRAG_OFFSET_MASK: u16 = 0x1fff;
@@ -114,7 +141,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Differentiated services code point (6 bits).
     pub fn dscp(&self) -> u8 {
-        self.buffer.as_ref()[field::TOS] >> 2
+        dscp(self.buffer.as_ref()[field::TOS])
     }
 
     /// ECN codepoint.
@@ -202,13 +229,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
     /// Sets DSCP and ECN.
     pub fn set_dscp_ecn(&mut self, dscp: u8, ecn: Ecn) {
-        self.buffer.as_mut()[field::TOS] = (dscp << 2) | ecn.bits();
+        self.buffer.as_mut()[field::TOS] = traffic_class(dscp, ecn);
     }
 
     /// Sets only the ECN bits (the checksum must be filled again afterwards).
     pub fn set_ecn(&mut self, ecn: Ecn) {
         let tos = &mut self.buffer.as_mut()[field::TOS];
-        *tos = (*tos & !0b11) | ecn.bits();
+        *tos = ecn.apply(*tos);
     }
 
     /// Sets the total length.
@@ -332,12 +359,12 @@ impl Repr {
     /// The 20 header bytes, checksum included (what `emit` writes).
     #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let tos = ((self.dscp & 0x3f) << 2) | self.ecn.bits();
+        let tos = traffic_class(self.dscp, self.ecn);
         let total = (HEADER_LEN + self.payload_len) as u16;
         let flags: u16 = if self.dont_frag { FLAG_DF } else { 0 };
         let (src, dst) = (u32::from(self.src), u32::from(self.dst));
         // The checksum from the field values (not by reading back the bytes just written).
-        let sum = (0x4500 | u32::from(tos))
+        let sum = (u32::from(VER_IHL) << 8 | u32::from(tos))
             + u32::from(total)
             + u32::from(self.ident)
             + u32::from(flags)
@@ -346,34 +373,18 @@ impl Repr {
             + (src & 0xffff)
             + (dst >> 16)
             + (dst & 0xffff);
-        let [t0, t1] = total.to_be_bytes();
-        let [i0, i1] = self.ident.to_be_bytes();
-        let [f0, f1] = flags.to_be_bytes();
-        let [c0, c1] = fold(sum).to_be_bytes();
-        let [s0, s1, s2, s3] = src.to_be_bytes();
-        let [d0, d1, d2, d3] = dst.to_be_bytes();
-        [
-            0x45,
-            tos,
-            t0,
-            t1,
-            i0,
-            i1,
-            f0,
-            f1,
-            self.ttl,
-            self.protocol,
-            c0,
-            c1,
-            s0,
-            s1,
-            s2,
-            s3,
-            d0,
-            d1,
-            d2,
-            d3,
-        ]
+        let mut b = [0u8; HEADER_LEN];
+        b[field::VER_IHL] = VER_IHL;
+        b[field::TOS] = tos;
+        write_u16(&mut b, field::LENGTH, total);
+        write_u16(&mut b, field::IDENT, self.ident);
+        write_u16(&mut b, field::FLG_OFF, flags);
+        b[field::TTL] = self.ttl;
+        b[field::PROTOCOL] = self.protocol;
+        write_u16(&mut b, field::CHECKSUM, fold(sum));
+        b[field::SRC].copy_from_slice(&src.to_be_bytes());
+        b[field::DST].copy_from_slice(&dst.to_be_bytes());
+        b
     }
 }
 

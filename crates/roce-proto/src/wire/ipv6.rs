@@ -3,20 +3,62 @@
 
 use std::net::Ipv6Addr;
 
-use super::{read_u16, read_u32, write_u16, write_u32, Ecn, WireError};
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-mod field {
+use super::{dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError};
+
+/// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
+/// masks and the receive fast path all read their offsets from.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Header {
+    /// Version (4 bits), traffic class (8), flow label (20).
+    pub(crate) ver_tc_flow: [u8; 4],
+    pub(crate) payload_len: U16,
+    pub(crate) next_header: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) src: [u8; 16],
+    pub(crate) dst: [u8; 16],
+}
+
+/// Byte offsets, computed from [`Header`].
+pub(crate) mod field {
+    use core::mem::{offset_of, size_of};
     use core::ops::Range;
-    pub const VER_TC_FLOW: usize = 0;
-    pub const LENGTH: usize = 4;
-    pub const NXT_HDR: usize = 6;
-    pub const HOP_LIMIT: usize = 7;
-    pub const SRC: Range<usize> = 8..24;
-    pub const DST: Range<usize> = 24..40;
+
+    use super::Header;
+
+    pub const VER_TC_FLOW: Range<usize> =
+        offset_of!(Header, ver_tc_flow)..offset_of!(Header, payload_len);
+    pub const LENGTH: usize = offset_of!(Header, payload_len);
+    pub const NXT_HDR: usize = offset_of!(Header, next_header);
+    pub const HOP_LIMIT: usize = offset_of!(Header, hop_limit);
+    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
+    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
 }
 
 /// Length of the fixed IPv6 header.
-pub const HEADER_LEN: usize = 40;
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
+
+/// The byte of the first word that holds the ECN bits: the traffic class spans bits 27..20 of
+/// the word, so its low nibble (ECN included) is the high nibble of byte 1.
+pub(crate) const ECN_BYTE: usize = field::VER_TC_FLOW.start + 1;
+
+/// Byte [`ECN_BYTE`] of a header with its ECN bits (5..4) replaced by `ecn`.
+pub(crate) const fn with_ecn(byte: u8, ecn: Ecn) -> u8 {
+    (byte & !(Ecn::MASK << 4)) | (ecn.bits() << 4)
+}
+
+/// The traffic class in the header's first word (version, traffic class, flow label).
+pub(crate) const fn traffic_class_of(first_word: u32) -> u8 {
+    (first_word >> 20) as u8
+}
+
+/// The flow label in the header's first word.
+pub(crate) const fn flow_label_of(first_word: u32) -> u32 {
+    first_word & 0x000f_ffff
+}
 
 /// A read/write view of an IPv6 packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +95,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     fn first_word(&self) -> u32 {
-        read_u32(self.buffer.as_ref(), field::VER_TC_FLOW)
+        read_u32(self.buffer.as_ref(), field::VER_TC_FLOW.start)
     }
 
     /// IP version (6 for a valid packet).
@@ -63,12 +105,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Traffic class (DSCP << 2 | ECN).
     pub fn traffic_class(&self) -> u8 {
-        (self.first_word() >> 20) as u8
+        traffic_class_of(self.first_word())
     }
 
     /// DSCP (6 bits).
     pub fn dscp(&self) -> u8 {
-        self.traffic_class() >> 2
+        dscp(self.traffic_class())
     }
 
     /// ECN codepoint.
@@ -78,7 +120,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Flow label (20 bits).
     pub fn flow_label(&self) -> u32 {
-        self.first_word() & 0x000f_ffff
+        flow_label_of(self.first_word())
     }
 
     /// Payload length.
@@ -119,19 +161,18 @@ impl<T: AsRef<[u8]>> Packet<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets version 6, traffic class from DSCP and ECN, and the flow label.
     pub fn set_version_tc_flow(&mut self, dscp: u8, ecn: Ecn, flow_label: u32) {
-        let tc = u32::from(((dscp & 0x3f) << 2) | ecn.bits());
+        let tc = u32::from(traffic_class(dscp, ecn));
         write_u32(
             self.buffer.as_mut(),
-            field::VER_TC_FLOW,
+            field::VER_TC_FLOW.start,
             (6 << 28) | (tc << 20) | (flow_label & 0x000f_ffff),
         );
     }
 
     /// Sets only the ECN bits.
     pub fn set_ecn(&mut self, ecn: Ecn) {
-        // The ECN bits are the low two bits of the traffic class: bits 5..4 of byte 1.
-        let b = &mut self.buffer.as_mut()[1];
-        *b = (*b & !0x30) | (ecn.bits() << 4);
+        let b = &mut self.buffer.as_mut()[ECN_BYTE];
+        *b = with_ecn(*b, ecn);
     }
 
     /// Sets the payload length.

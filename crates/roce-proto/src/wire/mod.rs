@@ -9,6 +9,7 @@
 mod field;
 
 pub mod aeth;
+pub mod arp;
 pub mod atomic_ack_eth;
 pub mod atomic_eth;
 pub mod bth;
@@ -22,6 +23,7 @@ pub mod immdt;
 pub mod int;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ndp;
 pub mod opcode;
 pub mod pfc;
 pub mod pretty;
@@ -31,15 +33,16 @@ pub mod template;
 pub mod udp;
 pub mod view;
 
-pub use ecn::Ecn;
+pub use ecn::{dscp, traffic_class, Ecn};
 pub use ethernet::{EtherType, EthernetAddress, VlanTag};
 pub use icrc::{compute_icrc, verify_icrc, Icrc};
 pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};
-pub use roce::{
-    parse_frame, parse_frame_unverified, set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr,
-};
+pub use roce::{set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr};
 pub use template::{FrameTemplate, PacketFields};
-pub use view::{parse_view, parse_view_fast, parse_view_unverified, RoceView};
+pub use view::{
+    parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
+    RoceView,
+};
 
 /// The UDP destination port of RoCEv2.
 pub const ROCE_UDP_PORT: u16 = 4791;

@@ -4,6 +4,11 @@
 
 use core::fmt;
 
+use super::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
+
+/// Length of the RDETH (RD is not implemented, so it has no module of its own).
+const RDETH_LEN: usize = 4;
+
 /// A BTH opcode byte. Values outside the table are kept; [`Opcode::info`] returns `None` for them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Opcode(pub u8);
@@ -97,15 +102,15 @@ impl ExtHeaders {
     /// Every header with its size, in wire order: RDETH, DETH, RETH, AtomicETH, ImmDt, IETH for
     /// requests; AETH, AtomicAckETH for responses; the CNP's reserved bytes.
     const WIRE_ORDER: [(ExtHeaders, usize); 9] = [
-        (Self::RDETH, 4),
-        (Self::DETH, 8),
-        (Self::RETH, 16),
-        (Self::ATOMIC_ETH, 28),
-        (Self::IMMDT, 4),
-        (Self::IETH, 4),
-        (Self::AETH, 4),
-        (Self::ATOMIC_ACK_ETH, 8),
-        (Self::CNP_RESERVED, 16),
+        (Self::RDETH, RDETH_LEN),
+        (Self::DETH, deth::HEADER_LEN),
+        (Self::RETH, reth::HEADER_LEN),
+        (Self::ATOMIC_ETH, atomic_eth::HEADER_LEN),
+        (Self::IMMDT, immdt::HEADER_LEN),
+        (Self::IETH, ieth::HEADER_LEN),
+        (Self::AETH, aeth::HEADER_LEN),
+        (Self::ATOMIC_ACK_ETH, atomic_ack_eth::HEADER_LEN),
+        (Self::CNP_RESERVED, cnp::HEADER_LEN),
     ];
 
     /// Total bytes of these headers.
@@ -232,6 +237,19 @@ impl Opcode {
     pub const CNP: Opcode = Opcode(0x81);
 }
 
+/// Defines `Opcode` predicates that match the table entry's `$field` (`false` for an opcode not
+/// in the table).
+macro_rules! table_predicates {
+    ($field:ident; $($(#[$doc:meta])* $name:ident => $pattern:pat,)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(self) -> bool {
+                matches!(self.$field(), Some($pattern))
+            }
+        )*
+    };
+}
+
 impl Opcode {
     /// The table entry, or `None` for an opcode we do not speak.
     #[inline]
@@ -252,44 +270,6 @@ impl Opcode {
         self.info().map(|i| i.position)
     }
 
-    /// A SEND of any kind.
-    pub fn is_send(self) -> bool {
-        self.operation() == Some(Operation::Send)
-    }
-
-    /// An RDMA WRITE of any kind.
-    pub fn is_write(self) -> bool {
-        self.operation() == Some(Operation::Write)
-    }
-
-    /// An RDMA READ request.
-    pub fn is_read_request(self) -> bool {
-        self.operation() == Some(Operation::ReadRequest)
-    }
-
-    /// An RDMA READ response packet.
-    pub fn is_read_response(self) -> bool {
-        self.operation() == Some(Operation::ReadResponse)
-    }
-
-    /// An Acknowledge (ACK or NAK).
-    pub fn is_ack(self) -> bool {
-        self.operation() == Some(Operation::Ack)
-    }
-
-    /// An Atomic Acknowledge.
-    pub fn is_atomic_ack(self) -> bool {
-        self.operation() == Some(Operation::AtomicAck)
-    }
-
-    /// A compare-and-swap or fetch-and-add request.
-    pub fn is_atomic(self) -> bool {
-        matches!(
-            self.operation(),
-            Some(Operation::CompareSwap | Operation::FetchAdd)
-        )
-    }
-
     /// A congestion notification packet.
     pub fn is_cnp(self) -> bool {
         self.0 == Self::CNP.0
@@ -308,42 +288,44 @@ impl Opcode {
 
     /// Carries immediate data.
     pub fn has_immediate(self) -> bool {
-        self.info().is_some_and(|i| i.immdt)
+        self.info().is_some_and(|i| i.immdt())
     }
 
     /// Carries an IETH (send with invalidate).
     pub fn has_invalidate(self) -> bool {
-        self.info().is_some_and(|i| i.ieth)
+        self.info().is_some_and(|i| i.ieth())
     }
 
-    /// First packet of a multi-packet message.
-    pub fn is_first(self) -> bool {
-        self.position() == Some(Position::First)
+    table_predicates! { operation;
+        /// A SEND of any kind.
+        is_send => Operation::Send,
+        /// An RDMA WRITE of any kind.
+        is_write => Operation::Write,
+        /// An RDMA READ request.
+        is_read_request => Operation::ReadRequest,
+        /// An RDMA READ response packet.
+        is_read_response => Operation::ReadResponse,
+        /// An Acknowledge (ACK or NAK).
+        is_ack => Operation::Ack,
+        /// An Atomic Acknowledge.
+        is_atomic_ack => Operation::AtomicAck,
+        /// A compare-and-swap or fetch-and-add request.
+        is_atomic => Operation::CompareSwap | Operation::FetchAdd,
     }
 
-    /// Middle packet.
-    pub fn is_middle(self) -> bool {
-        self.position() == Some(Position::Middle)
-    }
-
-    /// Last packet of a multi-packet message.
-    pub fn is_last(self) -> bool {
-        self.position() == Some(Position::Last)
-    }
-
-    /// Single-packet message.
-    pub fn is_only(self) -> bool {
-        self.position() == Some(Position::Only)
-    }
-
-    /// Starts a message (First or Only).
-    pub fn starts_message(self) -> bool {
-        matches!(self.position(), Some(Position::First | Position::Only))
-    }
-
-    /// Ends a message (Last or Only).
-    pub fn ends_message(self) -> bool {
-        matches!(self.position(), Some(Position::Last | Position::Only))
+    table_predicates! { position;
+        /// First packet of a multi-packet message.
+        is_first => Position::First,
+        /// Middle packet.
+        is_middle => Position::Middle,
+        /// Last packet of a multi-packet message.
+        is_last => Position::Last,
+        /// Single-packet message.
+        is_only => Position::Only,
+        /// Starts a message (First or Only).
+        starts_message => Position::First | Position::Only,
+        /// Ends a message (Last or Only).
+        ends_message => Position::Last | Position::Only,
     }
 }
 
@@ -370,31 +352,48 @@ pub struct OpcodeInfo {
     pub is_request: bool,
     /// May carry payload.
     pub has_payload: bool,
-    /// The extension headers as a set.
+    /// The extension headers as a set (the methods [`reth`](Self::reth), [`aeth`](Self::aeth),
+    /// ... ask it for one).
     pub ext: ExtHeaders,
-    /// Carries a RETH.
-    pub reth: bool,
-    /// Carries an AETH.
-    pub aeth: bool,
-    /// Carries immediate data.
-    pub immdt: bool,
-    /// Carries an IETH.
-    pub ieth: bool,
-    /// Carries an AtomicETH.
-    pub atomic_eth: bool,
-    /// Carries an AtomicAckETH.
-    pub atomic_ack_eth: bool,
-    /// Carries a DETH.
-    pub deth: bool,
-    /// Carries an RDETH (never, RD is not in the table).
-    pub rdeth: bool,
     /// Bytes of extension headers after the BTH.
     pub ext_len: usize,
     /// Where each carried extension header starts after the BTH, by its flag bit.
     ext_offsets: [u8; 16],
 }
 
+/// Defines `OpcodeInfo` methods that say whether `ext` holds one extension header.
+macro_rules! carries {
+    ($($(#[$doc:meta])* $name:ident => $header:ident,)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub const fn $name(&self) -> bool {
+                self.ext.contains(ExtHeaders::$header)
+            }
+        )*
+    };
+}
+
 impl OpcodeInfo {
+    carries! {
+        /// Carries a RETH.
+        reth => RETH,
+        /// Carries an AETH.
+        aeth => AETH,
+        /// Carries immediate data.
+        immdt => IMMDT,
+        /// Carries an IETH.
+        ieth => IETH,
+        /// Carries an AtomicETH.
+        atomic_eth => ATOMIC_ETH,
+        /// Carries an AtomicAckETH.
+        atomic_ack_eth => ATOMIC_ACK_ETH,
+        /// Carries a DETH.
+        deth => DETH,
+        /// Carries an RDETH (never, RD is not in the table).
+        rdeth => RDETH,
+    }
+
     /// Where extension header `header` (one flag) starts after the BTH, or `None` when this
     /// opcode does not carry it: lets a reader decode one header without the others.
     #[inline]
@@ -441,14 +440,6 @@ const fn entry(
         is_request,
         has_payload,
         ext,
-        reth: ext.contains(ExtHeaders::RETH),
-        aeth: ext.contains(ExtHeaders::AETH),
-        immdt: ext.contains(ExtHeaders::IMMDT),
-        ieth: ext.contains(ExtHeaders::IETH),
-        atomic_eth: ext.contains(ExtHeaders::ATOMIC_ETH),
-        atomic_ack_eth: ext.contains(ExtHeaders::ATOMIC_ACK_ETH),
-        deth: ext.contains(ExtHeaders::DETH),
-        rdeth: ext.contains(ExtHeaders::RDETH),
         ext_len: ext.len(),
         ext_offsets: ext.offsets(),
     }
@@ -458,148 +449,46 @@ use ExtHeaders as X;
 use Operation as O;
 use Position as P;
 
+#[rustfmt::skip]
 const TABLE: [OpcodeInfo; 38] = [
     entry(0x00, "RC SEND First", O::Send, P::First, X::NONE),
     entry(0x01, "RC SEND Middle", O::Send, P::Middle, X::NONE),
     entry(0x02, "RC SEND Last", O::Send, P::Last, X::NONE),
-    entry(
-        0x03,
-        "RC SEND Last with Immediate",
-        O::Send,
-        P::Last,
-        X::IMMDT,
-    ),
+    entry(0x03, "RC SEND Last with Immediate", O::Send, P::Last, X::IMMDT),
     entry(0x04, "RC SEND Only", O::Send, P::Only, X::NONE),
-    entry(
-        0x05,
-        "RC SEND Only with Immediate",
-        O::Send,
-        P::Only,
-        X::IMMDT,
-    ),
+    entry(0x05, "RC SEND Only with Immediate", O::Send, P::Only, X::IMMDT),
     entry(0x06, "RC RDMA WRITE First", O::Write, P::First, X::RETH),
     entry(0x07, "RC RDMA WRITE Middle", O::Write, P::Middle, X::NONE),
     entry(0x08, "RC RDMA WRITE Last", O::Write, P::Last, X::NONE),
-    entry(
-        0x09,
-        "RC RDMA WRITE Last with Immediate",
-        O::Write,
-        P::Last,
-        X::IMMDT,
-    ),
+    entry(0x09, "RC RDMA WRITE Last with Immediate", O::Write, P::Last, X::IMMDT),
     entry(0x0a, "RC RDMA WRITE Only", O::Write, P::Only, X::RETH),
-    entry(
-        0x0b,
-        "RC RDMA WRITE Only with Immediate",
-        O::Write,
-        P::Only,
-        X(X::RETH.0 | X::IMMDT.0),
-    ),
-    entry(
-        0x0c,
-        "RC RDMA READ Request",
-        O::ReadRequest,
-        P::Only,
-        X::RETH,
-    ),
-    entry(
-        0x0d,
-        "RC RDMA READ Response First",
-        O::ReadResponse,
-        P::First,
-        X::AETH,
-    ),
-    entry(
-        0x0e,
-        "RC RDMA READ Response Middle",
-        O::ReadResponse,
-        P::Middle,
-        X::NONE,
-    ),
-    entry(
-        0x0f,
-        "RC RDMA READ Response Last",
-        O::ReadResponse,
-        P::Last,
-        X::AETH,
-    ),
-    entry(
-        0x10,
-        "RC RDMA READ Response Only",
-        O::ReadResponse,
-        P::Only,
-        X::AETH,
-    ),
+    entry(0x0b, "RC RDMA WRITE Only with Immediate", O::Write, P::Only, X(X::RETH.0 | X::IMMDT.0)),
+    entry(0x0c, "RC RDMA READ Request", O::ReadRequest, P::Only, X::RETH),
+    entry(0x0d, "RC RDMA READ Response First", O::ReadResponse, P::First, X::AETH),
+    entry(0x0e, "RC RDMA READ Response Middle", O::ReadResponse, P::Middle, X::NONE),
+    entry(0x0f, "RC RDMA READ Response Last", O::ReadResponse, P::Last, X::AETH),
+    entry(0x10, "RC RDMA READ Response Only", O::ReadResponse, P::Only, X::AETH),
     entry(0x11, "RC Acknowledge", O::Ack, P::Only, X::AETH),
-    entry(
-        0x12,
-        "RC Atomic Acknowledge",
-        O::AtomicAck,
-        P::Only,
-        X(X::AETH.0 | X::ATOMIC_ACK_ETH.0),
-    ),
+    entry(0x12, "RC Atomic Acknowledge", O::AtomicAck, P::Only, X(X::AETH.0 | X::ATOMIC_ACK_ETH.0)),
     entry(0x13, "RC CmpSwap", O::CompareSwap, P::Only, X::ATOMIC_ETH),
     entry(0x14, "RC FetchAdd", O::FetchAdd, P::Only, X::ATOMIC_ETH),
-    entry(
-        0x16,
-        "RC SEND Last with Invalidate",
-        O::Send,
-        P::Last,
-        X::IETH,
-    ),
-    entry(
-        0x17,
-        "RC SEND Only with Invalidate",
-        O::Send,
-        P::Only,
-        X::IETH,
-    ),
+    entry(0x16, "RC SEND Last with Invalidate", O::Send, P::Last, X::IETH),
+    entry(0x17, "RC SEND Only with Invalidate", O::Send, P::Only, X::IETH),
     entry(0x20, "UC SEND First", O::Send, P::First, X::NONE),
     entry(0x21, "UC SEND Middle", O::Send, P::Middle, X::NONE),
     entry(0x22, "UC SEND Last", O::Send, P::Last, X::NONE),
-    entry(
-        0x23,
-        "UC SEND Last with Immediate",
-        O::Send,
-        P::Last,
-        X::IMMDT,
-    ),
+    entry(0x23, "UC SEND Last with Immediate", O::Send, P::Last, X::IMMDT),
     entry(0x24, "UC SEND Only", O::Send, P::Only, X::NONE),
-    entry(
-        0x25,
-        "UC SEND Only with Immediate",
-        O::Send,
-        P::Only,
-        X::IMMDT,
-    ),
+    entry(0x25, "UC SEND Only with Immediate", O::Send, P::Only, X::IMMDT),
     entry(0x26, "UC RDMA WRITE First", O::Write, P::First, X::RETH),
     entry(0x27, "UC RDMA WRITE Middle", O::Write, P::Middle, X::NONE),
     entry(0x28, "UC RDMA WRITE Last", O::Write, P::Last, X::NONE),
-    entry(
-        0x29,
-        "UC RDMA WRITE Last with Immediate",
-        O::Write,
-        P::Last,
-        X::IMMDT,
-    ),
+    entry(0x29, "UC RDMA WRITE Last with Immediate", O::Write, P::Last, X::IMMDT),
     entry(0x2a, "UC RDMA WRITE Only", O::Write, P::Only, X::RETH),
-    entry(
-        0x2b,
-        "UC RDMA WRITE Only with Immediate",
-        O::Write,
-        P::Only,
-        X(X::RETH.0 | X::IMMDT.0),
-    ),
+    entry(0x2b, "UC RDMA WRITE Only with Immediate", O::Write, P::Only, X(X::RETH.0 | X::IMMDT.0)),
     entry(0x64, "UD SEND Only", O::Send, P::Only, X::DETH),
-    entry(
-        0x65,
-        "UD SEND Only with Immediate",
-        O::Send,
-        P::Only,
-        X(X::DETH.0 | X::IMMDT.0),
-    ),
-    entry(0x81, "CNP", O::Cnp, P::Only, X::CNP_RESERVED),
-];
+    entry(0x65, "UD SEND Only with Immediate", O::Send, P::Only, X(X::DETH.0 | X::IMMDT.0)),
+    entry(0x81, "CNP", O::Cnp, P::Only, X::CNP_RESERVED), ];
 
 /// Every opcode we speak, in opcode order.
 pub static OPCODES: [OpcodeInfo; 38] = TABLE;

@@ -4,8 +4,11 @@
 //! Only the frame format lives here; when to send one and what it stops is the switch's and the
 //! port's business (`sim::switch`, `sim::port`).
 
-/// Ethertype of MAC control frames.
-pub const MAC_CONTROL_ETHERTYPE: u16 = 0x8808;
+use super::ethernet;
+use super::ethernet::field;
+
+/// Ethertype of MAC control frames (defined with the other EtherTypes, in [`ethernet`]).
+pub const MAC_CONTROL_ETHERTYPE: u16 = ethernet::ETHERTYPE_MAC_CONTROL;
 /// MAC control opcode of a priority-based (per-class) pause.
 pub const PFC_OPCODE: u16 = 0x0101;
 /// The reserved multicast address pause frames are sent to.
@@ -40,13 +43,13 @@ impl PauseRepr {
     /// Parses a PFC frame; `None` if `frame` is not one (too short, other ethertype or opcode).
     pub fn parse(frame: &[u8]) -> Option<Self> {
         let hdr = frame.get(..34)?;
-        let ethertype = u16::from_be_bytes([hdr[12], hdr[13]]);
+        let ethertype = u16::from_be_bytes([hdr[field::ETHERTYPE], hdr[field::ETHERTYPE + 1]]);
         let opcode = u16::from_be_bytes([hdr[14], hdr[15]]);
         if ethertype != MAC_CONTROL_ETHERTYPE || opcode != PFC_OPCODE {
             return None;
         }
         let mut src = [0u8; 6];
-        src.copy_from_slice(&hdr[6..12]);
+        src.copy_from_slice(&hdr[field::SRC]);
         let enable = u16::from_be_bytes([hdr[16], hdr[17]]);
         let mut quanta = [None; 8];
         for (prio, q) in quanta.iter_mut().enumerate() {
@@ -63,9 +66,10 @@ impl PauseRepr {
     pub fn emit(&self, buf: &mut [u8]) -> Option<usize> {
         let out = buf.get_mut(..FRAME_LEN)?;
         out.fill(0);
-        out[0..6].copy_from_slice(&PAUSE_DST);
-        out[6..12].copy_from_slice(&self.src);
-        out[12..14].copy_from_slice(&MAC_CONTROL_ETHERTYPE.to_be_bytes());
+        out[field::DST].copy_from_slice(&PAUSE_DST);
+        out[field::SRC].copy_from_slice(&self.src);
+        out[field::ETHERTYPE..field::ETHERTYPE + 2]
+            .copy_from_slice(&MAC_CONTROL_ETHERTYPE.to_be_bytes());
         out[14..16].copy_from_slice(&PFC_OPCODE.to_be_bytes());
         let mut enable = 0u16;
         for (prio, q) in self.quanta.iter().enumerate() {

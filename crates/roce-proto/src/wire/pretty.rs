@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use super::aeth::{self, Syndrome};
 use super::icrc::{compute_icrc, ICRC_LEN};
 use super::opcode::{Operation, Position, Transport};
-use super::roce::{parse_frame_unverified, IpRepr, RocePacket};
+use super::roce::{IpRepr, RocePacket};
+use super::view::parse_frame_unverified;
 use super::{ethernet, ipv4, udp, WireError, ROCE_UDP_PORT};
 
 /// One line: addresses, opcode name and number, QPN, PSN, payload length, ECN, FECN/BECN, and

@@ -1,15 +1,18 @@
-//! Whole RoCEv2 frames: one checked parse from Ethernet through the ICRC, and one-shot emission of
-//! a complete frame (headers, payload, pad, ICRC) into a caller's buffer. No transport state and
+//! Whole RoCEv2 frames: the general checked parse from Ethernet through the ICRC (any VLAN tag, IP
+//! version and options; [`super::parse_frame`] tries the receive view's fast path first), and
+//! one-shot emission of a complete frame (headers, payload, pad, ICRC) into a caller's buffer. No transport state and
 //! no policy (P_Key, QP lookup, PSN windows) lives here; those checks belong to the QP layer.
 //!
-//! `parse_frame` verifies the IPv4 header checksum (`BadChecksum`) before the ICRC, so a frame
+//! The parse verifies the IPv4 header checksum (`BadChecksum`) before the ICRC, so a frame
 //! whose TTL or DSCP a router changed without fixing the checksum is rejected there.
 
 use std::net::IpAddr;
 
-use super::icrc::{compute_icrc, crc32, RegCrc, ICRC_LEN, LRH_LEN};
+use super::icrc::{
+    compute_icrc, crc32, mask, unmask, RegCrc, BTH_MASKED, ICRC_LEN, IPV4_MASKED, IPV6_MASKED,
+    LRH_LEN, UDP_MASKED,
+};
 use super::opcode::{ExtHeaders, Opcode, OpcodeInfo};
-use super::view::fast_path;
 use super::{
     aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ethernet, ieth, immdt, ipv4, ipv6, reth, udp,
     Ecn, EtherType, WireError, ROCE_UDP_PORT,
@@ -190,23 +193,6 @@ pub const fn pad_count(payload_len: usize) -> u8 {
     ((4 - payload_len % 4) % 4) as u8
 }
 
-/// Parses and checks a whole frame, ICRC included.
-///
-/// Checks, in order: Ethernet header (`Truncated`), EtherType IPv4/IPv6 (`NotRoce`), IP version
-/// (`BadVersion`), lengths (`Truncated`/`BadLength`), IPv4 options or fragments (`Unsupported`),
-/// protocol UDP and port 4791 (`NotRoce`), IPv4 header checksum (`BadChecksum`), UDP length,
-/// BTH TVer (`BadVersion`), opcode (`BadOpcode`), extension headers, pad and payload against the
-/// opcode table (`BadLength`), and the ICRC (`BadIcrc`). Bytes after the IP packet (Ethernet
-/// padding) are ignored. Never panics.
-pub fn parse_frame(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
-    parse(frame, true)
-}
-
-/// Like [`parse_frame`] but skips only the ICRC comparison (`icrc` is still the carried value).
-pub fn parse_frame_unverified(frame: &[u8]) -> Result<RocePacket<'_>, WireError> {
-    parse(frame, false)
-}
-
 /// The IP packet inside `frame` (header through ICRC, Ethernet padding cut off).
 #[inline]
 fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError> {
@@ -238,14 +224,6 @@ fn ip_packet(frame: &[u8]) -> Result<(ethernet::Repr, IpRepr, &[u8]), WireError>
             Ok((eth, IpRepr::V6(repr), &ip_bytes[..total]))
         }
         _ => Err(WireError::NotRoce),
-    }
-}
-
-#[inline]
-fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
-    match fast_path(frame, verify) {
-        Some(view) => Ok(view.to_packet()),
-        None => parse_any(frame, verify).map(|(packet, _)| packet),
     }
 }
 
@@ -331,35 +309,35 @@ pub(super) fn parse_ext(info: &OpcodeInfo, mut bytes: &[u8]) -> Result<ExtRepr, 
         bytes = tail;
         Ok(head)
     };
-    if info.deth {
+    if info.deth() {
         ext.deth = Some(deth::Repr::parse(&deth::Packet::new_checked(take(
             deth::HEADER_LEN,
         )?)?)?);
     }
-    if info.reth {
+    if info.reth() {
         ext.reth = Some(reth::Repr::parse(&reth::Packet::new_checked(take(
             reth::HEADER_LEN,
         )?)?)?);
     }
-    if info.atomic_eth {
+    if info.atomic_eth() {
         ext.atomic_eth = Some(atomic_eth::Repr::parse(&atomic_eth::Packet::new_checked(
             take(atomic_eth::HEADER_LEN)?,
         )?)?);
     }
-    if info.immdt {
+    if info.immdt() {
         let p = immdt::Packet::new_checked(take(immdt::HEADER_LEN)?)?;
         ext.immdt = Some(p.imm_data());
     }
-    if info.ieth {
+    if info.ieth() {
         let p = ieth::Packet::new_checked(take(ieth::HEADER_LEN)?)?;
         ext.ieth = Some(p.rkey());
     }
-    if info.aeth {
+    if info.aeth() {
         ext.aeth = Some(aeth::Repr::parse(&aeth::Packet::new_checked(take(
             aeth::HEADER_LEN,
         )?)?)?);
     }
-    if info.atomic_ack_eth {
+    if info.atomic_ack_eth() {
         ext.atomic_ack_eth = Some(atomic_ack_eth::Repr::parse(
             &atomic_ack_eth::Packet::new_checked(take(atomic_ack_eth::HEADER_LEN)?)?,
         )?);
@@ -469,13 +447,9 @@ impl RoceRepr {
                     ..*r
                 }
                 .to_bytes();
-                let real = [header[1], header[8], header[10], header[11], 0];
-                header[1] = 0xff;
-                header[8] = 0xff;
-                header[10] = 0xff;
-                header[11] = 0xff;
+                let [a, b, c, d] = mask(&mut header, &IPV4_MASKED);
                 ip_header.copy_from_slice(&header);
-                real
+                [a, b, c, d, 0]
             }
             IpRepr::V6(r) => {
                 let repr = ipv6::Repr {
@@ -484,28 +458,22 @@ impl RoceRepr {
                     ..*r
                 };
                 repr.emit(&mut ipv6::Packet::new_unchecked(&mut *ip_header));
-                let real = [
-                    ip_header[0],
-                    ip_header[1],
-                    ip_header[2],
-                    ip_header[3],
-                    ip_header[7],
-                ];
-                ip_header[0] |= 0x0f;
-                ip_header[1..4].fill(0xff);
-                ip_header[7] = 0xff;
-                real
+                mask(ip_header, &IPV6_MASKED)
             }
         };
 
         let (udp_header, transport) = udp_bytes
             .split_first_chunk_mut::<{ udp::HEADER_LEN }>()
             .ok_or(WireError::BufferTooSmall)?;
-        let [s0, s1] = self.udp_src_port.to_be_bytes();
-        let [d0, d1] = ROCE_UDP_PORT.to_be_bytes();
-        let [l0, l1] = (udp_len as u16).to_be_bytes();
+        let mut udp_bytes = udp::Repr {
+            src_port: self.udp_src_port,
+            dst_port: ROCE_UDP_PORT,
+            length: udp_len as u16,
+        }
+        .to_bytes();
         // The checksum is masked to ones for the ICRC, and is zero (none) on the wire.
-        *udp_header = [s0, s1, d0, d1, l0, l1, 0xff, 0xff];
+        mask(&mut udp_bytes, &UDP_MASKED);
+        *udp_header = udp_bytes;
 
         let bth_repr = bth::Repr {
             pad_count: pad,
@@ -515,7 +483,7 @@ impl RoceRepr {
             .split_first_chunk_mut::<{ bth::HEADER_LEN }>()
             .ok_or(WireError::BufferTooSmall)?;
         let mut bth_bytes = bth_repr.to_bytes();
-        bth_bytes[4] = 0xff; // FECN, BECN, resv6a: masked
+        mask(&mut bth_bytes, &[BTH_MASKED]);
         *bth_header = bth_bytes;
 
         emit_ext(&self.ext, info, &mut after_bth[..info.ext_len])?;
@@ -536,21 +504,19 @@ impl RoceRepr {
         eth_frame.set_dst_addr(self.eth.dst);
         eth_frame.set_src_addr(self.eth.src);
         eth_frame.set_vlan_and_ethertype(self.eth.vlan, self.ip.ethertype());
+        let [a, b, c, d, e] = real;
         match self.ip {
-            IpRepr::V4(_) => {
-                ip_bytes[1] = real[0];
-                ip_bytes[8] = real[1];
-                ip_bytes[10] = real[2];
-                ip_bytes[11] = real[3];
-            }
-            IpRepr::V6(_) => {
-                ip_bytes[..4].copy_from_slice(&real[..4]);
-                ip_bytes[7] = real[4];
-            }
+            IpRepr::V4(_) => unmask(ip_bytes, &IPV4_MASKED, [a, b, c, d]),
+            IpRepr::V6(_) => unmask(ip_bytes, &IPV6_MASKED, [a, b, c, d, e]),
         }
-        let (udp_checksum, bth_flags) = (ip_len + 6, ip_len + udp::HEADER_LEN + 4);
-        ip_bytes[udp_checksum..udp_checksum + 2].fill(0);
-        ip_bytes[bth_flags] = bth_repr.fecn_becn_byte();
+        let transport = &mut ip_bytes[ip_len..];
+        unmask(transport, &UDP_MASKED, [0, 0]);
+        let bth_at = udp::HEADER_LEN;
+        unmask(
+            &mut transport[bth_at..],
+            &[BTH_MASKED],
+            [bth_repr.fecn_becn_byte()],
+        );
         ip_bytes[ip_total - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }
@@ -592,31 +558,31 @@ pub(super) fn emit_ext(
 /// so every listed header is present), from the values: the emitter never reads them back (see
 /// [`RegCrc`]).
 pub(super) fn hash_ext(ext: &ExtRepr, info: &OpcodeInfo, reg: &mut RegCrc) {
-    if let (true, Some(r)) = (info.deth, ext.deth) {
+    if let (true, Some(r)) = (info.deth(), ext.deth) {
         reg.be_u32(r.qkey);
         reg.be_u32(r.src_qpn & 0x00ff_ffff);
     }
-    if let (true, Some(r)) = (info.reth, ext.reth) {
+    if let (true, Some(r)) = (info.reth(), ext.reth) {
         reg.be_u64(r.va);
         reg.be_u32(r.rkey);
         reg.be_u32(r.dma_len);
     }
-    if let (true, Some(r)) = (info.atomic_eth, ext.atomic_eth) {
+    if let (true, Some(r)) = (info.atomic_eth(), ext.atomic_eth) {
         reg.be_u64(r.va);
         reg.be_u32(r.rkey);
         reg.be_u64(r.swap_add);
         reg.be_u64(r.compare);
     }
-    if let (true, Some(imm)) = (info.immdt, ext.immdt) {
+    if let (true, Some(imm)) = (info.immdt(), ext.immdt) {
         reg.be_u32(imm);
     }
-    if let (true, Some(rkey)) = (info.ieth, ext.ieth) {
+    if let (true, Some(rkey)) = (info.ieth(), ext.ieth) {
         reg.be_u32(rkey);
     }
-    if let (true, Some(r)) = (info.aeth, ext.aeth) {
+    if let (true, Some(r)) = (info.aeth(), ext.aeth) {
         reg.be_u32(u32::from(r.syndrome.to_byte()) << 24 | (r.msn.value() & 0x00ff_ffff));
     }
-    if let (true, Some(r)) = (info.atomic_ack_eth, ext.atomic_ack_eth) {
+    if let (true, Some(r)) = (info.atomic_ack_eth(), ext.atomic_ack_eth) {
         reg.be_u64(r.orig);
     }
     if info.ext.contains(ExtHeaders::CNP_RESERVED) {
@@ -638,33 +604,33 @@ fn emit_ext_general(
         bytes = tail;
         head
     };
-    if info.deth {
+    if info.deth() {
         let r = ext.deth.ok_or(missing("DETH"))?;
         r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
     }
-    if info.reth {
+    if info.reth() {
         let r = ext.reth.ok_or(missing("RETH"))?;
         r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
     }
-    if info.atomic_eth {
+    if info.atomic_eth() {
         let r = ext.atomic_eth.ok_or(missing("AtomicETH"))?;
         r.emit(&mut atomic_eth::Packet::new_unchecked(next(
             atomic_eth::HEADER_LEN,
         )));
     }
-    if info.immdt {
+    if info.immdt() {
         let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
         immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
     }
-    if info.ieth {
+    if info.ieth() {
         let rkey = ext.ieth.ok_or(missing("IETH"))?;
         ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
     }
-    if info.aeth {
+    if info.aeth() {
         let r = ext.aeth.ok_or(missing("AETH"))?;
         r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
     }
-    if info.atomic_ack_eth {
+    if info.atomic_ack_eth() {
         let r = ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
         r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
             atomic_ack_eth::HEADER_LEN,

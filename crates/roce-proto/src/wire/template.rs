@@ -11,7 +11,10 @@
 //! feeds the extension headers from their values (`RegCrc`), then hashes payload and pad
 //! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
-use super::icrc::{crc32, crc_after_lrh, RegCrc, ZeroShift, ICRC_LEN, LRH_LEN, MAX_SHIFT};
+use super::icrc::{
+    crc32, crc_after_lrh, mask, RegCrc, ZeroShift, BTH_MASKED, ICRC_LEN, IPV4_MASKED, IPV6_MASKED,
+    LRH_LEN, MAX_SHIFT, UDP_MASKED,
+};
 use super::opcode::{Opcode, OpcodeInfo};
 use super::roce::{emit_ext, hash_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
 use super::{bth, ethernet, ipv4, ipv6, udp, write_u16, Ecn, WireError};
@@ -24,14 +27,34 @@ const MAX_HEADER_LEN: usize = ethernet::HEADER_LEN
     + udp::HEADER_LEN
     + bth::HEADER_LEN;
 
-/// Byte offsets within the BTH.
-const BTH_FLAGS: usize = 1;
-const BTH_FECN_BECN: usize = 4;
-const BTH_ACK_REQ: usize = 8;
-const BTH_PSN: usize = 9;
-/// The BTH flag bits of byte 1 that a template leaves to each packet: SE and the pad count.
-const BTH_SE: u8 = 0x80;
-const BTH_PER_PACKET_FLAGS: u8 = BTH_SE | 0x30;
+// `emit_shaped` restores exactly the bytes the ICRC masks, in `ip_real`'s order: IPv4 TOS and TTL
+// (and the checksum, recomputed), the IPv6 first word and hop limit, the UDP checksum (zero) and
+// the BTH's FECN/BECN byte. Checked against the masking tables at compile time.
+const _: () = {
+    let [tos, ttl, c0, c1] = IPV4_MASKED;
+    assert!(tos.0 == ipv4::field::TOS && ttl.0 == ipv4::field::TTL);
+    assert!(c0.0 == ipv4::field::CHECKSUM && c1.0 == ipv4::field::CHECKSUM + 1);
+    let [w0, w1, w2, w3, hop] = IPV6_MASKED;
+    assert!(w0.0 == ipv6::field::VER_TC_FLOW.start && w1.0 == w0.0 + 1);
+    assert!(w2.0 == w0.0 + 2 && w3.0 == w0.0 + 3 && w3.0 + 1 == ipv6::field::VER_TC_FLOW.end);
+    assert!(hop.0 == ipv6::field::HOP_LIMIT);
+    let [u0, u1] = UDP_MASKED;
+    assert!(u0.0 == udp::field::CHECKSUM && u1.0 == udp::field::CHECKSUM + 1);
+    assert!(BTH_MASKED.0 == bth::field::FECN_BECN);
+};
+
+/// The BTH flag bits that a template leaves to each packet: SE and the pad count.
+const BTH_PER_PACKET_FLAGS: u8 = bth::SE | bth::PAD_COUNT;
+
+/// Offset of the length field in an IPv6 (`v6`) or IPv4 header: the one per-packet IP field.
+#[inline(always)]
+const fn ip_length_offset(v6: bool) -> usize {
+    if v6 {
+        ipv6::field::LENGTH
+    } else {
+        ipv4::field::LENGTH
+    }
+}
 
 /// The per-packet fields of a frame built from a [`FrameTemplate`]: everything a QP changes from
 /// one packet to the next. The rest (addresses, ports, ECN, P_Key, dest QPN, ...) is the
@@ -127,41 +150,32 @@ impl FrameTemplate {
         header[..len].copy_from_slice(&frame[..len]);
 
         let ip = &mut header[eth_len..eth_len + ip_len];
-        let mut ip_real = [0u8; 5];
         let mut ip_partial_sum = 0;
-        if ip_len == ipv4::HEADER_LEN {
-            ip_real[0] = ip[1];
-            ip_real[1] = ip[8];
+        let ip_real = if ip_len == ipv4::HEADER_LEN {
             let mut fixed = [0u8; ipv4::HEADER_LEN];
             fixed.copy_from_slice(ip);
-            fixed[2..4].fill(0);
-            fixed[10..12].fill(0);
+            write_u16(&mut fixed, ipv4::field::LENGTH, 0);
+            write_u16(&mut fixed, ipv4::field::CHECKSUM, 0);
             ip_partial_sum = !ipv4::header_checksum(&fixed);
-            ip[1] = 0xff;
-            ip[8] = 0xff;
-            ip[10] = 0xff;
-            ip[11] = 0xff;
+            // TOS and TTL are kept; the checksum is recomputed per packet.
+            let [tos, ttl, _, _] = mask(ip, &IPV4_MASKED);
+            [tos, ttl, 0, 0, 0]
         } else {
-            ip_real[..4].copy_from_slice(&ip[..4]);
-            ip_real[4] = ip[7];
-            ip[0] |= 0x0f;
-            ip[1..4].fill(0xff);
-            ip[7] = 0xff;
-        }
+            mask(ip, &IPV6_MASKED)
+        };
         let udp_at = eth_len + ip_len;
-        header[udp_at + 6..udp_at + 8].fill(0xff);
+        mask(&mut header[udp_at..], &UDP_MASKED);
         let bth_at = udp_at + udp::HEADER_LEN;
-        let bth_flags = header[bth_at + BTH_FLAGS] & !BTH_PER_PACKET_FLAGS;
-        let fecn_becn = header[bth_at + BTH_FECN_BECN];
-        header[bth_at + BTH_FECN_BECN] = 0xff;
+        let bth_flags = header[bth_at + bth::field::FLAGS] & !BTH_PER_PACKET_FLAGS;
+        let [fecn_becn] = mask(&mut header[bth_at..], &[BTH_MASKED]);
         // Per-packet fields zero, so a packet's ICRC is the seed corrected by their values.
-        let ip_length_at = eth_len + if ip_len == ipv4::HEADER_LEN { 2 } else { 4 };
-        header[ip_length_at..ip_length_at + 2].fill(0);
-        header[udp_at + 4..udp_at + 6].fill(0);
-        header[bth_at] = 0;
-        header[bth_at + BTH_FLAGS] = bth_flags;
-        header[bth_at + BTH_ACK_REQ] = 0;
-        header[bth_at + BTH_PSN..bth_at + BTH_PSN + 3].fill(0);
+        let ip_length_at = eth_len + ip_length_offset(ip_len == ipv6::HEADER_LEN);
+        write_u16(&mut header, ip_length_at, 0);
+        write_u16(&mut header, udp_at + udp::field::LENGTH, 0);
+        header[bth_at + bth::field::OPCODE] = 0;
+        header[bth_at + bth::field::FLAGS] = bth_flags;
+        header[bth_at + bth::field::ACK_REQ] = 0;
+        header[bth_at + bth::field::PSN..bth_at + bth::HEADER_LEN].fill(0);
         let icrc_seed = crc_after_lrh(&header[eth_len..len]);
         FrameTemplate {
             header,
@@ -180,17 +194,19 @@ impl FrameTemplate {
         match self.shape {
             Shape::V4 | Shape::V4Tagged => {
                 let old = self.ip_real[0];
-                let new = (old & !0x03) | ecn.bits();
+                let new = ecn.apply(old);
                 self.ip_real[0] = new;
-                // RFC 1624: HC' = ~(~HC + ~m + m'); the partial sum is ~HC's counterpart.
-                let sum = u32::from(self.ip_partial_sum)
-                    + u32::from(!(0x4500 | u16::from(old)))
-                    + u32::from(0x4500 | u16::from(new));
+                // RFC 1624: HC' = ~(~HC + ~m + m'); the partial sum is ~HC's counterpart. TOS
+                // shares its 16-bit word with the version and header length.
+                let word = |tos: u8| u16::from_be_bytes([ipv4::VER_IHL, tos]);
+                let sum =
+                    u32::from(self.ip_partial_sum) + u32::from(!word(old)) + u32::from(word(new));
                 self.ip_partial_sum = !ipv4::fold(sum);
             }
             Shape::V6 | Shape::V6Tagged => {
-                // Traffic class = bits 4..12 of the first word; ECN is its low two bits.
-                self.ip_real[1] = (self.ip_real[1] & !0x30) | (ecn.bits() << 4);
+                // The first four masked bytes are the header's first four.
+                let b = &mut self.ip_real[ipv6::ECN_BYTE];
+                *b = ipv6::with_ecn(*b, ecn);
             }
         }
     }
@@ -325,16 +341,17 @@ impl FrameTemplate {
         let (head, rest) = frame.split_at_mut(header_len);
         head.copy_from_slice(&self.header[..header_len]);
         let ip_length = if V6 { udp_len } else { ip_len + udp_len } as u16;
-        let ip_length_at = if V6 { 4 } else { 2 };
+        let ip_length_at = ip_length_offset(V6);
         write_u16(head, ETH + ip_length_at, ip_length);
-        write_u16(head, udp_at + 4, udp_len as u16);
-        head[bth_at] = fields.opcode.0;
-        let flags = (pad << 4) | if fields.solicited { BTH_SE } else { 0 };
-        head[bth_at + BTH_FLAGS] = self.bth_flags | flags;
-        let ack_req = if fields.ack_req { 0x80 } else { 0 };
-        head[bth_at + BTH_ACK_REQ] = ack_req;
+        write_u16(head, udp_at + udp::field::LENGTH, udp_len as u16);
+        head[bth_at + bth::field::OPCODE] = fields.opcode.0;
+        let flags = (pad << 4) | if fields.solicited { bth::SE } else { 0 };
+        head[bth_at + bth::field::FLAGS] = self.bth_flags | flags;
+        let ack_req = if fields.ack_req { bth::ACK_REQ } else { 0 };
+        head[bth_at + bth::field::ACK_REQ] = ack_req;
         let [_, psn_hi, psn_mid, psn_lo] = fields.psn.value().to_be_bytes();
-        head[bth_at + BTH_PSN..bth_at + BTH_PSN + 3].copy_from_slice(&[psn_hi, psn_mid, psn_lo]);
+        let psn_at = bth_at + bth::field::PSN;
+        head[psn_at..psn_at + 3].copy_from_slice(&[psn_hi, psn_mid, psn_lo]);
 
         let (ext, rest) = rest.split_at_mut(info.ext_len);
         emit_ext(&fields.ext, info, ext)?;
@@ -358,16 +375,17 @@ impl FrameTemplate {
         reg.flip(last - ip_length_at, len_hi);
         reg.flip(last - ip_length_at - 1, len_lo);
         let [udp_hi, udp_lo] = (udp_len as u16).to_be_bytes();
-        let udp_length_at = ip_len + 4;
+        let udp_length_at = ip_len + udp::field::LENGTH;
         reg.flip(last - udp_length_at, udp_hi);
         reg.flip(last - udp_length_at - 1, udp_lo);
         let bth = ip_len + udp::HEADER_LEN;
-        reg.flip(last - bth, fields.opcode.0);
-        reg.flip(last - bth - BTH_FLAGS, flags);
-        reg.flip(last - bth - BTH_ACK_REQ, ack_req);
-        reg.flip(2, psn_hi);
-        reg.flip(1, psn_mid);
-        reg.flip(0, psn_lo);
+        reg.flip(last - bth - bth::field::OPCODE, fields.opcode.0);
+        reg.flip(last - bth - bth::field::FLAGS, flags);
+        reg.flip(last - bth - bth::field::ACK_REQ, ack_req);
+        let psn = bth + bth::field::PSN;
+        reg.flip(last - psn, psn_hi);
+        reg.flip(last - psn - 1, psn_mid);
+        reg.flip(last - psn - 2, psn_lo);
         hash_ext(&fields.ext, info, &mut reg);
         let combined = tail_crc.and_then(|tail_crc| {
             let head = if short {
@@ -382,22 +400,25 @@ impl FrameTemplate {
             reg.state()
         });
 
-        // The real values of the masked fields.
+        // The real values of the masked fields (the bytes `new` masked; a compile-time check at
+        // the top ties them to the masking tables), field by field: wide stores, fixed offsets.
         if V6 {
-            frame[ETH..ETH + 4].copy_from_slice(&self.ip_real[..4]);
-            frame[ETH + 7] = self.ip_real[4];
+            let first_word =
+                ETH + ipv6::field::VER_TC_FLOW.start..ETH + ipv6::field::VER_TC_FLOW.end;
+            frame[first_word].copy_from_slice(&self.ip_real[..4]);
+            frame[ETH + ipv6::field::HOP_LIMIT] = self.ip_real[4];
         } else {
-            frame[ETH + 1] = self.ip_real[0];
-            frame[ETH + 8] = self.ip_real[1];
+            frame[ETH + ipv4::field::TOS] = self.ip_real[0];
+            frame[ETH + ipv4::field::TTL] = self.ip_real[1];
             let total = (ip_len + udp_len) as u32;
             write_u16(
                 frame,
-                ETH + 10,
+                ETH + ipv4::field::CHECKSUM,
                 ipv4::fold(u32::from(self.ip_partial_sum) + total),
             );
         }
-        frame[udp_at + 6..udp_at + 8].fill(0);
-        frame[bth_at + BTH_FECN_BECN] = self.fecn_becn;
+        write_u16(frame, udp_at + udp::field::CHECKSUM, 0);
+        frame[bth_at + bth::field::FECN_BECN] = self.fecn_becn;
         frame[pad_end..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
     }

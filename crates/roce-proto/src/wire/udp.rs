@@ -1,17 +1,36 @@
 //! UDP headers as RoCEv2 uses them: destination port 4791, source port as flow entropy (fixed
 //! per QP), checksum 0. The checksum is neither verified nor computed (the ICRC covers the data).
 
+use zerocopy::byteorder::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
 use super::{read_u16, write_u16, WireError};
 
-mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const LENGTH: usize = 4;
-    pub const CHECKSUM: usize = 6;
+/// The UDP header: the one layout the view ([`field`]), the frame templates, the ICRC masks and
+/// the receive fast path all read their offsets from.
+#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) src_port: U16,
+    pub(crate) dst_port: U16,
+    pub(crate) len: U16,
+    pub(crate) checksum: U16,
+}
+
+/// Byte offsets, computed from [`Header`].
+pub(crate) mod field {
+    use core::mem::offset_of;
+
+    use super::Header;
+
+    pub const SRC_PORT: usize = offset_of!(Header, src_port);
+    pub const DST_PORT: usize = offset_of!(Header, dst_port);
+    pub const LENGTH: usize = offset_of!(Header, len);
+    pub const CHECKSUM: usize = offset_of!(Header, checksum);
 }
 
 /// Length of the UDP header.
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 
 /// A read/write view of a UDP datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,10 +152,17 @@ impl Repr {
 
     /// Writes exactly `buffer_len()` bytes, checksum 0.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        packet.set_src_port(self.src_port);
-        packet.set_dst_port(self.dst_port);
-        packet.set_len(self.length);
-        packet.set_checksum(0);
+        packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
+    }
+
+    /// The 8 header bytes (what `emit` writes).
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        write_u16(&mut b, field::SRC_PORT, self.src_port);
+        write_u16(&mut b, field::DST_PORT, self.dst_port);
+        write_u16(&mut b, field::LENGTH, self.length);
+        b
     }
 }
 

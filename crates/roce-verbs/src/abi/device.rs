@@ -6,12 +6,12 @@ use std::cell::UnsafeCell;
 use std::mem::{offset_of, size_of};
 use std::os::raw::{c_char, c_int, c_void};
 
-use super::eventfd::EventFd;
 use super::objects::{copy_str, ibv_device, Context};
-use super::{cq, export, ffi, qp_ex, unsupported as stubs, wr};
+use super::{cq, export, ffi, qp, unsupported as stubs, wr};
 use super::{fail, fail_minus_one, fail_null};
 use crate::error::VerbsError;
 use crate::info::{self, DeviceInfo, GID_TABLE_LEN};
+use crate::sys::eventfd::EventFd;
 
 export!(
     ibv_get_device_list,
@@ -99,7 +99,7 @@ extern "C" fn ibv_open_device(dev: *mut ffi::ibv_device) -> *mut ffi::ibv_contex
     let mut vctx = ffi::verbs_context {
         query_port: Some(query_port_ex),
         query_device_ex: Some(query_device_ex),
-        create_qp_ex: Some(qp_ex::create_qp_ex),
+        create_qp_ex: Some(qp::create_qp_ex),
         sz: size_of::<ffi::verbs_context>(),
         ..Default::default()
     };

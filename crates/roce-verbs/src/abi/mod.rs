@@ -2,13 +2,14 @@
 //! `<infiniband/verbs.h>`), the objects we hand out (each a C struct first, our Rust state
 //! after it), and the exported functions, small shims over [`crate::device`].
 //!
+//! Inside, top down: `device` (contexts and their ops table) uses `cq`, `qp` and `wr`; `qp` uses
+//! `qp_ex` (the extended QP's `ibv_wr_*` pointers), which uses `wr`; they and `mr` use
+//! `objects`, the boxes handed to programs, which uses none of them.
+//!
 //! Exported names are defined with `global_asm!` aliases rather than `#[no_mangle]`: rustc
 //! puts `#[no_mangle]` names into its own anonymous version script, which would override the
 //! library's `libibverbs.map` (IBVERBS_1.1, ...) and leave programs' versioned imports
 //! unresolved under `LD_PRELOAD`.
-
-pub mod eventfd;
-pub mod memory;
 
 mod cq;
 mod device;

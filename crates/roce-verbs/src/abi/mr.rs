@@ -6,10 +6,10 @@ use std::os::raw::{c_int, c_uint, c_void};
 
 use roce_proto::verbs::AccessFlags;
 
-use super::memory::AppMemory;
 use super::objects::{Context, MrBox, PdBox};
 use super::{export, fail_errno, fail_null, ffi, unsupported};
 use crate::error::VerbsError;
+use crate::sys::memory::AppMemory;
 
 export!(
     ibv_alloc_pd,

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use roce_proto::mr::PdHandle;
 
-use super::eventfd::EventFd;
 use super::ffi;
-use super::qp_ex::WrBuilder;
 use crate::device::Device;
-use crate::objects::{CompChannel, Cq, Qp};
+use crate::error::VerbsError;
+use crate::objects::{CompChannel, Cq, Qp, SendRequest};
+use crate::sys::eventfd::EventFd;
 
 /// Our device (`roce0`): one static `struct ibv_device`.
 pub(super) fn ibv_device() -> *mut ffi::ibv_device {
@@ -152,6 +152,15 @@ c_object!(
     /// A completion channel.
     ChannelBox, ffi::ibv_comp_channel { channel: Arc<CompChannel> }
 );
+
+/// The work requests being built on a QP between `ibv_wr_start` and `ibv_wr_complete`, with
+/// the first error met on the way (reported by `ibv_wr_complete`).
+#[derive(Debug, Default)]
+pub(super) struct WrBuilder {
+    pub reqs: Vec<SendRequest>,
+    pub error: Option<VerbsError>,
+}
+
 c_object!(
     /// A queue pair; its C part is a `struct ibv_qp_ex` (which starts with the `struct ibv_qp`),
     /// so `ibv_qp_to_qp_ex` is a cast.

@@ -1,6 +1,7 @@
-//! Queue pairs: `ibv_create_qp` (RC only; UD, UC, XRC and SRQs are refused with EOPNOTSUPP),
-//! `ibv_modify_qp` (translated to the transport's attributes; the address vector's GID names
-//! the peer's IP, ARP/NDP finds its MAC), `ibv_query_qp` and `ibv_destroy_qp`.
+//! Queue pairs: `ibv_create_qp` and `ibv_create_qp_ex` (the context's `create_qp_ex`; RC only:
+//! UD, UC, XRC and SRQs are refused with EOPNOTSUPP), `ibv_modify_qp` (translated to the
+//! transport's attributes; the address vector's GID names the peer's IP, ARP/NDP finds its MAC),
+//! `ibv_query_qp` and `ibv_destroy_qp`. The extended QP's `ibv_wr_*` pointers are `qp_ex`'s.
 
 use std::cell::UnsafeCell;
 use std::net::{IpAddr, Ipv6Addr};
@@ -11,8 +12,8 @@ use roce_proto::psn::Psn;
 use roce_proto::resolving::UNKNOWN_MAC;
 use roce_proto::verbs::{AccessFlags, AddressVector, Mtu, QpAttr, QpState};
 
-use super::objects::{CqBox, PdBox, QpBox};
-use super::qp_ex::{self, WrBuilder};
+use super::objects::{CqBox, PdBox, QpBox, WrBuilder};
+use super::qp_ex;
 use super::{export, fail_errno, fail_null, ffi, unsupported};
 use crate::error::VerbsError;
 use crate::info::{MAX_INLINE, MAX_QP_WR, MAX_RD_ATOMIC, MAX_SGE};
@@ -69,12 +70,57 @@ fn caps_of(cap: &ffi::ibv_qp_cap) -> Result<QpCaps, VerbsError> {
     })
 }
 
-/// Creates an RC QP from `init` (capabilities written back, as providers do).
-pub(super) fn create(
-    call: &str,
-    pd: *mut ffi::ibv_pd,
-    init: &mut ffi::ibv_qp_init_attr,
+/// `ibv_create_qp_ex`: an RC QP with a PD; the extended ops the program asks for must be ones we
+/// build.
+pub(super) extern "C" fn create_qp_ex(
+    ctx: *mut ffi::ibv_context,
+    attr: *mut ffi::ibv_qp_init_attr_ex,
 ) -> *mut ffi::ibv_qp {
+    const CALL: &str = "ibv_create_qp_ex";
+    // SAFETY: attr points to the caller's attributes (we write back the capabilities).
+    let Some(a) = (unsafe { attr.as_mut() }) else {
+        return fail_null(CALL, &VerbsError::Invalid("no attributes".into()));
+    };
+    let known = ffi::IBV_QP_INIT_ATTR_PD | ffi::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if a.comp_mask & !known != 0 {
+        return fail_null(
+            CALL,
+            &unsupported(&format!("comp_mask {:#x}", a.comp_mask & !known)),
+        );
+    }
+    if a.comp_mask & ffi::IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        return fail_null(CALL, &VerbsError::Invalid("a PD is required".into()));
+    }
+    let ops = u64::from(
+        ffi::IBV_QP_EX_WITH_SEND
+            | ffi::IBV_QP_EX_WITH_SEND_WITH_IMM
+            | ffi::IBV_QP_EX_WITH_RDMA_WRITE
+            | ffi::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+            | ffi::IBV_QP_EX_WITH_RDMA_READ
+            | ffi::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+            | ffi::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+    );
+    if a.comp_mask & ffi::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !ops != 0 {
+        let what = format!("send_ops_flags {:#x}", a.send_ops_flags & !ops);
+        return fail_null(CALL, &unsupported(&what));
+    }
+    let _ = ctx;
+    let mut init = ffi::ibv_qp_init_attr {
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    };
+    let qp = create(CALL, a.pd, &mut init);
+    a.cap = init.cap;
+    qp
+}
+
+/// Creates an RC QP from `init` (capabilities written back, as providers do).
+fn create(call: &str, pd: *mut ffi::ibv_pd, init: &mut ffi::ibv_qp_init_attr) -> *mut ffi::ibv_qp {
     if init.qp_type != ffi::IBV_QPT_RC {
         let what = format!("{} queue pairs (only RC)", qp_type_name(init.qp_type));
         return fail_null(call, &unsupported(&what));

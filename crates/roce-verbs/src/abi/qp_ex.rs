@@ -1,73 +1,17 @@
-//! The extended QP API: `ibv_create_qp_ex` (the context's `create_qp_ex`) and the
-//! `struct ibv_qp_ex` function pointers behind the inline `ibv_wr_*` calls. Work requests are
-//! built between `ibv_wr_start` and `ibv_wr_complete` (each opcode call starts one, with the
-//! `wr_id` and `wr_flags` the program set in the struct) and posted together.
+//! The extended QP API: the `struct ibv_qp_ex` function pointers behind the inline `ibv_wr_*`
+//! calls (`ibv_create_qp_ex` itself is in `qp`). Work requests are built between
+//! `ibv_wr_start` and `ibv_wr_complete` (each opcode call starts one, with the `wr_id` and
+//! `wr_flags` the program set in the struct) and posted together.
 
 use std::os::raw::{c_int, c_void};
 
 use roce_proto::verbs::{Sge, Sgl, WrOpcode};
 
-use super::objects::QpBox;
+use super::objects::{QpBox, WrBuilder};
 use super::wr::{flags_of, inline_bytes, sges, sgl_of};
-use super::{fail_null, ffi, unsupported};
+use super::{ffi, unsupported};
 use crate::error::VerbsError;
 use crate::objects::SendRequest;
-
-/// The work requests being built on a QP.
-#[derive(Debug, Default)]
-pub(crate) struct WrBuilder {
-    reqs: Vec<SendRequest>,
-    error: Option<VerbsError>,
-}
-
-/// `ibv_create_qp_ex`: an RC QP with a PD; the extended ops the program asks for must be ones we
-/// build.
-pub(super) extern "C" fn create_qp_ex(
-    ctx: *mut ffi::ibv_context,
-    attr: *mut ffi::ibv_qp_init_attr_ex,
-) -> *mut ffi::ibv_qp {
-    const CALL: &str = "ibv_create_qp_ex";
-    // SAFETY: attr points to the caller's attributes (we write back the capabilities).
-    let Some(a) = (unsafe { attr.as_mut() }) else {
-        return fail_null(CALL, &VerbsError::Invalid("no attributes".into()));
-    };
-    let known = ffi::IBV_QP_INIT_ATTR_PD | ffi::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if a.comp_mask & !known != 0 {
-        return fail_null(
-            CALL,
-            &unsupported(&format!("comp_mask {:#x}", a.comp_mask & !known)),
-        );
-    }
-    if a.comp_mask & ffi::IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
-        return fail_null(CALL, &VerbsError::Invalid("a PD is required".into()));
-    }
-    let ops = u64::from(
-        ffi::IBV_QP_EX_WITH_SEND
-            | ffi::IBV_QP_EX_WITH_SEND_WITH_IMM
-            | ffi::IBV_QP_EX_WITH_RDMA_WRITE
-            | ffi::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
-            | ffi::IBV_QP_EX_WITH_RDMA_READ
-            | ffi::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
-            | ffi::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-    );
-    if a.comp_mask & ffi::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !ops != 0 {
-        let what = format!("send_ops_flags {:#x}", a.send_ops_flags & !ops);
-        return fail_null(CALL, &unsupported(&what));
-    }
-    let _ = ctx;
-    let mut init = ffi::ibv_qp_init_attr {
-        qp_context: a.qp_context,
-        send_cq: a.send_cq,
-        recv_cq: a.recv_cq,
-        srq: a.srq,
-        cap: a.cap,
-        qp_type: a.qp_type,
-        sq_sig_all: a.sq_sig_all,
-    };
-    let qp = super::qp::create(CALL, a.pd, &mut init);
-    a.cap = init.cap;
-    qp
-}
 
 /// Sets the `ibv_wr_*` pointers of a new QP.
 pub(super) fn fill_ops(q: &mut ffi::ibv_qp_ex) {

@@ -14,9 +14,9 @@ use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::verbs::{AddressVector, QpState, WrOpcode};
 
 use super::*;
-use crate::abi::memory::AppMemory;
 use crate::command::Reply;
 use crate::objects::{QpCaps, QpSpec};
+use crate::sys::memory::AppMemory;
 
 type W = Worker<LoopbackPort, MonotonicClock>;
 

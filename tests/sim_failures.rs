@@ -108,3 +108,31 @@ fn a_healthy_incast_reports_totals_and_running_flows() {
     assert!(total < 100.0 * sum.bottleneck_utilisation, "{t}");
     assert!(t.contains("flows 2: 2 running"), "{t}");
 }
+
+#[test]
+fn dcqcn_mlx_with_a_4us_cnp_interval_completes_every_flow_without_qp_errors() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/scenarios/dcqcn-mlx-cnp4.toml"
+    );
+    let s = Scenario::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    println!("scenario {} seed {}", s.name, s.seed);
+    let sum = s.run(|_| {}).unwrap().0;
+    let t = sum.table();
+    assert_eq!(sum.flows.len(), 8);
+    assert!(sum.flows.iter().all(|f| f.state == FlowState::Done), "{t}");
+    assert_eq!(
+        (sum.qp_errors, sum.timeouts, sum.failed_flows),
+        (0, 0, 0),
+        "{t}"
+    );
+    // The CNPs did cut the rates (this is the case that used to collapse).
+    assert!(sum.cnp_handled > 500, "{t}");
+    // 16 MB through one 100 Gbit/s port: at least 1.3 ms, and well within the run.
+    let last = sum
+        .flows
+        .iter()
+        .filter_map(|f| f.completion_us)
+        .fold(0.0, f64::max);
+    assert!(last > 1_300.0 && last < 2_500.0, "{t}");
+}

@@ -29,6 +29,8 @@ use crate::workload::FlowConfig;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;
+/// INT record slots on the data of QPs whose controller uses INT.
+const INT_HOPS: u8 = 3;
 /// Receives kept posted on a QP that consumes them (SEND or WRITE-with-immediate flows).
 const RECV_DEPTH: u32 = 64;
 
@@ -164,6 +166,11 @@ impl RcEngine {
             src.ep
                 .set_congestion_control(a.qpn, cfg.build(), 0)
                 .map_err(|e| qp_err(&e))?;
+            if cfg.uses_int() {
+                // Room for every switch on a path of the fabric's topologies (leaf-spine-leaf);
+                // each slot costs 24 bytes of every data packet.
+                src.ep.enable_int(a.qpn, INT_HOPS).map_err(|e| qp_err(&e))?;
+            }
         }
         if flow.send || flow.gate_chunk.is_some() {
             let mut rx = RxQp {

@@ -119,3 +119,31 @@ fn paused_pacer_sends_nothing_and_resumes_from_now() {
     p.set_rate(Instant::from_nanos(500), Rate::from_gbps(1));
     assert!(p.can_send(Instant::from_nanos(500), 1000));
 }
+
+#[test]
+fn draining_rate_change_rescales_the_wait_still_owed() {
+    let mut p = Pacer::new(Rate::from_mbps(1), 0);
+    p.on_sent(Instant::ZERO, 1000); // 8 ms at 1 Mbit/s
+    assert_eq!(
+        p.earliest_departure(Instant::ZERO, 1000),
+        Instant::from_nanos(8_000_000)
+    );
+    // At 1 ms, 7 ms (7000 bits) are still owed; at 1 Gbit/s they take 7 us.
+    let t = Instant::from_nanos(1_000_000);
+    p.set_rate_draining(t, Rate::from_gbps(1));
+    assert_eq!(
+        p.earliest_departure(t, 1000),
+        Instant::from_nanos(1_007_000)
+    );
+    // A cut stretches what is owed: 7 us at 1 Gbit/s is 14 us at 500 Mbit/s.
+    p.set_rate_draining(t, Rate::from_mbps(500));
+    assert_eq!(
+        p.earliest_departure(t, 1000),
+        Instant::from_nanos(1_014_000)
+    );
+    p.on_sent(Instant::from_nanos(1_014_000), 1000);
+    assert_eq!(
+        p.earliest_departure(Instant::from_nanos(1_014_000), 1000),
+        Instant::from_nanos(1_030_000)
+    );
+}

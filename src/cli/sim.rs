@@ -52,6 +52,10 @@ pub struct OutputArgs {
     /// Write summary, scenario, time-series CSVs and SVG plots here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Exit 0 even when flows failed (a QP in the error state) or stalled; they are still
+    /// reported in the summary.
+    #[arg(long)]
+    allow_failures: bool,
 }
 
 /// PFC switch.
@@ -229,5 +233,18 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(())
+    let mut failures = summary.failures();
+    match failures.next() {
+        Some(first) if !out.allow_failures => bail!(
+            "{} of {} flows failed or stalled ({} QPs in the error state); first: flow {} {} {}: {} (--allow-failures accepts this)",
+            summary.failed_flows,
+            summary.flows.len(),
+            summary.qp_errors,
+            first.id,
+            first.name,
+            first.state.name(),
+            first.error.as_deref().unwrap_or("no progress")
+        ),
+        _ => Ok(()),
+    }
 }

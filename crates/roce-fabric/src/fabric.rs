@@ -347,6 +347,11 @@ impl<E: Engine> Fabric<E> {
             .unwrap_or_default()
     }
 
+    /// Line rate of a port, bits per second.
+    pub fn port_rate_bps(&self, node: Node, port: u16) -> Option<u64> {
+        self.tx_ref(node, port).map(|t| t.rate_bps)
+    }
+
     /// All switch ports as (switch, port).
     pub fn switch_ports(&self) -> impl Iterator<Item = (SwitchId, u16)> + '_ {
         self.switches

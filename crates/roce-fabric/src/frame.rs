@@ -5,7 +5,7 @@
 use roce_proto::psn::Psn;
 use roce_proto::wire::ethernet::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN};
 use roce_proto::wire::ipv4::PROTOCOL_UDP as PROTO_UDP;
-use roce_proto::wire::{bth, Opcode, ROCE_UDP_PORT};
+use roce_proto::wire::{bth, int, Opcode, ROCE_UDP_PORT};
 
 /// An IP address as a switch keys it: IPv4 addresses are stored IPv4-mapped.
 pub type IpKey = u128;
@@ -177,14 +177,22 @@ pub struct BthInfo {
 
 /// Reads the BTH of a RoCEv2 frame (UDP port 4791) through the wire layer's views.
 pub fn bth_info(frame: &[u8], ip: &IpInfo) -> Option<BthInfo> {
-    if ip.dport != ROCE_UDP_PORT || ip.l4 == 0 {
+    if ip.l4 == 0 {
         return None;
     }
-    let bth = bth::Packet::new_checked(frame.get(ip.l4 + 8..)?).ok()?;
+    // An INT shim (HPCC telemetry) sits between the UDP header and the BTH.
+    let shim = match ip.dport {
+        ROCE_UDP_PORT => 0,
+        int::INT_UDP_PORT => int::Packet::new_checked(frame.get(ip.l4 + 8..)?)
+            .ok()?
+            .shim_len(),
+        _ => return None,
+    };
+    let bth = bth::Packet::new_checked(frame.get(ip.l4 + 8 + shim..)?).ok()?;
     let opcode = bth.opcode();
     let ext = opcode.info()?.ext_len;
     let payload_len = usize::from(ip.udp_len)
-        .checked_sub(8 + bth::HEADER_LEN + ext + usize::from(bth.pad_count()) + 4)?;
+        .checked_sub(8 + shim + bth::HEADER_LEN + ext + usize::from(bth.pad_count()) + 4)?;
     Some(BthInfo {
         opcode,
         dest_qpn: bth.dest_qpn(),

@@ -122,7 +122,8 @@ pub struct SwitchSpec {
     /// Mark at "enqueue" (default) or "dequeue".
     #[serde(default)]
     pub ecn_at: MarkPoint,
-    /// INT stamping at egress (HPCC telemetry).
+    /// INT stamping at egress (HPCC telemetry); on by itself when the scenario's controller
+    /// uses INT.
     #[serde(default)]
     pub int: bool,
 }
@@ -259,12 +260,27 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         self.cc_config()?;
+        if self.uses_int() && self.engine == EngineKind::StandIn {
+            return bad(format!(
+                "cc {} needs INT echoed by the receiver, which the stand-in engine does not do: use engine = \"rc\"",
+                self.cc
+            ));
+        }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
             }
         }
         Ok(())
+    }
+
+    /// Whether the senders' controller uses in-band telemetry (then switches stamp INT and
+    /// the RC endpoints send and echo it, with no setting of the user's).
+    pub fn uses_int(&self) -> bool {
+        self.cc_config()
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.uses_int())
     }
 
     /// The senders' congestion control, `None` for "none".
@@ -357,7 +373,8 @@ impl Scenario {
 
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
-        let cfg = self.switch.config();
+        let mut cfg = self.switch.config();
+        cfg.int |= self.uses_int();
         match &self.topology {
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
@@ -484,6 +501,9 @@ impl Scenario {
             .fabric
             .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
+        let bottleneck = built
+            .bottleneck
+            .map(|(n, p)| (n, p, built.fabric.port_counters(n, p).total()));
         built
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
@@ -494,6 +514,7 @@ impl Scenario {
             self.warmup_ns(),
             &built.fabric,
             &built.rings,
+            bottleneck,
         );
         Ok((summary, built))
     }

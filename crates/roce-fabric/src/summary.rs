@@ -7,8 +7,48 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
+use super::port::WIRE_OVERHEAD;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
+
+/// A flow that has moved no payload for this long (and for half the measurement window) is
+/// stalled: longer than any PFC pause storm or RC retransmission timeout of the scenarios.
+const STALL_NS: u64 = 100_000;
+
+/// How a flow ended up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowState {
+    /// A finite flow that delivered every byte.
+    Done,
+    /// A flow without an end that was still moving payload.
+    #[default]
+    Running,
+    /// A finite flow still moving payload when the run ended.
+    Unfinished,
+    /// Not done and no payload for a while (see `error` for a cause, if the transport gave one).
+    Stalled,
+    /// Its transport failed (a QP in the error state, an error completion).
+    Failed,
+}
+
+impl FlowState {
+    /// Stalled and failed flows make a run fail.
+    pub fn is_failure(self) -> bool {
+        matches!(self, FlowState::Stalled | FlowState::Failed)
+    }
+
+    /// The name the JSON uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowState::Done => "done",
+            FlowState::Running => "running",
+            FlowState::Unfinished => "unfinished",
+            FlowState::Stalled => "stalled",
+            FlowState::Failed => "failed",
+        }
+    }
+}
 
 /// One flow's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +64,21 @@ pub struct FlowResult {
     pub completion_us: Option<f64>,
     /// Payload bytes delivered in the whole run.
     pub bytes: u64,
+    /// How the flow ended up.
+    #[serde(default)]
+    pub state: FlowState,
+    /// Why it failed, as the transport says (first error completion, QP state).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Request packets its sender sent again.
+    #[serde(default)]
+    pub retransmitted: u64,
+    /// NAKs its sender received.
+    #[serde(default)]
+    pub naks: u64,
+    /// ACK timeouts that fired at its sender.
+    #[serde(default)]
+    pub timeouts: u64,
 }
 
 /// A run's summary.
@@ -35,8 +90,31 @@ pub struct Summary {
     pub seed: u64,
     /// Virtual run time, µs.
     pub duration_us: f64,
-    /// Jain's fairness index over flow goodputs (1 = perfectly fair).
+    /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
+    /// payload, where the index is undefined (the text says "undefined").
     pub jain_fairness: f64,
+    /// Sum of the flows' goodputs, Gbit/s.
+    #[serde(default)]
+    pub total_goodput_gbps: f64,
+    /// Wire bytes (headers, preamble, gap and FCS included) the bottleneck egress sent after
+    /// warm-up over what its line rate allows, 0..=1 (0 without a bottleneck).
+    #[serde(default)]
+    pub bottleneck_utilisation: f64,
+    /// Request packets retransmitted, over all flows.
+    #[serde(default)]
+    pub retransmitted: u64,
+    /// NAKs senders received, over all flows.
+    #[serde(default)]
+    pub naks: u64,
+    /// ACK timeouts that fired, over all flows.
+    #[serde(default)]
+    pub timeouts: u64,
+    /// QPs (senders and receivers, all hosts) in the error state at the end.
+    #[serde(default)]
+    pub qp_errors: u64,
+    /// Flows that failed or stalled.
+    #[serde(default)]
+    pub failed_flows: usize,
     /// Mean bytes queued at the bottleneck egress after warm-up (sampled).
     pub queue_mean_bytes: f64,
     /// 99th percentile of the same.
@@ -63,12 +141,13 @@ pub struct Summary {
     pub flows: Vec<FlowResult>,
 }
 
-/// Jain's fairness index of `x`: (Σx)² / (n Σx²); 1 for an empty or all-zero input.
+/// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
+/// (nobody got anything, which is not fairness): 0 then, so such a run never looks fair.
 pub fn jain(x: &[f64]) -> f64 {
     let sum: f64 = x.iter().sum();
     let sq: f64 = x.iter().map(|v| v * v).sum();
     if sq == 0.0 {
-        1.0
+        0.0
     } else {
         sum * sum / (x.len() as f64 * sq)
     }
@@ -77,13 +156,15 @@ pub fn jain(x: &[f64]) -> f64 {
 impl Summary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
     /// `warm_ns`) from its fabric `f` and its ring AllReduce groups `rings` (members, bytes per
-    /// member per iteration).
+    /// member per iteration). `bottleneck` is the monitored egress with its counters when the
+    /// measurement window opened.
     pub fn collect(
         name: &str,
         seed: u64,
         warm_ns: u64,
         f: &Fabric<ScenarioEngine>,
         rings: &[(Vec<usize>, u64)],
+        bottleneck: Option<(Node, u16, PrioCounters)>,
     ) -> Summary {
         let end_ns = f.now().as_nanos();
         let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
@@ -105,12 +186,34 @@ impl Summary {
                     (Some(size), Some(c)) => size as f64 * 8.0 / c.max(1) as f64,
                     _ => (p.bytes - p.bytes_at_warmup) as f64 * 8.0 / window / 1e9,
                 };
+                let transport = f
+                    .engine(HostId(spec.src_host))
+                    .map(|e| e.flow_transport(spec.src_index))
+                    .unwrap_or_default();
+                let idle_since = p.last_ns.unwrap_or(spec.start_ns).max(spec.start_ns);
+                let stall_ns = STALL_NS.max(end_ns.saturating_sub(warm_ns) / 2);
+                let state = if done.is_some() {
+                    FlowState::Done
+                } else if transport.error.is_some() {
+                    FlowState::Failed
+                } else if spec.start_ns < end_ns && end_ns - idle_since > stall_ns {
+                    FlowState::Stalled
+                } else if spec.size_bytes.is_some() {
+                    FlowState::Unfinished
+                } else {
+                    FlowState::Running
+                };
                 FlowResult {
                     id,
                     name: spec.name.clone(),
                     goodput_gbps: goodput,
                     completion_us: completion_ns.map(|c| c as f64 / 1e3),
                     bytes: p.bytes,
+                    state,
+                    error: transport.error,
+                    retransmitted: transport.retransmitted,
+                    naks: transport.naks,
+                    timeouts: transport.timeouts,
                 }
             })
             .collect();
@@ -148,11 +251,35 @@ impl Summary {
                     .collect()
             })
             .collect();
+        let bottleneck_utilisation = bottleneck.map_or(0.0, |(node, port, at_warm)| {
+            let now = f.port_counters(node, port).total();
+            let rate = f.port_rate_bps(node, port).unwrap_or(0) as f64;
+            let packets = now.tx_packets.saturating_sub(at_warm.tx_packets);
+            // Counters hold frames without preamble, gap and FCS; the wire carries those too.
+            let bytes = now.tx_bytes.saturating_sub(at_warm.tx_bytes) + packets * WIRE_OVERHEAD;
+            if rate > 0.0 {
+                bytes as f64 * 8.0 / (rate * window)
+            } else {
+                0.0
+            }
+        });
+        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_gbps).collect();
+        let qp_errors = (0..f.host_count())
+            .filter_map(|h| f.engine(HostId(h)))
+            .map(ScenarioEngine::qp_errors)
+            .sum();
         Summary {
             name: name.to_owned(),
             seed,
             duration_us: end_ns as f64 / 1e3,
-            jain_fairness: jain(&flows.iter().map(|f| f.goodput_gbps).collect::<Vec<_>>()),
+            jain_fairness: jain(&goodputs),
+            total_goodput_gbps: goodputs.iter().sum(),
+            bottleneck_utilisation,
+            retransmitted: flows.iter().map(|f| f.retransmitted).sum(),
+            naks: flows.iter().map(|f| f.naks).sum(),
+            timeouts: flows.iter().map(|f| f.timeouts).sum(),
+            qp_errors,
+            failed_flows: flows.iter().filter(|f| f.state.is_failure()).count(),
             queue_mean_bytes,
             queue_p99_bytes,
             ecn_marked: sw.ecn_marked,
@@ -177,10 +304,14 @@ impl Summary {
             "scenario {} seed {} duration {:.1} us",
             self.name, self.seed, self.duration_us
         );
+        let jain = if self.flows.iter().any(|f| f.goodput_gbps > 0.0) {
+            format!("{:.4}", self.jain_fairness)
+        } else {
+            "undefined (no flow moved)".to_owned()
+        };
         let _ = writeln!(
             s,
-            "jain {:.4}  queue mean {:.0} B p99 {} B  ecn {}  cnp {}/{}  pfc {} (hosts got {}, paused {:.1} us)  drops {}  events {}",
-            self.jain_fairness,
+            "jain {jain}  queue mean {:.0} B p99 {} B  ecn {}  cnp {}/{}  pfc {} (hosts got {}, paused {:.1} us)  drops {}  events {}",
             self.queue_mean_bytes,
             self.queue_p99_bytes,
             self.ecn_marked,
@@ -206,6 +337,60 @@ impl Summary {
                 f.id, f.name, f.goodput_gbps, c, f.bytes
             );
         }
+        let _ = writeln!(
+            s,
+            "total {:.3} Gbit/s  bottleneck utilisation {:.1}%  retransmitted {}  naks {}  timeouts {}  qp_errors {}",
+            self.total_goodput_gbps,
+            self.bottleneck_utilisation * 100.0,
+            self.retransmitted,
+            self.naks,
+            self.timeouts,
+            self.qp_errors
+        );
+        let mut states: Vec<String> = Vec::new();
+        for st in [
+            FlowState::Done,
+            FlowState::Running,
+            FlowState::Unfinished,
+            FlowState::Stalled,
+            FlowState::Failed,
+        ] {
+            let n = self.flows.iter().filter(|f| f.state == st).count();
+            if n > 0 {
+                states.push(format!("{n} {}", st.name()));
+            }
+        }
+        let _ = writeln!(s, "flows {}: {}", self.flows.len(), states.join(", "));
+        for f in self
+            .flows
+            .iter()
+            .filter(|f| f.state != FlowState::Done && f.state != FlowState::Running)
+        {
+            let why = match (&f.error, f.state) {
+                (Some(e), _) => e.as_str(),
+                (None, FlowState::Unfinished) => "still moving when the run ended",
+                (None, _) => "no payload delivered for a while, no error reported",
+            };
+            let _ = writeln!(s, "flow {:>3} {} {}: {why}", f.id, f.name, f.state.name());
+        }
         s
+    }
+
+    /// The flows that failed or stalled (a run with any is a failed run).
+    pub fn failures(&self) -> impl Iterator<Item = &FlowResult> {
+        self.flows.iter().filter(|f| f.state.is_failure())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_when_equal_lower_when_not_and_zero_when_nothing_moved() {
+        assert_eq!(jain(&[3.0, 3.0, 3.0]), 1.0);
+        assert_eq!(jain(&[1.0, 0.0]), 0.5);
+        assert_eq!(jain(&[0.0, 0.0]), 0.0);
+        assert_eq!(jain(&[]), 0.0);
     }
 }

@@ -76,6 +76,20 @@ impl std::str::FromStr for EngineKind {
     }
 }
 
+/// What a host's transport says about one of its sending flows (the stand-in, which never
+/// retransmits and cannot fail, says nothing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowTransport {
+    /// Why the flow failed (its first error completion and its QP's state), if it did.
+    pub error: Option<String>,
+    /// Request packets the sender sent again.
+    pub retransmitted: u64,
+    /// NAKs the sender received (sequence, RNR, access, invalid request).
+    pub naks: u64,
+    /// ACK timeouts that fired at the sender.
+    pub timeouts: u64,
+}
+
 /// The engine of one scenario host.
 #[derive(Debug)]
 pub enum ScenarioEngine {
@@ -124,6 +138,18 @@ impl ScenarioEngine {
             ScenarioEngine::StandIn(t) => t.cc_metrics(i),
             ScenarioEngine::Rc(r) => r.cc_metrics(i),
         }
+    }
+
+    /// What the transport says about the sender's flow `i`.
+    pub fn flow_transport(&self, i: usize) -> FlowTransport {
+        self.as_rc()
+            .map(|r| r.flow_transport(i))
+            .unwrap_or_default()
+    }
+
+    /// QPs of this host in the error state (0 for the stand-in, which has none).
+    pub fn qp_errors(&self) -> u64 {
+        self.as_rc().map_or(0, RcEngine::qp_errors)
     }
 
     /// When the sender's flow `i` completed, as the engine itself knows it (RC completions).

@@ -23,12 +23,14 @@ use roce_proto::verbs::{
 };
 use roce_proto::wire::Ecn;
 
-use super::{mac_of, ReceivedBytes};
+use super::{mac_of, FlowTransport, ReceivedBytes};
 use crate::series::CcSample;
 use crate::workload::FlowConfig;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;
+/// INT record slots on the data of QPs whose controller uses INT.
+const INT_HOPS: u8 = 3;
 /// Receives kept posted on a QP that consumes them (SEND or WRITE-with-immediate flows).
 const RECV_DEPTH: u32 = 64;
 
@@ -50,6 +52,8 @@ struct RcFlow {
     in_flight: VecDeque<u32>,
     done_at: Option<Instant>,
     errors: u64,
+    /// The first error completion that was not a flush (the cause; flushes follow it).
+    first_error: Option<WcStatus>,
 }
 
 /// A QP on the receiving side that consumes receives.
@@ -72,6 +76,8 @@ pub struct RcEngine {
     rx_qps: Vec<RxQp>,
     /// Bytes that arrived in receives.
     received: ReceivedBytes,
+    /// Every QP this host owns (senders and receivers), for the error count.
+    qpns: Vec<u32>,
 }
 
 /// Why two RC hosts could not be connected.
@@ -112,6 +118,7 @@ impl RcEngine {
             flows: Vec::new(),
             rx_qps: Vec::new(),
             received: ReceivedBytes::default(),
+            qpns: Vec::new(),
         })
     }
 
@@ -144,6 +151,8 @@ impl RcEngine {
             ..RcOptions::default()
         };
         let (a, b) = connect_rc(&mut src.ep, &mut dst.ep, &opts).map_err(|e| qp_err(&e))?;
+        src.qpns.push(a.qpn);
+        dst.qpns.push(b.qpn);
         for (ep, qpn, peer) in [(&mut src.ep, a.qpn, dst.ip), (&mut dst.ep, b.qpn, src.ip)] {
             set_dscp(ep, qpn, peer, flow.dscp).map_err(|e| qp_err(&e))?;
         }
@@ -157,6 +166,11 @@ impl RcEngine {
             src.ep
                 .set_congestion_control(a.qpn, cfg.build(), 0)
                 .map_err(|e| qp_err(&e))?;
+            if cfg.uses_int() {
+                // Room for every switch on a path of the fabric's topologies (leaf-spine-leaf);
+                // each slot costs 24 bytes of every data packet.
+                src.ep.enable_int(a.qpn, INT_HOPS).map_err(|e| qp_err(&e))?;
+            }
         }
         if flow.send || flow.gate_chunk.is_some() {
             let mut rx = RxQp {
@@ -190,6 +204,7 @@ impl RcEngine {
             in_flight: VecDeque::with_capacity(DEPTH),
             done_at: None,
             errors: 0,
+            first_error: None,
         });
         Ok((b.qpn, src.flows.len() - 1))
     }
@@ -212,6 +227,39 @@ impl RcEngine {
     /// Work completions with an error status, over all flows.
     pub fn completion_errors(&self) -> u64 {
         self.flows.iter().map(|f| f.errors).sum()
+    }
+
+    /// What the transport says about flow `i`: why it failed, if it did, and its sender QP's
+    /// retransmissions, NAKs and timeouts.
+    pub fn flow_transport(&self, i: usize) -> FlowTransport {
+        let Some(f) = self.flows.get(i) else {
+            return FlowTransport::default();
+        };
+        let qp = self.ep.qp(f.qpn);
+        let in_error = qp.map_or(true, |q| q.state() == QpState::Err);
+        let error = match (f.first_error, in_error) {
+            (Some(status), true) => Some(format!("{status:?}, QP in the error state")),
+            (Some(status), false) => Some(format!("{status:?}")),
+            (None, true) => Some("QP in the error state".to_owned()),
+            (None, false) if f.errors > 0 => Some("work request refused".to_owned()),
+            (None, false) => None,
+        };
+        let c = qp.map(|q| *q.counters()).unwrap_or_default();
+        FlowTransport {
+            error,
+            retransmitted: c.retransmitted_packets,
+            naks: c.packet_seq_err
+                + c.rnr_nak_retry_err
+                + c.req_remote_access_errors
+                + c.req_remote_invalid_request,
+            timeouts: c.local_ack_timeout_err,
+        }
+    }
+
+    /// QPs of this host (senders and receivers) in the error state.
+    pub fn qp_errors(&self) -> u64 {
+        let failed = |&&qpn: &&u32| self.ep.qp(qpn).map_or(true, |q| q.state() == QpState::Err);
+        self.qpns.iter().filter(failed).count() as u64
     }
 
     /// Congestion-control metrics of flow `i`'s QP, if it runs a controller.
@@ -257,6 +305,9 @@ impl RcEngine {
                     f.completed += u64::from(len);
                 } else {
                     f.errors += 1;
+                    if f.first_error.map_or(true, |e| e == WcStatus::WrFlushErr) {
+                        f.first_error = Some(wc.status);
+                    }
                 }
             }
             if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {

@@ -153,6 +153,12 @@ impl CcConfig {
         &self.params
     }
 
+    /// Whether the controller reacts to in-band telemetry: its QP must send INT shims, switches
+    /// must stamp them and the receiver echo them (HPCC).
+    pub fn uses_int(&self) -> bool {
+        matches!(self.params, CcParams::Hpcc(_))
+    }
+
     /// Sets parameter `param` to `value`.
     pub fn set(&mut self, param: &str, value: &str) -> Result<(), CcError> {
         let controller = self.name;

@@ -127,6 +127,19 @@ impl Pacer {
         }
     }
 
+    /// Changes the rate as a NIC's rate limiter does: the wait still owed for what was sent
+    /// drains at the new rate (a cut delays the next departure, a recovery brings it closer),
+    /// so a packet held at a collapsed rate does not wait on after the rate recovered. Packets
+    /// after it are spaced at the new rate, as with [`Pacer::set_rate`].
+    pub fn set_rate_draining(&mut self, now: Instant, rate: Rate) {
+        let (old, new, now_ns) = (self.rate, rate.as_bps(), now.as_nanos());
+        if old > 0 && new > 0 && new != old && self.next_ns > now_ns {
+            let owed = u128::from(self.next_ns - now_ns) * u128::from(old) / u128::from(new);
+            self.next_ns = now_ns.saturating_add(u64::try_from(owed).unwrap_or(u64::MAX));
+        }
+        self.set_rate(now, rate);
+    }
+
     /// [`Pacer::set_rate`] to a different rate (kept out of line: it is rare, the check is per
     /// packet).
     #[cold]

@@ -489,7 +489,20 @@ impl QueuePair {
         if let Some(p) = self.cc.as_mut() {
             p.on_cnp(now);
         }
+        self.refresh_departure(now);
         true
+    }
+
+    /// A packet held by the pacer leaves when the rate as it is now allows, not when the rate
+    /// it was charged at would have (a collapsed rate must not hold it after recovery).
+    fn refresh_departure(&mut self, now: Instant) {
+        if self.next_departure <= now {
+            return;
+        }
+        if let Some(p) = self.cc.as_ref() {
+            let next = p.departure(now);
+            self.next_departure = if next > now { next } else { Instant::ZERO };
+        }
     }
 
     /// Runs expired timers.
@@ -499,6 +512,7 @@ impl QueuePair {
                 p.handle_timeout(now);
             }
         }
+        self.refresh_departure(now);
         if self.timers.take_expired(Timer::RnrRetry, now) {
             self.completer_step(now, mrs, cqs, |q, c| {
                 q.on_rnr_timer(c);
@@ -531,6 +545,19 @@ impl QueuePair {
             self.rtt.on_loss();
             p.on_loss(now);
         }
+        self.refresh_departure(now);
+    }
+
+    /// Whether the pacer's rate lets fewer than `ack_req_interval` packets of `mtu` bytes leave
+    /// in a quarter of the ACK timeout (then every packet asks for its ACK, so packets that left
+    /// are acknowledged before the timer runs out while later ones wait on the pacer).
+    fn pacer_is_slow(&self, mtu: u32) -> bool {
+        let (Some(p), Some(timeout)) = (self.cc.as_ref(), timer::ack_timeout(self.attrs.timeout))
+        else {
+            return false;
+        };
+        let bits = f64::from(mtu) * 8.0 * f64::from(self.cfg.ack_req_interval);
+        bits / p.metrics().rate.as_bps_f64().max(1.0) > timeout.as_secs_f64() / 4.0
     }
 
     /// The state of this QP's congestion controller, if one is installed.
@@ -543,6 +570,7 @@ impl QueuePair {
         if let Some(p) = self.cc.as_mut() {
             p.on_int(now, hops);
         }
+        self.refresh_departure(now);
     }
 
     /// The earliest timer deadline, and the pacer's departure time when data is waiting on it.

@@ -31,7 +31,7 @@ impl CcPacer {
 
     #[inline]
     fn follow_rate(&mut self, now: Instant) {
-        self.pacer.set_rate(now, self.cc.rate());
+        self.pacer.set_rate_draining(now, self.cc.rate());
     }
 
     /// A paced (data) frame of `frame_len` bytes left at `now`; returns when the next may leave.
@@ -42,6 +42,11 @@ impl CcPacer {
         self.pacer.on_sent(now, len);
         self.follow_rate(now);
         self.pacer.earliest_departure(now, len)
+    }
+
+    /// When the next paced frame may leave, at the rate as it is now.
+    pub fn departure(&self, now: Instant) -> Instant {
+        self.pacer.earliest_departure(now, 0)
     }
 
     /// A CNP arrived for this QP.

@@ -59,6 +59,10 @@ pub(crate) struct Requester {
     pub rd_atomic_outstanding: u32,
     /// Packets sent since the last AckReq.
     pub since_ack_req: u32,
+    /// Set AckReq on every packet: the pacer is too slow for `ack_req_interval` packets to
+    /// leave well within the ACK timeout, so packets that left must not wait for later ones to
+    /// be acknowledged.
+    pub ack_each: bool,
     /// Waiting for the RNR timer: send nothing.
     pub rnr_wait: bool,
     /// The PSN of the current retransmission round (suppresses repeated NAK-triggered rounds).
@@ -97,6 +101,7 @@ impl Requester {
             high_psn: Psn::new(0),
             rd_atomic_outstanding: 0,
             since_ack_req: 0,
+            ack_each: false,
             rnr_wait: false,
             retry_psn: None,
             retry_left: 0,
@@ -196,7 +201,7 @@ impl Requester {
         let offset = u64::from(k) * mtu64;
         let last = k + 1 >= w.npkts;
         let mut payload = Payload::None;
-        let mut ack_req = last || self.since_ack_req + 1 >= cfg.ack_req_interval;
+        let mut ack_req = last || self.ack_each || self.since_ack_req + 1 >= cfg.ack_req_interval;
         if in_flight + 1 >= cfg.max_outstanding_psns {
             ack_req = true;
         }

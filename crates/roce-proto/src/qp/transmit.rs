@@ -174,6 +174,7 @@ impl QueuePair {
             {
                 return None;
             }
+            self.req.ack_each = self.pacer_is_slow(mtu);
             if !self
                 .req
                 .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)

@@ -138,7 +138,9 @@ unsafe fn fill(d: *mut sys::rte_tel_data, reply: &TelReply) {
     }
 }
 
-/// Where this process's telemetry socket is (EAL's runtime directory).
+/// Where this process's telemetry socket is: `dpdk_telemetry.v2` in EAL's runtime directory, or,
+/// when another process of the same file prefix holds that name, the `:N` one DPDK took instead
+/// (the first name when none answers with our pid).
 pub fn socket_path(_eal: &Eal) -> PathBuf {
     // SAFETY: EAL is running; the directory string is static for the process.
     let dir = unsafe { sys::rte_eal_get_runtime_dir() };
@@ -150,7 +152,13 @@ pub fn socket_path(_eal: &Eal) -> PathBuf {
             .to_string_lossy()
             .into_owned()
     };
-    Path::new(&dir).join("dpdk_telemetry.v2")
+    let first = Path::new(&dir).join("dpdk_telemetry.v2");
+    let me = std::process::id();
+    std::iter::once(first.clone())
+        .chain((1..32).map(|i| Path::new(&dir).join(format!("dpdk_telemetry.v2:{i}"))))
+        .filter(|p| p.exists())
+        .find(|p| owner(p) == Some(me))
+        .unwrap_or(first)
 }
 
 /// Asks the telemetry socket at `path` one command (`/roce/port,r`) and returns its JSON answer,

@@ -84,7 +84,10 @@ pub fn from_openmetrics(text: &str) -> anyhow::Result<StatsReport> {
     let mut ports: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     let mut qps: BTreeMap<(String, u32), Map<String, Value>> = BTreeMap::new();
     for s in &scrape.samples {
-        let prometheus_parse::Value::Counter(v) = s.value else {
+        // OpenMetrics names a counter family without its `_total`: some parsers then see the
+        // samples as untyped.
+        let (prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v)) = s.value
+        else {
             continue;
         };
         let Some(device) = s.labels.get("device") else {

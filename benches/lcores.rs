@@ -11,6 +11,8 @@
 //! A summary prints the rates, the 2-lcore/1-lcore ratios and the scraping overhead. The machine
 //! this project runs on has 2 CPUs shared with other work: read the spreads criterion prints.
 
+#[path = "../tests/support/criterion_median.rs"]
+mod criterion_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
@@ -19,11 +21,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
+use criterion_median::median_ns;
 use crossbeam::channel::{self, Receiver, Sender};
 
 use roce::metrics::{exposition::render, Exposition, PortMetrics};
-use roce_dpdk::lcore::dispatch::{first_qpn, shard_ports, MAX_QPS_PER_SHARD};
-use roce_dpdk::lcore::shard::{EndpointSnapshot, ShardEngine, VerbsShard};
+use roce_dpdk::lcore::dispatch::{shard_config, shard_ports};
+use roce_dpdk::lcore::shard::{connect_across, EndpointSnapshot, ShardEngine, VerbsShard};
 use roce_dpdk::lcore::{Cores, LcoreConfig, Lcores, Shard, ShardHandle};
 use roce_dpdk::{
     ring_pair_queues, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, TscClock,
@@ -32,11 +35,8 @@ use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
 use roce_proto::mr::MrInfo;
-use roce_proto::psn::Psn;
 use roce_proto::time;
-use roce_proto::verbs::{
-    AccessFlags, AddressVector, CqHandle, QpInit, SendWr, Sge, WcStatus, WrOpcode,
-};
+use roce_proto::verbs::{AccessFlags, CqHandle, QpInit, SendWr, Sge, WcStatus, WrOpcode};
 use roce_proto::wire::{EthernetAddress, FrameTemplate, PacketFields};
 
 /// Frames (TX bench) or messages (RC bench) per criterion iteration.
@@ -140,14 +140,7 @@ fn tx_bench(c: &mut Criterion, eal: &Eal, pool: &Arc<Mempool>) {
                 lcore: i,
             })
             .collect();
-        let rt = Lcores::spawn(
-            Some(eal),
-            &cores(lcores),
-            shards,
-            TscClock::new(eal),
-            LcoreConfig::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let rt = spawn(eal, lcores, shards);
         let done = channel::unbounded();
         let handles = rt.handles().to_vec();
         g.bench_function(lcores.to_string(), |b| {
@@ -188,9 +181,10 @@ fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize) -> RcSetup {
             .into_iter()
             .enumerate()
         {
-            let mut c = EndpointConfig::ipv4(mac(side), [198, 18, 9, side].into());
-            c.first_qpn = first_qpn(i);
-            c.max_qps = c.max_qps.min(MAX_QPS_PER_SHARD);
+            let c = shard_config(
+                EndpointConfig::ipv4(mac(side), [198, 18, 9, side].into()),
+                i,
+            );
             shards.push(Shard {
                 engine: VerbsShard::new(Endpoint::new(c)),
                 port: p,
@@ -198,14 +192,7 @@ fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize) -> RcSetup {
             });
         }
     }
-    let rt = Lcores::spawn(
-        Some(eal),
-        &cores(lcores),
-        shards,
-        TscClock::new(eal),
-        LcoreConfig::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let rt = spawn(eal, lcores, shards);
     let h: Vec<Sh> = rt.handles().to_vec();
     let opts = RcOptions {
         max_send_wr: 256,
@@ -236,22 +223,7 @@ fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize) -> RcSetup {
         };
         let (qa, cq, src) = ha.call(mk).unwrap_or_else(|e| panic!("{e}"));
         let (qb, _, dst) = hb.call(mk).unwrap_or_else(|e| panic!("{e}"));
-        for (hh, qpn, peer, peer_qpn) in [(&ha, qa, 2u8, qb), (&hb, qb, 1u8, qa)] {
-            hh.call(move |e, _| {
-                let av = AddressVector {
-                    remote_ip: std::net::Ipv4Addr::new(198, 18, 9, peer).into(),
-                    remote_mac: mac(peer),
-                    traffic_class: 0,
-                    hop_limit: 64,
-                };
-                for attr in opts.attrs_to_rts(peer_qpn, av, Psn::new(0), Psn::new(0)) {
-                    e.engine_mut()
-                        .modify_qp(qpn, &attr)
-                        .unwrap_or_else(|e| panic!("{e}"));
-                }
-            })
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
+        connect_across(&ha, qa, &hb, qb, &opts).unwrap_or_else(|e| panic!("{e}"));
         qps.push((ha, qa, cq, src, dst));
     }
     RcSetup { rt, qps }
@@ -381,23 +353,18 @@ fn rc_bench(c: &mut Criterion, eal: &Eal, pool: &Arc<Mempool>) {
     }
 }
 
-fn cores(n: usize) -> Cores {
-    Cores::count(n).unwrap_or_else(|e| panic!("{e}"))
+/// `lcores` lcores on CPUs 0.. running `shards`, on the TSC clock.
+fn spawn<E: ShardEngine>(eal: &Eal, lcores: usize, shards: Vec<Shard<E, DpdkPort>>) -> Lcores<E> {
+    let cores = Cores::count(lcores).unwrap_or_else(|e| panic!("{e}"));
+    Lcores::spawn(
+        Some(eal),
+        &cores,
+        shards,
+        TscClock::new(eal),
+        LcoreConfig::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
-
-/// Median ns per iteration criterion measured for `group/function` in this run.
-fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
-    let written = std::fs::metadata(&path).ok()?.modified().ok()?;
-    if written < *STARTED.get()? {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    v["median"]["point_estimate"].as_f64()
-}
-
-static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
 
 fn summary() {
     println!(
@@ -432,7 +399,7 @@ fn summary() {
 }
 
 fn main() {
-    let _ = STARTED.set(std::time::SystemTime::now());
+    criterion_median::mark_start();
     let eal = Eal::init(&EalConfig {
         require_ports: false,
         ..EalConfig::new("--log-level=lib.eal:4 -m 512")

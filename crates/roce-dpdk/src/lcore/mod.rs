@@ -11,6 +11,31 @@
 //! cross-thread hop per work request would cost too much (`roce perf`, the benches); metrics ask
 //! for snapshots with a generation counter the lcore checks once a loop, so a scrape never stops
 //! a core. Frames reach the shard owning their QP through [`dispatch`].
+//!
+//! # Design: what a shard owns and what is shared
+//!
+//! - **QPs.** Each shard has its own sans-IO [`Endpoint`](roce_proto::endpoint::Endpoint) (or
+//!   resolving endpoint) with the port's MAC and IP. Endpoints number their QPs from
+//!   `EndpointConfig::first_qpn`; shard `s` takes [`dispatch::first_qpn`]`(s)` (QPNs
+//!   `s << 16 ..`), so a destination QPN names its shard and no table is shared.
+//! - **Steering.** Where the device takes flow rules ([`crate::steer`]), a rule per peer UDP
+//!   source port puts a QP's frames on its shard's queue; a ring pair's queue `i` carries only
+//!   what shard `i` of the other end sent. Everything else lands on some queue and the software
+//!   dispatcher hands it to its owner's inbox (a bounded lock-free queue; a full inbox drops the
+//!   frame like a full RX ring, and RC retransmits it). Completions of one shard come out in
+//!   order; across shards there is no order, as across QPs of a NIC.
+//! - **Neighbours.** Frames that are not RoCEv2 (ARP, NDP) belong to shard 0, which answers
+//!   them and resolves peers; a QP on another shard is connected with the MAC shard 0 found
+//!   (a control call), so the neighbour table is not shared either.
+//! - **Memory regions.** An MR belongs to the endpoint (shard) it is registered on, and only that
+//!   shard's QPs can use its keys. A buffer used by QPs on several shards is registered on each
+//!   of them (a region per shard); there is no MR table visible to several shards, because a
+//!   lookup on every packet through shared state would put a lock or atomics on the data path.
+//! - **Buffers.** One mbuf pool per port, with a per-lcore cache: an mbuf handed to another shard
+//!   is freed there, into that lcore's cache.
+//! - **Metrics.** Counters live in the engines; a reader raises a shard's snapshot generation and
+//!   the lcore answers between two polls ([`SnapshotSource`]), so a scrape costs one snapshot per
+//!   shard and never blocks an lcore.
 
 pub mod dispatch;
 pub mod shard;
@@ -188,6 +213,9 @@ pub enum LcoreError {
     /// An lcore thread panicked.
     #[error("lcore {0} panicked")]
     Panicked(usize),
+    /// A QP refused a control call's modification.
+    #[error(transparent)]
+    Qp(#[from] roce_proto::qp::QpError),
 }
 
 impl<E: ShardEngine> ShardHandle<E> {

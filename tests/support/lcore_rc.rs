@@ -160,7 +160,9 @@ fn drive(ha: &[Sh], hb: &[Sh], r: &LcoreRun, rng: &mut Pcg64) -> anyhow::Result<
     let opts = RcOptions {
         max_send_wr: r.ops_per_qp as u32 + 1,
         max_recv_wr: r.ops_per_qp as u32 + 1,
-        timeout: 10,
+        // 67 ms: lcores sharing a CPU with others (more lcores than CPUs, a busy machine) may
+        // wait several scheduler slices for their turn.
+        timeout: 14,
         ..RcOptions::default()
     };
     let mut plans = Vec::new();
@@ -363,13 +365,13 @@ fn drive(ha: &[Sh], hb: &[Sh], r: &LcoreRun, rng: &mut Pcg64) -> anyhow::Result<
             mine == want,
             "QP {qa:#x}: request completions {mine:x?}, expected {want:x?}"
         );
-        ensure!(
-            got_a
-                .iter()
-                .chain(&got_b)
-                .all(|w| w.status == WcStatus::Success),
-            "a completion failed"
-        );
+        if let Some(w) = got_a
+            .iter()
+            .chain(&got_b)
+            .find(|w| w.status != WcStatus::Success)
+        {
+            bail!("a completion failed: {w:?}");
+        }
         let recvs: Vec<(u64, WcOpcode, u32)> = got_b
             .iter()
             .filter(|w| w.qp_num == qb)

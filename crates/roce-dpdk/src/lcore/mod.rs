@@ -57,9 +57,9 @@ use roce_proto::port::Port;
 use roce_proto::time::Instant;
 use shard::ShardEngine;
 
-/// The CPUs lcores run on: one lcore per entry, pinned to that CPU. `--cores N` is CPUs
-/// `0..N` (wrapping around the CPUs there are: more lcores than CPUs share them), `--lcores
-/// 0,2-3` an explicit list.
+/// The CPUs lcores run on: one lcore per entry, pinned to that CPU. `--cores N` is the first
+/// `N` online CPUs (wrapping around: more lcores than CPUs share them), `--lcores 0,2-3` an
+/// explicit list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cores(Vec<usize>);
 
@@ -69,7 +69,7 @@ pub struct Cores(Vec<usize>);
 pub struct BadCores(pub String);
 
 impl Cores {
-    /// `n` lcores on CPUs `0, 1, ...`, wrapping around the CPUs this process may use.
+    /// `n` lcores on the online CPUs in order, wrapping around.
     pub fn count(n: usize) -> Result<Cores, BadCores> {
         if n == 0 || n > dispatch::MAX_SHARDS {
             return Err(BadCores(n.to_string()));
@@ -141,17 +141,14 @@ impl fmt::Display for Cores {
     }
 }
 
-/// The CPUs this process may run on (at least one entry).
+/// The CPUs lcores may be pinned to (at least one entry): the machine's online CPUs, not the
+/// calling thread's affinity (EAL pins the main thread to its first lcore).
 fn available_cpus() -> Vec<usize> {
-    let ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    if ids.is_empty() {
+    let cpus = crate::online_cpus();
+    if cpus.is_empty() {
         vec![0]
     } else {
-        ids
+        cpus
     }
 }
 

@@ -3,7 +3,8 @@
 //!   tx_burst) out of net_null, one queue pair per lcore, through the full runtime loop;
 //! - `lcores_rc_ring`: the RC path end to end on a net_ring pair (one queue pair per lcore each
 //!   side): 2 QPs of 1 KiB RDMA WRITEs, window 32, the requester shard and its responder on the
-//!   same lcore (each lcore runs A's shard i and B's shard i);
+//!   same lcore (each lcore runs A's shard i and B's shard i); `lcores_rc_pairs/2`: the same on
+//!   two ring pairs of one queue each (no ring-PMD state shared between the lcores);
 //! - `lcores_rc_ring/2_scraped_1hz`: the 2-lcore RC run while a thread takes a metrics snapshot of
 //!   every shard and renders the OpenMetrics text once a second; `metrics/snapshot_render`: what
 //!   one such scrape costs.
@@ -203,21 +204,47 @@ fn mac(i: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0, 0, 0, 0xbe, i])
 }
 
-fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize) -> RcSetup {
-    let (a, b) = ring_pair_queues(eal, &format!("bench_lc{lcores}"), 2048, lcores as u16)
-        .unwrap_or_else(|e| panic!("{e}"));
+/// How the two ends are wired for `lcores` lcores.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wiring {
+    /// One ring pair with a queue pair per lcore (the ring PMD keeps the queues' counters of a
+    /// port side by side: lcores write to shared cache lines every burst).
+    Queues,
+    /// A ring pair of one queue per lcore.
+    Pairs,
+}
+
+fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize, wiring: Wiring) -> RcSetup {
+    let name = |i: usize| format!("bench_lc{lcores}_{}{i}", wiring as u8);
+    let ports: Vec<(u16, u16)> =
+        match wiring {
+            Wiring::Queues => vec![ring_pair_queues(eal, &name(0), 2048, lcores as u16)
+                .unwrap_or_else(|e| panic!("{e}"))],
+            Wiring::Pairs => (0..lcores)
+                .map(|i| ring_pair_queues(eal, &name(i), 2048, 1).unwrap_or_else(|e| panic!("{e}")))
+                .collect(),
+        };
     let cfg = PortConfig {
-        queues: lcores as u16,
+        queues: if wiring == Wiring::Queues {
+            lcores as u16
+        } else {
+            1
+        },
         mtu: Some(1500),
         ..PortConfig::default()
     };
     let mut shards = Vec::new();
-    for (side, id) in [(1u8, a), (2u8, b)] {
-        let port = DpdkPort::new(eal, id, pool.clone(), &cfg).unwrap_or_else(|e| panic!("{e}"));
-        for (i, p) in shard_ports(port.into_queues(), 1024)
-            .into_iter()
-            .enumerate()
-        {
+    for side in [1u8, 2] {
+        let queues: Vec<_> = ports
+            .iter()
+            .map(|&(a, b)| if side == 1 { a } else { b })
+            .flat_map(|id| {
+                let port =
+                    DpdkPort::new(eal, id, pool.clone(), &cfg).unwrap_or_else(|e| panic!("{e}"));
+                shard_ports(port.into_queues(), 1024)
+            })
+            .collect();
+        for (i, p) in queues.into_iter().enumerate() {
             let c = shard_config(
                 EndpointConfig::ipv4(mac(side), [198, 18, 9, side].into()),
                 i,
@@ -374,7 +401,19 @@ fn rc_bench(c: &mut Criterion, eal: &Eal, pool: &Arc<Mempool>) {
     let done = channel::unbounded();
     let per_qp = UNIT / RC_QPS as u64;
     for lcores in [1usize, 2] {
-        let s = rc_setup(eal, pool, lcores);
+        if lcores == 2 {
+            let s = rc_setup(eal, pool, lcores, Wiring::Pairs);
+            let mut g = c.benchmark_group("lcores_rc_pairs");
+            g.throughput(Throughput::Elements(UNIT));
+            g.bench_function("2", |b| {
+                b.iter_custom(|iters| rc_quota(&s, iters * per_qp, &done).0)
+            });
+            g.finish();
+            cpu_rate("rc_pairs/2", 11, 4 * UNIT, || {
+                rc_quota(&s, 4 * per_qp, &done)
+            });
+        }
+        let s = rc_setup(eal, pool, lcores, Wiring::Queues);
         let mut g = c.benchmark_group("lcores_rc_ring");
         g.throughput(Throughput::Elements(UNIT));
         g.bench_function(lcores.to_string(), |b| {
@@ -445,6 +484,13 @@ fn summary() {
             gbps(two),
             two / one
         );
+        if let Some(pairs) = rate("lcores_rc_pairs", "2") {
+            println!(
+                "rc_ring 1 KiB WRITEs, wall, 2 lcores on a ring pair each: {pairs:.3} M msg/s ({:.2} Gbit/s) ({:.2}x of 1 lcore)",
+                gbps(pairs),
+                pairs / one
+            );
+        }
     }
     println!("== in lcore thread CPU time (the busiest lcore's; median of 21 / 11 runs; preemption excluded)");
     let cpu = |c: &str| cpu_rate_of(c).map(|r| r / 1e6);
@@ -461,6 +507,13 @@ fn summary() {
             gbps(two),
             two / one
         );
+        if let Some(pairs) = cpu("rc_pairs/2") {
+            println!(
+                "rc_ring 1 KiB WRITEs, 2 lcores on a ring pair each: {pairs:.3} M msg/s ({:.2} Gbit/s) ({:.2}x of 1 lcore)",
+                gbps(pairs),
+                pairs / one
+            );
+        }
     }
     if let (Some(r), Some(lo), Some(hi), Some(n)) = (
         cpu_rate_of("scraped_ratio"),

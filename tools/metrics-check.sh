@@ -5,8 +5,10 @@
 #  3. a real Prometheus server scraping it every second, with the alert rules loaded, answering
 #     queries with non-zero CNP counters (sent and handled);
 #  4. every query of tools/grafana/roce-dashboard.json run against that server (valid PromQL,
-#     names that exist).
-# Needs: prometheus (promtool, prometheus), curl, python3, and root for DPDK (as the tests).
+#     names that exist);
+#  5. DPDK's own dpdk-telemetry.py reading the same CNP counter from the demo's telemetry socket.
+# Needs: prometheus (promtool, prometheus), dpdk-dev (dpdk-telemetry.py), curl, python3, and
+# root for DPDK (as the tests).
 # ROCE_BIN picks the binary (default: target/debug/roce, built when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ need promtool prometheus
 need prometheus prometheus
 need curl curl
 need python3 python3
+need dpdk-telemetry.py dpdk-dev
 
 roce=${ROCE_BIN:-target/debug/roce}
 if [ ! -x "$roce" ]; then
@@ -127,4 +130,23 @@ for panel in dash["panels"]:
         n += 1
 print(f"grafana: {n} queries of {len(dash['panels'])} panels valid")
 PY
+echo "== dpdk-telemetry.py on the demo's telemetry socket"
+sock=$(sed -n 's/^telemetry: \([^ ]*\) (dpdk-telemetry.py.*/\1/p' "$tmp/demo.err" | head -1)
+[ -n "$sock" ] || { echo "metrics-check: the demo has no telemetry socket of its own" >&2; cat "$tmp/demo.err" >&2; exit 1; }
+instance=0
+case "$sock" in *:*) instance=${sock##*:} ;; esac
+prefix=$(basename "$(dirname "$sock")")
+echo "/roce/port,r" | dpdk-telemetry.py -f "$prefix" -i "$instance" >"$tmp/telemetry.txt" 2>&1 || true
+tcnp=$(python3 - "$tmp/telemetry.txt" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+start = text.find('{"/roce/port"')
+if start < 0:
+    start = text.find("{")
+obj, _ = json.JSONDecoder().raw_decode(text[start:])
+print(obj["/roce/port"]["np_cnp_sent"])
+PY
+) || { echo "metrics-check: dpdk-telemetry.py did not answer /roce/port,r:" >&2; cat "$tmp/telemetry.txt" >&2; exit 1; }
+[ "${tcnp:-0}" -gt 0 ] || { echo "metrics-check: dpdk-telemetry.py read np_cnp_sent=$tcnp" >&2; exit 1; }
+echo "dpdk-telemetry.py: /roce/port,r np_cnp_sent = $tcnp"
 echo "metrics-check: ok"

@@ -46,17 +46,19 @@ trap cleanup EXIT
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-mport=$(free_port)
-pport=$(free_port)
-
-echo "== roce demo --metrics 127.0.0.1:$mport"
-"$roce" demo --duration 20s --bottleneck-gbps 0.2 --metrics "127.0.0.1:$mport" \
+echo "== roce demo --metrics 127.0.0.1:0"
+"$roce" demo --duration 20s --bottleneck-gbps 0.2 --metrics "127.0.0.1:0" \
     --metrics-linger 120s --json >"$tmp/demo.json" 2>"$tmp/demo.err" &
 pids+=($!)
+maddr=
 for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$mport/metrics" >"$tmp/scrape.txt" 2>/dev/null && break
+    maddr=$(sed -n 's|^metrics: http://\(.*\)/metrics$|\1|p' "$tmp/demo.err" | head -1)
+    [ -n "$maddr" ] && curl -sf "http://$maddr/metrics" >"$tmp/scrape.txt" 2>/dev/null && break
     sleep 0.2
 done
+echo "roce demo serves http://$maddr/metrics"
+# Chosen now that the demo holds its port.
+pport=$(free_port)
 [ -s "$tmp/scrape.txt" ] || { echo "metrics-check: no metrics from roce demo" >&2; cat "$tmp/demo.err" >&2; exit 1; }
 echo "== promtool check metrics ($(grep -c '^roce_' "$tmp/scrape.txt") samples)"
 # promtool lints the Prometheus text format: the OpenMetrics exposition said in it (counter
@@ -76,7 +78,7 @@ for l in lines:
     print(l)
 PY
 
-echo "== prometheus scraping 127.0.0.1:$mport every second"
+echo "== prometheus scraping $maddr every second"
 cat >"$tmp/prometheus.yml" <<CONF
 global:
   scrape_interval: 1s
@@ -86,7 +88,7 @@ rule_files:
 scrape_configs:
   - job_name: roce
     static_configs:
-      - targets: ["127.0.0.1:$mport"]
+      - targets: ["$maddr"]
 CONF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
     --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &

@@ -80,6 +80,11 @@ pub(super) fn run(
     )?;
     let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
     let device = dev.port.info().name.clone();
+    // How frames reach their lcore on this port, said once (as `roce port info --cores` does).
+    eprintln!(
+        "lcores: {n} on CPUs {cores}; steering={}",
+        roce_dpdk::steer::Steering::probe(&dev.port)
+    );
     let mut shards = Vec::new();
     for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
         .into_iter()

@@ -12,6 +12,8 @@
 
 #[path = "../tests/support/cpu_median.rs"]
 mod cpu_median;
+#[path = "../tests/support/criterion_median.rs"]
+mod criterion_median;
 #[path = "../tests/support/roce_frames.rs"]
 mod roce_frames;
 
@@ -20,6 +22,7 @@ use std::sync::Arc;
 
 use cpu_median::cpu_median_ns;
 use criterion::{Criterion, Throughput};
+use criterion_median::median_ns;
 use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig};
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields};
@@ -187,22 +190,6 @@ enum Parse {
     None,
 }
 
-/// Median nanoseconds per iteration criterion measured for `group/function`.
-fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
-    // Only estimates written by this process count (not a filtered-out row's older run).
-    let written = std::fs::metadata(&path).ok()?.modified().ok()?;
-    if written < *STARTED.get()? {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    v["median"]["point_estimate"].as_f64()
-}
-
-/// When this process started (set first thing in `main`).
-static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
-
 /// The TX cases again, in thread CPU time per burst.
 fn cpu_summary(cpu: &[(String, f64)]) {
     println!("\n== DPDK TX in thread CPU time (median of 21 runs, same run; preemption excluded)");
@@ -275,7 +262,7 @@ fn summary() {
 }
 
 fn main() {
-    let _ = STARTED.set(std::time::SystemTime::now());
+    criterion_median::mark_start();
     let mut config = EalConfig::new("--log-level=lib.eal:4 --vdev=net_null0");
     config.require_ports = true;
     let eal = match Eal::init(&config) {

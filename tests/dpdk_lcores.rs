@@ -69,6 +69,10 @@ fn main() {
             "tap_steers_by_udp_source_port_and_ring_falls_back_to_software",
             tap_steers_by_udp_source_port_and_ring_falls_back_to_software,
         ),
+        (
+            "lcores_are_named_and_pinned_each_to_its_own_cpu",
+            lcores_are_named_and_pinned_each_to_its_own_cpu,
+        ),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, t) in tests {
@@ -272,4 +276,65 @@ impl UdpSource for Mbuf {
             && f.get(34..36) == Some(&sport.to_be_bytes())
             && f.get(36..38) == Some(&4791u16.to_be_bytes())
     }
+}
+
+/// `--cores N` puts lcore `i` on the `i`-th online CPU (wrapping), named `roce-lcore<i>`, even
+/// though EAL pinned the main thread (and so every thread it starts) to its first lcore's CPU.
+fn lcores_are_named_and_pinned_each_to_its_own_cpu(
+    eal: &Eal,
+    pool: &Arc<Mempool>,
+) -> anyhow::Result<()> {
+    use roce_dpdk::lcore::dispatch::shard_ports;
+    use roce_dpdk::lcore::shard::VerbsShard;
+    use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard};
+    let online = roce_dpdk::online_cpus();
+    let n = online.len() + 1;
+    let (a, _) = ring_pair_queues(eal, "lc_pin", 256, n as u16)?;
+    let cfg = PortConfig {
+        queues: n as u16,
+        ..PortConfig::default()
+    };
+    let port = DpdkPort::new(eal, a, pool.clone(), &cfg)?;
+    let shards = shard_ports(port.into_queues(), 16)
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Shard {
+            engine: VerbsShard::new(roce_proto::endpoint::Endpoint::new(
+                roce_dpdk::lcore::dispatch::shard_config(
+                    roce_proto::endpoint::EndpointConfig::ipv4(
+                        roce_proto::wire::EthernetAddress([2, 0, 0, 0, 0, 9]),
+                        [198, 18, 3, 1].into(),
+                    ),
+                    i,
+                ),
+            )),
+            port: p,
+            lcore: i,
+        })
+        .collect();
+    let cores = Cores::count(n)?;
+    let rt = Lcores::spawn(
+        Some(eal),
+        &cores,
+        shards,
+        roce_dpdk::TscClock::new(eal),
+        LcoreConfig::default(),
+    )?;
+    for (i, h) in rt.handles().iter().enumerate() {
+        let (name, cpus) = h.call(|_, _| {
+            let name = std::thread::current().name().map(str::to_owned);
+            (name, roce_dpdk::thread_cpus())
+        })?;
+        let want = online[i % online.len()];
+        ensure!(
+            name.as_deref() == Some(format!("roce-lcore{i}").as_str()),
+            "lcore {i} is named {name:?}"
+        );
+        ensure!(
+            cpus == [want],
+            "lcore {i} runs on CPUs {cpus:?}, expected [{want}]"
+        );
+    }
+    drop(rt);
+    Ok(())
 }

@@ -5,8 +5,10 @@
 #  3. a real Prometheus server scraping it every second, with the alert rules loaded, answering
 #     queries with non-zero CNP counters (sent and handled);
 #  4. every query of tools/grafana/roce-dashboard.json run against that server (valid PromQL,
-#     names that exist).
-# Needs: prometheus (promtool, prometheus), curl, python3, and root for DPDK (as the tests).
+#     names that exist);
+#  5. DPDK's own dpdk-telemetry.py reading the same CNP counter from the demo's telemetry socket.
+# Needs: prometheus (promtool, prometheus), dpdk-dev (dpdk-telemetry.py), curl, python3, and
+# root for DPDK (as the tests).
 # ROCE_BIN picks the binary (default: target/debug/roce, built when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ need promtool prometheus
 need prometheus prometheus
 need curl curl
 need python3 python3
+need dpdk-telemetry.py dpdk-dev
 
 roce=${ROCE_BIN:-target/debug/roce}
 if [ ! -x "$roce" ]; then
@@ -43,17 +46,19 @@ trap cleanup EXIT
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-mport=$(free_port)
-pport=$(free_port)
-
-echo "== roce demo --metrics 127.0.0.1:$mport"
-"$roce" demo --duration 20s --bottleneck-gbps 0.2 --metrics "127.0.0.1:$mport" \
+echo "== roce demo --metrics 127.0.0.1:0"
+"$roce" demo --duration 20s --bottleneck-gbps 0.2 --metrics "127.0.0.1:0" \
     --metrics-linger 120s --json >"$tmp/demo.json" 2>"$tmp/demo.err" &
 pids+=($!)
+maddr=
 for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$mport/metrics" >"$tmp/scrape.txt" 2>/dev/null && break
+    maddr=$(sed -n 's|^metrics: http://\(.*\)/metrics$|\1|p' "$tmp/demo.err" | head -1)
+    [ -n "$maddr" ] && curl -sf "http://$maddr/metrics" >"$tmp/scrape.txt" 2>/dev/null && break
     sleep 0.2
 done
+echo "roce demo serves http://$maddr/metrics"
+# Chosen now that the demo holds its port.
+pport=$(free_port)
 [ -s "$tmp/scrape.txt" ] || { echo "metrics-check: no metrics from roce demo" >&2; cat "$tmp/demo.err" >&2; exit 1; }
 echo "== promtool check metrics ($(grep -c '^roce_' "$tmp/scrape.txt") samples)"
 # promtool lints the Prometheus text format: the OpenMetrics exposition said in it (counter
@@ -73,7 +78,7 @@ for l in lines:
     print(l)
 PY
 
-echo "== prometheus scraping 127.0.0.1:$mport every second"
+echo "== prometheus scraping $maddr every second"
 cat >"$tmp/prometheus.yml" <<CONF
 global:
   scrape_interval: 1s
@@ -83,7 +88,7 @@ rule_files:
 scrape_configs:
   - job_name: roce
     static_configs:
-      - targets: ["127.0.0.1:$mport"]
+      - targets: ["$maddr"]
 CONF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
     --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
@@ -127,4 +132,23 @@ for panel in dash["panels"]:
         n += 1
 print(f"grafana: {n} queries of {len(dash['panels'])} panels valid")
 PY
+echo "== dpdk-telemetry.py on the demo's telemetry socket"
+sock=$(sed -n 's/^telemetry: \([^ ]*\) (dpdk-telemetry.py.*/\1/p' "$tmp/demo.err" | head -1)
+[ -n "$sock" ] || { echo "metrics-check: the demo has no telemetry socket of its own" >&2; cat "$tmp/demo.err" >&2; exit 1; }
+instance=0
+case "$sock" in *:*) instance=${sock##*:} ;; esac
+prefix=$(basename "$(dirname "$sock")")
+echo "/roce/port,r" | dpdk-telemetry.py -f "$prefix" -i "$instance" >"$tmp/telemetry.txt" 2>&1 || true
+tcnp=$(python3 - "$tmp/telemetry.txt" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+start = text.find('{"/roce/port"')
+if start < 0:
+    start = text.find("{")
+obj, _ = json.JSONDecoder().raw_decode(text[start:])
+print(obj["/roce/port"]["np_cnp_sent"])
+PY
+) || { echo "metrics-check: dpdk-telemetry.py did not answer /roce/port,r:" >&2; cat "$tmp/telemetry.txt" >&2; exit 1; }
+[ "${tcnp:-0}" -gt 0 ] || { echo "metrics-check: dpdk-telemetry.py read np_cnp_sent=$tcnp" >&2; exit 1; }
+echo "dpdk-telemetry.py: /roce/port,r np_cnp_sent = $tcnp"
 echo "metrics-check: ok"

@@ -136,6 +136,62 @@ struct Qp {
     recvs: u64,
 }
 
+impl Qp {
+    /// What the peer needs to reach this QP's destination buffer.
+    fn dest(&self, ip: std::net::Ipv4Addr) -> Dest {
+        Dest {
+            qpn: self.qpn,
+            psn: self.psn.value(),
+            rkey: self.dst.rkey,
+            addr: self.dst.addr,
+            gid: ip.to_ipv6_mapped(),
+        }
+    }
+
+    /// A QP of `depth` work requests each way with its CQ, PD and two buffers of `mr_len` bytes
+    /// (source and destination, every access allowed), on `ep`; the peer unknown yet.
+    fn create(
+        ep: &mut roce_proto::endpoint::Endpoint,
+        depth: u32,
+        mr_len: usize,
+        psn: Psn,
+    ) -> Result<Qp, roce_proto::qp::QpError> {
+        let pd = ep.alloc_pd();
+        let cq = ep.create_cq(4 * depth as usize + 64);
+        let qpn = ep.create_qp(QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: depth,
+            max_recv_wr: depth,
+        })?;
+        let access = AccessFlags::LOCAL_WRITE
+            | AccessFlags::REMOTE_WRITE
+            | AccessFlags::REMOTE_READ
+            | AccessFlags::REMOTE_ATOMIC;
+        let src = ep.reg_mr(pd, mr_len, access);
+        let dst = ep.reg_mr(pd, mr_len, access);
+        Ok(Qp {
+            qpn,
+            psn,
+            cq,
+            pd,
+            src,
+            dst,
+            peer: Dest {
+                qpn: 0,
+                psn: 0,
+                rkey: 0,
+                addr: 0,
+                gid: std::net::Ipv6Addr::UNSPECIFIED,
+            },
+            posted: 0,
+            done: 0,
+            recvs: 0,
+        })
+    }
+}
+
 /// Runs a `roce perf` test.
 pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let (test, args) = match cmd {
@@ -189,55 +245,13 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     let depth = args.tx_depth.clamp(1, 1024);
     let mut psns = args.port.psns();
     let mut qps = Vec::new();
-    let access = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
     for _ in 0..hello.qps {
-        let ep = s.host.endpoint_mut();
-        let pd = ep.alloc_pd();
-        let cq = ep.create_cq(4 * depth as usize + 64);
-        let qpn = ep
-            .create_qp(QpInit {
-                pd,
-                send_cq: cq,
-                recv_cq: cq,
-                max_send_wr: depth,
-                max_recv_wr: depth,
-            })
+        let q = Qp::create(s.host.endpoint_mut(), depth, mr_len, psns.next_psn())
             .context("creating a QP")?;
-        let src = ep.reg_mr(pd, mr_len, access);
-        let dst = ep.reg_mr(pd, mr_len, access);
-        qps.push(Qp {
-            qpn,
-            psn: psns.next_psn(),
-            cq,
-            pd,
-            src,
-            dst,
-            peer: Dest {
-                qpn: 0,
-                psn: 0,
-                rkey: 0,
-                addr: 0,
-                gid: std::net::Ipv6Addr::UNSPECIFIED,
-            },
-            posted: 0,
-            done: 0,
-            recvs: 0,
-        });
+        qps.push(q);
     }
     let ip = session::parse_ip(&args.port.ip)?;
-    let mine: Vec<Dest> = qps
-        .iter()
-        .map(|q| Dest {
-            qpn: q.qpn,
-            psn: q.psn.value(),
-            rkey: q.dst.rkey,
-            addr: q.dst.addr,
-            gid: ip.to_ipv6_mapped(),
-        })
-        .collect();
+    let mine: Vec<Dest> = qps.iter().map(|q| q.dest(ip)).collect();
     let theirs: Vec<Dest> = if perftest {
         let mut t = Vec::new();
         for d in &mine {

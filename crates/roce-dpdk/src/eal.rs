@@ -374,13 +374,37 @@ impl Eal {
 /// Pins the calling thread to CPU `core`; returns `false` when the core does not exist or the
 /// OS refused.
 pub fn pin_current_thread(core: usize) -> bool {
-    let Some(ids) = core_affinity::get_core_ids() else {
-        return false;
-    };
-    match ids.into_iter().find(|c| c.id == core) {
-        Some(id) => core_affinity::set_for_current(id),
-        None => false,
-    }
+    // Not only among the CPUs this thread may run on now: EAL pins its main thread (`-l 0`) and
+    // threads inherit that, yet may be moved to any online CPU.
+    online_cpus().contains(&core)
+        && core_affinity::set_for_current(core_affinity::CoreId { id: core })
+}
+
+/// The CPUs the calling thread may run on (its affinity).
+pub fn thread_cpus() -> Vec<usize> {
+    core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect()
+}
+
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`), whatever the
+/// calling thread's affinity; the thread's own CPUs when that file cannot be read.
+pub fn online_cpus() -> Vec<usize> {
+    let parsed = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| {
+            let mut cpus = Vec::new();
+            for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+                let (a, b) = part.split_once('-').unwrap_or((part, part));
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                cpus.extend(a..=b.min(a + 4096));
+            }
+            Some(cpus)
+        })
+        .filter(|c| !c.is_empty());
+    parsed.unwrap_or_else(thread_cpus)
 }
 
 /// Registers the calling (non-EAL) thread with EAL, which gives it an lcore id: mempools then

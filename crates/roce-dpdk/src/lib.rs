@@ -30,7 +30,7 @@ pub mod steer;
 pub mod telemetry;
 mod tsc;
 
-pub use eal::{pin_current_thread, Eal, EalConfig};
+pub use eal::{online_cpus, pin_current_thread, thread_cpus, Eal, EalConfig};
 pub use error::DpdkError;
 pub use mbuf::Mbuf;
 pub use mempool::{Mempool, MempoolConfig};

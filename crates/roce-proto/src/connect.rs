@@ -118,6 +118,26 @@ fn rc_qp(
     })
 }
 
+/// The address vector with which an endpoint configured as `local` reaches one configured as
+/// `peer` (its IPv4 address when both have one, else its IPv6 address, and its MAC).
+pub fn address_vector(
+    local: &crate::endpoint::EndpointConfig,
+    peer: &crate::endpoint::EndpointConfig,
+) -> Result<crate::verbs::AddressVector, crate::qp::QpError> {
+    let remote_ip = match (peer.ipv4, peer.ipv6, local.ipv4) {
+        (Some(v4), _, Some(_)) => std::net::IpAddr::V4(v4),
+        (_, Some(v6), _) => std::net::IpAddr::V6(v6),
+        (Some(v4), None, None) => std::net::IpAddr::V4(v4),
+        (None, None, _) => return Err(crate::qp::QpError::InvalidAttribute("av.remote_ip")),
+    };
+    Ok(crate::verbs::AddressVector {
+        remote_ip,
+        remote_mac: peer.mac,
+        traffic_class: 0,
+        hop_limit: 64,
+    })
+}
+
 fn to_rts(
     ep: &mut Endpoint,
     qpn: u32,
@@ -127,20 +147,7 @@ fn to_rts(
     rq_psn: crate::psn::Psn,
     o: &RcOptions,
 ) -> Result<(), crate::qp::QpError> {
-    use crate::verbs::AddressVector;
-    let pc = peer.config();
-    let remote_ip = match (pc.ipv4, pc.ipv6, ep.config().ipv4) {
-        (Some(v4), _, Some(_)) => std::net::IpAddr::V4(v4),
-        (_, Some(v6), _) => std::net::IpAddr::V6(v6),
-        (Some(v4), None, None) => std::net::IpAddr::V4(v4),
-        (None, None, _) => return Err(crate::qp::QpError::InvalidAttribute("av.remote_ip")),
-    };
-    let av = AddressVector {
-        remote_ip,
-        remote_mac: pc.mac,
-        traffic_class: 0,
-        hop_limit: 64,
-    };
+    let av = address_vector(ep.config(), peer.config())?;
     for attr in o.attrs_to_rts(peer_qpn, av, rq_psn, sq_psn) {
         ep.modify_qp(qpn, &attr)?;
     }

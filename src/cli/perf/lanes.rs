@@ -15,7 +15,7 @@ use crossbeam::channel;
 
 use roce::metrics::{Exposition, MetricsHub, PortMetrics};
 use roce::oob::perf::{Dest, Hello, Test};
-use roce_dpdk::lcore::dispatch::{first_qpn, shard_ports, INBOX_FRAMES, MAX_QPS_PER_SHARD};
+use roce_dpdk::lcore::dispatch::{shard_config, shard_ports, INBOX_FRAMES};
 use roce_dpdk::lcore::shard::{EndpointSnapshot, VerbsShard};
 use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard, ShardHandle, SnapshotSource};
 use roce_dpdk::TscClock;
@@ -27,7 +27,7 @@ use roce_proto::fault::FaultConfig;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::time::Instant;
-use roce_proto::verbs::{AccessFlags, QpInit, WcOpcode, WcStatus};
+use roce_proto::verbs::{WcOpcode, WcStatus};
 
 use super::report::{Bw, BwMeter, RESULT_LINE};
 use super::session::{self, Ask, Blocking, Connect, Oob, Req};
@@ -80,14 +80,17 @@ pub(super) fn run(
     )?;
     let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
     let device = dev.port.info().name.clone();
+    // How frames reach their lcore on this port, said once (as `roce port info --cores` does).
+    eprintln!(
+        "lcores: {n} on CPUs {cores}; steering={}",
+        roce_dpdk::steer::Steering::probe(&dev.port)
+    );
     let mut shards = Vec::new();
     for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
         .into_iter()
         .enumerate()
     {
-        let mut cfg = EndpointConfig::ipv4(mac, ip);
-        cfg.first_qpn = first_qpn(i);
-        cfg.max_qps = cfg.max_qps.min(MAX_QPS_PER_SHARD);
+        let cfg = shard_config(EndpointConfig::ipv4(mac, ip), i);
         shards.push(Shard {
             engine: VerbsShard::new(ResolvingEndpoint::new(cfg)),
             port: p,
@@ -123,63 +126,20 @@ pub(super) fn run(
     for k in 0..hello.qps as usize {
         let shard = k % n;
         let cc = cc.cloned();
-        let (qpn, cq, pd, src, dst) = h[shard]
+        let psn = psns.next_psn();
+        let q = h[shard]
             .call(move |e, _| {
                 let ep = e.engine_mut().endpoint_mut();
-                let pd = ep.alloc_pd();
-                let cq = ep.create_cq(4 * depth as usize + 64);
-                let qpn = ep.create_qp(QpInit {
-                    pd,
-                    send_cq: cq,
-                    recv_cq: cq,
-                    max_send_wr: depth,
-                    max_recv_wr: depth,
-                })?;
-                let access = AccessFlags::LOCAL_WRITE
-                    | AccessFlags::REMOTE_WRITE
-                    | AccessFlags::REMOTE_READ
-                    | AccessFlags::REMOTE_ATOMIC;
-                let src = ep.reg_mr(pd, mr_len, access);
-                let dst = ep.reg_mr(pd, mr_len, access);
+                let q = Qp::create(ep, depth, mr_len, psn)?;
                 if let Some(c) = cc {
-                    ep.set_congestion_control(qpn, c.build(), 64 * 1024)?;
+                    ep.set_congestion_control(q.qpn, c.build(), 64 * 1024)?;
                 }
-                Ok::<_, roce_proto::qp::QpError>((qpn, cq, pd, src, dst))
+                Ok::<_, roce_proto::qp::QpError>(q)
             })?
             .context("creating a QP")?;
-        let unknown = Dest {
-            qpn: 0,
-            psn: 0,
-            rkey: 0,
-            addr: 0,
-            gid: std::net::Ipv6Addr::UNSPECIFIED,
-        };
-        qps.push((
-            shard,
-            Qp {
-                qpn,
-                psn: psns.next_psn(),
-                cq,
-                pd,
-                src,
-                dst,
-                peer: unknown,
-                posted: 0,
-                done: 0,
-                recvs: 0,
-            },
-        ));
+        qps.push((shard, q));
     }
-    let mine: Vec<Dest> = qps
-        .iter()
-        .map(|(_, q)| Dest {
-            qpn: q.qpn,
-            psn: q.psn.value(),
-            rkey: q.dst.rkey,
-            addr: q.dst.addr,
-            gid: ip.to_ipv6_mapped(),
-        })
-        .collect();
+    let mine: Vec<Dest> = qps.iter().map(|(_, q)| q.dest(ip)).collect();
     if !is_client && hello.duration > 0 {
         let run = std::time::Duration::from_secs(hello.duration);
         b.ask(&oob, Req::IoTimeout(timeout.saturating_add(run)))?;

@@ -31,6 +31,16 @@ pub fn first_qpn(shard: usize) -> u32 {
     }
 }
 
+/// `cfg` for the endpoint of shard `shard`: its QPs numbered in the shard's own range.
+pub fn shard_config(
+    mut cfg: roce_proto::endpoint::EndpointConfig,
+    shard: usize,
+) -> roce_proto::endpoint::EndpointConfig {
+    cfg.first_qpn = first_qpn(shard);
+    cfg.max_qps = cfg.max_qps.min(MAX_QPS_PER_SHARD);
+    cfg
+}
+
 /// The shard that owns QPN `qpn` among `shards`.
 pub fn shard_of_qpn(qpn: u32, shards: usize) -> usize {
     let s = (qpn >> QPN_SHARD_SHIFT) as usize;

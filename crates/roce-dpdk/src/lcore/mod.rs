@@ -11,6 +11,31 @@
 //! cross-thread hop per work request would cost too much (`roce perf`, the benches); metrics ask
 //! for snapshots with a generation counter the lcore checks once a loop, so a scrape never stops
 //! a core. Frames reach the shard owning their QP through [`dispatch`].
+//!
+//! # Design: what a shard owns and what is shared
+//!
+//! - **QPs.** Each shard has its own sans-IO [`Endpoint`](roce_proto::endpoint::Endpoint) (or
+//!   resolving endpoint) with the port's MAC and IP. Endpoints number their QPs from
+//!   `EndpointConfig::first_qpn`; shard `s` takes [`dispatch::first_qpn`]`(s)` (QPNs
+//!   `s << 16 ..`), so a destination QPN names its shard and no table is shared.
+//! - **Steering.** Where the device takes flow rules ([`crate::steer`]), a rule per peer UDP
+//!   source port puts a QP's frames on its shard's queue; a ring pair's queue `i` carries only
+//!   what shard `i` of the other end sent. Everything else lands on some queue and the software
+//!   dispatcher hands it to its owner's inbox (a bounded lock-free queue; a full inbox drops the
+//!   frame like a full RX ring, and RC retransmits it). Completions of one shard come out in
+//!   order; across shards there is no order, as across QPs of a NIC.
+//! - **Neighbours.** Frames that are not RoCEv2 (ARP, NDP) belong to shard 0, which answers
+//!   them and resolves peers; a QP on another shard is connected with the MAC shard 0 found
+//!   (a control call), so the neighbour table is not shared either.
+//! - **Memory regions.** An MR belongs to the endpoint (shard) it is registered on, and only that
+//!   shard's QPs can use its keys. A buffer used by QPs on several shards is registered on each
+//!   of them (a region per shard); there is no MR table visible to several shards, because a
+//!   lookup on every packet through shared state would put a lock or atomics on the data path.
+//! - **Buffers.** One mbuf pool per port, with a per-lcore cache: an mbuf handed to another shard
+//!   is freed there, into that lcore's cache.
+//! - **Metrics.** Counters live in the engines; a reader raises a shard's snapshot generation and
+//!   the lcore answers between two polls ([`SnapshotSource`]), so a scrape costs one snapshot per
+//!   shard and never blocks an lcore.
 
 pub mod dispatch;
 pub mod shard;
@@ -32,9 +57,9 @@ use roce_proto::port::Port;
 use roce_proto::time::Instant;
 use shard::ShardEngine;
 
-/// The CPUs lcores run on: one lcore per entry, pinned to that CPU. `--cores N` is CPUs
-/// `0..N` (wrapping around the CPUs there are: more lcores than CPUs share them), `--lcores
-/// 0,2-3` an explicit list.
+/// The CPUs lcores run on: one lcore per entry, pinned to that CPU. `--cores N` is the first
+/// `N` online CPUs (wrapping around: more lcores than CPUs share them), `--lcores 0,2-3` an
+/// explicit list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cores(Vec<usize>);
 
@@ -44,7 +69,7 @@ pub struct Cores(Vec<usize>);
 pub struct BadCores(pub String);
 
 impl Cores {
-    /// `n` lcores on CPUs `0, 1, ...`, wrapping around the CPUs this process may use.
+    /// `n` lcores on the online CPUs in order, wrapping around.
     pub fn count(n: usize) -> Result<Cores, BadCores> {
         if n == 0 || n > dispatch::MAX_SHARDS {
             return Err(BadCores(n.to_string()));
@@ -116,17 +141,14 @@ impl fmt::Display for Cores {
     }
 }
 
-/// The CPUs this process may run on (at least one entry).
+/// The CPUs lcores may be pinned to (at least one entry): the machine's online CPUs, not the
+/// calling thread's affinity (EAL pins the main thread to its first lcore).
 fn available_cpus() -> Vec<usize> {
-    let ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    if ids.is_empty() {
+    let cpus = crate::online_cpus();
+    if cpus.is_empty() {
         vec![0]
     } else {
-        ids
+        cpus
     }
 }
 
@@ -188,6 +210,9 @@ pub enum LcoreError {
     /// An lcore thread panicked.
     #[error("lcore {0} panicked")]
     Panicked(usize),
+    /// A QP refused a control call's modification.
+    #[error(transparent)]
+    Qp(#[from] roce_proto::qp::QpError),
 }
 
 impl<E: ShardEngine> ShardHandle<E> {

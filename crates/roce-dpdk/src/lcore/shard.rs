@@ -276,3 +276,35 @@ impl<E: Engine + HasEndpoint + Send + 'static> ShardEngine for VerbsShard<E> {
         EndpointSnapshot::of(self.engine.endpoint(), now)
     }
 }
+
+/// Connects QP `qa` on shard `a` with QP `qb` on shard `b` (shards of two endpoints, RESET to RTS
+/// both ways, first PSNs `o.a_psn` and `o.b_psn`), as `roce_proto::connect::connect_rc` does for
+/// two endpoints at hand: each side's address vector from the other's configuration. Control
+/// calls: the lcores keep running.
+pub fn connect_across<E>(
+    a: &super::ShardHandle<VerbsShard<E>>,
+    qa: u32,
+    b: &super::ShardHandle<VerbsShard<E>>,
+    qb: u32,
+    o: &roce_proto::connect::RcOptions,
+) -> Result<(), super::LcoreError>
+where
+    E: Engine + HasEndpoint + Send + 'static,
+{
+    let ca = a.call(|e, _| *e.engine().endpoint().config())?;
+    let cb = b.call(|e, _| *e.engine().endpoint().config())?;
+    let o = *o;
+    for (h, qpn, local, peer, peer_qpn, sq, rq) in [
+        (a, qa, ca, cb, qb, o.a_psn, o.b_psn),
+        (b, qb, cb, ca, qa, o.b_psn, o.a_psn),
+    ] {
+        let av = roce_proto::connect::address_vector(&local, &peer)?;
+        h.call(move |e, _| {
+            for attr in o.attrs_to_rts(peer_qpn, av, rq, sq) {
+                e.engine_mut().endpoint_mut().modify_qp(qpn, &attr)?;
+            }
+            Ok::<(), roce_proto::qp::QpError>(())
+        })??;
+    }
+    Ok(())
+}

@@ -4,7 +4,9 @@
 //! they get (the simulator's own cost); the test engines (which build every frame with its ICRC
 //! and check every ICRC on receipt); and the real RC endpoints, the scenarios' default (QPs,
 //! ACKs, completions, payload copies). Also the wall time of a 16:1 incast at 100 Gbit/s for
-//! 10 ms of virtual time on each transport. Prints medians and ratios.
+//! 10 ms of virtual time on each transport. And `roce sim compare`'s grid runner: a grid of 3
+//! controllers × 2 seeds (8:1 incast, 300 µs, RC endpoints) on 1 and 2 threads, in runs/s, the
+//! 1-thread run being the baseline. Prints medians and ratios.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -13,6 +15,7 @@ use std::time::Instant as Wall;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::compare::{run_grid, Grid, Run};
 use roce_fabric::engines::{EngineKind, StandInEngine};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::topology::Topology;
@@ -182,5 +185,62 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The grid `compare` runs: 3 controllers × 2 seeds of an 8:1 incast.
+fn grid() -> Vec<Run> {
+    let base = incast(8, 300.0, EngineKind::Rc);
+    let grid = Grid {
+        ccs: vec!["none".into(), "dcqcn-mlx".into(), "dctcp".into()],
+        seeds: 2,
+        ..Grid::default()
+    };
+    grid.expand(&base).expect("grid").1
+}
+
+/// Runs the grid on `threads`; returns the events of all runs.
+fn run_compare(runs: &[Run], threads: usize) -> u64 {
+    run_grid(runs, threads, |_, r| {
+        r.scenario.run(|_| {}).expect("runs").0.events
+    })
+    .expect("pool")
+    .iter()
+    .sum()
+}
+
+fn bench_compare(c: &mut Criterion) {
+    let runs = grid();
+    let mut g = c.benchmark_group("compare");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(runs.len() as u64));
+    for threads in [1, 2] {
+        g.bench_function(format!("grid6_threads{threads}"), |b| {
+            b.iter(|| black_box(run_compare(&runs, threads)))
+        });
+    }
+    g.finish();
+    // Interleaved 1- and 2-thread runs: the ratio of each pair, then the median.
+    let (mut one, mut two, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let t = Wall::now();
+        run_compare(&runs, 1);
+        let a = runs.len() as f64 / t.elapsed().as_secs_f64();
+        let t = Wall::now();
+        run_compare(&runs, 2);
+        let b = runs.len() as f64 / t.elapsed().as_secs_f64();
+        one.push(a);
+        two.push(b);
+        ratio.push(b / a);
+    }
+    let (lo, hi) = ratio
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+    println!(
+        "compare, 3 controllers x 2 seeds (median of 7 interleaved pairs): 1 thread {:.2} runs/s, \
+         2 threads {:.2} runs/s, ratio {:.2}x (range {lo:.2}-{hi:.2})",
+        median(one),
+        median(two),
+        median(ratio)
+    );
+}
+
+criterion_group!(benches, bench, bench_compare);
 criterion_main!(benches);

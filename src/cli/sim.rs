@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use roce::report::sim as report;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::EcnConfig;
@@ -29,6 +30,8 @@ pub enum SimCommand {
         #[arg(long)]
         seed: Option<u64>,
         #[command(flatten)]
+        set: OverrideArgs,
+        #[command(flatten)]
         out: OutputArgs,
     },
     /// N senders to one receiver through one switch.
@@ -41,6 +44,42 @@ pub enum SimCommand {
     Allreduce(BuiltinArgs),
     /// Leaf-spine flows while a leaf-spine cable fails and recovers.
     LinkFailure(BuiltinArgs),
+    /// Run a scenario for several congestion controls, parameter values and seeds, one run per
+    /// thread, and print one table (mean ± spread over seeds).
+    Compare(compare::CompareArgs),
+}
+
+mod compare;
+
+/// Settings that change a scenario file before it runs (`roce sim run`).
+#[derive(Args, Debug)]
+pub struct OverrideArgs {
+    /// Congestion control of every sender (overrides the scenario's `cc`).
+    #[arg(long = "cc")]
+    cc: Option<String>,
+    /// A setting: a path in the scenario file (`switch.ecn.kmin_bytes=50000`) or a
+    /// congestion-control parameter (`cc.rpg_ai_rate=40`). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+}
+
+impl OverrideArgs {
+    /// `scenario` with `--cc` and every `--set` applied.
+    fn apply(&self, scenario: Scenario) -> Result<Scenario> {
+        let cc = self.cc.iter().map(|cc| format!("cc={cc}"));
+        apply_sets(scenario, cc.chain(self.sets.iter().cloned()))
+    }
+}
+
+/// `scenario` with the `PATH=VALUE` settings applied in order.
+fn apply_sets(scenario: Scenario, sets: impl Iterator<Item = String>) -> Result<Scenario> {
+    let all = sets
+        .map(|s| Override::parse(&s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if all.is_empty() {
+        return Ok(scenario);
+    }
+    Ok(with_overrides(&scenario, &all)?)
 }
 
 /// Where results go.
@@ -49,7 +88,8 @@ pub struct OutputArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// Write summary, scenario, time-series CSVs and SVG plots here.
+    /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table,
+    /// the per-run CSV and overlay plots).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Exit 0 even when flows failed (a QP in the error state) or stalled; they are still
@@ -107,6 +147,11 @@ pub struct BuiltinArgs {
     /// (the fabric's stand-in senders, faster, never retransmit).
     #[arg(long, alias = "engine", default_value = "rc")]
     transport: EngineKind,
+    /// A setting of the scenario the experiment builds: a path in the scenario file
+    /// (`switch.buffer_bytes=4000000`) or a congestion-control parameter (`cc.rpg_ai_rate=40`).
+    /// Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -168,36 +213,41 @@ impl BuiltinArgs {
 }
 
 /// The scenario a built-in experiment runs.
-fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
+fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
     let (kind, a) = match cmd {
-        SimCommand::Run { .. } => return None,
+        SimCommand::Run { .. } | SimCommand::Compare(_) => return None,
         SimCommand::Incast(a) => (BuiltinKind::Incast, a),
         SimCommand::Fairness(a) => (BuiltinKind::Fairness, a),
         SimCommand::PfcSpreading(a) => (BuiltinKind::PfcSpreading, a),
         SimCommand::Allreduce(a) => (BuiltinKind::Allreduce, a),
         SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
-    Some((a.params().scenario(kind), &a.out))
+    Some((a.params().scenario(kind), a))
 }
 
 /// Runs `roce sim ...` (errors become one line in `main`).
 pub fn run(cmd: SimCommand) -> Result<()> {
+    if let SimCommand::Compare(args) = cmd {
+        return compare::run(args);
+    }
     let (scenario, out) = match &cmd {
         SimCommand::Run {
             scenario,
             seed,
+            set,
             out,
         } => {
             let text = std::fs::read_to_string(scenario)
                 .with_context(|| format!("reading {}", scenario.display()))?;
-            let mut s = Scenario::from_toml(&text)?;
+            let mut s = set.apply(Scenario::from_toml(&text)?)?;
             if let Some(seed) = seed {
                 s.seed = *seed;
             }
             (s, out)
         }
+
         other => match builtin(other) {
-            Some(x) => x,
+            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out),
             None => bail!("unknown experiment"),
         },
     };

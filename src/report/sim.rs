@@ -36,7 +36,7 @@ pub enum ReportError {
     },
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
     let path = dir.join(name);
     fs::write(&path, text).map_err(|source| ReportError::Io {
         path: path.display().to_string(),
@@ -151,7 +151,7 @@ pub fn pfc_csv<E>(rec: &Recorder<E>) -> String {
     s
 }
 
-fn line_chart(
+pub(crate) fn line_chart(
     path: &Path,
     title: &str,
     y_label: &str,

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod builtin;
+pub mod compare;
 mod dispatch;
 pub mod engines;
 pub mod event;

@@ -226,3 +226,61 @@ fn demo_on_three_lcores_verifies_every_flow_and_reacts_to_congestion() {
         .sum();
     assert_eq!(sent, c["sent_pkts"].as_u64().unwrap_or(0));
 }
+
+/// `--pfc`: four senders into a small buffer. The switch pauses them instead of dropping (no
+/// drop), every pause frame it sends is counted by the host that got it (`rx_prio3_pause`), the
+/// paused senders were really held (`rx_prio3_pause_duration`, frames held), and every flow is
+/// still verified. Without `--pfc` no host reports pauses.
+#[test]
+fn demo_pfc_pauses_the_senders_instead_of_dropping_and_every_flow_verifies() {
+    let args = [
+        "demo",
+        "--json",
+        "--duration",
+        "1s",
+        "--senders",
+        "4",
+        "--ops",
+        "write,send",
+        "--bottleneck-gbps",
+        "0.2",
+        "--buffer",
+        "200000",
+        "--seed",
+        "3",
+    ];
+    let (code, out, err) = roce(&[&args[..], &["--pfc"]].concat());
+    assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
+    let s = json(&out);
+    assert_eq!(s["verified"], true, "{s}");
+    let sw = &s["switch"];
+    assert_eq!(sw["drops"], 0, "{sw}");
+    let sent = sw["pfc_pause_frames"].as_u64().unwrap_or(0);
+    assert!(sent > 0, "{sw}");
+    let hosts = s["host_pauses"].as_array().expect("host_pauses");
+    assert_eq!(hosts.len(), 5, "r and four senders");
+    let got: u64 = hosts
+        .iter()
+        .map(|h| h["rx_prio3_pause"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        got, sent,
+        "every pause frame the switch sent reached a host: {hosts:?}"
+    );
+    let held: Vec<&serde_json::Value> = hosts
+        .iter()
+        .filter(|h| h["rx_prio3_pause_duration_us"].as_u64().unwrap_or(0) > 0)
+        .collect();
+    assert!(!held.is_empty(), "{hosts:?}");
+    assert!(
+        held.iter().all(|h| h["host"] != "r"),
+        "the receiver sends no data into the bottleneck: {hosts:?}"
+    );
+
+    let (code, out, err) = roce(&args);
+    assert_eq!(code, 0, "stderr: {err}");
+    let s = json(&out);
+    assert_eq!(s["switch"]["pfc_pause_frames"], 0);
+    assert_eq!(s["host_pauses"].as_array().map(Vec::len), Some(0));
+    assert_one_line_error(&["demo", "--pfc", "--cores", "2"], "--pfc");
+}

@@ -59,6 +59,7 @@ fn mempool_exhaustion_is_counted_without_leak(eal: &Eal) -> anyhow::Result<()> {
         RuntimeConfig {
             burst: 32,
             max_tx_retries: 4,
+            pfc_link_bps: None,
         },
     );
     let mut hoard = Vec::new();
@@ -114,6 +115,7 @@ fn full_tx_ring_keeps_unsent_frames_in_order(eal: &Eal) -> anyhow::Result<()> {
         RuntimeConfig {
             burst: 32,
             max_tx_retries: 2,
+            pfc_link_bps: None,
         },
     );
     let mut gen = Generator::new(40, 64);
@@ -146,6 +148,7 @@ fn runtime_pair<C: Clock>(
     let config = RuntimeConfig {
         burst: 32,
         max_tx_retries: 64,
+        pfc_link_bps: None,
     };
     (
         Runtime::new(a, clock(), config),

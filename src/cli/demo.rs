@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use roce::pcap::CaptureWriter;
-use roce::report::demo::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
+use roce::report::demo::{CcSummary, FlowResult, HostPause, Series, Setup, Summary, SwitchSummary};
 use roce::report::text;
 use roce::report::text::Files;
 use roce_dpdk::clock::{Clock, MonotonicClock};
@@ -25,6 +25,7 @@ use roce_dpdk::{
 };
 use roce_fabric::rt_switch::{RtSwitch, RtSwitchConfig};
 use roce_fabric::EcnConfig;
+use roce_fabric::PfcConfig;
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::port::{FrameBuf, Port};
@@ -91,6 +92,11 @@ pub struct DemoArgs {
     /// Shared switch buffer, bytes (tail drop beyond).
     #[arg(long, default_value_t = 1_000_000)]
     buffer: u64,
+    /// Lossless RoCE: the switch sends 802.1Qbb PFC pause frames for priority 3 (DSCP 26) when
+    /// one ingress port holds more than a share of the buffer, and the hosts' transmitters hold
+    /// that priority while paused (counted as `rx_prio3_pause` and `rx_prio3_pause_duration`).
+    #[arg(long)]
+    pfc: bool,
     /// Seed of payloads and marking decisions.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -169,6 +175,21 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Sampling interval of the time series.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 
+/// The lossless priority: RoCE data at DSCP 26.
+const LOSSLESS: usize = 3;
+
+/// The demo switch's PFC thresholds: XOFF when one ingress port holds an equal share of half the
+/// buffer, XON a tenth below, headroom for what is in flight on a ring port (a burst of frames).
+fn demo_pfc(buffer: u64, senders: usize) -> PfcConfig {
+    let xoff = buffer / 2 / (senders as u64 + 1);
+    PfcConfig {
+        xoff_bytes: xoff,
+        xon_bytes: xoff * 9 / 10,
+        headroom_bytes: buffer / 2 / (senders as u64 + 1),
+        ..PfcConfig::default()
+    }
+}
+
 /// One host: an endpoint and the loop that drives it over its port.
 struct Host<'c> {
     name: String,
@@ -228,6 +249,9 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     }
     if !(1..=16).contains(&args.senders) {
         bail!("--senders {} must be in 1..=16", args.senders);
+    }
+    if args.pfc && args.cores.len() > 1 {
+        bail!("--pfc runs the hosts on the main lcore: use it with --cores 1");
     }
     let size = parse_size(&args.size)?;
     let duration = parse_duration(&args.duration).map_err(|e| anyhow::anyhow!("--duration {e}"))?;
@@ -333,6 +357,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ecn: Some(plan.ecn),
         seed: args.seed,
     });
+    if args.pfc {
+        switch = switch.with_pfc(demo_pfc(args.buffer, args.senders));
+    }
+    let runtime = RuntimeConfig {
+        pfc_link_bps: args.pfc.then_some((args.host_gbps * 1e9) as u64),
+        ..RuntimeConfig::default()
+    };
     let mut hosts = Vec::new();
     for i in 0..=args.senders {
         let (host_id, sw_id) = ring_pair(&eal, &format!("demo{i}"), 1024)
@@ -353,7 +384,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         hosts.push(Host {
             name,
             ep: Endpoint::new(cfg),
-            rt: Runtime::new(host_port, &clock, RuntimeConfig::default()),
+            rt: Runtime::new(host_port, &clock, runtime),
         });
     }
     let mut mirror = match &tap_if {
@@ -506,6 +537,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     progress.finish();
+    let pauses = run.pauses(clock.now());
     let (hosts, mut flows) = run.finish()?;
     if timed_out {
         for f in flows.iter_mut() {
@@ -527,7 +559,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         w.finish().context("finishing the pcap file")?;
     }
 
-    let summary = summarize(
+    let mut summary = summarize(
         &args,
         &plan,
         &eps,
@@ -536,6 +568,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         &series,
         (start, traffic_end),
     );
+    summary.host_pauses = pauses;
     if let Some(dir) = &args.out {
         let names: Vec<String> = summary
             .flows
@@ -638,6 +671,25 @@ impl Run<'_> {
             Run::Inline { hosts, .. } => exposition(&views(hosts), switch, now),
             Run::Lanes(l) => with_switch(l.ports(), None, switch),
         }
+    }
+
+    /// What PFC did to each host's transmitter up to `now` (hosts on the main thread only).
+    fn pauses(&self, now: Instant) -> Vec<HostPause> {
+        let Run::Inline { hosts, .. } = self else {
+            return Vec::new();
+        };
+        hosts
+            .iter()
+            .filter_map(|h| {
+                let p = h.rt.pause()?;
+                Some(HostPause {
+                    host: h.name.clone(),
+                    rx_prio3_pause: p.frames(LOSSLESS),
+                    rx_prio3_pause_duration_us: p.paused(LOSSLESS, now).as_nanos() / 1_000,
+                    tx_pause_holds: h.rt.counters().tx_pause_holds,
+                })
+            })
+            .collect()
     }
 
     /// The hosts' names and endpoints, and the flows, once traffic is over.
@@ -754,6 +806,7 @@ fn summarize(
                 / end.saturating_since(start).as_secs_f64().max(1e-9)
                 / 1e9,
         },
+        host_pauses: Vec::new(),
         cc: CcSummary {
             name: plan.cc.name().into(),
             line_rate_gbps: args.host_gbps,

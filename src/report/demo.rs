@@ -57,12 +57,25 @@ pub struct SwitchSummary {
     pub queue_max_bytes: u64,
     /// Frames dropped (shared buffer full).
     pub drops: u64,
-    /// PFC pause frames sent (always 0: this switch is lossy with ECN).
+    /// PFC pause frames sent (XOFF, refreshes and XON; 0 without `--pfc`).
     pub pfc_pause_frames: u64,
     /// Frames forwarded.
     pub forwarded: u64,
     /// Frame bytes sent toward the receiver per second of traffic, Gbit/s (the bottleneck's use).
     pub bottleneck_busy_gbps: f64,
+}
+
+/// What PFC did to one host's transmitter (`roce demo --pfc`), under mlx5's counter names.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostPause {
+    /// The host.
+    pub host: String,
+    /// Pause frames received for priority 3.
+    pub rx_prio3_pause: u64,
+    /// Time priority 3 was paused, µs.
+    pub rx_prio3_pause_duration_us: u64,
+    /// Times a frame waited for the pause to end.
+    pub tx_pause_holds: u64,
 }
 
 /// The congestion controllers' story, over all sending QPs.
@@ -136,6 +149,8 @@ pub struct Summary {
     pub stats: StatsReport,
     /// The switch.
     pub switch: SwitchSummary,
+    /// Per host, what PFC pauses did to its transmitter (empty without `--pfc`).
+    pub host_pauses: Vec<HostPause>,
     /// Congestion control.
     pub cc: CcSummary,
 }

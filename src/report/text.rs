@@ -80,6 +80,13 @@ pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) 
         s.switch.queue_max_bytes as f64 / 1e3,
         s.switch.pfc_pause_frames
     )?;
+    for h in &s.host_pauses {
+        writeln!(
+            out,
+            "  {:<8} got {} PFC pause frames for priority 3, paused {} us, held a frame {} times",
+            h.host, h.rx_prio3_pause, h.rx_prio3_pause_duration_us, h.tx_pause_holds
+        )?;
+    }
     writeln!(
         out,
         "  r (NP)   saw {} CE-marked packets, sent {} CNPs (at most one per QP per {} us)",

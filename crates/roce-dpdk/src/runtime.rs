@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::clock::Clock;
+use roce_proto::pause::{priority, PauseState};
 use roce_proto::port::{FrameBuf, Port};
 
 pub use roce_proto::engine::Engine;
@@ -16,6 +17,11 @@ pub struct RuntimeConfig {
     pub burst: usize,
     /// Polls a TX backlog may be retried before its frames are dropped.
     pub max_tx_retries: u32,
+    /// Honour received 802.1Qbb PFC frames, counting their quanta at this link rate (bit/s):
+    /// they go to the port's pause state, not the engine, and a frame whose priority is paused
+    /// waits (and the engine is not asked for more) until the pause ends. `None`: pause frames
+    /// reach the engine like any other frame.
+    pub pfc_link_bps: Option<u64>,
 }
 
 impl Default for RuntimeConfig {
@@ -23,6 +29,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             burst: roce_proto::limits::BURST_SIZE,
             max_tx_retries: 64,
+            pfc_link_bps: None,
         }
     }
 }
@@ -56,6 +63,10 @@ pub struct Counters {
     pub oversize: u64,
     /// Calls to [`Engine::handle_timeout`].
     pub timeouts: u64,
+    /// PFC frames received and honoured (with [`RuntimeConfig::pfc_link_bps`]).
+    pub rx_pause_frames: u64,
+    /// Times a frame had to wait for its priority's pause to end.
+    pub tx_pause_holds: u64,
 }
 
 /// The loop's state: a port, a clock, reusable burst vectors and counters.
@@ -69,6 +80,9 @@ pub struct Runtime<P: Port, C: Clock> {
     spare: Option<P::Buf>,
     stalled_polls: u32,
     counters: Counters,
+    pause: Option<PauseState>,
+    /// A frame whose priority was paused when the engine produced it.
+    held: Option<P::Buf>,
 }
 
 impl<P: Port, C: Clock> Runtime<P, C> {
@@ -84,7 +98,14 @@ impl<P: Port, C: Clock> Runtime<P, C> {
             spare: None,
             stalled_polls: 0,
             counters: Counters::default(),
+            pause: config.pfc_link_bps.map(PauseState::new),
+            held: None,
         }
+    }
+
+    /// What received PFC frames did to the transmitter (with [`RuntimeConfig::pfc_link_bps`]).
+    pub fn pause(&self) -> Option<&PauseState> {
+        self.pause.as_ref()
     }
 
     /// Counters so far.
@@ -102,14 +123,14 @@ impl<P: Port, C: Clock> Runtime<P, C> {
         &mut self.port
     }
 
-    /// The port back (the TX backlog and spare buffer go back to the pool).
+    /// The port back (the TX backlog, a held frame and the spare buffer go back to the pool).
     pub fn into_port(self) -> P {
         self.port
     }
 
-    /// Frames waiting for TX (the port refused them so far).
+    /// Frames waiting for TX (the port refused them so far, or a pause holds them).
     pub fn tx_backlog(&self) -> usize {
-        self.tx.len()
+        self.tx.len() + usize::from(self.held.is_some())
     }
 
     /// Runs [`Runtime::poll_once`] until `stop` is set, then flushes what it can.
@@ -123,9 +144,10 @@ impl<P: Port, C: Clock> Runtime<P, C> {
     /// Drops the TX backlog and the spare buffer, returning them to the pool; returns how many
     /// frames were dropped (counted in `tx_drops`).
     pub fn discard_backlog(&mut self) -> usize {
-        let n = self.tx.len();
+        let n = self.tx.len() + usize::from(self.held.is_some());
         self.counters.tx_drops += n as u64;
         self.tx.clear();
+        self.held = None;
         self.spare = None;
         n
     }
@@ -146,6 +168,12 @@ impl<P: Port, C: Clock> Runtime<P, C> {
                 let frame = buf.frame();
                 self.counters.rx_packets += 1;
                 self.counters.rx_bytes += frame.len() as u64;
+                if let Some(p) = self.pause.as_mut() {
+                    if p.on_frame(now, frame) {
+                        self.counters.rx_pause_frames += 1;
+                        continue;
+                    }
+                }
                 engine.handle_frame(now, frame);
             }
             self.rx.clear();
@@ -156,7 +184,18 @@ impl<P: Port, C: Clock> Runtime<P, C> {
             engine.handle_timeout(now);
         }
 
-        while self.tx.len() < burst {
+        // A held frame goes first once its priority may send; while it may not, nothing else
+        // is asked of the engine (its frames would queue behind it on a real NIC's ring).
+        let mut held = false;
+        if let (Some(buf), Some(p)) = (self.held.take(), self.pause.as_ref()) {
+            if p.is_paused(priority(buf.frame()), now) {
+                self.held = Some(buf);
+                held = true;
+            } else {
+                self.tx.push(buf);
+            }
+        }
+        while !held && self.tx.len() < burst {
             let Some(mut buf) = self.spare.take().or_else(|| self.port.alloc()) else {
                 self.counters.alloc_failures += 1;
                 break;
@@ -167,7 +206,18 @@ impl<P: Port, C: Clock> Runtime<P, C> {
                 break;
             }
             match engine.poll_transmit(now, buf.frame_mut()) {
-                Some(len) if buf.set_frame_len(len) => self.tx.push(buf),
+                Some(len) if buf.set_frame_len(len) => {
+                    if self
+                        .pause
+                        .as_ref()
+                        .is_some_and(|p| p.is_paused(priority(buf.frame()), now))
+                    {
+                        self.counters.tx_pause_holds += 1;
+                        self.held = Some(buf);
+                        break;
+                    }
+                    self.tx.push(buf)
+                }
                 Some(_) => self.counters.oversize += 1,
                 None => {
                     self.spare = Some(buf);

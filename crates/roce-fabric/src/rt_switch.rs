@@ -20,10 +20,10 @@ use crate::switch::{
     Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort, PRIORITIES,
 };
 use roce_proto::cc::Rate;
+use roce_proto::pause::PauseState;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc;
-use roce_proto::wire::pfc::PauseRepr;
 use roce_proto::wire::EthernetAddress;
 
 /// Credit an idle bottleneck keeps: one full-size frame, so a link with nothing queued does not
@@ -109,19 +109,15 @@ struct RtPort<P: Port> {
     rate_bps: u64,
     /// Pause frames waiting to leave, ahead of data.
     ctrl: VecDeque<P::Buf>,
-    /// Until when each priority is paused by the peer.
-    paused_until: [Option<Instant>; PRIORITIES],
+    /// What the peer's pause frames did to this port's transmitter.
+    pause: PauseState,
     /// When XOFF was last sent per priority (refreshed at half its pause time).
     xoff_sent: [Option<Instant>; PRIORITIES],
 }
 
 impl<P: Port> RtPort<P> {
     fn paused(&self, prio: usize, now: Instant) -> bool {
-        self.paused_until
-            .get(prio)
-            .copied()
-            .flatten()
-            .is_some_and(|t| now < t)
+        self.pause.is_paused(prio, now)
     }
 }
 
@@ -188,14 +184,15 @@ impl<P: Port> RtSwitch<P> {
                 idle: true,
             }
         });
+        let rate_bps = rate.map_or(DEFAULT_PORT_BPS, |r| r.as_bps_f64() as u64);
         usize::from(self.sw.add_port(RtPort {
             port,
             mac,
             tx_bytes: 0,
             drain,
-            rate_bps: rate.map_or(DEFAULT_PORT_BPS, |r| r.as_bps_f64() as u64),
+            rate_bps,
             ctrl: VecDeque::new(),
-            paused_until: [None; PRIORITIES],
+            pause: PauseState::new(rate_bps),
             xoff_sent: [None; PRIORITIES],
         }))
     }
@@ -359,15 +356,10 @@ impl<P: Port> RtSwitch<P> {
         self.counters.rx_frames += 1;
         let Arrival { mut info, prio } = Arrival::of(buf.frame());
         if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
-            if let (Some(pause), Some(p)) = (PauseRepr::parse(buf.frame()), self.sw.port_mut(from))
-            {
-                for (prio, q) in pause.quanta.iter().enumerate() {
-                    if let (Some(q), Some(until)) = (*q, p.tx.paused_until.get_mut(prio)) {
-                        let ns = pfc::quanta_to_nanos(q, p.tx.rate_bps);
-                        *until = (q > 0).then(|| now + Duration::from_nanos(ns));
-                    }
+            if let Some(p) = self.sw.port_mut(from) {
+                if p.tx.pause.on_frame(now, buf.frame()) {
+                    self.counters.pfc_pause_received += 1;
                 }
-                self.counters.pfc_pause_received += 1;
             }
             return;
         }
@@ -451,6 +443,7 @@ impl<P: Port> RtSwitch<P> {
 mod tests {
     use super::*;
     use roce_proto::loopback::{loopback_pair, LoopbackPort};
+    use roce_proto::wire::pfc::PauseRepr;
 
     /// Sends one IPv4 frame of `len` bytes to `dst` per TOS byte in `tos`.
     fn send(host: &mut LoopbackPort, dst: EthernetAddress, tos: &[u8], len: usize) {

@@ -34,6 +34,7 @@ pub mod fault;
 pub mod loopback;
 pub mod mr;
 pub mod ndp;
+pub mod pause;
 pub mod port;
 pub mod psn;
 pub mod qp;

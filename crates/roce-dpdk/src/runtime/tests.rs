@@ -154,6 +154,7 @@ fn config() -> RuntimeConfig {
     RuntimeConfig {
         burst: 4,
         max_tx_retries: 2,
+        pfc_link_bps: None,
     }
 }
 
@@ -243,4 +244,75 @@ fn run_returns_when_stop_is_set() {
     let stop = AtomicBool::new(true);
     let mut rt = Runtime::new(TestPort::new(4, 4), ManualClock::default(), config());
     assert_eq!(rt.run(&mut EchoEngine::default(), &stop).polls, 0);
+}
+
+#[test]
+fn a_pfc_pause_holds_its_priority_until_it_ends_and_never_reaches_the_engine() {
+    use roce_proto::wire::pfc::PauseRepr;
+    let clock = ManualClock::default();
+    let mut port = TestPort::new(16, 16);
+    let mut xoff = vec![0u8; 60];
+    // 1000 quanta at 100 Gbit/s: 5.12 us.
+    PauseRepr::single([2; 6], 3, 1000).emit(&mut xoff);
+    port.inbound.push_back(xoff);
+    let mut rt = Runtime::new(
+        port,
+        &clock,
+        RuntimeConfig {
+            pfc_link_bps: Some(100_000_000_000),
+            ..config()
+        },
+    );
+    // An IPv4 frame at DSCP 26 (priority 3), then two frames of priority 0.
+    let mut rdma = vec![0u8; 60];
+    rdma[12..14].copy_from_slice(&[0x08, 0x00]);
+    rdma[15] = 26 << 2;
+    let mut engine = EchoEngine {
+        queued: VecDeque::from([rdma.clone()]),
+        to_generate: 2,
+        ..EchoEngine::default()
+    };
+    rt.poll_once(&mut engine);
+    let c = rt.counters();
+    assert_eq!((c.rx_packets, c.rx_pause_frames), (1, 1));
+    assert_eq!(c.tx_pause_holds, 1);
+    assert!(rt.port().sent.is_empty(), "the paused frame holds the ring");
+    assert_eq!(rt.tx_backlog(), 1);
+    assert_eq!(
+        engine.queued.len(),
+        0,
+        "the pause frame is not the engine's"
+    );
+    clock.0.set(5_119);
+    rt.poll_once(&mut engine);
+    assert!(rt.port().sent.is_empty());
+    clock.0.set(5_120);
+    rt.poll_once(&mut engine);
+    let firsts: Vec<u8> = rt.port().sent.iter().map(|f| f[15]).collect();
+    assert_eq!(
+        firsts,
+        [26 << 2, 1, 0],
+        "the held frame first, then the rest"
+    );
+    let pause = rt.pause().expect("PFC honoured");
+    assert_eq!(pause.frames(3), 1);
+    assert_eq!(
+        pause.paused(3, Instant::from_nanos(9_000)),
+        Duration::from_nanos(5_120)
+    );
+}
+
+#[test]
+fn without_pfc_pause_frames_are_ordinary_frames() {
+    use roce_proto::wire::pfc::PauseRepr;
+    let mut port = TestPort::new(16, 16);
+    let mut xoff = vec![0u8; 60];
+    PauseRepr::single([2; 6], 3, 1000).emit(&mut xoff);
+    port.inbound.push_back(xoff.clone());
+    let mut rt = Runtime::new(port, ManualClock::default(), config());
+    let mut engine = EchoEngine::default();
+    rt.poll_once(&mut engine);
+    assert_eq!(rt.counters().rx_pause_frames, 0);
+    assert!(rt.pause().is_none());
+    assert_eq!(rt.port().sent, [xoff], "echoed by the engine");
 }

@@ -88,13 +88,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(depth as usize + 8);
     let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 1,
-            max_recv_wr: depth,
-        })
+        .create_qp(QpInit::shared_cq(pd, cq, 1, depth))
         .context("creating the QP")?;
     let mr = ep.reg_mr(pd, size, AccessFlags::LOCAL_WRITE);
     if let Some(m) = ep.mr_mut(mr.lkey) {

@@ -20,7 +20,6 @@ use roce_dpdk::lcore::shard::{EndpointSnapshot, VerbsShard};
 use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard, ShardHandle, SnapshotSource};
 use roce_dpdk::TscClock;
 use roce_proto::cc::CcConfig;
-use roce_proto::connect::RcOptions;
 use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
@@ -153,13 +152,7 @@ pub(super) fn run(
         Some(m) => m,
         None => resolve(&h[0], peer_ip, timeout)?,
     };
-    let opts = RcOptions {
-        mtu,
-        timeout: args.qp_timeout,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..RcOptions::default()
-    };
+    let opts = args.rc_options(mtu);
     for ((shard, q), d) in qps.iter_mut().zip(&theirs) {
         q.peer = *d;
         let peer = PeerQp {

@@ -175,18 +175,9 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);
     let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 16,
-            max_recv_wr: 16,
-        })
+        .create_qp(QpInit::shared_cq(pd, cq, 16, 16))
         .context("creating the QP")?;
-    let access = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let access = AccessFlags::all();
     let mr = ep.reg_mr(pd, MR_LEN, access);
     if let Some(m) = ep.mr_mut(mr.lkey) {
         let bytes = m.bytes_mut();

@@ -26,15 +26,7 @@ fn qp(h: &mut ResolvingEndpoint) -> Side {
     let ep = h.endpoint_mut();
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);
-    let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 16,
-            max_recv_wr: 16,
-        })
-        .unwrap();
+    let qpn = ep.create_qp(QpInit::shared_cq(pd, cq, 16, 16)).unwrap();
     Side { qpn, cq, pd }
 }
 

@@ -145,6 +145,14 @@ fn recv(s: &mut Side, wr_id: u64, sgl: Sgl) {
     });
 }
 
+/// Posts a signaled `opcode` from `a` and runs both sides until `a` completes something; returns
+/// `a`'s completions.
+fn complete(a: &mut Side, b: &mut Side, wr_id: u64, opcode: WrOpcode, sgl: Sgl) -> Vec<Completion> {
+    send(a, wr_id, opcode, sgl, true);
+    run_until(a, b, |a, _| !a.cq.is_empty());
+    poll(&a.cq)
+}
+
 fn poll(cq: &Cq) -> Vec<Completion> {
     let mut out = Vec::new();
     cq.poll(64, |_, c| out.push(c));
@@ -180,9 +188,7 @@ fn write_lands_in_the_passive_sides_application_memory() {
         remote_addr: mb.addr + 100,
         rkey: mb.rkey,
     };
-    send(&mut a, 42, op, sge(&ma, 10, 5000), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    let done = poll(&a.cq);
+    let done = complete(&mut a, &mut b, 42, op, sge(&ma, 10, 5000));
     assert_eq!(done.len(), 1);
     assert_eq!((done[0].wr_id, done[0].status), (42, WcStatus::Success));
     assert_eq!(bytes(&dst, 100, 5000), &pattern(8192, 7)[10..5010]);
@@ -218,9 +224,7 @@ fn read_returns_what_the_responders_application_holds_now() {
         remote_addr: mb.addr,
         rkey: mb.rkey,
     };
-    send(&mut a, 7, op, sge(&ma, 0, 3000), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    let done = poll(&a.cq);
+    let done = complete(&mut a, &mut b, 7, op, sge(&ma, 0, 3000));
     assert_eq!(done.len(), 1);
     assert_eq!(
         (done[0].status, done[0].byte_len),
@@ -301,27 +305,41 @@ fn atomics_update_the_responders_application_memory() {
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC;
     let mb = reg(&mut b, &remote, access);
     assert!(remote.write(8, &40u64.to_le_bytes()));
-    let add = WrOpcode::AtomicFetchAndAdd {
-        remote_addr: mb.addr + 8,
-        rkey: mb.rkey,
-        add: 2,
-    };
-    send(&mut a, 1, add, sge(&ma, 0, 8), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    assert_eq!(poll(&a.cq)[0].status, WcStatus::Success);
-    assert_eq!(bytes(&local, 0, 8), 40u64.to_le_bytes());
-    assert_eq!(bytes(&remote, 8, 8), 42u64.to_le_bytes());
-    let cas = WrOpcode::AtomicCmpAndSwp {
-        remote_addr: mb.addr + 8,
-        rkey: mb.rkey,
-        compare: 42,
-        swap: 7,
-    };
-    send(&mut a, 2, cas, sge(&ma, 8, 8), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    assert_eq!(poll(&a.cq)[0].status, WcStatus::Success);
-    assert_eq!(bytes(&local, 8, 8), 42u64.to_le_bytes());
-    assert_eq!(bytes(&remote, 8, 8), 7u64.to_le_bytes());
+    let (remote_addr, rkey) = (mb.addr + 8, mb.rkey);
+    // Add 2 to 40, then swap 7 for the 42 that makes: each lands the value before at the next
+    // 8 bytes of `local`.
+    let steps = [
+        (
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add: 2,
+            },
+            40u64,
+            42u64,
+        ),
+        (
+            WrOpcode::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: 42,
+                swap: 7,
+            },
+            42,
+            7,
+        ),
+    ];
+    for (wr_id, (op, before, after)) in (1..).zip(steps) {
+        let at = 8 * (wr_id - 1);
+        let done = complete(&mut a, &mut b, wr_id, op, sge(&ma, at, 8));
+        assert_eq!(done[0].status, WcStatus::Success, "{op:?}");
+        assert_eq!(
+            bytes(&local, at as usize, 8),
+            before.to_le_bytes(),
+            "{op:?}"
+        );
+        assert_eq!(bytes(&remote, 8, 8), after.to_le_bytes(), "{op:?}");
+    }
 }
 
 #[test]

@@ -17,6 +17,7 @@ use roce_dpdk::{
     ring_pair_queues, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
 };
 use roce_proto::port::Port;
+use roce_proto::wire::EthernetAddress;
 
 type Test = fn(&Eal, &Arc<Mempool>) -> anyhow::Result<()>;
 
@@ -230,12 +231,7 @@ fn tap_steers_by_udp_source_port_and_ring_falls_back_to_software(
         Steering::Single => anyhow::bail!("tap with two queue pairs reported single-queue"),
     }
     let _rule = steer_udp_source(&tap, Some(peer), 50001, 1)?;
-    let m = tap.info().mac;
-    let mac = m
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
+    let mac = EthernetAddress(tap.info().mac).to_string();
     ip("addr add 198.18.200.1/24 dev rlcsteer0")?;
     ip("link set rlcsteer0 up")?;
     ip(&format!(

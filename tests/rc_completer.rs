@@ -40,6 +40,15 @@ fn write(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
     s.post_send(wr_id, opcode, mr, len);
 }
 
+/// Posts a READ of `len` bytes from the peer's 0x9000 (rkey 5).
+fn read(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
+    let opcode = WrOpcode::RdmaRead {
+        remote_addr: 0x9000,
+        rkey: 5,
+    };
+    s.post_send(wr_id, opcode, mr, len);
+}
+
 /// Three 8-byte WRITEs (wr_id 1..=3) from PSN 50, all on the wire.
 fn three_writes_sent() -> Script {
     let (mut s, mr) = setup(50);
@@ -90,15 +99,7 @@ fn long_write_is_segmented_first_middle_last_across_the_psn_wrap_with_ackreq_on_
 #[test]
 fn read_request_consumes_one_psn_per_response_packet() {
     let (mut s, mr) = setup(10);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        600,
-    );
+    read(&mut s, &mr, 1, 600);
     write(&mut s, &mr, 2, 4);
     let p = s.recv_all();
     assert_eq!(
@@ -137,15 +138,7 @@ fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
 #[test]
 fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
     let (mut s, mr) = setup(50);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        16,
-    );
+    read(&mut s, &mr, 1, 16);
     write(&mut s, &mr, 2, 8);
     assert_eq!(s.recv_all().len(), 2);
     send!(s, ack(51, 0x1f, 2));
@@ -285,15 +278,7 @@ fn bad_local_key_completes_with_a_local_protection_error() {
 #[test]
 fn fence_holds_a_request_until_earlier_reads_complete() {
     let (mut s, mr) = setup(50);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        8,
-    );
+    read(&mut s, &mr, 1, 8);
     let mut wr = send_wr(2, WrOpcode::Send, &mr, 0, 8);
     wr.flags |= roce_proto::verbs::SendFlags::FENCE;
     s.ep.post_send(s.qpn, wr).unwrap();

@@ -420,6 +420,17 @@ fn regions(ip_version: u8, ip_packet_len: usize) -> (Vec<usize>, Vec<(usize, u8)
     (protected, masked)
 }
 
+/// `ip` with one bit flipped, for each set bit of `bits` in byte `byte`: `(bit, packet)`.
+fn flips(ip: &[u8], byte: usize, bits: u8) -> impl Iterator<Item = (u32, Vec<u8>)> + '_ {
+    (0..8)
+        .filter(move |bit| bits & (1 << bit) != 0)
+        .map(move |bit| {
+            let mut flipped = ip.to_vec();
+            flipped[byte] ^= 1 << bit;
+            (bit, flipped)
+        })
+}
+
 fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
     let ip = ip_packet(frame).to_vec();
     assert!(icrc::verify_icrc(&ip).is_ok());
@@ -427,12 +438,7 @@ fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
     for &byte in &protected {
         // Byte 0 (version/IHL) is left out: changing it changes how the packet is read.
         let bits = masked.iter().find(|m| m.0 == byte).map_or(0xff, |m| !m.1);
-        for bit in 0..8 {
-            if bits & (1 << bit) == 0 {
-                continue;
-            }
-            let mut flipped = ip.clone();
-            flipped[byte] ^= 1 << bit;
+        for (bit, flipped) in flips(&ip, byte, bits) {
             assert!(
                 matches!(icrc::verify_icrc(&flipped), Err(WireError::BadIcrc { .. })),
                 "flip of byte {byte} bit {bit} went unnoticed"
@@ -440,12 +446,7 @@ fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
         }
     }
     for (byte, bits) in masked {
-        for bit in 0..8 {
-            if bits & (1 << bit) == 0 {
-                continue;
-            }
-            let mut flipped = ip.clone();
-            flipped[byte] ^= 1 << bit;
+        for (bit, flipped) in flips(&ip, byte, bits) {
             assert!(
                 icrc::verify_icrc(&flipped).is_ok(),
                 "masked byte {byte} bit {bit} changed the ICRC"

@@ -160,7 +160,11 @@ fn config() -> RuntimeConfig {
 /// The loop over a [`TestPort`] of `pool` buffers taking `accept` frames a burst, on a clock
 /// that stays at zero.
 fn runtime(pool: usize, accept: usize) -> Runtime<TestPort, ManualClock> {
-    Runtime::new(TestPort::new(pool, accept), ManualClock::default(), config())
+    Runtime::new(
+        TestPort::new(pool, accept),
+        ManualClock::default(),
+        config(),
+    )
 }
 
 impl EchoEngine {

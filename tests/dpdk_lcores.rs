@@ -4,6 +4,8 @@
 //! every completion and byte checked; frames crossing shards through the software dispatcher.
 //! `ROCE_TEST_SEED` replays a seed.
 
+#[path = "support/dpdk_harness.rs"]
+mod dpdk_harness;
 #[path = "support/lcore_rc.rs"]
 mod lcore_rc;
 
@@ -29,12 +31,7 @@ fn seed() -> u64 {
 }
 
 fn main() {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let selected =
-        |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let selected = dpdk_harness::name_filter();
     // Room for the lcore threads to register: EAL hands out lcore ids up to RTE_MAX_LCORE.
     let eal = match Eal::init(&EalConfig {
         require_ports: false,

@@ -39,6 +39,18 @@ fn peer(ip: Ipv4Addr, mac: Option<EthernetAddress>, qpn: u32) -> PeerQp {
     }
 }
 
+/// Connects `a`'s QP `qpn` at time zero, with default options, to QP 99 at `ip` (MAC unknown).
+fn connect_to_99(a: &mut ResolvingEndpoint, qpn: u32, ip: Ipv4Addr) -> Modify {
+    a.connect_qp(
+        Instant::ZERO,
+        qpn,
+        &peer(ip, None, 99),
+        Psn::new(1),
+        &RcOptions::default(),
+    )
+    .unwrap()
+}
+
 /// Moves frames between two hosts on virtual time until `done` or 10 virtual seconds.
 fn run(
     a: &mut ResolvingEndpoint,
@@ -179,15 +191,7 @@ fn static_neighbour_applies_the_connection_at_once() {
     let mut a = host(MAC_A, IP_A);
     let sa = qp(&mut a);
     a.insert_static(IpAddr::V4(IP_B), MAC_B);
-    let m = a
-        .connect_qp(
-            Instant::ZERO,
-            sa.qpn,
-            &peer(IP_B, None, 99),
-            Psn::new(1),
-            &RcOptions::default(),
-        )
-        .unwrap();
+    let m = connect_to_99(&mut a, sa.qpn, IP_B);
     assert_eq!(m, Modify::Applied);
     let av = a.endpoint().qp(sa.qpn).unwrap().address_vector().unwrap();
     assert_eq!(av.remote_mac, MAC_B);
@@ -198,15 +202,7 @@ fn silent_peer_makes_the_qp_unreachable_after_three_requests() {
     let (mut a, mut b) = (host(MAC_A, IP_A), host(MAC_B, IP_B));
     let sa = qp(&mut a);
     let silent = Ipv4Addr::new(198, 18, 0, 99);
-    let m = a
-        .connect_qp(
-            Instant::ZERO,
-            sa.qpn,
-            &peer(silent, None, 99),
-            Psn::new(1),
-            &RcOptions::default(),
-        )
-        .unwrap();
+    let m = connect_to_99(&mut a, sa.qpn, silent);
     assert_eq!(m, Modify::Deferred);
     let mut now = Instant::ZERO;
     let mut event = None;

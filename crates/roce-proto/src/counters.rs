@@ -54,7 +54,8 @@ summed_counters! {
         duplicate_request,
         /// Requester: local ACK timeouts that fired (mlx5).
         local_ack_timeout_err,
-        /// Requester: ACKs or READ responses whose PSN skipped an expected READ/atomic response (mlx5).
+        /// Requester: ACKs or READ responses whose PSN skipped an expected READ/atomic response
+        /// (mlx5).
         implied_nak_seq_err,
         /// Requester: RNR NAKs received while the RNR retry limit was not exceeded (mlx5).
         rnr_nak_retry_err,
@@ -84,8 +85,8 @@ summed_counters! {
         rx_atomic_requests,
         /// Responder: SEND messages completed.
         rx_send_requests,
-        /// Packets that reached the QP but were dropped (bad state, bad opcode for RC, stale response,
-        /// malformed response).
+        /// Packets that reached the QP but were dropped (bad state, bad opcode for RC, stale
+        /// response, malformed response).
         rx_dropped,
         /// CE-marked packets received (for the notification point).
         ecn_ce_received,

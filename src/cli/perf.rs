@@ -226,12 +226,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         return lanes::run(test, &args, hello, cc.as_ref(), max_memory);
     }
     let flow = perftest::Flow::of(test);
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
 
     // 1. Parameters: the client's rule, within the bounds of each side.
     let hello = if perftest {

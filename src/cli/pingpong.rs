@@ -75,12 +75,8 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         bail!("-r {}: the receive depth must be 1..=4096", args.rx_depth);
     }
     let ip = session::parse_ip(&args.port.ip)?;
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
 
     let size = args.size as usize;
     let depth = args.rx_depth;

@@ -29,7 +29,7 @@ use roce_proto::time::Instant;
 use roce_proto::verbs::{WcOpcode, WcStatus};
 
 use super::report::{Bw, BwMeter, RESULT_LINE};
-use super::session::{self, Ask, Blocking, Connect, Oob, Req};
+use super::session::{self, Ask, Blocking, Oob, Req};
 use super::traffic::{refill, send_wr};
 use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
 
@@ -65,11 +65,7 @@ pub(super) fn run(
         ));
     }
     let mtu = session::parse_mtu(args.mtu)?;
-    // TCP first: a busy port fails before EAL starts.
-    let connect = match args.server.as_deref() {
-        None => Connect::Server(session::listen(args.port.bind_addr()?, args.tcp_port)?),
-        Some(host) => Connect::Client(session::server_addr(host, args.tcp_port)?),
-    };
+    let connect = session::connect(args.server.as_deref(), args.tcp_port, &args.port)?;
     let is_client = args.server.is_some();
     let timeout = std::time::Duration::from_secs(args.port.timeout.max(1));
     let dev = session::open_device(

@@ -165,12 +165,8 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         Vec::new()
     };
     let ip = session::parse_ip(&args.port.ip)?;
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
     let ep = s.host.endpoint_mut();
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);

@@ -7,7 +7,6 @@ use clap::Args;
 
 use roce::oob::pingpong;
 use roce::oob::pingpong::PingpongDest;
-use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::PeerQp;
 use roce_proto::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
@@ -106,16 +105,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         PingpongDest::decode(msg).map_err(|e| anyhow!("the peer's rc_pingpong message: {e}"))
     };
     let peer_mac = args.port.peer_mac()?;
-    let opts = RcOptions {
-        mtu,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 1,
-        access: AccessFlags::empty(),
-        ..RcOptions::default()
-    };
+    let opts = session::rc_pingpong_options(mtu, 1, AccessFlags::empty());
     let post_recv = |s: &mut Session| -> anyhow::Result<()> {
         let sge = Sge {
             addr: mr.addr,

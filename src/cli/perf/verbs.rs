@@ -11,7 +11,6 @@ use clap::Args;
 use roce::oob::verbs_peer;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::VERBS_PEER_PORT;
-use roce_proto::connect::RcOptions;
 use roce_proto::mr::MrInfo;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
@@ -196,16 +195,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         rkey: mr.rkey,
         atomic_addr: mr.addr + ATOMIC_OFF as u64,
     };
-    let opts = RcOptions {
-        mtu,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 4,
-        access,
-        ..RcOptions::default()
-    };
+    let opts = session::rc_pingpong_options(mtu, 4, access);
     let peer_mac = args.port.peer_mac()?;
     let connect = |s: &mut Session, theirs: &VerbsPeerInfo| {
         let p = PeerQp {

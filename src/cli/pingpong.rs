@@ -7,9 +7,12 @@ use clap::Args;
 
 use roce::oob::pingpong;
 use roce::oob::pingpong::PingpongDest;
+use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::PeerQp;
-use roce_proto::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::verbs::{
+    AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
+};
 
 use super::perf::session::{self, PortArgs, Req, Session};
 
@@ -61,6 +64,21 @@ fn expected_byte(i: usize, chk: bool) -> u8 {
     }
 }
 
+/// The QP attributes ibv_rc_pingpong sets (and rc_verbs_peer.py after it): ACK timeout 14,
+/// 7 retries, 7 RNR retries, RNR timer 12; at `mtu`, with `max_rd_atomic` and `access`.
+pub(crate) fn rc_pingpong_options(mtu: Mtu, max_rd_atomic: u8, access: AccessFlags) -> RcOptions {
+    RcOptions {
+        mtu,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic,
+        access,
+        ..RcOptions::default()
+    }
+}
+
 /// Runs `roce pingpong`.
 pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     let mtu = session::parse_mtu(args.mtu)?;
@@ -105,7 +123,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         PingpongDest::decode(msg).map_err(|e| anyhow!("the peer's rc_pingpong message: {e}"))
     };
     let peer_mac = args.port.peer_mac()?;
-    let opts = session::rc_pingpong_options(mtu, 1, AccessFlags::empty());
+    let opts = rc_pingpong_options(mtu, 1, AccessFlags::empty());
     let post_recv = |s: &mut Session| -> anyhow::Result<()> {
         let sge = Sge {
             addr: mr.addr,

@@ -25,7 +25,7 @@ use roce_proto::fault::FaultConfig;
 use roce_proto::psn::{Psn, PSN_MASK};
 use roce_proto::resolving::{PeerQp, ResolutionEvent, ResolvingEndpoint};
 use roce_proto::time::Instant;
-use roce_proto::verbs::{AccessFlags, Mtu};
+use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
 
 use super::faults::Faulty;
@@ -722,21 +722,6 @@ fn serve(mut stream: OobStream, reqs: &Receiver<Req>, reps: &Sender<Result<Vec<u
         if reps.send(rep).is_err() || failed {
             return;
         }
-    }
-}
-
-/// The QP attributes ibv_rc_pingpong sets (and rc_verbs_peer.py after it): ACK timeout 14,
-/// 7 retries, 7 RNR retries, RNR timer 12; at `mtu`, with `max_rd_atomic` and `access`.
-pub fn rc_pingpong_options(mtu: Mtu, max_rd_atomic: u8, access: AccessFlags) -> RcOptions {
-    RcOptions {
-        mtu,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic,
-        access,
-        ..RcOptions::default()
     }
 }
 

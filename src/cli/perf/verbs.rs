@@ -195,7 +195,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         rkey: mr.rkey,
         atomic_addr: mr.addr + ATOMIC_OFF as u64,
     };
-    let opts = session::rc_pingpong_options(mtu, 4, access);
+    let opts = crate::cli::pingpong::rc_pingpong_options(mtu, 4, access);
     let peer_mac = args.port.peer_mac()?;
     let connect = |s: &mut Session, theirs: &VerbsPeerInfo| {
         let p = PeerQp {

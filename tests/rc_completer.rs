@@ -59,6 +59,14 @@ fn three_writes_sent() -> Script {
     s
 }
 
+/// [`three_writes_sent`] answered by `response`: the script and what completed.
+fn three_writes_answered_by(response: Pkt) -> (Script, Vec<(u64, WcStatus)>) {
+    let mut s = three_writes_sent();
+    send!(s, response);
+    let done = statuses(&mut s);
+    (s, done)
+}
+
 fn statuses(s: &mut Script) -> Vec<(u64, WcStatus)> {
     s.completions()
         .iter()
@@ -115,17 +123,14 @@ fn read_request_consumes_one_psn_per_response_packet() {
 
 #[test]
 fn ack_for_a_later_psn_completes_every_earlier_request() {
-    let mut s = three_writes_sent();
-    send!(s, ack(52, 0x1f, 3));
-    let want = [(1, Success), (2, Success), (3, Success)];
-    assert_eq!(statuses(&mut s), want);
+    let (_, done) = three_writes_answered_by(ack(52, 0x1f, 3));
+    assert_eq!(done, [(1, Success), (2, Success), (3, Success)]);
 }
 
 #[test]
 fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
-    let mut s = three_writes_sent();
-    send!(s, ack(51, 0x60, 1));
-    assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
+    let (mut s, done) = three_writes_answered_by(ack(51, 0x60, 1));
+    assert_eq!(done, vec![(1, WcStatus::Success)]);
     let again: Vec<_> = s.recv_all().iter().map(|p| p.psn.value()).collect();
     assert_eq!(again, vec![51, 52]);
     let c = s.ep.counters().qp;
@@ -226,10 +231,8 @@ fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
 
 #[test]
 fn remote_access_nak_completes_with_rem_access_err_and_flushes_the_rest() {
-    let mut s = three_writes_sent();
-    send!(s, ack(51, 0x62, 1));
-    let want = [(1, Success), (2, RemAccessErr), (3, WrFlushErr)];
-    assert_eq!(statuses(&mut s), want);
+    let (s, done) = three_writes_answered_by(ack(51, 0x62, 1));
+    assert_eq!(done, [(1, Success), (2, RemAccessErr), (3, WrFlushErr)]);
     assert_eq!(s.ep.counters().qp.req_remote_access_errors, 1);
 }
 

@@ -270,13 +270,7 @@ fn rc_setup(eal: &Eal, pool: &Arc<Mempool>, lcores: usize, wiring: Wiring) -> Rc
             let ep = e.engine_mut();
             let (pd, cq) = (ep.alloc_pd(), ep.create_cq(1024));
             let qpn = ep
-                .create_qp(QpInit {
-                    pd,
-                    send_cq: cq,
-                    recv_cq: cq,
-                    max_send_wr: 256,
-                    max_recv_wr: 16,
-                })
+                .create_qp(QpInit::shared_cq(pd, cq, 256, 16))
                 .unwrap_or_else(|e| panic!("{e}"));
             let mr = ep.reg_mr(
                 pd,

@@ -84,7 +84,7 @@ struct Case {
     template: FrameTemplate,
     fields: PacketFields,
     payload: Aligned,
-    /// The TX buffer, placed as the DPDK port places frames.
+    /// The TX buffer, placed as the DPDK port places frames, the payload in place.
     buf: Aligned,
     /// As many bytes as the ICRC covers, for the crc32fast baseline.
     raw: Aligned,
@@ -94,10 +94,15 @@ impl Case {
     fn new(size: usize) -> Case {
         let repr = write_only(size);
         let template = FrameTemplate::new(&repr);
+        let mut buf = Aligned::new(repr.frame_len(), template.icrc_offset(), 0);
+        let payload = Aligned::new(size, 0, 0x5a);
+        // The in-place emit finds the payload already written.
+        let at = template.payload_offset(repr.bth.opcode).unwrap_or_default();
+        buf[at..at + size].copy_from_slice(&payload);
         Case {
             fields: PacketFields::from_repr(&repr),
-            payload: Aligned::new(size, 0, 0x5a),
-            buf: Aligned::new(repr.frame_len(), template.icrc_offset(), 0),
+            payload,
+            buf,
             raw: Aligned::new(icrc_covered_len(&repr), 0, 0xa5),
             template,
             repr,
@@ -107,29 +112,29 @@ impl Case {
 
 fn emit(c: &mut Criterion) {
     for size in SIZES {
-        let Case {
-            repr,
-            template,
-            fields,
-            payload,
-            mut buf,
-            raw,
-        } = Case::new(size);
+        let mut case = Case::new(size);
         let mut group = c.benchmark_group(format!("emit_{size}B"));
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(BenchmarkId::from_parameter("emit_generic"), |b| {
-            b.iter(|| black_box(&repr).emit(black_box(&payload), &mut buf))
+            b.iter(|| black_box(&case.repr).emit(black_box(&case.payload), &mut case.buf))
         });
         group.bench_function(BenchmarkId::from_parameter("emit_template"), |b| {
-            b.iter(|| black_box(&template).emit(black_box(&fields), black_box(&payload), &mut buf))
+            b.iter(|| {
+                black_box(&case.template).emit(
+                    black_box(&case.fields),
+                    black_box(&case.payload),
+                    &mut case.buf,
+                )
+            })
         });
-        let at = template.payload_offset(repr.bth.opcode).unwrap_or_default();
-        buf[at..at + size].copy_from_slice(&payload);
         group.bench_function(BenchmarkId::from_parameter("emit_template_in_place"), |b| {
-            b.iter(|| black_box(&template).emit_in_place(black_box(&fields), black_box(&mut buf)))
+            b.iter(|| {
+                black_box(&case.template)
+                    .emit_in_place(black_box(&case.fields), black_box(&mut case.buf))
+            })
         });
         group.bench_function(BenchmarkId::from_parameter("crc32fast"), |b| {
-            b.iter(|| crc32fast::hash(black_box(&raw)))
+            b.iter(|| crc32fast::hash(black_box(&case.raw)))
         });
         group.finish();
     }
@@ -282,21 +287,20 @@ fn icount(n: usize) {
         .ok()
         .and_then(|v| v.parse().ok());
     for size in SIZES.into_iter().filter(|s| only.map_or(true, |o| o == *s)) {
-        let Case {
-            repr,
-            template,
-            fields,
-            payload,
-            mut buf,
-            raw,
-        } = Case::new(size);
-        icount_emit(&repr, &payload, &mut buf, n);
-        icount_emit_template(&template, &fields, &payload, &mut buf, n);
-        icount_emit_template_in_place(&template, &fields, &mut buf, n);
-        let frame = buf.to_vec();
+        let mut case = Case::new(size);
+        icount_emit(&case.repr, &case.payload, &mut case.buf, n);
+        icount_emit_template(
+            &case.template,
+            &case.fields,
+            &case.payload,
+            &mut case.buf,
+            n,
+        );
+        icount_emit_template_in_place(&case.template, &case.fields, &mut case.buf, n);
+        let frame = case.buf.to_vec();
         icount_parse(&frame, n);
         icount_parse_view(&frame, n);
-        icount_crc32fast(&raw, n);
+        icount_crc32fast(&case.raw, n);
     }
 }
 
@@ -310,16 +314,9 @@ fn cpu_summary() {
     );
     for size in SIZES {
         let iters = if size == 64 { 200_000 } else { 20_000 };
-        let Case {
-            repr,
-            template,
-            fields,
-            payload,
-            mut buf,
-            raw,
-        } = Case::new(size);
+        let mut case = Case::new(size);
         let crc = || {
-            black_box(crc32fast::hash(black_box(&raw)));
+            black_box(crc32fast::hash(black_box(&case.raw)));
         };
         let mut rows = vec![(
             "emit_generic",
@@ -327,7 +324,9 @@ fn cpu_summary() {
                 RUNS,
                 iters,
                 || {
-                    let _ = black_box(black_box(&repr).emit(black_box(&payload), &mut buf));
+                    let _ = black_box(
+                        black_box(&case.repr).emit(black_box(&case.payload), &mut case.buf),
+                    );
                 },
                 crc,
             ),
@@ -338,30 +337,30 @@ fn cpu_summary() {
                 RUNS,
                 iters,
                 || {
-                    let _ = black_box(black_box(&template).emit(
-                        &fields,
-                        black_box(&payload),
-                        &mut buf,
+                    let _ = black_box(black_box(&case.template).emit(
+                        &case.fields,
+                        black_box(&case.payload),
+                        &mut case.buf,
                     ));
                 },
                 crc,
             ),
         ));
-        let at = template.payload_offset(repr.bth.opcode).unwrap_or_default();
-        buf[at..at + size].copy_from_slice(&payload);
         rows.push((
             "emit_template_in_place",
             cpu_paired(
                 RUNS,
                 iters,
                 || {
-                    let _ =
-                        black_box(black_box(&template).emit_in_place(&fields, black_box(&mut buf)));
+                    let _ = black_box(
+                        black_box(&case.template)
+                            .emit_in_place(&case.fields, black_box(&mut case.buf)),
+                    );
                 },
                 crc,
             ),
         ));
-        let frame = buf.to_vec();
+        let frame = case.buf.to_vec();
         rows.push((
             "parse_verify",
             cpu_paired(

@@ -1,11 +1,10 @@
 //! `roce pcap check` / `explain` as a user runs them: real vectors, damaged files, bad paths.
 
+#[path = "support/vectors.rs"]
+mod vectors;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn vectors() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors"))
-}
 
 fn roce(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_roce"))
@@ -36,20 +35,11 @@ fn summary_of(out: &Output) -> serde_json::Value {
 
 #[test]
 fn check_passes_every_clean_vector_with_exact_counts() {
-    // (file, frames, RoCE frames) from ../shared/vectors/README.md
-    let expected = [
-        ("rc_pingpong_send_64.pcap", 32, 20),
-        ("rc_pingpong_send_8192_mtu1024.pcap", 66, 54),
-        ("ib_write_bw_64.pcap", 50, 10),
-        ("ib_write_bw_8192_mtu1024.pcap", 84, 45),
-        ("ib_read_bw_8192_mtu1024.pcap", 86, 45),
-        ("verbs_imm_atomic.pcap", 38, 26),
-        ("verbs_ce_marked_to_a.pcap", 19, 7),
-        ("v6_rc_pingpong_64.pcap", 31, 20),
-        ("extra_rc_pingpong_1003_mtu256.pcap", 42, 30),
-    ];
-    for (file, frames, roce_frames) in expected {
-        let path = vectors().join(file);
+    let clean = vectors::COUNTS
+        .into_iter()
+        .filter(|v| v.0 != vectors::CORRUPTED);
+    for (file, frames, roce_frames) in clean {
+        let path = vectors::path(file);
         let out = roce(&["pcap", "check", path.to_str().unwrap(), "--json"]);
         assert!(out.status.success(), "{file}: {}", stderr(&out));
         let s = summary_of(&out);
@@ -66,7 +56,7 @@ fn check_passes_every_clean_vector_with_exact_counts() {
 
 #[test]
 fn check_reports_the_deliberately_corrupted_frame_and_fails() {
-    let path = vectors().join("host_peer_to_guest.pcap");
+    let path = vectors::path(vectors::CORRUPTED);
     let out = roce(&["pcap", "check", path.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let s = summary_of(&out);
@@ -92,7 +82,7 @@ fn check_reports_the_deliberately_corrupted_frame_and_fails() {
 
 /// Copies a vector, lets `damage` change its bytes, and runs `pcap check` on the copy.
 fn check_damaged(name: &str, damage: impl FnOnce(&mut Vec<u8>)) -> Output {
-    let mut bytes = std::fs::read(vectors().join("rc_pingpong_send_64.pcap")).unwrap();
+    let mut bytes = std::fs::read(vectors::path("rc_pingpong_send_64.pcap")).unwrap();
     damage(&mut bytes);
     let path = scratch(name);
     std::fs::write(&path, &bytes).unwrap();
@@ -169,7 +159,7 @@ fn garbage_frames_are_malformed_not_panics() {
 
 #[test]
 fn explain_annotates_a_nak_for_a_class() {
-    let path = vectors().join("host_peer_to_guest.pcap");
+    let path = vectors::path(vectors::CORRUPTED);
     let out = roce(&["pcap", "explain", path.to_str().unwrap(), "--frame", "16"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -184,7 +174,7 @@ fn explain_annotates_a_nak_for_a_class() {
 
 #[test]
 fn explain_covers_every_roce_frame_of_a_capture() {
-    let path = vectors().join("verbs_imm_atomic.pcap");
+    let path = vectors::path("verbs_imm_atomic.pcap");
     let out = roce(&["pcap", "explain", path.to_str().unwrap()]);
     assert!(out.status.success());
     let text = stdout(&out);
@@ -198,7 +188,7 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     // `roce pcap check big.pcap | head -1`: the pipe closes early; no panic, no error line.
-    let path = vectors().join("rc_pingpong_send_8192_mtu1024.pcap");
+    let path = vectors::path("rc_pingpong_send_8192_mtu1024.pcap");
     let mut child = Command::new(env!("CARGO_BIN_EXE_roce"))
         .args(["pcap", "explain", path.to_str().unwrap()])
         .stdout(Stdio::piped())

@@ -1,8 +1,10 @@
 //! The counter table every command prints and `roce stats` reading a command's `--json` back:
 //! exact layout, zero rows hidden, `rdma statistic` lines, per-port counters from an endpoint.
 
-use std::process::Command;
+#[path = "support/cli_output.rs"]
+mod cli_output;
 
+use cli_output::roce;
 use roce::stats::{table, Column, PortStats, QpStats, StatsReport};
 use roce_proto::counters::{EndpointCounters, QpCounters, RdmaCounters};
 
@@ -140,15 +142,8 @@ fn roce_stats_prints_the_stats_key_of_a_json_file() {
     let file = dir.join("run.json");
     let json = serde_json::json!({ "verified": true, "stats": report() });
     std::fs::write(&file, json.to_string()).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(["stats", file.to_str().expect("utf-8")])
-        .output()
-        .expect("roce stats runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), report().table(false));
+    let (code, out, err) = roce(&["stats", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, report().table(false));
     let _ = std::fs::remove_dir_all(&dir);
 }

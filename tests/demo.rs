@@ -12,14 +12,10 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-#[test]
-fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
-    let dir = std::env::temp_dir().join(format!("roce-demo-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let pcap = dir.join("demo.pcap");
-    let pcap_s = pcap.to_str().expect("utf-8 path");
-    // A bottleneck well below what even a debug build pushes, so congestion is certain.
-    let (code, out, err) = roce(&[
+/// The JSON summary of a 2 s `roce demo` with `seed` and `more` options, through a bottleneck
+/// well below what even a debug build pushes, so congestion is certain; the run must succeed.
+fn congested_demo(seed: &str, more: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "demo",
         "--json",
         "--duration",
@@ -27,14 +23,24 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
         "--bottleneck-gbps",
         "0.2",
         "--seed",
-        "7",
-        "--pcap",
-        pcap_s,
-        "--out",
-        dir.to_str().expect("utf-8 path"),
-    ]);
+        seed,
+    ];
+    args.extend_from_slice(more);
+    let (code, out, err) = roce(&args);
     assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
-    let s = json(&out);
+    json(&out)
+}
+
+#[test]
+fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
+    let dir = std::env::temp_dir().join(format!("roce-demo-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("demo.pcap");
+    let pcap_s = pcap.to_str().expect("utf-8 path");
+    let s = congested_demo(
+        "7",
+        &["--pcap", pcap_s, "--out", dir.to_str().expect("utf-8 path")],
+    );
     let flows = s["flows"].as_array().expect("flows");
     assert_eq!(flows.len(), 6, "2 senders x (write, send, read)");
     let mut ops: Vec<&str> = flows.iter().filter_map(|f| f["op"].as_str()).collect();
@@ -193,20 +199,7 @@ fn demo_status_lines_go_to_stderr_and_stats_adds_the_per_qp_table() {
 /// CNPs sent and handled, rate cuts, and the counters per port add up as on one core.
 #[test]
 fn demo_on_three_lcores_verifies_every_flow_and_reacts_to_congestion() {
-    let (code, out, err) = roce(&[
-        "demo",
-        "--json",
-        "--duration",
-        "2s",
-        "--bottleneck-gbps",
-        "0.2",
-        "--seed",
-        "5",
-        "--cores",
-        "3",
-    ]);
-    assert_eq!(code, 0, "stderr: {err}\nstdout: {out}");
-    let s = json(&out);
+    let s = congested_demo("5", &["--cores", "3"]);
     assert_eq!(s["verified"], true, "{s}");
     let flows = s["flows"].as_array().expect("flows");
     assert_eq!(flows.len(), 6);

@@ -4,6 +4,8 @@
 //! every completion and byte checked; frames crossing shards through the software dispatcher.
 //! `ROCE_TEST_SEED` replays a seed.
 
+#[path = "support/dpdk_harness.rs"]
+mod dpdk_harness;
 #[path = "support/lcore_rc.rs"]
 mod lcore_rc;
 
@@ -17,6 +19,7 @@ use roce_dpdk::{
     ring_pair_queues, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig,
 };
 use roce_proto::port::Port;
+use roce_proto::wire::EthernetAddress;
 
 type Test = fn(&Eal, &Arc<Mempool>) -> anyhow::Result<()>;
 
@@ -28,12 +31,7 @@ fn seed() -> u64 {
 }
 
 fn main() {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let selected =
-        |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let selected = dpdk_harness::name_filter();
     // Room for the lcore threads to register: EAL hands out lcore ids up to RTE_MAX_LCORE.
     let eal = match Eal::init(&EalConfig {
         require_ports: false,
@@ -230,12 +228,7 @@ fn tap_steers_by_udp_source_port_and_ring_falls_back_to_software(
         Steering::Single => anyhow::bail!("tap with two queue pairs reported single-queue"),
     }
     let _rule = steer_udp_source(&tap, Some(peer), 50001, 1)?;
-    let m = tap.info().mac;
-    let mac = m
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
+    let mac = EthernetAddress(tap.info().mac).to_string();
     ip("addr add 198.18.200.1/24 dev rlcsteer0")?;
     ip("link set rlcsteer0 up")?;
     ip(&format!(

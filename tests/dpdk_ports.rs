@@ -18,7 +18,7 @@ use anyhow::{bail, ensure, Context};
 use roce_dpdk::clock::Clock;
 use roce_dpdk::{DpdkError, DpdkPort, Eal, EalConfig, TscClock};
 use roce_proto::port::{FrameBuf, Port};
-use roce_proto::wire::parse_frame;
+use roce_proto::wire::{parse_frame, EthernetAddress};
 
 use dpdk_harness::{
     burst_of, mbuf_with, named_port, no_leak, pool, port_config, ring_ports, rx_until, EAL_ARGS,
@@ -284,12 +284,7 @@ fn kernel_round_trip(
         seen.iter().filter(|s| frames.contains(s)).count()
     );
 
-    let mac = port.info().mac;
-    let mac = mac
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
+    let mac = EthernetAddress(port.info().mac).to_string();
     ns.exec(&[
         "ip",
         "neigh",

@@ -2,9 +2,14 @@
 //! reads, whose values are the counters of the run's `--json` output; the same counters answer
 //! on DPDK's telemetry socket.
 
+#[path = "support/cli_output.rs"]
+mod cli_output;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+
+use cli_output::roce;
 
 /// Kills the child when the test ends, however it ends.
 struct Running(Child);
@@ -179,16 +184,9 @@ fn metrics_endpoint_parses_and_equals_the_runs_json_counters_and_telemetry() {
     assert_eq!(devices, r#"{"/roce/ports":["r","s1","s2"]}"#);
     // roce stats --watch shows the same table from either source.
     let table = |source: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-            .args(["stats", "--watch", source, "--count", "1"])
-            .output()
-            .expect("run roce stats");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let (code, out, err) = roce(&["stats", "--watch", source, "--count", "1"]);
+        assert_eq!(code, 0, "{err}");
+        out
     };
     for source in [addr.as_str(), socket.to_str().expect("utf-8 path")] {
         let t = table(source);

@@ -21,39 +21,56 @@ fn refused(command_line: &str) -> String {
     error_lines(&out).join("\n")
 }
 
-#[test]
-fn bad_mtu_is_refused() {
-    let err = refused("perf write-bw --ip 198.18.0.1/15 -m 1000");
-    assert_eq!(
-        err,
-        "roce: -m 1000: the MTU must be 256, 512, 1024, 2048 or 4096"
-    );
-}
+/// Command lines refused before any port opens, each with the one line it must print.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "perf write-bw --ip 198.18.0.1/15 -m 1000",
+        "roce: -m 1000: the MTU must be 256, 512, 1024, 2048 or 4096",
+    ),
+    (
+        "perf send-bw --ip 198.18.0.1/15 -s 0",
+        "roce: -s 0: the size must be 1..=8388608 bytes",
+    ),
+    (
+        "perf send-bw --ip 198.18.0.1/15 -s 8388609",
+        "roce: -s 8388609: the size must be 1..=8388608 bytes",
+    ),
+    (
+        "perf send-lat --ip 198.18.0.1/15 -D 2",
+        "roce: -D is supported by the bandwidth tests only",
+    ),
+    (
+        "perf send-lat --ip 198.18.0.1/15 -b",
+        "roce: -b is supported by the bandwidth tests only",
+    ),
+    (
+        "perf write-bw --ip 198.18.0.1/40",
+        "roce: --ip \"198.18.0.1/40\": prefix length must be 0..=32",
+    ),
+    (
+        "pingpong --ip 198.18.0.1/15 -m 9000",
+        "roce: -m 9000: the MTU must be 256, 512, 1024, 2048 or 4096",
+    ),
+    (
+        "perf write-bw --ip 198.18.0.2/15 --port pci:0000:99:00.0 127.0.0.1",
+        "roce: no DPDK port: --port pci:0000:99:00.0 created nothing",
+    ),
+    (
+        "perf write-bw --ip 198.18.0.1/15 -a --peer-format perftest",
+        "roce: --peer-format perftest: one size, one QP, no -D or -b",
+    ),
+    // The same rule and words as `roce loopback` (FaultConfig::check).
+    (
+        "perf write-bw --ip 198.18.0.1/15 --port null --loss 1.5",
+        "roce: --loss 1.5 must be in [0, 1)",
+    ),
+];
 
 #[test]
-fn zero_and_huge_sizes_are_refused() {
-    for size in ["0", "8388609"] {
-        let err = refused(&format!("perf send-bw --ip 198.18.0.1/15 -s {size}"));
-        assert_eq!(
-            err,
-            format!("roce: -s {size}: the size must be 1..=8388608 bytes")
-        );
+fn bad_input_is_refused_with_one_line() {
+    for (command_line, line) in REFUSED {
+        assert_eq!(refused(command_line), *line, "{command_line}");
     }
-}
-
-#[test]
-fn duration_on_a_latency_test_is_refused() {
-    let err = refused("perf send-lat --ip 198.18.0.1/15 -D 2");
-    assert_eq!(err, "roce: -D is supported by the bandwidth tests only");
-}
-
-#[test]
-fn bad_ip_is_refused() {
-    let err = refused("perf write-bw --ip 198.18.0.1/40");
-    assert_eq!(
-        err,
-        "roce: --ip \"198.18.0.1/40\": prefix length must be 0..=32"
-    );
 }
 
 #[test]
@@ -62,15 +79,6 @@ fn busy_tcp_port_is_one_line() {
     let port = busy.local_addr().unwrap().port().to_string();
     let err = refused(&format!("perf write-bw --ip 198.18.0.1/15 -p {port}"));
     assert_eq!(err, format!("roce: TCP port {port} is busy"));
-}
-
-#[test]
-fn pingpong_bad_mtu_is_refused() {
-    let err = refused("pingpong --ip 198.18.0.1/15 -m 9000");
-    assert_eq!(
-        err,
-        "roce: -m 9000: the MTU must be 256, 512, 1024, 2048 or 4096"
-    );
 }
 
 #[test]
@@ -90,15 +98,6 @@ fn client_without_a_server_gives_up_after_the_timeout() {
 }
 
 #[test]
-fn missing_pci_device_is_one_line() {
-    let err = refused("perf write-bw --ip 198.18.0.2/15 --port pci:0000:99:00.0 127.0.0.1");
-    assert_eq!(
-        err,
-        "roce: no DPDK port: --port pci:0000:99:00.0 created nothing"
-    );
-}
-
-#[test]
 fn peer_that_accepts_but_never_answers_is_one_line() {
     // A listener that takes the connection and then says nothing.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -107,28 +106,6 @@ fn peer_that_accepts_but_never_answers_is_one_line() {
     let err = refused(&null_perf_client("1", &port).join(" "));
     drop(holder.join());
     assert_eq!(err, "roce: peer: read parameters: peer silent for 1s");
-}
-
-#[test]
-fn bidirectional_latency_test_is_refused() {
-    let err = refused("perf send-lat --ip 198.18.0.1/15 -b");
-    assert_eq!(err, "roce: -b is supported by the bandwidth tests only");
-}
-
-#[test]
-fn perftest_format_with_two_sizes_is_refused() {
-    let err = refused("perf write-bw --ip 198.18.0.1/15 -a --peer-format perftest");
-    assert_eq!(
-        err,
-        "roce: --peer-format perftest: one size, one QP, no -D or -b"
-    );
-}
-
-#[test]
-fn fault_fraction_out_of_range_is_refused() {
-    let err = refused("perf write-bw --ip 198.18.0.1/15 --port null --loss 1.5");
-    // The same rule and words as `roce loopback` (FaultConfig::check).
-    assert_eq!(err, "roce: --loss 1.5 must be in [0, 1)");
 }
 
 #[test]

@@ -3,8 +3,13 @@
 //! runs as root); without it the tests say so and pass without running.
 #![cfg(feature = "dpdk")]
 
+#[path = "support/perftest_output.rs"]
+mod perftest_output;
+
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
+
+use perftest_output::result_row;
 
 /// One namespace at a time: each test runs two busy-polling processes.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -74,22 +79,6 @@ impl Drop for Netns {
         }
         let _ = Command::new(NETNS).arg("down").env("NS", &self.ns).status();
     }
-}
-
-/// The numbers of the result line under perftest's header.
-fn result_row(stdout: &str, header: &str) -> Vec<f64> {
-    let mut lines = stdout.lines();
-    lines
-        .by_ref()
-        .find(|l| l.trim_start().starts_with(header))
-        .unwrap_or_else(|| panic!("no {header:?} header in:\n{stdout}"));
-    let row = lines.next().unwrap_or_default();
-    row.split_whitespace()
-        .map(|c| {
-            c.parse()
-                .unwrap_or_else(|_| panic!("not a number {c:?} in {row:?}"))
-        })
-        .collect()
 }
 
 /// Runs `test` server and client; returns the client's result row and the server's stdout.

@@ -40,6 +40,15 @@ fn write(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
     s.post_send(wr_id, opcode, mr, len);
 }
 
+/// Posts a READ of `len` bytes from the peer's 0x9000 (rkey 5).
+fn read(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
+    let opcode = WrOpcode::RdmaRead {
+        remote_addr: 0x9000,
+        rkey: 5,
+    };
+    s.post_send(wr_id, opcode, mr, len);
+}
+
 /// Three 8-byte WRITEs (wr_id 1..=3) from PSN 50, all on the wire.
 fn three_writes_sent() -> Script {
     let (mut s, mr) = setup(50);
@@ -48,6 +57,14 @@ fn three_writes_sent() -> Script {
     }
     assert_eq!(s.recv_all().len(), 3);
     s
+}
+
+/// [`three_writes_sent`] answered by `response`: the script and what completed.
+fn three_writes_answered_by(response: Pkt) -> (Script, Vec<(u64, WcStatus)>) {
+    let mut s = three_writes_sent();
+    send!(s, response);
+    let done = statuses(&mut s);
+    (s, done)
 }
 
 fn statuses(s: &mut Script) -> Vec<(u64, WcStatus)> {
@@ -90,15 +107,7 @@ fn long_write_is_segmented_first_middle_last_across_the_psn_wrap_with_ackreq_on_
 #[test]
 fn read_request_consumes_one_psn_per_response_packet() {
     let (mut s, mr) = setup(10);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        600,
-    );
+    read(&mut s, &mr, 1, 600);
     write(&mut s, &mr, 2, 4);
     let p = s.recv_all();
     assert_eq!(
@@ -114,17 +123,14 @@ fn read_request_consumes_one_psn_per_response_packet() {
 
 #[test]
 fn ack_for_a_later_psn_completes_every_earlier_request() {
-    let mut s = three_writes_sent();
-    send!(s, ack(52, 0x1f, 3));
-    let want = [(1, Success), (2, Success), (3, Success)];
-    assert_eq!(statuses(&mut s), want);
+    let (_, done) = three_writes_answered_by(ack(52, 0x1f, 3));
+    assert_eq!(done, [(1, Success), (2, Success), (3, Success)]);
 }
 
 #[test]
 fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
-    let mut s = three_writes_sent();
-    send!(s, ack(51, 0x60, 1));
-    assert_eq!(statuses(&mut s), vec![(1, WcStatus::Success)]);
+    let (mut s, done) = three_writes_answered_by(ack(51, 0x60, 1));
+    assert_eq!(done, vec![(1, WcStatus::Success)]);
     let again: Vec<_> = s.recv_all().iter().map(|p| p.psn.value()).collect();
     assert_eq!(again, vec![51, 52]);
     let c = s.ep.counters().qp;
@@ -137,15 +143,7 @@ fn nak_sequence_error_acks_what_precedes_and_rewinds_the_requester() {
 #[test]
 fn ack_beyond_an_unanswered_read_is_an_implied_nak_that_resends_the_read() {
     let (mut s, mr) = setup(50);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        16,
-    );
+    read(&mut s, &mr, 1, 16);
     write(&mut s, &mr, 2, 8);
     assert_eq!(s.recv_all().len(), 2);
     send!(s, ack(51, 0x1f, 2));
@@ -233,10 +231,8 @@ fn rnr_nak_waits_the_rnr_timer_then_resends_and_gives_up_after_rnr_retry() {
 
 #[test]
 fn remote_access_nak_completes_with_rem_access_err_and_flushes_the_rest() {
-    let mut s = three_writes_sent();
-    send!(s, ack(51, 0x62, 1));
-    let want = [(1, Success), (2, RemAccessErr), (3, WrFlushErr)];
-    assert_eq!(statuses(&mut s), want);
+    let (s, done) = three_writes_answered_by(ack(51, 0x62, 1));
+    assert_eq!(done, [(1, Success), (2, RemAccessErr), (3, WrFlushErr)]);
     assert_eq!(s.ep.counters().qp.req_remote_access_errors, 1);
 }
 
@@ -285,15 +281,7 @@ fn bad_local_key_completes_with_a_local_protection_error() {
 #[test]
 fn fence_holds_a_request_until_earlier_reads_complete() {
     let (mut s, mr) = setup(50);
-    s.post_send(
-        1,
-        WrOpcode::RdmaRead {
-            remote_addr: 0x9000,
-            rkey: 5,
-        },
-        &mr,
-        8,
-    );
+    read(&mut s, &mr, 1, 8);
     let mut wr = send_wr(2, WrOpcode::Send, &mr, 0, 8);
     wr.flags |= roce_proto::verbs::SendFlags::FENCE;
     s.ep.post_send(s.qpn, wr).unwrap();

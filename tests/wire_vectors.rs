@@ -2,8 +2,10 @@
 //! verify, match the README's table and re-emit byte for byte; the ICRC must cover exactly the
 //! invariant fields.
 
+#[path = "support/vectors.rs"]
+mod vectors;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use roce_proto::psn::Psn;
 use roce_proto::wire;
@@ -12,15 +14,9 @@ use roce_proto::wire::{
     icrc, parse_frame, parse_frame_unverified, Ecn, IpRepr, Opcode, RocePacket, WireError,
 };
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors");
-
-fn vector_path(name: &str) -> PathBuf {
-    Path::new(VECTORS).join(name)
-}
-
 /// Every frame of a pcap, in order.
 fn frames(name: &str) -> Vec<Vec<u8>> {
-    let file = std::fs::File::open(vector_path(name)).expect("vector file");
+    let file = std::fs::File::open(vectors::path(name)).expect("vector file");
     let mut reader = pcap_file::pcap::PcapReader::new(file).expect("pcap header");
     assert_eq!(
         reader.header().datalink,
@@ -68,7 +64,7 @@ fn opcode_counts(packets: &[(usize, RocePacket<'_>)]) -> BTreeMap<u8, usize> {
 }
 
 fn all_vector_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(VECTORS)
+    let mut names: Vec<String> = std::fs::read_dir(vectors::DIR)
         .expect("vectors dir")
         .map(|e| {
             e.expect("dir entry")
@@ -84,19 +80,7 @@ fn all_vector_names() -> Vec<String> {
 
 #[test]
 fn every_roce_frame_verifies_except_the_deliberately_corrupted_one() {
-    // (file, total frames, RoCE frames) from the README's table.
-    let expected = [
-        ("extra_rc_pingpong_1003_mtu256.pcap", 42, 30),
-        ("host_peer_to_guest.pcap", 27, 15),
-        ("ib_read_bw_8192_mtu1024.pcap", 86, 45),
-        ("ib_write_bw_64.pcap", 50, 10),
-        ("ib_write_bw_8192_mtu1024.pcap", 84, 45),
-        ("rc_pingpong_send_64.pcap", 32, 20),
-        ("rc_pingpong_send_8192_mtu1024.pcap", 66, 54),
-        ("v6_rc_pingpong_64.pcap", 31, 20),
-        ("verbs_ce_marked_to_a.pcap", 19, 7),
-        ("verbs_imm_atomic.pcap", 38, 26),
-    ];
+    let expected = vectors::COUNTS;
     let names = all_vector_names();
     assert_eq!(
         names,
@@ -121,7 +105,7 @@ fn every_roce_frame_verifies_except_the_deliberately_corrupted_one() {
         }
         assert_eq!(roce_seen, roce, "{name}");
     }
-    assert_eq!(bad_icrc, vec![("host_peer_to_guest.pcap", 14)]);
+    assert_eq!(bad_icrc, vec![(vectors::CORRUPTED, 14)]);
 }
 
 #[test]
@@ -420,6 +404,17 @@ fn regions(ip_version: u8, ip_packet_len: usize) -> (Vec<usize>, Vec<(usize, u8)
     (protected, masked)
 }
 
+/// `ip` with one bit flipped, for each set bit of `bits` in byte `byte`: `(bit, packet)`.
+fn flips(ip: &[u8], byte: usize, bits: u8) -> impl Iterator<Item = (u32, Vec<u8>)> + '_ {
+    (0..8)
+        .filter(move |bit| bits & (1 << bit) != 0)
+        .map(move |bit| {
+            let mut flipped = ip.to_vec();
+            flipped[byte] ^= 1 << bit;
+            (bit, flipped)
+        })
+}
+
 fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
     let ip = ip_packet(frame).to_vec();
     assert!(icrc::verify_icrc(&ip).is_ok());
@@ -427,12 +422,7 @@ fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
     for &byte in &protected {
         // Byte 0 (version/IHL) is left out: changing it changes how the packet is read.
         let bits = masked.iter().find(|m| m.0 == byte).map_or(0xff, |m| !m.1);
-        for bit in 0..8 {
-            if bits & (1 << bit) == 0 {
-                continue;
-            }
-            let mut flipped = ip.clone();
-            flipped[byte] ^= 1 << bit;
+        for (bit, flipped) in flips(&ip, byte, bits) {
             assert!(
                 matches!(icrc::verify_icrc(&flipped), Err(WireError::BadIcrc { .. })),
                 "flip of byte {byte} bit {bit} went unnoticed"
@@ -440,12 +430,7 @@ fn assert_icrc_covers_exactly_the_invariant_fields(frame: &[u8]) {
         }
     }
     for (byte, bits) in masked {
-        for bit in 0..8 {
-            if bits & (1 << bit) == 0 {
-                continue;
-            }
-            let mut flipped = ip.clone();
-            flipped[byte] ^= 1 << bit;
+        for (bit, flipped) in flips(&ip, byte, bits) {
             assert!(
                 icrc::verify_icrc(&flipped).is_ok(),
                 "masked byte {byte} bit {bit} changed the ICRC"

@@ -20,7 +20,7 @@ use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::fault::{FaultConfig, FaultCounters, FaultPort};
 use roce_proto::loopback::{loopback_pair, EndpointPair};
 use roce_proto::mr::MrInfo;
-use roce_proto::port::{FrameBuf, Port, PortCaps};
+use roce_proto::port::{FrameBuf, Port};
 use roce_proto::psn::Psn;
 
 use super::ops::Op;
@@ -92,12 +92,7 @@ struct CapturePort<P: Port> {
 
 impl<P: Port> Port for CapturePort<P> {
     type Buf = P::Buf;
-    fn caps(&self) -> PortCaps {
-        self.inner.caps()
-    }
-    fn alloc(&mut self) -> Option<P::Buf> {
-        self.inner.alloc()
-    }
+    roce_proto::port_caps_and_pool_of!(inner);
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         self.inner.rx_burst(out, max)
     }
@@ -302,10 +297,7 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
         ..RcOptions::default()
     };
     let span = u64::from(args.size.max(8)) * u64::from(args.count);
-    let access = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let access = AccessFlags::all();
     let mut flows = Vec::new();
     for q in 0..args.qps {
         let (sa, sb) = connect_rc(&mut pair.a, &mut pair.b, &opts).context("connecting the QPs")?;

@@ -115,6 +115,19 @@ pub struct PerfArgs {
     pub port: PortArgs,
 }
 
+impl PerfArgs {
+    /// Our QPs' connection options at the agreed `mtu`: `-u` and perftest's retries (7 and 7).
+    fn rc_options(&self, mtu: Mtu) -> RcOptions {
+        RcOptions {
+            mtu,
+            timeout: self.qp_timeout,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            ..RcOptions::default()
+        }
+    }
+}
+
 /// The end of one size: what the client measured, or what the server saw.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct End {
@@ -158,17 +171,8 @@ impl Qp {
     ) -> Result<Qp, roce_proto::qp::QpError> {
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(4 * depth as usize + 64);
-        let qpn = ep.create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: depth,
-            max_recv_wr: depth,
-        })?;
-        let access = AccessFlags::LOCAL_WRITE
-            | AccessFlags::REMOTE_WRITE
-            | AccessFlags::REMOTE_READ
-            | AccessFlags::REMOTE_ATOMIC;
+        let qpn = ep.create_qp(QpInit::shared_cq(pd, cq, depth, depth))?;
+        let access = AccessFlags::all();
         let src = ep.reg_mr(pd, mr_len, access);
         let dst = ep.reg_mr(pd, mr_len, access);
         Ok(Qp {
@@ -222,12 +226,8 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         return lanes::run(test, &args, hello, cc.as_ref(), max_memory);
     }
     let flow = perftest::Flow::of(test);
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
 
     // 1. Parameters: the client's rule, within the bounds of each side.
     let hello = if perftest {
@@ -267,13 +267,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         swap(&mut s, &oob, is_client, &mine, "keys")?
     };
     let peer_mac = args.port.peer_mac()?;
-    let opts = RcOptions {
-        mtu,
-        timeout: args.qp_timeout,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..RcOptions::default()
-    };
+    let opts = args.rc_options(mtu);
     let mut plan = Vec::new();
     for (q, d) in qps.iter_mut().zip(&theirs) {
         q.peer = *d;

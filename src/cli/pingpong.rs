@@ -10,7 +10,9 @@ use roce::oob::pingpong::PingpongDest;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::PeerQp;
-use roce_proto::verbs::{AccessFlags, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
+use roce_proto::verbs::{
+    AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
+};
 
 use super::perf::session::{self, PortArgs, Req, Session};
 
@@ -62,6 +64,21 @@ fn expected_byte(i: usize, chk: bool) -> u8 {
     }
 }
 
+/// The QP attributes ibv_rc_pingpong sets (and rc_verbs_peer.py after it): ACK timeout 14,
+/// 7 retries, 7 RNR retries, RNR timer 12; at `mtu`, with `max_rd_atomic` and `access`.
+pub(crate) fn rc_pingpong_options(mtu: Mtu, max_rd_atomic: u8, access: AccessFlags) -> RcOptions {
+    RcOptions {
+        mtu,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic,
+        access,
+        ..RcOptions::default()
+    }
+}
+
 /// Runs `roce pingpong`.
 pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     let mtu = session::parse_mtu(args.mtu)?;
@@ -75,12 +92,8 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         bail!("-r {}: the receive depth must be 1..=4096", args.rx_depth);
     }
     let ip = session::parse_ip(&args.port.ip)?;
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
 
     let size = args.size as usize;
     let depth = args.rx_depth;
@@ -88,13 +101,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(depth as usize + 8);
     let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 1,
-            max_recv_wr: depth,
-        })
+        .create_qp(QpInit::shared_cq(pd, cq, 1, depth))
         .context("creating the QP")?;
     let mr = ep.reg_mr(pd, size, AccessFlags::LOCAL_WRITE);
     if let Some(m) = ep.mr_mut(mr.lkey) {
@@ -116,16 +123,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         PingpongDest::decode(msg).map_err(|e| anyhow!("the peer's rc_pingpong message: {e}"))
     };
     let peer_mac = args.port.peer_mac()?;
-    let opts = RcOptions {
-        mtu,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 1,
-        access: AccessFlags::empty(),
-        ..RcOptions::default()
-    };
+    let opts = rc_pingpong_options(mtu, 1, AccessFlags::empty());
     let post_recv = |s: &mut Session| -> anyhow::Result<()> {
         let sge = Sge {
             addr: mr.addr,

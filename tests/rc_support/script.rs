@@ -124,13 +124,7 @@ impl Script {
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
         let qpn = ep
-            .create_qp(QpInit {
-                pd,
-                send_cq: cq,
-                recv_cq: cq,
-                max_send_wr: o.max_send_wr,
-                max_recv_wr: o.max_recv_wr,
-            })
+            .create_qp(QpInit::shared_cq(pd, cq, o.max_send_wr, o.max_recv_wr))
             .unwrap();
         let attrs = [
             QpAttr {
@@ -269,13 +263,7 @@ impl Script {
 
     /// Another QP of the endpoint, left in RESET.
     pub fn idle_qp(&mut self) -> u32 {
-        let init = QpInit {
-            pd: self.pd,
-            send_cq: self.cq,
-            recv_cq: self.cq,
-            max_send_wr: 1,
-            max_recv_wr: 1,
-        };
+        let init = QpInit::shared_cq(self.pd, self.cq, 1, 1);
         self.ep.create_qp(init).unwrap()
     }
 

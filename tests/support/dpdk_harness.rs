@@ -1,8 +1,9 @@
 //! The runner and helpers the DPDK test binaries (tests/dpdk_ports.rs, tests/dpdk_runtime.rs)
-//! share. One process holds one EAL (it cannot be re-initialised), so each binary has its own
-//! runner (`harness = false`) that runs its tests in sequence and prints "N passed, N failed".
+//! share; tests/dpdk_lcores.rs has a runner of its own but takes the same filter. One process
+//! holds one EAL (it cannot be re-initialised), so each binary has its own runner
+//! (`harness = false`) that runs its tests in sequence and prints "N passed, N failed".
 //! Runs as root without hugepages (`--no-huge` is added automatically).
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,16 +27,21 @@ macro_rules! dpdk_tests {
     };
 }
 
+/// The command line's test filter: a test runs when no word is given (options aside) or its
+/// name contains one of them.
+pub fn name_filter() -> impl Fn(&str) -> bool {
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    move |name| words.is_empty() || words.iter().any(|w| name.contains(w.as_str()))
+}
+
 /// Runs `before` (tests that need no EAL) and then, with the EAL started from [`EAL_ARGS`],
 /// `tests`; only the names containing a command-line word when any is given. Exits non-zero
 /// when a test failed.
 pub fn run(before: &[(&str, BeforeEal)], tests: &[(&str, Test)]) {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let selected =
-        |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let selected = name_filter();
     let (mut passed, mut failed) = (0, 0);
     let mut report = |name: &str, result: anyhow::Result<()>| match result {
         Ok(()) => {

@@ -160,13 +160,7 @@ impl HostHarness {
         let ep = host.endpoint_mut();
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(16);
-        let init = QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 4,
-            max_recv_wr: 4,
-        };
+        let init = QpInit::shared_cq(pd, cq, 4, 4);
         let qpn = ep.create_qp(init).expect("a QP");
         let peer = PeerQp {
             ip: IP_PEER.into(),

@@ -234,13 +234,7 @@ impl Harness {
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
         let o = Self::options();
-        let init = QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: o.max_send_wr,
-            max_recv_wr: o.max_recv_wr,
-        };
+        let init = QpInit::shared_cq(pd, cq, o.max_send_wr, o.max_recv_wr);
         let qpn = ep.create_qp(init).expect("a QP");
         Self::connect(&mut ep, qpn).expect("to RTS");
         Harness {

@@ -172,17 +172,13 @@ fn drive(ha: &[Sh], hb: &[Sh], r: &LcoreRun, rng: &mut Pcg64) -> anyhow::Result<
             let cq = e.create_reaped_cq(4096);
             let ep = e.engine_mut();
             let pd = ep.alloc_pd();
-            let qpn = ep.create_qp(QpInit {
+            let qpn = ep.create_qp(QpInit::shared_cq(
                 pd,
-                send_cq: cq,
-                recv_cq: cq,
-                max_send_wr: opts.max_send_wr,
-                max_recv_wr: opts.max_recv_wr,
-            });
-            let access = AccessFlags::LOCAL_WRITE
-                | AccessFlags::REMOTE_WRITE
-                | AccessFlags::REMOTE_READ
-                | AccessFlags::REMOTE_ATOMIC;
+                cq,
+                opts.max_send_wr,
+                opts.max_recv_wr,
+            ));
+            let access = AccessFlags::all();
             let m1 = ep.reg_mr(pd, MR_LEN, access);
             let m2 = ep.reg_mr(pd, MR_LEN, access);
             qpn.map(|qpn| (qpn, m1, m2))

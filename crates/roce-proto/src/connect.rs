@@ -109,13 +109,12 @@ fn rc_qp(
     cq: crate::verbs::CqHandle,
     o: &RcOptions,
 ) -> Result<u32, crate::qp::QpError> {
-    ep.create_qp(crate::verbs::QpInit {
+    ep.create_qp(crate::verbs::QpInit::shared_cq(
         pd,
-        send_cq: cq,
-        recv_cq: cq,
-        max_send_wr: o.max_send_wr,
-        max_recv_wr: o.max_recv_wr,
-    })
+        cq,
+        o.max_send_wr,
+        o.max_recv_wr,
+    ))
 }
 
 /// The address vector with which an endpoint configured as `local` reaches one configured as

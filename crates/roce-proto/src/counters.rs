@@ -5,116 +5,100 @@
 
 use serde::Serialize;
 
-/// Counters of one queue pair (requester, responder and completer together).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct QpCounters {
-    /// Packets sent (requests, responses, ACKs).
-    pub tx_packets: u64,
-    /// Bytes of frames sent.
-    pub tx_bytes: u64,
-    /// Packets accepted for this QP.
-    pub rx_packets: u64,
-    /// Bytes of frames accepted for this QP.
-    pub rx_bytes: u64,
-    /// Request packets sent again (go-back-N).
-    pub retransmitted_packets: u64,
-    /// ACK packets sent.
-    pub acks_sent: u64,
-    /// NAK packets sent (sequence, invalid request, access, operational).
-    pub naks_sent: u64,
-    /// Responder: request packets received with a PSN beyond the expected one (mlx5).
-    pub out_of_sequence: u64,
-    /// Requester: NAK-sequence-error packets received (mlx5).
-    pub packet_seq_err: u64,
-    /// Responder: duplicate request packets received (mlx5, rxe).
-    pub duplicate_request: u64,
-    /// Requester: local ACK timeouts that fired (mlx5).
-    pub local_ack_timeout_err: u64,
-    /// Requester: ACKs or READ responses whose PSN skipped an expected READ/atomic response (mlx5).
-    pub implied_nak_seq_err: u64,
-    /// Requester: RNR NAKs received while the RNR retry limit was not exceeded (mlx5).
-    pub rnr_nak_retry_err: u64,
-    /// Requester: RNR retries exhausted (rxe `retry_rnr_exceeded_err`).
-    pub retry_rnr_exceeded_err: u64,
-    /// Responder: RNR NAKs sent because no receive was posted (rxe `send_rnr_err`).
-    pub send_rnr_err: u64,
-    /// Requester: NAK remote access error received (mlx5).
-    pub req_remote_access_errors: u64,
-    /// Requester: NAK invalid request received (mlx5).
-    pub req_remote_invalid_request: u64,
-    /// Responder: requests refused for rkey, bounds or rights (mlx5).
-    pub resp_remote_access_errors: u64,
-    /// Responder: requests refused as invalid (opcode sequence, length, alignment).
-    pub resp_invalid_request: u64,
-    /// Responder: receives too small for an incoming SEND (mlx5 `resp_local_length_error`).
-    pub resp_local_length_error: u64,
-    /// Requester: transport retries exhausted (mlx5).
-    pub req_transport_retries_exceeded: u64,
-    /// Requester: retransmission rounds started (rxe `completer_retry_err`).
-    pub completer_retry_err: u64,
-    /// Responder: RDMA WRITE requests executed (mlx5).
-    pub rx_write_requests: u64,
-    /// Responder: RDMA READ requests executed (mlx5).
-    pub rx_read_requests: u64,
-    /// Responder: atomic requests executed (mlx5).
-    pub rx_atomic_requests: u64,
-    /// Responder: SEND messages completed.
-    pub rx_send_requests: u64,
-    /// Packets that reached the QP but were dropped (bad state, bad opcode for RC, stale response,
-    /// malformed response).
-    pub rx_dropped: u64,
-    /// CE-marked packets received (for the notification point).
-    pub ecn_ce_received: u64,
-    /// CNPs received for this QP and handed to its reaction point, whether or not they changed
-    /// the rate (mlx5 `rp_cnp_handled`; the controller's own count of CNPs that cut the rate is
-    /// `cc::CcMetrics::cnp_rate_cuts`).
-    pub rp_cnp_handled: u64,
-    /// Work completions with an error status.
-    pub error_completions: u64,
-    /// Responder: responses not queued because the queue was full (the request packet is also
-    /// counted in `rx_dropped`; roce's own).
-    pub resp_queue_full: u64,
+/// A struct of `u64` counters and its `accumulate`, which adds every field: the field list is
+/// written once, so no counter can be left out of a sum.
+macro_rules! summed_counters {
+    (
+        $(#[$meta:meta])*
+        pub struct $ty:ident {
+            $($(#[doc = $doc:literal])* $name:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $ty {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl $ty {
+            /// Adds every counter of `o` into `self`.
+            pub fn accumulate(&mut self, o: &$ty) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
 }
 
-impl QpCounters {
-    /// Adds every field of `other` into `self`.
-    pub fn accumulate(&mut self, o: &QpCounters) {
-        macro_rules! add {
-            ($($f:ident),*) => { $( self.$f += o.$f; )* };
-        }
-        add!(
-            tx_packets,
-            tx_bytes,
-            rx_packets,
-            rx_bytes,
-            retransmitted_packets,
-            acks_sent,
-            naks_sent,
-            out_of_sequence,
-            packet_seq_err,
-            duplicate_request,
-            local_ack_timeout_err,
-            implied_nak_seq_err,
-            rnr_nak_retry_err,
-            retry_rnr_exceeded_err,
-            send_rnr_err,
-            req_remote_access_errors,
-            req_remote_invalid_request,
-            resp_remote_access_errors,
-            resp_invalid_request,
-            resp_local_length_error,
-            req_transport_retries_exceeded,
-            completer_retry_err,
-            rx_write_requests,
-            rx_read_requests,
-            rx_atomic_requests,
-            rx_send_requests,
-            rx_dropped,
-            ecn_ce_received,
-            rp_cnp_handled,
-            error_completions,
-            resp_queue_full
-        );
+summed_counters! {
+    /// Counters of one queue pair (requester, responder and completer together).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+    pub struct QpCounters {
+        /// Packets sent (requests, responses, ACKs).
+        tx_packets,
+        /// Bytes of frames sent.
+        tx_bytes,
+        /// Packets accepted for this QP.
+        rx_packets,
+        /// Bytes of frames accepted for this QP.
+        rx_bytes,
+        /// Request packets sent again (go-back-N).
+        retransmitted_packets,
+        /// ACK packets sent.
+        acks_sent,
+        /// NAK packets sent (sequence, invalid request, access, operational).
+        naks_sent,
+        /// Responder: request packets received with a PSN beyond the expected one (mlx5).
+        out_of_sequence,
+        /// Requester: NAK-sequence-error packets received (mlx5).
+        packet_seq_err,
+        /// Responder: duplicate request packets received (mlx5, rxe).
+        duplicate_request,
+        /// Requester: local ACK timeouts that fired (mlx5).
+        local_ack_timeout_err,
+        /// Requester: ACKs or READ responses whose PSN skipped an expected READ/atomic response
+        /// (mlx5).
+        implied_nak_seq_err,
+        /// Requester: RNR NAKs received while the RNR retry limit was not exceeded (mlx5).
+        rnr_nak_retry_err,
+        /// Requester: RNR retries exhausted (rxe `retry_rnr_exceeded_err`).
+        retry_rnr_exceeded_err,
+        /// Responder: RNR NAKs sent because no receive was posted (rxe `send_rnr_err`).
+        send_rnr_err,
+        /// Requester: NAK remote access error received (mlx5).
+        req_remote_access_errors,
+        /// Requester: NAK invalid request received (mlx5).
+        req_remote_invalid_request,
+        /// Responder: requests refused for rkey, bounds or rights (mlx5).
+        resp_remote_access_errors,
+        /// Responder: requests refused as invalid (opcode sequence, length, alignment).
+        resp_invalid_request,
+        /// Responder: receives too small for an incoming SEND (mlx5 `resp_local_length_error`).
+        resp_local_length_error,
+        /// Requester: transport retries exhausted (mlx5).
+        req_transport_retries_exceeded,
+        /// Requester: retransmission rounds started (rxe `completer_retry_err`).
+        completer_retry_err,
+        /// Responder: RDMA WRITE requests executed (mlx5).
+        rx_write_requests,
+        /// Responder: RDMA READ requests executed (mlx5).
+        rx_read_requests,
+        /// Responder: atomic requests executed (mlx5).
+        rx_atomic_requests,
+        /// Responder: SEND messages completed.
+        rx_send_requests,
+        /// Packets that reached the QP but were dropped (bad state, bad opcode for RC, stale
+        /// response, malformed response).
+        rx_dropped,
+        /// CE-marked packets received (for the notification point).
+        ecn_ce_received,
+        /// CNPs received for this QP and handed to its reaction point, whether or not they changed
+        /// the rate (mlx5 `rp_cnp_handled`; the controller's own count of CNPs that cut the rate is
+        /// `cc::CcMetrics::cnp_rate_cuts`).
+        rp_cnp_handled,
+        /// Work completions with an error status.
+        error_completions,
+        /// Responder: responses not queued because the queue was full (the request packet is also
+        /// counted in `rx_dropped`; roce's own).
+        resp_queue_full,
     }
 }
 
@@ -168,23 +152,20 @@ pub struct EndpointCounters {
 
 macro_rules! rdma_counters {
     ($($(#[doc = $doc:literal])* $name:ident,)*) => {
-        /// Counters under the names `rdma statistic show` prints for mlx5 and rxe devices (and a
-        /// few of this crate's own, marked so), for one port, one QP or a sum of them.
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-        #[serde(default)]
-        pub struct RdmaCounters {
-            $($(#[doc = $doc])* pub $name: u64,)*
+        summed_counters! {
+            /// Counters under the names `rdma statistic show` prints for mlx5 and rxe devices (and
+            /// a few of this crate's own, marked so), for one port, one QP or a sum of them.
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+            #[serde(default)]
+            pub struct RdmaCounters {
+                $($(#[doc = $doc])* $name,)*
+            }
         }
 
         impl RdmaCounters {
             /// Every counter as `(name, value)`, in a fixed order.
             pub fn pairs(&self) -> Vec<(&'static str, u64)> {
                 vec![$((stringify!($name), self.$name),)*]
-            }
-
-            /// Adds every counter of `o` into `self`.
-            pub fn accumulate(&mut self, o: &RdmaCounters) {
-                $(self.$name += o.$name;)*
             }
         }
     };

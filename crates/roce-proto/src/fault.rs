@@ -13,7 +13,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::Serialize;
 
-use crate::port::{FrameBuf, Port, PortCaps};
+use crate::port::{FrameBuf, Port};
 
 /// Fractions (each in `[0, 1)`, see [`FaultConfig::check`]) of transmitted frames each fault
 /// hits.
@@ -137,14 +137,7 @@ impl<P: Port> FaultPort<P> {
 
 impl<P: Port> Port for FaultPort<P> {
     type Buf = P::Buf;
-
-    fn caps(&self) -> PortCaps {
-        self.inner.caps()
-    }
-
-    fn alloc(&mut self) -> Option<P::Buf> {
-        self.inner.alloc()
-    }
+    crate::port_caps_and_pool_of!(inner);
 
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         let _refused = self.release_held();

@@ -45,3 +45,19 @@ pub trait Port {
     /// stay in `bufs`, in order, for the caller to retry or drop. Returns how many were sent.
     fn tx_burst(&mut self, bufs: &mut Vec<Self::Buf>) -> usize;
 }
+
+/// Writes [`Port::caps`] and [`Port::alloc`] of a middleware port as those of the port it wraps
+/// (the field `$inner`): middleware changes which frames cross it, not what the device can do
+/// or whose pool buffers come from. Use it inside `impl Port for ...` after `type Buf`.
+#[macro_export]
+macro_rules! port_caps_and_pool_of {
+    ($inner:ident) => {
+        fn caps(&self) -> $crate::port::PortCaps {
+            self.$inner.caps()
+        }
+
+        fn alloc(&mut self) -> Option<Self::Buf> {
+            self.$inner.alloc()
+        }
+    };
+}

@@ -405,6 +405,19 @@ pub struct QpInit {
     pub max_recv_wr: u32,
 }
 
+impl QpInit {
+    /// A QP in `pd` whose sends and receives both complete on `cq`.
+    pub fn shared_cq(pd: PdHandle, cq: CqHandle, max_send_wr: u32, max_recv_wr: u32) -> Self {
+        QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr,
+            max_recv_wr,
+        }
+    }
+}
+
 /// A protection domain of an endpoint (its memory regions live in [`crate::mr`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PdHandle(pub(crate) u32);

@@ -85,14 +85,7 @@ impl<P: Port> Inbound<P> {
 
 impl<P: Port> Port for Inbound<P> {
     type Buf = P::Buf;
-
-    fn caps(&self) -> PortCaps {
-        self.inner.caps()
-    }
-
-    fn alloc(&mut self) -> Option<P::Buf> {
-        self.inner.alloc()
-    }
+    roce_proto::port_caps_and_pool_of!(inner);
 
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         let mut fresh = std::mem::take(&mut self.scratch);

@@ -20,7 +20,6 @@ use roce_dpdk::lcore::shard::{EndpointSnapshot, VerbsShard};
 use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard, ShardHandle, SnapshotSource};
 use roce_dpdk::TscClock;
 use roce_proto::cc::CcConfig;
-use roce_proto::connect::RcOptions;
 use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
@@ -30,7 +29,7 @@ use roce_proto::time::Instant;
 use roce_proto::verbs::{WcOpcode, WcStatus};
 
 use super::report::{Bw, BwMeter, RESULT_LINE};
-use super::session::{self, Ask, Blocking, Connect, Oob, Req};
+use super::session::{self, Ask, Blocking, Oob, Req};
 use super::traffic::{refill, send_wr};
 use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
 
@@ -66,11 +65,7 @@ pub(super) fn run(
         ));
     }
     let mtu = session::parse_mtu(args.mtu)?;
-    // TCP first: a busy port fails before EAL starts.
-    let connect = match args.server.as_deref() {
-        None => Connect::Server(session::listen(args.port.bind_addr()?, args.tcp_port)?),
-        Some(host) => Connect::Client(session::server_addr(host, args.tcp_port)?),
-    };
+    let connect = session::connect(args.server.as_deref(), args.tcp_port, &args.port)?;
     let is_client = args.server.is_some();
     let timeout = std::time::Duration::from_secs(args.port.timeout.max(1));
     let dev = session::open_device(
@@ -153,13 +148,7 @@ pub(super) fn run(
         Some(m) => m,
         None => resolve(&h[0], peer_ip, timeout)?,
     };
-    let opts = RcOptions {
-        mtu,
-        timeout: args.qp_timeout,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..RcOptions::default()
-    };
+    let opts = args.rc_options(mtu);
     for ((shard, q), d) in qps.iter_mut().zip(&theirs) {
         q.peer = *d;
         let peer = PeerQp {

@@ -579,24 +579,28 @@ pub struct Oob {
     peer: &'static str,
 }
 
-/// Starts a server (no address: listen on `tcp_port` at [`PortArgs::bind_addr`]) or a client
-/// (connect to `server`): binds or resolves the TCP side first (a busy port fails before EAL
-/// starts), opens the DPDK port, starts the out-of-band thread. Returns the session, the
-/// exchange and whether we are the client.
+/// The TCP side of the exchange, bound or resolved before anything else (a busy port fails
+/// before EAL starts): no `server` address, listen on `tcp_port` at [`PortArgs::bind_addr`];
+/// else connect to `server`.
+pub fn connect(server: Option<&str>, tcp_port: u16, port: &PortArgs) -> anyhow::Result<Connect> {
+    Ok(match server {
+        None => Connect::Server(listen(port.bind_addr()?, tcp_port)?),
+        Some(host) => Connect::Client(server_addr(host, tcp_port)?),
+    })
+}
+
+/// Starts a server (no `server` address) or a client: the TCP side first ([`connect`]), then
+/// the DPDK port at `mtu`, then the out-of-band thread. Returns the session and the exchange.
 pub fn start(
     server: Option<&str>,
     tcp_port: u16,
     port: &PortArgs,
-    roce_mtu: u32,
-) -> anyhow::Result<(Session, Oob, bool)> {
-    let connect = match server {
-        None => Connect::Server(listen(port.bind_addr()?, tcp_port)?),
-        Some(host) => Connect::Client(server_addr(host, tcp_port)?),
-    };
-    let is_client = server.is_some();
-    let s = Session::open(port, roce_mtu)?;
+    mtu: Mtu,
+) -> anyhow::Result<(Session, Oob)> {
+    let connect = connect(server, tcp_port, port)?;
+    let s = Session::open(port, mtu.bytes())?;
     let oob = Oob::start(connect, s.timeout);
-    Ok((s, oob, is_client))
+    Ok((s, oob))
 }
 
 /// Binds the server's TCP port on `addr`.

@@ -11,7 +11,6 @@ use clap::Args;
 use roce::oob::verbs_peer;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::VERBS_PEER_PORT;
-use roce_proto::connect::RcOptions;
 use roce_proto::mr::MrInfo;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
@@ -165,28 +164,15 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         Vec::new()
     };
     let ip = session::parse_ip(&args.port.ip)?;
-    let (mut s, oob, is_client) = session::start(
-        args.server.as_deref(),
-        args.tcp_port,
-        &args.port,
-        mtu.bytes(),
-    )?;
+    let is_client = args.server.is_some();
+    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
     let ep = s.host.endpoint_mut();
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);
     let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 16,
-            max_recv_wr: 16,
-        })
+        .create_qp(QpInit::shared_cq(pd, cq, 16, 16))
         .context("creating the QP")?;
-    let access = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let access = AccessFlags::all();
     let mr = ep.reg_mr(pd, MR_LEN, access);
     if let Some(m) = ep.mr_mut(mr.lkey) {
         let bytes = m.bytes_mut();
@@ -209,16 +195,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         rkey: mr.rkey,
         atomic_addr: mr.addr + ATOMIC_OFF as u64,
     };
-    let opts = RcOptions {
-        mtu,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 4,
-        access,
-        ..RcOptions::default()
-    };
+    let opts = crate::cli::pingpong::rc_pingpong_options(mtu, 4, access);
     let peer_mac = args.port.peer_mac()?;
     let connect = |s: &mut Session, theirs: &VerbsPeerInfo| {
         let p = PeerQp {

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam::queue::ArrayQueue;
-use roce_proto::port::{FrameBuf, Port, PortCaps};
+use roce_proto::port::{FrameBuf, Port};
 use roce_proto::wire::parse_view_unverified;
 
 /// Bits of a QPN below the shard number: shard `s` owns QPNs `s << QPN_SHARD_SHIFT ..`.
@@ -166,14 +166,7 @@ impl<P: Port> ShardPort<P> {
 
 impl<P: Port> Port for ShardPort<P> {
     type Buf = P::Buf;
-
-    fn caps(&self) -> PortCaps {
-        self.port.caps()
-    }
-
-    fn alloc(&mut self) -> Option<P::Buf> {
-        self.port.alloc()
-    }
+    roce_proto::port_caps_and_pool_of!(port);
 
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         let shards = self.inboxes.len();

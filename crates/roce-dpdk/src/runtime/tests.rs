@@ -158,6 +158,26 @@ fn config() -> RuntimeConfig {
     }
 }
 
+/// The loop over a [`TestPort`] of `pool` buffers taking `accept` frames a burst, on a clock
+/// that stays at zero.
+fn runtime(pool: usize, accept: usize) -> Runtime<TestPort, ManualClock> {
+    Runtime::new(
+        TestPort::new(pool, accept),
+        ManualClock::default(),
+        config(),
+    )
+}
+
+impl EchoEngine {
+    /// An engine with `frames` frames of its own to send.
+    fn generating(frames: usize) -> Self {
+        EchoEngine {
+            to_generate: frames,
+            ..EchoEngine::default()
+        }
+    }
+}
+
 #[test]
 fn received_frames_are_handed_to_engine_and_echoed() {
     let mut port = TestPort::new(16, 16);
@@ -177,11 +197,8 @@ fn received_frames_are_handed_to_engine_and_echoed() {
 
 #[test]
 fn partial_tx_bursts_are_retried_in_order() {
-    let mut rt = Runtime::new(TestPort::new(16, 3), ManualClock::default(), config());
-    let mut engine = EchoEngine {
-        to_generate: 6,
-        ..EchoEngine::default()
-    };
+    let mut rt = runtime(16, 3);
+    let mut engine = EchoEngine::generating(6);
     rt.poll_once(&mut engine);
     assert_eq!((rt.counters().tx_packets, rt.tx_backlog()), (3, 1));
     assert_eq!(rt.counters().tx_retries, 1);
@@ -194,11 +211,8 @@ fn partial_tx_bursts_are_retried_in_order() {
 
 #[test]
 fn stuck_tx_backlog_is_dropped_after_max_retries() {
-    let mut rt = Runtime::new(TestPort::new(16, 0), ManualClock::default(), config());
-    let mut engine = EchoEngine {
-        to_generate: 4,
-        ..EchoEngine::default()
-    };
+    let mut rt = runtime(16, 0);
+    let mut engine = EchoEngine::generating(4);
     for _ in 0..3 {
         rt.poll_once(&mut engine);
     }
@@ -210,11 +224,8 @@ fn stuck_tx_backlog_is_dropped_after_max_retries() {
 
 #[test]
 fn pool_exhaustion_is_counted_not_fatal() {
-    let mut rt = Runtime::new(TestPort::new(2, 0), ManualClock::default(), config());
-    let mut engine = EchoEngine {
-        to_generate: 10,
-        ..EchoEngine::default()
-    };
+    let mut rt = runtime(2, 0);
+    let mut engine = EchoEngine::generating(10);
     rt.poll_once(&mut engine);
     assert_eq!(rt.counters().alloc_failures, 1);
     assert_eq!(rt.tx_backlog(), 2);
@@ -242,7 +253,7 @@ fn timer_fires_once_when_due() {
 #[test]
 fn run_returns_when_stop_is_set() {
     let stop = AtomicBool::new(true);
-    let mut rt = Runtime::new(TestPort::new(4, 4), ManualClock::default(), config());
+    let mut rt = runtime(4, 4);
     assert_eq!(rt.run(&mut EchoEngine::default(), &stop).polls, 0);
 }
 

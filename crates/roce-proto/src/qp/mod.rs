@@ -192,37 +192,18 @@ impl QueuePair {
     pub fn modify(&mut self, attr: &QpAttr, cqs: &mut [CompletionQueue]) -> Result<(), QpError> {
         let to = state::validate(self.state, attr)?;
         self.templates = None;
+        // An attribute not given keeps its value.
         let a = &mut self.attrs;
-        if let Some(v) = attr.path_mtu {
-            a.path_mtu = v;
-        }
-        if let Some(v) = attr.dest_qp_num {
-            a.dest_qpn = v;
-        }
-        if let Some(v) = attr.av {
-            a.av = Some(v);
-        }
-        if let Some(v) = attr.timeout {
-            a.timeout = v;
-        }
-        if let Some(v) = attr.retry_cnt {
-            a.retry_cnt = v;
-        }
-        if let Some(v) = attr.rnr_retry {
-            a.rnr_retry = v;
-        }
-        if let Some(v) = attr.min_rnr_timer {
-            a.min_rnr_timer = v;
-        }
-        if let Some(v) = attr.max_rd_atomic {
-            a.max_rd_atomic = v;
-        }
-        if let Some(v) = attr.max_dest_rd_atomic {
-            a.max_dest_rd_atomic = v;
-        }
-        if let Some(v) = attr.access_flags {
-            a.access = v;
-        }
+        a.path_mtu = attr.path_mtu.unwrap_or(a.path_mtu);
+        a.dest_qpn = attr.dest_qp_num.unwrap_or(a.dest_qpn);
+        a.av = attr.av.or(a.av);
+        a.timeout = attr.timeout.unwrap_or(a.timeout);
+        a.retry_cnt = attr.retry_cnt.unwrap_or(a.retry_cnt);
+        a.rnr_retry = attr.rnr_retry.unwrap_or(a.rnr_retry);
+        a.min_rnr_timer = attr.min_rnr_timer.unwrap_or(a.min_rnr_timer);
+        a.max_rd_atomic = attr.max_rd_atomic.unwrap_or(a.max_rd_atomic);
+        a.max_dest_rd_atomic = attr.max_dest_rd_atomic.unwrap_or(a.max_dest_rd_atomic);
+        a.access = attr.access_flags.unwrap_or(a.access);
         if let Some(psn) = attr.rq_psn {
             self.resp.epsn = psn;
         }

@@ -61,6 +61,28 @@ pub(crate) enum RespItem {
     },
 }
 
+impl RespItem {
+    /// The READ response stream for a request at `psn`, from its first packet.
+    fn read_from_start(
+        psn: Psn,
+        npkts: u32,
+        range: Option<MrRange>,
+        len: u64,
+        msn: Msn,
+        duplicate: bool,
+    ) -> Self {
+        RespItem::Read {
+            first_psn: psn,
+            k: 0,
+            npkts,
+            range,
+            len,
+            msn,
+            duplicate,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum InMessage {
     Send {
@@ -502,15 +524,9 @@ impl Responder {
         let npkts = len.div_ceil(u64::from(c.mtu)).max(1) as u32;
         let psn = pkt.bth.psn;
         self.msn = self.msn.next();
-        self.out.push_back(RespItem::Read {
-            first_psn: psn,
-            k: 0,
-            npkts,
-            range,
-            len,
-            msn: self.msn,
-            duplicate: false,
-        });
+        self.out.push_back(RespItem::read_from_start(
+            psn, npkts, range, len, self.msn, false,
+        ));
         self.epsn = psn.add(npkts);
         c.stats.rx_read_requests += 1;
         Check::Ok
@@ -599,15 +615,8 @@ impl Responder {
                         Some(RespItem::Read { duplicate, .. }) => *duplicate,
                         _ => true,
                     };
-                    let restart = RespItem::Read {
-                        first_psn: psn,
-                        k: 0,
-                        npkts,
-                        range,
-                        len,
-                        msn: self.msn,
-                        duplicate,
-                    };
+                    let restart =
+                        RespItem::read_from_start(psn, npkts, range, len, self.msn, duplicate);
                     match existing {
                         Some(item) => *item = restart,
                         None => self.out.push_back(restart),

@@ -185,48 +185,52 @@ mod tests {
     use crate::verbs::Mtu;
 
     #[test]
-    fn reset_to_rts_needs_init_and_rtr_first() {
-        let attr = QpAttr {
-            state: Some(QpState::Rts),
-            ..Default::default()
-        };
-        assert_eq!(
-            validate(QpState::Reset, &attr),
-            Err(QpError::InvalidTransition {
-                from: QpState::Reset,
-                to: QpState::Rts
-            })
-        );
-    }
-
-    #[test]
-    fn init_to_rtr_names_the_first_missing_attribute() {
-        let attr = QpAttr {
-            state: Some(QpState::Rtr),
-            path_mtu: Some(Mtu::Mtu1024),
-            ..Default::default()
-        };
-        assert_eq!(
-            validate(QpState::Init, &attr),
-            Err(QpError::MissingAttribute("dest_qp_num"))
-        );
-    }
-
-    #[test]
-    fn out_of_range_attributes_are_refused() {
-        let attr = QpAttr {
-            state: Some(QpState::Rts),
-            sq_psn: Some(crate::psn::Psn::new(0)),
-            timeout: Some(14),
-            retry_cnt: Some(8),
-            rnr_retry: Some(7),
-            max_rd_atomic: Some(1),
-            ..Default::default()
-        };
-        assert_eq!(
-            validate(QpState::Rtr, &attr),
-            Err(QpError::InvalidAttribute("retry_cnt"))
-        );
+    fn refused_modifies_say_what_is_wrong() {
+        let cases = [
+            // RESET to RTS needs INIT and RTR first.
+            (
+                QpState::Reset,
+                QpAttr {
+                    state: Some(QpState::Rts),
+                    ..Default::default()
+                },
+                QpError::InvalidTransition {
+                    from: QpState::Reset,
+                    to: QpState::Rts,
+                },
+            ),
+            // INIT to RTR names the first missing attribute.
+            (
+                QpState::Init,
+                QpAttr {
+                    state: Some(QpState::Rtr),
+                    path_mtu: Some(Mtu::Mtu1024),
+                    ..Default::default()
+                },
+                QpError::MissingAttribute("dest_qp_num"),
+            ),
+            // Out-of-range attributes are refused.
+            (
+                QpState::Rtr,
+                QpAttr {
+                    state: Some(QpState::Rts),
+                    sq_psn: Some(crate::psn::Psn::new(0)),
+                    timeout: Some(14),
+                    retry_cnt: Some(8),
+                    rnr_retry: Some(7),
+                    max_rd_atomic: Some(1),
+                    ..Default::default()
+                },
+                QpError::InvalidAttribute("retry_cnt"),
+            ),
+        ];
+        for (from, attr, err) in cases {
+            assert_eq!(
+                validate(from, &attr),
+                Err(err),
+                "from {from:?} with {attr:?}"
+            );
+        }
     }
 
     #[test]

@@ -26,15 +26,7 @@ fn qp(h: &mut ResolvingEndpoint) -> Side {
     let ep = h.endpoint_mut();
     let pd = ep.alloc_pd();
     let cq = ep.create_cq(64);
-    let qpn = ep
-        .create_qp(QpInit {
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: 16,
-            max_recv_wr: 16,
-        })
-        .unwrap();
+    let qpn = ep.create_qp(QpInit::shared_cq(pd, cq, 16, 16)).unwrap();
     Side { qpn, cq, pd }
 }
 
@@ -45,6 +37,18 @@ fn peer(ip: Ipv4Addr, mac: Option<EthernetAddress>, qpn: u32) -> PeerQp {
         qpn,
         psn: Psn::new(100),
     }
+}
+
+/// Connects `a`'s QP `qpn` at time zero, with default options, to QP 99 at `ip` (MAC unknown).
+fn connect_to_99(a: &mut ResolvingEndpoint, qpn: u32, ip: Ipv4Addr) -> Modify {
+    a.connect_qp(
+        Instant::ZERO,
+        qpn,
+        &peer(ip, None, 99),
+        Psn::new(1),
+        &RcOptions::default(),
+    )
+    .unwrap()
 }
 
 /// Moves frames between two hosts on virtual time until `done` or 10 virtual seconds.
@@ -187,15 +191,7 @@ fn static_neighbour_applies_the_connection_at_once() {
     let mut a = host(MAC_A, IP_A);
     let sa = qp(&mut a);
     a.insert_static(IpAddr::V4(IP_B), MAC_B);
-    let m = a
-        .connect_qp(
-            Instant::ZERO,
-            sa.qpn,
-            &peer(IP_B, None, 99),
-            Psn::new(1),
-            &RcOptions::default(),
-        )
-        .unwrap();
+    let m = connect_to_99(&mut a, sa.qpn, IP_B);
     assert_eq!(m, Modify::Applied);
     let av = a.endpoint().qp(sa.qpn).unwrap().address_vector().unwrap();
     assert_eq!(av.remote_mac, MAC_B);
@@ -206,15 +202,7 @@ fn silent_peer_makes_the_qp_unreachable_after_three_requests() {
     let (mut a, mut b) = (host(MAC_A, IP_A), host(MAC_B, IP_B));
     let sa = qp(&mut a);
     let silent = Ipv4Addr::new(198, 18, 0, 99);
-    let m = a
-        .connect_qp(
-            Instant::ZERO,
-            sa.qpn,
-            &peer(silent, None, 99),
-            Psn::new(1),
-            &RcOptions::default(),
-        )
-        .unwrap();
+    let m = connect_to_99(&mut a, sa.qpn, silent);
     assert_eq!(m, Modify::Deferred);
     let mut now = Instant::ZERO;
     let mut event = None;

@@ -449,46 +449,58 @@ use ExtHeaders as X;
 use Operation as O;
 use Position as P;
 
+/// The table in opcode order from its three parts. UC's SEND and RDMA WRITE opcodes are RC's
+/// plus 0x20, with the same headers, so those rows are written once for both transports.
+macro_rules! opcode_table {
+    (
+        rc_and_uc: [$(($op:literal, $name:literal, $o:ident, $p:ident, $x:expr),)*]
+        rc_only: [$($rc:expr,)*]
+        ud_and_cnp: [$($other:expr,)*]
+    ) => {
+        [
+            $(entry($op, concat!("RC ", $name), O::$o, P::$p, $x),)*
+            $($rc,)*
+            $(entry($op + 0x20, concat!("UC ", $name), O::$o, P::$p, $x),)*
+            $($other,)*
+        ]
+    };
+}
+
 #[rustfmt::skip]
-const TABLE: [OpcodeInfo; 38] = [
-    entry(0x00, "RC SEND First", O::Send, P::First, X::NONE),
-    entry(0x01, "RC SEND Middle", O::Send, P::Middle, X::NONE),
-    entry(0x02, "RC SEND Last", O::Send, P::Last, X::NONE),
-    entry(0x03, "RC SEND Last with Immediate", O::Send, P::Last, X::IMMDT),
-    entry(0x04, "RC SEND Only", O::Send, P::Only, X::NONE),
-    entry(0x05, "RC SEND Only with Immediate", O::Send, P::Only, X::IMMDT),
-    entry(0x06, "RC RDMA WRITE First", O::Write, P::First, X::RETH),
-    entry(0x07, "RC RDMA WRITE Middle", O::Write, P::Middle, X::NONE),
-    entry(0x08, "RC RDMA WRITE Last", O::Write, P::Last, X::NONE),
-    entry(0x09, "RC RDMA WRITE Last with Immediate", O::Write, P::Last, X::IMMDT),
-    entry(0x0a, "RC RDMA WRITE Only", O::Write, P::Only, X::RETH),
-    entry(0x0b, "RC RDMA WRITE Only with Immediate", O::Write, P::Only, X(X::RETH.0 | X::IMMDT.0)),
-    entry(0x0c, "RC RDMA READ Request", O::ReadRequest, P::Only, X::RETH),
-    entry(0x0d, "RC RDMA READ Response First", O::ReadResponse, P::First, X::AETH),
-    entry(0x0e, "RC RDMA READ Response Middle", O::ReadResponse, P::Middle, X::NONE),
-    entry(0x0f, "RC RDMA READ Response Last", O::ReadResponse, P::Last, X::AETH),
-    entry(0x10, "RC RDMA READ Response Only", O::ReadResponse, P::Only, X::AETH),
-    entry(0x11, "RC Acknowledge", O::Ack, P::Only, X::AETH),
-    entry(0x12, "RC Atomic Acknowledge", O::AtomicAck, P::Only, X(X::AETH.0 | X::ATOMIC_ACK_ETH.0)),
-    entry(0x13, "RC CmpSwap", O::CompareSwap, P::Only, X::ATOMIC_ETH),
-    entry(0x14, "RC FetchAdd", O::FetchAdd, P::Only, X::ATOMIC_ETH),
-    entry(0x16, "RC SEND Last with Invalidate", O::Send, P::Last, X::IETH),
-    entry(0x17, "RC SEND Only with Invalidate", O::Send, P::Only, X::IETH),
-    entry(0x20, "UC SEND First", O::Send, P::First, X::NONE),
-    entry(0x21, "UC SEND Middle", O::Send, P::Middle, X::NONE),
-    entry(0x22, "UC SEND Last", O::Send, P::Last, X::NONE),
-    entry(0x23, "UC SEND Last with Immediate", O::Send, P::Last, X::IMMDT),
-    entry(0x24, "UC SEND Only", O::Send, P::Only, X::NONE),
-    entry(0x25, "UC SEND Only with Immediate", O::Send, P::Only, X::IMMDT),
-    entry(0x26, "UC RDMA WRITE First", O::Write, P::First, X::RETH),
-    entry(0x27, "UC RDMA WRITE Middle", O::Write, P::Middle, X::NONE),
-    entry(0x28, "UC RDMA WRITE Last", O::Write, P::Last, X::NONE),
-    entry(0x29, "UC RDMA WRITE Last with Immediate", O::Write, P::Last, X::IMMDT),
-    entry(0x2a, "UC RDMA WRITE Only", O::Write, P::Only, X::RETH),
-    entry(0x2b, "UC RDMA WRITE Only with Immediate", O::Write, P::Only, X(X::RETH.0 | X::IMMDT.0)),
-    entry(0x64, "UD SEND Only", O::Send, P::Only, X::DETH),
-    entry(0x65, "UD SEND Only with Immediate", O::Send, P::Only, X(X::DETH.0 | X::IMMDT.0)),
-    entry(0x81, "CNP", O::Cnp, P::Only, X::CNP_RESERVED), ];
+const TABLE: [OpcodeInfo; 38] = opcode_table! {
+    rc_and_uc: [
+        (0x00, "SEND First", Send, First, X::NONE),
+        (0x01, "SEND Middle", Send, Middle, X::NONE),
+        (0x02, "SEND Last", Send, Last, X::NONE),
+        (0x03, "SEND Last with Immediate", Send, Last, X::IMMDT),
+        (0x04, "SEND Only", Send, Only, X::NONE),
+        (0x05, "SEND Only with Immediate", Send, Only, X::IMMDT),
+        (0x06, "RDMA WRITE First", Write, First, X::RETH),
+        (0x07, "RDMA WRITE Middle", Write, Middle, X::NONE),
+        (0x08, "RDMA WRITE Last", Write, Last, X::NONE),
+        (0x09, "RDMA WRITE Last with Immediate", Write, Last, X::IMMDT),
+        (0x0a, "RDMA WRITE Only", Write, Only, X::RETH),
+        (0x0b, "RDMA WRITE Only with Immediate", Write, Only, X::RETH.union(X::IMMDT)),
+    ]
+    rc_only: [
+        entry(0x0c, "RC RDMA READ Request", O::ReadRequest, P::Only, X::RETH),
+        entry(0x0d, "RC RDMA READ Response First", O::ReadResponse, P::First, X::AETH),
+        entry(0x0e, "RC RDMA READ Response Middle", O::ReadResponse, P::Middle, X::NONE),
+        entry(0x0f, "RC RDMA READ Response Last", O::ReadResponse, P::Last, X::AETH),
+        entry(0x10, "RC RDMA READ Response Only", O::ReadResponse, P::Only, X::AETH),
+        entry(0x11, "RC Acknowledge", O::Ack, P::Only, X::AETH),
+        entry(0x12, "RC Atomic Acknowledge", O::AtomicAck, P::Only, X::AETH.union(X::ATOMIC_ACK_ETH)),
+        entry(0x13, "RC CmpSwap", O::CompareSwap, P::Only, X::ATOMIC_ETH),
+        entry(0x14, "RC FetchAdd", O::FetchAdd, P::Only, X::ATOMIC_ETH),
+        entry(0x16, "RC SEND Last with Invalidate", O::Send, P::Last, X::IETH),
+        entry(0x17, "RC SEND Only with Invalidate", O::Send, P::Only, X::IETH),
+    ]
+    ud_and_cnp: [
+        entry(0x64, "UD SEND Only", O::Send, P::Only, X::DETH),
+        entry(0x65, "UD SEND Only with Immediate", O::Send, P::Only, X::DETH.union(X::IMMDT)),
+        entry(0x81, "CNP", O::Cnp, P::Only, X::CNP_RESERVED),
+    ]
+};
 
 /// Every opcode we speak, in opcode order.
 pub static OPCODES: [OpcodeInfo; 38] = TABLE;

@@ -112,7 +112,7 @@ extern "C" fn ibv_event_type_str(e: ffi::ibv_event_type) -> *const c_char {
 }
 
 /// `(enum ibv_rate, multiple of 2.5 Gbit/s, Mbit/s)`, as libibverbs defines them.
-const RATES: [(ffi::ibv_rate, c_int, c_int); 22] = [
+const RATES: [RateRow; 22] = [
     (ffi::IBV_RATE_2_5_GBPS, 1, 2500),
     (ffi::IBV_RATE_5_GBPS, 2, 5000),
     (ffi::IBV_RATE_10_GBPS, 4, 10000),
@@ -137,26 +137,36 @@ const RATES: [(ffi::ibv_rate, c_int, c_int); 22] = [
     (ffi::IBV_RATE_800_GBPS, 320, 850000),
 ];
 
+/// One row of [`RATES`].
+type RateRow = (ffi::ibv_rate, c_int, c_int);
+
+/// The rate whose `column` is `value`; `IBV_RATE_MAX` when none is.
+fn rate_where(value: c_int, column: fn(&RateRow) -> c_int) -> ffi::ibv_rate {
+    RATES
+        .iter()
+        .find(|r| column(r) == value)
+        .map_or(ffi::IBV_RATE_MAX, |r| r.0)
+}
+
+/// `column` of `rate`'s row; -1 for a rate libibverbs does not define.
+fn of_rate(rate: ffi::ibv_rate, column: fn(&RateRow) -> c_int) -> c_int {
+    RATES.iter().find(|r| r.0 == rate).map_or(-1, column)
+}
+
 extern "C" fn ibv_rate_to_mult(rate: ffi::ibv_rate) -> c_int {
-    RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.1)
+    of_rate(rate, |r| r.1)
 }
 
 extern "C" fn mult_to_ibv_rate(mult: c_int) -> ffi::ibv_rate {
-    RATES
-        .iter()
-        .find(|r| r.1 == mult)
-        .map_or(ffi::IBV_RATE_MAX, |r| r.0)
+    rate_where(mult, |r| r.1)
 }
 
 extern "C" fn ibv_rate_to_mbps(rate: ffi::ibv_rate) -> c_int {
-    RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.2)
+    of_rate(rate, |r| r.2)
 }
 
 extern "C" fn mbps_to_ibv_rate(mbps: c_int) -> ffi::ibv_rate {
-    RATES
-        .iter()
-        .find(|r| r.2 == mbps)
-        .map_or(ffi::IBV_RATE_MAX, |r| r.0)
+    rate_where(mbps, |r| r.2)
 }
 
 extern "C" fn ibv_get_sysfs_path() -> *const c_char {

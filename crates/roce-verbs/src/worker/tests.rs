@@ -145,6 +145,14 @@ fn recv(s: &mut Side, wr_id: u64, sgl: Sgl) {
     });
 }
 
+/// Posts a signaled `opcode` from `a` and runs both sides until `a` completes something; returns
+/// `a`'s completions.
+fn complete(a: &mut Side, b: &mut Side, wr_id: u64, opcode: WrOpcode, sgl: Sgl) -> Vec<Completion> {
+    send(a, wr_id, opcode, sgl, true);
+    run_until(a, b, |a, _| !a.cq.is_empty());
+    poll(&a.cq)
+}
+
 fn poll(cq: &Cq) -> Vec<Completion> {
     let mut out = Vec::new();
     cq.poll(64, |_, c| out.push(c));
@@ -163,39 +171,55 @@ fn bytes(m: &AppMemory, offset: usize, len: usize) -> Vec<u8> {
     out
 }
 
+/// A connected pair and `len` bytes of application memory on each side: `local` on `a`
+/// registered for local writes, `remote` on `b` for local writes and `remote_access`.
+struct Regions {
+    a: Side,
+    b: Side,
+    local: AppMemory,
+    remote: AppMemory,
+    ma: MrInfo,
+    mb: MrInfo,
+}
+
+fn regions(len: usize, remote_access: AccessFlags) -> Regions {
+    let (mut a, mut b) = pair(0);
+    let (local, remote) = (AppMemory::owned(len), AppMemory::owned(len));
+    let ma = reg(&mut a, &local, AccessFlags::LOCAL_WRITE);
+    let mb = reg(&mut b, &remote, AccessFlags::LOCAL_WRITE | remote_access);
+    Regions {
+        a,
+        b,
+        local,
+        remote,
+        ma,
+        mb,
+    }
+}
+
 #[test]
 fn write_lands_in_the_passive_sides_application_memory() {
-    let (mut a, mut b) = pair(0);
-    let src = AppMemory::owned(8192);
-    let dst = AppMemory::owned(8192);
-    assert!(src.write(0, &pattern(8192, 7)));
-    let ma = reg(&mut a, &src, AccessFlags::LOCAL_WRITE);
-    let mb = reg(
-        &mut b,
-        &dst,
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-    );
+    let mut r = regions(8192, AccessFlags::REMOTE_WRITE);
+    assert!(r.local.write(0, &pattern(8192, 7)));
     // 5000 bytes: five packets at MTU 1024, written 100 bytes into the target.
     let op = WrOpcode::RdmaWrite {
-        remote_addr: mb.addr + 100,
-        rkey: mb.rkey,
+        remote_addr: r.mb.addr + 100,
+        rkey: r.mb.rkey,
     };
-    send(&mut a, 42, op, sge(&ma, 10, 5000), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    let done = poll(&a.cq);
+    let done = complete(&mut r.a, &mut r.b, 42, op, sge(&r.ma, 10, 5000));
     assert_eq!(done.len(), 1);
     assert_eq!((done[0].wr_id, done[0].status), (42, WcStatus::Success));
-    assert_eq!(bytes(&dst, 100, 5000), &pattern(8192, 7)[10..5010]);
-    assert_eq!(bytes(&dst, 0, 100), vec![0; 100]);
-    assert_eq!(bytes(&dst, 5100, 100), vec![0; 100]);
-    assert!(b.cq.is_empty(), "a WRITE completes nothing on the target");
+    assert_eq!(bytes(&r.remote, 100, 5000), &pattern(8192, 7)[10..5010]);
+    assert_eq!(bytes(&r.remote, 0, 100), vec![0; 100]);
+    assert_eq!(bytes(&r.remote, 5100, 100), vec![0; 100]);
+    assert!(r.b.cq.is_empty(), "a WRITE completes nothing on the target");
     // The target's counters outlive its QP (programs destroy QPs before the exit report).
     let count = |w: &W, name: &str| w.counters().iter().find(|c| c.0 == name).map(|c| c.1);
-    let qpn = b.qp.qpn;
-    call(&mut b.w, |reply| Command::DestroyQp { qpn, reply });
-    assert_eq!(count(&b.w, "rx_write_requests"), Some(1));
+    let qpn = r.b.qp.qpn;
+    call(&mut r.b.w, |reply| Command::DestroyQp { qpn, reply });
+    assert_eq!(count(&r.b.w, "rx_write_requests"), Some(1));
     assert_eq!(
-        count(&b.w, "rcvd_pkts"),
+        count(&r.b.w, "rcvd_pkts"),
         Some(5),
         "the five WRITE packets (ARP is not RoCE)"
     );
@@ -203,63 +227,57 @@ fn write_lands_in_the_passive_sides_application_memory() {
 
 #[test]
 fn read_returns_what_the_responders_application_holds_now() {
-    let (mut a, mut b) = pair(0);
-    let local = AppMemory::owned(4096);
-    let remote = AppMemory::owned(4096);
-    let ma = reg(&mut a, &local, AccessFlags::LOCAL_WRITE);
-    let mb = reg(
-        &mut b,
-        &remote,
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ,
-    );
+    let mut r = regions(4096, AccessFlags::REMOTE_READ);
     // Written by the application after registration: the transport never saw these bytes.
-    assert!(remote.write(0, &pattern(3000, 3)));
+    assert!(r.remote.write(0, &pattern(3000, 3)));
     let op = WrOpcode::RdmaRead {
-        remote_addr: mb.addr,
-        rkey: mb.rkey,
+        remote_addr: r.mb.addr,
+        rkey: r.mb.rkey,
     };
-    send(&mut a, 7, op, sge(&ma, 0, 3000), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    let done = poll(&a.cq);
+    let done = complete(&mut r.a, &mut r.b, 7, op, sge(&r.ma, 0, 3000));
     assert_eq!(done.len(), 1);
     assert_eq!(
         (done[0].status, done[0].byte_len),
         (WcStatus::Success, 3000)
     );
-    assert_eq!(bytes(&local, 0, 3000), pattern(3000, 3));
+    assert_eq!(bytes(&r.local, 0, 3000), pattern(3000, 3));
 }
 
 #[test]
 fn sends_land_in_posted_receives_and_unsignaled_ones_complete_silently() {
-    let (mut a, mut b) = pair(0);
-    let src = AppMemory::owned(4096);
-    let dst = AppMemory::owned(4096);
-    let ma = reg(&mut a, &src, AccessFlags::LOCAL_WRITE);
-    let mb = reg(&mut b, &dst, AccessFlags::LOCAL_WRITE);
+    let mut r = regions(4096, AccessFlags::empty());
     for i in 0..3u64 {
-        recv(&mut b, 100 + i, sge(&mb, i * 1024, 1024));
+        recv(&mut r.b, 100 + i, sge(&r.mb, i * 1024, 1024));
     }
     for i in 0..3u64 {
         // The application fills each message just before posting it.
-        assert!(src.write(i as usize * 1024, &pattern(700, i as u8)));
-        send(&mut a, i, WrOpcode::Send, sge(&ma, i * 1024, 700), i == 2);
+        assert!(r.local.write(i as usize * 1024, &pattern(700, i as u8)));
+        send(
+            &mut r.a,
+            i,
+            WrOpcode::Send,
+            sge(&r.ma, i * 1024, 700),
+            i == 2,
+        );
     }
-    run_until(&mut a, &mut b, |a, b| !a.cq.is_empty() && b.cq.len() == 3);
-    let sent = poll(&a.cq);
+    run_until(&mut r.a, &mut r.b, |x, y| {
+        !x.cq.is_empty() && y.cq.len() == 3
+    });
+    let sent = poll(&r.a.cq);
     assert_eq!(sent.len(), 1, "only the signaled send completes");
     assert_eq!((sent[0].wr_id, sent[0].opcode), (2, WcOpcode::Send));
-    let got = poll(&b.cq);
+    let got = poll(&r.b.cq);
     let ids: Vec<u64> = got.iter().map(|c| c.wr_id).collect();
     assert_eq!(ids, [100, 101, 102]);
     for (i, c) in got.iter().enumerate() {
         assert_eq!(
             (c.opcode, c.byte_len, c.src_qp),
-            (WcOpcode::Recv, 700, a.qp.qpn)
+            (WcOpcode::Recv, 700, r.a.qp.qpn)
         );
-        assert_eq!(bytes(&dst, i * 1024, 700), pattern(700, i as u8));
+        assert_eq!(bytes(&r.remote, i * 1024, 700), pattern(700, i as u8));
     }
     assert_eq!(
-        bytes(&dst, 700, 10),
+        bytes(&r.remote, 700, 10),
         vec![0; 10],
         "only the received bytes are stored"
     );
@@ -294,34 +312,43 @@ fn inline_sends_carry_the_bytes_copied_when_posted() {
 
 #[test]
 fn atomics_update_the_responders_application_memory() {
-    let (mut a, mut b) = pair(0);
-    let local = AppMemory::owned(64);
-    let remote = AppMemory::owned(64);
-    let ma = reg(&mut a, &local, AccessFlags::LOCAL_WRITE);
-    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC;
-    let mb = reg(&mut b, &remote, access);
-    assert!(remote.write(8, &40u64.to_le_bytes()));
-    let add = WrOpcode::AtomicFetchAndAdd {
-        remote_addr: mb.addr + 8,
-        rkey: mb.rkey,
-        add: 2,
-    };
-    send(&mut a, 1, add, sge(&ma, 0, 8), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    assert_eq!(poll(&a.cq)[0].status, WcStatus::Success);
-    assert_eq!(bytes(&local, 0, 8), 40u64.to_le_bytes());
-    assert_eq!(bytes(&remote, 8, 8), 42u64.to_le_bytes());
-    let cas = WrOpcode::AtomicCmpAndSwp {
-        remote_addr: mb.addr + 8,
-        rkey: mb.rkey,
-        compare: 42,
-        swap: 7,
-    };
-    send(&mut a, 2, cas, sge(&ma, 8, 8), true);
-    run_until(&mut a, &mut b, |a, _| !a.cq.is_empty());
-    assert_eq!(poll(&a.cq)[0].status, WcStatus::Success);
-    assert_eq!(bytes(&local, 8, 8), 42u64.to_le_bytes());
-    assert_eq!(bytes(&remote, 8, 8), 7u64.to_le_bytes());
+    let mut r = regions(64, AccessFlags::REMOTE_ATOMIC);
+    assert!(r.remote.write(8, &40u64.to_le_bytes()));
+    let (remote_addr, rkey) = (r.mb.addr + 8, r.mb.rkey);
+    // Add 2 to 40, then swap 7 for the 42 that makes: each lands the value before at the next
+    // 8 bytes of `r.local`.
+    let steps = [
+        (
+            WrOpcode::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add: 2,
+            },
+            40u64,
+            42u64,
+        ),
+        (
+            WrOpcode::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: 42,
+                swap: 7,
+            },
+            42,
+            7,
+        ),
+    ];
+    for (wr_id, (op, before, after)) in (1..).zip(steps) {
+        let at = 8 * (wr_id - 1);
+        let done = complete(&mut r.a, &mut r.b, wr_id, op, sge(&r.ma, at, 8));
+        assert_eq!(done[0].status, WcStatus::Success, "{op:?}");
+        assert_eq!(
+            bytes(&r.local, at as usize, 8),
+            before.to_le_bytes(),
+            "{op:?}"
+        );
+        assert_eq!(bytes(&r.remote, 8, 8), after.to_le_bytes(), "{op:?}");
+    }
 }
 
 #[test]

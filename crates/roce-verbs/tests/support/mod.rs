@@ -3,10 +3,15 @@
 //! progress core, and the C test programs built from `tests/c`.
 #![allow(dead_code)]
 
+#[path = "../../../../tests/support/perftest_output.rs"]
+mod perftest_output;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+pub use perftest_output::result_row;
 
 /// The bridge's kernel address in the namespace: where TCP exchanges meet.
 pub const SERVER_ADDR: &str = "198.18.0.254";
@@ -340,20 +345,4 @@ pub fn pair_on(
 /// [`pair_on`] for programs exchanging on port 18515.
 pub fn pair(ns_tag: &str, server: &[&str], client: &[&str]) -> Option<(String, String)> {
     pair_on(ns_tag, TCP_PORT, server, client)
-}
-
-/// The numbers of the result line under perftest's `header`.
-pub fn result_row(stdout: &str, header: &str) -> Vec<f64> {
-    let mut lines = stdout.lines();
-    lines
-        .by_ref()
-        .find(|l| l.trim_start().starts_with(header))
-        .unwrap_or_else(|| panic!("no {header:?} header in:\n{stdout}"));
-    let row = lines.next().unwrap_or_default();
-    row.split_whitespace()
-        .map(|c| {
-            c.parse()
-                .unwrap_or_else(|_| panic!("not a number {c:?} in {row:?}"))
-        })
-        .collect()
 }

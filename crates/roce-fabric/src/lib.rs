@@ -47,6 +47,7 @@ pub mod engines;
 pub mod event;
 pub mod fabric;
 pub mod frame;
+pub mod hpcc;
 mod port;
 pub mod rt_switch;
 pub mod scenario;

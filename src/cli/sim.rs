@@ -229,7 +229,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     let text = if out.json {
         serde_json::to_string_pretty(&summary)? + "\n"
     } else {
-        summary.table()
+        report::text(&summary)
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());

@@ -177,7 +177,12 @@ mod tests {
             .collect();
         assert_eq!(
             cores,
-            [End::Switch(44), End::Switch(45), End::Switch(46), End::Switch(47)]
+            [
+                End::Switch(44),
+                End::Switch(45),
+                End::Switch(46),
+                End::Switch(47)
+            ]
         );
         assert_eq!(t.bottleneck, Some((0, 4)));
     }

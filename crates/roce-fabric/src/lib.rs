@@ -47,6 +47,7 @@ pub mod engines;
 pub mod event;
 pub mod fabric;
 pub mod fat_tree;
+pub mod fct;
 pub mod frame;
 pub mod hpcc;
 mod port;
@@ -57,8 +58,8 @@ pub mod stats;
 pub mod summary;
 pub mod switch;
 pub mod tap;
-pub mod traffic;
 pub mod topology;
+pub mod traffic;
 mod wires;
 pub mod workload;
 

@@ -128,27 +128,25 @@ pub struct PoissonSpec {
 pub fn poisson_flows(cdf: &SizeCdf, spec: &PoissonSpec, seed: u64) -> Vec<FlowLine> {
     let mut rng = Pcg64::seed_from_u64(seed ^ 0x7a11_c0de);
     let n = spec.hosts.len();
-    if n < 2 || !(spec.load > 0.0) || !(spec.link_bps > 0.0) {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if n < 2 || !positive(spec.load) || !positive(spec.link_bps) {
         return Vec::new();
     }
     // Mean gap between one host's flows, ns.
     let gap = cdf.mean() * 8.0 / (spec.link_bps * spec.load) * 1e9;
     let end = spec.start_ns as f64 + spec.duration_ns as f64;
-    let mut exp = |rng: &mut Pcg64| -(1.0 - rng.random::<f64>()).ln() * gap;
+    let exp = |rng: &mut Pcg64| -(1.0 - rng.random::<f64>()).ln() * gap;
     let mut next: Vec<f64> = (0..n)
         .map(|_| spec.start_ns as f64 + exp(&mut rng))
         .collect();
     let mut flows = Vec::new();
-    loop {
-        // The host whose next flow comes first (ties: the lowest index).
-        let Some((i, &t)) = next
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| **t <= end)
-            .min_by(|a, b| a.1.total_cmp(b.1))
-        else {
-            break;
-        };
+    // The host whose next flow comes first (ties: the lowest index), until all are past the end.
+    while let Some((i, &t)) = next
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t <= end)
+        .min_by(|a, b| a.1.total_cmp(b.1))
+    {
         let mut d = rng.random_range(0..n - 1);
         if d >= i {
             d += 1;
@@ -176,7 +174,10 @@ mod tests {
         assert!((SizeCdf::web_search().mean() - 1_711_250.0).abs() < 1.0);
         assert!((SizeCdf::fb_hadoop().mean() - 120_420.75).abs() < 1.0);
         let e = SizeCdf::parse("cdf.txt", "0 0\n10 50\n5 100\n").unwrap_err();
-        assert_eq!(e.to_string(), "cdf.txt:3: sizes and percentages must increase");
+        assert_eq!(
+            e.to_string(),
+            "cdf.txt:3: sizes and percentages must increase"
+        );
         let e = SizeCdf::parse("cdf.txt", "0 0\n10 50\n").unwrap_err();
         assert_eq!(e.to_string(), "cdf.txt:2: the last point must be at 100 %");
         let e = SizeCdf::parse("cdf.txt", "0 0\nten 50\n").unwrap_err();
@@ -198,13 +199,18 @@ mod tests {
         let expected = hosts * secs * spec.link_bps * load / 8.0 / cdf.mean();
         let n = flows.len() as f64;
         let mean = flows.iter().map(|f| f.size as f64).sum::<f64>() / n;
-        let offered = flows.iter().map(|f| f.size as f64 * 8.0).sum::<f64>()
-            / (secs * hosts * spec.link_bps);
-        assert!((n / expected - 1.0).abs() < 0.02, "{n} flows, expected {expected}");
+        let offered =
+            flows.iter().map(|f| f.size as f64 * 8.0).sum::<f64>() / (secs * hosts * spec.link_bps);
+        assert!(
+            (n / expected - 1.0).abs() < 0.02,
+            "{n} flows, expected {expected}"
+        );
         assert!((mean / cdf.mean() - 1.0).abs() < 0.02, "mean {mean}");
         assert!((offered / load - 1.0).abs() < 0.02, "load {offered}");
         assert!(flows.windows(2).all(|w| w[0].start_s <= w[1].start_s));
-        assert!(flows.iter().all(|f| f.src != f.dst && f.start_s >= 2.0 && f.start_s <= 2.0 + secs as f64));
+        assert!(flows
+            .iter()
+            .all(|f| f.src != f.dst && f.start_s >= 2.0 && f.start_s <= 2.0 + secs));
     }
 
     #[test]

@@ -8,6 +8,9 @@ use std::collections::VecDeque;
 
 use super::tokens::Tokens;
 use super::{parse_rate, parse_time_ns, HpccError};
+use crate::fabric::LinkConfig;
+use crate::switch::SwitchConfig;
+use crate::topology::{End, Topology};
 
 /// One link line.
 #[derive(Clone, Debug, PartialEq)]
@@ -156,6 +159,50 @@ impl TopologyFile {
     }
 }
 
+impl TopologyFile {
+    /// Loads and parses the file at `path`.
+    pub fn load(path: &std::path::Path) -> Result<TopologyFile, HpccError> {
+        Self::parse(&path.display().to_string(), &super::read_text(path)?)
+    }
+
+    /// The rate of the first link that touches a host (the NIC rate `third.cc` takes), bit/s.
+    pub fn nic_rate_bps(&self) -> Option<u64> {
+        self.links
+            .iter()
+            .find(|l| !self.is_switch[l.a] || !self.is_switch[l.b])
+            .map(|l| l.rate_bps)
+    }
+
+    /// Our topology: hosts `n{id}` in node order (host `i` is `self.hosts()[i]`), switches
+    /// `sw{id}` each with `cfg(switch id)`, cables in file order (error rate as loss).
+    pub fn to_topology(&self, mut cfg: impl FnMut(usize) -> SwitchConfig) -> Topology {
+        let mut t = Topology::new();
+        let mut ends = Vec::with_capacity(self.nodes);
+        for id in 0..self.nodes {
+            ends.push(if self.is_switch[id] {
+                let mut c = cfg(id);
+                c.ecmp_salt = id as u64;
+                t.switch(format!("sw{id}"), c)
+            } else {
+                t.host(format!("n{id}"))
+            });
+        }
+        for l in &self.links {
+            let mut link = LinkConfig::new(l.rate_bps as f64 / 1e9, l.delay_ns);
+            link.loss = l.error_rate;
+            let (pa, pb) = t.cable(ends[l.a], ends[l.b], link);
+            if t.bottleneck.is_none() {
+                t.bottleneck = match (ends[l.a], ends[l.b]) {
+                    (End::Switch(s), End::Host(_)) => Some((s, pa)),
+                    (End::Host(_), End::Switch(s)) => Some((s, pb)),
+                    _ => None,
+                };
+            }
+        }
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +249,21 @@ mod tests {
         assert_eq!(to3.bw_bps, 25_000_000_000);
         assert_eq!(to3.base_rtt_ns(), 8420);
         assert_eq!(p[1].unwrap().base_rtt_ns(), 4000 + 160);
+        assert_eq!(t.nic_rate_bps(), Some(100_000_000_000));
+        let topo = t.to_topology(|_| SwitchConfig::default());
+        let names: Vec<&str> = topo.hosts.iter().map(|h| h.0.as_str()).collect();
+        assert_eq!(names, ["n0", "n1", "n3"]);
+        assert_eq!(topo.switches.len(), 2);
+        assert_eq!(topo.cables.len(), 4);
+        assert_eq!(
+            topo.cables[3],
+            (End::Host(2), End::Switch(1), {
+                let mut l = LinkConfig::new(25.0, 2000);
+                l.loss = 0.01;
+                l
+            })
+        );
+        assert_eq!(topo.bottleneck, Some((0, 0)));
     }
 
     fn err(text: &str) -> String {

@@ -15,6 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use roce::report::sim as report;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::engines::EngineKind;
+use roce_fabric::hpcc::fct_file;
+use roce_fabric::hpcc::run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::EcnConfig;
 
@@ -28,6 +30,14 @@ pub enum SimCommand {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
+    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE.
+    Hpcc {
+        /// The config (e.g. mix/config_fat_flow_dcqcn.txt).
+        config: PathBuf,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -170,7 +180,7 @@ impl BuiltinArgs {
 /// The scenario a built-in experiment runs.
 fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
     let (kind, a) = match cmd {
-        SimCommand::Run { .. } => return None,
+        SimCommand::Run { .. } | SimCommand::Hpcc { .. } => return None,
         SimCommand::Incast(a) => (BuiltinKind::Incast, a),
         SimCommand::Fairness(a) => (BuiltinKind::Fairness, a),
         SimCommand::PfcSpreading(a) => (BuiltinKind::PfcSpreading, a),
@@ -182,7 +192,24 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &OutputArgs)> {
 
 /// Runs `roce sim ...` (errors become one line in `main`).
 pub fn run(cmd: SimCommand) -> Result<()> {
+    let mut hpcc = None;
     let (scenario, out) = match &cmd {
+        SimCommand::Hpcc { config, out } => {
+            let run = HpccRun::load(config)?;
+            if !run.config.ignored.is_empty() {
+                eprintln!(
+                    "{}: keys that change nothing in this model: {}",
+                    config.display(),
+                    run.config.ignored.join(" ")
+                );
+            }
+            for n in &run.not_modelled {
+                eprintln!("{}: not modelled: {n}", config.display());
+            }
+            let s = run.scenario.clone();
+            hpcc = Some(run);
+            (s, out)
+        }
         SimCommand::Run {
             scenario,
             seed,
@@ -225,6 +252,11 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     bar.finish_and_clear();
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
+    }
+    if let Some(run) = &hpcc {
+        let text = fct_file::write(&run.fct_records(&summary));
+        std::fs::write(&run.fct_output, text)
+            .with_context(|| format!("writing {}", run.fct_output.display()))?;
     }
     let text = if out.json {
         serde_json::to_string_pretty(&summary)? + "\n"

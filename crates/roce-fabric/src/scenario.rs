@@ -132,6 +132,10 @@ pub enum TopologySpec {
     HpccFile {
         /// The file.
         path: PathBuf,
+        /// Loss probability of links whose line gives error rate 0 (the simulator's
+        /// `ERROR_RATE_PER_LINK`).
+        #[serde(default)]
+        loss: f64,
     },
 }
 
@@ -443,9 +447,15 @@ impl Scenario {
                 .three_tier()
                 .and_then(|s| Topology::three_tier(&s, cfg).ok())
                 .unwrap_or_default(),
-            TopologySpec::HpccFile { path } => TopologyFile::load(path)
-                .map(|f| f.to_topology(|_| cfg.clone()))
-                .unwrap_or_default(),
+            TopologySpec::HpccFile { path, loss } => {
+                let mut t = TopologyFile::load(path)
+                    .map(|f| f.to_topology(|_| cfg.clone()))
+                    .unwrap_or_default();
+                for c in t.cables.iter_mut().filter(|c| c.2.loss == 0.0) {
+                    c.2.loss = *loss;
+                }
+                t
+            }
         }
     }
 
@@ -483,7 +493,7 @@ impl Scenario {
     /// The HPCC topology file, if the topology is one.
     fn hpcc_nodes(&self) -> Result<Option<TopologyFile>, ScenarioError> {
         match &self.topology {
-            TopologySpec::HpccFile { path } => TopologyFile::load(path)
+            TopologySpec::HpccFile { path, .. } => TopologyFile::load(path)
                 .map(Some)
                 .map_err(|e| ScenarioError::Invalid(e.to_string())),
             _ => Ok(None),

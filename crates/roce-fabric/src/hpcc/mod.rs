@@ -9,6 +9,7 @@
 pub mod config;
 pub mod fct_file;
 pub mod flow_file;
+pub mod run;
 mod tokens;
 pub mod topology_file;
 

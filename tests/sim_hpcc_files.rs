@@ -135,3 +135,28 @@ fn fct_file_round_trips_through_the_python_port_of_fct_analysis() {
     // Something was slowed down: the table is not all ones.
     assert!(ours.iter().any(|b| b.p99 > 1.01), "{stdout}");
 }
+
+/// The shipped 320-host experiments parse and describe the HPCC shape (not run here).
+#[test]
+fn shipped_hpcc_scenarios_parse_with_the_320_host_fat_tree() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/hpcc");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let s = Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let t = s.topology();
+        assert_eq!((t.hosts.len(), t.switches.len(), t.cables.len()), (320, 56, 480));
+        names.push(s.name);
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "hpcc-fb_hadoop-30",
+            "hpcc-fb_hadoop-50",
+            "hpcc-websearch-30",
+            "hpcc-websearch-50"
+        ]
+    );
+}

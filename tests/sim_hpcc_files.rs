@@ -28,7 +28,7 @@ start_us = 10.0
     let r = &fct.flows[0];
     println!(
         "{bytes} B {src}->{dst}: fct {} ns ideal {} ns",
-        r.fct_ns, r.ideal_ns
+        r.run.fct_ns, r.ideal_ns
     );
     r.slowdown
 }
@@ -146,7 +146,10 @@ fn shipped_hpcc_scenarios_parse_with_the_320_host_fat_tree() {
         let text = std::fs::read_to_string(&path).unwrap();
         let s = Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let t = s.topology();
-        assert_eq!((t.hosts.len(), t.switches.len(), t.cables.len()), (320, 56, 480));
+        assert_eq!(
+            (t.hosts.len(), t.switches.len(), t.cables.len()),
+            (320, 56, 480)
+        );
         names.push(s.name);
     }
     names.sort();

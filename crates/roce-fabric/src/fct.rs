@@ -30,21 +30,12 @@ const ICRC_LEN: usize = roce_proto::wire::icrc::ICRC_LEN;
 const ROCE_HEADERS: usize =
     ethernet::HEADER_LEN + ipv4::HEADER_LEN + UDP_LEN + bth::HEADER_LEN + ICRC_LEN;
 
-/// One finished flow.
+/// One finished flow with its ideal FCT and slowdown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FctRow {
-    /// Flow index (as in the summary's flows).
-    pub flow: usize,
-    /// Sending host.
-    pub src: usize,
-    /// Receiving host.
-    pub dst: usize,
-    /// Bytes.
-    pub size: u64,
-    /// Start, ns.
-    pub start_ns: u64,
-    /// Completion time, ns.
-    pub fct_ns: u64,
+    /// The flow.
+    #[serde(flatten)]
+    pub run: Finished,
     /// The same flow alone on the idle network, ns.
     pub ideal_ns: u64,
     /// `fct_ns / ideal_ns`.
@@ -225,8 +216,8 @@ pub fn ideal_fct_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: 
     })
 }
 
-/// A finished flow as the report needs it.
-#[derive(Clone, Copy, Debug)]
+/// A finished flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finished {
     /// Flow index.
     pub flow: usize,
@@ -259,19 +250,14 @@ impl FctReport {
                     .sum();
                 let bw = links.iter().map(LinkConfig::rate_bps).min().unwrap_or(1);
                 FctRow {
-                    flow: f.flow,
-                    src: f.src,
-                    dst: f.dst,
-                    size: f.size,
-                    start_ns: f.start_ns,
-                    fct_ns: f.fct_ns,
+                    run: *f,
                     ideal_ns,
                     slowdown: f.fct_ns as f64 / ideal_ns as f64,
                     standalone_ns: standalone_fct_ns(f.size, mtu as u32, 2 * delay + tx, bw),
                 }
             })
             .collect();
-        let pairs: Vec<(u64, f64)> = rows.iter().map(|r| (r.size, r.slowdown)).collect();
+        let pairs: Vec<(u64, f64)> = rows.iter().map(|r| (r.run.size, r.slowdown)).collect();
         FctReport {
             bins: slowdown_bins(&pairs, 5),
             flows: rows,
@@ -281,11 +267,18 @@ impl FctReport {
     /// Per-flow CSV.
     pub fn csv(&self) -> String {
         let mut s = String::from("flow,src,dst,size_bytes,start_ns,fct_ns,ideal_fct_ns,slowdown\n");
-        for r in &self.flows {
+        for FctRow {
+            run: f,
+            ideal_ns,
+            slowdown,
+            ..
+        } in &self.flows
+        {
+            let (flow, src, dst, size) = (f.flow, f.src, f.dst, f.size);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{:.6}",
-                r.flow, r.src, r.dst, r.size, r.start_ns, r.fct_ns, r.ideal_ns, r.slowdown
+                "{flow},{src},{dst},{size},{},{},{ideal_ns},{slowdown:.6}",
+                f.start_ns, f.fct_ns
             );
         }
         s
@@ -297,21 +290,22 @@ impl FctReport {
         let node = |h: usize| nodes.and_then(|n| n.get(h).copied()).unwrap_or(h);
         let mut next_port = std::collections::HashMap::new();
         let mut by_flow: Vec<&FctRow> = self.flows.iter().collect();
-        by_flow.sort_by_key(|r| r.flow);
+        by_flow.sort_by_key(|r| r.run.flow);
         by_flow
             .into_iter()
             .map(|r| {
-                let p = next_port.entry(r.src).or_insert(FIRST_SPORT);
+                let f = &r.run;
+                let p = next_port.entry(f.src).or_insert(FIRST_SPORT);
                 let sport = *p;
                 *p = p.wrapping_add(1);
                 FctRecord {
-                    sip: node_ip(node(r.src)),
-                    dip: node_ip(node(r.dst)),
+                    sip: node_ip(node(f.src)),
+                    dip: node_ip(node(f.dst)),
                     sport,
                     dport,
-                    size: r.size,
-                    start_ns: r.start_ns,
-                    fct_ns: r.fct_ns,
+                    size: f.size,
+                    start_ns: f.start_ns,
+                    fct_ns: f.fct_ns,
                     standalone_ns: r.standalone_ns,
                 }
             })
@@ -324,13 +318,13 @@ impl FctReport {
             "fct slowdown by size ({} finished flows, bins of 5% of them)\n   pct  max bytes  flows      p50      p95      p99\n",
             self.flows.len()
         );
-        for b in &self.bins {
-            let _ = writeln!(
-                s,
-                "{:>6} {:>10} {:>6} {:>8.3} {:>8.3} {:>8.3}",
+        let rows = self.bins.iter().map(|b| {
+            format!(
+                "{:>6} {:>10} {:>6} {:>8.3} {:>8.3} {:>8.3}\n",
                 b.pct, b.max_bytes, b.flows, b.p50, b.p95, b.p99
-            );
-        }
+            )
+        });
+        s.extend(rows);
         s
     }
 }

@@ -102,24 +102,9 @@ pub enum TopologySpec {
         /// Leaf-spine cables.
         uplink: LinkConfig,
     },
-    /// A three-tier fat tree ([`ThreeTier`]; the HPCC paper's 320 hosts are
-    /// `hosts_per_tor = 16, tors = 20, aggs = 20, cores = 16, pods = 5`).
-    ThreeTier {
-        /// Hosts under each ToR.
-        hosts_per_tor: usize,
-        /// ToRs.
-        tors: usize,
-        /// Aggregation switches.
-        aggs: usize,
-        /// Core switches.
-        cores: usize,
-        /// Pods.
-        pods: usize,
-        /// Host cables.
-        link: LinkConfig,
-        /// Switch-switch cables.
-        uplink: LinkConfig,
-    },
+    /// A three-tier fat tree ([`ThreeTier`]: `hosts_per_tor`, `tors`, `aggs`, `cores`, `pods`,
+    /// `link`, `uplink`; the HPCC paper's 320 hosts are 16, 20, 20, 16, 5).
+    ThreeTier(ThreeTier),
     /// The k-ary fat tree: k³/4 hosts, every cable `link`.
     FatTree {
         /// k (even).
@@ -443,7 +428,7 @@ impl Scenario {
                 *uplink,
                 cfg,
             ),
-            TopologySpec::ThreeTier { .. } | TopologySpec::FatTree { .. } => self
+            TopologySpec::ThreeTier(_) | TopologySpec::FatTree { .. } => self
                 .three_tier()
                 .and_then(|s| Topology::three_tier(&s, cfg).ok())
                 .unwrap_or_default(),
@@ -462,23 +447,7 @@ impl Scenario {
     /// The fat-tree shape of a `three_tier` or `fat_tree` topology.
     fn three_tier(&self) -> Option<ThreeTier> {
         match self.topology {
-            TopologySpec::ThreeTier {
-                hosts_per_tor,
-                tors,
-                aggs,
-                cores,
-                pods,
-                link,
-                uplink,
-            } => Some(ThreeTier {
-                hosts_per_tor,
-                tors,
-                aggs,
-                cores,
-                pods,
-                link,
-                uplink,
-            }),
+            TopologySpec::ThreeTier(shape) => Some(shape),
             TopologySpec::FatTree { k, link } => Some(ThreeTier::k_ary(k, link)),
             _ => None,
         }
@@ -506,8 +475,8 @@ impl Scenario {
             | TopologySpec::Star { link, .. }
             | TopologySpec::Dumbbell { link, .. }
             | TopologySpec::LeafSpine { link, .. }
-            | TopologySpec::ThreeTier { link, .. }
             | TopologySpec::FatTree { link, .. } => *link,
+            TopologySpec::ThreeTier(shape) => shape.link,
             TopologySpec::HpccFile { .. } => {
                 let rate = self
                     .hpcc_nodes()

@@ -46,6 +46,35 @@ pub fn read_text(path: &Path) -> Result<String, HpccError> {
     })
 }
 
+/// SI and IEC prefixes of ns-3 data rates.
+const RATE_PREFIXES: [(&str, f64); 8] = [
+    ("Ki", 1024.0),
+    ("Mi", 1024.0 * 1024.0),
+    ("Gi", 1024.0 * 1024.0 * 1024.0),
+    ("k", 1e3),
+    ("K", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+];
+
+/// ns-3 time units, in ns (`s` after the two-letter ones that end in it).
+const TIME_UNITS: [(&str, f64); 7] = [
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("ms", 1e6),
+    ("ps", 1e-3),
+    ("min", 60e9),
+    ("s", 1e9),
+    ("h", 3600e9),
+];
+
+/// `v * factor` rounded, if finite and not negative.
+fn scaled(v: f64, factor: f64) -> Option<u64> {
+    let r = v * factor;
+    (r.is_finite() && r >= 0.0).then(|| r.round() as u64)
+}
+
 /// A data rate as ns-3 writes it (`100Gbps`, `1000Mb/s`, `25Gb/s`, `10GB/s`, `800bps`), in
 /// bit/s.
 pub fn parse_rate(s: &str) -> Option<u64> {
@@ -53,18 +82,7 @@ pub fn parse_rate(s: &str) -> Option<u64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-' || c == '+'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let prefixes: [(&str, f64); 8] = [
-        ("Ki", 1024.0),
-        ("Mi", 1024.0 * 1024.0),
-        ("Gi", 1024.0 * 1024.0 * 1024.0),
-        ("k", 1e3),
-        ("K", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-    ];
-    let (prefix, rest) = prefixes
+    let (prefix, rest) = RATE_PREFIXES
         .iter()
         .find_map(|&(p, m)| unit.strip_prefix(p).map(|r| (m, r)))
         .unwrap_or((1.0, unit));
@@ -73,28 +91,16 @@ pub fn parse_rate(s: &str) -> Option<u64> {
         "Bps" | "B/s" => 8.0,
         _ => return None,
     };
-    let r = v * prefix * bits;
-    (r.is_finite() && r >= 0.0).then(|| r.round() as u64)
+    scaled(num.parse().ok()?, prefix * bits)
 }
 
 /// A time as ns-3 writes it (`1000ns`, `0.001ms`, `1us`, `2s`; a bare number is seconds), in ns.
 pub fn parse_time_ns(s: &str) -> Option<u64> {
-    let units: [(&str, f64); 7] = [
-        ("ns", 1.0),
-        ("us", 1e3),
-        ("ms", 1e6),
-        ("ps", 1e-3),
-        ("min", 60e9),
-        ("s", 1e9),
-        ("h", 3600e9),
-    ];
-    let (num, mult) = units
+    let (num, unit_ns) = TIME_UNITS
         .iter()
         .find_map(|&(u, m)| s.strip_suffix(u).map(|n| (n, m)))
         .unwrap_or((s, 1e9));
-    let v: f64 = num.parse().ok()?;
-    let ns = v * mult;
-    (ns.is_finite() && ns >= 0.0).then(|| ns.round() as u64)
+    scaled(num.parse().ok()?, unit_ns)
 }
 
 #[cfg(test)]
@@ -103,19 +109,29 @@ mod tests {
 
     #[test]
     fn rates_and_times_parse_as_ns3_writes_them() {
-        assert_eq!(parse_rate("100Gbps"), Some(100_000_000_000));
-        assert_eq!(parse_rate("1000Mb/s"), Some(1_000_000_000));
-        assert_eq!(parse_rate("400Gb/s"), Some(400_000_000_000));
-        assert_eq!(parse_rate("1GB/s"), Some(8_000_000_000));
-        assert_eq!(parse_rate("800"), Some(800));
-        assert_eq!(parse_rate("1Kibps"), Some(1024));
-        assert_eq!(parse_rate("fast"), None);
-        assert_eq!(parse_rate("10Gbit"), None);
-        assert_eq!(parse_time_ns("1000ns"), Some(1000));
-        assert_eq!(parse_time_ns("0.001ms"), Some(1000));
-        assert_eq!(parse_time_ns("1us"), Some(1000));
-        assert_eq!(parse_time_ns("2"), Some(2_000_000_000));
-        assert_eq!(parse_time_ns("1.5s"), Some(1_500_000_000));
-        assert_eq!(parse_time_ns("soon"), None);
+        let rates = [
+            ("100Gbps", Some(100_000_000_000)),
+            ("1000Mb/s", Some(1_000_000_000)),
+            ("400Gb/s", Some(400_000_000_000)),
+            ("1GB/s", Some(8_000_000_000)),
+            ("800", Some(800)),
+            ("1Kibps", Some(1024)),
+            ("fast", None),
+            ("10Gbit", None),
+        ];
+        for (text, bps) in rates {
+            assert_eq!(parse_rate(text), bps, "{text}");
+        }
+        let times = [
+            ("1000ns", Some(1000)),
+            ("0.001ms", Some(1000)),
+            ("1us", Some(1000)),
+            ("2", Some(2_000_000_000)),
+            ("1.5s", Some(1_500_000_000)),
+            ("soon", None),
+        ];
+        for (text, ns) in times {
+            assert_eq!(parse_time_ns(text), ns, "{text}");
+        }
     }
 }

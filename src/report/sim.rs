@@ -75,6 +75,7 @@ pub fn write_all<E: Engine>(
             "fct.txt",
             &roce_fabric::hpcc::fct_file::write(&records),
         )?;
+        super::fct::plot_slowdown(&dir.join("fct.svg"), fct).map_err(|e| fmt_err("fct.svg", e))?;
     }
     let Some(rec) = rec else {
         return Ok(());

@@ -168,17 +168,32 @@ fn shipped_hpcc_scenarios_parse_with_the_320_host_fat_tree() {
 #[test]
 fn sim_run_out_writes_fct_csv_hpcc_file_and_plot() {
     let dir = std::env::temp_dir().join(format!("roce-fct-out-{}", std::process::id()));
-    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/fat-tree-fb-hadoop.toml");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/fat-tree-fb-hadoop.toml"
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_roce"))
         .args(["sim", "run", scenario, "--out"])
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("fct slowdown by size (50 finished flows"), "{stdout}");
+    assert!(
+        stdout.contains("fct slowdown by size (50 finished flows"),
+        "{stdout}"
+    );
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
-    let (csv, txt, svg, json) = (read("fct.csv"), read("fct.txt"), read("fct.svg"), read("summary.json"));
+    let (csv, txt, svg, json) = (
+        read("fct.csv"),
+        read("fct.txt"),
+        read("fct.svg"),
+        read("summary.json"),
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let mut lines = csv.lines();
     assert_eq!(
@@ -186,7 +201,12 @@ fn sim_run_out_writes_fct_csv_hpcc_file_and_plot() {
         Some("flow,src,dst,size_bytes,start_ns,fct_ns,ideal_fct_ns,slowdown")
     );
     assert_eq!(lines.count(), 50);
-    assert_eq!(roce_fabric::hpcc::fct_file::parse("fct.txt", &txt).unwrap().len(), 50);
+    assert_eq!(
+        roce_fabric::hpcc::fct_file::parse("fct.txt", &txt)
+            .unwrap()
+            .len(),
+        50
+    );
     assert!(svg.contains("FCT slowdown against flow size"));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["fct"]["flows"].as_array().map(Vec::len), Some(50));

@@ -315,3 +315,51 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
     };
     Ok((name.to_owned(), p))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOPO: &str =
+        "4 2 3\n2 3\n0 2 100Gbps 1000ns 0\n1 3 100Gbps 1000ns 0\n2 3 400Gbps 1us 0\n";
+
+    /// The mapping, checked to be settings our controller takes.
+    fn mapped(config: &str) -> Result<(String, Vec<String>), String> {
+        let c = HpccConfig::parse("config.txt", config).map_err(|e| e.to_string())?;
+        let t = TopologyFile::parse("topo.txt", TOPO).map_err(|e| e.to_string())?;
+        let (name, params) = controller(&c, &t)?;
+        let line = roce_proto::cc::Rate::from_bps(100_000_000_000);
+        let mut cc = roce_proto::cc::CcConfig::new(&name, line).unwrap();
+        for p in &params {
+            cc.apply(p).unwrap_or_else(|e| panic!("{name}: {p}: {e}"));
+        }
+        Ok((name, params))
+    }
+
+    #[test]
+    fn cc_modes_map_to_our_controllers_with_their_parameters() {
+        let (name, p) = mapped("CC_MODE 1\nALPHA_RESUME_INTERVAL 50\nRP_TIMER 55\n").unwrap();
+        assert_eq!(name, "dcqcn-paper");
+        assert!(p.contains(&"rpg_time_reset=55".to_owned()), "{p:?}");
+        // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns).
+        let (name, p) = mapped("CC_MODE 3\nU_TARGET 0.9\nRATE_AI 40Mb/s\n").unwrap();
+        assert_eq!(name, "hpcc");
+        assert_eq!(
+            p,
+            ["eta=0.9", "w_ai=40", "min_rate=100", "base_rtt=7"].map(String::from)
+        );
+        let (name, p) = mapped("CC_MODE 7\nRATE_AI 100Mb/s\n").unwrap();
+        assert_eq!((name.as_str(), p[0].as_str()), ("timely", "add_step=100"));
+        let (name, p) = mapped("CC_MODE 8\nEWMA_GAIN 0.0625\nDCTCP_RATE_AI 615Mb/s\n").unwrap();
+        assert_eq!(name, "dctcp");
+        assert_eq!(p[..2], ["g=0.0625", "rate_ai=615"].map(String::from));
+        assert_eq!(
+            mapped("CC_MODE 10\n").unwrap_err(),
+            "CC_MODE 10 (HPCC-PINT) is not implemented here"
+        );
+        assert_eq!(
+            mapped("CC_MODE 2\n").unwrap_err(),
+            "CC_MODE 2 is not one of 1, 3, 7, 8"
+        );
+    }
+}

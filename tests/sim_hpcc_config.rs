@@ -21,6 +21,7 @@ fn dcqcn_config_runs_through_the_rc_engine() {
         "rpg_hai_rate=200",
         "rpg_time_reset=300",
         "rpg_min_rate=1000",
+        "clamp_tgt_rate=false",
         "rpg_threshold=1",
         "dce_tcp_rtt=1",
         "rate_reduce_monitor_period=4",

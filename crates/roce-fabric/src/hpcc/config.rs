@@ -45,8 +45,6 @@ impl CcMode {
 
 /// Keys the simulator reads that change nothing in our model.
 const IGNORED: &[&str] = &[
-    "ENABLE_QCN",
-    "CLAMP_TARGET_RATE",
     "PAUSE_TIME",
     "DATA_RATE",
     "LINK_DELAY",
@@ -97,6 +95,10 @@ pub struct HpccConfig {
     pub stop_time_s: f64,
     /// `CC_MODE`.
     pub cc_mode: CcMode,
+    /// `ENABLE_QCN`: ECN marking in switches.
+    pub enable_qcn: bool,
+    /// `CLAMP_TARGET_RATE`: DCQCN sets the target rate to the current rate at every cut.
+    pub clamp_target_rate: bool,
     /// `RATE_AI`, bit/s.
     pub rate_ai_bps: Option<u64>,
     /// `RATE_HAI`, bit/s.
@@ -150,6 +152,8 @@ impl Default for HpccConfig {
             pfc_output_file: "pfc.txt".into(),
             stop_time_s: 3.01,
             cc_mode: CcMode::Dcqcn,
+            enable_qcn: true,
+            clamp_target_rate: false,
             rate_ai_bps: None,
             rate_hai_bps: None,
             min_rate_bps: 100_000_000,
@@ -193,6 +197,8 @@ impl HpccConfig {
                 "PFC_OUTPUT_FILE" => c.pfc_output_file = t.value("a path", path)?.1,
                 "SIMULATOR_STOP_TIME" => c.stop_time_s = t.num("a time in seconds")?,
                 "CC_MODE" => c.cc_mode = CcMode::from_number(t.num("a CC_MODE number")?),
+                "ENABLE_QCN" => c.enable_qcn = t.value("0 or 1", flag)?.1,
+                "CLAMP_TARGET_RATE" => c.clamp_target_rate = t.value("0 or 1", flag)?.1,
                 "RATE_AI" => c.rate_ai_bps = Some(rate(&mut t)?.1),
                 "RATE_HAI" => c.rate_hai_bps = Some(rate(&mut t)?.1),
                 "MIN_RATE" => c.min_rate_bps = rate(&mut t)?.1,
@@ -356,6 +362,8 @@ QLEN_MON_END 3000000000
         assert_eq!(c.rate_hai_bps, Some(200_000_000));
         assert_eq!(c.min_rate_bps, 1_000_000_000);
         assert!(!c.has_win);
+        assert!(c.enable_qcn);
+        assert!(!c.clamp_target_rate);
         assert!(c.ack_high_prio);
         assert!(c.dynamic_pfc_threshold);
         assert_eq!(c.link_down, None);
@@ -370,10 +378,8 @@ QLEN_MON_END 3000000000
         assert_eq!(
             c.ignored,
             [
-                "ENABLE_QCN",
                 "TRACE_FILE",
                 "TRACE_OUTPUT_FILE",
-                "CLAMP_TARGET_RATE",
                 "L2_CHUNK_SIZE",
                 "L2_ACK_INTERVAL",
                 "L2_BACK_TO_ZERO",
@@ -399,9 +405,10 @@ QLEN_MON_END 3000000000
     fn ignored_keys_are_listed_once_and_link_down_is_kept() {
         let c = HpccConfig::parse(
             "c.txt",
-            "ENABLE_TRACE 1\nENABLE_TRACE 0\nLINK_DOWN 1000 320 340\nCC_MODE 3\n",
+            "ENABLE_TRACE 1\nENABLE_TRACE 0\nLINK_DOWN 1000 320 340\nCC_MODE 3\nENABLE_QCN 0\n",
         )
         .unwrap();
+        assert!(!c.enable_qcn);
         assert_eq!(c.ignored, ["ENABLE_TRACE"]);
         assert_eq!(
             c.link_down,

@@ -104,12 +104,15 @@ impl HpccRun {
                 ))
             })?;
         let (cc, cc_params) = controller(&config, &topology).map_err(unsupported)?;
-        let ecn = config.ecn_for(nic).map(|(kmin, kmax, pmax)| EcnConfig {
-            kmin_bytes: kmin,
-            kmax_bytes: kmax,
-            pmax,
-            step_bytes: None,
-        });
+        let ecn = config
+            .ecn_for(nic)
+            .filter(|_| config.enable_qcn)
+            .map(|(kmin, kmax, pmax)| EcnConfig {
+                kmin_bytes: kmin,
+                kmax_bytes: kmax,
+                pmax,
+                step_bytes: None,
+            });
         let mut link_events = Vec::new();
         if let Some(d) = config.link_down {
             let node = |id: usize| match topology.is_switch.get(id) {
@@ -252,6 +255,7 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
                 p.push(format!("rpg_time_reset={}", t.round() as u64));
             }
             p.push(format!("rpg_min_rate={}", mbps(c.min_rate_bps)));
+            p.push(format!("clamp_tgt_rate={}", c.clamp_target_rate));
             p.push(format!("rpg_threshold={}", c.fast_recovery_times));
             p.push(format!(
                 "dce_tcp_rtt={}",

@@ -16,6 +16,8 @@ use roce::report::sim as report;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
+use roce_fabric::hpcc::fct_file;
+use roce_fabric::hpcc::run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::EcnConfig;
 
@@ -31,6 +33,14 @@ pub enum SimCommand {
         seed: Option<u64>,
         #[command(flatten)]
         set: OverrideArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
+    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE.
+    Hpcc {
+        /// The config (e.g. mix/config_fat_flow_dcqcn.txt).
+        config: PathBuf,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -215,7 +225,7 @@ impl BuiltinArgs {
 /// The scenario a built-in experiment runs.
 fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
     let (kind, a) = match cmd {
-        SimCommand::Run { .. } | SimCommand::Compare(_) => return None,
+        SimCommand::Run { .. } | SimCommand::Compare(_) | SimCommand::Hpcc { .. } => return None,
         SimCommand::Incast(a) => (BuiltinKind::Incast, a),
         SimCommand::Fairness(a) => (BuiltinKind::Fairness, a),
         SimCommand::PfcSpreading(a) => (BuiltinKind::PfcSpreading, a),
@@ -230,7 +240,24 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     if let SimCommand::Compare(args) = cmd {
         return compare::run(args);
     }
+    let mut hpcc = None;
     let (scenario, out) = match &cmd {
+        SimCommand::Hpcc { config, out } => {
+            let run = HpccRun::load(config)?;
+            if !run.config.ignored.is_empty() {
+                eprintln!(
+                    "{}: keys that change nothing in this model: {}",
+                    config.display(),
+                    run.config.ignored.join(" ")
+                );
+            }
+            for n in &run.not_modelled {
+                eprintln!("{}: not modelled: {n}", config.display());
+            }
+            let s = run.scenario.clone();
+            hpcc = Some(run);
+            (s, out)
+        }
         SimCommand::Run {
             scenario,
             seed,
@@ -276,10 +303,15 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
     }
+    if let Some(run) = &hpcc {
+        let text = fct_file::write(&run.fct_records(&summary));
+        std::fs::write(&run.fct_output, text)
+            .with_context(|| format!("writing {}", run.fct_output.display()))?;
+    }
     let text = if out.json {
         serde_json::to_string_pretty(&summary)? + "\n"
     } else {
-        summary.table()
+        report::text(&summary)
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());

@@ -64,7 +64,19 @@ pub fn write_all<E: Engine>(
     write(dir, "summary.json", &json)?;
     let toml = toml::to_string(scenario).map_err(|e| fmt_err("scenario.toml", e.to_string()))?;
     write(dir, "scenario.toml", &toml)?;
-    write(dir, "summary.txt", &summary.table())?;
+    write(dir, "summary.txt", &text(summary))?;
+    if let Some(fct) = &summary.fct {
+        write(dir, "fct.csv", &fct.csv())?;
+        // The HPCC simulator's FCT_OUTPUT_FILE format, for its analysis/fct_analysis.py.
+        let nodes = scenario.host_node_ids();
+        let records = fct.hpcc_records(nodes.as_deref(), 100);
+        write(
+            dir,
+            "fct.txt",
+            &roce_fabric::hpcc::fct_file::write(&records),
+        )?;
+        super::fct::plot_slowdown(&dir.join("fct.svg"), fct).map_err(|e| fmt_err("fct.svg", e))?;
+    }
     let Some(rec) = rec else {
         return Ok(());
     };
@@ -75,6 +87,15 @@ pub fn write_all<E: Engine>(
     plot_flows(&dir.join("flows.svg"), rec).map_err(|e| fmt_err("flows.svg", e))?;
     plot_queue(&dir.join("queue.svg"), rec).map_err(|e| fmt_err("queue.svg", e))?;
     Ok(())
+}
+
+/// The summary table, then the FCT slowdown table when flows finished.
+pub fn text(summary: &Summary) -> String {
+    let mut s = summary.table();
+    if let Some(fct) = &summary.fct {
+        s.push_str(&fct.table());
+    }
+    s
 }
 
 /// A CSV with a `t_us` column, then one column per `columns` name, one row per sample with the

@@ -47,7 +47,10 @@ mod dispatch;
 pub mod engines;
 pub mod event;
 pub mod fabric;
+pub mod fat_tree;
+pub mod fct;
 pub mod frame;
+pub mod hpcc;
 mod port;
 pub mod rt_switch;
 pub mod scenario;
@@ -57,6 +60,7 @@ pub mod summary;
 pub mod switch;
 pub mod tap;
 pub mod topology;
+pub mod traffic;
 mod wires;
 pub mod workload;
 

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
+use super::fat_tree::ThreeTier;
+use super::fct::{FctReport, Finished};
+use super::hpcc::topology_file::TopologyFile;
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
@@ -18,6 +21,7 @@ use super::{HostId, Node, SwitchId};
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::time::{Duration, Instant};
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 /// Why a scenario could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +101,26 @@ pub enum TopologySpec {
         link: LinkConfig,
         /// Leaf-spine cables.
         uplink: LinkConfig,
+    },
+    /// A three-tier fat tree ([`ThreeTier`]: `hosts_per_tor`, `tors`, `aggs`, `cores`, `pods`,
+    /// `link`, `uplink`; the HPCC paper's 320 hosts are 16, 20, 20, 16, 5).
+    ThreeTier(ThreeTier),
+    /// The k-ary fat tree: k³/4 hosts, every cable `link`.
+    FatTree {
+        /// k (even).
+        k: usize,
+        /// Every cable.
+        link: LinkConfig,
+    },
+    /// An HPCC simulator topology file (path relative to the working directory); hosts are
+    /// its non-switch nodes in id order, and flow files name them by node id.
+    HpccFile {
+        /// The file.
+        path: PathBuf,
+        /// Loss probability of links whose line gives error rate 0 (the simulator's
+        /// `ERROR_RATE_PER_LINK`).
+        #[serde(default)]
+        loss: f64,
     },
 }
 
@@ -259,6 +283,10 @@ impl Scenario {
         if !(64..=9000).contains(&self.mtu) {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
+        if let Some(shape) = self.three_tier() {
+            shape.check().map_err(ScenarioError::Invalid)?;
+        }
+        self.hpcc_nodes()?;
         self.cc_config()?;
         if self.uses_int() && self.engine == EngineKind::StandIn {
             return bad(format!(
@@ -400,6 +428,44 @@ impl Scenario {
                 *uplink,
                 cfg,
             ),
+            TopologySpec::ThreeTier(_) | TopologySpec::FatTree { .. } => self
+                .three_tier()
+                .and_then(|s| Topology::three_tier(&s, cfg).ok())
+                .unwrap_or_default(),
+            TopologySpec::HpccFile { path, loss } => {
+                let mut t = TopologyFile::load(path)
+                    .map(|f| f.to_topology(|_| cfg.clone()))
+                    .unwrap_or_default();
+                for c in t.cables.iter_mut().filter(|c| c.2.loss == 0.0) {
+                    c.2.loss = *loss;
+                }
+                t
+            }
+        }
+    }
+
+    /// The fat-tree shape of a `three_tier` or `fat_tree` topology.
+    fn three_tier(&self) -> Option<ThreeTier> {
+        match self.topology {
+            TopologySpec::ThreeTier(shape) => Some(shape),
+            TopologySpec::FatTree { k, link } => Some(ThreeTier::k_ary(k, link)),
+            _ => None,
+        }
+    }
+
+    /// The node id of every host in an `hpcc_file` topology (host `i` is node `ids[i]`);
+    /// `None` for other topologies, whose hosts are their own ids.
+    pub fn host_node_ids(&self) -> Option<Vec<usize>> {
+        self.hpcc_nodes().ok().flatten().map(|f| f.hosts())
+    }
+
+    /// The HPCC topology file, if the topology is one.
+    fn hpcc_nodes(&self) -> Result<Option<TopologyFile>, ScenarioError> {
+        match &self.topology {
+            TopologySpec::HpccFile { path, .. } => TopologyFile::load(path)
+                .map(Some)
+                .map_err(|e| ScenarioError::Invalid(e.to_string())),
+            _ => Ok(None),
         }
     }
 
@@ -408,7 +474,17 @@ impl Scenario {
             TopologySpec::BackToBack { link }
             | TopologySpec::Star { link, .. }
             | TopologySpec::Dumbbell { link, .. }
-            | TopologySpec::LeafSpine { link, .. } => *link,
+            | TopologySpec::LeafSpine { link, .. }
+            | TopologySpec::FatTree { link, .. } => *link,
+            TopologySpec::ThreeTier(shape) => shape.link,
+            TopologySpec::HpccFile { .. } => {
+                let rate = self
+                    .hpcc_nodes()
+                    .ok()
+                    .flatten()
+                    .and_then(|f| f.nic_rate_bps());
+                LinkConfig::new(rate.unwrap_or(100_000_000_000) as f64 / 1e9, 1000)
+            }
         }
     }
 
@@ -422,7 +498,8 @@ impl Scenario {
             message_bytes: self.message_bytes,
             link_gbps: self.host_link().gbps,
         };
-        let mut plan = Plan::new(&self.workloads, &ips, defaults, self.seed)
+        let nodes = self.hpcc_nodes()?.map(|f| f.hosts());
+        let mut plan = Plan::new_over(&self.workloads, &ips, nodes.as_deref(), defaults, self.seed)
             .map_err(ScenarioError::Invalid)?;
         let cc = self.cc_config()?;
         for f in plan.host_flows.iter_mut().flatten() {
@@ -508,7 +585,7 @@ impl Scenario {
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
-        let summary = Summary::collect(
+        let mut summary = Summary::collect(
             &self.name,
             self.seed,
             self.warmup_ns(),
@@ -516,7 +593,31 @@ impl Scenario {
             &built.rings,
             bottleneck,
         );
+        summary.fct = self.fct_report(&summary, &built);
         Ok((summary, built))
+    }
+
+    /// FCTs of the finished finite flows, `None` when there are none.
+    fn fct_report(&self, summary: &Summary, built: &Built) -> Option<FctReport> {
+        let finished: Vec<Finished> = built
+            .fabric
+            .tap
+            .specs
+            .iter()
+            .zip(&summary.flows)
+            .filter_map(|(spec, f)| {
+                Some(Finished {
+                    flow: f.id,
+                    src: spec.src_host,
+                    dst: spec.dst_host,
+                    size: spec.size_bytes?,
+                    start_ns: spec.start_ns,
+                    fct_ns: (f.completion_us? * 1e3).round() as u64,
+                })
+            })
+            .collect();
+        (!finished.is_empty())
+            .then(|| FctReport::new(&self.topology(), &finished, self.mtu, self.message_bytes))
     }
 }
 

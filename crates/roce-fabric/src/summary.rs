@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
+use super::fct::FctReport;
 use super::port::WIRE_OVERHEAD;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
@@ -139,6 +140,10 @@ pub struct Summary {
     pub allreduce_iter_us: Vec<Vec<f64>>,
     /// Flows.
     pub flows: Vec<FlowResult>,
+    /// Flow completion times, ideal FCTs and slowdown per size bin of the finished finite
+    /// flows (set by the scenario runner, which knows the paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fct: Option<FctReport>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -292,6 +297,7 @@ impl Summary {
             events: f.events(),
             allreduce_iter_us,
             flows,
+            fct: None,
         }
     }
 

@@ -10,7 +10,10 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
+use super::hpcc::flow_file::{self, FlowLine};
+use super::hpcc::read_text;
 use super::tap::FlowSpec;
+use super::traffic::{poisson_flows, PoissonSpec, SizeCdf};
 use roce_proto::cc::CcConfig;
 use roce_proto::time::Instant;
 
@@ -177,6 +180,29 @@ pub enum Workload {
         /// Number of flows.
         flows: u32,
     },
+    /// Per-host Poisson arrivals with sizes from a CDF, as HPCC's `traffic_gen.py` makes
+    /// them ([`crate::traffic`]): each host offers `load` of its link over `duration_us`.
+    PoissonCdf {
+        /// Hosts taking part (empty: every host).
+        #[serde(default)]
+        hosts: Vec<usize>,
+        /// Offered load per host link (0..1].
+        load: f64,
+        /// `websearch`, `fb_hadoop`, or the path of a `size percent` CDF file.
+        cdf: String,
+        /// Arrivals during this long, µs.
+        duration_us: f64,
+        /// First arrival no earlier than this, µs.
+        #[serde(default)]
+        start_us: f64,
+    },
+    /// The flows of an HPCC flow file (`src dst pg dport size start_s`; path relative to the
+    /// working directory). Hosts are node ids of an `hpcc_file` topology, else host indices;
+    /// priority group `pg` becomes DSCP `8 * pg`.
+    FlowFile {
+        /// The file.
+        path: std::path::PathBuf,
+    },
 }
 
 /// One flow a host sends, as a workload plans it. The stand-in engine honours every field; the
@@ -274,6 +300,18 @@ impl Plan {
     pub fn new(
         workloads: &[Workload],
         ips: &[IpAddr],
+        defaults: FlowDefaults,
+        seed: u64,
+    ) -> Result<Plan, String> {
+        Self::new_over(workloads, ips, None, defaults, seed)
+    }
+
+    /// [`Plan::new`] where flow files name host `i` by `nodes[i]` (an HPCC topology's node
+    /// ids); `None` names hosts by index.
+    pub fn new_over(
+        workloads: &[Workload],
+        ips: &[IpAddr],
+        nodes: Option<&[usize]>,
         defaults: FlowDefaults,
         seed: u64,
     ) -> Result<Plan, String> {
@@ -400,9 +438,65 @@ impl Plan {
                         );
                     }
                 }
+                Workload::PoissonCdf {
+                    hosts,
+                    load,
+                    cdf,
+                    duration_us,
+                    start_us,
+                } => {
+                    let cdf = SizeCdf::named_or_file(cdf).map_err(|e| e.to_string())?;
+                    let spec = PoissonSpec {
+                        hosts: if hosts.is_empty() {
+                            (0..ips.len()).collect()
+                        } else {
+                            hosts.clone()
+                        },
+                        load: *load,
+                        link_bps: defaults.link_gbps * 1e9,
+                        start_ns: (start_us * 1e3).max(0.0) as u64,
+                        duration_ns: (duration_us * 1e3).max(0.0) as u64,
+                    };
+                    if spec.hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
+                        return Err("poisson_cdf needs 2+ hosts and 0 < load <= 1".into());
+                    }
+                    for f in poisson_flows(&cdf, &spec, seed) {
+                        let (s, d) = (check(f.src)?, check(f.dst)?);
+                        plan.add_line(ips, s, d, defaults, &f);
+                    }
+                }
+                Workload::FlowFile { path } => {
+                    let text = read_text(path).map_err(|e| e.to_string())?;
+                    let name = path.display().to_string();
+                    let host = |node: usize| match nodes {
+                        Some(n) => n.iter().position(|&x| x == node).ok_or_else(|| {
+                            format!("{name}: node {node} is not a host of the topology")
+                        }),
+                        None => check(node),
+                    };
+                    for f in flow_file::parse(&name, &text).map_err(|e| e.to_string())? {
+                        let (s, d) = (host(f.src)?, host(f.dst)?);
+                        plan.add_line(ips, s, d, defaults, &f);
+                    }
+                }
             }
         }
         Ok(plan)
+    }
+
+    /// Adds one HPCC-format flow line from host `src` to host `dst`.
+    fn add_line(
+        &mut self,
+        ips: &[IpAddr],
+        src: usize,
+        dst: usize,
+        defaults: FlowDefaults,
+        f: &FlowLine,
+    ) {
+        let start_us = f.start_ns() as f64 / 1e3;
+        self.add(ips, src, dst, defaults, Some(f.size), start_us, |c| {
+            c.dscp = f.pg * 8;
+        });
     }
 
     /// The bytes host `host` receives per iteration of the ring AllReduce it is a member of.

@@ -1,0 +1,137 @@
+//! The HPCC ns-3 simulator's files (alibaba-edu/High-Precision-Congestion-Control, the
+//! reference experiment of the DCQCN/HPCC/TIMELY literature): its config file
+//! ([`config`]), topology file ([`topology_file`]), flow file ([`flow_file`]) and the
+//! FCT output file ([`fct_file`]), read and written as its `scratch/third.cc` does.
+//!
+//! Readers take the text and the file's name (for errors) and do no I/O themselves except
+//! the `load` helpers; they do not run anything.
+
+pub mod config;
+pub mod fct_file;
+pub mod flow_file;
+pub mod run;
+mod tokens;
+pub mod topology_file;
+
+use std::path::Path;
+
+/// An error reading one of the HPCC simulator's files: always names the file and the line.
+#[derive(Debug, thiserror::Error)]
+pub enum HpccError {
+    /// A line that does not parse.
+    #[error("{file}:{line}: {msg}")]
+    Malformed {
+        /// The file.
+        file: String,
+        /// 1-based line number (the last line for a file that ends early).
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The file could not be read.
+    #[error("reading {file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Reads `path` to a string, the error naming the file.
+pub fn read_text(path: &Path) -> Result<String, HpccError> {
+    std::fs::read_to_string(path).map_err(|source| HpccError::Io {
+        file: path.display().to_string(),
+        source,
+    })
+}
+
+/// SI and IEC prefixes of ns-3 data rates.
+const RATE_PREFIXES: [(&str, f64); 8] = [
+    ("Ki", 1024.0),
+    ("Mi", 1024.0 * 1024.0),
+    ("Gi", 1024.0 * 1024.0 * 1024.0),
+    ("k", 1e3),
+    ("K", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+];
+
+/// ns-3 time units, in ns (`s` after the two-letter ones that end in it).
+const TIME_UNITS: [(&str, f64); 7] = [
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("ms", 1e6),
+    ("ps", 1e-3),
+    ("min", 60e9),
+    ("s", 1e9),
+    ("h", 3600e9),
+];
+
+/// `v * factor` rounded, if finite and not negative.
+fn scaled(v: f64, factor: f64) -> Option<u64> {
+    let r = v * factor;
+    (r.is_finite() && r >= 0.0).then(|| r.round() as u64)
+}
+
+/// A data rate as ns-3 writes it (`100Gbps`, `1000Mb/s`, `25Gb/s`, `10GB/s`, `800bps`), in
+/// bit/s.
+pub fn parse_rate(s: &str) -> Option<u64> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-' || c == '+'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let (prefix, rest) = RATE_PREFIXES
+        .iter()
+        .find_map(|&(p, m)| unit.strip_prefix(p).map(|r| (m, r)))
+        .unwrap_or((1.0, unit));
+    let bits = match rest {
+        "" | "bps" | "b/s" => 1.0,
+        "Bps" | "B/s" => 8.0,
+        _ => return None,
+    };
+    scaled(num.parse().ok()?, prefix * bits)
+}
+
+/// A time as ns-3 writes it (`1000ns`, `0.001ms`, `1us`, `2s`; a bare number is seconds), in ns.
+pub fn parse_time_ns(s: &str) -> Option<u64> {
+    let (num, unit_ns) = TIME_UNITS
+        .iter()
+        .find_map(|&(u, m)| s.strip_suffix(u).map(|n| (n, m)))
+        .unwrap_or((s, 1e9));
+    scaled(num.parse().ok()?, unit_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_times_parse_as_ns3_writes_them() {
+        let rates = [
+            ("100Gbps", Some(100_000_000_000)),
+            ("1000Mb/s", Some(1_000_000_000)),
+            ("400Gb/s", Some(400_000_000_000)),
+            ("1GB/s", Some(8_000_000_000)),
+            ("800", Some(800)),
+            ("1Kibps", Some(1024)),
+            ("fast", None),
+            ("10Gbit", None),
+        ];
+        for (text, bps) in rates {
+            assert_eq!(parse_rate(text), bps, "{text}");
+        }
+        let times = [
+            ("1000ns", Some(1000)),
+            ("0.001ms", Some(1000)),
+            ("1us", Some(1000)),
+            ("2", Some(2_000_000_000)),
+            ("1.5s", Some(1_500_000_000)),
+            ("soon", None),
+        ];
+        for (text, ns) in times {
+            assert_eq!(parse_time_ns(text), ns, "{text}");
+        }
+    }
+}

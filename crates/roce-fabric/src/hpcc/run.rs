@@ -1,0 +1,369 @@
+//! An HPCC simulator experiment as one of our scenarios: its config file's topology and flow
+//! files, stop time, controller (`CC_MODE` and its parameters mapped onto ours), ECN
+//! thresholds and buffer, run through the real RC endpoints; and its FCT file written back
+//! with the standalone FCT its `third.cc` computes.
+//!
+//! Where our model differs, [`HpccRun::not_modelled`] says so (the CLI lists it once).
+
+use std::path::{Path, PathBuf};
+
+use super::config::{CcMode, HpccConfig};
+use super::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
+use super::flow_file::{self, FlowLine};
+use super::topology_file::TopologyFile;
+use super::{read_text, HpccError};
+use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
+use crate::summary::Summary;
+use crate::switch::EcnConfig;
+use crate::workload::Workload;
+
+/// Why a config cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum HpccRunError {
+    /// A file does not read or parse.
+    #[error(transparent)]
+    File(#[from] HpccError),
+    /// The config asks for something we do not model.
+    #[error("{file}: {msg}")]
+    Unsupported {
+        /// The config file.
+        file: String,
+        /// What.
+        msg: String,
+    },
+}
+
+/// Payload sizes the RC transport can use (InfiniBand path MTUs).
+const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+/// A config file ready to run.
+#[derive(Debug)]
+pub struct HpccRun {
+    /// The scenario that runs it.
+    pub scenario: Scenario,
+    /// The config.
+    pub config: HpccConfig,
+    /// Its topology file.
+    pub topology: TopologyFile,
+    /// Its flows, in file order (flow `i` of the summary is line `i`).
+    pub flows: Vec<FlowLine>,
+    /// Where the FCT file goes.
+    pub fct_output: PathBuf,
+    /// Keys that do change the simulator's model but not ours, with why.
+    pub not_modelled: Vec<String>,
+}
+
+/// `path` as the simulator (run from its `simulation/` directory) would find it: as given if
+/// it exists, else next to the config, else next to the config's directory.
+fn resolve(config: &Path, path: &Path) -> PathBuf {
+    let dir = config.parent().unwrap_or(Path::new("."));
+    [
+        path.to_path_buf(),
+        dir.join(path),
+        dir.parent().unwrap_or(dir).join(path),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| path.to_path_buf())
+}
+
+impl HpccRun {
+    /// Reads the config at `path` and the files it names.
+    pub fn load(path: &Path) -> Result<HpccRun, HpccRunError> {
+        let name = path.display().to_string();
+        let config = HpccConfig::parse(&name, &read_text(path)?)?;
+        let unsupported = |msg: String| HpccRunError::Unsupported {
+            file: name.clone(),
+            msg,
+        };
+        let (Some(topo), Some(flow)) = (&config.topology_file, &config.flow_file) else {
+            return Err(unsupported("needs TOPOLOGY_FILE and FLOW_FILE".into()));
+        };
+        let topo_path = resolve(path, topo);
+        let flow_path = resolve(path, flow);
+        let topology = TopologyFile::load(&topo_path)?;
+        let flows = flow_file::parse(&flow_path.display().to_string(), &read_text(&flow_path)?)?;
+        // The FCT file goes where the inputs were found (the simulator's working directory).
+        let base = topo_path
+            .to_string_lossy()
+            .strip_suffix(&*topo.to_string_lossy())
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        let fct_output = base.join(&config.fct_output_file);
+
+        let nic = topology
+            .nic_rate_bps()
+            .ok_or_else(|| unsupported("the topology has no host link".into()))?;
+        let mtu = IB_MTUS
+            .into_iter()
+            .find(|&m| m >= config.packet_payload_size)
+            .ok_or_else(|| {
+                unsupported(format!(
+                    "PACKET_PAYLOAD_SIZE {} is above the largest RoCE MTU 4096",
+                    config.packet_payload_size
+                ))
+            })?;
+        let (cc, cc_params) = controller(&config, &topology).map_err(unsupported)?;
+        let ecn = config
+            .ecn_for(nic)
+            .filter(|_| config.enable_qcn)
+            .map(|(kmin, kmax, pmax)| EcnConfig {
+                kmin_bytes: kmin,
+                kmax_bytes: kmax,
+                pmax,
+                step_bytes: None,
+            });
+        let mut link_events = Vec::new();
+        if let Some(d) = config.link_down {
+            let node = |id: usize| match topology.is_switch.get(id) {
+                Some(true) => format!("sw{id}"),
+                _ => format!("n{id}"),
+            };
+            link_events.push(LinkEvent {
+                a: node(d.a),
+                b: node(d.b),
+                at_us: 2e6 + d.after_us as f64,
+                up: false,
+            });
+        }
+        let defaults = SwitchSpec::default();
+        let scenario = Scenario {
+            name: path
+                .file_stem()
+                .map_or("hpcc".into(), |s| s.to_string_lossy().into_owned()),
+            seed: 0,
+            duration_us: (config.stop_time_s * 1e6).round(),
+            warmup_us: Some(0.0),
+            // Flows start at 2 s in the simulator's files: sample sparsely.
+            sample_us: 1000.0,
+            cc,
+            engine: Default::default(),
+            cc_params,
+            mtu: mtu as usize,
+            message_bytes: 1 << 20,
+            cnp_interval_us: 50.0,
+            topology: TopologySpec::HpccFile {
+                path: topo_path,
+                loss: config.error_rate_per_link,
+            },
+            switch: SwitchSpec {
+                buffer_bytes: config.buffer_size_mb * 1024 * 1024,
+                ecn,
+                ..defaults
+            },
+            workloads: vec![Workload::FlowFile { path: flow_path }],
+            link_events,
+            monitor_host: None,
+        };
+        let mut not_modelled = Vec::new();
+        let mut note = |key: &str, why: &str| not_modelled.push(format!("{key}: {why}"));
+        if config.packet_payload_size != mtu {
+            note(
+                "PACKET_PAYLOAD_SIZE",
+                &format!(
+                    "{} B packets become {mtu} B (a RoCE path MTU); the standalone FCT keeps {}",
+                    config.packet_payload_size, config.packet_payload_size
+                ),
+            );
+        }
+        if config.has_win {
+            note(
+                "HAS_WIN",
+                "no per-flow BDP window (RC sends as its rate allows)",
+            );
+        }
+        if config.dynamic_pfc_threshold {
+            note("USE_DYNAMIC_PFC_THRESHOLD", "PFC thresholds are static");
+        }
+        if config.ack_high_prio {
+            note("ACK_HIGH_PRIO", "the ACK priority is not configurable here");
+        }
+        if config.kmin_kb.len() > 1 {
+            note(
+                "KMIN_MAP/KMAX_MAP/PMAX_MAP",
+                &format!(
+                    "every port marks with the host-link ({} Gbit/s) entry",
+                    nic / 1_000_000_000
+                ),
+            );
+        }
+        Ok(HpccRun {
+            scenario,
+            config,
+            topology,
+            flows,
+            fct_output,
+            not_modelled,
+        })
+    }
+
+    /// The FCT file's lines for the finished flows of `summary`, as `third.cc`'s
+    /// `qp_finish` writes them: node addresses, source ports from 10000 per host in flow
+    /// order, standalone FCT from its paths with `PACKET_PAYLOAD_SIZE` packets.
+    pub fn fct_records(&self, summary: &Summary) -> Vec<FctRecord> {
+        let payload = self.config.packet_payload_size;
+        let mut ports = std::collections::HashMap::new();
+        let mut paths = std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for (f, r) in self.flows.iter().zip(&summary.flows) {
+            let sport = {
+                let p = ports.entry(f.src).or_insert(FIRST_SPORT);
+                let s = *p;
+                *p = p.wrapping_add(1);
+                s
+            };
+            let Some(fct_us) = r.completion_us else {
+                continue;
+            };
+            let to_dst = paths
+                .entry(f.dst)
+                .or_insert_with(|| self.topology.paths_from(f.dst, payload));
+            let Some(path) = to_dst.get(f.src).copied().flatten() else {
+                continue;
+            };
+            out.push(FctRecord {
+                sip: node_ip(f.src),
+                dip: node_ip(f.dst),
+                sport,
+                dport: f.dport,
+                size: f.size,
+                start_ns: f.start_ns(),
+                fct_ns: (fct_us * 1e3).round() as u64,
+                standalone_ns: standalone_fct_ns(f.size, payload, path.base_rtt_ns(), path.bw_bps),
+            });
+        }
+        out
+    }
+}
+
+/// Our controller and its parameters for the config's `CC_MODE`.
+fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), String> {
+    let mbps = |bps: u64| (bps / 1_000_000).max(1);
+    let mut p = Vec::new();
+    let name = match c.cc_mode {
+        CcMode::Dcqcn => {
+            // run.py's "dcqcn_paper" resumes alpha every 50 us and raises every 55 us; its
+            // "dcqcn" (the NIC's settings) every 1 and 300 us.
+            let paper = c.alpha_resume_interval_us >= 50.0;
+            if let Some(ai) = c.rate_ai_bps {
+                p.push(format!("rpg_ai_rate={}", mbps(ai)));
+            }
+            if let Some(hai) = c.rate_hai_bps {
+                p.push(format!("rpg_hai_rate={}", mbps(hai)));
+            }
+            if let Some(t) = c.rp_timer_us {
+                p.push(format!("rpg_time_reset={}", t.round() as u64));
+            }
+            p.push(format!("rpg_min_rate={}", mbps(c.min_rate_bps)));
+            p.push(format!("clamp_tgt_rate={}", c.clamp_target_rate));
+            p.push(format!("rpg_threshold={}", c.fast_recovery_times));
+            p.push(format!(
+                "dce_tcp_rtt={}",
+                c.alpha_resume_interval_us.round() as u64
+            ));
+            p.push(format!(
+                "rate_reduce_monitor_period={}",
+                c.rate_decrease_interval_us.round() as u64
+            ));
+            // ns-3: alpha = (1 - g) alpha + g; ours keeps G/1024 of the old alpha.
+            p.push(format!(
+                "dce_tcp_g={}",
+                ((1.0 - c.ewma_gain) * 1024.0).round() as u64
+            ));
+            // The simulator's DCQCN raises rates on its timer only.
+            p.push("rpg_byte_reset=0".into());
+            if paper {
+                "dcqcn-paper"
+            } else {
+                "dcqcn-mlx"
+            }
+        }
+        CcMode::Hpcc => {
+            p.push(format!("eta={}", c.u_target));
+            if let Some(ai) = c.rate_ai_bps {
+                p.push(format!("w_ai={}", mbps(ai)));
+            }
+            p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
+            // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt).
+            let hosts = topo.hosts();
+            let max_rtt = hosts
+                .iter()
+                .flat_map(|&h| {
+                    let paths = topo.paths_from(h, c.packet_payload_size);
+                    hosts
+                        .iter()
+                        .filter_map(move |&o| paths.get(o).copied().flatten())
+                        .map(|p| p.base_rtt_ns())
+                        .collect::<Vec<_>>()
+                })
+                .max()
+                .unwrap_or(10_000);
+            p.push(format!("base_rtt={}", max_rtt.div_ceil(1000).max(1)));
+            "hpcc"
+        }
+        CcMode::Timely => {
+            if let Some(ai) = c.rate_ai_bps {
+                p.push(format!("add_step={}", mbps(ai)));
+            }
+            p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
+            "timely"
+        }
+        CcMode::Dctcp => {
+            p.push(format!("g={}", c.ewma_gain));
+            p.push(format!("rate_ai={}", mbps(c.dctcp_rate_ai_bps)));
+            p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
+            "dctcp"
+        }
+        CcMode::HpccPint => return Err("CC_MODE 10 (HPCC-PINT) is not implemented here".into()),
+        CcMode::Other(n) => return Err(format!("CC_MODE {n} is not one of 1, 3, 7, 8")),
+    };
+    Ok((name.to_owned(), p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOPO: &str =
+        "4 2 3\n2 3\n0 2 100Gbps 1000ns 0\n1 3 100Gbps 1000ns 0\n2 3 400Gbps 1us 0\n";
+
+    /// The mapping, checked to be settings our controller takes.
+    fn mapped(config: &str) -> Result<(String, Vec<String>), String> {
+        let c = HpccConfig::parse("config.txt", config).map_err(|e| e.to_string())?;
+        let t = TopologyFile::parse("topo.txt", TOPO).map_err(|e| e.to_string())?;
+        let (name, params) = controller(&c, &t)?;
+        let line = roce_proto::cc::Rate::from_bps(100_000_000_000);
+        let mut cc = roce_proto::cc::CcConfig::new(&name, line).unwrap();
+        for p in &params {
+            cc.apply(p).unwrap_or_else(|e| panic!("{name}: {p}: {e}"));
+        }
+        Ok((name, params))
+    }
+
+    #[test]
+    fn cc_modes_map_to_our_controllers_with_their_parameters() {
+        let (name, p) = mapped("CC_MODE 1\nALPHA_RESUME_INTERVAL 50\nRP_TIMER 55\n").unwrap();
+        assert_eq!(name, "dcqcn-paper");
+        assert!(p.contains(&"rpg_time_reset=55".to_owned()), "{p:?}");
+        // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns).
+        let (name, p) = mapped("CC_MODE 3\nU_TARGET 0.9\nRATE_AI 40Mb/s\n").unwrap();
+        assert_eq!(name, "hpcc");
+        assert_eq!(
+            p,
+            ["eta=0.9", "w_ai=40", "min_rate=100", "base_rtt=7"].map(String::from)
+        );
+        let (name, p) = mapped("CC_MODE 7\nRATE_AI 100Mb/s\n").unwrap();
+        assert_eq!((name.as_str(), p[0].as_str()), ("timely", "add_step=100"));
+        let (name, p) = mapped("CC_MODE 8\nEWMA_GAIN 0.0625\nDCTCP_RATE_AI 615Mb/s\n").unwrap();
+        assert_eq!(name, "dctcp");
+        assert_eq!(p[..2], ["g=0.0625", "rate_ai=615"].map(String::from));
+        assert_eq!(
+            mapped("CC_MODE 10\n").unwrap_err(),
+            "CC_MODE 10 (HPCC-PINT) is not implemented here"
+        );
+        assert_eq!(
+            mapped("CC_MODE 2\n").unwrap_err(),
+            "CC_MODE 2 is not one of 1, 3, 7, 8"
+        );
+    }
+}

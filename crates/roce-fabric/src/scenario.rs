@@ -16,6 +16,7 @@ use super::topology::{End, Topology};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
 use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
 use std::net::IpAddr;
 
@@ -104,9 +105,11 @@ pub enum TopologySpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchSpec {
-    /// Shared buffer, bytes.
+    /// Shared buffer, bytes (an integer or a size like "12MB").
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub buffer_bytes: u64,
     /// Egress queue limit of lossy classes (and all classes with PFC off), bytes.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub queue_limit_bytes: u64,
     /// Lossless priorities.
     pub lossless: Vec<u8>,
@@ -208,7 +211,7 @@ pub struct Scenario {
     #[serde(default = "d_mtu")]
     pub mtu: usize,
     /// Bytes per message.
-    #[serde(default = "d_msg")]
+    #[serde(default = "d_msg", deserialize_with = "size::deserialize_bytes")]
     pub message_bytes: u64,
     /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs).
     #[serde(default = "d_cnp")]

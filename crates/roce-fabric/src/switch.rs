@@ -20,6 +20,7 @@ use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::port::TxPort;
 use super::stats::PrioCounters;
 use super::PktId;
+use roce_proto::size;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
 pub use super::stats::PRIORITIES;
@@ -28,14 +29,16 @@ pub use super::stats::PRIORITIES;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EcnConfig {
     /// Below this queue depth (bytes) nothing is marked.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub kmin_bytes: u64,
     /// At or above this depth every ECT packet is marked; between Kmin and Kmax the probability
     /// grows linearly from 0 to `pmax`.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub kmax_bytes: u64,
     /// Marking probability at Kmax (0..=1).
     pub pmax: f64,
     /// DCTCP-style step: mark every ECT packet that finds at least this many bytes queued.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
     pub step_bytes: Option<u64>,
 }
 
@@ -57,11 +60,14 @@ impl EcnConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PfcConfig {
     /// Bytes buffered from one ingress port and priority at which XOFF is sent upstream.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub xoff_bytes: u64,
     /// Bytes at or below which XON (pause time 0) is sent after an XOFF.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub xon_bytes: u64,
     /// Room beyond XOFF for what is still in flight; past `xoff + headroom` even a lossless
     /// packet is dropped (and counted): the headroom was too small.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub headroom_bytes: u64,
     /// Pause time carried by XOFF frames, in quanta of 512 bit times.
     pub quanta: u16,

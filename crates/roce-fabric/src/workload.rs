@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tap::FlowSpec;
 use roce_proto::cc::CcConfig;
+use roce_proto::size;
 use roce_proto::time::Instant;
 
 fn default_dscp() -> u8 {
@@ -112,7 +113,7 @@ pub enum Workload {
         /// Receiver.
         dst: usize,
         /// Bytes to send; absent = forever.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
         bytes: Option<u64>,
         /// Start time, µs.
         #[serde(default)]
@@ -134,7 +135,7 @@ pub enum Workload {
         /// Receiver.
         receiver: usize,
         /// Bytes per sender; absent = forever.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
         bytes: Option<u64>,
         /// Start time, µs.
         #[serde(default)]
@@ -147,6 +148,7 @@ pub enum Workload {
         /// Receiver.
         receiver: usize,
         /// Bytes per sender per burst.
+        #[serde(deserialize_with = "size::deserialize_bytes")]
         burst_bytes: u64,
         /// Time between burst starts, µs.
         period_us: f64,
@@ -161,6 +163,7 @@ pub enum Workload {
         /// Ring members in ring order.
         hosts: Vec<usize>,
         /// Bytes reduced per iteration.
+        #[serde(deserialize_with = "size::deserialize_bytes")]
         bytes: u64,
         /// Iterations.
         iterations: u32,

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
+use super::failures::{self, Failure};
+use super::outage::{self, Outage};
+use super::reroute::Routing;
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
@@ -227,6 +230,15 @@ pub struct Scenario {
     /// Link failures and recoveries.
     #[serde(default)]
     pub link_events: Vec<LinkEvent>,
+    /// Flapping cables, switch reboots, lossy cables.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+    /// Failure detection delay and routing convergence time (0 and 0 by default).
+    #[serde(default)]
+    pub routing: Routing,
+    /// Width of the per-flow rate bins of the summary, µs (default: a twelfth of the run).
+    #[serde(default)]
+    pub bin_us: Option<f64>,
     /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
     #[serde(default)]
     pub monitor_host: Option<usize>,
@@ -268,6 +280,12 @@ impl Scenario {
                 "cc {} needs INT echoed by the receiver, which the stand-in engine does not do: use engine = \"rc\"",
                 self.cc
             ));
+        }
+        for f in &self.failures {
+            f.check().or_else(bad)?;
+        }
+        if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
+            return bad("bin_us must be positive".into());
         }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
@@ -446,25 +464,14 @@ impl Scenario {
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
-        let name_of = |e: End| match e {
-            End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
-            End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
-        };
-        for ev in &self.link_events {
-            let found = topo.cables.iter().zip(&cables).find(|((a, b, _), _)| {
-                let (na, nb) = (name_of(*a), name_of(*b));
-                (na == Some(&ev.a) && nb == Some(&ev.b)) || (na == Some(&ev.b) && nb == Some(&ev.a))
-            });
-            let Some((_, cable)) = found else {
-                return Err(ScenarioError::Invalid(format!(
-                    "no cable between {:?} and {:?}",
-                    ev.a, ev.b
-                )));
-            };
-            let at = Instant::from_nanos((ev.at_us * 1000.0) as u64);
-            fabric.schedule_link(cable.ab, at, ev.up);
-            fabric.schedule_link(cable.ba, at, ev.up);
-        }
+        fabric.set_routing(self.routing);
+        failures::apply(
+            &mut fabric,
+            &topo,
+            &cables,
+            &self.link_events,
+            &self.failures,
+        )?;
         let bottleneck = match self.monitor_host {
             Some(h) => topo
                 .cables
@@ -511,7 +518,7 @@ impl Scenario {
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
-        let summary = Summary::collect(
+        let mut summary = Summary::collect(
             &self.name,
             self.seed,
             self.warmup_ns(),
@@ -519,7 +526,40 @@ impl Scenario {
             &built.rings,
             bottleneck,
         );
+        summary.outage = self.outage(&built.fabric, &summary);
         Ok((summary, built))
+    }
+}
+
+impl Scenario {
+    /// When the first failure hits, µs (a cable going down, a flap, a reboot).
+    pub fn failure_at_us(&self) -> Option<f64> {
+        let downs = self.link_events.iter().filter(|e| !e.up).map(|e| e.at_us);
+        downs
+            .chain(self.failures.iter().filter_map(Failure::starts_us))
+            .min_by(f64::total_cmp)
+    }
+
+    /// The outage report of a finished run, when the scenario has failures.
+    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &Summary) -> Option<Outage> {
+        let at = self.failure_at_us()?;
+        let rec = fabric.recorder()?;
+        let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);
+        let end_ns = (self.duration_us * 1000.0) as u64;
+        let bins = outage::bins(
+            &rec.rows,
+            summary.flows.len(),
+            (bin_us * 1000.0) as u64,
+            end_ns,
+        );
+        let lost = fabric.lost_traffic();
+        Some(Outage {
+            frames_lost: lost.frames,
+            bytes_lost: lost.bytes,
+            retransmitted: summary.retransmitted,
+            failed_flows: summary.failed_flows,
+            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3)
+        })
     }
 }
 

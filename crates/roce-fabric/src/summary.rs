@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
+use super::outage::Outage;
 use super::port::WIRE_OVERHEAD;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
@@ -139,6 +140,9 @@ pub struct Summary {
     pub allreduce_iter_us: Vec<Vec<f64>>,
     /// Flows.
     pub flows: Vec<FlowResult>,
+    /// What the scenario's failures did (runs with failures only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<Outage>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -292,6 +296,7 @@ impl Summary {
             events: f.events(),
             allreduce_iter_us,
             flows,
+            outage: None,
         }
     }
 
@@ -372,6 +377,9 @@ impl Summary {
                 (None, _) => "no payload delivered for a while, no error reported",
             };
             let _ = writeln!(s, "flow {:>3} {} {}: {why}", f.id, f.name, f.state.name());
+        }
+        if let Some(o) = &self.outage {
+            s.push_str(&o.lines());
         }
         s
     }

@@ -513,6 +513,22 @@ impl<T, X> Switch<T, X> {
         })
     }
 
+    /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
+    /// the standing XOFFs are cleared; returns the packets that were buffered (lost).
+    pub fn flush(&mut self) -> Vec<T> {
+        self.used_bytes = 0;
+        let mut lost = Vec::new();
+        for port in &mut self.ports {
+            for q in &mut port.queues {
+                lost.extend(q.drain(..).map(|x| x.pkt));
+            }
+            port.qbytes = [0; PRIORITIES];
+            port.ingress_bytes = [0; PRIORITIES];
+            port.xoff = [false; PRIORITIES];
+        }
+        lost
+    }
+
     /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
     /// its buffer again; PFC is not re-evaluated.
     pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {

@@ -43,6 +43,7 @@
 
 pub mod builtin;
 mod dispatch;
+pub mod ecmp;
 pub mod engines;
 pub mod event;
 pub mod fabric;
@@ -60,6 +61,7 @@ pub mod switch;
 pub mod tap;
 pub mod topology;
 mod wires;
+pub mod wiring;
 pub mod workload;
 
 pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};

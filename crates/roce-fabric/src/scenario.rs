@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ecmp::{self, EcmpLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::failures::{self, Failure};
@@ -16,6 +17,7 @@ use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
 use super::topology::{End, Topology};
+use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
 use roce_proto::cc::{CcConfig, Rate};
@@ -102,6 +104,17 @@ pub enum TopologySpec {
         /// Leaf-spine cables.
         uplink: LinkConfig,
     },
+    /// Written out: named switches, hosts `h0..`, cables by name (see [`wiring`]).
+    Custom {
+        /// Switch names.
+        switches: Vec<String>,
+        /// Host count.
+        hosts: usize,
+        /// Cables.
+        cables: Vec<CableSpec>,
+        /// Every cable's rate and delay unless the cable says otherwise.
+        link: LinkConfig,
+    },
 }
 
 /// Switch settings (the same on every switch).
@@ -116,6 +129,13 @@ pub struct SwitchSpec {
     pub queue_limit_bytes: u64,
     /// Lossless priorities.
     pub lossless: Vec<u8>,
+    /// Salt of the ECMP hash (every switch's, unless `ecmp_salt_per_switch`).
+    #[serde(default)]
+    pub ecmp_salt: u64,
+    /// A different salt on every switch (derived from `ecmp_salt`), as deployed fabrics do
+    /// against polarisation.
+    #[serde(default)]
+    pub ecmp_salt_per_switch: bool,
     /// PFC on the lossless priorities.
     #[serde(default = "d_true")]
     pub pfc: bool,
@@ -141,6 +161,8 @@ impl Default for SwitchSpec {
             buffer_bytes: d.buffer_bytes,
             queue_limit_bytes: d.queue_limit_bytes,
             lossless: d.lossless,
+            ecmp_salt: 0,
+            ecmp_salt_per_switch: false,
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
@@ -160,7 +182,7 @@ impl SwitchSpec {
             pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
             ecn: Vec::new(),
             ecn_at: self.ecn_at,
-            ecmp_salt: 0,
+            ecmp_salt: self.ecmp_salt,
             int: self.int,
         }
         .with_ecn_all(self.ecn)
@@ -284,6 +306,7 @@ impl Scenario {
         for f in &self.failures {
             f.check().or_else(bad)?;
         }
+        self.shape().map_err(ScenarioError::Invalid)?;
         if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return bad("bin_us must be positive".into());
         }
@@ -394,9 +417,27 @@ impl Scenario {
 
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
+        let mut t = self.shape().unwrap_or_else(|_| Topology::new());
+        if self.switch.ecmp_salt_per_switch {
+            for (i, (_, cfg)) in t.switches.iter_mut().enumerate() {
+                cfg.ecmp_salt = ecmp::salt_of(self.switch.ecmp_salt, i);
+            }
+        }
+        t
+    }
+
+    /// The topology before per-switch settings; fails for a written-out one naming what does
+    /// not exist.
+    fn shape(&self) -> Result<Topology, String> {
         let mut cfg = self.switch.config();
         cfg.int |= self.uses_int();
-        match &self.topology {
+        Ok(match &self.topology {
+            TopologySpec::Custom {
+                switches,
+                hosts,
+                cables,
+                link,
+            } => wiring::build(switches, *hosts, cables, *link, &cfg)?,
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
             TopologySpec::Dumbbell {
@@ -421,7 +462,7 @@ impl Scenario {
                 *uplink,
                 cfg,
             ),
-        }
+        })
     }
 
     fn host_link(&self) -> LinkConfig {
@@ -429,7 +470,8 @@ impl Scenario {
             TopologySpec::BackToBack { link }
             | TopologySpec::Star { link, .. }
             | TopologySpec::Dumbbell { link, .. }
-            | TopologySpec::LeafSpine { link, .. } => *link,
+            | TopologySpec::LeafSpine { link, .. }
+            | TopologySpec::Custom { link, .. } => *link,
         }
     }
 
@@ -527,6 +569,7 @@ impl Scenario {
             bottleneck,
         );
         summary.outage = self.outage(&built.fabric, &summary);
+        summary.ecmp = EcmpLoad::collect(&built.fabric);
         Ok((summary, built))
     }
 }

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ecmp::EcmpLoad;
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
 use super::outage::Outage;
@@ -143,6 +144,9 @@ pub struct Summary {
     /// What the scenario's failures did (runs with failures only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outage: Option<Outage>,
+    /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecmp: Option<EcmpLoad>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -297,6 +301,7 @@ impl Summary {
             allreduce_iter_us,
             flows,
             outage: None,
+            ecmp: None,
         }
     }
 
@@ -380,6 +385,9 @@ impl Summary {
         }
         if let Some(o) = &self.outage {
             s.push_str(&o.lines());
+        }
+        if let Some(e) = &self.ecmp {
+            s.push_str(&e.lines());
         }
         s
     }

@@ -339,6 +339,20 @@ impl<T, X> Switch<T, X> {
         self.routes = routes;
     }
 
+    /// Ports that are members of an equal-cost group (a route with more than one port).
+    pub fn ecmp_members(&self) -> Vec<u16> {
+        let mut m: Vec<u16> = self
+            .routes
+            .iter()
+            .filter(|r| r.len() > 1)
+            .flatten()
+            .copied()
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+
     /// Picks the egress port for a flow among the routes to `host` whose link is up.
     pub fn route(&self, host: usize, ip: &IpInfo, up: impl Fn(u16) -> bool) -> Option<u16> {
         let cands = self.routes.get(host)?;

@@ -54,6 +54,7 @@ mod port;
 pub mod reroute;
 pub mod rt_switch;
 pub mod scenario;
+pub mod sched;
 pub mod series;
 pub mod stats;
 pub mod summary;

@@ -13,6 +13,7 @@ use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::failures::{self, Failure};
 use super::outage::{self, Outage};
 use super::reroute::Routing;
+use super::sched::{self, Scheduling};
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
@@ -136,6 +137,10 @@ pub struct SwitchSpec {
     /// against polarisation.
     #[serde(default)]
     pub ecmp_salt_per_switch: bool,
+    /// Egress scheduling: strict classes, ETS weights, per-class buffer limits
+    /// (`[switch.sched]`; default: equal turns, no class limits).
+    #[serde(default, alias = "scheduling")]
+    pub sched: Scheduling,
     /// PFC on the lossless priorities.
     #[serde(default = "d_true")]
     pub pfc: bool,
@@ -163,6 +168,7 @@ impl Default for SwitchSpec {
             lossless: d.lossless,
             ecmp_salt: 0,
             ecmp_salt_per_switch: false,
+            sched: Scheduling::default(),
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
@@ -184,6 +190,7 @@ impl SwitchSpec {
             ecn_at: self.ecn_at,
             ecmp_salt: self.ecmp_salt,
             int: self.int,
+            sched: self.sched.clone(),
         }
         .with_ecn_all(self.ecn)
     }
@@ -553,6 +560,9 @@ impl Scenario {
             .fabric
             .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
+        let at_warm = built
+            .bottleneck
+            .map(|(n, p)| built.fabric.port_counters(n, p));
         let bottleneck = built
             .bottleneck
             .map(|(n, p)| (n, p, built.fabric.port_counters(n, p).total()));
@@ -570,6 +580,16 @@ impl Scenario {
         );
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if let (Some((n, p)), Some(warm), false) = (
+            built.bottleneck,
+            at_warm,
+            self.switch.sched.ets_weights.is_empty(),
+        ) {
+            let now = built.fabric.port_counters(n, p);
+            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - warm.prio[i].tx_bytes);
+            let secs = (end.as_nanos() - self.warmup_ns()) as f64 / 1e9;
+            summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
+        }
         Ok((summary, built))
     }
 }

@@ -10,6 +10,7 @@ use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
 use super::outage::Outage;
 use super::port::WIRE_OVERHEAD;
+use super::sched::ClassShare;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
 
@@ -147,6 +148,9 @@ pub struct Summary {
     /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecmp: Option<EcmpLoad>,
+    /// What each class sent through the bottleneck after warm-up (with ETS weights only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassShare>>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -302,6 +306,7 @@ impl Summary {
             flows,
             outage: None,
             ecmp: None,
+            classes: None,
         }
     }
 
@@ -388,6 +393,9 @@ impl Summary {
         }
         if let Some(e) = &self.ecmp {
             s.push_str(&e.lines());
+        }
+        if let Some(c) = &self.classes {
+            s.push_str(&super::sched::shares_line(c));
         }
         s
     }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::port::TxPort;
+use super::sched::{SchedState, Scheduling};
 use super::stats::PrioCounters;
 use super::PktId;
 use roce_proto::size;
@@ -119,6 +120,9 @@ pub struct SwitchConfig {
     /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
     #[serde(default)]
     pub int: bool,
+    /// Egress scheduling (strict classes, ETS weights) and per-class buffer limits.
+    #[serde(default)]
+    pub sched: Scheduling,
 }
 
 impl Default for SwitchConfig {
@@ -132,6 +136,7 @@ impl Default for SwitchConfig {
             ecn_at: MarkPoint::Enqueue,
             ecmp_salt: 0,
             int: false,
+            sched: Scheduling::default(),
         }
     }
 }
@@ -189,6 +194,8 @@ pub enum DropReason {
     HeadroomOverrun,
     /// No route, or every equal-cost port's link is down.
     NoRoute,
+    /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
+    ClassFull,
 }
 
 /// A packet waiting in an egress queue.
@@ -207,7 +214,7 @@ pub struct SwitchPort<T, X> {
     pub tx: X,
     queues: [VecDeque<Queued<T>>; PRIORITIES],
     qbytes: [u64; PRIORITIES],
-    rr: usize,
+    sched: SchedState,
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
     ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
@@ -221,7 +228,7 @@ impl<T, X> SwitchPort<T, X> {
             tx,
             queues: Default::default(),
             qbytes: [0; PRIORITIES],
-            rr: 0,
+            sched: SchedState::default(),
             ingress_bytes: [0; PRIORITIES],
             xoff: [false; PRIORITIES],
         }
@@ -235,6 +242,13 @@ impl<T, X> SwitchPort<T, X> {
     /// Bytes queued over all priorities.
     pub fn queued_bytes(&self) -> u64 {
         self.qbytes.iter().sum()
+    }
+
+    /// The length of the packet at the head of queue `prio`, if there is one and `paused` does
+    /// not hold the class back.
+    fn head(&self, prio: usize, paused: impl Fn(&X, usize) -> bool) -> Option<u64> {
+        let q = self.queues.get(prio)?.front()?;
+        (!paused(&self.tx, prio)).then_some(u64::from(q.len))
     }
 
     /// Bit mask of priorities with packets waiting.
@@ -375,6 +389,12 @@ impl<T, X> Switch<T, X> {
         if self.used_bytes + len > self.cfg.buffer_bytes {
             return Err(DropReason::BufferFull);
         }
+        if let Some(limit) = self.cfg.sched.class_limit(prio) {
+            let held: u64 = self.ports.iter().filter_map(|p| p.qbytes.get(prio)).sum();
+            if held + len > limit {
+                return Err(DropReason::ClassFull);
+            }
+        }
         if self.cfg.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
             if self.ingress_depth(ingress, prio) + len > pfc.xoff_bytes + pfc.headroom_bytes {
@@ -486,9 +506,10 @@ impl<T, X> Switch<T, X> {
     /// packet it would hand out.
     pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
         let port = self.ports.get(usize::from(egress))?;
-        let prio = (1..=PRIORITIES)
-            .map(|i| (port.rr + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        let prio = port
+            .sched
+            .clone()
+            .pick(&self.cfg.sched, |p| port.head(p, &paused))?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -501,12 +522,14 @@ impl<T, X> Switch<T, X> {
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
-        let start = port.rr;
-        let prio = (1..=PRIORITIES)
-            .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
-        port.rr = prio;
+        let mut sched = std::mem::take(&mut port.sched);
+        let prio = sched.pick(&self.cfg.sched, |p| port.head(p, &paused));
+        port.sched = sched;
+        let prio = prio?;
         let q = port.queues.get_mut(prio)?.pop_front()?;
+        if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
+            port.sched.emptied(prio);
+        }
         let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
             *b -= len.min(*b);

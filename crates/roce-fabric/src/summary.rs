@@ -340,7 +340,11 @@ impl Summary {
         );
         for (i, it) in self.allreduce_iter_us.iter().enumerate() {
             let v: Vec<String> = it.iter().map(|x| format!("{x:.1}")).collect();
-            let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
+            if v.is_empty() {
+                let _ = writeln!(s, "allreduce {i}: no iteration completed in the run");
+            } else {
+                let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
+            }
         }
         for f in &self.flows {
             let c = f

@@ -37,26 +37,18 @@ fn ets_gives_rdma_its_70_percent_and_best_effort_the_rest() {
 
 #[test]
 fn equal_weights_split_the_bottleneck_evenly_and_weights_move_the_split() {
-    let even = run(&MIXED.replace(
-        "ets_weights = [30, 0, 0, 70]",
-        "ets_weights = [50, 0, 0, 50]",
-    ));
-    let (rdma, be) = shares(&even);
-    assert!(
-        (rdma - 0.5).abs() < 0.02 && (be - 0.5).abs() < 0.02,
-        "{}",
-        even.table()
-    );
-    let be_heavy = run(&MIXED.replace(
-        "ets_weights = [30, 0, 0, 70]",
-        "ets_weights = [80, 0, 0, 20]",
-    ));
-    let (rdma, be) = shares(&be_heavy);
-    assert!(
-        (rdma - 0.2).abs() < 0.02 && (be - 0.8).abs() < 0.02,
-        "{}",
-        be_heavy.table()
-    );
+    // (best effort weight, RDMA weight) -> the shares they get.
+    for (be_w, rdma_w) in [(50, 50), (80, 20)] {
+        let weights = format!("ets_weights = [{be_w}, 0, 0, {rdma_w}]");
+        let sum = run(&MIXED.replace("ets_weights = [30, 0, 0, 70]", &weights));
+        let (rdma, be) = shares(&sum);
+        let want = |w: u32| f64::from(w) / 100.0;
+        assert!(
+            (rdma - want(rdma_w)).abs() < 0.02 && (be - want(be_w)).abs() < 0.02,
+            "{weights}\n{}",
+            sum.table()
+        );
+    }
 }
 
 #[test]

@@ -21,6 +21,14 @@ fn outage(sum: &Summary) -> &Outage {
         .unwrap_or_else(|| panic!("no outage:\n{}", sum.table()))
 }
 
+/// scenarios/link-failure.toml with `failures` (a TOML line) instead of its link events.
+fn with_failures(failures: &str) -> String {
+    let mut text = LINK_FAILURE.to_string();
+    text.truncate(text.find("link_events = [").unwrap_or(text.len()));
+    text.push_str(failures);
+    text
+}
+
 /// The sum of the flows' rates in bin `b`.
 fn total(o: &Outage, b: usize) -> f64 {
     o.flow_bins_gbps.iter().map(|f| f[b]).sum()
@@ -89,9 +97,7 @@ fn without_reconvergence_the_stall_lasts_until_the_cable_returns() {
 
 #[test]
 fn a_rebooting_spine_loses_its_buffer_and_traffic_reroutes_around_it() {
-    let mut text = LINK_FAILURE.to_string();
-    text.truncate(text.find("link_events = [").unwrap());
-    text.push_str(
+    let text = with_failures(
         "failures = [{ kind = \"reboot\", switch = \"spine0r0\", at_us = 1000, down_us = 1000 }]\n",
     );
     let sum = run(&text);
@@ -109,11 +115,7 @@ fn a_rebooting_spine_loses_its_buffer_and_traffic_reroutes_around_it() {
 
 #[test]
 fn a_flapping_cable_stalls_flows_once_per_flap() {
-    let mut text = LINK_FAILURE.to_string();
-    text.truncate(text.find("link_events = [").unwrap());
-    text.push_str(
-        "failures = [{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 750, down_us = 250, up_us = 500, count = 3 }]\n",
-    );
+    let mut text = with_failures("failures = [{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 750, down_us = 250, up_us = 500, count = 3 }]\n");
     text = text.replace(
         "routing = { detect_us = 50, converge_us = 250 }",
         "routing = { detect_us = 50, converge_us = 5000 }",
@@ -134,9 +136,7 @@ fn a_flapping_cable_stalls_flows_once_per_flap() {
 
 #[test]
 fn a_lossy_cable_costs_retransmissions_but_no_outage_frames() {
-    let mut text = LINK_FAILURE.to_string();
-    text.truncate(text.find("link_events = [").unwrap());
-    text.push_str(
+    let text = with_failures(
         "failures = [{ kind = \"loss\", a = \"leaf0r0\", b = \"spine0r0\", loss = 0.001 }]\n",
     );
     let sum = run(&text);
@@ -148,10 +148,8 @@ fn a_lossy_cable_costs_retransmissions_but_no_outage_frames() {
 
 #[test]
 fn failures_naming_what_does_not_exist_are_refused() {
-    let mut text = LINK_FAILURE.to_string();
-    text.truncate(text.find("link_events = [").unwrap());
     let with = |f: &str| {
-        let s = Scenario::from_toml(&format!("{text}failures = [{f}]\n"));
+        let s = Scenario::from_toml(&with_failures(&format!("failures = [{f}]\n")));
         s.and_then(|s| s.build().map(|_| ()))
             .expect_err(f)
             .to_string()

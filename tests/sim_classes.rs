@@ -1,7 +1,7 @@
 //! Traffic classes with the schedulers switches ship (scenarios/mixed.toml): with ETS weights
-//! 70/30 RDMA keeps 70 % of the bottleneck and best effort gets the rest; with equal turns
-//! (the old round robin) they split 50/50; a per-class buffer limit drops the class that
-//! exceeds it.
+//! 70/30 RDMA keeps 70 % of the bottleneck and best effort gets the rest; with equal weights
+//! they split 50/50; hosts honour a workload's `rate_gbps`, and what a rate-capped class leaves
+//! goes to the others; a per-class buffer limit drops the class that exceeds it.
 
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
@@ -36,19 +36,27 @@ fn ets_gives_rdma_its_70_percent_and_best_effort_the_rest() {
 }
 
 #[test]
-fn equal_weights_split_the_bottleneck_evenly_and_weights_move_the_split() {
-    // (best effort weight, RDMA weight) -> the shares they get.
-    for (be_w, rdma_w) in [(50, 50), (80, 20)] {
-        let weights = format!("ets_weights = [{be_w}, 0, 0, {rdma_w}]");
-        let sum = run(&MIXED.replace("ets_weights = [30, 0, 0, 70]", &weights));
-        let (rdma, be) = shares(&sum);
-        let want = |w: u32| f64::from(w) / 100.0;
-        assert!(
-            (rdma - want(rdma_w)).abs() < 0.02 && (be - want(be_w)).abs() < 0.02,
-            "{weights}\n{}",
-            sum.table()
-        );
-    }
+fn equal_weights_split_evenly_and_a_rate_capped_class_leaves_the_rest_to_rdma() {
+    // Without its rate cap best effort wants the whole line: equal weights split it evenly.
+    let uncapped = MIXED.replace("rate_gbps = 40.0\n", "");
+    let even = run(&uncapped.replace("[30, 0, 0, 70]", "[50, 0, 0, 50]"));
+    let (rdma, be) = shares(&even);
+    assert!(
+        (rdma - 0.5).abs() < 0.02 && (be - 0.5).abs() < 0.02,
+        "{}",
+        even.table()
+    );
+    // Best effort may now take 80 %, but its host honours the workload's rate_gbps = 40: it
+    // sends 40 Gbit/s and RDMA absorbs the rest (the scheduler is work conserving).
+    let capped = run(&MIXED.replace("[30, 0, 0, 70]", "[80, 0, 0, 20]"));
+    let t = capped.table();
+    let c = capped.classes.as_ref().expect("classes");
+    let be_gbps = c.iter().find(|x| x.prio == 0).map_or(0.0, |x| x.gbps);
+    assert!((38.0..=41.0).contains(&be_gbps), "{t}");
+    assert!(capped.flows[2].goodput_gbps <= 40.0, "{t}");
+    let (rdma, be) = shares(&capped);
+    assert!(rdma > 0.57 && (rdma + be - 1.0).abs() < 1e-9, "{t}");
+    assert!(capped.bottleneck_utilisation > 0.99, "{t}");
 }
 
 #[test]

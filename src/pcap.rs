@@ -12,6 +12,8 @@ use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::{DataLink, PcapError};
 
+pub mod filter;
+
 /// One frame read from a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapturedFrame {

@@ -205,3 +205,103 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.status.success(), "{err}");
 }
+
+/// The frame numbers `pcap check --json` lists with `filters`, and the summary's `matched`.
+fn filtered(file: &str, filters: &[&str]) -> (Vec<u64>, serde_json::Value) {
+    let path = vectors().join(file);
+    let mut args = vec!["pcap", "check", path.to_str().unwrap(), "--json"];
+    args.extend(filters);
+    let out = roce(&args);
+    assert!(out.status.success(), "{filters:?}: {}", stderr(&out));
+    let s = summary_of(&out);
+    let frames = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["frame"].as_u64())
+        .collect();
+    (frames, s["matched"].clone())
+}
+
+#[test]
+fn check_filters_by_opcode_qpn_psn_and_ecn() {
+    let f = "verbs_ce_marked_to_a.pcap";
+    // Frames 8-14 are RoCE: WRITE Only, ACK, SEND Only Imm, ACK, WRITE First, WRITE Last, ACK
+    // on QPN 28, PSNs 5011363..5011366; the requests are CE-marked, the ACKs ECT(0).
+    assert_eq!(filtered(f, &["--ecn", "ce"]).0, [8, 10, 12, 13]);
+    assert_eq!(filtered(f, &["--ecn", "ce"]).1, 4);
+    assert_eq!(
+        filtered(f, &["--opcode", "write", "--ecn", "ce"]).0,
+        [8, 12, 13]
+    );
+    assert_eq!(filtered(f, &["--opcode", "ack"]).0, [9, 11, 14]);
+    assert_eq!(
+        filtered(f, &["--opcode", "rc-rdma-write-first,0x08"]).0,
+        [12, 13]
+    );
+    assert_eq!(filtered(f, &["--opcode", "nak"]).0, Vec::<u64>::new());
+    assert_eq!(filtered(f, &["--psn", "5011364..5011365"]).0, [10, 11, 12]);
+    assert_eq!(filtered(f, &["--psn", "0x4c77a4"]).0, [10, 11]);
+    assert_eq!(filtered(f, &["--qpn", "28", "--opcode", "send"]).0, [10]);
+    assert_eq!(
+        filtered(f, &["--ecn", "ect0", "--qpn", "0x1c"]).0,
+        [9, 11, 14]
+    );
+    let (none, matched) = filtered(f, &["--qpn", "29"]);
+    assert!(none.is_empty());
+    assert_eq!(matched, 0);
+    // Without filters every frame is listed and there is no `matched`.
+    let (all, matched) = filtered(f, &[]);
+    assert_eq!(all, (1..=19).collect::<Vec<u64>>());
+    assert!(matched.is_null());
+    let (atomics, _) = filtered("verbs_imm_atomic.pcap", &["--opcode", "atomic"]);
+    assert_eq!(atomics, [30, 32]);
+}
+
+#[test]
+fn check_filters_choose_lines_but_every_frame_is_still_checked() {
+    let path = vectors().join("host_peer_to_guest.pcap");
+    let out = roce(&["pcap", "check", path.to_str().unwrap(), "--qpn", "0xffffff"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the bad ICRC still fails the check"
+    );
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("1 ICRC bad, 0 malformed; 0 shown by the filters"),
+        "{text}"
+    );
+    // The NAKs of this capture (frame 16 is the PSN sequence error `explain` annotates).
+    let out = roce(&[
+        "pcap",
+        "check",
+        path.to_str().unwrap(),
+        "--opcode",
+        "nak",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let naks: Vec<u64> = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["frame"].as_u64())
+        .collect();
+    assert_eq!(naks, [16, 22]);
+}
+
+#[test]
+fn check_refuses_a_filter_it_cannot_read_with_the_reason() {
+    let path = vectors().join("ib_write_bw_64.pcap");
+    let p = path.to_str().unwrap();
+    for (args, want) in [
+        (["--opcode", "teleport"], "`teleport` is not an opcode"),
+        (["--psn", "9..x"], "`9..x` is not a PSN or PSN range"),
+        (["--ecn", "red"], "`red` is not an ECN codepoint"),
+        (["--qpn", "0x1000000"], "`0x1000000` is not a 24-bit number"),
+    ] {
+        let out = roce(&["pcap", "check", p, args[0], args[1]]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

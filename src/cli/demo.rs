@@ -29,6 +29,7 @@ use roce_fabric::PfcConfig;
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::port::{FrameBuf, Port};
+use roce_proto::size::parse_bytes;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
@@ -67,7 +68,7 @@ pub struct DemoArgs {
     /// How long traffic runs (e.g. 3s, 500ms).
     #[arg(long, default_value = "3s")]
     duration: String,
-    /// Message size in bytes (suffixes K and M count 1024s).
+    /// Message size in bytes (suffixes as everywhere: 16K = 16384, 16KB = 16000, 1MiB).
     #[arg(long, default_value = "16K")]
     size: String,
     /// Messages outstanding per QP.
@@ -76,11 +77,12 @@ pub struct DemoArgs {
     /// Path MTU: 256, 512 or 1024 (frames fit the ports' 1500-byte MTU).
     #[arg(long, default_value_t = 1024)]
     mtu: u32,
-    /// RED: queue depth (bytes) below which nothing is marked.
-    #[arg(long, default_value_t = 5_000)]
+    /// RED: queue depth (bytes, suffixes as everywhere) below which nothing is marked.
+    #[arg(long, default_value = "5KB", value_parser = parse_bytes)]
     kmin: u64,
-    /// RED: queue depth (bytes) at and above which every ECT packet is marked.
-    #[arg(long, default_value_t = 50_000)]
+    /// RED: queue depth (bytes, suffixes as everywhere) at and above which every ECT packet is
+    /// marked.
+    #[arg(long, default_value = "50KB", value_parser = parse_bytes)]
     kmax: u64,
     /// RED: marking probability at Kmax.
     #[arg(long, default_value_t = 0.2)]
@@ -89,8 +91,8 @@ pub struct DemoArgs {
     /// `min_time_between_cnps`).
     #[arg(long, default_value_t = 50)]
     cnp_interval_us: u64,
-    /// Shared switch buffer, bytes (tail drop beyond).
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Shared switch buffer, bytes (suffixes as everywhere; tail drop beyond).
+    #[arg(long, default_value = "1MB", value_parser = parse_bytes)]
     buffer: u64,
     /// Lossless RoCE: the switch sends 802.1Qbb PFC pause frames for priority 3 (DSCP 26) when
     /// one ingress port holds more than a share of the buffer, and the hosts' transmitters hold
@@ -130,20 +132,10 @@ pub struct DemoArgs {
 }
 
 fn parse_size(s: &str) -> anyhow::Result<u32> {
-    let t = s.trim();
-    let (num, mul) = match t.strip_suffix(['K', 'k']) {
-        Some(n) => (n, 1024),
-        None => match t.strip_suffix(['M', 'm']) {
-            Some(n) => (n, 1024 * 1024),
-            None => (t, 1),
-        },
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--size `{s}` is not a byte count like 4096, 16K or 1M"))?;
-    match n.checked_mul(mul) {
-        Some(v @ 1..=16_777_216) => Ok(v as u32),
-        _ => bail!("--size `{s}` must be 1 byte to 16M"),
+    match parse_bytes(s) {
+        Ok(v @ 1..=16_777_216) => Ok(v as u32),
+        Ok(_) => bail!("--size `{s}` must be 1 byte to 16M"),
+        Err(e) => bail!("--size {e}"),
     }
 }
 

@@ -22,6 +22,7 @@ use roce_proto::loopback::{loopback_pair, EndpointPair};
 use roce_proto::mr::MrInfo;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::psn::Psn;
+use roce_proto::size::parse_bytes_as;
 
 use super::ops::Op;
 use roce_proto::time::{Duration, Instant};
@@ -45,8 +46,8 @@ pub struct LoopbackArgs {
         value_delimiter = ','
     )]
     ops: Vec<String>,
-    /// Message size in bytes (atomics always move 8).
-    #[arg(long, default_value_t = 4096)]
+    /// Message size in bytes, suffixes as everywhere (4096, 16K, 1M, 5KB; atomics always move 8).
+    #[arg(long, default_value = "4096", value_parser = parse_bytes_as::<u32>)]
     size: u32,
     /// Messages per QP (at least 1).
     #[arg(long, default_value_t = 1000)]

@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use roce::pcap::filter::{parse_qpn, EcnMatch, FrameFilter, OpcodeMatch, PsnRange};
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
@@ -14,13 +15,17 @@ use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, 
 #[derive(Subcommand, Debug)]
 pub enum PcapCommand {
     /// One line per frame: opcode, PSN, QPN, payload length, ECN, FECN/BECN and ICRC verdict.
-    /// Exits non-zero when any RoCE frame is malformed or fails its ICRC.
+    /// Exits non-zero when any RoCE frame is malformed or fails its ICRC (every frame is
+    /// checked; the filters only choose the lines shown).
     Check {
         /// A pcap or pcapng file with Ethernet frames.
         file: PathBuf,
         /// One JSON object per frame, then a summary object.
         #[arg(long)]
         json: bool,
+        /// Frame filters (all must hold; a filter's comma-separated values are alternatives).
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Every RoCE frame as an annotated header dump: field, value and what it means.
     Explain {
@@ -32,10 +37,39 @@ pub enum PcapCommand {
     },
 }
 
+/// What `check` lists.
+#[derive(Args, Debug, Default)]
+pub struct FilterArgs {
+    /// Only these opcodes: numbers (0x0a), names (rc-rdma-write-only) or classes (send, write,
+    /// read, read-request, read-response, ack, nak, atomic, atomic-ack, cnp).
+    #[arg(long, value_delimiter = ',')]
+    opcode: Vec<OpcodeMatch>,
+    /// Only these destination QPNs (decimal or 0x hex).
+    #[arg(long, value_delimiter = ',', value_parser = parse_qpn)]
+    qpn: Vec<u32>,
+    /// Only PSNs in these inclusive ranges (100..200; 0xfffff0..0x10 wraps; a single PSN).
+    #[arg(long, value_delimiter = ',')]
+    psn: Vec<PsnRange>,
+    /// Only these ECN codepoints: ce, ect0, ect1, not-ect, or ect (any capable).
+    #[arg(long, value_delimiter = ',')]
+    ecn: Vec<EcnMatch>,
+}
+
+impl FilterArgs {
+    fn filter(self) -> FrameFilter {
+        FrameFilter {
+            opcodes: self.opcode,
+            qpns: self.qpn,
+            psns: self.psn,
+            ecn: self.ecn,
+        }
+    }
+}
+
 /// Runs a `roce pcap` subcommand.
 pub fn run(cmd: PcapCommand) -> anyhow::Result<()> {
     match cmd {
-        PcapCommand::Check { file, json } => check(file, json),
+        PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter()),
         PcapCommand::Explain { file, frame } => explain(file, frame),
     }
 }
@@ -77,6 +111,9 @@ struct Summary {
     icrc_ok: usize,
     icrc_bad: usize,
     malformed: usize,
+    /// Frames that passed the filters (absent without filters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matched: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -106,11 +143,12 @@ struct FrameLine {
     error: Option<String>,
 }
 
-fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
+fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let reader = CaptureReader::open(&file)?;
     let mut summary = Summary {
         summary: true,
+        matched: (!filter.is_empty()).then_some(0),
         ..Summary::default()
     };
     let mut damage: Option<CaptureError> = None;
@@ -142,7 +180,15 @@ fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
             roce: false,
             error: None,
         };
-        let text = match judge(&frame.data) {
+        let verdict = judge(&frame.data);
+        let shown = filter.is_empty()
+            || matches!(&verdict, Verdict::Roce { packet, .. } if filter.matches(packet));
+        if shown {
+            if let Some(m) = summary.matched.as_mut() {
+                *m += 1;
+            }
+        }
+        let text = match verdict {
             Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
             Verdict::Malformed(e) => {
                 summary.roce += 1;
@@ -176,6 +222,9 @@ fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
                 )
             }
         };
+        if !shown {
+            continue;
+        }
         if json {
             writeln!(out, "{}", serde_json::to_string(&line)?)?;
         } else {
@@ -187,8 +236,16 @@ fn check(file: PathBuf, json: bool) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed",
-            summary.frames, summary.roce, summary.icrc_ok, summary.icrc_bad, summary.malformed
+            "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed{}",
+            summary.frames,
+            summary.roce,
+            summary.icrc_ok,
+            summary.icrc_bad,
+            summary.malformed,
+            summary
+                .matched
+                .map(|m| format!("; {m} shown by the filters"))
+                .unwrap_or_default()
         )?;
     }
     out.flush()?;

@@ -26,6 +26,7 @@ use roce_proto::connect::RcOptions;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
 use roce_proto::resolving::PeerQp;
+use roce_proto::size::parse_bytes;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};
@@ -67,8 +68,8 @@ pub enum PeerFormat {
 pub struct PerfArgs {
     /// The server's TCP address (client mode); without it we are the server.
     pub server: Option<String>,
-    /// Message size in bytes.
-    #[arg(short = 's', long = "size")]
+    /// Message size in bytes (suffixes as everywhere: 64K, 1MiB, 5KB).
+    #[arg(short = 's', long = "size", value_parser = parse_bytes)]
     pub size: Option<u64>,
     /// All sizes from 2 to 2^23 bytes.
     #[arg(short = 'a', long = "all")]

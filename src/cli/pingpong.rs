@@ -10,6 +10,7 @@ use roce::oob::pingpong::PingpongDest;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::PeerQp;
+use roce_proto::size::parse_bytes_as;
 use roce_proto::verbs::{
     AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
 };
@@ -25,7 +26,7 @@ pub struct PingpongArgs {
     #[arg(short = 'p', long = "tcp-port", default_value_t = 18515)]
     pub tcp_port: u16,
     /// Size of each message.
-    #[arg(short = 's', long = "size", default_value_t = 4096)]
+    #[arg(short = 's', long = "size", default_value = "4096", value_parser = parse_bytes_as::<u32>)]
     pub size: u32,
     /// Path MTU: 256, 512, 1024, 2048, 4096.
     #[arg(short = 'm', long = "mtu", default_value_t = 1024)]

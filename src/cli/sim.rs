@@ -20,6 +20,7 @@ use roce_fabric::hpcc::fct_file;
 use roce_fabric::hpcc::run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::EcnConfig;
+use roce_proto::size::parse_bytes;
 
 /// `roce sim` subcommands.
 #[derive(Subcommand, Debug)]
@@ -129,11 +130,11 @@ pub struct BuiltinArgs {
     /// One-way link propagation delay, µs.
     #[arg(long, default_value_t = 1.0)]
     delay_us: f64,
-    /// ECN Kmin, bytes (suffix K or M allowed).
-    #[arg(long, value_parser = parse_bytes, default_value = "100K")]
+    /// ECN Kmin, bytes (suffixes as everywhere: 100KB = 100000, 100K = 102400).
+    #[arg(long, value_parser = parse_bytes, default_value = "100KB")]
     kmin: u64,
-    /// ECN Kmax, bytes (suffix K or M allowed).
-    #[arg(long, value_parser = parse_bytes, default_value = "400K")]
+    /// ECN Kmax, bytes (suffixes as everywhere).
+    #[arg(long, value_parser = parse_bytes, default_value = "400KB")]
     kmax: u64,
     /// ECN marking probability at Kmax (0 turns marking off).
     #[arg(long, default_value_t = 0.2)]
@@ -164,20 +165,6 @@ pub struct BuiltinArgs {
     sets: Vec<String>,
     #[command(flatten)]
     out: OutputArgs,
-}
-
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1_000),
-        Some((i, 'm' | 'M')) => (&s[..i], 1_000_000),
-        _ => (s, 1),
-    };
-    num.parse::<f64>()
-        .ok()
-        .filter(|v| *v >= 0.0)
-        .map(|v| (v * mult as f64) as u64)
-        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 100K)"))
 }
 
 fn parse_micros(s: &str) -> Result<f64, String> {
@@ -328,5 +315,37 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             first.error.as_deref().unwrap_or("no progress")
         ),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        sim: SimCommand,
+    }
+
+    /// The ECN thresholds a `roce sim ...` command line gives its switches.
+    fn ecn_of(args: &[&str]) -> EcnConfig {
+        let cli = Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let (s, _) = builtin(&cli.sim).expect("a built-in experiment");
+        s.switch.ecn.expect("ECN on")
+    }
+
+    #[test]
+    fn kmin_and_kmax_take_the_suffixes_of_every_size() {
+        let e = ecn_of(&["incast", "--kmin", "5KB", "--kmax", "1MiB"]);
+        assert_eq!((e.kmin_bytes, e.kmax_bytes), (5_000, 1 << 20));
+        let e = ecn_of(&["incast", "--kmin", "5K", "--kmax", "0.5MB"]);
+        assert_eq!((e.kmin_bytes, e.kmax_bytes), (5_120, 500_000));
+        // The defaults keep their values: 100 kB and 400 kB.
+        let e = ecn_of(&["fairness"]);
+        assert_eq!((e.kmin_bytes, e.kmax_bytes), (100_000, 400_000));
+        assert!(Cli::try_parse_from(["sim", "incast", "--kmin", "5XB"]).is_err());
     }
 }

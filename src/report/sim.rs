@@ -77,6 +77,9 @@ pub fn write_all<E: Engine>(
         )?;
         super::fct::plot_slowdown(&dir.join("fct.svg"), fct).map_err(|e| fmt_err("fct.svg", e))?;
     }
+    if let Some(o) = &summary.outage {
+        write(dir, "flow_bins.csv", &bins_csv(o))?;
+    }
     let Some(rec) = rec else {
         return Ok(());
     };
@@ -126,6 +129,25 @@ pub fn flows_csv<E>(rec: &Recorder<E>) -> String {
     time_csv(rec, (0..n).map(|i| format!("flow{i}_gbps")), |r| {
         r.flow_gbps.iter().map(|g| format!("{g:.4}")).collect()
     })
+}
+
+/// `bin_start_us,flow0_gbps,...`: each flow's rate in the outage report's bins (a stall is a
+/// row of zeros).
+pub fn bins_csv(o: &roce_fabric::outage::Outage) -> String {
+    let mut s = String::from("bin_start_us");
+    for i in 0..o.flow_bins_gbps.len() {
+        let _ = write!(s, ",flow{i}_gbps");
+    }
+    s.push('\n');
+    let bins = o.flow_bins_gbps.first().map_or(0, Vec::len);
+    for b in 0..bins {
+        let _ = write!(s, "{:.1}", b as f64 * o.bin_us);
+        for f in &o.flow_bins_gbps {
+            let _ = write!(s, ",{:.4}", f.get(b).copied().unwrap_or(0.0));
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// `t_us,sw0p3_bytes,...` for the monitored ports.

@@ -121,6 +121,9 @@ impl Builtin {
             },
             workloads: Vec::new(),
             link_events: Vec::new(),
+            failures: Vec::new(),
+            routing: Default::default(),
+            bin_us: None,
             monitor_host: None,
         }
     }

@@ -91,19 +91,10 @@ impl<E: Engine> Fabric<E> {
                 }
                 self.send_pfc(s, port, prio, true);
             }
-            Event::LinkState(l, up) => {
-                let l = LinkId(l as usize);
-                let Some(link) = self.w.links.get_mut(l.0) else {
-                    return false;
-                };
-                link.up = up;
-                if !up {
-                    link.epoch = link.epoch.wrapping_add(1);
-                }
-                tracing::debug!(link = l.0, up, "link state");
-                let (node, port) = link.from;
-                self.kick(node, port);
-            }
+            Event::LinkState(l, up) => return self.link_state(LinkId(l as usize), up),
+            Event::LinkDetect(l, up) => return self.link_detect(LinkId(l as usize), up),
+            Event::Reconverge => self.reconverge(),
+            Event::SwitchFlush(s) => self.flush_switch(SwitchId(s as usize)),
             Event::Sample => {
                 if let Some(mut rec) = self.recorder.take() {
                     rec.sample(
@@ -143,6 +134,8 @@ impl<E: Engine> Fabric<E> {
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
             let prio = self.w.pool.prio(pkt);
+            let len = self.w.pool.len(pkt);
+            self.w.lost.add(len);
             self.count(link_from(&self.w.links, l), |c| {
                 if let Some(c) = c.prio.get_mut(prio) {
                     c.drops += 1;
@@ -236,10 +229,11 @@ impl<E: Engine> Fabric<E> {
                 sw.port(p)
                     .and_then(|x| x.tx.link)
                     .and_then(|l| links.get(l.0))
-                    .is_some_and(|l| l.up)
+                    .is_some_and(|l| l.detected)
             })
         });
         let Some(egress) = egress else {
+            self.w.lost.add(len);
             if let Some(c) = sw.counters_mut(ingress, prio) {
                 c.drops += 1;
             }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::event::EventQueue;
 use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
+use super::reroute::Routing;
 use super::series::Recorder;
 use super::stats::{PortCounters, PRIORITIES};
 use super::switch::{FabricSwitch, Switch, SwitchConfig};
@@ -114,6 +115,7 @@ pub struct Fabric<E> {
     pub tap: FlowTap,
     pub(super) recorder: Option<Recorder<E>>,
     pub(super) int_sink: Option<IntSink<E>>,
+    pub(super) routing: Routing,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -128,7 +130,9 @@ impl<E: Engine> Fabric<E> {
                 pool: PacketPool::default(),
                 rng: Pcg64::seed_from_u64(seed),
                 events: 0,
+                lost: Default::default(),
             },
+            routing: Routing::default(),
             seed,
             hosts: Vec::new(),
             switches: Vec::new(),
@@ -247,6 +251,7 @@ impl<E: Engine> Fabric<E> {
             loss: cfg.loss,
             corrupt: cfg.corrupt,
             up: true,
+            detected: true,
             epoch: 0,
             inflight: VecDeque::new(),
         });
@@ -279,7 +284,9 @@ impl<E: Engine> Fabric<E> {
     }
 
     /// Takes the link down or up at `at` (both directions of a cable: call it for each).
-    /// Frames on a link that goes down are lost; switches stop hashing flows onto it at once.
+    /// Frames on a link that goes down are lost. Its sending end notices after the detection
+    /// delay and stops hashing flows onto it; every switch recomputes its routes a convergence
+    /// time later (see [`Fabric::set_routing`]).
     pub fn schedule_link(&mut self, link: LinkId, at: Instant, up: bool) {
         self.w.queue.push(at, Event::LinkState(link.0 as u32, up));
     }
@@ -378,6 +385,15 @@ impl<E: Engine> Fabric<E> {
         self.w.links.get(link.0).map(|l| l.to)
     }
 
+    /// Where a link leads, if its sending end believes it up (what routing sees).
+    fn live_peer(&self, link: LinkId) -> Option<(Node, u16)> {
+        self.w
+            .links
+            .get(link.0)
+            .filter(|l| l.detected)
+            .map(|l| l.to)
+    }
+
     /// Computes shortest-path ECMP routes from every switch to every host (done automatically
     /// before the first run and after topology changes).
     pub fn compute_routes(&mut self) {
@@ -389,14 +405,14 @@ impl<E: Engine> Fabric<E> {
             let mut dist = vec![u32::MAX; self.switches.len()];
             let mut frontier = VecDeque::new();
             if let Some((Node::Switch(s), _)) =
-                self.hosts[h].tx.link.and_then(|l| self.link_peer(l))
+                self.hosts[h].tx.link.and_then(|l| self.live_peer(l))
             {
                 dist[s.0] = 1;
                 frontier.push_back(s.0);
             }
             while let Some(s) = frontier.pop_front() {
                 for port in self.switches[s].ports() {
-                    if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.link_peer(l))
+                    if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.live_peer(l))
                     {
                         if dist[n.0] == u32::MAX {
                             dist[n.0] = dist[s] + 1;
@@ -407,7 +423,7 @@ impl<E: Engine> Fabric<E> {
             }
             for (s, to_host) in routes.iter_mut().enumerate() {
                 for (p, port) in self.switches[s].ports().iter().enumerate() {
-                    let next_hop = match port.tx.link.and_then(|l| self.link_peer(l)) {
+                    let next_hop = match port.tx.link.and_then(|l| self.live_peer(l)) {
                         Some((Node::Host(x), _)) => x.0 == h,
                         Some((Node::Switch(n), _)) => {
                             dist[s] != u32::MAX && dist[n.0] + 1 == dist[s]

@@ -7,18 +7,25 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ecmp::{self, EcmpLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 use super::fat_tree::ThreeTier;
 use super::fct::{FctReport, Finished};
 use super::hpcc::topology_file::TopologyFile;
+use super::failures::{self, Failure};
+use super::outage::{self, Outage};
+use super::reroute::Routing;
+use super::sched::{self, Scheduling};
 use super::series::Recorder;
 use super::summary::Summary;
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
 use super::topology::{End, Topology};
+use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
 use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -122,18 +129,42 @@ pub enum TopologySpec {
         #[serde(default)]
         loss: f64,
     },
+    /// Written out: named switches, hosts `h0..`, cables by name (see [`wiring`]).
+    Custom {
+        /// Switch names.
+        switches: Vec<String>,
+        /// Host count.
+        hosts: usize,
+        /// Cables.
+        cables: Vec<CableSpec>,
+        /// Every cable's rate and delay unless the cable says otherwise.
+        link: LinkConfig,
+    },
 }
 
 /// Switch settings (the same on every switch).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchSpec {
-    /// Shared buffer, bytes.
+    /// Shared buffer, bytes (an integer or a size like "12MB").
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub buffer_bytes: u64,
     /// Egress queue limit of lossy classes (and all classes with PFC off), bytes.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub queue_limit_bytes: u64,
     /// Lossless priorities.
     pub lossless: Vec<u8>,
+    /// Salt of the ECMP hash (every switch's, unless `ecmp_salt_per_switch`).
+    #[serde(default)]
+    pub ecmp_salt: u64,
+    /// A different salt on every switch (derived from `ecmp_salt`), as deployed fabrics do
+    /// against polarisation.
+    #[serde(default)]
+    pub ecmp_salt_per_switch: bool,
+    /// Egress scheduling: strict classes, ETS weights, per-class buffer limits
+    /// (`[switch.sched]`; default: equal turns, no class limits).
+    #[serde(default, alias = "scheduling")]
+    pub sched: Scheduling,
     /// PFC on the lossless priorities.
     #[serde(default = "d_true")]
     pub pfc: bool,
@@ -159,6 +190,9 @@ impl Default for SwitchSpec {
             buffer_bytes: d.buffer_bytes,
             queue_limit_bytes: d.queue_limit_bytes,
             lossless: d.lossless,
+            ecmp_salt: 0,
+            ecmp_salt_per_switch: false,
+            sched: Scheduling::default(),
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
@@ -178,8 +212,9 @@ impl SwitchSpec {
             pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
             ecn: Vec::new(),
             ecn_at: self.ecn_at,
-            ecmp_salt: 0,
+            ecmp_salt: self.ecmp_salt,
             int: self.int,
+            sched: self.sched.clone(),
         }
         .with_ecn_all(self.ecn)
     }
@@ -232,7 +267,7 @@ pub struct Scenario {
     #[serde(default = "d_mtu")]
     pub mtu: usize,
     /// Bytes per message.
-    #[serde(default = "d_msg")]
+    #[serde(default = "d_msg", deserialize_with = "size::deserialize_bytes")]
     pub message_bytes: u64,
     /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs).
     #[serde(default = "d_cnp")]
@@ -248,6 +283,15 @@ pub struct Scenario {
     /// Link failures and recoveries.
     #[serde(default)]
     pub link_events: Vec<LinkEvent>,
+    /// Flapping cables, switch reboots, lossy cables.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+    /// Failure detection delay and routing convergence time (0 and 0 by default).
+    #[serde(default)]
+    pub routing: Routing,
+    /// Width of the per-flow rate bins of the summary, µs (default: a twelfth of the run).
+    #[serde(default)]
+    pub bin_us: Option<f64>,
     /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
     #[serde(default)]
     pub monitor_host: Option<usize>,
@@ -293,6 +337,13 @@ impl Scenario {
                 "cc {} needs INT echoed by the receiver, which the stand-in engine does not do: use engine = \"rc\"",
                 self.cc
             ));
+        }
+        for f in &self.failures {
+            f.check().or_else(bad)?;
+        }
+        self.shape().map_err(ScenarioError::Invalid)?;
+        if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
+            return bad("bin_us must be positive".into());
         }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
@@ -401,9 +452,27 @@ impl Scenario {
 
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
+        let mut t = self.shape().unwrap_or_else(|_| Topology::new());
+        if self.switch.ecmp_salt_per_switch {
+            for (i, (_, cfg)) in t.switches.iter_mut().enumerate() {
+                cfg.ecmp_salt = ecmp::salt_of(self.switch.ecmp_salt, i);
+            }
+        }
+        t
+    }
+
+    /// The topology before per-switch settings; fails for a written-out one naming what does
+    /// not exist.
+    fn shape(&self) -> Result<Topology, String> {
         let mut cfg = self.switch.config();
         cfg.int |= self.uses_int();
-        match &self.topology {
+        Ok(match &self.topology {
+            TopologySpec::Custom {
+                switches,
+                hosts,
+                cables,
+                link,
+            } => wiring::build(switches, *hosts, cables, *link, &cfg)?,
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
             TopologySpec::Dumbbell {
@@ -441,7 +510,7 @@ impl Scenario {
                 }
                 t
             }
-        }
+        })
     }
 
     /// The fat-tree shape of a `three_tier` or `fat_tree` topology.
@@ -475,7 +544,8 @@ impl Scenario {
             | TopologySpec::Star { link, .. }
             | TopologySpec::Dumbbell { link, .. }
             | TopologySpec::LeafSpine { link, .. }
-            | TopologySpec::FatTree { link, .. } => *link,
+            | TopologySpec::FatTree { link, .. }
+            | TopologySpec::Custom { link, .. } => *link,
             TopologySpec::ThreeTier(shape) => shape.link,
             TopologySpec::HpccFile { .. } => {
                 let rate = self
@@ -520,25 +590,14 @@ impl Scenario {
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
-        let name_of = |e: End| match e {
-            End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
-            End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
-        };
-        for ev in &self.link_events {
-            let found = topo.cables.iter().zip(&cables).find(|((a, b, _), _)| {
-                let (na, nb) = (name_of(*a), name_of(*b));
-                (na == Some(&ev.a) && nb == Some(&ev.b)) || (na == Some(&ev.b) && nb == Some(&ev.a))
-            });
-            let Some((_, cable)) = found else {
-                return Err(ScenarioError::Invalid(format!(
-                    "no cable between {:?} and {:?}",
-                    ev.a, ev.b
-                )));
-            };
-            let at = Instant::from_nanos((ev.at_us * 1000.0) as u64);
-            fabric.schedule_link(cable.ab, at, ev.up);
-            fabric.schedule_link(cable.ba, at, ev.up);
-        }
+        fabric.set_routing(self.routing);
+        failures::apply(
+            &mut fabric,
+            &topo,
+            &cables,
+            &self.link_events,
+            &self.failures,
+        )?;
         let bottleneck = match self.monitor_host {
             Some(h) => topo
                 .cables
@@ -578,6 +637,9 @@ impl Scenario {
             .fabric
             .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
+        let at_warm = built
+            .bottleneck
+            .map(|(n, p)| built.fabric.port_counters(n, p));
         let bottleneck = built
             .bottleneck
             .map(|(n, p)| (n, p, built.fabric.port_counters(n, p).total()));
@@ -594,6 +656,18 @@ impl Scenario {
             bottleneck,
         );
         summary.fct = self.fct_report(&summary, &built);
+        summary.outage = self.outage(&built.fabric, &summary);
+        summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if let (Some((n, p)), Some(warm), false) = (
+            built.bottleneck,
+            at_warm,
+            self.switch.sched.ets_weights.is_empty(),
+        ) {
+            let now = built.fabric.port_counters(n, p);
+            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - warm.prio[i].tx_bytes);
+            let secs = (end.as_nanos() - self.warmup_ns()) as f64 / 1e9;
+            summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
+        }
         Ok((summary, built))
     }
 
@@ -618,6 +692,38 @@ impl Scenario {
             .collect();
         (!finished.is_empty())
             .then(|| FctReport::new(&self.topology(), &finished, self.mtu, self.message_bytes))
+    }
+}
+
+impl Scenario {
+    /// When the first failure hits, µs (a cable going down, a flap, a reboot).
+    pub fn failure_at_us(&self) -> Option<f64> {
+        let downs = self.link_events.iter().filter(|e| !e.up).map(|e| e.at_us);
+        downs
+            .chain(self.failures.iter().filter_map(Failure::starts_us))
+            .min_by(f64::total_cmp)
+    }
+
+    /// The outage report of a finished run, when the scenario has failures.
+    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &Summary) -> Option<Outage> {
+        let at = self.failure_at_us()?;
+        let rec = fabric.recorder()?;
+        let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);
+        let end_ns = (self.duration_us * 1000.0) as u64;
+        let bins = outage::bins(
+            &rec.rows,
+            summary.flows.len(),
+            (bin_us * 1000.0) as u64,
+            end_ns,
+        );
+        let lost = fabric.lost_traffic();
+        Some(Outage {
+            frames_lost: lost.frames,
+            bytes_lost: lost.bytes,
+            retransmitted: summary.retransmitted,
+            failed_flows: summary.failed_flows,
+            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3)
+        })
     }
 }
 

@@ -5,10 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ecmp::EcmpLoad;
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
 use super::fct::FctReport;
+use super::outage::Outage;
 use super::port::WIRE_OVERHEAD;
+use super::sched::ClassShare;
 use super::stats::PrioCounters;
 use super::{HostId, Node};
 
@@ -144,6 +147,15 @@ pub struct Summary {
     /// flows (set by the scenario runner, which knows the paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fct: Option<FctReport>,
+    /// What the scenario's failures did (runs with failures only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<Outage>,
+    /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecmp: Option<EcmpLoad>,
+    /// What each class sent through the bottleneck after warm-up (with ETS weights only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassShare>>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -298,6 +310,9 @@ impl Summary {
             allreduce_iter_us,
             flows,
             fct: None,
+            outage: None,
+            ecmp: None,
+            classes: None,
         }
     }
 
@@ -331,7 +346,11 @@ impl Summary {
         );
         for (i, it) in self.allreduce_iter_us.iter().enumerate() {
             let v: Vec<String> = it.iter().map(|x| format!("{x:.1}")).collect();
-            let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
+            if v.is_empty() {
+                let _ = writeln!(s, "allreduce {i}: no iteration completed in the run");
+            } else {
+                let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
+            }
         }
         for f in &self.flows {
             let c = f
@@ -378,6 +397,15 @@ impl Summary {
                 (None, _) => "no payload delivered for a while, no error reported",
             };
             let _ = writeln!(s, "flow {:>3} {} {}: {why}", f.id, f.name, f.state.name());
+        }
+        if let Some(o) = &self.outage {
+            s.push_str(&o.lines());
+        }
+        if let Some(e) = &self.ecmp {
+            s.push_str(&e.lines());
+        }
+        if let Some(c) = &self.classes {
+            s.push_str(&super::sched::shares_line(c));
         }
         s
     }

@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::port::TxPort;
+use super::sched::{SchedState, Scheduling};
 use super::stats::PrioCounters;
 use super::PktId;
+use roce_proto::size;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
 pub use super::stats::PRIORITIES;
@@ -28,14 +30,16 @@ pub use super::stats::PRIORITIES;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EcnConfig {
     /// Below this queue depth (bytes) nothing is marked.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub kmin_bytes: u64,
     /// At or above this depth every ECT packet is marked; between Kmin and Kmax the probability
     /// grows linearly from 0 to `pmax`.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub kmax_bytes: u64,
     /// Marking probability at Kmax (0..=1).
     pub pmax: f64,
     /// DCTCP-style step: mark every ECT packet that finds at least this many bytes queued.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
     pub step_bytes: Option<u64>,
 }
 
@@ -57,11 +61,14 @@ impl EcnConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PfcConfig {
     /// Bytes buffered from one ingress port and priority at which XOFF is sent upstream.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub xoff_bytes: u64,
     /// Bytes at or below which XON (pause time 0) is sent after an XOFF.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub xon_bytes: u64,
     /// Room beyond XOFF for what is still in flight; past `xoff + headroom` even a lossless
     /// packet is dropped (and counted): the headroom was too small.
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub headroom_bytes: u64,
     /// Pause time carried by XOFF frames, in quanta of 512 bit times.
     pub quanta: u16,
@@ -113,6 +120,9 @@ pub struct SwitchConfig {
     /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
     #[serde(default)]
     pub int: bool,
+    /// Egress scheduling (strict classes, ETS weights) and per-class buffer limits.
+    #[serde(default)]
+    pub sched: Scheduling,
 }
 
 impl Default for SwitchConfig {
@@ -126,6 +136,7 @@ impl Default for SwitchConfig {
             ecn_at: MarkPoint::Enqueue,
             ecmp_salt: 0,
             int: false,
+            sched: Scheduling::default(),
         }
     }
 }
@@ -183,6 +194,8 @@ pub enum DropReason {
     HeadroomOverrun,
     /// No route, or every equal-cost port's link is down.
     NoRoute,
+    /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
+    ClassFull,
 }
 
 /// A packet waiting in an egress queue.
@@ -201,7 +214,7 @@ pub struct SwitchPort<T, X> {
     pub tx: X,
     queues: [VecDeque<Queued<T>>; PRIORITIES],
     qbytes: [u64; PRIORITIES],
-    rr: usize,
+    sched: SchedState,
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
     ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
@@ -215,7 +228,7 @@ impl<T, X> SwitchPort<T, X> {
             tx,
             queues: Default::default(),
             qbytes: [0; PRIORITIES],
-            rr: 0,
+            sched: SchedState::default(),
             ingress_bytes: [0; PRIORITIES],
             xoff: [false; PRIORITIES],
         }
@@ -229,6 +242,13 @@ impl<T, X> SwitchPort<T, X> {
     /// Bytes queued over all priorities.
     pub fn queued_bytes(&self) -> u64 {
         self.qbytes.iter().sum()
+    }
+
+    /// The length of the packet at the head of queue `prio`, if there is one and `paused` does
+    /// not hold the class back.
+    fn head(&self, prio: usize, paused: impl Fn(&X, usize) -> bool) -> Option<u64> {
+        let q = self.queues.get(prio)?.front()?;
+        (!paused(&self.tx, prio)).then_some(u64::from(q.len))
     }
 
     /// Bit mask of priorities with packets waiting.
@@ -333,6 +353,20 @@ impl<T, X> Switch<T, X> {
         self.routes = routes;
     }
 
+    /// Ports that are members of an equal-cost group (a route with more than one port).
+    pub fn ecmp_members(&self) -> Vec<u16> {
+        let mut m: Vec<u16> = self
+            .routes
+            .iter()
+            .filter(|r| r.len() > 1)
+            .flatten()
+            .copied()
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+
     /// Picks the egress port for a flow among the routes to `host` whose link is up.
     pub fn route(&self, host: usize, ip: &IpInfo, up: impl Fn(u16) -> bool) -> Option<u16> {
         let cands = self.routes.get(host)?;
@@ -354,6 +388,12 @@ impl<T, X> Switch<T, X> {
     ) -> Result<(), DropReason> {
         if self.used_bytes + len > self.cfg.buffer_bytes {
             return Err(DropReason::BufferFull);
+        }
+        if let Some(limit) = self.cfg.sched.class_limit(prio) {
+            let held: u64 = self.ports.iter().filter_map(|p| p.qbytes.get(prio)).sum();
+            if held + len > limit {
+                return Err(DropReason::ClassFull);
+            }
         }
         if self.cfg.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
@@ -466,9 +506,10 @@ impl<T, X> Switch<T, X> {
     /// packet it would hand out.
     pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
         let port = self.ports.get(usize::from(egress))?;
-        let prio = (1..=PRIORITIES)
-            .map(|i| (port.rr + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
+        let prio = port
+            .sched
+            .clone()
+            .pick(&self.cfg.sched, |p| port.head(p, &paused))?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -481,12 +522,14 @@ impl<T, X> Switch<T, X> {
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
-        let start = port.rr;
-        let prio = (1..=PRIORITIES)
-            .map(|i| (start + i) % PRIORITIES)
-            .find(|&p| port.queues.get(p).is_some_and(|q| !q.is_empty()) && !paused(&port.tx, p))?;
-        port.rr = prio;
+        let mut sched = std::mem::take(&mut port.sched);
+        let prio = sched.pick(&self.cfg.sched, |p| port.head(p, &paused));
+        port.sched = sched;
+        let prio = prio?;
         let q = port.queues.get_mut(prio)?.pop_front()?;
+        if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
+            port.sched.emptied(prio);
+        }
         let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
             *b -= len.min(*b);
@@ -505,6 +548,22 @@ impl<T, X> Switch<T, X> {
             ingress: q.ingress,
             len,
         })
+    }
+
+    /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
+    /// the standing XOFFs are cleared; returns the packets that were buffered (lost).
+    pub fn flush(&mut self) -> Vec<T> {
+        self.used_bytes = 0;
+        let mut lost = Vec::new();
+        for port in &mut self.ports {
+            for q in &mut port.queues {
+                lost.extend(q.drain(..).map(|x| x.pkt));
+            }
+            port.qbytes = [0; PRIORITIES];
+            port.ingress_bytes = [0; PRIORITIES];
+            port.xoff = [false; PRIORITIES];
+        }
+        lost
     }
 
     /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking

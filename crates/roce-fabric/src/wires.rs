@@ -23,6 +23,12 @@ pub(super) enum Event {
     PauseEnd(NodeRef, u16),
     XoffRefresh(u32, u16, u8, u32),
     LinkState(u32, bool),
+    /// The sending end of a link notices it is down or up (after the detection delay).
+    LinkDetect(u32, bool),
+    /// Every switch recomputes its ECMP groups from the links it believes up.
+    Reconverge,
+    /// A switch reboots: its buffered frames are lost.
+    SwitchFlush(u32),
     Sample,
 }
 
@@ -60,6 +66,9 @@ pub(super) struct Link {
     pub(super) loss: f64,
     pub(super) corrupt: f64,
     pub(super) up: bool,
+    /// Whether the sending end believes the link up (routes use it; it follows `up` after the
+    /// detection delay).
+    pub(super) detected: bool,
     pub(super) epoch: u32,
     /// Frames on the wire: (frame, link epoch when sent, delivery time). Delivery times only
     /// grow, so only the head has a `Deliver` event in the queue.
@@ -129,6 +138,25 @@ pub(super) struct Wires {
     pub(super) pool: PacketPool,
     pub(super) rng: Pcg64,
     pub(super) events: u64,
+    /// Frames lost to failures (dead links, reboots, no route).
+    pub(super) lost: LostTraffic,
+}
+
+/// Frames and bytes lost to failures: sent into a dead link, on a link when it died, in a
+/// rebooting switch's buffer, or with no live route.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LostTraffic {
+    /// Frames lost.
+    pub frames: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+impl LostTraffic {
+    pub(super) fn add(&mut self, len: u64) {
+        self.frames += 1;
+        self.bytes += len;
+    }
 }
 
 impl Wires {
@@ -156,7 +184,11 @@ impl Wires {
             self.pool.release(pkt);
             return;
         };
-        let lost = !link.up || (link.loss > 0.0 && self.rng.random::<f64>() < link.loss);
+        let dead = !link.up;
+        if dead {
+            self.lost.add(len);
+        }
+        let lost = dead || (link.loss > 0.0 && self.rng.random::<f64>() < link.loss);
         if lost {
             if let Some(c) = tx.counters.prio.get_mut(prio) {
                 c.drops += 1;

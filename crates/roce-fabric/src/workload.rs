@@ -15,6 +15,7 @@ use super::hpcc::read_text;
 use super::tap::FlowSpec;
 use super::traffic::{poisson_flows, PoissonSpec, SizeCdf};
 use roce_proto::cc::CcConfig;
+use roce_proto::size;
 use roce_proto::time::Instant;
 
 fn default_dscp() -> u8 {
@@ -115,7 +116,7 @@ pub enum Workload {
         /// Receiver.
         dst: usize,
         /// Bytes to send; absent = forever.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
         bytes: Option<u64>,
         /// Start time, µs.
         #[serde(default)]
@@ -137,7 +138,7 @@ pub enum Workload {
         /// Receiver.
         receiver: usize,
         /// Bytes per sender; absent = forever.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
         bytes: Option<u64>,
         /// Start time, µs.
         #[serde(default)]
@@ -150,6 +151,7 @@ pub enum Workload {
         /// Receiver.
         receiver: usize,
         /// Bytes per sender per burst.
+        #[serde(deserialize_with = "size::deserialize_bytes")]
         burst_bytes: u64,
         /// Time between burst starts, µs.
         period_us: f64,
@@ -164,6 +166,7 @@ pub enum Workload {
         /// Ring members in ring order.
         hosts: Vec<usize>,
         /// Bytes reduced per iteration.
+        #[serde(deserialize_with = "size::deserialize_bytes")]
         bytes: u64,
         /// Iterations.
         iterations: u32,

@@ -7,7 +7,8 @@
 //! NIC execute the same transport code.
 //!
 //! Layers, bottom up:
-//! - [`time`], [`psn`]: virtual instants and 24-bit serial sequence numbers.
+//! - [`time`], [`psn`]: virtual instants and 24-bit serial sequence numbers; [`size`]: byte
+//!   counts with suffixes (`16K`, `5KB`, `1MiB`), the one parser of every size option and field.
 //! - [`wire`]: zero-copy views and `Repr`s for every header (RoCEv2, ARP, NDP, PFC, INT), the
 //!   opcode table, the ICRC, frame templates.
 //! - [`verbs`], [`mr`]: work requests, completions, QP attributes; memory regions and their checks.
@@ -39,6 +40,7 @@ pub mod port;
 pub mod psn;
 pub mod qp;
 pub mod resolving;
+pub mod size;
 pub mod time;
 pub mod verbs;
 pub mod wire;

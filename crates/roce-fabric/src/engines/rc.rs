@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use roce_proto::cc::CcMetrics;
+use roce_proto::cc::{CcConfig, CcMetrics, Rate};
 use roce_proto::connect::{connect_rc, RcOptions};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
@@ -131,8 +131,8 @@ impl RcEngine {
     /// Connects a QP on `src` to one on `dst` and makes `src` send `flow` over it: RDMA WRITEs
     /// (SENDs with `flow.send`; WRITE-with-immediate when `flow.gate_chunk` gates it on what
     /// `src` receives) of `flow.message_bytes`, `flow.total_bytes` in all (forever when `None`),
-    /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given (`flow.dst_ip`,
-    /// `qpn`, UDP port and rate are the endpoint's business and ignored). Returns the QPN on
+    /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given, else at
+    /// `flow.rate_gbps` when given (`flow.dst_ip`, `qpn` and UDP port are the endpoint's). Returns the QPN on
     /// `dst` (what the fabric's tap follows) and the flow's index on `src`.
     pub fn connect(
         src: &mut RcEngine,
@@ -162,7 +162,14 @@ impl RcEngine {
             msg as usize,
             AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
         );
-        if let Some(cfg) = &flow.cc {
+        // Without a controller, a workload's `rate_gbps` paces the QP at that fixed rate.
+        let fixed = match (flow.cc.is_none(), flow.rate_gbps) {
+            (true, Some(g)) => {
+                Some(CcConfig::new("none", Rate::from_bps_f64(g * 1e9)).map_err(|e| qp_err(&e))?)
+            }
+            _ => None,
+        };
+        if let Some(cfg) = flow.cc.as_ref().or(fixed.as_ref()) {
             src.ep
                 .set_congestion_control(a.qpn, cfg.build(), 0)
                 .map_err(|e| qp_err(&e))?;

@@ -153,6 +153,9 @@ impl HpccRun {
             },
             workloads: vec![Workload::FlowFile { path: flow_path }],
             link_events,
+            failures: Vec::new(),
+            routing: Default::default(),
+            bin_us: None,
             monitor_host: None,
         };
         let mut not_modelled = Vec::new();

@@ -1,0 +1,131 @@
+//! Failures as fabrics have them: a link that dies is noticed by its sending end only after a
+//! detection delay (loss of signal, BFD), which then stops hashing flows onto it; every switch
+//! recomputes its ECMP groups a convergence time later (the routing protocol). Until then,
+//! frames hashed toward the dead next hop are lost. A rebooting switch loses its buffer and
+//! takes all its cables down.
+
+use serde::{Deserialize, Serialize};
+
+use super::fabric::Fabric;
+use super::wires::Event;
+use super::{LinkId, Node, SwitchId};
+use roce_proto::engine::Engine;
+use roce_proto::time::{Duration, Instant};
+
+pub use super::wires::LostTraffic;
+
+/// How fast the fabric notices failures and reroutes around them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Routing {
+    /// From a link going down (or up) to its sending end noticing, µs.
+    #[serde(default)]
+    pub detect_us: f64,
+    /// From a switch noticing to every switch using the recomputed ECMP groups, µs.
+    #[serde(default)]
+    pub converge_us: f64,
+}
+
+impl Routing {
+    fn delay(us: f64) -> Duration {
+        Duration::from_nanos((us.max(0.0) * 1000.0) as u64)
+    }
+}
+
+impl<E: Engine> Fabric<E> {
+    /// Sets the failure detection delay and the routing convergence time (both 0 by default:
+    /// failures are noticed and routed around at once).
+    pub fn set_routing(&mut self, routing: Routing) {
+        self.routing = routing;
+    }
+
+    /// Frames and bytes lost to failures so far.
+    pub fn lost_traffic(&self) -> LostTraffic {
+        self.w.lost
+    }
+
+    /// Reboots `switch` at `at`: its buffered frames are lost and every cable of it goes down,
+    /// to come up again `down_for` later.
+    pub fn schedule_reboot(&mut self, switch: SwitchId, at: Instant, down_for: Duration) {
+        let node = Node::Switch(switch);
+        let links: Vec<LinkId> = (0..self.w.links.len())
+            .map(LinkId)
+            .filter(|l| {
+                self.w
+                    .links
+                    .get(l.0)
+                    .is_some_and(|x| x.from.0 == node || x.to.0 == node)
+            })
+            .collect();
+        self.w.queue.push(at, Event::SwitchFlush(switch.0 as u32));
+        for l in links {
+            self.schedule_link(l, at, false);
+            self.schedule_link(l, at + down_for, true);
+        }
+    }
+
+    /// The cable's physical state changes: frames on it are lost when it dies; its sending end
+    /// notices after the detection delay.
+    pub(super) fn link_state(&mut self, l: LinkId, up: bool) -> bool {
+        let at = self.now() + Routing::delay(self.routing.detect_us);
+        let Some(link) = self.w.links.get_mut(l.0) else {
+            return false;
+        };
+        if link.up == up {
+            return false;
+        }
+        link.up = up;
+        if !up {
+            link.epoch = link.epoch.wrapping_add(1);
+        }
+        tracing::debug!(link = l.0, up, "link state");
+        self.w.queue.push(at, Event::LinkDetect(l.0 as u32, up));
+        let (node, port) = link.from;
+        self.kick(node, port);
+        true
+    }
+
+    /// The sending end notices the state (unless it changed back meanwhile): it stops or starts
+    /// using the port at once, and every switch reroutes a convergence time later.
+    pub(super) fn link_detect(&mut self, l: LinkId, up: bool) -> bool {
+        let at = self.now() + Routing::delay(self.routing.converge_us);
+        let Some(link) = self.w.links.get_mut(l.0) else {
+            return false;
+        };
+        if link.up != up || link.detected == up {
+            return false;
+        }
+        link.detected = up;
+        tracing::debug!(link = l.0, up, "link state detected");
+        self.w.queue.push(at, Event::Reconverge);
+        let (node, port) = link.from;
+        self.kick(node, port);
+        true
+    }
+
+    pub(super) fn reconverge(&mut self) {
+        tracing::debug!(now = ?self.now(), "routes recomputed");
+        self.compute_routes();
+    }
+
+    pub(super) fn flush_switch(&mut self, s: SwitchId) {
+        let Some(sw) = self.switches.get_mut(s.0) else {
+            return;
+        };
+        for pkt in sw.flush() {
+            let len = self.w.pool.len(pkt);
+            self.w.lost.add(len);
+            self.w.pool.release(pkt);
+        }
+    }
+}
+
+impl<E> Fabric<E> {
+    /// Sets the probabilities that a frame on `link` is lost or corrupted.
+    pub fn set_link_loss(&mut self, link: LinkId, loss: f64, corrupt: f64) {
+        if let Some(l) = self.w.links.get_mut(link.0) {
+            l.loss = loss.clamp(0.0, 1.0);
+            l.corrupt = corrupt.clamp(0.0, 1.0);
+        }
+    }
+}

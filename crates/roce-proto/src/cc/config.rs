@@ -159,6 +159,19 @@ impl CcConfig {
         matches!(self.params, CcParams::Hpcc(_))
     }
 
+    /// The CNP interval of the notification point this controller is designed with: DCQCN's
+    /// `min_time_between_cnps`; 1 us for DCTCP, whose mark fraction needs (nearly) every CE
+    /// mark echoed (a 50 us interval lets one mark per 50 us through, and the queue grows past
+    /// Kmax into PFC); 50 us (the SIGCOMM'15 N) for controllers that ignore CNPs.
+    pub fn cnp_interval(&self) -> crate::time::Duration {
+        let us = match &self.params {
+            CcParams::Dcqcn(p) => u64::from(p.min_time_between_cnps),
+            CcParams::Dctcp(_) => 1,
+            _ => 50,
+        };
+        crate::time::Duration::from_micros(us)
+    }
+
     /// Sets parameter `param` to `value`.
     pub fn set(&mut self, param: &str, value: &str) -> Result<(), CcError> {
         let controller = self.name;

@@ -78,27 +78,27 @@ pub enum CcParams {
     Hpcc(HpccParams),
 }
 
+/// A preset's parameter set, shared or mutable as `$params` is borrowed.
+macro_rules! param_set {
+    ($params:expr) => {
+        match $params {
+            CcParams::None => None,
+            CcParams::Dcqcn(p) => Some(p as _),
+            CcParams::Dctcp(p) => Some(p as _),
+            CcParams::Timely(p) => Some(p as _),
+            CcParams::PatchedTimely(p) => Some(p as _),
+            CcParams::Hpcc(p) => Some(p as _),
+        }
+    };
+}
+
 impl CcParams {
     fn set(&mut self) -> Option<&mut dyn ParamSet> {
-        match self {
-            CcParams::None => None,
-            CcParams::Dcqcn(p) => Some(p),
-            CcParams::Dctcp(p) => Some(p),
-            CcParams::Timely(p) => Some(p),
-            CcParams::PatchedTimely(p) => Some(p),
-            CcParams::Hpcc(p) => Some(p),
-        }
+        param_set!(self)
     }
 
     fn get(&self) -> Option<&dyn ParamSet> {
-        match self {
-            CcParams::None => None,
-            CcParams::Dcqcn(p) => Some(p),
-            CcParams::Dctcp(p) => Some(p),
-            CcParams::Timely(p) => Some(p),
-            CcParams::PatchedTimely(p) => Some(p),
-            CcParams::Hpcc(p) => Some(p),
-        }
+        param_set!(self)
     }
 }
 

@@ -19,7 +19,7 @@ use roce_fabric::engines::EngineKind;
 use roce_fabric::hpcc::fct_file;
 use roce_fabric::hpcc::run::HpccRun;
 use roce_fabric::scenario::Scenario;
-use roce_fabric::EcnConfig;
+use roce_fabric::{EcnConfig, MarkPoint};
 use roce_proto::size::parse_bytes;
 
 /// `roce sim` subcommands.
@@ -118,6 +118,15 @@ pub enum OnOff {
     Off,
 }
 
+/// Where switches mark CE.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnAt {
+    /// On arrival.
+    Enqueue,
+    /// On departure.
+    Dequeue,
+}
+
 /// Flags of the built-in experiments.
 #[derive(Args, Debug)]
 pub struct BuiltinArgs {
@@ -142,6 +151,15 @@ pub struct BuiltinArgs {
     /// Congestion control of the senders.
     #[arg(long, default_value = "none")]
     cc: String,
+    /// Minimum time between CNPs per QP at the receivers (notification point), µs; 0 turns
+    /// CNPs off. Default: what the controller is designed with (dcqcn-mlx its
+    /// min_time_between_cnps of 4 µs, dcqcn-paper 50 µs, dctcp 1 µs).
+    #[arg(long)]
+    cnp_interval_us: Option<f64>,
+    /// Where switches decide ECN marks: at `enqueue` (merchant ASICs' WRED) or at `dequeue` (the
+    /// DCQCN and HPCC authors' ns-3 switches: the mark skips the queueing delay).
+    #[arg(long, value_enum, default_value = "enqueue")]
+    ecn_at: EcnAt,
     /// Virtual run time (e.g. 2ms, 500us; a bare number is µs).
     #[arg(long, value_parser = parse_micros)]
     duration: Option<f64>,
@@ -219,7 +237,17 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
         SimCommand::Allreduce(a) => (BuiltinKind::Allreduce, a),
         SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
-    Some((a.params().scenario(kind), a))
+    let mut s = a.params().scenario(kind);
+    s.cnp_interval_us = match (a.cnp_interval_us, s.cc_config()) {
+        (Some(us), _) => us,
+        (None, Ok(Some(cc))) => cc.cnp_interval().as_nanos() as f64 / 1e3,
+        (None, _) => s.cnp_interval_us,
+    };
+    s.switch.ecn_at = match a.ecn_at {
+        EcnAt::Enqueue => MarkPoint::Enqueue,
+        EcnAt::Dequeue => MarkPoint::Dequeue,
+    };
+    Some((s, a))
 }
 
 /// Runs `roce sim ...` (errors become one line in `main`).

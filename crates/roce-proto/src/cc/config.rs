@@ -78,27 +78,27 @@ pub enum CcParams {
     Hpcc(HpccParams),
 }
 
+/// A preset's parameter set, shared or mutable as `$params` is borrowed.
+macro_rules! param_set {
+    ($params:expr) => {
+        match $params {
+            CcParams::None => None,
+            CcParams::Dcqcn(p) => Some(p as _),
+            CcParams::Dctcp(p) => Some(p as _),
+            CcParams::Timely(p) => Some(p as _),
+            CcParams::PatchedTimely(p) => Some(p as _),
+            CcParams::Hpcc(p) => Some(p as _),
+        }
+    };
+}
+
 impl CcParams {
     fn set(&mut self) -> Option<&mut dyn ParamSet> {
-        match self {
-            CcParams::None => None,
-            CcParams::Dcqcn(p) => Some(p),
-            CcParams::Dctcp(p) => Some(p),
-            CcParams::Timely(p) => Some(p),
-            CcParams::PatchedTimely(p) => Some(p),
-            CcParams::Hpcc(p) => Some(p),
-        }
+        param_set!(self)
     }
 
     fn get(&self) -> Option<&dyn ParamSet> {
-        match self {
-            CcParams::None => None,
-            CcParams::Dcqcn(p) => Some(p),
-            CcParams::Dctcp(p) => Some(p),
-            CcParams::Timely(p) => Some(p),
-            CcParams::PatchedTimely(p) => Some(p),
-            CcParams::Hpcc(p) => Some(p),
-        }
+        param_set!(self)
     }
 }
 
@@ -157,6 +157,19 @@ impl CcConfig {
     /// must stamp them and the receiver echo them (HPCC).
     pub fn uses_int(&self) -> bool {
         matches!(self.params, CcParams::Hpcc(_))
+    }
+
+    /// The CNP interval of the notification point this controller is designed with: DCQCN's
+    /// `min_time_between_cnps`; 1 us for DCTCP, whose mark fraction needs (nearly) every CE
+    /// mark echoed (a 50 us interval lets one mark per 50 us through, and the queue grows past
+    /// Kmax into PFC); 50 us (the SIGCOMM'15 N) for controllers that ignore CNPs.
+    pub fn cnp_interval(&self) -> crate::time::Duration {
+        let us = match &self.params {
+            CcParams::Dcqcn(p) => u64::from(p.min_time_between_cnps),
+            CcParams::Dctcp(_) => 1,
+            _ => 50,
+        };
+        crate::time::Duration::from_micros(us)
     }
 
     /// Sets parameter `param` to `value`.

@@ -52,25 +52,25 @@ pub trait ParamValue: Sized {
     fn show_value(&self) -> String;
 }
 
-impl ParamValue for u32 {
-    const EXPECTED: &'static str = "an unsigned integer (0..=4294967295)";
-    fn parse_value(s: &str) -> Option<Self> {
-        s.trim().parse().ok()
-    }
-    fn show_value(&self) -> String {
-        self.to_string()
-    }
+/// Integers parse and print as themselves.
+macro_rules! integer_param {
+    ($($ty:ty = $expected:literal),*) => {$(
+        impl ParamValue for $ty {
+            const EXPECTED: &'static str = $expected;
+            fn parse_value(s: &str) -> Option<Self> {
+                s.trim().parse().ok()
+            }
+            fn show_value(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
 }
 
-impl ParamValue for u64 {
-    const EXPECTED: &'static str = "an unsigned integer";
-    fn parse_value(s: &str) -> Option<Self> {
-        s.trim().parse().ok()
-    }
-    fn show_value(&self) -> String {
-        self.to_string()
-    }
-}
+integer_param!(
+    u32 = "an unsigned integer (0..=4294967295)",
+    u64 = "an unsigned integer"
+);
 
 impl ParamValue for f64 {
     const EXPECTED: &'static str = "a finite number";

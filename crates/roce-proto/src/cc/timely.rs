@@ -3,9 +3,12 @@
 //! Also holds the RTT-gradient filter that [`super::PatchedTimely`] shares.
 //!
 //! Per RTT sample r (the paper's Algorithm 1): new_diff = r − prev;
-//! rtt_diff ← (1 − a)·rtt_diff + a·new_diff; gradient = rtt_diff / min_rtt. If r < T_low:
-//! R += δ. If r > T_high: R ← R(1 − β(1 − T_high/r)). If gradient ≤ 0: R += N·δ, with
-//! N = `hai_n` after `hai_n` consecutive increases, else 1. Otherwise R ← R(1 − β·gradient).
+//! rtt_diff ← (1 − a)·rtt_diff + a·new_diff; gradient = rtt_diff / min_rtt. If r > T_high:
+//! R ← R(1 − β(1 − T_high/r)). If r < T_low or gradient ≤ 0: R += N·δ, with N = `hai_n` after
+//! `hai_n` consecutive increases, else 1 (the paper applies N only to the gradient branch; the
+//! HPCC authors' ns-3 model `UpdateRateTimely` to every increase, and so do we: after an incast
+//! cuts a flow to the floor, plain δ steps take seconds to recover at 100 Gbit/s).
+//! Otherwise R ← R(1 − β·gradient).
 //! Defaults follow the paper (δ = 10 Mbit/s, β = 0.8, T_low = 50 us, T_high = 500 us, N = 5)
 //! and the HPCC authors' ns-3 model (a = 0.875, min_rtt = 20 us).
 
@@ -197,24 +200,24 @@ impl RttRule for TimelyRule {
         let p = &self.p.rtt;
         let delta = p.delta_bps();
         let t_high = p.t_high_ns();
-        let step = if r < p.t_low_ns() {
-            delta
-        } else if r > t_high {
+        if r > t_high {
             self.inc_stage = 0;
             return rate * (1.0 - p.beta * (1.0 - t_high / r));
-        } else if gradient <= 0.0 {
-            let n = if self.inc_stage >= self.p.hai_n {
-                self.p.hai_n.max(1)
-            } else {
-                1
-            };
-            f64::from(n) * delta
-        } else {
+        }
+        if r >= p.t_low_ns() && gradient > 0.0 {
             self.inc_stage = 0;
             return rate * (1.0 - (p.beta * gradient).min(1.0));
+        }
+        // Hyper-additive after `hai_n` increases in a row, below T_low too (as the reference
+        // model's UpdateRateTimely): a flow cut to the floor recovers in tens of RTTs, not
+        // thousands.
+        let n = if self.inc_stage >= self.p.hai_n {
+            self.p.hai_n.max(1)
+        } else {
+            1
         };
         self.inc_stage = self.inc_stage.saturating_add(1);
-        rate + step
+        rate + f64::from(n) * delta
     }
 }
 

@@ -208,7 +208,7 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
 
 /// The frame numbers `pcap check --json` lists with `filters`, and the summary's `matched`.
 fn filtered(file: &str, filters: &[&str]) -> (Vec<u64>, serde_json::Value) {
-    let path = vectors().join(file);
+    let path = vectors::path(file);
     let mut args = vec!["pcap", "check", path.to_str().unwrap(), "--json"];
     args.extend(filters);
     let out = roce(&args);
@@ -259,7 +259,7 @@ fn check_filters_by_opcode_qpn_psn_and_ecn() {
 
 #[test]
 fn check_filters_choose_lines_but_every_frame_is_still_checked() {
-    let path = vectors().join("host_peer_to_guest.pcap");
+    let path = vectors::path("host_peer_to_guest.pcap");
     let out = roce(&["pcap", "check", path.to_str().unwrap(), "--qpn", "0xffffff"]);
     assert_eq!(
         out.status.code(),
@@ -292,7 +292,7 @@ fn check_filters_choose_lines_but_every_frame_is_still_checked() {
 
 #[test]
 fn check_refuses_a_filter_it_cannot_read_with_the_reason() {
-    let path = vectors().join("ib_write_bw_64.pcap");
+    let path = vectors::path("ib_write_bw_64.pcap");
     let p = path.to_str().unwrap();
     for (args, want) in [
         (["--opcode", "teleport"], "`teleport` is not an opcode"),

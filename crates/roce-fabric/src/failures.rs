@@ -5,10 +5,23 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::ScenarioEngine;
 use super::fabric::{Cable, Fabric};
-use super::scenario::{LinkEvent, ScenarioError};
 use super::topology::{End, Topology};
 use super::SwitchId;
 use roce_proto::time::{Duration, Instant};
+
+/// A cable going down or up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkEvent {
+    /// One end (host or switch name).
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// When, µs.
+    pub at_us: f64,
+    /// Up (true) or down.
+    pub up: bool,
+}
 
 /// A failure a scenario injects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,12 +107,7 @@ fn at(us: f64) -> Instant {
 }
 
 /// Finds the cable between the nodes named `a` and `b`.
-fn cable<'c>(
-    topo: &Topology,
-    cables: &'c [Cable],
-    a: &str,
-    b: &str,
-) -> Result<&'c Cable, ScenarioError> {
+fn cable<'c>(topo: &Topology, cables: &'c [Cable], a: &str, b: &str) -> Result<&'c Cable, String> {
     let name_of = |e: End| match e {
         End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
         End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
@@ -112,7 +120,7 @@ fn cable<'c>(
             (nx == Some(a) && ny == Some(b)) || (nx == Some(b) && ny == Some(a))
         })
         .map(|(_, c)| c)
-        .ok_or_else(|| ScenarioError::Invalid(format!("no cable between {a:?} and {b:?}")))
+        .ok_or_else(|| format!("no cable between {a:?} and {b:?}"))
 }
 
 /// Schedules `events` and `failures` on `fabric`, built from `topo` with `cables`.
@@ -122,7 +130,7 @@ pub(super) fn apply(
     cables: &[Cable],
     events: &[LinkEvent],
     failures: &[Failure],
-) -> Result<(), ScenarioError> {
+) -> Result<(), String> {
     let mut set = |c: &Cable, t: f64, up: bool| {
         fabric.schedule_link(c.ab, at(t), up);
         fabric.schedule_link(c.ba, at(t), up);
@@ -160,7 +168,7 @@ pub(super) fn apply(
                     .switches
                     .iter()
                     .position(|(n, _)| n == switch)
-                    .ok_or_else(|| ScenarioError::Invalid(format!("no switch {switch:?}")))?;
+                    .ok_or_else(|| format!("no switch {switch:?}"))?;
                 let down = Duration::from_nanos((down_us * 1000.0) as u64);
                 fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
             }

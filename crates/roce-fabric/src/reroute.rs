@@ -4,33 +4,13 @@
 //! frames hashed toward the dead next hop are lost. A rebooting switch loses its buffer and
 //! takes all its cables down.
 
-use serde::{Deserialize, Serialize};
-
 use super::fabric::Fabric;
 use super::wires::Event;
 use super::{LinkId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
 
-pub use super::wires::LostTraffic;
-
-/// How fast the fabric notices failures and reroutes around them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Routing {
-    /// From a link going down (or up) to its sending end noticing, µs.
-    #[serde(default)]
-    pub detect_us: f64,
-    /// From a switch noticing to every switch using the recomputed ECMP groups, µs.
-    #[serde(default)]
-    pub converge_us: f64,
-}
-
-impl Routing {
-    fn delay(us: f64) -> Duration {
-        Duration::from_nanos((us.max(0.0) * 1000.0) as u64)
-    }
-}
+pub use super::wires::{LostTraffic, Routing};
 
 impl<E: Engine> Fabric<E> {
     /// Sets the failure detection delay and the routing convergence time (both 0 by default:
@@ -67,7 +47,7 @@ impl<E: Engine> Fabric<E> {
     /// The cable's physical state changes: frames on it are lost when it dies; its sending end
     /// notices after the detection delay.
     pub(super) fn link_state(&mut self, l: LinkId, up: bool) -> bool {
-        let at = self.now() + Routing::delay(self.routing.detect_us);
+        let at = self.now() + Routing::delay_of(self.routing.detect_us);
         let Some(link) = self.w.links.get_mut(l.0) else {
             return false;
         };
@@ -88,7 +68,7 @@ impl<E: Engine> Fabric<E> {
     /// The sending end notices the state (unless it changed back meanwhile): it stops or starts
     /// using the port at once, and every switch reroutes a convergence time later.
     pub(super) fn link_detect(&mut self, l: LinkId, up: bool) -> bool {
-        let at = self.now() + Routing::delay(self.routing.converge_us);
+        let at = self.now() + Routing::delay_of(self.routing.converge_us);
         let Some(link) = self.w.links.get_mut(l.0) else {
             return false;
         };

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::ecmp::{self, EcmpLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
+pub use super::failures::LinkEvent;
 use super::failures::{self, Failure};
 use super::fat_tree::ThreeTier;
 use super::fct::{FctReport, Finished};
@@ -218,20 +219,6 @@ impl SwitchSpec {
         }
         .with_ecn_all(self.ecn)
     }
-}
-
-/// A cable going down or up.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkEvent {
-    /// One end (host or switch name).
-    pub a: String,
-    /// The other end.
-    pub b: String,
-    /// When, µs.
-    pub at_us: f64,
-    /// Up (true) or down.
-    pub up: bool,
 }
 
 /// A complete experiment.
@@ -597,7 +584,8 @@ impl Scenario {
             &cables,
             &self.link_events,
             &self.failures,
-        )?;
+        )
+        .map_err(ScenarioError::Invalid)?;
         let bottleneck = match self.monitor_host {
             Some(h) => topo
                 .cables

@@ -13,7 +13,7 @@ use super::port::TxPort;
 use super::switch::Arrival;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::IntHop;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Event {
@@ -140,6 +140,24 @@ pub(super) struct Wires {
     pub(super) events: u64,
     /// Frames lost to failures (dead links, reboots, no route).
     pub(super) lost: LostTraffic,
+}
+
+/// How fast the fabric notices failures and reroutes around them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Routing {
+    /// From a link going down (or up) to its sending end noticing, µs.
+    #[serde(default)]
+    pub detect_us: f64,
+    /// From a switch noticing to every switch using the recomputed ECMP groups, µs.
+    #[serde(default)]
+    pub converge_us: f64,
+}
+
+impl Routing {
+    pub(super) fn delay_of(us: f64) -> Duration {
+        Duration::from_nanos((us.max(0.0) * 1000.0) as u64)
+    }
 }
 
 /// Frames and bytes lost to failures: sent into a dead link, on a link when it died, in a

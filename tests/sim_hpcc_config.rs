@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use roce_fabric::hpcc::fct_file::{self, node_ip};
-use roce_fabric::hpcc::run::HpccRun;
+use roce_fabric::hpcc_run::HpccRun;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hpcc")

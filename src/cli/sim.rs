@@ -17,7 +17,7 @@ use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
 use roce_fabric::hpcc::fct_file;
-use roce_fabric::hpcc::run::HpccRun;
+use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::{EcnConfig, MarkPoint};
 use roce_proto::size::parse_bytes;

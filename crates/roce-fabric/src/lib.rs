@@ -53,6 +53,7 @@ pub mod fat_tree;
 pub mod fct;
 pub mod frame;
 pub mod hpcc;
+pub mod hpcc_run;
 pub mod outage;
 mod port;
 pub mod reroute;

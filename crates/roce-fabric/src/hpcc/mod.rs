@@ -4,12 +4,12 @@
 //! FCT output file ([`fct_file`]), read and written as its `scratch/third.cc` does.
 //!
 //! Readers take the text and the file's name (for errors) and do no I/O themselves except
-//! the `load` helpers; they do not run anything.
+//! the `load` helpers; they do not run anything ([`crate::hpcc_run`] runs an experiment; it sits
+//! above the scenario, these readers below it).
 
 pub mod config;
 pub mod fct_file;
 pub mod flow_file;
-pub mod run;
 mod tokens;
 pub mod topology_file;
 

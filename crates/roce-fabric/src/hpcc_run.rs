@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{CcMode, HpccConfig};
-use super::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
-use super::flow_file::{self, FlowLine};
-use super::topology_file::TopologyFile;
-use super::{read_text, HpccError};
+use crate::hpcc::config::{CcMode, HpccConfig};
+use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
+use crate::hpcc::flow_file::{self, FlowLine};
+use crate::hpcc::topology_file::TopologyFile;
+use crate::hpcc::{read_text, HpccError};
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::summary::Summary;
 use crate::switch::EcnConfig;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use roce_fabric::compare::{Row, Run, Variant, METRICS};
+use roce_fabric::compare::{metrics_of, Row, Run, Variant};
 use roce_fabric::series::Recorder;
 use roce_fabric::summary::Summary;
 
@@ -45,14 +45,15 @@ type Pick = fn(&Trace) -> &Vec<(f64, f64)>;
 
 /// One line per run: variant, seed, then every metric of the comparison.
 pub fn runs_csv(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> String {
+    let metrics = metrics_of(summaries);
     let mut s = String::from("variant,seed");
-    for (name, _) in METRICS {
+    for (name, _) in &metrics {
         let _ = write!(s, ",{name}");
     }
     s.push('\n');
     for (run, sum) in runs.iter().zip(summaries) {
         let _ = write!(s, "\"{}\",{}", variants[run.variant].label(), run.seed);
-        for (_, get) in METRICS {
+        for (_, get) in &metrics {
             let _ = write!(s, ",{}", get(sum));
         }
         s.push('\n');

@@ -9,9 +9,14 @@
 //! `duration_us=5ms` is not understood: values are TOML values, `duration_us=5000`), or a
 //! congestion-control parameter as `cc.NAME=VALUE` (`cc.rpg_ai_rate=40`, as `roce cc show` lists
 //! them), which becomes an entry of the scenario's `cc_params`.
+//!
+//! The table: goodput, bottleneck utilisation, Jain, queue mean and p99, PFC frames, ECN marks,
+//! CNPs, retransmissions, failed flows, and the FCT slowdown percentiles when the flows are
+//! finite.
 
 use serde::Serialize;
 
+use crate::fct::SlowdownBin;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::summary::Summary;
 
@@ -353,6 +358,31 @@ pub const METRICS: &[Metric] = &[
     ("failed_flows", |s| s.failed_flows as f64),
 ];
 
+/// Slowdown percentiles over a run's finished flows (FCT over the flow's FCT alone on an idle
+/// fabric), shown when every run of a grid has finite flows that finished.
+pub const FCT_METRICS: &[Metric] = &[
+    ("slowdown_p50", |s| fct_pctl(s, |b| b.p50)),
+    ("slowdown_p95", |s| fct_pctl(s, |b| b.p95)),
+    ("slowdown_p99", |s| fct_pctl(s, |b| b.p99)),
+];
+
+fn fct_pctl(s: &Summary, pick: fn(&SlowdownBin) -> f64) -> f64 {
+    s.fct
+        .as_ref()
+        .and_then(|f| f.overall())
+        .map_or(f64::NAN, |b| pick(&b))
+}
+
+/// The metrics of a grid whose runs left `summaries`: [`METRICS`], and [`FCT_METRICS`] when
+/// every run has flow completion times.
+pub fn metrics_of(summaries: &[Summary]) -> Vec<Metric> {
+    let mut m = METRICS.to_vec();
+    if !summaries.is_empty() && summaries.iter().all(|s| s.fct.is_some()) {
+        m.extend_from_slice(FCT_METRICS);
+    }
+    m
+}
+
 /// One variant's row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Row {
@@ -366,6 +396,7 @@ pub struct Row {
 
 /// The rows of `variants` from the summaries of `runs` (the same order as [`Grid::expand`]).
 pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> Vec<Row> {
+    let metrics = metrics_of(summaries);
     variants
         .iter()
         .enumerate()
@@ -376,7 +407,7 @@ pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> Vec<Ro
                 .filter(|(r, _)| r.variant == v)
                 .map(|(_, s)| s)
                 .collect();
-            let metrics = METRICS
+            let metrics = metrics
                 .iter()
                 .map(|(name, get)| {
                     let xs: Vec<f64> = mine.iter().map(|s| get(s)).collect();
@@ -395,7 +426,9 @@ pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> Vec<Ro
 /// The rows as a text table: `mean ±sd` per metric (the spread over seeds).
 pub fn table(rows: &[Row]) -> String {
     let mut header = vec!["variant".to_owned(), "runs".to_owned()];
-    header.extend(METRICS.iter().map(|(n, _)| (*n).to_owned()));
+    if let Some(first) = rows.first() {
+        header.extend(first.metrics.iter().map(|(n, _)| n.clone()));
+    }
     let mut lines: Vec<Vec<String>> = vec![header];
     for r in rows {
         let mut cells = vec![r.variant.label(), r.runs.to_string()];

@@ -70,6 +70,18 @@ pub struct FctReport {
     pub bins: Vec<SlowdownBin>,
 }
 
+impl FctReport {
+    /// The slowdown percentiles over every finished flow (one bin of 100%).
+    pub fn overall(&self) -> Option<SlowdownBin> {
+        let rows: Vec<(u64, f64)> = self
+            .flows
+            .iter()
+            .map(|f| (f.run.size, f.slowdown))
+            .collect();
+        slowdown_bins(&rows, 100).pop()
+    }
+}
+
 /// `fct_analysis.py`'s percentile: the element at `int(len * p)`.
 fn pctl(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));

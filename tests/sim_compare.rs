@@ -166,3 +166,55 @@ fn failed_runs_make_compare_exit_non_zero_naming_them_and_bad_settings_say_why()
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not PATH=VALUE"), "{err}");
 }
+
+/// With finite flows (the FB_Hadoop fat tree), the table adds the FCT slowdown percentiles over
+/// each run's finished flows, and they are the single run's.
+#[test]
+fn finite_flows_add_the_slowdown_percentiles_of_each_run() {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/fat-tree-fb-hadoop.toml"
+    );
+    let grid = json(&roce(&[
+        "sim",
+        "compare",
+        scenario,
+        "--cc",
+        "dcqcn-mlx,dctcp",
+        "--json",
+    ]));
+    let rows = grid["rows"].as_array().expect("rows");
+    let names: Vec<&str> = rows[0]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter_map(|m| m[0].as_str())
+        .collect();
+    assert_eq!(
+        &names[names.len() - 3..],
+        ["slowdown_p50", "slowdown_p95", "slowdown_p99"]
+    );
+    for (row, run) in rows.iter().zip(grid["runs"].as_array().expect("runs")) {
+        let fct = &run["summary"]["fct"];
+        let mut slowdowns: Vec<f64> = fct["flows"]
+            .as_array()
+            .expect("fct flows")
+            .iter()
+            .map(|f| f["slowdown"].as_f64().expect("slowdown").max(1.0))
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
+        // fct_analysis.py's percentile: the element at int(n * p).
+        let pctl =
+            |p: f64| slowdowns[((slowdowns.len() as f64 * p) as usize).min(slowdowns.len() - 1)];
+        let metric = |name: &str| {
+            row["metrics"]
+                .as_array()
+                .and_then(|m| m.iter().find(|m| m[0] == name))
+                .map(|m| m[1]["mean"].as_f64().expect("mean"))
+                .expect("metric")
+        };
+        assert_eq!(metric("slowdown_p50"), pctl(0.5), "{}", row["variant"]);
+        assert_eq!(metric("slowdown_p99"), pctl(0.99), "{}", row["variant"]);
+        assert!(metric("slowdown_p50") >= 1.0);
+    }
+}

@@ -220,7 +220,8 @@ fn demo_on_three_lcores_verifies_every_flow_and_reacts_to_congestion() {
     assert_eq!(sent, c["sent_pkts"].as_u64().unwrap_or(0));
 }
 
-/// `--pfc`: four senders into a small buffer. The switch pauses them (no drop), every pause
+/// `--pfc`: four uncontrolled senders into a slow bottleneck. The switch pauses them (no drop),
+/// every pause
 /// frame it sends is taken and counted by the host it was sent to (`rx_prio3_pause`: each
 /// sender, never the receiver), and every flow is still verified. Without `--pfc` no host
 /// reports pauses.
@@ -238,7 +239,11 @@ fn demo_pfc_pauses_the_senders_instead_of_dropping_and_every_flow_verifies() {
         "--bottleneck-gbps",
         "0.2",
         "--buffer",
-        "200000",
+        "400000",
+        // No congestion control: four senders at line rate into 0.2 Gbit/s fill the queue
+        // whatever the machine's speed, so PFC must act.
+        "--cc",
+        "none",
         "--seed",
         "3",
     ];

@@ -229,7 +229,7 @@ fn demo_on_three_lcores_verifies_every_flow_and_reacts_to_congestion() {
 
 /// `--pfc`: four uncontrolled senders into a slow bottleneck. The switch pauses them (no drop),
 /// every pause frame it sends is taken and counted by the host it was sent to
-/// (`rx_prio3_pause`: each sender, never the receiver), and every flow is still verified.
+/// (`rx_prio3_pause`: senders, never the receiver), and every flow is still verified.
 /// Without `--pfc` no host reports pauses.
 #[test]
 fn demo_pfc_pauses_the_senders_instead_of_dropping_and_every_flow_verifies() {

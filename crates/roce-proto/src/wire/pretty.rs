@@ -12,6 +12,21 @@ use super::roce::{IpRepr, RocePacket};
 use super::view::parse_frame_unverified;
 use super::{ethernet, ipv4, udp, WireError, ROCE_UDP_PORT};
 
+/// What a BTH flag bit means when clear and when set.
+const SOLICITED_MEANINGS: [&str; 2] = [
+    "no solicited event",
+    "solicited event: wake the receiver's CQ",
+];
+const FECN_MEANINGS: [&str; 2] = [
+    "no forward congestion mark",
+    "forward ECN: congestion seen on the way",
+];
+const BECN_MEANINGS: [&str; 2] = [
+    "no backward congestion mark",
+    "backward ECN: the receiver saw congestion, slow down",
+];
+const ACK_REQ_MEANINGS: [&str; 2] = ["no ACK requested", "the responder must acknowledge"];
+
 /// One line: addresses, opcode name and number, QPN, PSN, payload length, ECN, FECN/BECN, and
 /// the AETH verdict for responses.
 #[derive(Clone, Copy, Debug)]
@@ -116,6 +131,11 @@ impl Dump {
         let end = start + self.out[start..].trim_end().len();
         self.out.truncate(end);
         self.out.push('\n');
+    }
+
+    /// A BTH flag bit, as 0 or 1, with the meaning of its value (`[clear, set]`).
+    fn flag(&mut self, name: &str, set: bool, meanings: [&str; 2]) {
+        self.field("BTH", name, u8::from(set), meanings[usize::from(set)]);
     }
 
     fn ethernet(&mut self, eth: &ethernet::Repr) {
@@ -285,12 +305,7 @@ impl Dump {
             format!("{:#04x} ({})", b.opcode.0, b.opcode.0),
             &meaning,
         );
-        let se = if b.solicited {
-            "solicited event: wake the receiver's CQ"
-        } else {
-            "no solicited event"
-        };
-        self.field("BTH", "SE", u8::from(b.solicited), se);
+        self.flag("SE", b.solicited, SOLICITED_MEANINGS);
         self.field("BTH", "M", u8::from(b.migreq), "migration request (APM)");
         let pad = format!(
             "{} pad byte(s) before the ICRC to reach 4-byte alignment",
@@ -304,30 +319,15 @@ impl Dump {
             "partition key"
         };
         self.field("BTH", "P_Key", format!("{:#06x}", b.pkey), pkey);
-        let fecn = if b.fecn {
-            "forward ECN: congestion seen on the way"
-        } else {
-            "no forward congestion mark"
-        };
-        self.field("BTH", "FECN", u8::from(b.fecn), fecn);
-        let becn = if b.becn {
-            "backward ECN: the receiver saw congestion, slow down"
-        } else {
-            "no backward congestion mark"
-        };
-        self.field("BTH", "BECN", u8::from(b.becn), becn);
+        self.flag("FECN", b.fecn, FECN_MEANINGS);
+        self.flag("BECN", b.becn, BECN_MEANINGS);
         self.field(
             "BTH",
             "dest QP",
             b.dest_qpn,
             "queue pair number at the receiver",
         );
-        let ack = if b.ack_req {
-            "the responder must acknowledge"
-        } else {
-            "no ACK requested"
-        };
-        self.field("BTH", "AckReq", u8::from(b.ack_req), ack);
+        self.flag("AckReq", b.ack_req, ACK_REQ_MEANINGS);
         self.field(
             "BTH",
             "PSN",

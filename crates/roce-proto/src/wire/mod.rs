@@ -142,3 +142,27 @@ pub(crate) fn write_u32(data: &mut [u8], at: usize, value: u32) {
 pub(crate) fn write_u64(data: &mut [u8], at: usize, value: u64) {
     data[at..at + 8].copy_from_slice(&value.to_be_bytes());
 }
+
+/// A test frame from hex digits (whitespace between them is ignored): exactly `N` bytes, or a
+/// compile-time panic in a `static`.
+#[cfg(test)]
+pub(crate) const fn hex<const N: usize>(text: &str) -> [u8; N] {
+    let text = text.as_bytes();
+    let mut out = [0u8; N];
+    let (mut i, mut digits) = (0, 0);
+    while i < text.len() {
+        let c = text[i];
+        i += 1;
+        let value = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b' ' | b'\n' => continue,
+            _ => panic!("not a hex digit"),
+        };
+        assert!(digits < 2 * N, "more than N bytes");
+        out[digits / 2] |= value << (4 * (1 - digits % 2));
+        digits += 1;
+    }
+    assert!(digits == 2 * N, "fewer than N bytes");
+    out
+}

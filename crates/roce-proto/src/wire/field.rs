@@ -172,3 +172,28 @@ macro_rules! emit_via_to_bytes {
         }
     };
 }
+
+/// Inside a view's `impl`: one documented getter per `$name -> $ty = $get, $doc;` line, where
+/// `$get` reads the buffer's bytes, named `$data`. The view's length check makes it safe.
+macro_rules! getters {
+    ($data:ident => $($(#[$attr:meta])* $name:ident -> $ty:ty = $get:expr, $doc:literal;)+) => {$(
+        #[doc = $doc]
+        $(#[$attr])*
+        pub fn $name(&self) -> $ty {
+            let $data = self.buffer.as_ref();
+            $get
+        }
+    )+};
+}
+
+/// Inside a view's `impl ... AsMut`: one documented setter per `$name($value: $ty) = $set, $doc;`
+/// line, where `$set` writes the buffer's bytes, named `$data`.
+macro_rules! setters {
+    ($data:ident => $($name:ident($value:ident: $ty:ty) = $set:expr, $doc:literal;)+) => {$(
+        #[doc = $doc]
+        pub fn $name(&mut self, $value: $ty) {
+            let $data = self.buffer.as_mut();
+            $set;
+        }
+    )+};
+}

@@ -6,7 +6,9 @@ use std::net::Ipv6Addr;
 use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use super::{dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError};
+use super::{
+    bytes_at, dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError,
+};
 
 /// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
 /// masks and the receive fast path all read their offsets from.
@@ -102,33 +104,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         flow_label_of(self.first_word())
     }
 
-    /// Payload length.
-    pub fn payload_len(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::LENGTH)
-    }
-
-    /// Next header (17 for UDP).
-    pub fn next_header(&self) -> u8 {
-        self.buffer.as_ref()[field::NXT_HDR]
-    }
-
-    /// Hop limit.
-    pub fn hop_limit(&self) -> u8 {
-        self.buffer.as_ref()[field::HOP_LIMIT]
-    }
-
-    /// Source address.
-    pub fn src_addr(&self) -> Ipv6Addr {
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&self.buffer.as_ref()[field::SRC]);
-        Ipv6Addr::from(b)
-    }
-
-    /// Destination address.
-    pub fn dst_addr(&self) -> Ipv6Addr {
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&self.buffer.as_ref()[field::DST]);
-        Ipv6Addr::from(b)
+    getters! { d =>
+        payload_len -> u16 = read_u16(d, field::LENGTH), "Payload length.";
+        next_header -> u8 = d[field::NXT_HDR], "Next header (17 for UDP).";
+        hop_limit -> u8 = d[field::HOP_LIMIT], "Hop limit.";
+        src_addr -> Ipv6Addr = Ipv6Addr::from(bytes_at::<16>(d, field::SRC)), "Source address.";
+        dst_addr -> Ipv6Addr = Ipv6Addr::from(bytes_at::<16>(d, field::DST)), "Destination address.";
     }
 
     /// The payload, up to the payload length (Ethernet padding excluded).
@@ -154,29 +135,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         *b = with_ecn(*b, ecn);
     }
 
-    /// Sets the payload length.
-    pub fn set_payload_len(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::LENGTH, value);
-    }
-
-    /// Sets the next header.
-    pub fn set_next_header(&mut self, value: u8) {
-        self.buffer.as_mut()[field::NXT_HDR] = value;
-    }
-
-    /// Sets the hop limit.
-    pub fn set_hop_limit(&mut self, value: u8) {
-        self.buffer.as_mut()[field::HOP_LIMIT] = value;
-    }
-
-    /// Sets the source address.
-    pub fn set_src_addr(&mut self, addr: Ipv6Addr) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.octets());
-    }
-
-    /// Sets the destination address.
-    pub fn set_dst_addr(&mut self, addr: Ipv6Addr) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&addr.octets());
+    setters! { d =>
+        set_payload_len(value: u16) = write_u16(d, field::LENGTH, value), "Sets the payload length.";
+        set_next_header(value: u8) = d[field::NXT_HDR] = value, "Sets the next header.";
+        set_hop_limit(value: u8) = d[field::HOP_LIMIT] = value, "Sets the hop limit.";
+        set_src_addr(addr: Ipv6Addr) = d[field::SRC].copy_from_slice(&addr.octets()), "Sets the source address.";
+        set_dst_addr(addr: Ipv6Addr) = d[field::DST].copy_from_slice(&addr.octets()), "Sets the destination address.";
     }
 }
 

@@ -119,6 +119,14 @@ pub(crate) fn read_u64(data: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// The `N` bytes at `range` (`N` long); the caller has checked the length.
+#[inline]
+pub(crate) fn bytes_at<const N: usize>(data: &[u8], range: core::ops::Range<usize>) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&data[range]);
+    b
+}
+
 /// Writes a big-endian `u16` at `at`.
 #[inline]
 pub(crate) fn write_u16(data: &mut [u8], at: usize, value: u16) {

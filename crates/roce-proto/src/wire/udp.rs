@@ -52,25 +52,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
     }
 
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::DST_PORT)
-    }
-
-    /// Length of header plus payload.
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::LENGTH)
-    }
-
-    /// Checksum as stored (0 = none).
-    pub fn checksum(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    getters! { d =>
+        src_port -> u16 = read_u16(d, field::SRC_PORT), "Source port.";
+        dst_port -> u16 = read_u16(d, field::DST_PORT), "Destination port.";
+        #[allow(clippy::len_without_is_empty)]
+        len -> u16 = read_u16(d, field::LENGTH), "Length of header plus payload.";
+        checksum -> u16 = read_u16(d, field::CHECKSUM), "Checksum as stored (0 = none).";
     }
 
     /// The payload, up to the length field.
@@ -80,24 +67,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the source port.
-    pub fn set_src_port(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::SRC_PORT, value);
-    }
-
-    /// Sets the destination port.
-    pub fn set_dst_port(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::DST_PORT, value);
-    }
-
-    /// Sets the length field.
-    pub fn set_len(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::LENGTH, value);
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
+    setters! { d =>
+        set_src_port(value: u16) = write_u16(d, field::SRC_PORT, value), "Sets the source port.";
+        set_dst_port(value: u16) = write_u16(d, field::DST_PORT, value), "Sets the destination port.";
+        set_len(value: u16) = write_u16(d, field::LENGTH, value), "Sets the length field.";
+        set_checksum(value: u16) = write_u16(d, field::CHECKSUM, value), "Sets the checksum field.";
     }
 }
 

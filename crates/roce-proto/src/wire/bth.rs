@@ -277,6 +277,7 @@ const fn be24(b: &[u8; HEADER_LEN], at: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static HEADER: [u8; 12] = [
         0x0a, // RDMA WRITE Only
@@ -312,10 +313,7 @@ mod tests {
 
     #[test]
     fn emits_header() {
-        let mut buf = [0xa5u8; 13];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..12], &HEADER[..]);
-        assert_eq!(buf[12], 0xa5);
+        assert_emits(&HEADER, |b| repr().emit(&mut Packet::new_unchecked(b)));
     }
 
     #[test]

@@ -145,12 +145,9 @@ macro_rules! fixed_header_tests {
 
         #[test]
         fn emits_header() {
-            let mut buf = [0xa5u8; HEADER_LEN + 1];
-            $repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
-            assert_eq!(&buf[..HEADER_LEN], &$header[..]);
-            assert_eq!(buf[HEADER_LEN], 0xa5);
+            $crate::wire::assert_emits(&$header, |b| $repr.emit(&mut Packet::new_unchecked(b)));
             assert_eq!(
-                Packet::new_checked(&buf[..HEADER_LEN - 1]),
+                Packet::new_checked(&$header[..HEADER_LEN - 1]),
                 Err($crate::wire::WireError::Truncated)
             );
         }

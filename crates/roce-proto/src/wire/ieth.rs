@@ -18,13 +18,5 @@ fixed_header! {
 mod tests {
     use super::*;
 
-    #[test]
-    fn rkey_is_network_order_both_ways() {
-        let bytes = [0x00, 0x00, 0x16, 0x0a];
-        let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
-        assert_eq!(repr.rkey, 0x160a);
-        let mut buf = [0xa5u8; 5];
-        repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(buf, [0x00, 0x00, 0x16, 0x0a, 0xa5]);
-    }
+    fixed_header_tests!([0x00, 0x00, 0x16, 0x0a], Repr { rkey: 0x160a });
 }

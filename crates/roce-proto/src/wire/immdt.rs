@@ -17,16 +17,11 @@ fixed_header! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::WireError;
 
-    #[test]
-    fn immediate_is_network_order_both_ways() {
-        let bytes = [0x12, 0x34, 0x56, 0x78];
-        let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
-        assert_eq!(repr.imm_data, 0x1234_5678);
-        let mut buf = [0xa5u8; 5];
-        repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(buf, [0x12, 0x34, 0x56, 0x78, 0xa5]);
-        assert_eq!(Packet::new_checked(&buf[..3]), Err(WireError::Truncated));
-    }
+    fixed_header_tests!(
+        [0x12, 0x34, 0x56, 0x78],
+        Repr {
+            imm_data: 0x1234_5678
+        }
+    );
 }

@@ -204,6 +204,7 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static HEADER: [u8; 40] = [
         0x6b, 0xaa, 0xbc, 0xde, // version 6, TC 0xba (DSCP 46, ECT(0)), flow label 0xabcde
@@ -238,10 +239,7 @@ mod tests {
 
     #[test]
     fn emits_header() {
-        let mut buf = [0xa5u8; 41];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..40], &HEADER[..]);
-        assert_eq!(buf[40], 0xa5);
+        assert_emits(&HEADER, |b| repr().emit(&mut Packet::new_unchecked(b)));
     }
 
     #[test]

@@ -174,3 +174,13 @@ pub(crate) const fn hex<const N: usize>(text: &str) -> [u8; N] {
     assert!(digits == 2 * N, "fewer than N bytes");
     out
 }
+
+/// Asserts that `emit` writes exactly `expected` at the start of a buffer one byte longer, and
+/// nothing past it.
+#[cfg(test)]
+pub(crate) fn assert_emits(expected: &[u8], emit: impl FnOnce(&mut [u8])) {
+    let mut buf = vec![0xa5u8; expected.len() + 1];
+    emit(&mut buf);
+    assert_eq!(&buf[..expected.len()], expected);
+    assert_eq!(buf[expected.len()], 0xa5, "wrote past the end");
+}

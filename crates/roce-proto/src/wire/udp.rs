@@ -114,6 +114,7 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static DATAGRAM: [u8; 12] = [0xc0, 0x01, 0x12, 0xb7, 0x00, 0x0c, 0x00, 0x00, 1, 2, 3, 4];
 
@@ -134,10 +135,9 @@ mod tests {
 
     #[test]
     fn emits_header_with_zero_checksum() {
-        let mut buf = [0xa5u8; 9];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..8], &DATAGRAM[..8]);
-        assert_eq!(buf[8], 0xa5);
+        assert_emits(&DATAGRAM[..8], |b| {
+            repr().emit(&mut Packet::new_unchecked(b))
+        });
     }
 
     #[test]

@@ -62,8 +62,21 @@ macro_rules! fixed_header_view {
 /// one getter and one setter per field, and `Repr` (`Copy`, `Default`, ...) with `parse`,
 /// `buffer_len` and `emit`.
 /// Each field names its offset and the `fn(&[u8], usize) -> Ty` / `fn(&mut [u8], usize, Ty)`
-/// pair that reads and writes it; its doc serves the getter and the `Repr` field.
+/// pair that reads and writes it (`wire::read_u32` and the like are in scope); its doc serves
+/// the getter and the `Repr` field. `Repr[len, "doc"]` also defines `HEADER_LEN`.
 macro_rules! fixed_header {
+    (
+        $(#[$repr_attr:meta])*
+        pub struct Repr[$len:expr, $len_doc:literal] { $($fields:tt)+ }
+    ) => {
+        #[doc = $len_doc]
+        pub const HEADER_LEN: usize = $len;
+
+        fixed_header! {
+            $(#[$repr_attr])*
+            pub struct Repr { $($fields)+ }
+        }
+    };
     (
         $(#[$repr_attr:meta])*
         pub struct Repr {
@@ -78,6 +91,10 @@ macro_rules! fixed_header {
             )+
         }
     ) => {
+        // The readers and writers the table names, unless the module brings its own.
+        #[allow(unused_imports)]
+        use $crate::wire::field_io::*;
+
         fixed_header_view!("this module's header (parsed: [`Repr`])");
 
         impl<T: AsRef<[u8]>> Packet<T> {
@@ -134,8 +151,16 @@ macro_rules! fixed_header {
 
 /// The two tests every fixed header takes: `$header` parses to `$repr`, and `$repr` emits
 /// exactly `$header` (no byte past it) into a buffer that is then one byte too short to check.
+/// A table of them, `module: header => repr;`, each in a test module named after its header's.
 #[cfg(test)]
 macro_rules! fixed_header_tests {
+    ($($module:ident: $header:expr => $repr:expr;)+) => {$(
+        mod $module {
+            use $crate::wire::$module::*;
+
+            fixed_header_tests!($header, $repr);
+        }
+    )+};
     ($header:expr, $repr:expr) => {
         #[test]
         fn parses_header() {

@@ -93,6 +93,15 @@ pub enum WireError {
     BufferTooSmall,
 }
 
+/// The field readers and writers, for `fixed_header!` tables to name.
+pub(crate) mod field_io {
+    // (Each table names only some of them.)
+    #[allow(unused_imports)]
+    pub(crate) use super::{
+        read_u16, read_u24, read_u32, read_u64, write_u16, write_u24, write_u32, write_u64,
+    };
+}
+
 /// Reads a big-endian `u16` at `at`; the caller has checked the length.
 #[inline]
 pub(crate) fn read_u16(data: &[u8], at: usize) -> u16 {
@@ -183,4 +192,14 @@ pub(crate) fn assert_emits(expected: &[u8], emit: impl FnOnce(&mut [u8])) {
     emit(&mut buf);
     assert_eq!(&buf[..expected.len()], expected);
     assert_eq!(buf[expected.len()], 0xa5, "wrote past the end");
+}
+
+/// The single-field fixed headers, both ways.
+#[cfg(test)]
+mod fixed_headers {
+    fixed_header_tests! {
+        ieth: [0x00, 0x00, 0x16, 0x0a] => Repr { rkey: 0x160a };
+        immdt: [0x12, 0x34, 0x56, 0x78] => Repr { imm_data: 0x1234_5678 };
+        atomic_ack_eth: [0, 0, 0, 0, 0, 0, 0x01, 0x02] => Repr { orig: 0x0102 };
+    }
 }

@@ -219,3 +219,36 @@ macro_rules! setters {
         }
     )+};
 }
+
+/// A header's zerocopy layout, `Header`, and its `field` module of byte offsets: per field,
+/// `name: Ty => CONST` (the offset) or `name: Ty => [CONST]` (the byte range).
+macro_rules! header_layout {
+    (
+        $(#[$attr:meta])*
+        pub(crate) struct Header {
+            $($(#[doc = $doc:literal])* $name:ident: $ty:ty => $konst:tt,)+
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable, zerocopy::Unaligned)]
+        #[repr(C)]
+        pub(crate) struct Header {
+            $($(#[doc = $doc])* pub(crate) $name: $ty,)+
+        }
+
+        /// Byte offsets, computed from [`Header`].
+        pub(crate) mod field {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(header_layout!(@const $konst $name $ty);)+
+        }
+    };
+    (@const [$konst:ident] $name:ident $ty:ty) => {
+        pub const $konst: core::ops::Range<usize> = core::mem::offset_of!(Header, $name)
+            ..core::mem::offset_of!(Header, $name) + core::mem::size_of::<$ty>();
+    };
+    (@const $konst:ident $name:ident $ty:ty) => {
+        pub const $konst: usize = core::mem::offset_of!(Header, $name);
+    };
+}

@@ -5,44 +5,24 @@
 use std::net::Ipv4Addr;
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::{bytes_at, dscp, read_u16, traffic_class, write_u16, Ecn, WireError};
 
-/// The option-less IPv4 header: the one layout the view ([`field`]), the frame templates, the
-/// ICRC masks and the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    pub(crate) ver_ihl: u8,
-    pub(crate) tos: u8,
-    pub(crate) total_len: U16,
-    pub(crate) ident: U16,
-    pub(crate) flags_frag: U16,
-    pub(crate) ttl: u8,
-    pub(crate) protocol: u8,
-    pub(crate) checksum: U16,
-    pub(crate) src: [u8; 4],
-    pub(crate) dst: [u8; 4],
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::{offset_of, size_of};
-    use core::ops::Range;
-
-    use super::Header;
-
-    pub const VER_IHL: usize = offset_of!(Header, ver_ihl);
-    pub const TOS: usize = offset_of!(Header, tos);
-    pub const LENGTH: usize = offset_of!(Header, total_len);
-    pub const IDENT: usize = offset_of!(Header, ident);
-    pub const FLG_OFF: usize = offset_of!(Header, flags_frag);
-    pub const TTL: usize = offset_of!(Header, ttl);
-    pub const PROTOCOL: usize = offset_of!(Header, protocol);
-    pub const CHECKSUM: usize = offset_of!(Header, checksum);
-    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
-    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
+header_layout! {
+    /// The option-less IPv4 header: the one layout the view ([`field`]), the frame templates, the
+    /// ICRC masks and the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        ver_ihl: u8 => VER_IHL,
+        tos: u8 => TOS,
+        total_len: U16 => LENGTH,
+        ident: U16 => IDENT,
+        flags_frag: U16 => FLG_OFF,
+        ttl: u8 => TTL,
+        protocol: u8 => PROTOCOL,
+        checksum: U16 => CHECKSUM,
+        src: [u8; 4] => [SRC],
+        dst: [u8; 4] => [DST],
+    }
 }
 
 /// Length of an IPv4 header without options.

@@ -4,40 +4,23 @@
 use std::net::Ipv6Addr;
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::{
     bytes_at, dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError,
 };
 
-/// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
-/// masks and the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    /// Version (4 bits), traffic class (8), flow label (20).
-    pub(crate) ver_tc_flow: [u8; 4],
-    pub(crate) payload_len: U16,
-    pub(crate) next_header: u8,
-    pub(crate) hop_limit: u8,
-    pub(crate) src: [u8; 16],
-    pub(crate) dst: [u8; 16],
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::{offset_of, size_of};
-    use core::ops::Range;
-
-    use super::Header;
-
-    pub const VER_TC_FLOW: Range<usize> =
-        offset_of!(Header, ver_tc_flow)..offset_of!(Header, payload_len);
-    pub const LENGTH: usize = offset_of!(Header, payload_len);
-    pub const NXT_HDR: usize = offset_of!(Header, next_header);
-    pub const HOP_LIMIT: usize = offset_of!(Header, hop_limit);
-    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
-    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
+header_layout! {
+    /// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
+    /// masks and the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        /// Version (4 bits), traffic class (8), flow label (20).
+        ver_tc_flow: [u8; 4] => [VER_TC_FLOW],
+        payload_len: U16 => LENGTH,
+        next_header: u8 => NXT_HDR,
+        hop_limit: u8 => HOP_LIMIT,
+        src: [u8; 16] => [SRC],
+        dst: [u8; 16] => [DST],
+    }
 }
 
 /// Length of the fixed IPv6 header.

@@ -2,31 +2,18 @@
 //! per QP), checksum 0. The checksum is neither verified nor computed (the ICRC covers the data).
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::{read_u16, write_u16, WireError};
 
-/// The UDP header: the one layout the view ([`field`]), the frame templates, the ICRC masks and
-/// the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    pub(crate) src_port: U16,
-    pub(crate) dst_port: U16,
-    pub(crate) len: U16,
-    pub(crate) checksum: U16,
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::offset_of;
-
-    use super::Header;
-
-    pub const SRC_PORT: usize = offset_of!(Header, src_port);
-    pub const DST_PORT: usize = offset_of!(Header, dst_port);
-    pub const LENGTH: usize = offset_of!(Header, len);
-    pub const CHECKSUM: usize = offset_of!(Header, checksum);
+header_layout! {
+    /// The UDP header: the one layout the view ([`field`]), the frame templates, the ICRC masks and
+    /// the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        src_port: U16 => SRC_PORT,
+        dst_port: U16 => DST_PORT,
+        len: U16 => LENGTH,
+        checksum: U16 => CHECKSUM,
+    }
 }
 
 /// Length of the UDP header.

@@ -90,11 +90,7 @@ header_view!(ArpPacket, ArpError, "an ARP packet (the Ethernet payload)");
 impl<T: AsRef<[u8]>> ArpPacket<T> {
     /// `Err(Truncated)` unless the buffer holds an Ethernet/IPv4-sized ARP packet.
     pub fn check_len(&self) -> Result<(), ArpError> {
-        if self.buffer.as_ref().len() < PACKET_LEN {
-            Err(ArpError::Truncated)
-        } else {
-            Ok(())
-        }
+        self.len_at_least(PACKET_LEN).map(drop)
     }
 
     getters! { d =>

@@ -30,6 +30,17 @@ macro_rules! header_view {
             pub fn into_inner(self) -> T {
                 self.buffer
             }
+
+            /// The buffer's length, or `Err(Truncated)` when it is shorter than `min`.
+            #[allow(dead_code)]
+            fn len_at_least(&self, min: usize) -> Result<usize, $err> {
+                let len = self.buffer.as_ref().len();
+                if len < min {
+                    Err(<$err>::Truncated)
+                } else {
+                    Ok(len)
+                }
+            }
         }
     };
 }
@@ -43,11 +54,7 @@ macro_rules! fixed_header_view {
         impl<T: AsRef<[u8]>> Packet<T> {
             /// `Err(Truncated)` when the buffer is shorter than [`HEADER_LEN`].
             pub fn check_len(&self) -> Result<(), $crate::wire::WireError> {
-                if self.buffer.as_ref().len() < HEADER_LEN {
-                    Err($crate::wire::WireError::Truncated)
-                } else {
-                    Ok(())
-                }
+                self.len_at_least(HEADER_LEN).map(drop)
             }
 
             /// The header bytes (the first [`HEADER_LEN`] bytes of the buffer).

@@ -73,10 +73,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the buffer is shorter than the header or the total length;
     /// `Err(BadLength)` when IHL or the total length are impossible.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
+        let len = self.len_at_least(HEADER_LEN)?;
         let header_len = self.header_len();
         let total_len = usize::from(self.total_len());
         if header_len < HEADER_LEN || total_len < header_len {

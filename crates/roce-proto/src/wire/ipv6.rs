@@ -50,8 +50,8 @@ header_view!(Packet, WireError, "an IPv6 packet");
 impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the header or the announced payload do not fit.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN || len < HEADER_LEN + usize::from(self.payload_len()) {
+        let len = self.len_at_least(HEADER_LEN)?;
+        if len < HEADER_LEN + usize::from(self.payload_len()) {
             Err(WireError::Truncated)
         } else {
             Ok(())

@@ -25,10 +25,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the header or the datagram do not fit, `Err(BadLength)` when the
     /// length field is shorter than the header.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
+        let len = self.len_at_least(HEADER_LEN)?;
         let length = usize::from(self.len());
         if length < HEADER_LEN {
             Err(WireError::BadLength)

@@ -27,6 +27,23 @@ const BECN_MEANINGS: [&str; 2] = [
 ];
 const ACK_REQ_MEANINGS: [&str; 2] = ["no ACK requested", "the responder must acknowledge"];
 
+/// The `(name, meaning)` of each AtomicETH, RETH and DETH field, in wire order.
+const ATOMIC_ETH_FIELDS: [(&str, &str); 4] = [
+    ("virtual addr", "remote 8-byte word"),
+    ("R_Key", "remote key"),
+    ("swap/add", "value to swap in (CmpSwap) or add (FetchAdd)"),
+    ("compare", "value to compare with (CmpSwap)"),
+];
+const RETH_FIELDS: [(&str, &str); 3] = [
+    ("virtual addr", "remote address to read/write"),
+    ("R_Key", "remote key of the memory region"),
+    ("DMA length", "bytes in the whole RDMA operation"),
+];
+const DETH_FIELDS: [(&str, &str); 2] = [
+    ("Q_Key", "queue key the receiver checks"),
+    ("source QP", "sender's queue pair"),
+];
+
 /// One line: addresses, opcode name and number, QPN, PSN, payload length, ECN, FECN/BECN, and
 /// the AETH verdict for responses.
 #[derive(Clone, Copy, Debug)]
@@ -131,6 +148,18 @@ impl Dump {
         let end = start + self.out[start..].trim_end().len();
         self.out.truncate(end);
         self.out.push('\n');
+    }
+
+    /// One line per field of a header: its `(name, meaning)` and its value.
+    fn fields<const N: usize>(
+        &mut self,
+        layer: &str,
+        fields: [(&str, &str); N],
+        values: [String; N],
+    ) {
+        for ((name, meaning), value) in fields.into_iter().zip(values) {
+            self.field(layer, name, value, meaning);
+        }
     }
 
     /// A BTH flag bit, as 0 or 1, with the meaning of its value (`[clear, set]`).
@@ -339,60 +368,28 @@ impl Dump {
     fn ext(&mut self, packet: &RocePacket<'_>) {
         let e = &packet.repr.ext;
         if let Some(d) = e.deth {
-            self.field(
-                "DETH",
-                "Q_Key",
-                format!("{:#010x}", d.qkey),
-                "queue key the receiver checks",
-            );
-            self.field("DETH", "source QP", d.src_qpn, "sender's queue pair");
+            let values = [format!("{:#010x}", d.qkey), d.src_qpn.to_string()];
+            self.fields("DETH", DETH_FIELDS, values);
         }
         if let Some(r) = e.reth {
-            self.field(
-                "RETH",
-                "virtual addr",
+            let values = [
                 format!("{:#x}", r.va),
-                "remote address to read/write",
-            );
-            self.field(
-                "RETH",
-                "R_Key",
                 format!("{:#x}", r.rkey),
-                "remote key of the memory region",
-            );
-            self.field(
-                "RETH",
-                "DMA length",
-                r.dma_len,
-                "bytes in the whole RDMA operation",
-            );
+                r.dma_len.to_string(),
+            ];
+            self.fields("RETH", RETH_FIELDS, values);
         }
         if let Some(a) = e.atomic_eth {
-            self.field(
-                "AtomicETH",
-                "virtual addr",
-                format!("{:#x}", a.va),
-                "remote 8-byte word",
-            );
-            self.field("AtomicETH", "R_Key", format!("{:#x}", a.rkey), "remote key");
-            self.field(
-                "AtomicETH",
-                "swap/add",
-                a.swap_add,
-                "value to swap in (CmpSwap) or add (FetchAdd)",
-            );
-            self.field(
-                "AtomicETH",
-                "compare",
-                a.compare,
-                "value to compare with (CmpSwap)",
-            );
+            let (va, rkey) = (format!("{:#x}", a.va), format!("{:#x}", a.rkey));
+            let values = [va, rkey, a.swap_add.to_string(), a.compare.to_string()];
+            self.fields("AtomicETH", ATOMIC_ETH_FIELDS, values);
         }
         if let Some(imm) = e.immdt {
+            let imm = format!("{imm:#010x}");
             self.field(
                 "ImmDt",
                 "immediate",
-                format!("{imm:#010x}"),
+                imm,
                 "delivered in the receive completion",
             );
         }
@@ -408,12 +405,8 @@ impl Dump {
             self.aeth(a);
         }
         if let Some(a) = e.atomic_ack_eth {
-            self.field(
-                "AtomicAck",
-                "original",
-                a.orig,
-                "value the remote word held before the atomic",
-            );
+            let meaning = "value the remote word held before the atomic";
+            self.field("AtomicAck", "original", a.orig, meaning);
         }
         if packet.repr.bth.opcode.is_cnp() {
             self.field("CNP", "reserved", "16 B", "zero; a CNP carries no payload");

@@ -521,4 +521,52 @@ mod tests {
         assert_eq!(text.lines().count(), 3 + 10 + 3 + 11 + 2 + 2, "{text}");
         assert!(text.contains("0b00 = Not-ECT"), "{text}");
     }
+
+    #[test]
+    fn explain_prints_flags_and_extension_fields_in_wire_order() {
+        let frame = nak_frame(Ecn::NotEct);
+        let mut packet = crate::wire::parse_frame(&frame).unwrap();
+        packet.repr.bth.fecn = true;
+        packet.repr.bth.ack_req = true;
+        packet.repr.ext.deth = Some(crate::wire::deth::Repr {
+            qkey: 0x11,
+            src_qpn: 7,
+        });
+        packet.repr.ext.reth = Some(crate::wire::reth::Repr {
+            va: 0x1000,
+            rkey: 0x22,
+            dma_len: 64,
+        });
+        packet.repr.ext.atomic_eth = Some(crate::wire::atomic_eth::Repr {
+            va: 0x2000,
+            rkey: 0x33,
+            swap_add: 5,
+            compare: 6,
+        });
+        let text = explain(&packet);
+        let expected = [
+            "BTH       SE             0                    no solicited event",
+            "BTH       FECN           1                    forward ECN: congestion seen on the way",
+            "BTH       BECN           0                    no backward congestion mark",
+            "BTH       AckReq         1                    the responder must acknowledge",
+            "DETH      Q_Key          0x00000011           queue key the receiver checks",
+            "DETH      source QP      7                    sender's queue pair",
+            "RETH      virtual addr   0x1000               remote address to read/write",
+            "RETH      R_Key          0x22                 remote key of the memory region",
+            "RETH      DMA length     64                   bytes in the whole RDMA operation",
+            "AtomicETH virtual addr   0x2000               remote 8-byte word",
+            "AtomicETH R_Key          0x33                 remote key",
+            "AtomicETH swap/add       5                    value to swap in (CmpSwap) or add (FetchAdd)",
+            "AtomicETH compare        6                    value to compare with (CmpSwap)",
+        ];
+        let at: Vec<usize> = expected
+            .iter()
+            .map(|line| {
+                text.lines()
+                    .position(|l| l == *line)
+                    .unwrap_or_else(|| panic!("{line}\n{text}"))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
 }

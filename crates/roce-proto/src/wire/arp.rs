@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use super::ethernet;
 use super::ethernet::{EtherType, EthernetAddress, VlanTag};
-use super::{read_u16, write_u16};
+use super::{bytes_at, read_u16, write_u16};
 
 mod field {
     use core::ops::Range;
@@ -90,48 +90,19 @@ header_view!(ArpPacket, ArpError, "an ARP packet (the Ethernet payload)");
 impl<T: AsRef<[u8]>> ArpPacket<T> {
     /// `Err(Truncated)` unless the buffer holds an Ethernet/IPv4-sized ARP packet.
     pub fn check_len(&self) -> Result<(), ArpError> {
-        if self.buffer.as_ref().len() < PACKET_LEN {
-            Err(ArpError::Truncated)
-        } else {
-            Ok(())
-        }
+        self.len_at_least(PACKET_LEN).map(drop)
     }
 
-    /// Hardware type (1 = Ethernet).
-    pub fn htype(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::HTYPE)
-    }
-    /// Protocol type (0x0800 = IPv4).
-    pub fn ptype(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::PTYPE)
-    }
-    /// Hardware address length.
-    pub fn hlen(&self) -> u8 {
-        self.buffer.as_ref()[field::HLEN]
-    }
-    /// Protocol address length.
-    pub fn plen(&self) -> u8 {
-        self.buffer.as_ref()[field::PLEN]
-    }
-    /// The operation.
-    pub fn operation(&self) -> Operation {
-        Operation::from(read_u16(self.buffer.as_ref(), field::OPER))
-    }
-    /// Sender hardware address.
-    pub fn sender_mac(&self) -> EthernetAddress {
-        mac_at(self.buffer.as_ref(), field::SHA)
-    }
-    /// Sender protocol address.
-    pub fn sender_ip(&self) -> Ipv4Addr {
-        ip_at(self.buffer.as_ref(), field::SPA)
-    }
-    /// Target hardware address.
-    pub fn target_mac(&self) -> EthernetAddress {
-        mac_at(self.buffer.as_ref(), field::THA)
-    }
-    /// Target protocol address.
-    pub fn target_ip(&self) -> Ipv4Addr {
-        ip_at(self.buffer.as_ref(), field::TPA)
+    getters! { d =>
+        htype -> u16 = read_u16(d, field::HTYPE), "Hardware type (1 = Ethernet).";
+        ptype -> u16 = read_u16(d, field::PTYPE), "Protocol type (0x0800 = IPv4).";
+        hlen -> u8 = d[field::HLEN], "Hardware address length.";
+        plen -> u8 = d[field::PLEN], "Protocol address length.";
+        operation -> Operation = Operation::from(read_u16(d, field::OPER)), "The operation.";
+        sender_mac -> EthernetAddress = EthernetAddress(bytes_at(d, field::SHA)), "Sender hardware address.";
+        sender_ip -> Ipv4Addr = Ipv4Addr::from(bytes_at::<4>(d, field::SPA)), "Sender protocol address.";
+        target_mac -> EthernetAddress = EthernetAddress(bytes_at(d, field::THA)), "Target hardware address.";
+        target_ip -> Ipv4Addr = Ipv4Addr::from(bytes_at::<4>(d, field::TPA)), "Target protocol address.";
     }
 }
 
@@ -144,38 +115,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
         data[field::HLEN] = 6;
         data[field::PLEN] = 4;
     }
-    /// Sets the operation.
-    pub fn set_operation(&mut self, op: Operation) {
-        write_u16(self.buffer.as_mut(), field::OPER, op.into());
+    setters! { d =>
+        set_operation(op: Operation) = write_u16(d, field::OPER, op.into()), "Sets the operation.";
+        set_sender_mac(mac: EthernetAddress) = d[field::SHA].copy_from_slice(&mac.0), "Sets the sender hardware address.";
+        set_sender_ip(ip: Ipv4Addr) = d[field::SPA].copy_from_slice(&ip.octets()), "Sets the sender protocol address.";
+        set_target_mac(mac: EthernetAddress) = d[field::THA].copy_from_slice(&mac.0), "Sets the target hardware address.";
+        set_target_ip(ip: Ipv4Addr) = d[field::TPA].copy_from_slice(&ip.octets()), "Sets the target protocol address.";
     }
-    /// Sets the sender hardware address.
-    pub fn set_sender_mac(&mut self, mac: EthernetAddress) {
-        self.buffer.as_mut()[field::SHA].copy_from_slice(&mac.0);
-    }
-    /// Sets the sender protocol address.
-    pub fn set_sender_ip(&mut self, ip: Ipv4Addr) {
-        self.buffer.as_mut()[field::SPA].copy_from_slice(&ip.octets());
-    }
-    /// Sets the target hardware address.
-    pub fn set_target_mac(&mut self, mac: EthernetAddress) {
-        self.buffer.as_mut()[field::THA].copy_from_slice(&mac.0);
-    }
-    /// Sets the target protocol address.
-    pub fn set_target_ip(&mut self, ip: Ipv4Addr) {
-        self.buffer.as_mut()[field::TPA].copy_from_slice(&ip.octets());
-    }
-}
-
-fn mac_at(data: &[u8], range: core::ops::Range<usize>) -> EthernetAddress {
-    let mut b = [0u8; 6];
-    b.copy_from_slice(&data[range]);
-    EthernetAddress(b)
-}
-
-fn ip_at(data: &[u8], range: core::ops::Range<usize>) -> Ipv4Addr {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&data[range]);
-    Ipv4Addr::from(b)
 }
 
 /// A parsed Ethernet/IPv4 ARP packet.

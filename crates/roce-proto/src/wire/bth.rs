@@ -3,42 +3,26 @@
 //! Reserved bits are written as zero and ignored when read.
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::opcode::Opcode;
 use super::{read_u16, read_u24, write_u16, write_u24, WireError};
 use crate::psn::Psn;
 
-/// The BTH: the one layout the view ([`field`]), [`Repr::from_bytes`], the frame templates and
-/// the ICRC masks read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    pub(crate) opcode: u8,
-    /// SE, MigReq, pad count, TVer.
-    pub(crate) flags: u8,
-    pub(crate) pkey: U16,
-    /// FECN, BECN, 6 reserved bits.
-    pub(crate) fecn_becn: u8,
-    pub(crate) dest_qpn: [u8; 3],
-    /// AckReq, 7 reserved bits.
-    pub(crate) ack_req: u8,
-    pub(crate) psn: [u8; 3],
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::offset_of;
-
-    use super::Header;
-
-    pub const OPCODE: usize = offset_of!(Header, opcode);
-    pub const FLAGS: usize = offset_of!(Header, flags);
-    pub const PKEY: usize = offset_of!(Header, pkey);
-    pub const FECN_BECN: usize = offset_of!(Header, fecn_becn);
-    pub const DEST_QPN: usize = offset_of!(Header, dest_qpn);
-    pub const ACK_REQ: usize = offset_of!(Header, ack_req);
-    pub const PSN: usize = offset_of!(Header, psn);
+header_layout! {
+    /// The BTH: the one layout the view ([`field`]), [`Repr::from_bytes`], the frame templates and
+    /// the ICRC masks read their offsets from.
+    pub(crate) struct Header {
+        opcode: u8 => OPCODE,
+        /// SE, MigReq, pad count, TVer.
+        flags: u8 => FLAGS,
+        pkey: U16 => PKEY,
+        /// FECN, BECN, 6 reserved bits.
+        fecn_becn: u8 => FECN_BECN,
+        dest_qpn: [u8; 3] => DEST_QPN,
+        /// AckReq, 7 reserved bits.
+        ack_req: u8 => ACK_REQ,
+        psn: [u8; 3] => PSN,
+    }
 }
 
 /// Length of the BTH.
@@ -277,6 +261,7 @@ const fn be24(b: &[u8; HEADER_LEN], at: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static HEADER: [u8; 12] = [
         0x0a, // RDMA WRITE Only
@@ -312,10 +297,7 @@ mod tests {
 
     #[test]
     fn emits_header() {
-        let mut buf = [0xa5u8; 13];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..12], &HEADER[..]);
-        assert_eq!(buf[12], 0xa5);
+        assert_emits(&HEADER, |b| repr().emit(&mut Packet::new_unchecked(b)));
     }
 
     #[test]

@@ -176,8 +176,8 @@ header_view!(Frame, WireError, "an Ethernet frame");
 impl<T: AsRef<[u8]>> Frame<T> {
     /// `Err(Truncated)` unless the header (and tag) fit.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN || len < self.header_len() {
+        let len = self.len_at_least(HEADER_LEN)?;
+        if len < self.header_len() {
             Err(WireError::Truncated)
         } else {
             Ok(())

@@ -30,6 +30,17 @@ macro_rules! header_view {
             pub fn into_inner(self) -> T {
                 self.buffer
             }
+
+            /// The buffer's length, or `Err(Truncated)` when it is shorter than `min`.
+            #[allow(dead_code)]
+            fn len_at_least(&self, min: usize) -> Result<usize, $err> {
+                let len = self.buffer.as_ref().len();
+                if len < min {
+                    Err(<$err>::Truncated)
+                } else {
+                    Ok(len)
+                }
+            }
         }
     };
 }
@@ -43,11 +54,7 @@ macro_rules! fixed_header_view {
         impl<T: AsRef<[u8]>> Packet<T> {
             /// `Err(Truncated)` when the buffer is shorter than [`HEADER_LEN`].
             pub fn check_len(&self) -> Result<(), $crate::wire::WireError> {
-                if self.buffer.as_ref().len() < HEADER_LEN {
-                    Err($crate::wire::WireError::Truncated)
-                } else {
-                    Ok(())
-                }
+                self.len_at_least(HEADER_LEN).map(drop)
             }
 
             /// The header bytes (the first [`HEADER_LEN`] bytes of the buffer).
@@ -62,8 +69,21 @@ macro_rules! fixed_header_view {
 /// one getter and one setter per field, and `Repr` (`Copy`, `Default`, ...) with `parse`,
 /// `buffer_len` and `emit`.
 /// Each field names its offset and the `fn(&[u8], usize) -> Ty` / `fn(&mut [u8], usize, Ty)`
-/// pair that reads and writes it; its doc serves the getter and the `Repr` field.
+/// pair that reads and writes it (`wire::read_u32` and the like are in scope); its doc serves
+/// the getter and the `Repr` field. `Repr[len, "doc"]` also defines `HEADER_LEN`.
 macro_rules! fixed_header {
+    (
+        $(#[$repr_attr:meta])*
+        pub struct Repr[$len:expr, $len_doc:literal] { $($fields:tt)+ }
+    ) => {
+        #[doc = $len_doc]
+        pub const HEADER_LEN: usize = $len;
+
+        fixed_header! {
+            $(#[$repr_attr])*
+            pub struct Repr { $($fields)+ }
+        }
+    };
     (
         $(#[$repr_attr:meta])*
         pub struct Repr {
@@ -78,6 +98,10 @@ macro_rules! fixed_header {
             )+
         }
     ) => {
+        // The readers and writers the table names, unless the module brings its own.
+        #[allow(unused_imports)]
+        use $crate::wire::field_io::*;
+
         fixed_header_view!("this module's header (parsed: [`Repr`])");
 
         impl<T: AsRef<[u8]>> Packet<T> {
@@ -134,8 +158,16 @@ macro_rules! fixed_header {
 
 /// The two tests every fixed header takes: `$header` parses to `$repr`, and `$repr` emits
 /// exactly `$header` (no byte past it) into a buffer that is then one byte too short to check.
+/// A table of them, `module: header => repr;`, each in a test module named after its header's.
 #[cfg(test)]
 macro_rules! fixed_header_tests {
+    ($($module:ident: $header:expr => $repr:expr;)+) => {$(
+        mod $module {
+            use $crate::wire::$module::*;
+
+            fixed_header_tests!($header, $repr);
+        }
+    )+};
     ($header:expr, $repr:expr) => {
         #[test]
         fn parses_header() {
@@ -145,12 +177,9 @@ macro_rules! fixed_header_tests {
 
         #[test]
         fn emits_header() {
-            let mut buf = [0xa5u8; HEADER_LEN + 1];
-            $repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
-            assert_eq!(&buf[..HEADER_LEN], &$header[..]);
-            assert_eq!(buf[HEADER_LEN], 0xa5);
+            $crate::wire::assert_emits(&$header, |b| $repr.emit(&mut Packet::new_unchecked(b)));
             assert_eq!(
-                Packet::new_checked(&buf[..HEADER_LEN - 1]),
+                Packet::new_checked(&$header[..HEADER_LEN - 1]),
                 Err($crate::wire::WireError::Truncated)
             );
         }
@@ -170,5 +199,63 @@ macro_rules! emit_via_to_bytes {
         pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
             packet.buffer.as_mut()[..HEADER_LEN].copy_from_slice(&self.to_bytes());
         }
+    };
+}
+
+/// Inside a view's `impl`: one documented getter per `$name -> $ty = $get, $doc;` line, where
+/// `$get` reads the buffer's bytes, named `$data`. The view's length check makes it safe.
+macro_rules! getters {
+    ($data:ident => $($(#[$attr:meta])* $name:ident -> $ty:ty = $get:expr, $doc:literal;)+) => {$(
+        #[doc = $doc]
+        $(#[$attr])*
+        pub fn $name(&self) -> $ty {
+            let $data = self.buffer.as_ref();
+            $get
+        }
+    )+};
+}
+
+/// Inside a view's `impl ... AsMut`: one documented setter per `$name($value: $ty) = $set, $doc;`
+/// line, where `$set` writes the buffer's bytes, named `$data`.
+macro_rules! setters {
+    ($data:ident => $($name:ident($value:ident: $ty:ty) = $set:expr, $doc:literal;)+) => {$(
+        #[doc = $doc]
+        pub fn $name(&mut self, $value: $ty) {
+            let $data = self.buffer.as_mut();
+            $set;
+        }
+    )+};
+}
+
+/// A header's zerocopy layout, `Header`, and its `field` module of byte offsets: per field,
+/// `name: Ty => CONST` (the offset) or `name: Ty => [CONST]` (the byte range).
+macro_rules! header_layout {
+    (
+        $(#[$attr:meta])*
+        pub(crate) struct Header {
+            $($(#[doc = $doc:literal])* $name:ident: $ty:ty => $konst:tt,)+
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable, zerocopy::Unaligned)]
+        #[repr(C)]
+        pub(crate) struct Header {
+            $($(#[doc = $doc])* pub(crate) $name: $ty,)+
+        }
+
+        /// Byte offsets, computed from [`Header`].
+        pub(crate) mod field {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(header_layout!(@const $konst $name $ty);)+
+        }
+    };
+    (@const [$konst:ident] $name:ident $ty:ty) => {
+        pub const $konst: core::ops::Range<usize> = core::mem::offset_of!(Header, $name)
+            ..core::mem::offset_of!(Header, $name) + core::mem::size_of::<$ty>();
+    };
+    (@const $konst:ident $name:ident $ty:ty) => {
+        pub const $konst: usize = core::mem::offset_of!(Header, $name);
     };
 }

@@ -1,30 +1,10 @@
 //! The invalidate extended transport header (4 bytes): the R_Key a SEND with Invalidate asks the
 //! responder to invalidate. Invalidation itself is the memory-region layer's job.
 
-use super::{read_u32, write_u32};
-
-/// Length of the IETH.
-pub const HEADER_LEN: usize = 4;
-
 fixed_header! {
     /// A parsed IETH.
-    pub struct Repr {
+    pub struct Repr[4, "Length of the IETH."] {
         /// The R_Key to invalidate.
         pub rkey: u32 { at: 0, read: read_u32, write: write_u32, set: set_rkey },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rkey_is_network_order_both_ways() {
-        let bytes = [0x00, 0x00, 0x16, 0x0a];
-        let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
-        assert_eq!(repr.rkey, 0x160a);
-        let mut buf = [0xa5u8; 5];
-        repr.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(buf, [0x00, 0x00, 0x16, 0x0a, 0xa5]);
     }
 }

@@ -5,44 +5,24 @@
 use std::net::Ipv4Addr;
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use super::{dscp, read_u16, traffic_class, write_u16, Ecn, WireError};
+use super::{bytes_at, dscp, read_u16, traffic_class, write_u16, Ecn, WireError};
 
-/// The option-less IPv4 header: the one layout the view ([`field`]), the frame templates, the
-/// ICRC masks and the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    pub(crate) ver_ihl: u8,
-    pub(crate) tos: u8,
-    pub(crate) total_len: U16,
-    pub(crate) ident: U16,
-    pub(crate) flags_frag: U16,
-    pub(crate) ttl: u8,
-    pub(crate) protocol: u8,
-    pub(crate) checksum: U16,
-    pub(crate) src: [u8; 4],
-    pub(crate) dst: [u8; 4],
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::{offset_of, size_of};
-    use core::ops::Range;
-
-    use super::Header;
-
-    pub const VER_IHL: usize = offset_of!(Header, ver_ihl);
-    pub const TOS: usize = offset_of!(Header, tos);
-    pub const LENGTH: usize = offset_of!(Header, total_len);
-    pub const IDENT: usize = offset_of!(Header, ident);
-    pub const FLG_OFF: usize = offset_of!(Header, flags_frag);
-    pub const TTL: usize = offset_of!(Header, ttl);
-    pub const PROTOCOL: usize = offset_of!(Header, protocol);
-    pub const CHECKSUM: usize = offset_of!(Header, checksum);
-    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
-    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
+header_layout! {
+    /// The option-less IPv4 header: the one layout the view ([`field`]), the frame templates, the
+    /// ICRC masks and the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        ver_ihl: u8 => VER_IHL,
+        tos: u8 => TOS,
+        total_len: U16 => LENGTH,
+        ident: U16 => IDENT,
+        flags_frag: U16 => FLG_OFF,
+        ttl: u8 => TTL,
+        protocol: u8 => PROTOCOL,
+        checksum: U16 => CHECKSUM,
+        src: [u8; 4] => [SRC],
+        dst: [u8; 4] => [DST],
+    }
 }
 
 /// Length of an IPv4 header without options.
@@ -93,10 +73,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the buffer is shorter than the header or the total length;
     /// `Err(BadLength)` when IHL or the total length are impossible.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
+        let len = self.len_at_least(HEADER_LEN)?;
         let header_len = self.header_len();
         let total_len = usize::from(self.total_len());
         if header_len < HEADER_LEN || total_len < header_len {
@@ -133,56 +110,17 @@ impl<T: AsRef<[u8]>> Packet<T> {
         read_u16(self.buffer.as_ref(), field::LENGTH)
     }
 
-    /// Identification.
-    pub fn ident(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::IDENT)
-    }
-
-    /// Don't-fragment flag.
-    pub fn dont_frag(&self) -> bool {
-        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FLAG_DF != 0
-    }
-
-    /// More-fragments flag.
-    pub fn more_frags(&self) -> bool {
-        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FLAG_MF != 0
-    }
-
-    /// Fragment offset in 8-byte units.
-    pub fn frag_offset(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::FLG_OFF) & FRAG_OFFSET_MASK
-    }
-
-    /// The reserved ("evil") flag bit.
-    pub fn reserved_flag(&self) -> bool {
-        read_u16(self.buffer.as_ref(), field::FLG_OFF) & 0x8000 != 0
-    }
-
-    /// Time to live.
-    pub fn ttl(&self) -> u8 {
-        self.buffer.as_ref()[field::TTL]
-    }
-
-    /// Protocol of the payload.
-    pub fn protocol(&self) -> u8 {
-        self.buffer.as_ref()[field::PROTOCOL]
-    }
-
-    /// Header checksum as stored.
-    pub fn checksum(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-
-    /// Source address.
-    pub fn src_addr(&self) -> Ipv4Addr {
-        let d = &self.buffer.as_ref()[field::SRC];
-        Ipv4Addr::new(d[0], d[1], d[2], d[3])
-    }
-
-    /// Destination address.
-    pub fn dst_addr(&self) -> Ipv4Addr {
-        let d = &self.buffer.as_ref()[field::DST];
-        Ipv4Addr::new(d[0], d[1], d[2], d[3])
+    getters! { d =>
+        ident -> u16 = read_u16(d, field::IDENT), "Identification.";
+        dont_frag -> bool = read_u16(d, field::FLG_OFF) & FLAG_DF != 0, "Don't-fragment flag.";
+        more_frags -> bool = read_u16(d, field::FLG_OFF) & FLAG_MF != 0, "More-fragments flag.";
+        frag_offset -> u16 = read_u16(d, field::FLG_OFF) & FRAG_OFFSET_MASK, "Fragment offset in 8-byte units.";
+        reserved_flag -> bool = read_u16(d, field::FLG_OFF) & 0x8000 != 0, "The reserved (\"evil\") flag bit.";
+        ttl -> u8 = d[field::TTL], "Time to live.";
+        protocol -> u8 = d[field::PROTOCOL], "Protocol of the payload.";
+        checksum -> u16 = read_u16(d, field::CHECKSUM), "Header checksum as stored.";
+        src_addr -> Ipv4Addr = Ipv4Addr::from(bytes_at::<4>(d, field::SRC)), "Source address.";
+        dst_addr -> Ipv4Addr = Ipv4Addr::from(bytes_at::<4>(d, field::DST)), "Destination address.";
     }
 
     /// The header checksum verifies.
@@ -217,45 +155,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         *tos = ecn.apply(*tos);
     }
 
-    /// Sets the total length.
-    pub fn set_total_len(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::LENGTH, value);
-    }
-
-    /// Sets the identification.
-    pub fn set_ident(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::IDENT, value);
-    }
-
-    /// Sets flags (DF only, no MF) and a zero fragment offset.
-    pub fn set_dont_frag_unfragmented(&mut self, dont_frag: bool) {
-        let v = if dont_frag { FLAG_DF } else { 0 };
-        write_u16(self.buffer.as_mut(), field::FLG_OFF, v);
-    }
-
-    /// Sets the time to live.
-    pub fn set_ttl(&mut self, value: u8) {
-        self.buffer.as_mut()[field::TTL] = value;
-    }
-
-    /// Sets the protocol.
-    pub fn set_protocol(&mut self, value: u8) {
-        self.buffer.as_mut()[field::PROTOCOL] = value;
-    }
-
-    /// Sets the stored checksum.
-    pub fn set_checksum(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
-    }
-
-    /// Sets the source address.
-    pub fn set_src_addr(&mut self, addr: Ipv4Addr) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.octets());
-    }
-
-    /// Sets the destination address.
-    pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&addr.octets());
+    setters! { d =>
+        set_total_len(value: u16) = write_u16(d, field::LENGTH, value), "Sets the total length.";
+        set_ident(value: u16) = write_u16(d, field::IDENT, value), "Sets the identification.";
+        set_dont_frag_unfragmented(dont_frag: bool) = write_u16(d, field::FLG_OFF, if dont_frag { FLAG_DF } else { 0 }), "Sets flags (DF only, no MF) and a zero fragment offset.";
+        set_ttl(value: u8) = d[field::TTL] = value, "Sets the time to live.";
+        set_protocol(value: u8) = d[field::PROTOCOL] = value, "Sets the protocol.";
+        set_checksum(value: u16) = write_u16(d, field::CHECKSUM, value), "Sets the stored checksum.";
+        set_src_addr(addr: Ipv4Addr) = d[field::SRC].copy_from_slice(&addr.octets()), "Sets the source address.";
+        set_dst_addr(addr: Ipv4Addr) = d[field::DST].copy_from_slice(&addr.octets()), "Sets the destination address.";
     }
 
     /// Computes and stores the header checksum.
@@ -364,6 +272,7 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     // The IPv4 header of the first SEND Only in rc_pingpong_send_64.pcap, shape-wise: TOS 0x02.
     static HEADER: [u8; 20] = [
@@ -411,10 +320,8 @@ mod tests {
 
     #[test]
     fn emits_header() {
-        let mut buf = [0xa5u8; 22];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..20], &header_with_checksum());
-        assert_eq!(&buf[20..], &[0xa5, 0xa5]);
+        let expected = header_with_checksum();
+        assert_emits(&expected, |b| repr().emit(&mut Packet::new_unchecked(b)));
     }
 
     #[test]

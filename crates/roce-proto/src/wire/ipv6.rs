@@ -4,38 +4,23 @@
 use std::net::Ipv6Addr;
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use super::{dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError};
+use super::{
+    bytes_at, dscp, read_u16, read_u32, traffic_class, write_u16, write_u32, Ecn, WireError,
+};
 
-/// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
-/// masks and the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    /// Version (4 bits), traffic class (8), flow label (20).
-    pub(crate) ver_tc_flow: [u8; 4],
-    pub(crate) payload_len: U16,
-    pub(crate) next_header: u8,
-    pub(crate) hop_limit: u8,
-    pub(crate) src: [u8; 16],
-    pub(crate) dst: [u8; 16],
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::{offset_of, size_of};
-    use core::ops::Range;
-
-    use super::Header;
-
-    pub const VER_TC_FLOW: Range<usize> =
-        offset_of!(Header, ver_tc_flow)..offset_of!(Header, payload_len);
-    pub const LENGTH: usize = offset_of!(Header, payload_len);
-    pub const NXT_HDR: usize = offset_of!(Header, next_header);
-    pub const HOP_LIMIT: usize = offset_of!(Header, hop_limit);
-    pub const SRC: Range<usize> = offset_of!(Header, src)..offset_of!(Header, dst);
-    pub const DST: Range<usize> = offset_of!(Header, dst)..size_of::<Header>();
+header_layout! {
+    /// The fixed IPv6 header: the one layout the view ([`field`]), the frame templates, the ICRC
+    /// masks and the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        /// Version (4 bits), traffic class (8), flow label (20).
+        ver_tc_flow: [u8; 4] => [VER_TC_FLOW],
+        payload_len: U16 => LENGTH,
+        next_header: u8 => NXT_HDR,
+        hop_limit: u8 => HOP_LIMIT,
+        src: [u8; 16] => [SRC],
+        dst: [u8; 16] => [DST],
+    }
 }
 
 /// Length of the fixed IPv6 header.
@@ -65,8 +50,8 @@ header_view!(Packet, WireError, "an IPv6 packet");
 impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the header or the announced payload do not fit.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN || len < HEADER_LEN + usize::from(self.payload_len()) {
+        let len = self.len_at_least(HEADER_LEN)?;
+        if len < HEADER_LEN + usize::from(self.payload_len()) {
             Err(WireError::Truncated)
         } else {
             Ok(())
@@ -102,33 +87,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         flow_label_of(self.first_word())
     }
 
-    /// Payload length.
-    pub fn payload_len(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::LENGTH)
-    }
-
-    /// Next header (17 for UDP).
-    pub fn next_header(&self) -> u8 {
-        self.buffer.as_ref()[field::NXT_HDR]
-    }
-
-    /// Hop limit.
-    pub fn hop_limit(&self) -> u8 {
-        self.buffer.as_ref()[field::HOP_LIMIT]
-    }
-
-    /// Source address.
-    pub fn src_addr(&self) -> Ipv6Addr {
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&self.buffer.as_ref()[field::SRC]);
-        Ipv6Addr::from(b)
-    }
-
-    /// Destination address.
-    pub fn dst_addr(&self) -> Ipv6Addr {
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&self.buffer.as_ref()[field::DST]);
-        Ipv6Addr::from(b)
+    getters! { d =>
+        payload_len -> u16 = read_u16(d, field::LENGTH), "Payload length.";
+        next_header -> u8 = d[field::NXT_HDR], "Next header (17 for UDP).";
+        hop_limit -> u8 = d[field::HOP_LIMIT], "Hop limit.";
+        src_addr -> Ipv6Addr = Ipv6Addr::from(bytes_at::<16>(d, field::SRC)), "Source address.";
+        dst_addr -> Ipv6Addr = Ipv6Addr::from(bytes_at::<16>(d, field::DST)), "Destination address.";
     }
 
     /// The payload, up to the payload length (Ethernet padding excluded).
@@ -154,29 +118,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         *b = with_ecn(*b, ecn);
     }
 
-    /// Sets the payload length.
-    pub fn set_payload_len(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::LENGTH, value);
-    }
-
-    /// Sets the next header.
-    pub fn set_next_header(&mut self, value: u8) {
-        self.buffer.as_mut()[field::NXT_HDR] = value;
-    }
-
-    /// Sets the hop limit.
-    pub fn set_hop_limit(&mut self, value: u8) {
-        self.buffer.as_mut()[field::HOP_LIMIT] = value;
-    }
-
-    /// Sets the source address.
-    pub fn set_src_addr(&mut self, addr: Ipv6Addr) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&addr.octets());
-    }
-
-    /// Sets the destination address.
-    pub fn set_dst_addr(&mut self, addr: Ipv6Addr) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&addr.octets());
+    setters! { d =>
+        set_payload_len(value: u16) = write_u16(d, field::LENGTH, value), "Sets the payload length.";
+        set_next_header(value: u8) = d[field::NXT_HDR] = value, "Sets the next header.";
+        set_hop_limit(value: u8) = d[field::HOP_LIMIT] = value, "Sets the hop limit.";
+        set_src_addr(addr: Ipv6Addr) = d[field::SRC].copy_from_slice(&addr.octets()), "Sets the source address.";
+        set_dst_addr(addr: Ipv6Addr) = d[field::DST].copy_from_slice(&addr.octets()), "Sets the destination address.";
     }
 }
 
@@ -240,6 +187,7 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static HEADER: [u8; 40] = [
         0x6b, 0xaa, 0xbc, 0xde, // version 6, TC 0xba (DSCP 46, ECT(0)), flow label 0xabcde
@@ -274,10 +222,7 @@ mod tests {
 
     #[test]
     fn emits_header() {
-        let mut buf = [0xa5u8; 41];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..40], &HEADER[..]);
-        assert_eq!(buf[40], 0xa5);
+        assert_emits(&HEADER, |b| repr().emit(&mut Packet::new_unchecked(b)));
     }
 
     #[test]

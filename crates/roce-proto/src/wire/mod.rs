@@ -93,6 +93,15 @@ pub enum WireError {
     BufferTooSmall,
 }
 
+/// The field readers and writers, for `fixed_header!` tables to name.
+pub(crate) mod field_io {
+    // (Each table names only some of them.)
+    #[allow(unused_imports)]
+    pub(crate) use super::{
+        read_u16, read_u24, read_u32, read_u64, write_u16, write_u24, write_u32, write_u64,
+    };
+}
+
 /// Reads a big-endian `u16` at `at`; the caller has checked the length.
 #[inline]
 pub(crate) fn read_u16(data: &[u8], at: usize) -> u16 {
@@ -119,6 +128,14 @@ pub(crate) fn read_u64(data: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// The `N` bytes at `range` (`N` long); the caller has checked the length.
+#[inline]
+pub(crate) fn bytes_at<const N: usize>(data: &[u8], range: core::ops::Range<usize>) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&data[range]);
+    b
+}
+
 /// Writes a big-endian `u16` at `at`.
 #[inline]
 pub(crate) fn write_u16(data: &mut [u8], at: usize, value: u16) {
@@ -141,4 +158,48 @@ pub(crate) fn write_u32(data: &mut [u8], at: usize, value: u32) {
 #[inline]
 pub(crate) fn write_u64(data: &mut [u8], at: usize, value: u64) {
     data[at..at + 8].copy_from_slice(&value.to_be_bytes());
+}
+
+/// A test frame from hex digits (whitespace between them is ignored): exactly `N` bytes, or a
+/// compile-time panic in a `static`.
+#[cfg(test)]
+pub(crate) const fn hex<const N: usize>(text: &str) -> [u8; N] {
+    let text = text.as_bytes();
+    let mut out = [0u8; N];
+    let (mut i, mut digits) = (0, 0);
+    while i < text.len() {
+        let c = text[i];
+        i += 1;
+        let value = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b' ' | b'\n' => continue,
+            _ => panic!("not a hex digit"),
+        };
+        assert!(digits < 2 * N, "more than N bytes");
+        out[digits / 2] |= value << (4 * (1 - digits % 2));
+        digits += 1;
+    }
+    assert!(digits == 2 * N, "fewer than N bytes");
+    out
+}
+
+/// Asserts that `emit` writes exactly `expected` at the start of a buffer one byte longer, and
+/// nothing past it.
+#[cfg(test)]
+pub(crate) fn assert_emits(expected: &[u8], emit: impl FnOnce(&mut [u8])) {
+    let mut buf = vec![0xa5u8; expected.len() + 1];
+    emit(&mut buf);
+    assert_eq!(&buf[..expected.len()], expected);
+    assert_eq!(buf[expected.len()], 0xa5, "wrote past the end");
+}
+
+/// The single-field fixed headers, both ways.
+#[cfg(test)]
+mod fixed_headers {
+    fixed_header_tests! {
+        ieth: [0x00, 0x00, 0x16, 0x0a] => Repr { rkey: 0x160a };
+        immdt: [0x12, 0x34, 0x56, 0x78] => Repr { imm_data: 0x1234_5678 };
+        atomic_ack_eth: [0, 0, 0, 0, 0, 0, 0x01, 0x02] => Repr { orig: 0x0102 };
+    }
 }

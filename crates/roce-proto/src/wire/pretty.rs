@@ -12,6 +12,38 @@ use super::roce::{IpRepr, RocePacket};
 use super::view::parse_frame_unverified;
 use super::{ethernet, ipv4, udp, WireError, ROCE_UDP_PORT};
 
+/// What a BTH flag bit means when clear and when set.
+const SOLICITED_MEANINGS: [&str; 2] = [
+    "no solicited event",
+    "solicited event: wake the receiver's CQ",
+];
+const FECN_MEANINGS: [&str; 2] = [
+    "no forward congestion mark",
+    "forward ECN: congestion seen on the way",
+];
+const BECN_MEANINGS: [&str; 2] = [
+    "no backward congestion mark",
+    "backward ECN: the receiver saw congestion, slow down",
+];
+const ACK_REQ_MEANINGS: [&str; 2] = ["no ACK requested", "the responder must acknowledge"];
+
+/// The `(name, meaning)` of each AtomicETH, RETH and DETH field, in wire order.
+const ATOMIC_ETH_FIELDS: [(&str, &str); 4] = [
+    ("virtual addr", "remote 8-byte word"),
+    ("R_Key", "remote key"),
+    ("swap/add", "value to swap in (CmpSwap) or add (FetchAdd)"),
+    ("compare", "value to compare with (CmpSwap)"),
+];
+const RETH_FIELDS: [(&str, &str); 3] = [
+    ("virtual addr", "remote address to read/write"),
+    ("R_Key", "remote key of the memory region"),
+    ("DMA length", "bytes in the whole RDMA operation"),
+];
+const DETH_FIELDS: [(&str, &str); 2] = [
+    ("Q_Key", "queue key the receiver checks"),
+    ("source QP", "sender's queue pair"),
+];
+
 /// One line: addresses, opcode name and number, QPN, PSN, payload length, ECN, FECN/BECN, and
 /// the AETH verdict for responses.
 #[derive(Clone, Copy, Debug)]
@@ -116,6 +148,23 @@ impl Dump {
         let end = start + self.out[start..].trim_end().len();
         self.out.truncate(end);
         self.out.push('\n');
+    }
+
+    /// One line per field of a header: its `(name, meaning)` and its value.
+    fn fields<const N: usize>(
+        &mut self,
+        layer: &str,
+        fields: [(&str, &str); N],
+        values: [String; N],
+    ) {
+        for ((name, meaning), value) in fields.into_iter().zip(values) {
+            self.field(layer, name, value, meaning);
+        }
+    }
+
+    /// A BTH flag bit, as 0 or 1, with the meaning of its value (`[clear, set]`).
+    fn flag(&mut self, name: &str, set: bool, meanings: [&str; 2]) {
+        self.field("BTH", name, u8::from(set), meanings[usize::from(set)]);
     }
 
     fn ethernet(&mut self, eth: &ethernet::Repr) {
@@ -285,12 +334,7 @@ impl Dump {
             format!("{:#04x} ({})", b.opcode.0, b.opcode.0),
             &meaning,
         );
-        let se = if b.solicited {
-            "solicited event: wake the receiver's CQ"
-        } else {
-            "no solicited event"
-        };
-        self.field("BTH", "SE", u8::from(b.solicited), se);
+        self.flag("SE", b.solicited, SOLICITED_MEANINGS);
         self.field("BTH", "M", u8::from(b.migreq), "migration request (APM)");
         let pad = format!(
             "{} pad byte(s) before the ICRC to reach 4-byte alignment",
@@ -304,30 +348,15 @@ impl Dump {
             "partition key"
         };
         self.field("BTH", "P_Key", format!("{:#06x}", b.pkey), pkey);
-        let fecn = if b.fecn {
-            "forward ECN: congestion seen on the way"
-        } else {
-            "no forward congestion mark"
-        };
-        self.field("BTH", "FECN", u8::from(b.fecn), fecn);
-        let becn = if b.becn {
-            "backward ECN: the receiver saw congestion, slow down"
-        } else {
-            "no backward congestion mark"
-        };
-        self.field("BTH", "BECN", u8::from(b.becn), becn);
+        self.flag("FECN", b.fecn, FECN_MEANINGS);
+        self.flag("BECN", b.becn, BECN_MEANINGS);
         self.field(
             "BTH",
             "dest QP",
             b.dest_qpn,
             "queue pair number at the receiver",
         );
-        let ack = if b.ack_req {
-            "the responder must acknowledge"
-        } else {
-            "no ACK requested"
-        };
-        self.field("BTH", "AckReq", u8::from(b.ack_req), ack);
+        self.flag("AckReq", b.ack_req, ACK_REQ_MEANINGS);
         self.field(
             "BTH",
             "PSN",
@@ -339,60 +368,28 @@ impl Dump {
     fn ext(&mut self, packet: &RocePacket<'_>) {
         let e = &packet.repr.ext;
         if let Some(d) = e.deth {
-            self.field(
-                "DETH",
-                "Q_Key",
-                format!("{:#010x}", d.qkey),
-                "queue key the receiver checks",
-            );
-            self.field("DETH", "source QP", d.src_qpn, "sender's queue pair");
+            let values = [format!("{:#010x}", d.qkey), d.src_qpn.to_string()];
+            self.fields("DETH", DETH_FIELDS, values);
         }
         if let Some(r) = e.reth {
-            self.field(
-                "RETH",
-                "virtual addr",
+            let values = [
                 format!("{:#x}", r.va),
-                "remote address to read/write",
-            );
-            self.field(
-                "RETH",
-                "R_Key",
                 format!("{:#x}", r.rkey),
-                "remote key of the memory region",
-            );
-            self.field(
-                "RETH",
-                "DMA length",
-                r.dma_len,
-                "bytes in the whole RDMA operation",
-            );
+                r.dma_len.to_string(),
+            ];
+            self.fields("RETH", RETH_FIELDS, values);
         }
         if let Some(a) = e.atomic_eth {
-            self.field(
-                "AtomicETH",
-                "virtual addr",
-                format!("{:#x}", a.va),
-                "remote 8-byte word",
-            );
-            self.field("AtomicETH", "R_Key", format!("{:#x}", a.rkey), "remote key");
-            self.field(
-                "AtomicETH",
-                "swap/add",
-                a.swap_add,
-                "value to swap in (CmpSwap) or add (FetchAdd)",
-            );
-            self.field(
-                "AtomicETH",
-                "compare",
-                a.compare,
-                "value to compare with (CmpSwap)",
-            );
+            let (va, rkey) = (format!("{:#x}", a.va), format!("{:#x}", a.rkey));
+            let values = [va, rkey, a.swap_add.to_string(), a.compare.to_string()];
+            self.fields("AtomicETH", ATOMIC_ETH_FIELDS, values);
         }
         if let Some(imm) = e.immdt {
+            let imm = format!("{imm:#010x}");
             self.field(
                 "ImmDt",
                 "immediate",
-                format!("{imm:#010x}"),
+                imm,
                 "delivered in the receive completion",
             );
         }
@@ -408,12 +405,8 @@ impl Dump {
             self.aeth(a);
         }
         if let Some(a) = e.atomic_ack_eth {
-            self.field(
-                "AtomicAck",
-                "original",
-                a.orig,
-                "value the remote word held before the atomic",
-            );
+            let meaning = "value the remote word held before the atomic";
+            self.field("AtomicAck", "original", a.orig, meaning);
         }
         if packet.repr.bth.opcode.is_cnp() {
             self.field("CNP", "reserved", "16 B", "zero; a CNP carries no payload");
@@ -527,5 +520,53 @@ mod tests {
         // 3 Ethernet + 10 IPv4 (no raw checksum line) + 3 UDP + 11 BTH + 2 AETH + payload + ICRC.
         assert_eq!(text.lines().count(), 3 + 10 + 3 + 11 + 2 + 2, "{text}");
         assert!(text.contains("0b00 = Not-ECT"), "{text}");
+    }
+
+    #[test]
+    fn explain_prints_flags_and_extension_fields_in_wire_order() {
+        let frame = nak_frame(Ecn::NotEct);
+        let mut packet = crate::wire::parse_frame(&frame).unwrap();
+        packet.repr.bth.fecn = true;
+        packet.repr.bth.ack_req = true;
+        packet.repr.ext.deth = Some(crate::wire::deth::Repr {
+            qkey: 0x11,
+            src_qpn: 7,
+        });
+        packet.repr.ext.reth = Some(crate::wire::reth::Repr {
+            va: 0x1000,
+            rkey: 0x22,
+            dma_len: 64,
+        });
+        packet.repr.ext.atomic_eth = Some(crate::wire::atomic_eth::Repr {
+            va: 0x2000,
+            rkey: 0x33,
+            swap_add: 5,
+            compare: 6,
+        });
+        let text = explain(&packet);
+        let expected = [
+            "BTH       SE             0                    no solicited event",
+            "BTH       FECN           1                    forward ECN: congestion seen on the way",
+            "BTH       BECN           0                    no backward congestion mark",
+            "BTH       AckReq         1                    the responder must acknowledge",
+            "DETH      Q_Key          0x00000011           queue key the receiver checks",
+            "DETH      source QP      7                    sender's queue pair",
+            "RETH      virtual addr   0x1000               remote address to read/write",
+            "RETH      R_Key          0x22                 remote key of the memory region",
+            "RETH      DMA length     64                   bytes in the whole RDMA operation",
+            "AtomicETH virtual addr   0x2000               remote 8-byte word",
+            "AtomicETH R_Key          0x33                 remote key",
+            "AtomicETH swap/add       5                    value to swap in (CmpSwap) or add (FetchAdd)",
+            "AtomicETH compare        6                    value to compare with (CmpSwap)",
+        ];
+        let at: Vec<usize> = expected
+            .iter()
+            .map(|line| {
+                text.lines()
+                    .position(|l| l == *line)
+                    .unwrap_or_else(|| panic!("{line}\n{text}"))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
     }
 }

@@ -604,20 +604,16 @@ fn emit_ext_general(
         bytes = tail;
         head
     };
-    if info.deth() {
-        let r = ext.deth.ok_or(missing("DETH"))?;
-        r.emit(&mut deth::Packet::new_unchecked(next(deth::HEADER_LEN)));
+    // Each present header: its `Repr` (or `MissingHeader`) emitted into the next bytes.
+    macro_rules! emit_repr {
+        ($($module:ident $name:literal),+) => {$(
+            if info.$module() {
+                let r = ext.$module.ok_or(missing($name))?;
+                r.emit(&mut $module::Packet::new_unchecked(next($module::HEADER_LEN)));
+            }
+        )+};
     }
-    if info.reth() {
-        let r = ext.reth.ok_or(missing("RETH"))?;
-        r.emit(&mut reth::Packet::new_unchecked(next(reth::HEADER_LEN)));
-    }
-    if info.atomic_eth() {
-        let r = ext.atomic_eth.ok_or(missing("AtomicETH"))?;
-        r.emit(&mut atomic_eth::Packet::new_unchecked(next(
-            atomic_eth::HEADER_LEN,
-        )));
-    }
+    emit_repr!(deth "DETH", reth "RETH", atomic_eth "AtomicETH");
     if info.immdt() {
         let imm_data = ext.immdt.ok_or(missing("ImmDt"))?;
         immdt::Packet::new_unchecked(next(immdt::HEADER_LEN)).set_imm_data(imm_data);
@@ -626,16 +622,7 @@ fn emit_ext_general(
         let rkey = ext.ieth.ok_or(missing("IETH"))?;
         ieth::Packet::new_unchecked(next(ieth::HEADER_LEN)).set_rkey(rkey);
     }
-    if info.aeth() {
-        let r = ext.aeth.ok_or(missing("AETH"))?;
-        r.emit(&mut aeth::Packet::new_unchecked(next(aeth::HEADER_LEN)));
-    }
-    if info.atomic_ack_eth() {
-        let r = ext.atomic_ack_eth.ok_or(missing("AtomicAckETH"))?;
-        r.emit(&mut atomic_ack_eth::Packet::new_unchecked(next(
-            atomic_ack_eth::HEADER_LEN,
-        )));
-    }
+    emit_repr!(aeth "AETH", atomic_ack_eth "AtomicAckETH");
     if info.ext.contains(ExtHeaders::CNP_RESERVED) {
         cnp::Packet::new_unchecked(next(cnp::HEADER_LEN)).clear();
     }

@@ -274,24 +274,24 @@ impl FrameTemplate {
         fill_payload: impl FnOnce(&mut [u8]),
     ) -> Result<usize, WireError> {
         match self.shape {
-            Shape::V4 => {
-                self.emit_shaped::<{ ethernet::HEADER_LEN }, false>(fields, buf, fill_payload)
-            }
-            Shape::V4Tagged => self
-                .emit_shaped::<{ ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN }, false>(
-                    fields,
-                    buf,
-                    fill_payload,
-                ),
-            Shape::V6 => {
-                self.emit_shaped::<{ ethernet::HEADER_LEN }, true>(fields, buf, fill_payload)
-            }
-            Shape::V6Tagged => self
-                .emit_shaped::<{ ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN }, true>(
-                    fields,
-                    buf,
-                    fill_payload,
-                ),
+            Shape::V4 | Shape::V4Tagged => self.emit_ip::<false>(fields, buf, fill_payload),
+            Shape::V6 | Shape::V6Tagged => self.emit_ip::<true>(fields, buf, fill_payload),
+        }
+    }
+
+    /// [`emit_shaped`](Self::emit_shaped) with the Ethernet header length of the shape's tag.
+    #[inline(always)]
+    fn emit_ip<const V6: bool>(
+        &self,
+        fields: &PacketFields,
+        buf: &mut [u8],
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) -> Result<usize, WireError> {
+        const TAGGED: usize = ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN;
+        if matches!(self.shape, Shape::V4Tagged | Shape::V6Tagged) {
+            self.emit_shaped::<TAGGED, V6>(fields, buf, fill_payload)
+        } else {
+            self.emit_shaped::<{ ethernet::HEADER_LEN }, V6>(fields, buf, fill_payload)
         }
     }
 

@@ -2,31 +2,18 @@
 //! per QP), checksum 0. The checksum is neither verified nor computed (the ICRC covers the data).
 
 use zerocopy::byteorder::network_endian::U16;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use super::{read_u16, write_u16, WireError};
 
-/// The UDP header: the one layout the view ([`field`]), the frame templates, the ICRC masks and
-/// the receive fast path all read their offsets from.
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub(crate) struct Header {
-    pub(crate) src_port: U16,
-    pub(crate) dst_port: U16,
-    pub(crate) len: U16,
-    pub(crate) checksum: U16,
-}
-
-/// Byte offsets, computed from [`Header`].
-pub(crate) mod field {
-    use core::mem::offset_of;
-
-    use super::Header;
-
-    pub const SRC_PORT: usize = offset_of!(Header, src_port);
-    pub const DST_PORT: usize = offset_of!(Header, dst_port);
-    pub const LENGTH: usize = offset_of!(Header, len);
-    pub const CHECKSUM: usize = offset_of!(Header, checksum);
+header_layout! {
+    /// The UDP header: the one layout the view ([`field`]), the frame templates, the ICRC masks and
+    /// the receive fast path all read their offsets from.
+    pub(crate) struct Header {
+        src_port: U16 => SRC_PORT,
+        dst_port: U16 => DST_PORT,
+        len: U16 => LENGTH,
+        checksum: U16 => CHECKSUM,
+    }
 }
 
 /// Length of the UDP header.
@@ -38,10 +25,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// `Err(Truncated)` when the header or the datagram do not fit, `Err(BadLength)` when the
     /// length field is shorter than the header.
     pub fn check_len(&self) -> Result<(), WireError> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
+        let len = self.len_at_least(HEADER_LEN)?;
         let length = usize::from(self.len());
         if length < HEADER_LEN {
             Err(WireError::BadLength)
@@ -52,25 +36,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
     }
 
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::DST_PORT)
-    }
-
-    /// Length of header plus payload.
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::LENGTH)
-    }
-
-    /// Checksum as stored (0 = none).
-    pub fn checksum(&self) -> u16 {
-        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    getters! { d =>
+        src_port -> u16 = read_u16(d, field::SRC_PORT), "Source port.";
+        dst_port -> u16 = read_u16(d, field::DST_PORT), "Destination port.";
+        #[allow(clippy::len_without_is_empty)]
+        len -> u16 = read_u16(d, field::LENGTH), "Length of header plus payload.";
+        checksum -> u16 = read_u16(d, field::CHECKSUM), "Checksum as stored (0 = none).";
     }
 
     /// The payload, up to the length field.
@@ -80,24 +51,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the source port.
-    pub fn set_src_port(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::SRC_PORT, value);
-    }
-
-    /// Sets the destination port.
-    pub fn set_dst_port(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::DST_PORT, value);
-    }
-
-    /// Sets the length field.
-    pub fn set_len(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::LENGTH, value);
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, value: u16) {
-        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
+    setters! { d =>
+        set_src_port(value: u16) = write_u16(d, field::SRC_PORT, value), "Sets the source port.";
+        set_dst_port(value: u16) = write_u16(d, field::DST_PORT, value), "Sets the destination port.";
+        set_len(value: u16) = write_u16(d, field::LENGTH, value), "Sets the length field.";
+        set_checksum(value: u16) = write_u16(d, field::CHECKSUM, value), "Sets the checksum field.";
     }
 }
 
@@ -140,6 +98,7 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::assert_emits;
 
     static DATAGRAM: [u8; 12] = [0xc0, 0x01, 0x12, 0xb7, 0x00, 0x0c, 0x00, 0x00, 1, 2, 3, 4];
 
@@ -160,10 +119,9 @@ mod tests {
 
     #[test]
     fn emits_header_with_zero_checksum() {
-        let mut buf = [0xa5u8; 9];
-        repr().emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..8], &DATAGRAM[..8]);
-        assert_eq!(buf[8], 0xa5);
+        assert_emits(&DATAGRAM[..8], |b| {
+            repr().emit(&mut Packet::new_unchecked(b))
+        });
     }
 
     #[test]

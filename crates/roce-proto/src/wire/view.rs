@@ -11,15 +11,33 @@
 use core::ops::Range;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, FromZeros, Immutable, KnownLayout, Unaligned};
 
 use super::icrc::{icrc_in_place, ICRC_LEN, LRH_LEN};
 use super::opcode::{ExtHeaders, OpcodeInfo};
 use super::roce::{parse_any, parse_ext, ExtRepr, IpRepr, RocePacket, RoceRepr};
 use super::{
-    aeth, bth, dscp, ethernet, ipv4, ipv6, read_u16, reth, udp, Ecn, EtherType, EthernetAddress,
-    VlanTag, WireError, ROCE_UDP_PORT,
+    bth, dscp, ethernet, ipv4, ipv6, read_u16, udp, Ecn, EtherType, EthernetAddress, VlanTag,
+    WireError, ROCE_UDP_PORT,
 };
+
+/// One getter per extension header `$name` (flag `ExtHeaders::$flag`), decoded alone from its
+/// bytes: its whole `Repr`, or the one value its view's `$get` reads.
+macro_rules! ext_getters {
+    ($($(#[doc = $doc:literal])+ $name:ident($flag:ident) -> $ty:ident $(= $get:ident)?;)+) => {$(
+        $(#[doc = $doc])+
+        #[inline]
+        pub fn $name(&self) -> Option<ext_getters!(@ty $name $ty)> {
+            use super::$name as h;
+            let packet = h::Packet::new_checked(self.ext_header(ExtHeaders::$flag, h::HEADER_LEN)?);
+            ext_getters!(@get packet.ok()? $(, $get)?)
+        }
+    )+};
+    (@ty $name:ident Repr) => { super::$name::Repr };
+    (@ty $name:ident $ty:ident) => { $ty };
+    (@get $packet:expr) => { h::Repr::parse(&$packet).ok() };
+    (@get $packet:expr, $get:ident) => { Some($packet.$get()) };
+}
 
 /// Untagged Ethernet, option-less IPv4, UDP, BTH.
 #[derive(FromBytes, KnownLayout, Immutable, Unaligned)]
@@ -340,50 +358,19 @@ impl<'a> RoceView<'a> {
         self.frame.get(at..at + len)
     }
 
-    /// The RETH, if the opcode has one (decoded alone, without the other headers).
-    #[inline]
-    pub fn reth(&self) -> Option<reth::Repr> {
-        let bytes = self.ext_header(ExtHeaders::RETH, reth::HEADER_LEN)?;
-        reth::Repr::parse(&reth::Packet::new_checked(bytes).ok()?).ok()
-    }
-
-    /// The AtomicETH, if the opcode has one.
-    #[inline]
-    pub fn atomic_eth(&self) -> Option<super::atomic_eth::Repr> {
-        use super::atomic_eth as a;
-        let bytes = self.ext_header(ExtHeaders::ATOMIC_ETH, a::HEADER_LEN)?;
-        a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
-    }
-
-    /// The immediate data, if the opcode carries it.
-    #[inline]
-    pub fn immdt(&self) -> Option<u32> {
-        use super::immdt as i;
-        let bytes = self.ext_header(ExtHeaders::IMMDT, i::HEADER_LEN)?;
-        Some(i::Packet::new_checked(bytes).ok()?.imm_data())
-    }
-
-    /// The R_Key to invalidate (IETH), if the opcode carries one.
-    #[inline]
-    pub fn ieth(&self) -> Option<u32> {
-        use super::ieth as i;
-        let bytes = self.ext_header(ExtHeaders::IETH, i::HEADER_LEN)?;
-        Some(i::Packet::new_checked(bytes).ok()?.rkey())
-    }
-
-    /// The AETH, if the opcode has one (ACKs and READ responses).
-    #[inline]
-    pub fn aeth(&self) -> Option<aeth::Repr> {
-        let bytes = self.ext_header(ExtHeaders::AETH, aeth::HEADER_LEN)?;
-        aeth::Repr::parse(&aeth::Packet::new_checked(bytes).ok()?).ok()
-    }
-
-    /// The AtomicAckETH, if the opcode has one.
-    #[inline]
-    pub fn atomic_ack_eth(&self) -> Option<super::atomic_ack_eth::Repr> {
-        use super::atomic_ack_eth as a;
-        let bytes = self.ext_header(ExtHeaders::ATOMIC_ACK_ETH, a::HEADER_LEN)?;
-        a::Repr::parse(&a::Packet::new_checked(bytes).ok()?).ok()
+    ext_getters! {
+        /// The RETH, if the opcode has one (decoded alone, without the other headers).
+        reth(RETH) -> Repr;
+        /// The AtomicETH, if the opcode has one.
+        atomic_eth(ATOMIC_ETH) -> Repr;
+        /// The immediate data, if the opcode carries it.
+        immdt(IMMDT) -> u32 = imm_data;
+        /// The R_Key to invalidate (IETH), if the opcode carries one.
+        ieth(IETH) -> u32 = rkey;
+        /// The AETH, if the opcode has one (ACKs and READ responses).
+        aeth(AETH) -> Repr;
+        /// The AtomicAckETH, if the opcode has one.
+        atomic_ack_eth(ATOMIC_ACK_ETH) -> Repr;
     }
 
     /// The whole packet, as [`parse_frame`] returns it.
@@ -422,20 +409,10 @@ impl<'a> RoceView<'a> {
 /// into `parse_frame`'s conversion it costs that path about 1% more instructions (callgrind).
 #[inline(never)]
 fn ipv4_repr(bytes: &[u8]) -> ipv4::Repr {
-    let Ok((h, _)) = ipv4::Header::ref_from_prefix(bytes) else {
-        // (Unreachable for a view: its IP header was checked whole.)
-        return ipv4::Repr {
-            src: Ipv4Addr::UNSPECIFIED,
-            dst: Ipv4Addr::UNSPECIFIED,
-            dscp: 0,
-            ecn: Ecn::NotEct,
-            ttl: 0,
-            ident: 0,
-            dont_frag: false,
-            protocol: 0,
-            payload_len: 0,
-        };
-    };
+    // An all-zero header (unreachable for a view: its IP header was checked whole) gives the
+    // unspecified addresses and zero fields.
+    let h = ipv4::Header::read_from_prefix(bytes)
+        .map_or_else(|_| ipv4::Header::new_zeroed(), |(h, _)| h);
     ipv4::Repr {
         src: Ipv4Addr::from(h.src),
         dst: Ipv4Addr::from(h.dst),
@@ -451,19 +428,10 @@ fn ipv4_repr(bytes: &[u8]) -> ipv4::Repr {
 
 /// The repr of a checked IPv6 header at the start of `bytes`.
 fn ipv6_repr(bytes: &[u8]) -> ipv6::Repr {
-    let Ok((h, _)) = ipv6::Header::ref_from_prefix(bytes) else {
-        // (Unreachable for a view: its IP header was checked whole.)
-        return ipv6::Repr {
-            src: Ipv6Addr::UNSPECIFIED,
-            dst: Ipv6Addr::UNSPECIFIED,
-            dscp: 0,
-            ecn: Ecn::NotEct,
-            flow_label: 0,
-            hop_limit: 0,
-            next_header: 0,
-            payload_len: 0,
-        };
-    };
+    // An all-zero header (unreachable for a view: its IP header was checked whole) gives the
+    // unspecified addresses and zero fields.
+    let h = ipv6::Header::read_from_prefix(bytes)
+        .map_or_else(|_| ipv6::Header::new_zeroed(), |(h, _)| h);
     let word = u32::from_be_bytes(h.ver_tc_flow);
     let traffic_class = ipv6::traffic_class_of(word);
     ipv6::Repr {

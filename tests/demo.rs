@@ -233,6 +233,9 @@ fn demo_on_three_lcores_verifies_every_flow_and_reacts_to_congestion() {
 /// Without `--pfc` no host reports pauses.
 #[test]
 fn demo_pfc_pauses_the_senders_instead_of_dropping_and_every_flow_verifies() {
+    // No congestion control and a bottleneck slower than even a debug build on a loaded machine
+    // sends: the queue fills and PFC must act. Few small messages in flight keep the queueing
+    // delay (64 KiB at 20 Mbit/s: 26 ms) under the ACK timeout.
     let args = [
         "demo",
         "--json",
@@ -242,12 +245,14 @@ fn demo_pfc_pauses_the_senders_instead_of_dropping_and_every_flow_verifies() {
         "4",
         "--ops",
         "write,send",
+        "--depth",
+        "2",
+        "--size",
+        "4K",
         "--bottleneck-gbps",
-        "0.2",
+        "0.02",
         "--buffer",
-        "400000",
-        // No congestion control: four senders at line rate into 0.2 Gbit/s fill the queue
-        // whatever the machine's speed, so PFC must act.
+        "120000",
         "--cc",
         "none",
         "--seed",

@@ -95,7 +95,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "1MB", value_parser = parse_bytes)]
     buffer: u64,
     /// Lossless RoCE: the switch sends 802.1Qbb PFC pause frames for priority 3 (DSCP 26) when
-    /// one ingress port holds more than a share of the buffer, and the hosts' transmitters hold
+    /// one ingress port holds a quarter of its share of the buffer, and the hosts' transmitters hold
     /// that priority while paused (counted as `rx_prio3_pause` and `rx_prio3_pause_duration`).
     #[arg(long)]
     pfc: bool,
@@ -170,14 +170,15 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 /// The lossless priority: RoCE data at DSCP 26.
 const LOSSLESS: usize = 3;
 
-/// The demo switch's PFC thresholds: XOFF when one ingress port holds an equal share of half the
-/// buffer, XON a tenth below, headroom for what is in flight on a ring port (a burst of frames).
+/// The demo switch's PFC thresholds. Each port's share of the buffer is split: XOFF at a quarter
+/// of it (XON a tenth below), headroom of half of it for what is already in flight when the
+/// pause lands (a host's ring burst), so a paused port never overflows its share.
 fn demo_pfc(buffer: u64, senders: usize) -> PfcConfig {
-    let xoff = buffer / 2 / (senders as u64 + 1);
+    let share = buffer / (senders as u64 + 1);
     PfcConfig {
-        xoff_bytes: xoff,
-        xon_bytes: xoff * 9 / 10,
-        headroom_bytes: buffer / 2 / (senders as u64 + 1),
+        xoff_bytes: share / 4,
+        xon_bytes: share / 4 * 9 / 10,
+        headroom_bytes: share / 2,
         ..PfcConfig::default()
     }
 }

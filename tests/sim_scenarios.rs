@@ -2,9 +2,10 @@
 //! absorbed by the buffer (scenarios/microburst.toml), flows with really different RTTs sharing
 //! a bottleneck once PFC headroom covers the longest cable (scenarios/fairness.toml), and the
 //! 2:1 oversubscribed uplink of scenarios/allreduce-leafspine.toml queueing and slowing the
-//! ring. The other scenarios are asserted elsewhere: link-failure in tests/sim_outage.rs,
-//! ecmp-polarisation in tests/sim_ecmp.rs, mixed in tests/sim_classes.rs, rc-incast in
-//! tests/sim_rc.rs, the PFC victim in tests/sim_fabric.rs.
+//! ring; the lossless incast, the RC incast that retransmits, and web-search flows that all
+//! finish. The other scenarios are asserted elsewhere: link-failure in tests/sim_outage.rs,
+//! ecmp-polarisation in tests/sim_ecmp.rs, mixed in tests/sim_classes.rs, fat-tree-fb-hadoop
+//! in tests/sim_hpcc_files.rs, the PFC victim in tests/sim_fabric.rs.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
@@ -12,6 +13,9 @@ use roce_fabric::summary::Summary;
 const MICROBURST: &str = include_str!("../scenarios/microburst.toml");
 const FAIRNESS: &str = include_str!("../scenarios/fairness.toml");
 const ALLREDUCE: &str = include_str!("../scenarios/allreduce-leafspine.toml");
+const INCAST: &str = include_str!("../scenarios/incast.toml");
+const RC_INCAST: &str = include_str!("../scenarios/rc-incast.toml");
+const WEBSEARCH: &str = include_str!("../scenarios/websearch.toml");
 
 fn run(text: &str) -> (Summary, Built) {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
@@ -110,4 +114,39 @@ fn the_oversubscribed_uplink_queues_and_slows_a_ring_that_crosses_it_at_every_ho
         ic > 1.8 * in_ && ic < 2.3 * in_,
         "{ic} vs {in_}\n{tc}\n{tn}"
     );
+}
+
+#[test]
+fn a_lossless_incast_pauses_and_marks_instead_of_dropping_and_shares_the_line() {
+    let (sum, _) = run(&INCAST.replace("duration_us = 2000", "duration_us = 500"));
+    let t = sum.table();
+    assert_eq!(sum.flows.len(), 16, "{t}");
+    assert_eq!(sum.drops, 0, "{t}");
+    assert!(sum.pfc_pause_frames > 0 && sum.host_pause_frames > 0, "{t}");
+    assert!(sum.ecn_marked > 0 && sum.cnp_sent > 0, "{t}");
+    assert!(sum.bottleneck_utilisation > 0.99, "{t}");
+    assert!(sum.jain_fairness > 0.99, "{t}");
+}
+
+#[test]
+fn the_rc_incast_drops_and_its_flows_complete_by_retransmitting() {
+    let (sum, _) = run(RC_INCAST);
+    let t = sum.table();
+    assert!(sum.drops > 0, "{t}");
+    assert!(sum.retransmitted > 0, "{t}");
+    assert_eq!(sum.flows.len(), 2, "{t}");
+    assert!(sum.flows.iter().all(|f| f.completion_us.is_some()), "{t}");
+    assert_eq!(sum.qp_errors, 0, "{t}");
+}
+
+#[test]
+fn every_websearch_flow_finishes_and_gets_a_slowdown_report() {
+    let (sum, _) = run(WEBSEARCH);
+    let t = sum.table();
+    assert_eq!(sum.flows.len(), 200, "{t}");
+    assert!(sum.flows.iter().all(|f| f.completion_us.is_some()), "{t}");
+    assert_eq!(sum.drops, 0, "{t}");
+    let fct = sum.fct.as_ref().expect("fct report");
+    assert_eq!(fct.flows.len(), 200, "{t}");
+    assert!(!fct.bins.is_empty(), "{t}");
 }

@@ -13,14 +13,19 @@ use super::stats::PRIORITIES;
 /// Bytes of deficit a class earns per round for each unit of its ETS weight.
 pub const QUANTUM_PER_WEIGHT: u64 = 1500;
 
+/// The strict classes of a port with ETS weights and no `strict` list: CNPs (DSCP 48) and
+/// network control (DSCP 56).
+pub const DEFAULT_STRICT: [u8; 2] = [6, 7];
+
 /// How a port picks the next class to send, and how much buffer each class may hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scheduling {
     /// Priorities served before all others, highest first (e.g. `[6, 7]` for CNPs and
-    /// network control).
-    #[serde(default)]
-    pub strict: Vec<u8>,
+    /// network control). Unset: [`DEFAULT_STRICT`] when ETS weights are set (a weight-0 CNP
+    /// class would otherwise wait behind all weighted data), none otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<Vec<u8>>,
     /// ETS weights indexed by priority (e.g. `[30, 0, 0, 70]`: best effort 30 %, RDMA 70 %);
     /// empty: an equal turn each. A class with weight 0 (or beyond the list) sends only when
     /// no weighted class can.
@@ -38,7 +43,12 @@ impl Scheduling {
     }
 
     fn is_strict(&self, prio: usize) -> bool {
-        self.strict.iter().any(|&p| usize::from(p) == prio)
+        let strict = match &self.strict {
+            Some(s) => s.as_slice(),
+            None if self.ets_weights.is_empty() => &[],
+            None => &DEFAULT_STRICT,
+        };
+        strict.iter().any(|&p| usize::from(p) == prio)
     }
 
     /// The byte limit of class `prio`, if it has one.
@@ -143,7 +153,7 @@ mod tests {
         assert_eq!((rr[0], rr[3]), (500_000, 500_000));
         // A strict class with a packet waiting always goes first.
         let strict = Scheduling {
-            strict: vec![6],
+            strict: Some(vec![6]),
             ..ets
         };
         assert_eq!(shares(&strict, &[0, 3, 6], 1000, 50)[6], 50_000);

@@ -14,6 +14,9 @@
 //! Depends on `roce_proto` only (the fuzz crate includes this file by path).
 #![allow(dead_code)]
 
+#[path = "action_bytes.rs"]
+mod action_bytes;
+
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -163,10 +166,7 @@ impl Action {
 
     /// The actions a byte string encodes, `ACTION_BYTES` each (a short tail is dropped).
     pub fn decode_all(data: &[u8]) -> Vec<Action> {
-        data.chunks_exact(ACTION_BYTES)
-            .filter_map(|c| <&[u8; ACTION_BYTES]>::try_from(c).ok())
-            .map(Action::decode)
-            .collect()
+        action_bytes::decode_chunks(data, Action::decode)
     }
 }
 

@@ -14,6 +14,8 @@
 //! Depends on `roce_proto` only (the fuzz crate includes this file by path).
 #![allow(dead_code)]
 
+// hostile_props.rs loads both harnesses, so it compiles this small module twice.
+#[allow(clippy::duplicate_mod)]
 #[path = "action_bytes.rs"]
 mod action_bytes;
 

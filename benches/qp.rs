@@ -53,14 +53,13 @@ struct Rig {
 }
 
 fn rig(size: u32, mtu: Mtu) -> Rig {
-    let a = Endpoint::new(EndpointConfig::ipv4(
-        EthernetAddress([2, 0, 0, 0, 0, 1]),
-        [198, 18, 0, 1].into(),
-    ));
-    let b = Endpoint::new(EndpointConfig::ipv4(
-        EthernetAddress([2, 0, 0, 0, 0, 2]),
-        [198, 18, 0, 2].into(),
-    ));
+    // Host i: MAC 02:00:00:00:00:0i, 198.18.0.i.
+    let [a, b] = [1, 2].map(|i| {
+        Endpoint::new(EndpointConfig::ipv4(
+            EthernetAddress([2, 0, 0, 0, 0, i]),
+            [198, 18, 0, i].into(),
+        ))
+    });
     let (pa, pb) = loopback_pair(9000, 4096);
     let mut pair = EndpointPair::new(a, b, pa, pb);
     let depth = 128;

@@ -14,6 +14,11 @@ fn bytes(max_actions: usize, width: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), width..max_actions * width)
 }
 
+/// A harness run's outcome as a proptest result (its message on failure).
+fn holds(outcome: Result<(), String>) -> Result<(), TestCaseError> {
+    outcome.map_err(TestCaseError::fail)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
@@ -21,18 +26,14 @@ proptest! {
     fn an_endpoint_keeps_its_invariants_against_a_hostile_peer(
         data in bytes(120, hostile_peer::ACTION_BYTES)
     ) {
-        let actions = hostile_peer::Action::decode_all(&data);
-        let outcome = hostile_peer::Harness::run(&actions);
-        prop_assert!(outcome.is_ok(), "{}", outcome.unwrap_err());
+        holds(hostile_peer::Harness::run(&hostile_peer::Action::decode_all(&data)))?;
     }
 
     #[test]
     fn a_host_keeps_its_invariants_against_hostile_neighbours(
         data in bytes(120, hostile_host::ACTION_BYTES)
     ) {
-        let actions = hostile_host::Action::decode_all(&data);
-        let outcome = hostile_host::HostHarness::run(&actions);
-        prop_assert!(outcome.is_ok(), "{}", outcome.unwrap_err());
+        holds(hostile_host::HostHarness::run(&hostile_host::Action::decode_all(&data)))?;
     }
 }
 

@@ -31,6 +31,11 @@ fn guest_b() -> PingpongDest {
     PingpongDest::decode(b"0000:000011:42f128:00000000000000000000ffffc612000c\0").unwrap()
 }
 
+/// How guest b's rc_pingpong client exchange with `addr` fails (it must).
+fn pingpong_client_err(addr: SocketAddr) -> ExchangeError {
+    tcp::pingpong_client(addr, &guest_b(), short()).unwrap_err()
+}
+
 fn listener() -> (TcpListener, SocketAddr) {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let addr = l.local_addr().unwrap();
@@ -211,8 +216,7 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
         let _ = done_rx.recv_timeout(Duration::from_secs(10));
         drop(s);
     });
-    let mine = guest_b();
-    let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
+    let err = pingpong_client_err(addr);
     assert!(
         matches!(
             err,
@@ -231,8 +235,7 @@ fn silent_peer_ends_in_a_read_timeout_naming_the_step() {
 fn peer_closing_early_is_reported_with_byte_counts() {
     let (l, addr) = listener();
     let _server = replay_server(l, vec![(52, b"0000:0000".to_vec())]);
-    let mine = guest_b();
-    let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
+    let err = pingpong_client_err(addr);
     assert!(
         matches!(
             err,
@@ -250,8 +253,7 @@ fn peer_closing_early_is_reported_with_byte_counts() {
 fn refused_connect_and_absent_client_are_distinct_errors() {
     let (l, addr) = listener();
     drop(l);
-    let mine = guest_b();
-    let err = tcp::pingpong_client(addr, &mine, short()).unwrap_err();
+    let err = pingpong_client_err(addr);
     assert!(matches!(err, ExchangeError::Connect { .. }), "{err}");
     let (l, _) = listener();
     let err = OobStream::accept(&l, short()).unwrap_err();
@@ -306,7 +308,7 @@ fn peer_reset_is_named_with_the_peer_address() {
         s.peek(&mut buf).unwrap();
         drop(s);
     });
-    let err = tcp::pingpong_client(addr, &guest_b(), short()).unwrap_err();
+    let err = pingpong_client_err(addr);
     resetter.join().unwrap();
     assert_eq!(
         err.to_string(),

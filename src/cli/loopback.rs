@@ -273,14 +273,13 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
         writer: writer.clone(),
         clock: clock.clone(),
     };
-    let a = Endpoint::new(EndpointConfig::ipv4(
-        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x11]),
-        [198, 18, 0, 11].into(),
-    ));
-    let b = Endpoint::new(EndpointConfig::ipv4(
-        EthernetAddress([0x52, 0x54, 0, 0x12, 0, 0x12]),
-        [198, 18, 0, 12].into(),
-    ));
+    // Guests a and b: MACs 52:54:00:12:00:11 and :12, addresses 198.18.0.11 and .12.
+    let [a, b] = [(0x11, 11), (0x12, 12)].map(|(mac, ip)| {
+        Endpoint::new(EndpointConfig::ipv4(
+            EthernetAddress([0x52, 0x54, 0, 0x12, 0, mac]),
+            [198, 18, 0, ip].into(),
+        ))
+    });
     let mut pair: EndpointPair<LinkPort<P>> = EndpointPair::new(
         a,
         b,

@@ -14,6 +14,11 @@
 //! Depends on `roce_proto` only (the fuzz crate includes this file by path).
 #![allow(dead_code)]
 
+// hostile_props.rs loads both harnesses, so it compiles this small module twice.
+#[allow(clippy::duplicate_mod)]
+#[path = "action_bytes.rs"]
+mod action_bytes;
+
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -163,10 +168,7 @@ impl Action {
 
     /// The actions a byte string encodes, `ACTION_BYTES` each (a short tail is dropped).
     pub fn decode_all(data: &[u8]) -> Vec<Action> {
-        data.chunks_exact(ACTION_BYTES)
-            .filter_map(|c| <&[u8; ACTION_BYTES]>::try_from(c).ok())
-            .map(Action::decode)
-            .collect()
+        action_bytes::decode_chunks(data, Action::decode)
     }
 }
 

@@ -536,8 +536,19 @@ mod tests {
         assert_eq!(sw.queue_bytes(to_b), 1_000);
     }
 
+    /// Host B's MAC in [`pfc_switch`].
+    const PFC_B_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
+
+    /// A PFC switch (XOFF 2500 B, XON 1000 B) after host A sent four 1000-byte frames with
+    /// `tos` (DSCP and ECN) to host B and the switch polled once at t = 0.
+    fn pfc_switch_after_burst(tos: u8) -> (LoopbackPort, LoopbackPort, RtSwitch<LoopbackPort>) {
+        let (mut host_a, host_b, mut sw) = pfc_switch(2_500, 1_000);
+        send(&mut host_a, PFC_B_MAC, &[tos; 4], 1000);
+        sw.poll(Instant::from_nanos(0), &mut |_| {});
+        (host_a, host_b, sw)
+    }
+
     fn pfc_switch(xoff: u64, xon: u64) -> (LoopbackPort, LoopbackPort, RtSwitch<LoopbackPort>) {
-        let b_mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
         let (host_a, sw_a) = loopback_pair(9000, 1 << 10);
         let (host_b, sw_b) = loopback_pair(9000, 1 << 10);
         let mut sw = RtSwitch::new(RtSwitchConfig {
@@ -552,7 +563,7 @@ mod tests {
             quanta: 1000,
         });
         sw.add_port(sw_a, Some(EthernetAddress([2, 0, 0, 0, 0, 1])), None);
-        sw.add_port(sw_b, Some(b_mac), Some(Rate::from_gbps(8)));
+        sw.add_port(sw_b, Some(PFC_B_MAC), Some(Rate::from_gbps(8)));
         (host_a, host_b, sw)
     }
 
@@ -564,11 +575,8 @@ mod tests {
 
     #[test]
     fn lossless_class_over_xoff_pauses_its_sender_and_resumes_it_when_drained() {
-        let b_mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-        let (mut host_a, mut host_b, mut sw) = pfc_switch(2_500, 1_000);
         // DSCP 26 (priority 3, lossless), ECT(0): four 1000-byte frames, 4000 B > XOFF.
-        send(&mut host_a, b_mac, &[0x6a; 4], 1000);
-        sw.poll(Instant::from_nanos(0), &mut |_| {});
+        let (mut host_a, mut host_b, mut sw) = pfc_switch_after_burst(0x6a);
         let got = received(&mut host_a);
         assert_eq!(got.len(), 1, "one XOFF back to the sender");
         let pause = PauseRepr::parse(&got[0]).expect("a PFC frame");
@@ -592,11 +600,8 @@ mod tests {
 
     #[test]
     fn lossy_class_is_never_paused_and_a_received_pause_holds_only_its_priority() {
-        let b_mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-        let (mut host_a, mut host_b, mut sw) = pfc_switch(2_500, 1_000);
         // Priority 0 (DSCP 0) over XOFF: no pause.
-        send(&mut host_a, b_mac, &[0x02; 4], 1000);
-        sw.poll(Instant::from_nanos(0), &mut |_| {});
+        let (mut host_a, mut host_b, mut sw) = pfc_switch_after_burst(0x02);
         assert!(received(&mut host_a).is_empty());
         // Host B pauses priority 0 for 1000 quanta (64 us at 8 Gbit/s).
         let mut pause = vec![0u8; pfc::FRAME_LEN];
@@ -611,7 +616,7 @@ mod tests {
         assert_eq!(sw.counters().pfc_pause_received, 1);
         assert!(received(&mut host_b).is_empty(), "priority 0 is paused");
         // A lossless frame still goes; priority 0 waits until the pause expires.
-        send(&mut host_a, b_mac, &[0x6a], 1000);
+        send(&mut host_a, PFC_B_MAC, &[0x6a], 1000);
         sw.poll(Instant::from_nanos(20_000), &mut |_| {});
         assert_eq!(received(&mut host_b).len(), 1);
         sw.poll(Instant::from_nanos(80_000), &mut |_| {});

@@ -19,21 +19,19 @@ pub const DEFAULT_STRICT: [u8; 2] = [6, 7];
 
 /// How a port picks the next class to send, and how much buffer each class may hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Scheduling {
     /// Priorities served before all others, highest first (e.g. `[6, 7]` for CNPs and
     /// network control). Unset: [`DEFAULT_STRICT`] when ETS weights are set (a weight-0 CNP
     /// class would otherwise wait behind all weighted data), none otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub strict: Option<Vec<u8>>,
     /// ETS weights indexed by priority (e.g. `[30, 0, 0, 70]`: best effort 30 %, RDMA 70 %);
     /// empty: an equal turn each. A class with weight 0 (or beyond the list) sends only when
     /// no weighted class can.
-    #[serde(default)]
     pub ets_weights: Vec<u32>,
     /// Most bytes each priority may hold in the shared buffer, indexed by priority (0 or
     /// beyond the list: no limit beyond the buffer's).
-    #[serde(default)]
     pub class_limit_bytes: Vec<u64>,
 }
 

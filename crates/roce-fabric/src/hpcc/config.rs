@@ -423,34 +423,30 @@ QLEN_MON_END 3000000000
 
     #[test]
     fn unknown_keys_and_malformed_values_name_file_and_line() {
-        let err = |t: &str| {
-            HpccConfig::parse("mix/config.txt", t)
-                .unwrap_err()
-                .to_string()
-        };
-        for (text, want) in [
-            (
-                "CC_MODE 1\n\nFOO_BAR 3\n",
-                "mix/config.txt:3: unknown key \"FOO_BAR\"",
-            ),
-            (
-                "CC_MODE 1\nRATE_AI fast\n",
-                "mix/config.txt:2: \"fast\" is not a data rate (e.g. 100Gb/s)",
-            ),
-            (
-                "KMAX_MAP 2 100000000000 1600\nBUFFER_SIZE 32\n",
-                "mix/config.txt:2: \"BUFFER_SIZE\" is not a link rate in bit/s",
-            ),
-            (
-                "CC_MODE 1\nEWMA_GAIN",
-                "mix/config.txt:2: file ends where a gain was expected",
-            ),
-            (
-                "SIMULATOR_STOP_TIME 0\n",
-                "mix/config.txt:1: SIMULATOR_STOP_TIME must be positive",
-            ),
-        ] {
-            assert_eq!(err(text), want);
-        }
+        crate::hpcc::assert_malformed(
+            |t| HpccConfig::parse("mix/config.txt", t),
+            &[
+                (
+                    "CC_MODE 1\n\nFOO_BAR 3\n",
+                    "mix/config.txt:3: unknown key \"FOO_BAR\"",
+                ),
+                (
+                    "CC_MODE 1\nRATE_AI fast\n",
+                    "mix/config.txt:2: \"fast\" is not a data rate (e.g. 100Gb/s)",
+                ),
+                (
+                    "KMAX_MAP 2 100000000000 1600\nBUFFER_SIZE 32\n",
+                    "mix/config.txt:2: \"BUFFER_SIZE\" is not a link rate in bit/s",
+                ),
+                (
+                    "CC_MODE 1\nEWMA_GAIN",
+                    "mix/config.txt:2: file ends where a gain was expected",
+                ),
+                (
+                    "SIMULATOR_STOP_TIME 0\n",
+                    "mix/config.txt:1: SIMULATOR_STOP_TIME must be positive",
+                ),
+            ],
+        );
     }
 }

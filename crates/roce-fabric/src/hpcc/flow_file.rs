@@ -112,22 +112,26 @@ mod tests {
 
     #[test]
     fn malformed_flow_lines_name_file_and_line() {
-        let e = |t: &str| parse("mix/flow.txt", t).unwrap_err().to_string();
-        assert_eq!(
-            e("2\n0 1 3 100 1000 2\n0 1 3 100 1e3 2\n"),
-            "mix/flow.txt:3: \"1e3\" is not a size in bytes"
-        );
-        assert_eq!(
-            e("2\n0 1 3 100 1000 2\n"),
-            "mix/flow.txt:2: file ends where a source node id was expected"
-        );
-        assert_eq!(
-            e("1\n1 1 3 100 1000 2\n"),
-            "mix/flow.txt:2: a flow needs src != dst, pg 0..7, size > 0 and a start >= 0"
-        );
-        assert_eq!(
-            e("many\n"),
-            "mix/flow.txt:1: \"many\" is not the number of flows"
+        crate::hpcc::assert_malformed(
+            |t| parse("mix/flow.txt", t),
+            &[
+                (
+                    "2\n0 1 3 100 1000 2\n0 1 3 100 1e3 2\n",
+                    "mix/flow.txt:3: \"1e3\" is not a size in bytes",
+                ),
+                (
+                    "2\n0 1 3 100 1000 2\n",
+                    "mix/flow.txt:2: file ends where a source node id was expected",
+                ),
+                (
+                    "1\n1 1 3 100 1000 2\n",
+                    "mix/flow.txt:2: a flow needs src != dst, pg 0..7, size > 0 and a start >= 0",
+                ),
+                (
+                    "many\n",
+                    "mix/flow.txt:1: \"many\" is not the number of flows",
+                ),
+            ],
         );
     }
 }

@@ -103,9 +103,28 @@ pub fn parse_time_ns(s: &str) -> Option<u64> {
     scaled(num.parse().ok()?, unit_ns)
 }
 
+/// Asserts `parse` fails on each case's text with exactly its message (the readers'
+/// error tests).
+#[cfg(test)]
+fn assert_malformed<T: std::fmt::Debug>(
+    parse: impl Fn(&str) -> Result<T, HpccError>,
+    cases: &[(&str, &str)],
+) {
+    for &(text, want) in cases {
+        assert_eq!(parse(text).unwrap_err().to_string(), want, "{text:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Asserts `parse` gives each case's expected value.
+    fn check(parse: fn(&str) -> Option<u64>, cases: &[(&str, Option<u64>)]) {
+        for &(text, want) in cases {
+            assert_eq!(parse(text), want, "{text}");
+        }
+    }
 
     #[test]
     fn rates_and_times_parse_as_ns3_writes_them() {
@@ -119,9 +138,7 @@ mod tests {
             ("fast", None),
             ("10Gbit", None),
         ];
-        for (text, bps) in rates {
-            assert_eq!(parse_rate(text), bps, "{text}");
-        }
+        check(parse_rate, &rates);
         let times = [
             ("1000ns", Some(1000)),
             ("0.001ms", Some(1000)),
@@ -130,8 +147,6 @@ mod tests {
             ("1.5s", Some(1_500_000_000)),
             ("soon", None),
         ];
-        for (text, ns) in times {
-            assert_eq!(parse_time_ns(text), ns, "{text}");
-        }
+        check(parse_time_ns, &times);
     }
 }

@@ -268,38 +268,34 @@ mod tests {
 
     #[test]
     fn malformed_lines_name_file_and_line() {
-        let err = |t: &str| {
-            TopologyFile::parse("mix/topo.txt", t)
-                .unwrap_err()
-                .to_string()
-        };
-        for (text, want) in [
-            (
-                "5 2 3\n2 4\n0 2 100Gbps 1000ns 0\n1 2 fast 1000ns 0\n",
-                "mix/topo.txt:4: \"fast\" is not a data rate (e.g. 100Gbps)",
-            ),
-            (
-                "5 2 3\n2 4\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n",
-                "mix/topo.txt:4: file ends where a node id was expected",
-            ),
-            (
-                "5 2 1\n2 9\n0 2 100Gbps 1000ns 0\n",
-                "mix/topo.txt:2: switch id 9 is not below 5",
-            ),
-            (
-                "5 2 1\n2 4\n0 7 100Gbps 1000ns 0\n",
-                "mix/topo.txt:3: link 0-7 needs two distinct nodes below 5",
-            ),
-            (
-                "5 2 1\n2 4\n0 2 100Gbps soon 0\n",
-                "mix/topo.txt:3: \"soon\" is not a delay (e.g. 1000ns, 0.001ms)",
-            ),
-            (
-                format!("{SMALL}9 9 9\n").as_str(),
-                "mix/topo.txt:6: \"9\" after the 3 links",
-            ),
-        ] {
-            assert_eq!(err(text), want);
-        }
+        crate::hpcc::assert_malformed(
+            |t| TopologyFile::parse("mix/topo.txt", t),
+            &[
+                (
+                    "5 2 3\n2 4\n0 2 100Gbps 1000ns 0\n1 2 fast 1000ns 0\n",
+                    "mix/topo.txt:4: \"fast\" is not a data rate (e.g. 100Gbps)",
+                ),
+                (
+                    "5 2 3\n2 4\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n",
+                    "mix/topo.txt:4: file ends where a node id was expected",
+                ),
+                (
+                    "5 2 1\n2 9\n0 2 100Gbps 1000ns 0\n",
+                    "mix/topo.txt:2: switch id 9 is not below 5",
+                ),
+                (
+                    "5 2 1\n2 4\n0 7 100Gbps 1000ns 0\n",
+                    "mix/topo.txt:3: link 0-7 needs two distinct nodes below 5",
+                ),
+                (
+                    "5 2 1\n2 4\n0 2 100Gbps soon 0\n",
+                    "mix/topo.txt:3: \"soon\" is not a delay (e.g. 1000ns, 0.001ms)",
+                ),
+                (
+                    format!("{SMALL}9 9 9\n").as_str(),
+                    "mix/topo.txt:6: \"9\" after the 3 links",
+                ),
+            ],
+        );
     }
 }

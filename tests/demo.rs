@@ -122,6 +122,30 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     assert_eq!(check["frames"], check["roce"], "{check}");
     assert_eq!(check["icrc_bad"].as_u64(), Some(0), "{check}");
     assert_eq!(check["malformed"].as_u64(), Some(0), "{check}");
+
+    // `pcap explain --links`: each CNP the capture holds answers a CE-marked frame before it
+    // (the capture is the switch's, where the marks happen).
+    let (code, out, err) = roce(&["pcap", "explain", pcap_s, "--links"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let mut answered = 0;
+    for line in out
+        .lines()
+        .filter(|l| l.contains(": CNP: answers the CE-marked frame"))
+    {
+        let num = |after: &str| -> usize {
+            let rest = line.split(after).nth(1).unwrap_or_default();
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap_or_else(|_| panic!("{line}"))
+        };
+        assert!(num("CE-marked frame ") < num("frame "), "{line}");
+        answered += 1;
+    }
+    assert!(answered > 0, "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("{answered} with a CNP of their own")),
+        "{last}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -6,7 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::roce;
+use cli_output::{roce, scratch_dir};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -33,8 +33,7 @@ fn congested_demo(seed: &str, more: &[&str]) -> serde_json::Value {
 
 #[test]
 fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
-    let dir = std::env::temp_dir().join(format!("roce-demo-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("demo-test");
     let pcap = dir.join("demo.pcap");
     let pcap_s = pcap.to_str().expect("utf-8 path");
     let s = congested_demo(

@@ -5,7 +5,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::roce;
+use cli_output::{roce, scratch_dir};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -24,8 +24,7 @@ fn numbers_after(line: &str, before: &str) -> Vec<usize> {
 
 #[test]
 fn lossy_loopback_capture_names_its_faults_and_links_naks_to_resends() {
-    let dir = std::env::temp_dir().join(format!("roce-pcap-links-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("pcap-links");
     let pcap = dir.join("lossy.pcapng");
     let pcap_s = pcap.to_str().expect("utf-8 path");
     let (code, out, err) = roce(&[

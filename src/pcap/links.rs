@@ -347,18 +347,8 @@ pub fn find_links(frames: impl IntoIterator<Item = FrameFacts>) -> Links {
                 if let Some(i) = pending.iter().position(|n| n.psn == f.psn) {
                     let mut nak = pending.remove(i);
                     nak.original = original;
-                    nak.resent.push(f.frame);
                     flow.answering = Some((answered.len(), flow.highest.unwrap_or(f.psn)));
-                    links.add(
-                        f.frame,
-                        Link::ResentForNak {
-                            nak: nak.frame,
-                            original,
-                        },
-                    );
-                    links.counts.resent_for_nak += 1;
                     answered.push(nak);
-                    continue;
                 }
                 match flow.answering {
                     Some((i, upto)) if !f.psn.after(upto) => {

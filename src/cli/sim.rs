@@ -61,6 +61,7 @@ pub enum SimCommand {
 }
 
 mod compare;
+mod shard;
 
 /// Settings that change a scenario file before it runs (`roce sim run`).
 #[derive(Args, Debug)]

@@ -239,11 +239,7 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
         SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
     let mut s = a.params().scenario(kind);
-    s.cnp_interval_us = match (a.cnp_interval_us, s.cc_config()) {
-        (Some(us), _) => us,
-        (None, Ok(Some(cc))) => cc.cnp_interval().as_nanos() as f64 / 1e3,
-        (None, _) => s.cnp_interval_us,
-    };
+    s.cnp_interval_us = a.cnp_interval_us;
     s.switch.ecn_at = match a.ecn_at {
         EcnAt::Enqueue => MarkPoint::Enqueue,
         EcnAt::Dequeue => MarkPoint::Dequeue,

@@ -54,9 +54,8 @@ fn d_mtu() -> usize {
 fn d_msg() -> u64 {
     1 << 20
 }
-fn d_cnp() -> f64 {
-    50.0
-}
+/// The notification point's interval when no congestion control says one, µs.
+const DEFAULT_CNP_US: f64 = 50.0;
 fn d_cc() -> String {
     "none".into()
 }
@@ -256,9 +255,11 @@ pub struct Scenario {
     /// Bytes per message.
     #[serde(default = "d_msg", deserialize_with = "size::deserialize_bytes")]
     pub message_bytes: u64,
-    /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs).
-    #[serde(default = "d_cnp")]
-    pub cnp_interval_us: f64,
+    /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs). Default: the
+    /// interval the congestion control is designed with ([`CcConfig::cnp_interval`]: 4 us for
+    /// dcqcn-mlx, 1 us for DCTCP's per-mark echo, 50 us for dcqcn-paper), 50 us without one.
+    #[serde(default)]
+    pub cnp_interval_us: Option<f64>,
     /// The network.
     pub topology: TopologySpec,
     /// Switch settings.
@@ -562,7 +563,11 @@ impl Scenario {
         for f in plan.host_flows.iter_mut().flatten() {
             f.cc.clone_from(&cc);
         }
-        let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
+        let cnp = match (self.cnp_interval_us, &cc) {
+            (Some(us), _) => Duration::from_nanos((us * 1000.0) as u64),
+            (None, Some(cc)) => cc.cnp_interval(),
+            (None, None) => Duration::from_nanos((DEFAULT_CNP_US * 1000.0) as u64),
+        };
         let hosts = match self.engine {
             EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
             EngineKind::StandIn => Self::stand_in_engines(&ips, &plan, cnp),

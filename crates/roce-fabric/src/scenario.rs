@@ -20,7 +20,7 @@ use super::reroute::Routing;
 use super::sched::{self, Scheduling};
 use super::series::Recorder;
 use super::summary::Summary;
-use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
+use super::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
@@ -174,6 +174,10 @@ pub struct SwitchSpec {
     /// ECN marking on every queue.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
+    /// Marking by port rate (`[{ gbps = 400, kmin_bytes = .., kmax_bytes = .., pmax = .. }]`),
+    /// overriding `ecn` on the ports of that rate.
+    #[serde(default)]
+    pub ecn_by_rate: Vec<RateEcn>,
     /// Mark at "enqueue" (default) or "dequeue".
     #[serde(default)]
     pub ecn_at: MarkPoint,
@@ -196,6 +200,7 @@ impl Default for SwitchSpec {
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
+            ecn_by_rate: Vec::new(),
             ecn_at: MarkPoint::Enqueue,
             int: false,
         }
@@ -215,6 +220,7 @@ impl SwitchSpec {
             ecmp_salt: self.ecmp_salt,
             int: self.int,
             sched: self.sched.clone(),
+            ecn_by_rate: self.ecn_by_rate.clone(),
         }
         .with_ecn_all(self.ecn)
     }
@@ -441,6 +447,15 @@ impl Scenario {
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
         let mut t = self.shape().unwrap_or_else(|_| Topology::new());
+        // Dynamic PFC's alpha is for the hosts' NICs; faster ports scale it.
+        let nic_bps = self.host_link().rate_bps();
+        for (_, cfg) in t.switches.iter_mut() {
+            if let Some(d) = cfg.pfc.as_mut().and_then(|p| p.dynamic.as_mut()) {
+                if d.nic_bps == 0 {
+                    d.nic_bps = nic_bps;
+                }
+            }
+        }
         if self.switch.ecmp_salt_per_switch {
             for (i, (_, cfg)) in t.switches.iter_mut().enumerate() {
                 cfg.ecmp_salt = ecmp::salt_of(self.switch.ecmp_salt, i);

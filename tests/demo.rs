@@ -6,7 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{roce, scratch_dir};
+use cli_output::{numbers_after, roce, scratch_dir};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -131,12 +131,11 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
         .lines()
         .filter(|l| l.contains(": CNP: answers the CE-marked frame"))
     {
-        let num = |after: &str| -> usize {
-            let rest = line.split(after).nth(1).unwrap_or_default();
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().unwrap_or_else(|_| panic!("{line}"))
-        };
-        assert!(num("CE-marked frame ") < num("frame "), "{line}");
+        let (cnp, ce) = (
+            numbers_after(line, "frame ")[0],
+            numbers_after(line, "CE-marked frame ")[0],
+        );
+        assert!(ce < cnp, "{line}");
         answered += 1;
     }
     assert!(answered > 0, "{out}");

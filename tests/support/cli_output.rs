@@ -27,6 +27,17 @@ pub fn scratch_dir(test: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The numbers after `before` in `line` (`"... frame 12; first sent in frame 3"` -> 12, 3).
+pub fn numbers_after(line: &str, before: &str) -> Vec<usize> {
+    line.split(before)
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
 /// The `roce:` lines of stderr (our errors; DPDK and warnings say other things).
 pub fn error_lines(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)

@@ -13,7 +13,7 @@ use roce_fabric::scenario::Scenario;
 use roce_proto::cc::registry::{self, register, CcEntry, REGISTRY};
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig, ReplayError};
 use roce_proto::cc::{
-    CcConfig, CcError, CcEvent, CongestionControl, HpccParams, Rate, Sample, TimelyParams, CC_NAMES,
+    CcConfig, CcEvent, CongestionControl, HpccParams, Rate, Sample, TimelyParams, CC_NAMES,
 };
 
 fn register_examples() {
@@ -95,7 +95,7 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
     };
     assert_eq!(
         register(&CLASH),
-        Err(CcError::NameTaken {
+        Err(registry::NameTaken {
             name: "timely".into()
         })
     );

@@ -6,8 +6,8 @@
 //! [registered](super::registry::register). Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.
 
-use super::params::{ParamError, ParamInfo};
-use super::registry::{self, CcKind};
+use super::params::{CcKind, ParamError, ParamInfo};
+use super::registry;
 use super::{Controller, Rate};
 
 pub use super::registry::CC_NAMES;
@@ -42,12 +42,6 @@ pub enum CcError {
         value: String,
         /// What is accepted.
         expected: String,
-    },
-    /// [`registry::register`] was given a name (or alias) another controller has.
-    #[error("congestion control `{name}` is already registered")]
-    NameTaken {
-        /// The name.
-        name: String,
     },
     /// A setting that is not `name=value`.
     #[error("bad setting `{setting}`: expected name=value")]

@@ -158,7 +158,7 @@ impl DcqcnParams {
     }
 }
 
-impl super::registry::CcKind for DcqcnParams {
+impl super::params::CcKind for DcqcnParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Dcqcn(Dcqcn::new(self.clone(), line_rate))
     }

@@ -40,7 +40,7 @@ impl Default for DctcpParams {
     }
 }
 
-impl super::registry::CcKind for DctcpParams {
+impl super::params::CcKind for DctcpParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Dctcp(Dctcp::new(self.clone(), line_rate))
     }

@@ -88,7 +88,7 @@ impl Default for HpccParams {
     }
 }
 
-impl super::registry::CcKind for HpccParams {
+impl super::params::CcKind for HpccParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Hpcc(Hpcc::new(self.clone(), line_rate))
     }

@@ -2,8 +2,8 @@
 //!
 //! Useful as a baseline in experiments and when congestion is left to PFC alone.
 
+use super::params::CcKind;
 use super::params::{ParamError, ParamInfo, ParamSet};
-use super::registry::CcKind;
 use super::{CcMetrics, CongestionControl, Controller, Rate};
 use crate::time::Instant;
 

@@ -32,7 +32,7 @@ impl Default for PatchedTimelyParams {
     }
 }
 
-impl super::registry::CcKind for PatchedTimelyParams {
+impl super::params::CcKind for PatchedTimelyParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::PatchedTimely(PatchedTimely::new(self.clone(), line_rate))
     }

@@ -27,48 +27,16 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use super::config::CcError;
-use super::params::{ParamInfo, ParamSet};
-use super::{
-    Controller, DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, Rate,
-    TimelyParams,
-};
-use crate::time::Duration;
+use super::params::ParamInfo;
+pub use super::params::{CcKind, CloneKind};
+use super::{DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, TimelyParams};
 
-/// A controller's parameter set that can build the controller: what a [`CcEntry`] hands out.
-///
-/// Implemented next to each controller, on its [`cc_params!`](crate::cc_params) struct. Only
-/// [`build`](Self::build) is required.
-pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'static {
-    /// A fresh controller for one QP starting at `line_rate`.
-    fn build(&self, line_rate: Rate) -> Controller;
-    /// Checks relations a single value's type cannot express, after a `--set`:
-    /// `Err((param, expected))`.
-    fn check(&self) -> Result<(), (&'static str, &'static str)> {
-        Ok(())
-    }
-    /// The CNP interval of the notification point this controller is designed with (the
-    /// receivers' `min_time_between_cnps`). 50 us (the SIGCOMM'15 N) unless overridden.
-    fn cnp_interval(&self) -> Duration {
-        Duration::from_micros(50)
-    }
-    /// Whether the controller reacts to in-band telemetry: its QP must send INT shims, switches
-    /// must stamp them and the receiver echo them.
-    fn uses_int(&self) -> bool {
-        false
-    }
-}
-
-/// Boxed copies of a [`CcKind`]; implemented for every `CcKind + Clone`.
-pub trait CloneKind {
-    /// A boxed copy.
-    fn clone_kind(&self) -> Box<dyn CcKind>;
-}
-
-impl<T: CcKind + Clone> CloneKind for T {
-    fn clone_kind(&self) -> Box<dyn CcKind> {
-        Box::new(self.clone())
-    }
+/// [`register`] was given a name (or alias) another controller has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("congestion control `{name}` is already registered")]
+pub struct NameTaken {
+    /// The name.
+    pub name: String,
 }
 
 /// One registered controller (or preset of one).
@@ -164,8 +132,8 @@ static EXTRA: RwLock<Vec<&'static CcEntry>> = RwLock::new(Vec::new());
 
 /// Adds `entry` for the rest of the process: from then on it builds by name everywhere
 /// ([`CcConfig::new`](super::CcConfig::new), scenarios, `compare`). Registering the same entry
-/// again is a no-op; another entry with a taken name or alias is [`CcError::NameTaken`].
-pub fn register(entry: &'static CcEntry) -> Result<(), CcError> {
+/// again is a no-op; another entry with a taken name or alias is [`NameTaken`].
+pub fn register(entry: &'static CcEntry) -> Result<(), NameTaken> {
     let mut extra = EXTRA.write().unwrap_or_else(PoisonError::into_inner);
     if extra.iter().any(|e| core::ptr::eq(*e, entry)) {
         return Ok(());
@@ -179,7 +147,7 @@ pub fn register(entry: &'static CcEntry) -> Result<(), CcError> {
                 .any(|e| e.answers_to(n))
         });
     if let Some(name) = taken {
-        return Err(CcError::NameTaken {
+        return Err(NameTaken {
             name: name.to_string(),
         });
     }

@@ -83,7 +83,7 @@ impl Default for TimelyParams {
     }
 }
 
-impl super::registry::CcKind for TimelyParams {
+impl super::params::CcKind for TimelyParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Timely(Timely::new(self.clone(), line_rate))
     }

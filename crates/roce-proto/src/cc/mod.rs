@@ -1,7 +1,7 @@
 //! Congestion control of a reaction point (one sending QP): the [`CongestionControl`] trait, the
 //! built-in controllers behind the statically dispatched [`Controller`] enum, their configuration
-//! by name ([`CcConfig`]), the [`Pacer`] that turns a rate into departure times, and a time-series
-//! [`Recorder`]. Sans-IO: every input carries `now`; nothing here reads a clock or sends a packet.
+//! by name ([`CcConfig`], every name from the one [`registry`]), the [`Pacer`] that turns a rate
+//! into departure times, a time-series [`Recorder`] and a [`replay`] of scripted signals. Sans-IO: every input carries `now`; nothing here reads a clock or sends a packet.
 //!
 //! Shaped after quinn-proto's `congestion.rs` (a small trait, a config that builds controllers,
 //! one file per algorithm) and s2n-quic's `congestion_controller.rs` (explicit-congestion input,

@@ -64,7 +64,7 @@ impl CcEntry {
     }
 }
 
-const BUILTIN: [CcEntry; 7] = [
+const BUILTIN: &[CcEntry] = &[
     CcEntry {
         name: "none",
         aliases: &[],
@@ -110,9 +110,9 @@ const BUILTIN: [CcEntry; 7] = [
 ];
 
 /// The built-in controllers, in the order `roce cc list` prints them.
-pub static REGISTRY: &[CcEntry] = &BUILTIN;
+pub static REGISTRY: &[CcEntry] = BUILTIN;
 
-const fn names_of<const N: usize>(entries: &[CcEntry; N]) -> [&'static str; N] {
+const fn names_of<const N: usize>(entries: &[CcEntry]) -> [&'static str; N] {
     let mut out = [""; N];
     let mut i = 0;
     while i < N {
@@ -122,7 +122,7 @@ const fn names_of<const N: usize>(entries: &[CcEntry; N]) -> [&'static str; N] {
     out
 }
 
-const BUILTIN_NAMES: [&str; BUILTIN.len()] = names_of(&BUILTIN);
+const BUILTIN_NAMES: [&str; BUILTIN.len()] = names_of(BUILTIN);
 
 /// The names of the built-in controllers ([`REGISTRY`]); [`names`] adds registered ones.
 pub const CC_NAMES: &[&str] = &BUILTIN_NAMES;

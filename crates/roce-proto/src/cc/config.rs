@@ -1,7 +1,7 @@
 //! Building controllers by name, with `name=value` parameter overrides: what `--cc` and `--set`
 //! on the command line, scenario files and the endpoint's QP attributes use.
 //!
-//! Names come from the [registry](super::registry): `none`, `dcqcn-paper`, `dcqcn-mlx`,
+//! Names come from the [`registry`]: `none`, `dcqcn-paper`, `dcqcn-mlx`,
 //! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`CC_NAMES`]) and whatever a program
 //! [registered](super::registry::register). Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.

@@ -5,9 +5,9 @@
 //! An entry ([`CcEntry`]) is a name, its aliases, a one-line description and a constructor of
 //! its default parameters. The parameters are a [`CcKind`]: a [`cc_params!`](crate::cc_params)
 //! struct (names, units, help and values, settable by name) that also knows how to build the
-//! controller of one QP. Built-in controllers build an arm of the [`Controller`] enum, so the data
+//! controller of one QP. Built-in controllers build an arm of the [`Controller`](super::Controller) enum, so the data
 //! path stays statically dispatched and allocation free; a controller from outside this crate
-//! builds [`Controller::Custom`] (a box made once per QP, a virtual call per input).
+//! builds [`Controller::Custom`](super::Controller::Custom) (a box made once per QP, a virtual call per input).
 //!
 //! A preset of an existing controller (other defaults) is one entry:
 //! ```

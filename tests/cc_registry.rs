@@ -296,6 +296,18 @@ fn malformed_script_lines_are_one_line_errors_with_their_line_number() {
     assert_eq!(ok[0].at, roce_proto::time::Instant::from_nanos(1000));
 }
 
+/// `roce cc replay --cc CC --script FILE` with `text` in FILE, then `extra` arguments.
+fn replay_file(cc: &str, text: &str, extra: &[&str]) -> (i32, String, String) {
+    let path = std::env::temp_dir().join(format!("roce-cc-registry-{cc}-{}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let script = path.to_str().unwrap();
+    let mut args = vec!["cc", "replay", "--cc", cc, "--script", script];
+    args.extend(extra);
+    let out = roce(&args);
+    std::fs::remove_file(&path).unwrap();
+    out
+}
+
 #[test]
 fn cli_lists_the_registry_and_replays_a_script_file() {
     let (code, out, _) = roce(&["cc", "list"]);
@@ -304,41 +316,19 @@ fn cli_lists_the_registry_and_replays_a_script_file() {
         assert!(out.lines().any(|l| l.starts_with(name)), "{name}: {out}");
     }
     assert!(out.contains("dcqcn-mlx (dcqcn)"));
-    let dir = std::env::temp_dir().join(format!("roce-cc-registry-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let good = dir.join("rtt.txt");
-    std::fs::write(&good, "# rising RTT\nrtt@10us 60us\nrtt@20us 70us\n").unwrap();
-    let (code, out, err) = roce(&[
-        "cc",
-        "replay",
-        "--cc",
-        "timely",
-        "--script",
-        good.to_str().unwrap(),
-        "--duration",
-        "30us",
-        "--json",
-    ]);
+    let rising = "# rising RTT\nrtt@10us 60us\nrtt@20us 70us\n";
+    let (code, out, err) = replay_file("timely", rising, &["--duration", "30us", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let last = v.as_array().unwrap().last().unwrap();
     assert_eq!(last["t_us"].as_f64(), Some(20.0));
     assert!(last["rate_gbps"].as_f64().unwrap() < 100.0);
-    let bad = dir.join("bad.txt");
-    std::fs::write(&bad, "rtt@10us 60us\n# fine\nint@20us hop=50KB\n").unwrap();
-    let (code, out, err) = roce(&[
-        "cc",
-        "replay",
-        "--cc",
-        "hpcc",
-        "--script",
-        bad.to_str().unwrap(),
-    ]);
+    let bad = "rtt@10us 60us\n# fine\nint@20us hop=50KB\n";
+    let (code, out, err) = replay_file("hpcc", bad, &[]);
     assert_eq!((code, out.as_str()), (1, ""));
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("line 3: bad event `int@20us hop=50KB`"),
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

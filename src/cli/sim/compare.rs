@@ -23,7 +23,7 @@ use roce_fabric::summary::Summary;
 pub struct CompareArgs {
     /// The scenario (TOML).
     scenario: PathBuf,
-    /// Congestion controls to compare, comma-separated (default: the scenario's; see `roce cc list`).
+    /// Congestion controls to compare, comma-separated (default: the scenario's).
     #[arg(long, value_delimiter = ',')]
     cc: Vec<String>,
     /// Runs per variant, seeded from the scenario's seed upwards.

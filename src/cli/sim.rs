@@ -66,7 +66,7 @@ mod shard;
 /// Settings that change a scenario file before it runs (`roce sim run`).
 #[derive(Args, Debug)]
 pub struct OverrideArgs {
-    /// Congestion control of every sender (overrides the scenario's `cc`).
+    /// Congestion control of every sender (overrides the scenario's `cc`; see `roce cc list`).
     #[arg(long = "cc")]
     cc: Option<String>,
     /// A setting: a path in the scenario file (`switch.ecn.kmin_bytes=50000`) or a
@@ -149,7 +149,7 @@ pub struct BuiltinArgs {
     /// ECN marking probability at Kmax (0 turns marking off).
     #[arg(long, default_value_t = 0.2)]
     pmax: f64,
-    /// Congestion control of the senders.
+    /// Congestion control of the senders (see `roce cc list`).
     #[arg(long, default_value = "none")]
     cc: String,
     /// Minimum time between CNPs per QP at the receivers (notification point), µs; 0 turns

@@ -243,7 +243,7 @@ pub struct Scenario {
     /// Time-series sampling interval, µs.
     #[serde(default = "d_sample")]
     pub sample_us: f64,
-    /// Congestion control of every sender, by name (see `roce cc show`): "none", "dcqcn-mlx",
+    /// Congestion control of every sender, by name (see `roce cc list`): "none", "dcqcn-mlx",
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,

@@ -1,9 +1,10 @@
 //! Shared-buffer thresholds in scenarios: dynamic PFC (XOFF at a fraction of the free buffer)
 //! keeps an incast lossless and pauses sooner when the buffer is small; per-rate ECN maps mark
-//! on the ports of the listed rate only.
+//! on the ports of the listed rate only; and the switch element's thresholds themselves.
 
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
+use roce_fabric::switch::{DynamicPfc, EcnConfig, PfcConfig, RateEcn, Switch, SwitchConfig};
 
 fn run(buffer: &str, extra_switch: &str) -> Summary {
     let text = format!(
@@ -57,4 +58,112 @@ fn a_rate_map_marks_only_where_it_applies() {
         marks(r#"{ gbps = 100, kmin_bytes = "1GB", kmax_bytes = "2GB", pmax = 0.1 }"#),
         0
     );
+}
+
+/// A switch of 4 ports (0..3 at 100G, 3 at 400G) over a 1 MB buffer with 50 KB headroom
+/// per port and dynamic PFC: the XOFF threshold is (1 MB − 200 KB − used) >> shift.
+fn dynamic_switch() -> Switch<u32, ()> {
+    let cfg = SwitchConfig {
+        buffer_bytes: 1_000_000,
+        pfc: Some(PfcConfig {
+            headroom_bytes: 50_000,
+            dynamic: Some(DynamicPfc {
+                nic_bps: 100_000_000_000,
+                ..DynamicPfc::default()
+            }),
+            ..PfcConfig::default()
+        }),
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::new("s".into(), cfg);
+    for rate in [100, 100, 100, 400] {
+        let p = sw.add_port(());
+        sw.set_port_rate(p, rate * 1_000_000_000);
+    }
+    sw
+}
+
+#[test]
+fn dynamic_xoff_follows_the_free_buffer_and_xon_sits_the_resume_offset_below() {
+    let mut sw = dynamic_switch();
+    // Ingress 0 (shift 3): XOFF once it holds more than (800 KB − used) / 8.
+    let mut held = 0;
+    let mut xoff_at = None;
+    while xoff_at.is_none() && held < 800_000 {
+        held += 1_000;
+        if sw.enqueue(0, 0, 1, 3, 1_000) {
+            xoff_at = Some(held);
+        }
+    }
+    // The first holding x above (800 KB − x) / 8: 89 KB.
+    let at = xoff_at.expect("XOFF");
+    assert_eq!(at, 89_000);
+    assert!(at > (800_000 - at) / 8, "{at}");
+    assert!(at - 1_000 <= (800_000 - (at - 1_000)) / 8, "{at}");
+    // XON when the ingress holds 3 KiB less than the threshold at that moment.
+    let mut released = 0;
+    loop {
+        sw.dequeue(1, |_, _| false).expect("a packet");
+        released += 1_000;
+        if sw.should_resume(0, 3) {
+            break;
+        }
+    }
+    let left = at - released;
+    assert!(left + 3 * 1024 <= (800_000 - left) / 8, "XON at {left}");
+    assert!(
+        left + 1_000 + 3 * 1024 > (800_000 - left - 1_000) / 8,
+        "XON at {left}"
+    );
+}
+
+#[test]
+fn the_400g_port_pauses_later_than_a_100g_port() {
+    let xoff = |ingress: u16| {
+        let mut sw = dynamic_switch();
+        (1..=800u64)
+            .find(|_| sw.enqueue(0, ingress, 1, 3, 1_000))
+            .map(|n| n * 1_000)
+    };
+    // The first holding x (in 1 KB steps) above (800 KB − x) >> shift: shift 3 (alpha 1/8)
+    // at 100G, x > 88.9 KB; shift 1 (alpha 1/2) at 400G, x > 266.7 KB.
+    assert_eq!(xoff(0), Some(89_000));
+    assert_eq!(xoff(3), Some(267_000));
+}
+
+#[test]
+fn a_port_uses_the_marking_of_its_rate() {
+    let base = EcnConfig {
+        kmin_bytes: 0,
+        kmax_bytes: 1,
+        pmax: 1.0,
+        step_bytes: None,
+    };
+    let never = EcnConfig {
+        kmin_bytes: u64::MAX - 1,
+        kmax_bytes: u64::MAX,
+        ..base
+    };
+    let cfg = SwitchConfig {
+        ecn_by_rate: vec![RateEcn {
+            gbps: 400.0,
+            ecn: never,
+        }],
+        ..SwitchConfig::default()
+    }
+    .with_ecn_all(Some(base));
+    let mut sw: Switch<u32, ()> = Switch::new("s".into(), cfg);
+    let (slow, fast) = (sw.add_port(()), sw.add_port(()));
+    sw.set_port_rate(slow, 100_000_000_000);
+    sw.set_port_rate(fast, 400_000_000_000);
+    for egress in [slow, fast] {
+        sw.enqueue(0, 0, egress, 3, 10_000);
+    }
+    // Both thresholds are certainties (probability 1 and 0): the RNG is never consulted.
+    let mut rng = <rand_pcg::Pcg64 as rand::SeedableRng>::seed_from_u64(0);
+    assert!(
+        sw.ecn_mark(slow, 3, &mut rng),
+        "100G marks with the base ramp"
+    );
+    assert!(!sw.ecn_mark(fast, 3, &mut rng), "400G uses its own map");
 }

@@ -7,19 +7,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::collective::{CollectivePlan, CollectiveReport};
 use super::ecmp::{self, EcmpLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 pub use super::failures::LinkEvent;
 use super::failures::{self, Failure};
 use super::fat_tree::ThreeTier;
-use super::fct::{FctReport, Finished};
+use super::fct::{FctReport, Finished, Paths};
 use super::hpcc::topology_file::TopologyFile;
 use super::outage::{self, Outage};
 use super::reroute::Routing;
 use super::sched::{self, Scheduling};
 use super::series::Recorder;
-use super::summary::Summary;
+use super::summary::{self, Summary};
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
@@ -379,8 +380,8 @@ impl Scenario {
             .enumerate()
             .map(|(i, &ip)| {
                 let h = RcEngine::new(ip, np)?;
-                Ok(match plan.ring_bytes(i) {
-                    Some(per_iter) => h.with_marks(per_iter),
+                Ok(match plan.gates.get(i).cloned().flatten() {
+                    Some(g) => h.with_gate(g),
                     None => h,
                 })
             })
@@ -424,8 +425,8 @@ impl Scenario {
             for f in plan.host_flows.get(i).into_iter().flatten() {
                 h = h.with_flow(f.clone());
             }
-            if let Some(per_iter) = plan.ring_bytes(i) {
-                h = h.with_marks(per_iter);
+            if let Some(g) = plan.gates.get(i).cloned().flatten() {
+                h = h.with_gate(g);
             }
             ScenarioEngine::StandIn(Box::new(h))
         };
@@ -611,7 +612,7 @@ impl Scenario {
         Ok(Built {
             fabric,
             bottleneck: monitors.first().map(|&(s, p)| (Node::Switch(s), p)),
-            rings: plan.rings,
+            collectives: plan.collectives,
         })
     }
 
@@ -640,10 +641,11 @@ impl Scenario {
             self.seed,
             self.warmup_ns(),
             &built.fabric,
-            &built.rings,
+            &built.collectives,
             bottleneck,
         );
         summary.fct = self.fct_report(&summary, &built);
+        summary.collectives = self.collective_reports(&built);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
         if let (Some((n, p)), Some(warm), false) = (
@@ -657,6 +659,19 @@ impl Scenario {
             summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
         }
         Ok((summary, built))
+    }
+
+    /// Step and communication times of each collective against the idle fabric's.
+    fn collective_reports(&self, built: &Built) -> Vec<CollectiveReport> {
+        let paths = Paths::new(&self.topology());
+        built
+            .collectives
+            .iter()
+            .map(|c| {
+                let ends = summary::iteration_ends_ns(&built.fabric, &c.hosts);
+                CollectiveReport::new(c, &ends, c.idle_comm_ns(&paths, self.mtu))
+            })
+            .collect()
     }
 
     /// FCTs of the finished finite flows, `None` when there are none.
@@ -721,6 +736,6 @@ pub struct Built {
     pub fabric: Fabric<ScenarioEngine>,
     /// The monitored egress port.
     pub bottleneck: Option<(Node, u16)>,
-    /// Rings (members, bytes per member per iteration).
-    pub rings: Vec<(Vec<usize>, u64)>,
+    /// Collectives, in workload order.
+    pub collectives: Vec<CollectivePlan>,
 }

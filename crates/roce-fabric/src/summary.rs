@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::collective::{CollectivePlan, CollectiveReport};
 use super::ecmp::EcmpLoad;
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
@@ -139,8 +140,12 @@ pub struct Summary {
     pub drops: u64,
     /// Events processed.
     pub events: u64,
-    /// Per-iteration times of each ring AllReduce, µs.
+    /// Per-iteration (step) times of each collective, µs.
     pub allreduce_iter_us: Vec<Vec<f64>>,
+    /// Each collective's step and communication times against the idle fabric's (set by the
+    /// scenario runner, which knows the paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveReport>,
     /// Flows.
     pub flows: Vec<FlowResult>,
     /// Flow completion times, ideal FCTs and slowdown per size bin of the finished finite
@@ -158,6 +163,26 @@ pub struct Summary {
     pub classes: Option<Vec<ClassShare>>,
 }
 
+/// When each iteration of a collective among `members` ended, ns: the slowest member's mark,
+/// for the iterations every member completed.
+pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u64> {
+    let marks: Vec<&[_]> = members
+        .iter()
+        .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
+        .collect();
+    let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
+    (0..iters)
+        .map(|i| {
+            marks
+                .iter()
+                .filter_map(|m| m.get(i))
+                .map(|t| t.as_nanos())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
 /// (nobody got anything, which is not fairness): 0 then, so such a run never looks fair.
 pub fn jain(x: &[f64]) -> f64 {
@@ -172,15 +197,14 @@ pub fn jain(x: &[f64]) -> f64 {
 
 impl Summary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
-    /// `warm_ns`) from its fabric `f` and its ring AllReduce groups `rings` (members, bytes per
-    /// member per iteration). `bottleneck` is the monitored egress with its counters when the
-    /// measurement window opened.
+    /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
+    /// egress with its counters when the measurement window opened.
     pub fn collect(
         name: &str,
         seed: u64,
         warm_ns: u64,
         f: &Fabric<ScenarioEngine>,
-        rings: &[(Vec<usize>, u64)],
+        collectives: &[CollectivePlan],
         bottleneck: Option<(Node, u16, PrioCounters)>,
     ) -> Summary {
         let end_ns = f.now().as_nanos();
@@ -244,23 +268,13 @@ impl Summary {
         }
         let (queue_mean_bytes, queue_p99_bytes) =
             f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
-        let allreduce_iter_us = rings
+        let allreduce_iter_us = collectives
             .iter()
-            .map(|(members, _)| {
-                let marks: Vec<&[_]> = members
-                    .iter()
-                    .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
-                    .collect();
-                let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
+            .map(|c| {
                 let mut prev = 0u64;
-                (0..iters)
-                    .map(|i| {
-                        let done = marks
-                            .iter()
-                            .filter_map(|m| m.get(i))
-                            .map(|t| t.as_nanos())
-                            .max()
-                            .unwrap_or(0);
+                iteration_ends_ns(f, &c.hosts)
+                    .into_iter()
+                    .map(|done| {
                         let d = done.saturating_sub(prev);
                         prev = done;
                         d as f64 / 1e3
@@ -308,6 +322,7 @@ impl Summary {
             drops: sw.drops + hosts.drops,
             events: f.events(),
             allreduce_iter_us,
+            collectives: Vec::new(),
             flows,
             fct: None,
             outage: None,

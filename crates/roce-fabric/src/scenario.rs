@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::collective::{CollectivePlan, CollectiveReport};
+use super::collective::{self, CollectivePlan, CollectiveReport};
 use super::ecmp::{self, EcmpLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
@@ -329,6 +329,7 @@ impl Scenario {
         for f in &self.failures {
             f.check().or_else(bad)?;
         }
+        self.check_collectives().or_else(bad)?;
         self.shape().map_err(ScenarioError::Invalid)?;
         if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return bad("bin_us must be positive".into());
@@ -336,6 +337,40 @@ impl Scenario {
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every collective can be scheduled, and on a topology with rails its members share one
+    /// rail (each rail is a network of its own: host `h` of a leaf-spine is on rail
+    /// `h % rails`).
+    fn check_collectives(&self) -> Result<(), String> {
+        let rails = match self.topology {
+            TopologySpec::LeafSpine { rails, .. } => rails.max(1),
+            _ => 1,
+        };
+        for (i, w) in self.workloads.iter().enumerate() {
+            let Workload::AllReduce {
+                hosts,
+                bytes,
+                algorithm,
+                ..
+            } = w
+            else {
+                continue;
+            };
+            collective::schedule(*algorithm, hosts.len(), *bytes).map_err(|e| e.to_string())?;
+            if let Some((&a, &b)) = hosts
+                .first()
+                .and_then(|a| Some((a, hosts.iter().find(|&&b| b % rails != a % rails)?)))
+            {
+                return Err(format!(
+                    "workload {i}: hosts {a} (rail {}) and {b} (rail {}) are on different rails; a collective runs on one rail (hosts r, r + {rails}, r + {}, ...), one collective per rail",
+                    a % rails,
+                    b % rails,
+                    2 * rails
+                ));
             }
         }
         Ok(())

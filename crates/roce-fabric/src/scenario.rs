@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::collective::{self, CollectivePlan, CollectiveReport};
-use super::ecmp::{self, EcmpLoad};
+use super::ecmp::{self, EcmpLoad, RailLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 pub use super::failures::LinkEvent;
@@ -683,6 +683,9 @@ impl Scenario {
         summary.collectives = self.collective_reports(&built);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if let TopologySpec::LeafSpine { rails, .. } = self.topology {
+            summary.rails = RailLoad::collect(&built.fabric, rails);
+        }
         if let (Some((n, p)), Some(warm), false) = (
             built.bottleneck,
             at_warm,

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::collective::{CollectivePlan, CollectiveReport};
-use super::ecmp::EcmpLoad;
+use super::ecmp::{EcmpLoad, RailLoad};
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
 use super::fct::FctReport;
@@ -158,6 +158,9 @@ pub struct Summary {
     /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecmp: Option<EcmpLoad>,
+    /// What each rail carried (topologies with rails only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rails: Option<RailLoad>,
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
@@ -327,6 +330,7 @@ impl Summary {
             fct: None,
             outage: None,
             ecmp: None,
+            rails: None,
             classes: None,
         }
     }
@@ -418,6 +422,9 @@ impl Summary {
         }
         if let Some(e) = &self.ecmp {
             s.push_str(&e.lines());
+        }
+        if let Some(r) = &self.rails {
+            s.push_str(&r.line());
         }
         if let Some(c) = &self.classes {
             s.push_str(&super::sched::shares_line(c));

@@ -80,6 +80,10 @@ pub fn write_all<E: Engine>(
     if let Some(o) = &summary.outage {
         write(dir, "flow_bins.csv", &bins_csv(o))?;
     }
+    if !summary.collectives.is_empty() {
+        let csv = roce_fabric::collective::CollectiveReport::csv(&summary.collectives);
+        write(dir, "collectives.csv", &csv)?;
+    }
     let Some(rec) = rec else {
         return Ok(());
     };

@@ -403,6 +403,31 @@ impl CollectiveReport {
             .then(|| self.slowdown.iter().sum::<f64>() / self.slowdown.len() as f64)
     }
 
+    /// One CSV of every collective's iterations: `collective,algorithm,iteration,step_us,
+    /// comm_us,idle_comm_us,slowdown`.
+    pub fn csv(reports: &[CollectiveReport]) -> String {
+        use std::fmt::Write;
+        let mut s =
+            String::from("collective,algorithm,iteration,step_us,comm_us,idle_comm_us,slowdown\n");
+        for (i, r) in reports.iter().enumerate() {
+            for (n, ((step, comm), x)) in r
+                .step_us
+                .iter()
+                .zip(&r.comm_us)
+                .zip(&r.slowdown)
+                .enumerate()
+            {
+                let _ = writeln!(
+                    s,
+                    "{i},{},{n},{step:.3},{comm:.3},{:.3},{x:.4}",
+                    r.algorithm.name(),
+                    r.idle_comm_us
+                );
+            }
+        }
+        s
+    }
+
     /// The lines the summary prints for collective `i`.
     pub fn lines(&self, i: usize) -> String {
         let head = format!(

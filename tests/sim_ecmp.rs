@@ -124,8 +124,7 @@ fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail()
         r#"workloads = [{ kind = "all_reduce", hosts = [0, 2, 5], bytes = "1MiB", iterations = 1 },"#,
     );
     let err = Scenario::from_toml(&across)
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(
         err.starts_with(

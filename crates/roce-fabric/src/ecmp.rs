@@ -68,12 +68,7 @@ impl EcmpLoad {
             if bytes.iter().any(|&b| b > 0) {
                 idle_members += bytes.iter().filter(|&&b| b == 0).count();
             }
-            let data = sent
-                .iter()
-                .filter(|&&(b, n)| n > 0 && b / n > DATA_FRAME_BYTES)
-                .map(|&(b, _)| b);
-            if let (Some(max), Some(min)) = (data.clone().max(), data.min()) {
-                let ratio = max as f64 / min as f64;
+            if let Some(ratio) = data_ratio(&sent) {
                 if ratio > worst_ratio {
                     worst_ratio = ratio;
                     worst_switch = sw.name().to_owned();
@@ -123,6 +118,17 @@ impl EcmpLoad {
         }
         s
     }
+}
+
+/// Max over min bytes among the members (`(bytes, frames)` each) that carried data frames
+/// (a mean frame over [`DATA_FRAME_BYTES`]); `None` when none did.
+fn data_ratio(sent: &[(u64, u64)]) -> Option<f64> {
+    let data = sent
+        .iter()
+        .filter(|&&(b, n)| n > 0 && b / n > DATA_FRAME_BYTES)
+        .map(|&(b, _)| b);
+    let (max, min) = (data.clone().max()?, data.min()?);
+    Some(max as f64 / min as f64)
 }
 
 /// What each rail of a rails topology carried: the frame bytes its hosts' NICs sent.
@@ -182,5 +188,18 @@ impl RailLoad {
             self.ratio,
             self.idle_rails
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ratio_counts_members_that_carried_data_not_ack_only_or_idle_ones() {
+        // 1 MB and 0.5 MB of 1 KB frames; 100 ACKs of 62 bytes; an idle member.
+        let sent = [(1_000_000, 1000), (500_000, 500), (6_200, 100), (0, 0)];
+        assert_eq!(data_ratio(&sent), Some(2.0));
+        assert_eq!(data_ratio(&[(6_200, 100), (620, 10)]), None);
     }
 }

@@ -129,7 +129,7 @@ fn halving_doubling_among_six_hosts_is_refused_with_one_clear_line() {
     let e = Scenario::from_toml(&star("halving_doubling", 6, "1MiB", 1, 0.0)).expect_err("refused");
     assert_eq!(
         e.to_string(),
-        "scenario: halving_doubling needs a power-of-two number of hosts (2, 4, 8, ...), got 6"
+        "scenario: workload 0: halving_doubling needs a power-of-two number of hosts (2, 4, 8, ...), got 6"
     );
     assert!(Scenario::from_toml(&star("ring", 6, "1MiB", 1, 0.0)).is_ok());
 }

@@ -121,6 +121,26 @@ pub fn schedule(algo: Algorithm, k: usize, bytes: u64) -> Result<Vec<Vec<Step>>,
     })
 }
 
+/// Checks that a collective among `hosts` can be scheduled and, on a topology with `rails`
+/// rails (host `h` of a leaf-spine is on rail `h % rails`, each rail a network of its own),
+/// that its members share one rail.
+pub fn check(algo: Algorithm, hosts: &[usize], bytes: u64, rails: usize) -> Result<(), String> {
+    schedule(algo, hosts.len(), bytes).map_err(|e| e.to_string())?;
+    let rails = rails.max(1);
+    let Some(&a) = hosts.first() else {
+        return Ok(());
+    };
+    match hosts.iter().find(|&&b| b % rails != a % rails) {
+        Some(&b) => Err(format!(
+            "hosts {a} (rail {}) and {b} (rail {}) are on different rails; a collective runs on one rail (hosts r, r + {rails}, r + {}, ...), one collective per rail",
+            a % rails,
+            b % rails,
+            2 * rails
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Peers in the order they first appear in `steps` (sending side with `send`).
 fn peers(steps: &[Step], send: bool) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();

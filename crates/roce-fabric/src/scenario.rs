@@ -342,35 +342,22 @@ impl Scenario {
         Ok(())
     }
 
-    /// Every collective can be scheduled, and on a topology with rails its members share one
-    /// rail (each rail is a network of its own: host `h` of a leaf-spine is on rail
-    /// `h % rails`).
+    /// Every collective can be scheduled and stays on one rail ([`collective::check`]).
     fn check_collectives(&self) -> Result<(), String> {
         let rails = match self.topology {
-            TopologySpec::LeafSpine { rails, .. } => rails.max(1),
+            TopologySpec::LeafSpine { rails, .. } => rails,
             _ => 1,
         };
         for (i, w) in self.workloads.iter().enumerate() {
-            let Workload::AllReduce {
+            if let Workload::AllReduce {
                 hosts,
                 bytes,
                 algorithm,
                 ..
             } = w
-            else {
-                continue;
-            };
-            collective::schedule(*algorithm, hosts.len(), *bytes).map_err(|e| e.to_string())?;
-            if let Some((&a, &b)) = hosts
-                .first()
-                .and_then(|a| Some((a, hosts.iter().find(|&&b| b % rails != a % rails)?)))
             {
-                return Err(format!(
-                    "workload {i}: hosts {a} (rail {}) and {b} (rail {}) are on different rails; a collective runs on one rail (hosts r, r + {rails}, r + {}, ...), one collective per rail",
-                    a % rails,
-                    b % rails,
-                    2 * rails
-                ));
+                collective::check(*algorithm, hosts, *bytes, rails)
+                    .map_err(|e| format!("workload {i}: {e}"))?;
             }
         }
         Ok(())

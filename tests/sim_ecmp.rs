@@ -77,3 +77,59 @@ fn a_written_out_topology_refuses_cables_to_nothing() {
         "{err}"
     );
 }
+
+/// Two rails of a 2-leaf, 2-spine leaf-spine (host `2 i + r` is server i's NIC on rail r): a
+/// 1 MiB flow on rail 0 and a 256 KiB flow on rail 1 (stand-in hosts send no ACKs, so the
+/// rails carry exactly the data frames: 1082 bytes per 1 KiB packet, 16 more for the RETH of
+/// the first). The rail ratio is 4:1; each flow's source leaf hashes it onto one of its two
+/// spines, so each rail has one busy data member and the ratio among busy data members is 1.
+/// A collective across rails is refused.
+#[test]
+fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail() {
+    let text = r#"
+        name = "rails"
+        duration_us = 200
+        engine = "test"
+        topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
+        workloads = [
+            { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
+            { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
+        ]
+    "#;
+    let sum = run(text);
+    let t = sum.table();
+    let r = sum.rails.as_ref().expect("rail load");
+    let (r0, r1) = (1024 * 1082 + 16, 256 * 1082 + 16);
+    assert_eq!(r.bytes, [r0, r1], "{t}");
+    assert_eq!(r.ratio, r0 as f64 / r1 as f64, "{t}");
+    assert_eq!(r.idle_rails, 0, "{t}");
+    assert!(
+        t.contains(&format!(
+            "rails: r0 {r0} B  r1 {r1} B  max/min 4.00, 0 idle\n"
+        )),
+        "{t}"
+    );
+    let e = sum.ecmp.as_ref().expect("ECMP load");
+    let busy: Vec<u64> = e
+        .uplinks
+        .iter()
+        .map(|u| u.bytes)
+        .filter(|&b| b > 0)
+        .collect();
+    assert_eq!(busy.len(), 2, "{t}");
+    assert_eq!(e.worst_ratio, 1.0, "{t}");
+
+    let across = text.replace(
+        r#"workloads = ["#,
+        r#"workloads = [{ kind = "all_reduce", hosts = [0, 2, 5], bytes = "1MiB", iterations = 1 },"#,
+    );
+    let err = Scenario::from_toml(&across)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.starts_with(
+            "scenario: workload 0: hosts 0 (rail 0) and 5 (rail 1) are on different rails"
+        ),
+        "{err}"
+    );
+}

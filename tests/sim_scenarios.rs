@@ -5,7 +5,8 @@
 //! ring; the lossless incast, the RC incast that retransmits, and web-search flows that all
 //! finish. The other scenarios are asserted elsewhere: link-failure in tests/sim_outage.rs,
 //! ecmp-polarisation in tests/sim_ecmp.rs, mixed in tests/sim_classes.rs, fat-tree-fb-hadoop
-//! in tests/sim_hpcc_files.rs, the PFC victim in tests/sim_fabric.rs.
+//! in tests/sim_hpcc_files.rs, the PFC victim in tests/sim_fabric.rs, allreduce-incast in
+//! tests/sim_collectives.rs.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;

@@ -80,6 +80,10 @@ pub fn write_all<E: Engine>(
     if let Some(o) = &summary.outage {
         write(dir, "flow_bins.csv", &bins_csv(o))?;
     }
+    if !summary.collectives.is_empty() {
+        let csv = roce_fabric::collective::CollectiveReport::csv(&summary.collectives);
+        write(dir, "collectives.csv", &csv)?;
+    }
     let Some(rec) = rec else {
         return Ok(());
     };
@@ -92,9 +96,13 @@ pub fn write_all<E: Engine>(
     Ok(())
 }
 
-/// The summary table, then the FCT slowdown table when flows finished.
+/// The summary table, each collective's step and communication times against the idle
+/// fabric's, then the FCT slowdown table when flows finished.
 pub fn text(summary: &Summary) -> String {
     let mut s = summary.table();
+    for (i, c) in summary.collectives.iter().enumerate() {
+        s.push_str(&c.lines(i));
+    }
     if let Some(fct) = &summary.fct {
         s.push_str(&fct.table());
     }

@@ -3,6 +3,7 @@
 //!
 //! They only build [`Scenario`]s; running them is the scenario runner's job.
 
+use super::collective::Algorithm;
 use super::engines::EngineKind;
 use super::fabric::LinkConfig;
 use super::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
@@ -195,6 +196,8 @@ impl Builtin {
                     hosts: (0..n).collect(),
                     bytes: 4 << 20,
                     iterations: 1000,
+                    algorithm: Algorithm::Ring,
+                    compute_us: 0.0,
                 });
                 s
             }

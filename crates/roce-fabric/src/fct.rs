@@ -182,9 +182,23 @@ impl Wire {
 }
 
 /// The FCT of a `size`-byte WRITE flow (messages of `message_bytes`, packets of `mtu`
-/// payload bytes) alone on `links`, ns: every frame stored and forwarded hop by hop as the
-/// fabric serializes it (whole ns per frame, remainders carried), then the last ACK back.
+/// payload bytes) alone on `links`, ns: [`ideal_delivery_ns`], then the last ACK back.
 pub fn ideal_fct_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> u64 {
+    let arrived = ideal_delivery_ns(links, size, mtu, message_bytes);
+    let ack = wire_bytes(ROCE_HEADERS + aeth::HEADER_LEN);
+    links.iter().rev().fold(arrived, |t, l| {
+        let mut w = Wire {
+            rate_bps: l.rate_bps(),
+            carry_ps: 0,
+        };
+        t + w.ser_ns(ack) + l.delay_ns
+    })
+}
+
+/// When the last frame of a `size`-byte WRITE flow alone on `links` reaches the receiver, ns:
+/// every frame (RoCE headers, preamble, gap and FCS included) stored and forwarded hop by hop
+/// as the fabric serializes it (whole ns per frame, remainders carried).
+pub fn ideal_delivery_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> u64 {
     let (mtu, msg) = (mtu.max(1) as u64, message_bytes.max(1));
     let frame = |payload: u64, first: bool| {
         wire_bytes(ROCE_HEADERS + payload as usize + if first { RETH_LEN } else { 0 })
@@ -218,14 +232,7 @@ pub fn ideal_fct_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: 
             arrived = at;
         }
     }
-    let ack = wire_bytes(ROCE_HEADERS + aeth::HEADER_LEN);
-    links.iter().rev().fold(arrived, |t, l| {
-        let mut w = Wire {
-            rate_bps: l.rate_bps(),
-            carry_ps: 0,
-        };
-        t + w.ser_ns(ack) + l.delay_ns
-    })
+    arrived
 }
 
 /// A finished flow.

@@ -7,19 +7,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ecmp::{self, EcmpLoad};
+use super::collective::{self, CollectivePlan, CollectiveReport};
+use super::ecmp::{self, EcmpLoad, RailLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
 pub use super::failures::LinkEvent;
 use super::failures::{self, Failure};
 use super::fat_tree::ThreeTier;
-use super::fct::{FctReport, Finished};
+use super::fct::{FctReport, Finished, Paths};
 use super::hpcc::topology_file::TopologyFile;
 use super::outage::{self, Outage};
 use super::reroute::Routing;
 use super::sched::{self, Scheduling};
 use super::series::Recorder;
-use super::summary::Summary;
+use super::summary::{self, Summary};
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
@@ -335,6 +336,7 @@ impl Scenario {
         for f in &self.failures {
             f.check().or_else(bad)?;
         }
+        self.check_collectives().or_else(bad)?;
         self.shape().map_err(ScenarioError::Invalid)?;
         if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return bad("bin_us must be positive".into());
@@ -342,6 +344,27 @@ impl Scenario {
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every collective can be scheduled and stays on one rail ([`collective::check`]).
+    fn check_collectives(&self) -> Result<(), String> {
+        let rails = match self.topology {
+            TopologySpec::LeafSpine { rails, .. } => rails,
+            _ => 1,
+        };
+        for (i, w) in self.workloads.iter().enumerate() {
+            if let Workload::AllReduce {
+                hosts,
+                bytes,
+                algorithm,
+                ..
+            } = w
+            {
+                collective::check(*algorithm, hosts, *bytes, rails)
+                    .map_err(|e| format!("workload {i}: {e}"))?;
             }
         }
         Ok(())
@@ -386,8 +409,8 @@ impl Scenario {
             .enumerate()
             .map(|(i, &ip)| {
                 let h = RcEngine::new(ip, np)?;
-                Ok(match plan.ring_bytes(i) {
-                    Some(per_iter) => h.with_marks(per_iter),
+                Ok(match plan.gates.get(i).cloned().flatten() {
+                    Some(g) => h.with_gate(g),
                     None => h,
                 })
             })
@@ -431,8 +454,8 @@ impl Scenario {
             for f in plan.host_flows.get(i).into_iter().flatten() {
                 h = h.with_flow(f.clone());
             }
-            if let Some(per_iter) = plan.ring_bytes(i) {
-                h = h.with_marks(per_iter);
+            if let Some(g) = plan.gates.get(i).cloned().flatten() {
+                h = h.with_gate(g);
             }
             ScenarioEngine::StandIn(Box::new(h))
         };
@@ -631,7 +654,7 @@ impl Scenario {
         Ok(Built {
             fabric,
             bottleneck: monitors.first().map(|&(s, p)| (Node::Switch(s), p)),
-            rings: plan.rings,
+            collectives: plan.collectives,
         })
     }
 
@@ -660,12 +683,16 @@ impl Scenario {
             self.seed,
             self.warmup_ns(),
             &built.fabric,
-            &built.rings,
+            &built.collectives,
             bottleneck,
         );
         summary.fct = self.fct_report(&summary, &built);
+        summary.collectives = self.collective_reports(&built);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if let TopologySpec::LeafSpine { rails, .. } = self.topology {
+            summary.rails = RailLoad::collect(&built.fabric, rails);
+        }
         if let (Some((n, p)), Some(warm), false) = (
             built.bottleneck,
             at_warm,
@@ -677,6 +704,19 @@ impl Scenario {
             summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
         }
         Ok((summary, built))
+    }
+
+    /// Step and communication times of each collective against the idle fabric's.
+    fn collective_reports(&self, built: &Built) -> Vec<CollectiveReport> {
+        let paths = Paths::new(&self.topology());
+        built
+            .collectives
+            .iter()
+            .map(|c| {
+                let ends = summary::iteration_ends_ns(&built.fabric, &c.hosts);
+                CollectiveReport::new(c, &ends, c.idle_comm_ns(&paths, self.mtu))
+            })
+            .collect()
     }
 
     /// FCTs of the finished finite flows, `None` when there are none.
@@ -741,6 +781,6 @@ pub struct Built {
     pub fabric: Fabric<ScenarioEngine>,
     /// The monitored egress port.
     pub bottleneck: Option<(Node, u16)>,
-    /// Rings (members, bytes per member per iteration).
-    pub rings: Vec<(Vec<usize>, u64)>,
+    /// Collectives, in workload order.
+    pub collectives: Vec<CollectivePlan>,
 }

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ecmp::EcmpLoad;
+use super::collective::{CollectivePlan, CollectiveReport};
+use super::ecmp::{EcmpLoad, RailLoad};
 use super::engines::ScenarioEngine;
 use super::fabric::Fabric;
 use super::fct::FctReport;
@@ -142,8 +143,12 @@ pub struct Summary {
     pub drops: u64,
     /// Events processed.
     pub events: u64,
-    /// Per-iteration times of each ring AllReduce, µs.
+    /// Per-iteration (step) times of each collective, µs.
     pub allreduce_iter_us: Vec<Vec<f64>>,
+    /// Each collective's step and communication times against the idle fabric's (set by the
+    /// scenario runner, which knows the paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveReport>,
     /// Flows.
     pub flows: Vec<FlowResult>,
     /// Flow completion times, ideal FCTs and slowdown per size bin of the finished finite
@@ -156,9 +161,32 @@ pub struct Summary {
     /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecmp: Option<EcmpLoad>,
+    /// What each rail carried (topologies with rails only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rails: Option<RailLoad>,
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
+}
+
+/// When each iteration of a collective among `members` ended, ns: the slowest member's mark,
+/// for the iterations every member completed.
+pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u64> {
+    let marks: Vec<&[_]> = members
+        .iter()
+        .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
+        .collect();
+    let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
+    (0..iters)
+        .map(|i| {
+            marks
+                .iter()
+                .filter_map(|m| m.get(i))
+                .map(|t| t.as_nanos())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -175,15 +203,14 @@ pub fn jain(x: &[f64]) -> f64 {
 
 impl Summary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
-    /// `warm_ns`) from its fabric `f` and its ring AllReduce groups `rings` (members, bytes per
-    /// member per iteration). `bottleneck` is the monitored egress with its counters when the
-    /// measurement window opened.
+    /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
+    /// egress with its counters when the measurement window opened.
     pub fn collect(
         name: &str,
         seed: u64,
         warm_ns: u64,
         f: &Fabric<ScenarioEngine>,
-        rings: &[(Vec<usize>, u64)],
+        collectives: &[CollectivePlan],
         bottleneck: Option<(Node, u16, PrioCounters)>,
     ) -> Summary {
         let end_ns = f.now().as_nanos();
@@ -247,23 +274,13 @@ impl Summary {
         }
         let (queue_mean_bytes, queue_p99_bytes) =
             f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
-        let allreduce_iter_us = rings
+        let allreduce_iter_us = collectives
             .iter()
-            .map(|(members, _)| {
-                let marks: Vec<&[_]> = members
-                    .iter()
-                    .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
-                    .collect();
-                let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
+            .map(|c| {
                 let mut prev = 0u64;
-                (0..iters)
-                    .map(|i| {
-                        let done = marks
-                            .iter()
-                            .filter_map(|m| m.get(i))
-                            .map(|t| t.as_nanos())
-                            .max()
-                            .unwrap_or(0);
+                iteration_ends_ns(f, &c.hosts)
+                    .into_iter()
+                    .map(|done| {
                         let d = done.saturating_sub(prev);
                         prev = done;
                         d as f64 / 1e3
@@ -316,10 +333,12 @@ impl Summary {
             drops: sw.drops + hosts.drops,
             events: f.events(),
             allreduce_iter_us,
+            collectives: Vec::new(),
             flows,
             fct: None,
             outage: None,
             ecmp: None,
+            rails: None,
             classes: None,
         }
     }
@@ -411,6 +430,9 @@ impl Summary {
         }
         if let Some(e) = &self.ecmp {
             s.push_str(&e.lines());
+        }
+        if let Some(r) = &self.rails {
+            s.push_str(&r.line());
         }
         if let Some(c) = &self.classes {
             s.push_str(&super::sched::shares_line(c));

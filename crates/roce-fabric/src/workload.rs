@@ -10,13 +10,16 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
+use super::collective::{
+    schedule, Algorithm, CollectiveError, CollectivePlan, GateSlots, MemberGate,
+};
 use super::hpcc::flow_file::{self, FlowLine};
 use super::hpcc::read_text;
 use super::tap::FlowSpec;
 use super::traffic::{poisson_flows, PoissonSpec, SizeCdf};
 use roce_proto::cc::CcConfig;
 use roce_proto::size;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 
 fn default_dscp() -> u8 {
     26
@@ -161,15 +164,24 @@ pub enum Workload {
         #[serde(default)]
         start_us: f64,
     },
-    /// Ring AllReduce among `hosts`: `bytes` per iteration, 2(K-1) steps of `bytes / K`.
+    /// A collective among `hosts` ([`crate::collective`]): ring AllReduce (2(K-1) steps of
+    /// `bytes / K`), halving-doubling AllReduce or all-to-all, `iterations` times, each
+    /// iteration's communication after `compute_us` of computation. Also `kind = "collective"`.
+    #[serde(alias = "collective")]
     AllReduce {
-        /// Ring members in ring order.
+        /// Members, in ring order (or by rank for the other algorithms).
         hosts: Vec<usize>,
-        /// Bytes reduced per iteration.
+        /// Bytes reduced per iteration (all-to-all: each member's buffer, `bytes / K` per peer).
         #[serde(deserialize_with = "size::deserialize_bytes")]
         bytes: u64,
         /// Iterations.
         iterations: u32,
+        /// `ring` (default), `halving_doubling` or `all_to_all`.
+        #[serde(default)]
+        algorithm: Algorithm,
+        /// Compute phase before each iteration's communication, µs (the member sends nothing).
+        #[serde(default)]
+        compute_us: f64,
     },
     /// Poisson arrivals of flows between random pairs of `hosts`, sizes from `sizes`, offered
     /// load `load` of one host link.
@@ -237,8 +249,9 @@ pub struct FlowConfig {
     pub start: Instant,
     /// SEND instead of RDMA WRITE.
     pub send: bool,
-    /// Ring gating: may send at most `chunk * (1 + chunks received)` bytes.
-    pub gate_chunk: Option<u64>,
+    /// Collective gating: the flow's slots in its sender's and receiver's [`MemberGate`]s
+    /// (it sends a step's bytes once the step's inputs arrived).
+    pub gate: Option<GateSlots>,
     /// Congestion control (reacting to CNPs for `qpn`); `None` sends at the pacing rate.
     pub cc: Option<CcConfig>,
 }
@@ -259,19 +272,25 @@ impl FlowConfig {
             rate_gbps: None,
             start: Instant::ZERO,
             send: false,
-            gate_chunk: None,
+            gate: None,
             cc: None,
         }
     }
 
-    /// Bytes the flow may have sent once its host has received `rx_bytes`: all of them, or
-    /// with ring gating one chunk more than the chunks received.
-    pub fn allowance(&self, rx_bytes: u64) -> u64 {
+    /// Bytes the flow may have sent by now: all of them, or with collective gating what its
+    /// host's `gate` allows its out-slot.
+    pub fn allowance(&self, gate: Option<&MemberGate>) -> u64 {
         let total = self.total_bytes.unwrap_or(u64::MAX);
-        match self.gate_chunk {
-            Some(c) => total.min(c.saturating_mul(1 + rx_bytes / c.max(1))),
-            None => total,
+        match (self.gate, gate) {
+            (Some(slots), Some(g)) => total.min(g.allowance(slots.out)),
+            _ => total,
         }
+    }
+
+    /// When a gated flow may next send as far as its compute phase goes (`None`: not gated, or
+    /// every iteration done).
+    pub fn gate_start(&self, gate: Option<&MemberGate>) -> Option<Instant> {
+        gate.filter(|_| self.gate.is_some())?.iteration_start()
     }
 }
 
@@ -293,8 +312,10 @@ pub struct Plan {
     pub host_flows: Vec<Vec<FlowConfig>>,
     /// What the tap follows (one per flow, same order as created).
     pub flows: Vec<FlowSpec>,
-    /// Ring AllReduce: (members, bytes received per member per iteration).
-    pub rings: Vec<(Vec<usize>, u64)>,
+    /// Collectives, in workload order.
+    pub collectives: Vec<CollectivePlan>,
+    /// The collective gate of each host that is a member of one, indexed by host.
+    pub gates: Vec<Option<MemberGate>>,
     next_qpn: u32,
 }
 
@@ -320,6 +341,7 @@ impl Plan {
     ) -> Result<Plan, String> {
         let mut plan = Plan {
             host_flows: vec![Vec::new(); ips.len()],
+            gates: vec![None; ips.len()],
             next_qpn: 0x11,
             ..Plan::default()
         };
@@ -383,30 +405,27 @@ impl Plan {
                     hosts,
                     bytes,
                     iterations,
+                    algorithm,
+                    compute_us,
                 } => {
-                    let k = hosts.len();
-                    if k < 2 {
-                        return Err("allreduce needs at least 2 hosts".into());
+                    for &h in hosts {
+                        check(h)?;
                     }
-                    let chunk = (bytes / k as u64).max(1);
-                    let per_iter = 2 * (k as u64 - 1) * chunk;
-                    for (i, &h) in hosts.iter().enumerate() {
-                        let next = hosts.get((i + 1) % k).copied().unwrap_or(h);
-                        let total = per_iter * u64::from(*iterations);
-                        plan.add(
-                            ips,
-                            check(h)?,
-                            check(next)?,
-                            defaults,
-                            Some(total),
-                            0.0,
-                            |f| {
-                                f.gate_chunk = Some(chunk);
-                                f.message_bytes = chunk;
-                            },
-                        );
+                    if !(compute_us.is_finite() && *compute_us >= 0.0) {
+                        return Err(format!("compute_us must be >= 0, got {compute_us}"));
                     }
-                    plan.rings.push((hosts.clone(), per_iter));
+                    let c = CollectivePlan {
+                        algorithm: *algorithm,
+                        hosts: hosts.clone(),
+                        bytes: *bytes,
+                        iterations: *iterations,
+                        compute_us: *compute_us,
+                        steps: schedule(*algorithm, hosts.len(), *bytes)
+                            .map_err(|e| e.to_string())?,
+                        message_bytes: (bytes / hosts.len() as u64).max(1),
+                    };
+                    plan.add_collective(ips, defaults, c)
+                        .map_err(|e| e.to_string())?;
                 }
                 Workload::FlowSizes {
                     hosts,
@@ -502,12 +521,51 @@ impl Plan {
         });
     }
 
-    /// The bytes host `host` receives per iteration of the ring AllReduce it is a member of.
-    pub fn ring_bytes(&self, host: usize) -> Option<u64> {
-        self.rings
+    /// Adds collective `c`: a gate per member and a flow per (member, peer it sends to), each
+    /// gated on its sender's gate and counted by its receiver's.
+    fn add_collective(
+        &mut self,
+        ips: &[IpAddr],
+        defaults: FlowDefaults,
+        c: CollectivePlan,
+    ) -> Result<(), CollectiveError> {
+        let compute = Duration::from_nanos((c.compute_us * 1e3).round() as u64);
+        let mut gates: Vec<MemberGate> = c
+            .steps
             .iter()
-            .find(|(members, _)| members.contains(&host))
-            .map(|&(_, per_iter)| per_iter)
+            .map(|s| MemberGate::new(s, c.iterations, compute))
+            .collect();
+        for (i, &h) in c.hosts.iter().enumerate() {
+            if c.hosts[..i].contains(&h) {
+                return Err(CollectiveError::Repeated(h));
+            }
+            if self.gates.get(h).is_some_and(Option::is_some) {
+                return Err(CollectiveError::TwoCollectives(h));
+            }
+        }
+        for m in 0..gates.len() {
+            for (out, &p) in gates[m].out_peers().to_vec().iter().enumerate() {
+                let inbound = gates[p].in_peers().iter().position(|&x| x == m);
+                let slots = GateSlots {
+                    out,
+                    inbound: inbound.unwrap_or(0),
+                };
+                let total = gates[m].out_total(out);
+                let (src, dst) = (c.hosts[m], c.hosts[p]);
+                gates[p].set_in_qpn(slots.inbound, self.next_qpn);
+                self.add(ips, src, dst, defaults, Some(total), 0.0, |f| {
+                    f.gate = Some(slots);
+                    f.message_bytes = c.message_bytes;
+                });
+            }
+        }
+        for (&h, g) in c.hosts.iter().zip(gates) {
+            if let Some(slot) = self.gates.get_mut(h) {
+                *slot = Some(g);
+            }
+        }
+        self.collectives.push(c);
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::collective::MemberGate;
 use crate::frame::ip_key;
 use crate::series::CcSample;
 use roce_proto::cc::CcMetrics;
@@ -116,7 +117,7 @@ impl ScenarioEngine {
         }
     }
 
-    /// Ring AllReduce iteration marks.
+    /// When each iteration of the host's collective completed.
     pub fn marks(&self) -> &[Instant] {
         match self {
             ScenarioEngine::StandIn(t) => t.marks(),
@@ -185,36 +186,29 @@ impl Engine for ScenarioEngine {
     }
 }
 
-/// In-order payload bytes a host has received, and the times each multiple of `every` bytes
-/// was crossed (one mark per ring AllReduce iteration).
+/// In-order payload bytes a host has received, and its collective's gate (which counts the
+/// collective's bytes per peer and marks each completed iteration).
 #[derive(Debug, Default)]
 pub(crate) struct ReceivedBytes {
     /// Bytes so far.
     pub(crate) bytes: u64,
-    every: Option<u64>,
-    marks: Vec<Instant>,
+    /// The gate of the collective the host is a member of.
+    pub(crate) gate: Option<MemberGate>,
 }
 
 impl ReceivedBytes {
-    /// Marks every `bytes` (at least 1).
-    pub(crate) fn mark_every(&mut self, bytes: u64) {
-        self.every = Some(bytes.max(1));
-    }
-
-    /// `n` more bytes arrived at `now`.
-    pub(crate) fn add(&mut self, now: Instant, n: u64) {
-        let before = self.bytes;
+    /// `n` more bytes arrived at `now`, from the collective's in-slot `slot` if they belong to
+    /// it.
+    pub(crate) fn add(&mut self, now: Instant, slot: Option<usize>, n: u64) {
         self.bytes += n;
-        if let Some(m) = self.every {
-            for _ in before / m..self.bytes / m {
-                self.marks.push(now);
-            }
+        if let (Some(g), Some(s)) = (&mut self.gate, slot) {
+            g.on_receive(now, s, n);
         }
     }
 
-    /// The marks so far.
+    /// The collective's iteration marks so far.
     pub(crate) fn marks(&self) -> &[Instant] {
-        &self.marks
+        self.gate.as_ref().map_or(&[], MemberGate::marks)
     }
 }
 

@@ -24,6 +24,7 @@ use roce_proto::verbs::{
 use roce_proto::wire::Ecn;
 
 use super::{mac_of, FlowTransport, ReceivedBytes};
+use crate::collective::MemberGate;
 use crate::series::CcSample;
 use crate::workload::FlowConfig;
 
@@ -65,6 +66,8 @@ struct RxQp {
     /// Bytes one receive stands for (a WRITE-with-immediate message).
     msg: u32,
     next_wr: u64,
+    /// The collective in-slot its bytes count for.
+    slot: Option<usize>,
 }
 
 /// A host whose engine is the RC [`Endpoint`].
@@ -78,6 +81,8 @@ pub struct RcEngine {
     received: ReceivedBytes,
     /// Every QP this host owns (senders and receivers), for the error count.
     qpns: Vec<u32>,
+    /// The last time work was posted (a compute phase ending later is a timer).
+    driven: Instant,
 }
 
 /// Why two RC hosts could not be connected.
@@ -119,17 +124,19 @@ impl RcEngine {
             rx_qps: Vec::new(),
             received: ReceivedBytes::default(),
             qpns: Vec::new(),
+            driven: Instant::ZERO,
         })
     }
 
-    /// Records the time each multiple of `bytes` has arrived in receives (ring iterations).
-    pub fn with_marks(mut self, bytes: u64) -> Self {
-        self.received.mark_every(bytes);
+    /// Makes the host a collective member: its gated flows follow `gate`, which counts the
+    /// bytes that arrive in receives on the collective's QPs.
+    pub fn with_gate(mut self, gate: MemberGate) -> Self {
+        self.received.gate = Some(gate);
         self
     }
 
     /// Connects a QP on `src` to one on `dst` and makes `src` send `flow` over it: RDMA WRITEs
-    /// (SENDs with `flow.send`; WRITE-with-immediate when `flow.gate_chunk` gates it on what
+    /// (SENDs with `flow.send`; WRITE-with-immediate when `flow.gate` gates it on what
     /// `src` receives) of `flow.message_bytes`, `flow.total_bytes` in all (forever when `None`),
     /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given, else at
     /// `flow.rate_gbps` when given (`flow.dst_ip`, `qpn` and UDP port are the endpoint's). Returns the QPN on
@@ -179,7 +186,7 @@ impl RcEngine {
                 src.ep.enable_int(a.qpn, INT_HOPS).map_err(|e| qp_err(&e))?;
             }
         }
-        if flow.send || flow.gate_chunk.is_some() {
+        if flow.send || flow.gate.is_some() {
             let mut rx = RxQp {
                 qpn: b.qpn,
                 cq: b.cq,
@@ -190,6 +197,7 @@ impl RcEngine {
                 },
                 msg,
                 next_wr: 0,
+                slot: flow.gate.map(|g| g.inbound),
             };
             for _ in 0..RECV_DEPTH {
                 post_recv(&mut dst.ep, &mut rx).map_err(|e| qp_err(&e))?;
@@ -283,7 +291,7 @@ impl RcEngine {
         }
     }
 
-    /// Ring iteration marks (see [`RcEngine::with_marks`]).
+    /// When each iteration of the host's collective (see [`RcEngine::with_gate`]) completed.
     pub fn marks(&self) -> &[Instant] {
         self.received.marks()
     }
@@ -296,12 +304,13 @@ impl RcEngine {
                     continue;
                 }
                 let got = if wc.byte_len > 0 { wc.byte_len } else { rx.msg };
-                self.received.add(now, u64::from(got));
+                self.received.add(now, rx.slot, u64::from(got));
                 // A refused repost leaves one receive fewer; the sender then sees RNR NAKs.
                 let _ = post_recv(&mut self.ep, rx);
             }
         }
-        let rx_bytes = self.received.bytes;
+        self.driven = now;
+        let gate = self.received.gate.as_ref();
         for f in &mut self.flows {
             while let Some(wc) = self.ep.poll_cq_one(f.cq) {
                 if wc.qp_num != f.qpn {
@@ -320,15 +329,15 @@ impl RcEngine {
             if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
                 f.done_at = Some(now);
             }
-            if now < f.cfg.start {
+            if now < f.cfg.start || f.cfg.gate_start(gate).is_some_and(|t| now < t) {
                 continue;
             }
-            let allowed = f.cfg.allowance(rx_bytes);
+            let allowed = f.cfg.allowance(gate);
             while f.in_flight.len() < DEPTH && f.posted < allowed {
                 let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
                 let opcode = if f.cfg.send {
                     WrOpcode::Send
-                } else if f.cfg.gate_chunk.is_some() {
+                } else if f.cfg.gate.is_some() {
                     WrOpcode::RdmaWriteWithImm {
                         remote_addr: f.remote_addr,
                         rkey: f.rkey,
@@ -426,6 +435,19 @@ impl Engine for RcEngine {
             .filter(|f| f.posted == 0 && f.errors == 0 && f.cfg.total_bytes != Some(0))
             .map(|f| f.cfg.start)
             .min();
-        self.ep.poll_timeout().into_iter().chain(start).min()
+        // A compute phase that ends after the last drive: post the next iteration then.
+        let gate = self.received.gate.as_ref();
+        let computed = self
+            .flows
+            .iter()
+            .filter_map(|f| f.cfg.gate_start(gate))
+            .filter(|&t| t > self.driven)
+            .min();
+        self.ep
+            .poll_timeout()
+            .into_iter()
+            .chain(start)
+            .chain(computed)
+            .min()
     }
 }

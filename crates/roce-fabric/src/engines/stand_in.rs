@@ -20,6 +20,7 @@ use roce_proto::wire::{
 };
 
 use super::{mac_of, ReceivedBytes};
+use crate::collective::MemberGate;
 use crate::frame::MixMap;
 use crate::port::wire_bytes;
 use crate::series::CcSample;
@@ -56,17 +57,18 @@ impl Sending {
         }
     }
 
-    /// Whether the flow may send more once its host has received `rx_bytes`.
-    fn has_more(&self, rx_bytes: u64) -> bool {
-        self.sent < self.cfg.allowance(rx_bytes)
+    /// Whether the flow may send more, given its host's collective `gate`.
+    fn has_more(&self, gate: Option<&MemberGate>) -> bool {
+        self.sent < self.cfg.allowance(gate)
     }
 
-    /// When the next packet may leave: the start, then both pacers.
-    fn ready_at(&self) -> Instant {
+    /// When the next packet may leave: the start and the compute phase, then both pacers.
+    fn ready_at(&self, gate: Option<&MemberGate>) -> Instant {
         let paced = |p: &Pacer| p.earliest_departure(Instant::ZERO, 0);
         let fixed = self.fixed.as_ref().map_or(Instant::ZERO, paced);
         let cc = self.cc.as_ref().map_or(Instant::ZERO, |(_, p)| paced(p));
-        self.cfg.start.max(fixed).max(cc)
+        let computed = self.cfg.gate_start(gate).unwrap_or(Instant::ZERO);
+        self.cfg.start.max(computed).max(fixed).max(cc)
     }
 
     /// A `len`-byte frame left at `now`: the controller and its pacer are charged as the QP
@@ -155,9 +157,10 @@ impl StandInEngine {
         self
     }
 
-    /// Records the time each multiple of `bytes` of in-order payload has been received.
-    pub fn with_marks(mut self, bytes: u64) -> Self {
-        self.received.mark_every(bytes);
+    /// Makes the host a collective member: its gated flows follow `gate`, which counts the
+    /// in-order payload of the collective's flows into this host.
+    pub fn with_gate(mut self, gate: MemberGate) -> Self {
+        self.received.gate = Some(gate);
         self
     }
 
@@ -178,8 +181,7 @@ impl StandInEngine {
         self.np.counters()
     }
 
-    /// Times at which the in-order received bytes crossed each multiple of the `with_marks`
-    /// size.
+    /// When each iteration of the host's collective (see [`Self::with_gate`]) completed.
     pub fn marks(&self) -> &[Instant] {
         self.received.marks()
     }
@@ -315,7 +317,12 @@ impl Engine for StandInEngine {
             return;
         }
         s.next_psn = psn.add(1);
-        self.received.add(now, repr.payload_len as u64);
+        let slot = self
+            .received
+            .gate
+            .as_ref()
+            .and_then(|g| g.in_slot_of_qpn(qpn));
+        self.received.add(now, slot, repr.payload_len as u64);
         self.counters.rx_bytes = self.received.bytes;
     }
 
@@ -336,11 +343,11 @@ impl Engine for StandInEngine {
             return self.build_cnp(to, cnp.dest_qpn, buf);
         }
         let n = self.flows.len();
-        let rx = self.received.bytes;
+        let gate = self.received.gate.as_ref();
         let pick = (1..=n).map(|i| (self.rr + i) % n).find(|&i| {
             self.flows
                 .get(i)
-                .is_some_and(|f| f.has_more(rx) && f.ready_at() <= now)
+                .is_some_and(|f| f.has_more(gate) && f.ready_at(gate) <= now)
         })?;
         let (len, payload) = self.build(self.flows.get(pick)?, buf)?;
         let f = self.flows.get_mut(pick)?;
@@ -356,12 +363,12 @@ impl Engine for StandInEngine {
         if self.np.has_pending() {
             return Some(Instant::ZERO);
         }
-        let rx = self.received.bytes;
+        let gate = self.received.gate.as_ref();
         let send = self
             .flows
             .iter()
-            .filter(|f| f.has_more(rx))
-            .map(Sending::ready_at)
+            .filter(|f| f.has_more(gate))
+            .map(|f| f.ready_at(gate))
             .min();
         let timers = self
             .flows

@@ -6,11 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{roce, scratch_dir};
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use cli_output::{json, numbers_after, roce, scratch_dir};
 
 /// The JSON summary of a 2 s `roce demo` with `seed` and `more` options, through a bottleneck
 /// well below what even a debug build pushes, so congestion is certain; the run must succeed.
@@ -131,12 +127,12 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
         .lines()
         .filter(|l| l.contains(": CNP: answers the CE-marked frame"))
     {
-        let num = |after: &str| -> usize {
-            let rest = line.split(after).nth(1).unwrap_or_default();
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().unwrap_or_else(|_| panic!("{line}"))
+        let first = |after: &str| -> usize {
+            *numbers_after(line, after)
+                .first()
+                .unwrap_or_else(|| panic!("{line}"))
         };
-        assert!(num("CE-marked frame ") < num("frame "), "{line}");
+        assert!(first("CE-marked frame ") < first("frame "), "{line}");
         answered += 1;
     }
     assert!(answered > 0, "{out}");

@@ -5,22 +5,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{roce, scratch_dir};
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
-/// The numbers after `before` in `line` (`"... frame 12; first sent in frame 3"` -> 12, 3).
-fn numbers_after(line: &str, before: &str) -> Vec<usize> {
-    line.split(before)
-        .skip(1)
-        .filter_map(|rest| {
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .collect()
-}
+use cli_output::{json, numbers_after, roce, scratch_dir};
 
 #[test]
 fn lossy_loopback_capture_names_its_faults_and_links_naks_to_resends() {

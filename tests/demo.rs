@@ -6,7 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{json, numbers_after, roce, scratch_dir};
+use cli_output::{explain_links, json, numbers_after, roce, scratch_dir};
 
 /// The JSON summary of a 2 s `roce demo` with `seed` and `more` options, through a bottleneck
 /// well below what even a debug build pushes, so congestion is certain; the run must succeed.
@@ -120,8 +120,7 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
 
     // `pcap explain --links`: each CNP the capture holds answers a CE-marked frame before it
     // (the capture is the switch's, where the marks happen).
-    let (code, out, err) = roce(&["pcap", "explain", pcap_s, "--links"]);
-    assert_eq!(code, 0, "stderr: {err}");
+    let out = explain_links(pcap_s);
     let mut answered = 0;
     for line in out
         .lines()

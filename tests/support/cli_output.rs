@@ -32,6 +32,13 @@ pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
+/// What `roce pcap explain PCAP --links` prints; it must succeed.
+pub fn explain_links(pcap: &str) -> String {
+    let (code, out, err) = roce(&["pcap", "explain", pcap, "--links"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    out
+}
+
 /// The numbers after `before` in `line` (`"... frame 12; first sent in frame 3"` -> 12, 3).
 pub fn numbers_after(line: &str, before: &str) -> Vec<usize> {
     line.split(before)

@@ -6,11 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{numbers_after, roce, scratch_dir};
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use cli_output::{explain_links, json, numbers_after, roce, scratch_dir};
 
 /// The JSON summary of a 2 s `roce demo` with `seed` and `more` options, through a bottleneck
 /// well below what even a debug build pushes, so congestion is certain; the run must succeed.
@@ -124,18 +120,18 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
 
     // `pcap explain --links`: each CNP the capture holds answers a CE-marked frame before it
     // (the capture is the switch's, where the marks happen).
-    let (code, out, err) = roce(&["pcap", "explain", pcap_s, "--links"]);
-    assert_eq!(code, 0, "stderr: {err}");
+    let out = explain_links(pcap_s);
     let mut answered = 0;
     for line in out
         .lines()
         .filter(|l| l.contains(": CNP: answers the CE-marked frame"))
     {
-        let (cnp, ce) = (
-            numbers_after(line, "frame ")[0],
-            numbers_after(line, "CE-marked frame ")[0],
-        );
-        assert!(ce < cnp, "{line}");
+        let first = |after: &str| -> usize {
+            *numbers_after(line, after)
+                .first()
+                .unwrap_or_else(|| panic!("{line}"))
+        };
+        assert!(first("CE-marked frame ") < first("frame "), "{line}");
         answered += 1;
     }
     assert!(answered > 0, "{out}");

@@ -12,6 +12,7 @@ use roce::oob::pingpong;
 use roce::oob::pingpong::PingpongDest;
 use roce::oob::verbs_peer;
 use roce::oob::verbs_peer::VerbsPeerInfo;
+use roce::oob::DecodeError;
 use roce::oob::{PINGPONG_PORT, VERBS_PEER_PORT};
 use roce_proto::psn::Psn;
 
@@ -122,24 +123,63 @@ fn perftest_bw_exchanges_follow_the_documented_sequence() {
     }
 }
 
+/// Guest b's keys in ib_write_bw_64.pcap.
+const WRITE_BW_B: &[u8] = b"0000:0001:000013:775df5:0000048b:000055fc6186f000:00:00:00:00:00:00:00:00:00:00:ff:ff:c6:12:00:0c:00000000:\0";
+
+/// What `WRITE_BW_B` says.
+fn write_bw_b() -> PerftestDest {
+    PerftestDest {
+        lid: 0,
+        out_reads: 1,
+        qpn: 0x13,
+        psn: Psn::new(0x775df5),
+        rkey: 0x48b,
+        vaddr: 0x55fc_6186_f000,
+        gid: Some(gid("::ffff:198.18.0.12")),
+        srqn: 0,
+    }
+}
+
 #[test]
 fn perftest_write_bw_64_keys_match_capture() {
     let (to_server, _) = capture_streams(&vector("ib_write_bw_64.pcap"), PINGPONG_PORT);
     let msgs = split(&to_server, &perftest_bw_sizes());
     let keys = PerftestDest::decode(msgs[4], true).unwrap();
+    assert_eq!(keys, write_bw_b());
+}
+
+#[test]
+fn perftest_gid_keys_round_trip_byte_for_byte() {
+    assert_eq!(WRITE_BW_B.len(), perftest::KEY_MSG_SIZE_GID);
+    assert_eq!(PerftestDest::decode(WRITE_BW_B, true), Ok(write_bw_b()));
+    assert_eq!(write_bw_b().encode(), WRITE_BW_B);
+}
+
+#[test]
+fn perftest_plain_keys_are_59_bytes_without_trailing_colon() {
+    let plain = PerftestDest {
+        gid: None,
+        ..write_bw_b()
+    };
+    let msg = plain.encode();
     assert_eq!(
-        keys,
-        PerftestDest {
-            lid: 0,
-            out_reads: 1,
-            qpn: 0x13,
-            psn: Psn::new(0x775df5),
-            rkey: 0x48b,
-            vaddr: 0x55fc_6186_f000,
-            gid: Some(gid("::ffff:198.18.0.12")),
-            srqn: 0,
-        }
+        msg,
+        b"0000:0001:000013:775df5:0000048b:000055fc6186f000:00000000\0"
     );
+    assert_eq!(msg.len(), perftest::KEY_MSG_SIZE);
+    assert_eq!(PerftestDest::decode(&msg, false), Ok(plain));
+}
+
+#[test]
+fn perftest_keys_of_the_other_format_are_rejected() {
+    assert!(matches!(
+        PerftestDest::decode(WRITE_BW_B, false),
+        Err(DecodeError::Length {
+            expected: 59,
+            got: 108,
+            ..
+        })
+    ));
 }
 
 #[test]

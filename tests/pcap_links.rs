@@ -5,11 +5,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::{numbers_after, roce, scratch_dir};
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use cli_output::{explain_links, json, numbers_after, roce, scratch_dir};
 
 #[test]
 fn lossy_loopback_capture_names_its_faults_and_links_naks_to_resends() {
@@ -65,8 +61,7 @@ fn lossy_loopback_capture_names_its_faults_and_links_naks_to_resends() {
     // NAKs link to the frames resent for them; each resent frame points back at its NAK and at
     // the frame that first carried its PSN, both earlier in the capture (go-back-N also resends
     // what left after the NAK did).
-    let (code, out, err) = roce(&["pcap", "explain", pcap_s, "--links"]);
-    assert_eq!(code, 0, "stderr: {err}");
+    let out = explain_links(pcap_s);
     let mut resent_for_nak = 0;
     for line in out
         .lines()

@@ -280,53 +280,6 @@ impl BwReport {
 mod tests {
     use super::*;
 
-    /// Guest b's keys in ib_write_bw_64.pcap.
-    const WRITE_BW_B: &[u8] = b"0000:0001:000013:775df5:0000048b:000055fc6186f000:00:00:00:00:00:00:00:00:00:00:ff:ff:c6:12:00:0c:00000000:\0";
-
-    fn b() -> PerftestDest {
-        PerftestDest {
-            lid: 0,
-            out_reads: 1,
-            qpn: 0x13,
-            psn: Psn::new(0x775df5),
-            rkey: 0x48b,
-            vaddr: 0x55fc_6186_f000,
-            gid: Some("::ffff:198.18.0.12".parse().unwrap()),
-            srqn: 0,
-        }
-    }
-
-    #[test]
-    fn gid_keys_round_trip_byte_for_byte() {
-        assert_eq!(WRITE_BW_B.len(), KEY_MSG_SIZE_GID);
-        assert_eq!(PerftestDest::decode(WRITE_BW_B, true), Ok(b()));
-        assert_eq!(b().encode(), WRITE_BW_B);
-    }
-
-    #[test]
-    fn plain_keys_are_59_bytes_without_trailing_colon() {
-        let plain = PerftestDest { gid: None, ..b() };
-        let msg = plain.encode();
-        assert_eq!(
-            msg,
-            b"0000:0001:000013:775df5:0000048b:000055fc6186f000:00000000\0"
-        );
-        assert_eq!(msg.len(), KEY_MSG_SIZE);
-        assert_eq!(PerftestDest::decode(&msg, false), Ok(plain));
-    }
-
-    #[test]
-    fn keys_of_the_other_format_are_rejected() {
-        assert!(matches!(
-            PerftestDest::decode(WRITE_BW_B, false),
-            Err(DecodeError::Length {
-                expected: 59,
-                got: 108,
-                ..
-            })
-        ));
-    }
-
     #[test]
     fn version_mtu_and_sysdata() {
         let v = encode_version(DEBIAN12_VERSION);

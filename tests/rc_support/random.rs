@@ -14,19 +14,9 @@ use roce_proto::mr::MrInfo;
 use roce_proto::port::Port;
 use roce_proto::psn::Psn;
 use roce_proto::verbs::{
-    Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrKind, WrOpcode,
+    WrOperands,
 };
-
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Write,
-    WriteImm,
-    Read,
-    Send,
-    SendImm,
-    FetchAdd,
-    CmpSwap,
-}
 
 /// What a finished run must show.
 struct Expect {
@@ -151,13 +141,13 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
                 .unwrap(),
         );
         let ops = [
-            Op::Write,
-            Op::WriteImm,
-            Op::Read,
-            Op::Send,
-            Op::SendImm,
-            Op::FetchAdd,
-            Op::CmpSwap,
+            WrKind::RdmaWrite,
+            WrKind::RdmaWriteWithImm,
+            WrKind::RdmaRead,
+            WrKind::Send,
+            WrKind::SendWithImm,
+            WrKind::AtomicFetchAndAdd,
+            WrKind::AtomicCmpAndSwp,
         ];
         for i in 0..ops_per_qp {
             let op = ops[rng.random_range(0..ops.len())];
@@ -168,45 +158,41 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
                 flags |= SendFlags::FENCE;
             }
             let wr = match op {
-                Op::Write | Op::WriteImm | Op::Read | Op::Send | Op::SendImm => {
+                WrKind::RdmaWrite
+                | WrKind::RdmaWriteWithImm
+                | WrKind::RdmaRead
+                | WrKind::Send
+                | WrKind::SendWithImm => {
                     let n = size(&mut rng, &mut budget);
                     let fill: u8 = rng.random();
-                    let (la, lb) = if matches!(op, Op::Read) {
+                    let (la, lb) = if matches!(op, WrKind::RdmaRead) {
                         (mr(&mut p.a, &sa, n, 0), mr(&mut p.b, &sb, n, fill))
                     } else {
                         (mr(&mut p.a, &sa, n, fill), mr(&mut p.b, &sb, n, 0))
                     };
                     e.copies
-                        .push((la.lkey, lb.lkey, n, !matches!(op, Op::Read)));
-                    let opcode = match op {
-                        Op::Write => WrOpcode::RdmaWrite {
-                            remote_addr: lb.addr,
-                            rkey: lb.rkey,
-                        },
-                        Op::WriteImm => WrOpcode::RdmaWriteWithImm {
+                        .push((la.lkey, lb.lkey, n, !matches!(op, WrKind::RdmaRead)));
+                    let opcode = WrOpcode::new(
+                        op,
+                        WrOperands {
                             remote_addr: lb.addr,
                             rkey: lb.rkey,
                             imm,
+                            ..WrOperands::default()
                         },
-                        Op::Read => WrOpcode::RdmaRead {
-                            remote_addr: lb.addr,
-                            rkey: lb.rkey,
-                        },
-                        Op::Send => WrOpcode::Send,
-                        _ => WrOpcode::SendWithImm { imm },
-                    };
+                    );
                     match op {
-                        Op::Send | Op::SendImm => {
+                        WrKind::Send | WrKind::SendWithImm => {
                             p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&lb, n)))
                                 .unwrap();
                             e.recvs.push((
                                 wr_id,
                                 WcOpcode::Recv,
                                 n as u32,
-                                matches!(op, Op::SendImm).then_some(imm),
+                                matches!(op, WrKind::SendWithImm).then_some(imm),
                             ));
                         }
-                        Op::WriteImm => {
+                        WrKind::RdmaWriteWithImm => {
                             let dummy = mr(&mut p.b, &sb, 1, 0);
                             p.b.post_recv(sb.qpn, RecvWr::new(wr_id, sge(&dummy, 1)))
                                 .unwrap();
@@ -222,10 +208,10 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
                         flags,
                     }
                 }
-                Op::FetchAdd | Op::CmpSwap => {
+                WrKind::AtomicFetchAndAdd | WrKind::AtomicCmpAndSwp => {
                     let res = mr(&mut p.a, &sa, 8, 0xee);
                     e.atomic_results.push((res.lkey, counter_value));
-                    let opcode = if matches!(op, Op::FetchAdd) {
+                    let opcode = if matches!(op, WrKind::AtomicFetchAndAdd) {
                         let add: u64 = rng.random_range(1..1 << 40);
                         counter_value = counter_value.wrapping_add(add);
                         WrOpcode::AtomicFetchAndAdd {

@@ -1,5 +1,5 @@
-//! What a finished `roce` process said: its one-line errors; and the command lines the CLI tests
-//! share.
+//! What a finished `roce` process said: its one-line errors, its JSON, the numbers in its lines;
+//! and the command lines the CLI tests share.
 #![allow(dead_code)]
 
 use std::process::{Command, Output};
@@ -25,6 +25,18 @@ pub fn scratch_dir(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("roce-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+/// `text` parsed as JSON (a test failure naming the text when it is not).
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// What `roce pcap explain PCAP --links` prints; it must succeed.
+pub fn explain_links(pcap: &str) -> String {
+    let (code, out, err) = roce(&["pcap", "explain", pcap, "--links"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    out
 }
 
 /// The numbers after `before` in `line` (`"... frame 12; first sent in frame 3"` -> 12, 3).

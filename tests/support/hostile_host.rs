@@ -44,27 +44,42 @@ const DRAIN_BOUND: usize = arp::MAX_QUEUED_REPLIES + ndp::MAX_QUEUED_REPLIES + 5
 /// Copies of a frame in a flood (each from the next sender).
 const FLOOD: u8 = 100;
 
+/// `copies` neighbour frames from consecutive senders from `sender` on, each with byte `flip`
+/// xored with `val`.
+#[derive(Clone, Copy, Debug)]
+pub struct Flood {
+    sender: u8,
+    flip: u8,
+    val: u8,
+    copies: u8,
+}
+
+impl Flood {
+    /// The flood bytes 2, 4, 5 and 6 of `b` encode.
+    fn decode(b: &[u8; ACTION_BYTES]) -> Flood {
+        Flood {
+            sender: b[2],
+            flip: b[4],
+            val: b[5],
+            copies: if b[6] % 4 == 0 { FLOOD } else { 1 },
+        }
+    }
+}
+
 /// One step of the neighbour, or of the host's owner.
 #[derive(Clone, Copy, Debug)]
 pub enum Action {
-    /// `copies` ARP packets (`op` 1 request, 2 reply, else other) from consecutive senders,
-    /// each with byte `flip` xored with `val`.
+    /// A flood of ARP packets (`op` 1 request, 2 reply, else other).
     Arp {
         op: u8,
-        sender: u8,
         target_us: bool,
-        flip: u8,
-        val: u8,
-        copies: u8,
+        flood: Flood,
     },
-    /// `copies` neighbour solicitations (or advertisements) for us or another address.
+    /// A flood of neighbour solicitations (or advertisements) for us or another address.
     Ndp {
         advert: bool,
-        sender: u8,
         for_us: bool,
-        flip: u8,
-        val: u8,
-        copies: u8,
+        flood: Flood,
     },
     /// A RoCE frame to the host carrying an INT shim (echo or collecting), maybe damaged.
     Int {
@@ -89,19 +104,13 @@ impl Action {
         match b[0] % 8 {
             0 | 1 => Action::Arp {
                 op: b[1] % 4,
-                sender: b[2],
                 target_us: b[3] & 1 == 1,
-                flip: b[4],
-                val: b[5],
-                copies: if b[6] % 4 == 0 { FLOOD } else { 1 },
+                flood: Flood::decode(b),
             },
             2 => Action::Ndp {
                 advert: b[1] & 1 == 1,
-                sender: b[2],
                 for_us: b[3] & 1 == 1,
-                flip: b[4],
-                val: b[5],
-                copies: if b[6] % 4 == 0 { FLOOD } else { 1 },
+                flood: Flood::decode(b),
             },
             3 => Action::Int {
                 echo: b[1] & 1 == 1,
@@ -128,6 +137,55 @@ impl Action {
     pub fn decode_all(data: &[u8]) -> Vec<Action> {
         action_bytes::decode_chunks(data, Action::decode)
     }
+}
+
+/// An ARP packet (`op` 1 request, 2 reply, else other) from `sender` into `buf`; its length.
+fn arp_frame(op: u8, sender: u8, target_us: bool, buf: &mut [u8]) -> Result<usize, String> {
+    let sender_ip = Ipv4Addr::new(198, 18, 0, sender);
+    let arp = ArpRepr {
+        operation: Operation::from(u16::from(op)),
+        sender_mac: EthernetAddress([2, 0, 0, 1, 0, sender]),
+        sender_ip,
+        target_mac: if op == 2 {
+            MAC_US
+        } else {
+            EthernetAddress([0; 6])
+        },
+        target_ip: if target_us {
+            IP_US
+        } else {
+            Ipv4Addr::new(198, 18, 1, 1)
+        },
+    };
+    let dst = if op == 2 {
+        MAC_US
+    } else {
+        EthernetAddress::BROADCAST
+    };
+    arp_wire::emit_frame(&arp, arp.sender_mac, dst, None, buf).map_err(|e| e.to_string())
+}
+
+/// A neighbour solicitation (or advertisement) from `sender` for us or another address into
+/// `buf`; its length.
+fn ndp_frame(advert: bool, sender: u8, for_us: bool, buf: &mut [u8]) -> Result<usize, String> {
+    let src = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, u16::from(sender));
+    let mac = EthernetAddress([2, 0, 0, 2, 0, sender]);
+    let target = if for_us { IP6_US } else { src };
+    let msg = if advert {
+        NdpRepr::Advert {
+            router: false,
+            solicited: true,
+            override_cache: true,
+            target: src,
+            target_mac: Some(mac),
+        }
+    } else {
+        NdpRepr::Solicit {
+            target,
+            source_mac: Some(mac),
+        }
+    };
+    ndp_wire::emit_frame(&msg, mac, MAC_US, src, IP6_US, buf).map_err(|e| e.to_string())
 }
 
 /// Changes one byte (`flip` 0 leaves the frame whole).
@@ -198,28 +256,14 @@ impl HostHarness {
         match *a {
             Action::Arp {
                 op,
-                sender,
                 target_us,
-                flip,
-                val,
-                copies,
-            } => {
-                for i in 0..copies {
-                    self.arp(op, sender.wrapping_add(i), target_us, flip, val)?;
-                }
-            }
+                flood,
+            } => self.flood(flood, |s, buf| arp_frame(op, s, target_us, buf))?,
             Action::Ndp {
                 advert,
-                sender,
                 for_us,
-                flip,
-                val,
-                copies,
-            } => {
-                for i in 0..copies {
-                    self.ndp(advert, sender.wrapping_add(i), for_us, flip, val)?;
-                }
-            }
+                flood,
+            } => self.flood(flood, |s, buf| ndp_frame(advert, s, for_us, buf))?,
             Action::Int {
                 echo,
                 hops,
@@ -242,8 +286,7 @@ impl HostHarness {
                 };
                 f.resize(len + int::shim_len(int::MAX_HOPS as u8), 0);
                 let n = int::insert(&mut f, len, &shim).map_err(|e| e.to_string())?;
-                damage(&mut f[..n], flip, val);
-                self.host.handle_frame(self.now, &f[..n]);
+                self.hand_damaged(&mut f[..n], flip, val);
             }
             Action::Raw { len, seed } => {
                 let frame: Vec<u8> = (0..usize::from(len))
@@ -269,74 +312,25 @@ impl HostHarness {
         Ok(())
     }
 
-    fn arp(
+    /// The frames of `f`, each built by `frame` for its sender (returning its length), handed to
+    /// the host.
+    fn flood(
         &mut self,
-        op: u8,
-        sender: u8,
-        target_us: bool,
-        flip: u8,
-        val: u8,
+        f: Flood,
+        frame: impl Fn(u8, &mut [u8]) -> Result<usize, String>,
     ) -> Result<(), String> {
-        let mut buf = [0u8; 256];
-        let sender_ip = Ipv4Addr::new(198, 18, 0, sender);
-        let arp = ArpRepr {
-            operation: Operation::from(u16::from(op)),
-            sender_mac: EthernetAddress([2, 0, 0, 1, 0, sender]),
-            sender_ip,
-            target_mac: if op == 2 {
-                MAC_US
-            } else {
-                EthernetAddress([0; 6])
-            },
-            target_ip: if target_us {
-                IP_US
-            } else {
-                Ipv4Addr::new(198, 18, 1, 1)
-            },
-        };
-        let dst = if op == 2 {
-            MAC_US
-        } else {
-            EthernetAddress::BROADCAST
-        };
-        let n = arp_wire::emit_frame(&arp, arp.sender_mac, dst, None, &mut buf)
-            .map_err(|e| e.to_string())?;
-        damage(&mut buf[..n], flip, val);
-        self.host.handle_frame(self.now, &buf[..n]);
+        for i in 0..f.copies {
+            let mut buf = [0u8; 256];
+            let n = frame(f.sender.wrapping_add(i), &mut buf)?;
+            self.hand_damaged(&mut buf[..n], f.flip, f.val);
+        }
         Ok(())
     }
 
-    fn ndp(
-        &mut self,
-        advert: bool,
-        sender: u8,
-        for_us: bool,
-        flip: u8,
-        val: u8,
-    ) -> Result<(), String> {
-        let mut buf = [0u8; 256];
-        let src = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, u16::from(sender));
-        let mac = EthernetAddress([2, 0, 0, 2, 0, sender]);
-        let target = if for_us { IP6_US } else { src };
-        let msg = if advert {
-            NdpRepr::Advert {
-                router: false,
-                solicited: true,
-                override_cache: true,
-                target: src,
-                target_mac: Some(mac),
-            }
-        } else {
-            NdpRepr::Solicit {
-                target,
-                source_mac: Some(mac),
-            }
-        };
-        let n = ndp_wire::emit_frame(&msg, mac, MAC_US, src, IP6_US, &mut buf)
-            .map_err(|e| e.to_string())?;
-        damage(&mut buf[..n], flip, val);
-        self.host.handle_frame(self.now, &buf[..n]);
-        Ok(())
+    /// Hands `frame` to the host with byte `flip` xored with `val`.
+    fn hand_damaged(&mut self, frame: &mut [u8], flip: u8, val: u8) {
+        damage(frame, flip, val);
+        self.host.handle_frame(self.now, frame);
     }
 
     /// A RoCE WRITE (or, for an echo, an ACK) from the peer to our QP.

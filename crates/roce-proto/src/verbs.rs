@@ -130,7 +130,76 @@ pub enum WrOpcode {
     },
 }
 
+/// A work request's operation without its operands: libibverbs' `enum ibv_wr_opcode` for the
+/// operations a remote peer sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrKind {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm,
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite,
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm,
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead,
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`.
+    AtomicCmpAndSwp,
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`.
+    AtomicFetchAndAdd,
+}
+
+/// Every operand an `ibv_send_wr` can carry next to its opcode; [`WrOpcode::new`] takes the
+/// ones the kind uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WrOperands {
+    /// Remote virtual address (RDMA and atomics).
+    pub remote_addr: u64,
+    /// Remote key (RDMA and atomics).
+    pub rkey: u32,
+    /// Immediate data (the `WithImm` kinds).
+    pub imm: u32,
+    /// Compare value (CmpSwap) or addend (FetchAdd).
+    pub compare_add: u64,
+    /// Swap value (CmpSwap).
+    pub swap: u64,
+}
+
 impl WrOpcode {
+    /// The opcode of `kind` with the operands it uses from `o`.
+    pub fn new(kind: WrKind, o: WrOperands) -> Self {
+        let WrOperands {
+            remote_addr,
+            rkey,
+            imm,
+            compare_add,
+            swap,
+        } = o;
+        match kind {
+            WrKind::Send => WrOpcode::Send,
+            WrKind::SendWithImm => WrOpcode::SendWithImm { imm },
+            WrKind::RdmaWrite => WrOpcode::RdmaWrite { remote_addr, rkey },
+            WrKind::RdmaWriteWithImm => WrOpcode::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            },
+            WrKind::RdmaRead => WrOpcode::RdmaRead { remote_addr, rkey },
+            WrKind::AtomicCmpAndSwp => WrOpcode::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: compare_add,
+                swap,
+            },
+            WrKind::AtomicFetchAndAdd => WrOpcode::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add: compare_add,
+            },
+        }
+    }
+
     /// RDMA READ or an atomic: needs a response and counts against `max_rd_atomic`.
     pub fn is_read_or_atomic(&self) -> bool {
         matches!(

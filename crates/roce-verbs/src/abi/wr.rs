@@ -4,7 +4,7 @@
 
 use std::os::raw::c_int;
 
-use roce_proto::verbs::{SendFlags, Sge, Sgl, WrOpcode};
+use roce_proto::verbs::{SendFlags, Sge, Sgl, WrKind, WrOpcode, WrOperands};
 
 use super::objects::QpBox;
 use super::{ffi, unsupported};
@@ -90,41 +90,38 @@ pub(super) fn flags_of(send_flags: u32, sig_all: bool) -> (bool, SendFlags) {
 }
 
 fn opcode_of(wr: &ffi::ibv_send_wr) -> Result<WrOpcode, VerbsError> {
-    // SAFETY: reading the unions the opcode selects; every bit pattern is a valid integer.
-    let (rdma, atomic, imm) = unsafe { (wr.wr.rdma, wr.wr.atomic, wr.__bindgen_anon_1.imm_data) };
-    let imm = u32::from_be(imm);
-    Ok(match wr.opcode {
-        ffi::IBV_WR_SEND => WrOpcode::Send,
-        ffi::IBV_WR_SEND_WITH_IMM => WrOpcode::SendWithImm { imm },
-        ffi::IBV_WR_RDMA_WRITE => WrOpcode::RdmaWrite {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        ffi::IBV_WR_RDMA_WRITE_WITH_IMM => WrOpcode::RdmaWriteWithImm {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-            imm,
-        },
-        ffi::IBV_WR_RDMA_READ => WrOpcode::RdmaRead {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        ffi::IBV_WR_ATOMIC_CMP_AND_SWP => WrOpcode::AtomicCmpAndSwp {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            compare: atomic.compare_add,
-            swap: atomic.swap,
-        },
-        ffi::IBV_WR_ATOMIC_FETCH_AND_ADD => WrOpcode::AtomicFetchAndAdd {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            add: atomic.compare_add,
-        },
+    let kind = match wr.opcode {
+        ffi::IBV_WR_SEND => WrKind::Send,
+        ffi::IBV_WR_SEND_WITH_IMM => WrKind::SendWithImm,
+        ffi::IBV_WR_RDMA_WRITE => WrKind::RdmaWrite,
+        ffi::IBV_WR_RDMA_WRITE_WITH_IMM => WrKind::RdmaWriteWithImm,
+        ffi::IBV_WR_RDMA_READ => WrKind::RdmaRead,
+        ffi::IBV_WR_ATOMIC_CMP_AND_SWP => WrKind::AtomicCmpAndSwp,
+        ffi::IBV_WR_ATOMIC_FETCH_AND_ADD => WrKind::AtomicFetchAndAdd,
         ffi::IBV_WR_LOCAL_INV | ffi::IBV_WR_BIND_MW | ffi::IBV_WR_SEND_WITH_INV => {
             return Err(unsupported("memory windows and invalidation"))
         }
         other => return Err(unsupported(&format!("work request opcode {other}"))),
-    })
+    };
+    // SAFETY: reading the unions the opcode selects; every bit pattern is a valid integer.
+    let (rdma, atomic, imm) = unsafe { (wr.wr.rdma, wr.wr.atomic, wr.__bindgen_anon_1.imm_data) };
+    let operands = if matches!(kind, WrKind::AtomicCmpAndSwp | WrKind::AtomicFetchAndAdd) {
+        WrOperands {
+            remote_addr: atomic.remote_addr,
+            rkey: atomic.rkey,
+            compare_add: atomic.compare_add,
+            swap: atomic.swap,
+            ..WrOperands::default()
+        }
+    } else {
+        WrOperands {
+            remote_addr: rdma.remote_addr,
+            rkey: rdma.rkey,
+            imm: u32::from_be(imm),
+            ..WrOperands::default()
+        }
+    };
+    Ok(WrOpcode::new(kind, operands))
 }
 
 /// Checks one send work request and copies what it carries.

@@ -143,6 +143,17 @@ impl Endpoint {
         self.mrs.register(pd, len, access)
     }
 
+    /// Registers a region of `len` bytes that keeps none: reads give zeros, writes are dropped
+    /// (see [`MrTable::register_discard`]; for traffic whose bytes nobody reads).
+    pub fn reg_mr_discard(
+        &mut self,
+        pd: PdHandle,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.mrs.register_discard(pd, len, access)
+    }
+
     /// Registers `len` zeroed bytes owned by the endpoint at address `addr` (see
     /// [`MrTable::register_at`]).
     pub fn reg_mr_at(

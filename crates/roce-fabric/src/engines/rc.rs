@@ -156,12 +156,20 @@ impl RcEngine {
         for (ep, qpn, peer) in [(&mut src.ep, a.qpn, dst.ip), (&mut dst.ep, b.qpn, src.ip)] {
             set_dscp(ep, qpn, peer, flow.dscp).map_err(|e| qp_err(&e))?;
         }
-        let local = src.ep.reg_mr(a.pd, msg as usize, AccessFlags::LOCAL_WRITE);
-        let remote = dst.ep.reg_mr(
-            b.pd,
-            msg as usize,
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        );
+        // Nobody reads a simulated flow's bytes: regions that keep none (the same frames as
+        // zeroed buffers, without a message-sized buffer per flow at each end).
+        let local = src
+            .ep
+            .reg_mr_discard(a.pd, msg as usize, AccessFlags::LOCAL_WRITE)
+            .map_err(|e| qp_err(&e))?;
+        let remote = dst
+            .ep
+            .reg_mr_discard(
+                b.pd,
+                msg as usize,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            )
+            .map_err(|e| qp_err(&e))?;
         // Without a controller, a workload's `rate_gbps` paces the QP at that fixed rate.
         let fixed = match (flow.cc.is_none(), flow.rate_gbps) {
             (true, Some(g)) => {

@@ -12,7 +12,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::cli::progress::sim_status;
+
 use roce::report::sim as report;
+use roce::report::speed::RunSpeed;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
@@ -298,23 +301,34 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     let started = WallInstant::now();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:40}] {percent}% virtual time, {elapsed}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(scenario.name.clone());
+    bar.set_prefix(scenario.name.clone());
     let mut shown = false;
+    let mut calls = 0u64;
     let (summary, built) = scenario.run(|frac| {
+        calls += 1;
+        let wall = started.elapsed();
         // Shown after a second of wall time, on a terminal only (indicatif checks), never
         // beside JSON output.
-        if !shown && !out.json && started.elapsed() > WallDuration::from_secs(1) {
+        if !shown && !out.json && wall > WallDuration::from_secs(1) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
+        }
+        if shown {
+            let events = calls * roce_fabric::PROGRESS_EVERY;
+            let total = scenario.duration_us;
+            bar.set_message(sim_status(frac * total, total, events, wall));
         }
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
+    let speed = RunSpeed::new(
+        summary.events,
+        scenario.duration_us / 1e6,
+        started.elapsed(),
+    );
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
     }
@@ -324,9 +338,12 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
     }
     let text = if out.json {
-        serde_json::to_string_pretty(&summary)? + "\n"
+        serde_json::to_string_pretty(&SummaryWithSpeed {
+            summary: &summary,
+            speed,
+        })? + "\n"
     } else {
-        report::text(&summary)
+        report::text(&summary) + &speed.line()
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -344,6 +361,14 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         ),
         _ => Ok(()),
     }
+}
+
+/// The JSON summary: the fabric's, and how fast the run went under `speed`.
+#[derive(serde::Serialize)]
+struct SummaryWithSpeed<'a> {
+    #[serde(flatten)]
+    summary: &'a roce_fabric::summary::Summary,
+    speed: RunSpeed,
 }
 
 #[cfg(test)]

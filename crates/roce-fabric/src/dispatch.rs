@@ -14,13 +14,16 @@ use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
+/// Events between two calls of a run's progress callback.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 impl<E: Engine> Fabric<E> {
     /// Runs until virtual time `end` (events at `end` included), then sets the clock to `end`.
     pub fn run_until(&mut self, end: Instant) {
         self.run_until_with(end, |_| {});
     }
 
-    /// Like [`Fabric::run_until`], calling `progress(now)` every 65536 events.
+    /// Like [`Fabric::run_until`], calling `progress(now)` every [`PROGRESS_EVERY`] events.
     pub fn run_until_with(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
         if !self.routed {
             self.compute_routes();
@@ -41,7 +44,7 @@ impl<E: Engine> Fabric<E> {
             self.w.now = t.as_nanos();
             if self.dispatch(ev) {
                 self.w.events += 1;
-                if self.w.events & 0xffff == 0 {
+                if self.w.events % PROGRESS_EVERY == 0 {
                     progress(t);
                 }
             }

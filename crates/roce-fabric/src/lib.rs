@@ -71,6 +71,7 @@ mod wires;
 pub mod wiring;
 pub mod workload;
 
+pub use dispatch::PROGRESS_EVERY;
 pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};
 pub use port::wire_bytes;
 pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};

@@ -615,7 +615,8 @@ impl Scenario {
         })
     }
 
-    /// Builds, runs and summarizes. `progress(fraction)` is called now and then.
+    /// Builds, runs and summarizes. `progress(fraction)` is called every
+    /// [`crate::PROGRESS_EVERY`] events and once at the end.
     pub fn run(&self, mut progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
         let mut built = self.build()?;
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);

@@ -19,7 +19,7 @@ use roce::report::speed::RunSpeed;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
-use roce_fabric::hpcc::fct_file;
+use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::{EcnConfig, MarkPoint};
@@ -41,7 +41,8 @@ pub enum SimCommand {
         out: OutputArgs,
     },
     /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
-    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE.
+    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE and
+    /// PFC_OUTPUT_FILE.
     Hpcc {
         /// The config (e.g. mix/config_fat_flow_dcqcn.txt).
         config: PathBuf,
@@ -336,6 +337,9 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         let text = fct_file::write(&run.fct_records(&summary));
         std::fs::write(&run.fct_output, text)
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
+        let pfc = pfc_file::write(&run.pfc_records(built.fabric.pfc_events()));
+        std::fs::write(&run.pfc_output, pfc)
+            .with_context(|| format!("writing {}", run.pfc_output.display()))?;
     }
     let text = if out.json {
         serde_json::to_string_pretty(&SummaryWithSpeed {

@@ -2,7 +2,7 @@
 //! handles them) or switches (which classify, admit, mark, queue and pause); free transmitters
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
-use super::fabric::Fabric;
+use super::fabric::{Fabric, PfcEvent};
 use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::{PortCounters, PRIORITIES};
@@ -190,6 +190,18 @@ impl<E: Engine> Fabric<E> {
                         c.pause_received += 1;
                     }
                 }
+            }
+            if let Some(log) = self.pfc_log.as_mut() {
+                let taken = pause.quanta.iter().enumerate();
+                log.extend(taken.filter_map(|(p, q)| {
+                    q.map(|q| PfcEvent {
+                        t_ns: now,
+                        node,
+                        port,
+                        prio: p as u8,
+                        pause: q > 0,
+                    })
+                }));
             }
             self.w.pool.release(pkt);
             self.kick(node, port);

@@ -577,6 +577,10 @@ impl Scenario {
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
+        if let TopologySpec::HpccFile { .. } = self.topology {
+            // The simulator's PFC_OUTPUT_FILE lists every PFC frame a port received.
+            fabric.log_pfc();
+        }
         fabric.set_routing(self.routing);
         failures::apply(
             &mut fabric,

@@ -82,9 +82,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
-    let dir = std::env::temp_dir().join(format!("roce-hpcc-cli-{}", std::process::id()));
+/// `roce sim hpcc` on the fixture config, in a fresh copy of the fixtures (named by `tag`).
+fn sim_hpcc_in_copy(tag: &str) -> (PathBuf, std::process::Output) {
+    let dir = std::env::temp_dir().join(format!("roce-hpcc-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&fixtures(), &dir);
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
@@ -92,6 +92,12 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
         .current_dir(&dir)
         .output()
         .unwrap();
+    (dir, out)
+}
+
+#[test]
+fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
+    let (dir, out) = sim_hpcc_in_copy("cli");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -125,19 +131,9 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
 /// link, interface 5): `third.cc`'s `get_pfc` lines, `time node type if_index 1|0`.
 #[test]
 fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
-    let dir = std::env::temp_dir().join(format!("roce-hpcc-pfc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    copy_dir(&fixtures(), &dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(["sim", "hpcc", "mix/config_topo8_flow8_dcqcn.txt"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, out) = sim_hpcc_in_copy("pfc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let lines = pfc_file::parse("pfc", &text).unwrap();

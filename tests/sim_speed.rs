@@ -3,23 +3,19 @@
 
 use std::process::Command;
 
-fn sim(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(["sim", "incast", "--senders", "3", "--duration", "100us"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+/// The stdout of a 100 µs incast of 3 senders with `args`.
+fn sim(args: &[&str]) -> Vec<u8> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_roce"));
+    cmd.args(["sim", "incast", "--senders", "3", "--duration", "100us"]);
+    let out = cmd.args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    out.stdout
 }
 
 #[test]
 fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
-    let json: serde_json::Value = serde_json::from_slice(&sim(&["--json"]).stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&sim(&["--json"])).unwrap();
     let speed = &json["speed"];
     let num = |k: &str| {
         speed[k]
@@ -42,7 +38,7 @@ fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
 
 #[test]
 fn the_text_summary_ends_with_the_speed_line() {
-    let text = String::from_utf8(sim(&[]).stdout).unwrap();
+    let text = String::from_utf8(sim(&[])).unwrap();
     let last = text.lines().last().unwrap_or_default();
     assert!(last.starts_with("speed: "), "{text}");
     for part in [

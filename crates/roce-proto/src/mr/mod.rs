@@ -263,8 +263,7 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
-        let addr = self.next_addr(length);
-        self.try_register_at(pd, addr, length, access)
+        self.place(pd, length, access, false)
     }
 
     /// The address the next region registered without one gets: regions the table places
@@ -287,8 +286,19 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
+        self.place(pd, length, access, true)
+    }
+
+    /// Registers a region at the next address the table gives out.
+    fn place(
+        &mut self,
+        pd: PdHandle,
+        length: usize,
+        access: AccessFlags,
+        discard: bool,
+    ) -> Result<MrInfo, MrError> {
         let addr = self.next_addr(length);
-        self.insert(pd, addr, length, access, true)
+        self.insert(pd, addr, length, access, discard)
     }
 
     /// Registers `length` zeroed bytes in `pd` with `access` at address `addr`.

@@ -103,6 +103,10 @@ pub struct OutputArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec) and peak memory under
+    /// `speed`. Off by default, so the JSON stays a function of scenario and seed alone.
+    #[arg(long, requires = "json")]
+    speed: bool,
     /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table,
     /// the per-run CSV and overlay plots).
     #[arg(long)]
@@ -341,11 +345,13 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         std::fs::write(&run.pfc_output, pfc)
             .with_context(|| format!("writing {}", run.pfc_output.display()))?;
     }
-    let text = if out.json {
+    let text = if out.json && out.speed {
         serde_json::to_string_pretty(&SummaryWithSpeed {
             summary: &summary,
             speed,
         })? + "\n"
+    } else if out.json {
+        serde_json::to_string_pretty(&summary)? + "\n"
     } else {
         report::text(&summary) + &speed.line()
     };

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use roce_fabric::hpcc::fct_file::{self, node_ip};
+use roce_fabric::hpcc::pfc_file;
 use roce_fabric::hpcc_run::HpccRun;
 
 fn fixtures() -> PathBuf {
@@ -81,9 +82,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
-    let dir = std::env::temp_dir().join(format!("roce-hpcc-cli-{}", std::process::id()));
+/// `roce sim hpcc` on the fixture config, in a fresh copy of the fixtures (named by `tag`).
+fn sim_hpcc_in_copy(tag: &str) -> (PathBuf, std::process::Output) {
+    let dir = std::env::temp_dir().join(format!("roce-hpcc-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&fixtures(), &dir);
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
@@ -91,6 +92,12 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
         .current_dir(&dir)
         .output()
         .unwrap();
+    (dir, out)
+}
+
+#[test]
+fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
+    let (dir, out) = sim_hpcc_in_copy("cli");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -116,6 +123,42 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
         fct.starts_with("0b000001 0b000401 10000 100 20000 2000000000 "),
         "{fct}"
     );
+}
+
+/// The fixture's incast (hosts 0-3 under switch 8 onto host 4 under switch 9, the two joined
+/// through switch 10 at 400G) backs up into switch 9, which pauses switch 10's port toward it
+/// (its second link, interface 2), and switch 10 in turn pauses switch 8's uplink (its fifth
+/// link, interface 5): `third.cc`'s `get_pfc` lines, `time node type if_index 1|0`.
+#[test]
+fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
+    let (dir, out) = sim_hpcc_in_copy("pfc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines = pfc_file::parse("pfc", &text).unwrap();
+    assert_eq!(pfc_file::write(&lines), text, "five plain numbers per line");
+    let mut ports: Vec<(usize, u8, u32)> = lines
+        .iter()
+        .map(|r| (r.node, r.node_type, r.if_index))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports, [(8, 1, 5), (10, 1, 2)], "{text}");
+    for port in [(8, 5), (10, 2)] {
+        let at: Vec<_> = lines
+            .iter()
+            .filter(|r| (r.node, r.if_index) == port)
+            .collect();
+        // A port's lines alternate pause, resume, ... from a pause.
+        assert!(at.len() >= 2, "{text}");
+        for (i, r) in at.iter().enumerate() {
+            assert_eq!(r.pause, i % 2 == 0, "{text}");
+        }
+    }
+    // Times are the simulator's (flows start at 2 s), in order.
+    assert!(lines.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    assert!(lines.iter().all(|r| r.t_ns > 2_000_000_000));
 }
 
 #[test]

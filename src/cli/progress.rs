@@ -110,6 +110,33 @@ impl Progress {
     }
 }
 
+/// A simulation's status: virtual time reached (of `total_us`), events per wall second and
+/// the wall time left at that pace, e.g. `1.250/4.000 ms virtual, 1.21 M ev/s, 32 s left`.
+pub fn sim_status(virtual_us: f64, total_us: f64, events: u64, wall: Duration) -> String {
+    let wall_s = wall.as_secs_f64();
+    let rate = if wall_s > 0.0 {
+        events as f64 / wall_s
+    } else {
+        0.0
+    };
+    let frac = if total_us > 0.0 {
+        virtual_us / total_us
+    } else {
+        1.0
+    };
+    let left = if frac > 0.0 {
+        format!("{:.0} s left", wall_s * (1.0 - frac.min(1.0)) / frac)
+    } else {
+        "time left unknown".to_owned()
+    };
+    format!(
+        "{:.3}/{:.3} ms virtual, {:.2} M ev/s, {left}",
+        virtual_us / 1e3,
+        total_us / 1e3,
+        rate / 1e6
+    )
+}
+
 /// Parses `--status SECS` (`2`, `0.5`, `2s`, `500ms`): the status-line interval.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -156,6 +183,18 @@ mod tests {
         let mut p = Progress::new("t", None, false, None);
         p.update(Duration::from_secs(100), || unreachable!("no line is due"));
         assert_eq!(p.lines_printed(), 0);
+    }
+
+    #[test]
+    fn the_sim_status_shows_virtual_time_event_rate_and_time_left() {
+        // A quarter of the virtual time in 10 s: 30 s to go at that pace.
+        let line = sim_status(1000.0, 4000.0, 5_000_000, Duration::from_secs(10));
+        assert_eq!(line, "1.000/4.000 ms virtual, 0.50 M ev/s, 30 s left");
+        let start = sim_status(0.0, 4000.0, 0, Duration::ZERO);
+        assert_eq!(
+            start,
+            "0.000/4.000 ms virtual, 0.00 M ev/s, time left unknown"
+        );
     }
 
     #[test]

@@ -12,11 +12,14 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::cli::progress::sim_status;
+
 use roce::report::sim as report;
+use roce::report::speed::RunSpeed;
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
-use roce_fabric::hpcc::fct_file;
+use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::{EcnConfig, MarkPoint};
@@ -38,7 +41,8 @@ pub enum SimCommand {
         out: OutputArgs,
     },
     /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
-    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE.
+    /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE and
+    /// PFC_OUTPUT_FILE.
     Hpcc {
         /// The config (e.g. mix/config_fat_flow_dcqcn.txt).
         config: PathBuf,
@@ -100,6 +104,10 @@ pub struct OutputArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec) and peak memory under
+    /// `speed`. Off by default, so the JSON stays a function of scenario and seed alone.
+    #[arg(long, requires = "json")]
+    speed: bool,
     /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table,
     /// the per-run CSV and overlay plots).
     #[arg(long)]
@@ -295,23 +303,34 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     let started = WallInstant::now();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:40}] {percent}% virtual time, {elapsed}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(scenario.name.clone());
+    bar.set_prefix(scenario.name.clone());
     let mut shown = false;
+    let mut calls = 0u64;
     let (summary, built) = scenario.run(|frac| {
+        calls += 1;
+        let wall = started.elapsed();
         // Shown after a second of wall time, on a terminal only (indicatif checks), never
         // beside JSON output.
-        if !shown && !out.json && started.elapsed() > WallDuration::from_secs(1) {
+        if !shown && !out.json && wall > WallDuration::from_secs(1) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
+        }
+        if shown {
+            let events = calls * roce_fabric::PROGRESS_EVERY;
+            let total = scenario.duration_us;
+            bar.set_message(sim_status(frac * total, total, events, wall));
         }
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
+    let speed = RunSpeed::new(
+        summary.events,
+        scenario.duration_us / 1e6,
+        started.elapsed(),
+    );
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
     }
@@ -319,11 +338,19 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         let text = fct_file::write(&run.fct_records(&summary));
         std::fs::write(&run.fct_output, text)
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
+        let pfc = pfc_file::write(&run.pfc_records(built.fabric.pfc_events()));
+        std::fs::write(&run.pfc_output, pfc)
+            .with_context(|| format!("writing {}", run.pfc_output.display()))?;
     }
-    let text = if out.json {
+    let text = if out.json && out.speed {
+        serde_json::to_string_pretty(&SummaryWithSpeed {
+            summary: &summary,
+            speed,
+        })? + "\n"
+    } else if out.json {
         serde_json::to_string_pretty(&summary)? + "\n"
     } else {
-        report::text(&summary)
+        report::text(&summary) + &speed.line()
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -341,6 +368,14 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         ),
         _ => Ok(()),
     }
+}
+
+/// The JSON summary: the fabric's, and how fast the run went under `speed`.
+#[derive(serde::Serialize)]
+struct SummaryWithSpeed<'a> {
+    #[serde(flatten)]
+    summary: &'a roce_fabric::summary::Summary,
+    speed: RunSpeed,
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! What runs leave for people to read: `roce demo`'s summary, tables and sparklines ([`demo`]),
 //! the fabric's `--out DIR` files and plots ([`sim`], the FCT slowdown plot in [`fct`]),
-//! `roce sim compare`'s ([`compare`]), and shared text helpers ([`text`]).
+//! `roce sim compare`'s ([`compare`]), a run's speed and memory ([`speed`]), and shared text
+//! helpers ([`text`]).
 
 pub mod compare;
 pub mod demo;
 pub mod fct;
 pub mod sim;
+pub mod speed;
 pub mod text;

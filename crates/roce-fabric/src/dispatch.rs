@@ -2,7 +2,7 @@
 //! handles them) or switches (which classify, admit, mark, queue and pause); free transmitters
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
-use super::fabric::Fabric;
+use super::fabric::{Fabric, PfcEvent};
 use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::{PortCounters, PRIORITIES};
@@ -14,13 +14,16 @@ use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
+/// Events between two calls of a run's progress callback.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 impl<E: Engine> Fabric<E> {
     /// Runs until virtual time `end` (events at `end` included), then sets the clock to `end`.
     pub fn run_until(&mut self, end: Instant) {
         self.run_until_with(end, |_| {});
     }
 
-    /// Like [`Fabric::run_until`], calling `progress(now)` every 65536 events.
+    /// Like [`Fabric::run_until`], calling `progress(now)` every [`PROGRESS_EVERY`] events.
     pub fn run_until_with(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
         if !self.routed {
             self.compute_routes();
@@ -41,7 +44,7 @@ impl<E: Engine> Fabric<E> {
             self.w.now = t.as_nanos();
             if self.dispatch(ev) {
                 self.w.events += 1;
-                if self.w.events & 0xffff == 0 {
+                if self.w.events % PROGRESS_EVERY == 0 {
                     progress(t);
                 }
             }
@@ -187,6 +190,18 @@ impl<E: Engine> Fabric<E> {
                         c.pause_received += 1;
                     }
                 }
+            }
+            if let Some(log) = self.pfc_log.as_mut() {
+                let taken = pause.quanta.iter().enumerate();
+                log.extend(taken.filter_map(|(p, q)| {
+                    q.map(|q| PfcEvent {
+                        t_ns: now,
+                        node,
+                        port,
+                        prio: p as u8,
+                        pause: q > 0,
+                    })
+                }));
             }
             self.w.pool.release(pkt);
             self.kick(node, port);

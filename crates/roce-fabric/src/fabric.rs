@@ -97,6 +97,21 @@ pub(super) struct Host<E> {
     pub(super) parked: [Option<PktId>; PRIORITIES],
 }
 
+/// A PFC frame's instruction for one priority, as the port that received it took it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcEvent {
+    /// When it arrived, ns.
+    pub t_ns: u64,
+    /// The receiving node.
+    pub node: Node,
+    /// Its port (0 for a host).
+    pub port: u16,
+    /// The priority.
+    pub prio: u8,
+    /// Pause (XOFF, a non-zero time) or resume (XON).
+    pub pause: bool,
+}
+
 /// Receives the INT hops a frame collected, before the frame: `(engine, now, hops)`.
 pub type IntSink<E> = fn(&mut E, Instant, &[roce_proto::cc::IntHop]);
 
@@ -115,6 +130,8 @@ pub struct Fabric<E> {
     pub(super) recorder: Option<Recorder<E>>,
     pub(super) int_sink: Option<IntSink<E>>,
     pub(super) routing: Routing,
+    /// PFC frames received, per priority (only once [`Fabric::log_pfc`] asked).
+    pub(super) pfc_log: Option<Vec<PfcEvent>>,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -142,6 +159,7 @@ impl<E: Engine> Fabric<E> {
             tap: FlowTap::default(),
             recorder: None,
             int_sink: None,
+            pfc_log: None,
         }
     }
 
@@ -296,6 +314,16 @@ impl<E: Engine> Fabric<E> {
     /// just before the frame itself: the hook for HPCC-style controllers.
     pub fn set_int_sink(&mut self, sink: IntSink<E>) {
         self.int_sink = Some(sink);
+    }
+
+    /// Keeps every PFC instruction a port receives from now on (see [`Fabric::pfc_events`]).
+    pub fn log_pfc(&mut self) {
+        self.pfc_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The PFC instructions received since [`Fabric::log_pfc`], in order.
+    pub fn pfc_events(&self) -> &[PfcEvent] {
+        self.pfc_log.as_deref().unwrap_or_default()
     }
 
     /// Follows a flow in the tap (goodput, completion time).

@@ -1,7 +1,7 @@
 //! An HPCC simulator experiment as one of our scenarios: its config file's topology and flow
 //! files, stop time, controller (`CC_MODE` and its parameters mapped onto ours), ECN
 //! thresholds and buffer, run through the real RC endpoints; and its FCT file written back
-//! with the standalone FCT its `third.cc` computes.
+//! with the standalone FCT its `third.cc` computes, and its PFC file.
 //!
 //! Where our model differs, [`HpccRun::not_modelled`] says so (the CLI lists it once).
 
@@ -10,12 +10,14 @@ use std::path::{Path, PathBuf};
 use crate::hpcc::config::{CcMode, HpccConfig};
 use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
 use crate::hpcc::flow_file::{self, FlowLine};
+use crate::hpcc::pfc_file::{self, PfcRecord};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::hpcc::{read_text, HpccError};
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::summary::Summary;
 use crate::switch::EcnConfig;
 use crate::workload::Workload;
+use crate::PfcEvent;
 
 /// Why a config cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +51,8 @@ pub struct HpccRun {
     pub flows: Vec<FlowLine>,
     /// Where the FCT file goes.
     pub fct_output: PathBuf,
+    /// Where the PFC file goes.
+    pub pfc_output: PathBuf,
     /// Keys that do change the simulator's model but not ours, with why.
     pub not_modelled: Vec<String>,
 }
@@ -83,13 +87,14 @@ impl HpccRun {
         let flow_path = resolve(path, flow);
         let topology = TopologyFile::load(&topo_path)?;
         let flows = flow_file::parse(&flow_path.display().to_string(), &read_text(&flow_path)?)?;
-        // The FCT file goes where the inputs were found (the simulator's working directory).
+        // The output files go where the inputs were found (the simulator's working directory).
         let base = topo_path
             .to_string_lossy()
             .strip_suffix(&*topo.to_string_lossy())
             .map(PathBuf::from)
             .unwrap_or_default();
         let fct_output = base.join(&config.fct_output_file);
+        let pfc_output = base.join(&config.pfc_output_file);
 
         let nic = topology
             .nic_rate_bps()
@@ -198,8 +203,14 @@ impl HpccRun {
             topology,
             flows,
             fct_output,
+            pfc_output,
             not_modelled,
         })
+    }
+
+    /// The PFC file's lines for the PFC frames the ports of a run's fabric received.
+    pub fn pfc_records(&self, events: &[PfcEvent]) -> Vec<PfcRecord> {
+        pfc_file::records(&self.topology, events)
     }
 
     /// The FCT file's lines for the finished flows of `summary`, as `third.cc`'s

@@ -73,7 +73,8 @@ mod wires;
 pub mod wiring;
 pub mod workload;
 
-pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig};
+pub use dispatch::PROGRESS_EVERY;
+pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig, PfcEvent};
 pub use port::wire_bytes;
 pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
 

@@ -620,6 +620,10 @@ impl Scenario {
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
+        if let TopologySpec::HpccFile { .. } = self.topology {
+            // The simulator's PFC_OUTPUT_FILE lists every PFC frame a port received.
+            fabric.log_pfc();
+        }
         fabric.set_routing(self.routing);
         failures::apply(
             &mut fabric,
@@ -658,7 +662,8 @@ impl Scenario {
         })
     }
 
-    /// Builds, runs and summarizes. `progress(fraction)` is called now and then.
+    /// Builds, runs and summarizes. `progress(fraction)` is called every
+    /// [`crate::PROGRESS_EVERY`] events and once at the end.
     pub fn run(&self, mut progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
         let mut built = self.build()?;
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);

@@ -95,6 +95,8 @@ pub struct Endpoint {
     ready: VecDeque<usize>,
     /// `ready` membership by slot.
     in_ready: Vec<bool>,
+    /// Each QP's deadline; every place that hands out a QP mutably touches its slot.
+    due: crate::qp::due::DueCache,
     stats: EndpointCounters,
     np: NotificationPoint,
     int: crate::qp::int::IntPaths,
@@ -121,6 +123,7 @@ impl Endpoint {
             qps: Vec::new(),
             ready: VecDeque::new(),
             in_ready: Vec::new(),
+            due: Default::default(),
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval).with_enabled(cfg.np_enabled),
             int: crate::qp::int::IntPaths::default(),
@@ -141,6 +144,17 @@ impl Endpoint {
     /// regions registered, nothing is and both keys are 0 (see [`Endpoint::try_reg_mr`]).
     pub fn reg_mr(&mut self, pd: PdHandle, len: usize, access: AccessFlags) -> MrInfo {
         self.mrs.register(pd, len, access)
+    }
+
+    /// Registers a region of `len` bytes that keeps none: reads give zeros, writes are dropped
+    /// (see [`MrTable::register_discard`]; for traffic whose bytes nobody reads).
+    pub fn reg_mr_discard(
+        &mut self,
+        pd: PdHandle,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.mrs.register_discard(pd, len, access)
     }
 
     /// Registers `len` zeroed bytes owned by the endpoint at address `addr` (see
@@ -232,6 +246,7 @@ impl Endpoint {
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(QueuePair::new(qpn, &init, port, self.cfg.requester));
         }
+        self.due.touch(slot);
         Ok(qpn)
     }
 
@@ -249,6 +264,7 @@ impl Endpoint {
         match self.qps.get_mut(slot) {
             Some(s @ Some(_)) => {
                 *s = None;
+                self.due.touch(slot);
                 self.int.clear(slot);
                 Ok(())
             }
@@ -311,8 +327,9 @@ impl Endpoint {
     pub fn qp_mut(&mut self, qpn: u32) -> Option<&mut QueuePair> {
         let slot = self.slot(qpn)?;
         self.qps.get(slot)?.as_ref()?;
-        // The caller may change what it has to send.
+        // The caller may change what it has to send, and when it is next due.
         self.mark_ready(slot);
+        self.due.touch(slot);
         self.qps.get_mut(slot)?.as_mut()
     }
 
@@ -327,6 +344,7 @@ impl Endpoint {
             .get_mut(slot)
             .and_then(Option::as_mut)
             .ok_or(QpError::UnknownQp(qpn))?;
+        self.due.touch(slot);
         Ok((slot, qp, &mut self.mrs, &mut self.cqs))
     }
 
@@ -470,6 +488,7 @@ impl Endpoint {
             self.stats.drops.unknown_qp += 1;
             return false;
         };
+        self.due.touch(slot);
         if let Some(av) = qp.address_vector() {
             if !same_ip(av.remote_ip, view.ip_src()) {
                 self.stats.drops.wrong_source += 1;
@@ -536,13 +555,16 @@ impl Endpoint {
     /// Lets due timers fire.
     pub fn handle_timeout(&mut self, now: Instant) {
         for slot in 0..self.qps.len() {
+            let qp = self.qps.get(slot).and_then(Option::as_ref);
+            if !self.due.due(slot, qp).is_some_and(|t| t <= now) {
+                continue;
+            }
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            if qp.poll_timeout().is_some_and(|t| t <= now) {
-                qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
-                self.mark_ready(slot);
-            }
+            qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
+            self.due.touch(slot);
+            self.mark_ready(slot);
         }
     }
 
@@ -568,6 +590,7 @@ impl Endpoint {
             if !qp.has_control() {
                 continue;
             }
+            self.due.touch(slot);
             if let Some(len) = qp.poll_control(now, &self.local, &self.mrs, buf) {
                 self.requeue_served(i);
                 let len = self.int.on_control_sent(slot, buf, len);
@@ -581,6 +604,7 @@ impl Endpoint {
                 continue;
             };
             // poll_data checks readiness itself (once).
+            self.due.touch(slot);
             let (local, mrs, cqs) = (&self.local, &mut self.mrs, &mut self.cqs);
             if let Some(len) = qp.poll_data(now, local, mrs, cqs, buf) {
                 self.requeue_served(i);
@@ -667,11 +691,7 @@ impl Endpoint {
     /// The next instant `handle_timeout` (or a paced departure) is due.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qps
-            .iter()
-            .flatten()
-            .filter_map(QueuePair::poll_timeout)
-            .min()
+        self.due.earliest(&self.qps)
     }
 }
 

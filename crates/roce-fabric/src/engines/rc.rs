@@ -57,6 +57,17 @@ struct RcFlow {
     first_error: Option<WcStatus>,
 }
 
+impl RcFlow {
+    /// Whether the flow may still post or complete work: not every byte of a finite flow
+    /// posted, acknowledged and noted.
+    fn running(&self) -> bool {
+        let total = self.cfg.total_bytes;
+        !(total.is_some_and(|t| self.posted >= t)
+            && self.in_flight.is_empty()
+            && self.done_at.is_some())
+    }
+}
+
 /// A QP on the receiving side that consumes receives.
 #[derive(Debug)]
 struct RxQp {
@@ -76,6 +87,11 @@ pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
     flows: Vec<RcFlow>,
+    /// Flows that may still post or complete work, in flow order: finished ones leave, so an
+    /// event's work grows with the flows running, not with every flow the host ever had.
+    live: Vec<usize>,
+    /// Flows that have posted nothing yet, in flow order (their start times wake the host).
+    unstarted: Vec<usize>,
     rx_qps: Vec<RxQp>,
     /// Bytes that arrived in receives.
     received: ReceivedBytes,
@@ -121,6 +137,8 @@ impl RcEngine {
             ep: Endpoint::new(cfg),
             ip,
             flows: Vec::new(),
+            live: Vec::new(),
+            unstarted: Vec::new(),
             rx_qps: Vec::new(),
             received: ReceivedBytes::default(),
             qpns: Vec::new(),
@@ -163,12 +181,20 @@ impl RcEngine {
         for (ep, qpn, peer) in [(&mut src.ep, a.qpn, dst.ip), (&mut dst.ep, b.qpn, src.ip)] {
             set_dscp(ep, qpn, peer, flow.dscp).map_err(|e| qp_err(&e))?;
         }
-        let local = src.ep.reg_mr(a.pd, msg as usize, AccessFlags::LOCAL_WRITE);
-        let remote = dst.ep.reg_mr(
-            b.pd,
-            msg as usize,
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        );
+        // Nobody reads a simulated flow's bytes: regions that keep none (the same frames as
+        // zeroed buffers, without a message-sized buffer per flow at each end).
+        let local = src
+            .ep
+            .reg_mr_discard(a.pd, msg as usize, AccessFlags::LOCAL_WRITE)
+            .map_err(|e| qp_err(&e))?;
+        let remote = dst
+            .ep
+            .reg_mr_discard(
+                b.pd,
+                msg as usize,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            )
+            .map_err(|e| qp_err(&e))?;
         // Without a controller, a workload's `rate_gbps` paces the QP at that fixed rate.
         let fixed = match (flow.cc.is_none(), flow.rate_gbps) {
             (true, Some(g)) => {
@@ -221,7 +247,12 @@ impl RcEngine {
             errors: 0,
             first_error: None,
         });
-        Ok((b.qpn, src.flows.len() - 1))
+        let i = src.flows.len() - 1;
+        src.live.push(i);
+        if flow.total_bytes != Some(0) {
+            src.unstarted.push(i);
+        }
+        Ok((b.qpn, i))
     }
 
     /// The endpoint (counters, QPs).
@@ -311,7 +342,10 @@ impl RcEngine {
         }
         self.driven = now;
         let gate = self.received.gate.as_ref();
-        for f in &mut self.flows {
+        for &i in &self.live {
+            let Some(f) = self.flows.get_mut(i) else {
+                continue;
+            };
             while let Some(wc) = self.ep.poll_cq_one(f.cq) {
                 if wc.qp_num != f.qpn {
                     continue;
@@ -366,6 +400,15 @@ impl RcEngine {
                 f.in_flight.push_back(len);
             }
         }
+        let flows = &self.flows;
+        let running = |i: &usize| flows.get(*i).is_some_and(RcFlow::running);
+        self.live.retain(running);
+        let waiting = |i: &usize| {
+            flows
+                .get(*i)
+                .is_some_and(|f| f.posted == 0 && f.errors == 0)
+        };
+        self.unstarted.retain(waiting);
     }
 }
 
@@ -430,9 +473,9 @@ impl Engine for RcEngine {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let start = self
-            .flows
+            .unstarted
             .iter()
-            .filter(|f| f.posted == 0 && f.errors == 0 && f.cfg.total_bytes != Some(0))
+            .filter_map(|&i| self.flows.get(i))
             .map(|f| f.cfg.start)
             .min();
         // A compute phase that ends after the last drive: post the next iteration then.

@@ -1,7 +1,8 @@
 //! The HPCC ns-3 simulator's files (alibaba-edu/High-Precision-Congestion-Control, the
 //! reference experiment of the DCQCN/HPCC/TIMELY literature): its config file
 //! ([`config`]), topology file ([`topology_file`]), flow file ([`flow_file`]) and the
-//! FCT output file ([`fct_file`]), read and written as its `scratch/third.cc` does.
+//! FCT and PFC output files ([`fct_file`], [`pfc_file`]), read and written as its
+//! `scratch/third.cc` does.
 //!
 //! Readers take the text and the file's name (for errors) and do no I/O themselves except
 //! the `load` helpers; they do not run anything ([`crate::hpcc_run`] runs an experiment; it sits
@@ -10,6 +11,7 @@
 pub mod config;
 pub mod fct_file;
 pub mod flow_file;
+pub mod pfc_file;
 mod tokens;
 pub mod topology_file;
 

@@ -6,6 +6,7 @@
 //! memory-region table and the CQs for each call. Sans-IO: time is always an argument.
 
 pub(crate) mod completer;
+pub(crate) mod due;
 pub mod int;
 pub mod paced;
 pub(crate) mod requester;

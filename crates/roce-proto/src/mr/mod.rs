@@ -91,7 +91,10 @@ pub const MAX_REGIONS: usize = (1 << 24) - 1;
 pub struct MemoryRegion {
     pd: PdHandle,
     info: MrInfo,
+    /// The bytes; empty for a discarding region (see [`MrTable::register_discard`]).
     buf: Vec<u8>,
+    /// Reads give zeros and writes are dropped: no bytes are kept.
+    discard: bool,
     /// Cleared by invalidation: the keys no longer resolve (the bytes stay the owner's).
     valid: bool,
 }
@@ -101,11 +104,12 @@ impl MemoryRegion {
     pub fn info(&self) -> MrInfo {
         self.info
     }
-    /// The region's bytes.
+    /// The region's bytes (none for a discarding region).
     pub fn bytes(&self) -> &[u8] {
         &self.buf
     }
-    /// The region's bytes, writable (for the application to fill or inspect).
+    /// The region's bytes, writable (for the application to fill or inspect; none for a
+    /// discarding region).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.buf
     }
@@ -176,7 +180,15 @@ pub struct MrTable {
     next_pd: u32,
     /// Draws the first key byte of each new slot.
     keys: StdRng,
+    /// Where writes into discarding regions go (one access at a time).
+    sink: Vec<u8>,
 }
+
+/// The longest single access a discarding region serves: one packet at the largest MTU.
+pub const DISCARD_ACCESS_MAX: usize = 4096;
+
+/// What reads of a discarding region return.
+static ZEROS: [u8; DISCARD_ACCESS_MAX] = [0; DISCARD_ACCESS_MAX];
 
 impl Default for MrTable {
     /// A table whose key bytes start from the OS's randomness.
@@ -197,6 +209,7 @@ impl MrTable {
             slots: Vec::new(),
             next_addr: BASE_ADDR,
             next_pd: 1,
+            sink: Vec::new(),
             keys: match key_seed {
                 Some(seed) => StdRng::seed_from_u64(seed),
                 None => rand::make_rng(),
@@ -250,8 +263,7 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
-        let addr = self.next_addr(length);
-        self.try_register_at(pd, addr, length, access)
+        self.place(pd, length, access, false)
     }
 
     /// The address the next region registered without one gets: regions the table places
@@ -263,6 +275,32 @@ impl MrTable {
         addr
     }
 
+    /// Registers a region of `length` bytes in `pd` with `access` that keeps no bytes: every
+    /// read gives zeros and writes are dropped, while keys, bounds, rights and invalidation
+    /// are checked as for any region. For traffic whose bytes nobody looks at (a simulated
+    /// flow): the same frames as a zeroed region never written, in no memory. Accesses longer
+    /// than [`DISCARD_ACCESS_MAX`] through [`MrTable::read`] and [`MrTable::write`] fail.
+    pub fn register_discard(
+        &mut self,
+        pd: PdHandle,
+        length: usize,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.place(pd, length, access, true)
+    }
+
+    /// Registers a region at the next address the table gives out.
+    fn place(
+        &mut self,
+        pd: PdHandle,
+        length: usize,
+        access: AccessFlags,
+        discard: bool,
+    ) -> Result<MrInfo, MrError> {
+        let addr = self.next_addr(length);
+        self.insert(pd, addr, length, access, discard)
+    }
+
     /// Registers `length` zeroed bytes in `pd` with `access` at address `addr`.
     pub fn try_register_at(
         &mut self,
@@ -270,6 +308,17 @@ impl MrTable {
         addr: u64,
         length: usize,
         access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        self.insert(pd, addr, length, access, false)
+    }
+
+    fn insert(
+        &mut self,
+        pd: PdHandle,
+        addr: u64,
+        length: usize,
+        access: AccessFlags,
+        discard: bool,
     ) -> Result<MrInfo, MrError> {
         let slot = match self.slots.iter().position(|s| s.mr.is_none()) {
             Some(s) => s,
@@ -299,7 +348,8 @@ impl MrTable {
         s.mr = Some(MemoryRegion {
             pd,
             info,
-            buf: vec![0; length],
+            buf: if discard { Vec::new() } else { vec![0; length] },
+            discard,
             valid: true,
         });
         Ok(info)
@@ -438,15 +488,25 @@ impl MrTable {
 
     /// The bytes of a resolved range, while its region is the one it was resolved in.
     pub fn read(&self, r: MrRange) -> Result<&[u8], MrError> {
-        self.current(&r)?
-            .buf
+        let mr = self.current(&r)?;
+        if mr.discard {
+            return ZEROS.get(..r.len).ok_or(MrError::Stale(r.key));
+        }
+        mr.buf
             .get(r.offset..r.offset + r.len)
             .ok_or(MrError::Stale(r.key))
     }
 
     /// The bytes of a resolved range, writable, while its region is the one it was resolved in.
     pub fn write(&mut self, r: MrRange) -> Result<&mut [u8], MrError> {
-        self.current(&r)?;
+        if self.current(&r)?.discard {
+            if r.len > DISCARD_ACCESS_MAX {
+                return Err(MrError::Stale(r.key));
+            }
+            self.sink.clear();
+            self.sink.resize(r.len, 0);
+            return Ok(&mut self.sink);
+        }
         self.slots
             .get_mut(r.slot as usize)
             .and_then(|s| s.mr.as_mut())
@@ -473,7 +533,7 @@ impl MrTable {
             let (slot, _, mr) = self.live(sge.lkey, false)?;
             let start = usize::try_from(sge.addr.checked_sub(mr.info.addr)? + skip).ok()?;
             let n = ((sge_len - skip) as usize).min(len - done);
-            if start.checked_add(n)? > mr.buf.len() {
+            if start.checked_add(n)? as u64 > mr.info.length {
                 return None;
             }
             out.push((slot, start, done, n));
@@ -489,34 +549,36 @@ impl MrTable {
     pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
         // One entry (the common case): one lookup, one copy.
         if let [sge] = sgl {
+            // Outer None: refused; inner None: a discarding region (reads as zeros).
             let src = self.live(sge.lkey, false).and_then(|(_, _, m)| {
                 let base = sge.addr.checked_sub(m.info.addr)?;
                 let start = base.checked_add(offset)?;
                 let end = start.checked_add(dst.len() as u64)?;
-                if end > base + u64::from(sge.length) {
+                if end > base + u64::from(sge.length) || end > m.info.length {
                     return None;
+                }
+                if m.discard {
+                    return Some(None);
                 }
                 m.buf
                     .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+                    .map(Some)
             });
-            return match src {
-                Some(src) => {
-                    dst.copy_from_slice(src);
-                    true
-                }
-                None => false,
-            };
+            match src {
+                Some(Some(src)) => dst.copy_from_slice(src),
+                Some(None) => dst.fill(0),
+                None => return false,
+            }
+            return true;
         }
         let Some(segs) = self.segments(sgl, offset, dst.len()) else {
             return false;
         };
         for (slot, start, at, n) in segs {
-            let src = self
-                .slots
-                .get(slot)
-                .and_then(|s| s.mr.as_ref())
-                .and_then(|m| m.buf.get(start..start + n));
+            let mr = self.slots.get(slot).and_then(|s| s.mr.as_ref());
+            let src = mr.and_then(|m| m.buf.get(start..start + n));
             match (src, dst.get_mut(at..at + n)) {
+                (_, Some(out)) if mr.is_some_and(|m| m.discard) => out.fill(0),
                 (Some(src), Some(out)) => out.copy_from_slice(src),
                 _ => return false,
             }
@@ -532,11 +594,11 @@ impl MrTable {
             return false;
         };
         for (slot, start, at, n) in segs {
-            let dst = self
-                .slots
-                .get_mut(slot)
-                .and_then(|s| s.mr.as_mut())
-                .and_then(|m| m.buf.get_mut(start..start + n));
+            let mr = self.slots.get_mut(slot).and_then(|s| s.mr.as_mut());
+            if mr.as_ref().is_some_and(|m| m.discard) {
+                continue;
+            }
+            let dst = mr.and_then(|m| m.buf.get_mut(start..start + n));
             match (dst, src.get(at..at + n)) {
                 (Some(out), Some(from)) => out.copy_from_slice(from),
                 _ => return false,
@@ -550,200 +612,4 @@ impl MrTable {
 type Segments = arrayvec::ArrayVec<(usize, usize, usize, usize), { crate::verbs::MAX_SGE }>;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table() -> (MrTable, PdHandle, MrInfo) {
-        let mut t = MrTable::default();
-        let pd = t.alloc_pd();
-        let mr = t.register(pd, 100, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ);
-        (t, pd, mr)
-    }
-
-    #[test]
-    fn remote_access_checks_key_bounds_rights_and_pd() {
-        let (mut t, pd, mr) = table();
-        assert!(t
-            .resolve_remote(pd, mr.rkey, mr.addr + 10, 90, AccessFlags::REMOTE_READ)
-            .is_ok());
-        assert_eq!(
-            t.resolve_remote(pd, mr.lkey, mr.addr, 1, AccessFlags::REMOTE_READ),
-            Err(MrError::UnknownKey(mr.lkey))
-        );
-        assert_eq!(
-            t.resolve_remote(pd, mr.rkey, mr.addr + 10, 91, AccessFlags::REMOTE_READ),
-            Err(MrError::OutOfBounds {
-                key: mr.rkey,
-                addr: mr.addr + 10,
-                len: 91
-            })
-        );
-        assert_eq!(
-            t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_WRITE),
-            Err(MrError::AccessDenied(mr.rkey))
-        );
-        let other = t.alloc_pd();
-        assert_eq!(
-            t.resolve_remote(other, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-            Err(MrError::WrongPd(mr.rkey))
-        );
-        assert_eq!(t.deregister(mr.lkey), Ok(()));
-        assert_eq!(
-            t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-            Err(MrError::UnknownKey(mr.rkey))
-        );
-    }
-
-    #[test]
-    fn regions_registered_at_a_given_address_resolve_there_and_may_overlap() {
-        let mut t = MrTable::default();
-        let pd = t.alloc_pd();
-        let a = t.register_at(pd, 0x7f00_0000_1000, 64, AccessFlags::REMOTE_WRITE);
-        let b = t.register_at(pd, 0x7f00_0000_1000, 64, AccessFlags::REMOTE_READ);
-        assert_eq!((a.addr, b.addr), (0x7f00_0000_1000, 0x7f00_0000_1000));
-        assert_ne!(a.rkey, b.rkey);
-        let r = t.resolve_remote(pd, a.rkey, 0x7f00_0000_1010, 48, AccessFlags::REMOTE_WRITE);
-        assert_eq!(r.map(|r| r.len()), Ok(48));
-        assert_eq!(
-            t.resolve_remote(pd, b.rkey, 0x7f00_0000_1000, 8, AccessFlags::REMOTE_WRITE),
-            Err(MrError::AccessDenied(b.rkey))
-        );
-        // The table's own addresses are unaffected.
-        let c = t.register(pd, 8, AccessFlags::empty());
-        assert_eq!(c.addr, BASE_ADDR);
-    }
-
-    #[test]
-    fn gather_and_scatter_walk_the_sgl_across_entries() {
-        let (mut t, _pd, mr) = table();
-        if let Some(m) = t.get_mut(mr.lkey) {
-            for (i, b) in m.bytes_mut().iter_mut().enumerate() {
-                *b = i as u8;
-            }
-        }
-        let sgl = [
-            Sge {
-                addr: mr.addr + 10,
-                length: 4,
-                lkey: mr.lkey,
-            },
-            Sge {
-                addr: mr.addr + 50,
-                length: 6,
-                lkey: mr.lkey,
-            },
-        ];
-        let mut out = [0u8; 5];
-        assert!(t.gather(&sgl, 2, &mut out));
-        assert_eq!(out, [12, 13, 50, 51, 52]);
-        assert!(!t.gather(&sgl, 6, &mut out));
-        assert!(t.scatter(&sgl, 3, &[0xaa, 0xbb]));
-        assert_eq!(t.get(mr.lkey).map(|m| m.bytes()[13]), Some(0xaa));
-        assert_eq!(t.get(mr.lkey).map(|m| m.bytes()[50]), Some(0xbb));
-    }
-
-    #[test]
-    fn a_range_goes_stale_when_its_slot_is_reused() {
-        let (mut t, pd, mr) = table();
-        let r = t
-            .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
-            .unwrap();
-        assert_eq!(t.read(r).map(<[u8]>::len), Ok(8));
-        t.deregister(mr.lkey).unwrap();
-        let next = t.register(pd, 100, AccessFlags::LOCAL_WRITE);
-        assert_eq!(next.rkey >> 8, mr.rkey >> 8, "the same slot");
-        assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
-        assert_eq!(t.write(r).map(|b| b.len()), Err(MrError::Stale(mr.rkey)));
-    }
-
-    #[test]
-    fn invalidation_stops_both_keys_and_stales_ranges_but_keeps_the_bytes() {
-        let (mut t, pd, mr) = table();
-        let r = t
-            .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
-            .unwrap();
-        let other = t.alloc_pd();
-        assert_eq!(
-            t.invalidate(other, mr.rkey, true),
-            Err(MrError::WrongPd(mr.rkey))
-        );
-        assert_eq!(
-            t.invalidate(pd, mr.lkey, true),
-            Err(MrError::UnknownKey(mr.lkey)),
-            "a remote invalidate names the rkey"
-        );
-        assert_eq!(t.invalidate(pd, mr.rkey, true), Ok(()));
-        assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
-        assert_eq!(
-            t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-            Err(MrError::UnknownKey(mr.rkey))
-        );
-        let sge = Sge {
-            addr: mr.addr,
-            length: 4,
-            lkey: mr.lkey,
-        };
-        assert_eq!(
-            t.check_sgl(pd, &[sge], AccessFlags::empty()),
-            Err(MrError::UnknownKey(mr.lkey))
-        );
-        assert!(!t.gather(&[sge], 0, &mut [0; 4]));
-        assert_eq!(
-            t.invalidate(pd, mr.rkey, true),
-            Err(MrError::UnknownKey(mr.rkey))
-        );
-        assert_eq!(
-            t.get(mr.lkey).map(|m| (m.is_valid(), m.bytes().len())),
-            Some((false, 100))
-        );
-        assert_eq!(t.deregister(mr.lkey), Ok(()));
-    }
-
-    #[test]
-    fn a_local_invalidate_takes_either_key_and_a_remote_one_needs_a_remote_right() {
-        let mut t = MrTable::new(Some(1));
-        let pd = t.alloc_pd();
-        let local = t.register(pd, 8, AccessFlags::LOCAL_WRITE);
-        assert_eq!(
-            t.invalidate(pd, local.rkey, true),
-            Err(MrError::AccessDenied(local.rkey))
-        );
-        assert_eq!(t.invalidate(pd, local.lkey, false), Ok(()));
-        let remote = t.register(pd, 8, AccessFlags::REMOTE_READ);
-        assert_eq!(t.invalidate(pd, remote.rkey, false), Ok(()));
-    }
-
-    #[test]
-    fn a_slot_gives_the_same_keys_again_only_after_256_registrations() {
-        let mut t = MrTable::new(Some(7));
-        let pd = t.alloc_pd();
-        let first = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
-        let mut seen = vec![first.rkey];
-        t.deregister(first.lkey).unwrap();
-        for _ in 1..256 {
-            let mr = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
-            assert_eq!(mr.rkey >> 8, first.rkey >> 8);
-            assert!(!seen.contains(&mr.rkey));
-            assert_ne!(mr.lkey, mr.rkey);
-            seen.push(mr.rkey);
-            t.deregister(mr.lkey).unwrap();
-        }
-        let again = t.register(pd, 8, AccessFlags::REMOTE_WRITE);
-        assert_eq!((again.lkey, again.rkey), (first.lkey, first.rkey));
-    }
-
-    #[test]
-    fn a_key_seed_fixes_the_keys_and_slots_start_apart() {
-        let keys = |seed| {
-            let mut t = MrTable::new(Some(seed));
-            let pd = t.alloc_pd();
-            (0..4)
-                .map(|_| t.register(pd, 8, AccessFlags::REMOTE_READ).rkey)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(keys(3), keys(3));
-        assert_ne!(keys(3), keys(4));
-        let bytes: Vec<u32> = keys(3).iter().map(|k| k & 0xff).collect();
-        assert!(bytes.windows(2).any(|w| w[0] != w[1]), "{bytes:?}");
-    }
-}
+mod tests;

@@ -1,0 +1,54 @@
+//! `roce sim` says how fast a run went: events, events per wall second, virtual seconds per
+//! wall second, events per virtual second and peak memory, in the text summary and (with
+//! `--speed`) the JSON one.
+
+use std::process::Command;
+
+/// The stdout of a 100 µs incast of 3 senders with `args`.
+fn sim(args: &[&str]) -> Vec<u8> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_roce"));
+    cmd.args(["sim", "incast", "--senders", "3", "--duration", "100us"]);
+    let out = cmd.args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    out.stdout
+}
+
+#[test]
+fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
+    let json: serde_json::Value = serde_json::from_slice(&sim(&["--json", "--speed"])).unwrap();
+    let speed = &json["speed"];
+    let num = |k: &str| {
+        speed[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {speed}"))
+    };
+    let events = num("events");
+    assert!(events > 0.0, "{speed}");
+    // The summary's own event count is the one the rates are of.
+    assert_eq!(json["events"].as_f64(), Some(events));
+    assert_eq!(num("virtual_s"), 100e-6);
+    let wall = num("wall_s");
+    assert!(wall > 0.0);
+    assert!((num("events_per_sec") * wall - events).abs() <= events * 1e-9 + 1e-6);
+    assert!((num("simsec_per_sec") * wall - 100e-6).abs() <= 1e-12);
+    assert!((num("events_per_simsec") * 100e-6 - events).abs() <= events * 1e-9);
+    // VmHWM of this process: at least the binary's own few megabytes.
+    assert!(num("peak_rss_bytes") > 1e6, "{speed}");
+}
+
+#[test]
+fn the_text_summary_ends_with_the_speed_line() {
+    let text = String::from_utf8(sim(&[])).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("speed: "), "{text}");
+    for part in [
+        "events in",
+        "M ev/s",
+        "simsec/s",
+        "ev/simsec",
+        "peak memory",
+    ] {
+        assert!(last.contains(part), "{part} in {last}");
+    }
+}

@@ -219,7 +219,7 @@ impl<E: Engine> Fabric<E> {
                 if host.tx.link.is_some() {
                     return Err(FabricError::HostBusy(h.0));
                 }
-                host.tx.rate_bps = rate_bps;
+                host.tx.set_rate(rate_bps);
                 Ok(0)
             }
             Node::Switch(s) => {

@@ -65,6 +65,7 @@ pub mod stats;
 pub mod summary;
 pub mod switch;
 pub mod tap;
+pub mod telemetry;
 pub mod topology;
 pub mod traffic;
 mod wires;

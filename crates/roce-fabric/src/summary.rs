@@ -13,6 +13,7 @@ use super::outage::Outage;
 use super::port::WIRE_OVERHEAD;
 use super::sched::ClassShare;
 use super::stats::PrioCounters;
+use super::telemetry::{HostTelemetry, PortTelemetry};
 use super::{HostId, Node};
 
 /// A flow that has moved no payload for this long (and for half the measurement window) is
@@ -156,6 +157,12 @@ pub struct Summary {
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
+    /// Per port and priority that saw traffic: queue depth, drops by reason, PFC, ECN marks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortTelemetry>,
+    /// Per host: CNPs, retransmissions, timeouts, NAKs, QP errors, pauses received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostTelemetry>,
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -313,6 +320,8 @@ impl Summary {
             outage: None,
             ecmp: None,
             classes: None,
+            ports: Vec::new(),
+            hosts: Vec::new(),
         }
     }
 

@@ -551,13 +551,14 @@ impl<T, X> Switch<T, X> {
     }
 
     /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
-    /// the standing XOFFs are cleared; returns the packets that were buffered (lost).
-    pub fn flush(&mut self) -> Vec<T> {
+    /// the standing XOFFs are cleared; returns the packets that were buffered (lost), each with
+    /// its egress port and priority.
+    pub fn flush(&mut self) -> Vec<(u16, usize, T)> {
         self.used_bytes = 0;
         let mut lost = Vec::new();
-        for port in &mut self.ports {
-            for q in &mut port.queues {
-                lost.extend(q.drain(..).map(|x| x.pkt));
+        for (i, port) in self.ports.iter_mut().enumerate() {
+            for (prio, q) in port.queues.iter_mut().enumerate() {
+                lost.extend(q.drain(..).map(|x| (i as u16, prio, x.pkt)));
             }
             port.qbytes = [0; PRIORITIES];
             port.ingress_bytes = [0; PRIORITIES];

@@ -10,6 +10,7 @@ use rand_pcg::Pcg64;
 use super::event::EventQueue;
 use super::frame::FrameInfo;
 use super::port::TxPort;
+use super::stats::Lost;
 use super::switch::Arrival;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::IntHop;
@@ -202,14 +203,17 @@ impl Wires {
             self.pool.release(pkt);
             return;
         };
-        let dead = !link.up;
-        if dead {
+        let lost = if !link.up {
             self.lost.add(len);
-        }
-        let lost = dead || (link.loss > 0.0 && self.rng.random::<f64>() < link.loss);
-        if lost {
+            Some(Lost::LinkDown)
+        } else if link.loss > 0.0 && self.rng.random::<f64>() < link.loss {
+            Some(Lost::LinkLoss)
+        } else {
+            None
+        };
+        if let Some(why) = lost {
             if let Some(c) = tx.counters.prio.get_mut(prio) {
-                c.drops += 1;
+                c.drop_for(why);
             }
             self.pool.release(pkt);
             return;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::pcapng::{Block, PcapNgReader};
-use pcap_file::{DataLink, PcapError};
+use pcap_file::{DataLink, PcapError, TsResolution};
 
 pub mod filter;
 
@@ -228,7 +228,8 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// Writes Ethernet frames to a classic pcap file (microsecond timestamps, snap length 65535).
+/// Writes Ethernet frames to a classic pcap file (microsecond timestamps, or nanosecond ones
+/// with [`CaptureWriter::create_ns`]; snap length 65535).
 pub struct CaptureWriter<W: Write = BufWriter<File>> {
     inner: PcapWriter<W>,
     frames: usize,
@@ -237,21 +238,36 @@ pub struct CaptureWriter<W: Write = BufWriter<File>> {
 impl CaptureWriter {
     /// Creates (or truncates) `path`.
     pub fn create(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        Self::create_with(path, TsResolution::MicroSecond)
+    }
+
+    /// Creates (or truncates) `path` as a nanosecond-resolution pcap (Wireshark reads it).
+    pub fn create_ns(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        Self::create_with(path, TsResolution::NanoSecond)
+    }
+
+    fn create_with(path: impl AsRef<Path>, resolution: TsResolution) -> Result<Self, CaptureError> {
         let path = path.as_ref();
         let file = File::create(path).map_err(|source| CaptureError::Open {
             path: path.to_owned(),
             source,
         })?;
-        Self::new(BufWriter::new(file))
+        Self::with_resolution(BufWriter::new(file), resolution)
     }
 }
 
 impl<W: Write> CaptureWriter<W> {
     /// Starts a capture on any writer.
     pub fn new(writer: W) -> Result<Self, CaptureError> {
+        Self::with_resolution(writer, TsResolution::MicroSecond)
+    }
+
+    /// Starts a capture on any writer with timestamps of `resolution`.
+    pub fn with_resolution(writer: W, resolution: TsResolution) -> Result<Self, CaptureError> {
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
             snaplen: 65535,
+            ts_resolution: resolution,
             ..PcapHeader::default()
         };
         let inner = PcapWriter::with_header(writer, header).map_err(CaptureError::Write)?;

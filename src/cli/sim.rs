@@ -36,6 +36,8 @@ pub enum SimCommand {
         set: OverrideArgs,
         #[command(flatten)]
         out: OutputArgs,
+        #[command(flatten)]
+        capture: CaptureArgs,
     },
     /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
     /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE.
@@ -44,6 +46,8 @@ pub enum SimCommand {
         config: PathBuf,
         #[command(flatten)]
         out: OutputArgs,
+        #[command(flatten)]
+        capture: CaptureArgs,
     },
     /// N senders to one receiver through one switch.
     Incast(BuiltinArgs),
@@ -60,7 +64,10 @@ pub enum SimCommand {
     Compare(compare::CompareArgs),
 }
 
+mod capture;
 mod compare;
+
+use capture::CaptureArgs;
 
 /// Settings that change a scenario file before it runs (`roce sim run`).
 #[derive(Args, Debug)]
@@ -183,6 +190,8 @@ pub struct BuiltinArgs {
     sets: Vec<String>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    capture: CaptureArgs,
 }
 
 fn parse_micros(s: &str) -> Result<f64, String> {
@@ -256,8 +265,12 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         return compare::run(args);
     }
     let mut hpcc = None;
-    let (scenario, out) = match &cmd {
-        SimCommand::Hpcc { config, out } => {
+    let (scenario, out, capture) = match &cmd {
+        SimCommand::Hpcc {
+            config,
+            out,
+            capture,
+        } => {
             let run = HpccRun::load(config)?;
             if !run.config.ignored.is_empty() {
                 eprintln!(
@@ -271,13 +284,14 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             }
             let s = run.scenario.clone();
             hpcc = Some(run);
-            (s, out)
+            (s, out, capture)
         }
         SimCommand::Run {
             scenario,
             seed,
             set,
             out,
+            capture,
         } => {
             let text = std::fs::read_to_string(scenario)
                 .with_context(|| format!("reading {}", scenario.display()))?;
@@ -285,11 +299,11 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             if let Some(seed) = seed {
                 s.seed = *seed;
             }
-            (s, out)
+            (s, out, capture)
         }
 
         other => match builtin(other) {
-            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out),
+            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out, &a.capture),
             None => bail!("unknown experiment"),
         },
     };
@@ -305,7 +319,9 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     );
     bar.set_message(scenario.name.clone());
     let mut shown = false;
-    let (summary, built) = scenario.run(|frac| {
+    let mut built = scenario.build()?;
+    capture.attach(&mut built)?;
+    let (summary, mut built) = scenario.run_built(built, |frac| {
         // Shown after a second of wall time, on a terminal only (indicatif checks), never
         // beside JSON output.
         if !shown && !out.json && started.elapsed() > WallDuration::from_secs(1) {
@@ -315,6 +331,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
+    capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
     }

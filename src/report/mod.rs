@@ -6,4 +6,5 @@ pub mod compare;
 pub mod demo;
 pub mod fct;
 pub mod sim;
+pub mod telemetry;
 pub mod text;

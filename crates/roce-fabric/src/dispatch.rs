@@ -163,6 +163,12 @@ impl<E: Engine> Fabric<E> {
         };
         let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
         let len = slot.buf.len() as u64;
+        if !fcs_bad {
+            self.w.capture(node, port, pkt, false);
+        }
+        let Some(slot) = self.w.pool.slot(pkt) else {
+            return;
+        };
         let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             PauseRepr::parse(&slot.buf)
         } else {

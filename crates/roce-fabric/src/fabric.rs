@@ -130,6 +130,7 @@ impl<E: Engine> Fabric<E> {
                 rng: Pcg64::seed_from_u64(seed),
                 events: 0,
                 lost: Default::default(),
+                capture: None,
             },
             routing: Routing::default(),
             seed,

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod builtin;
+pub mod capture;
 pub mod compare;
 mod dispatch;
 pub mod ecmp;

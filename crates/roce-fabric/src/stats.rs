@@ -170,6 +170,34 @@ impl PrioCounters {
     }
 }
 
+impl PrioCounters {
+    /// What happened between `before` and `self` (the high-water mark stays `self`'s).
+    pub fn since(&self, before: &PrioCounters) -> PrioCounters {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let mut dropped = self.dropped;
+        for (a, b) in dropped
+            .fields_mut()
+            .into_iter()
+            .zip(before.dropped.values())
+        {
+            *a = a.saturating_sub(b);
+        }
+        PrioCounters {
+            tx_packets: d(self.tx_packets, before.tx_packets),
+            tx_bytes: d(self.tx_bytes, before.tx_bytes),
+            rx_packets: d(self.rx_packets, before.rx_packets),
+            rx_bytes: d(self.rx_bytes, before.rx_bytes),
+            ecn_marked: d(self.ecn_marked, before.ecn_marked),
+            drops: d(self.drops, before.drops),
+            dropped,
+            pause_sent: d(self.pause_sent, before.pause_sent),
+            pause_received: d(self.pause_received, before.pause_received),
+            pause_ns: d(self.pause_ns, before.pause_ns),
+            queue_hwm_bytes: self.queue_hwm_bytes,
+        }
+    }
+}
+
 /// Counters of one port, per priority.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PortCounters {

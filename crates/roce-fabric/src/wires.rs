@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
+use super::capture::PortCapture;
 use super::event::EventQueue;
 use super::frame::FrameInfo;
 use super::port::TxPort;
@@ -141,6 +142,8 @@ pub(super) struct Wires {
     pub(super) events: u64,
     /// Frames lost to failures (dead links, reboots, no route).
     pub(super) lost: LostTraffic,
+    /// The port whose frames are captured, if any.
+    pub(super) capture: Option<PortCapture>,
 }
 
 /// How fast the fabric notices failures and reroutes around them.
@@ -189,6 +192,7 @@ impl Wires {
         prio: usize,
     ) {
         let len = self.pool.len(pkt);
+        self.capture(node, port, pkt, true);
         let ser = tx.serialize_ns(len as usize);
         tx.busy = true;
         if let Some(c) = tx.counters.prio.get_mut(prio) {

@@ -166,6 +166,9 @@ fn parse_csv(text: &str) -> (Vec<String>, Vec<BTreeMap<String, String>>) {
     (header, rows)
 }
 
+/// (node, port, priority) of a `ports.csv` row.
+type Series = (String, String, String);
+
 fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
     row.get(col)
         .and_then(|v| v.parse().ok())
@@ -189,7 +192,8 @@ fn ports_and_hosts_csv_parse_and_their_bins_sum_to_the_summary() {
         "one row per active series and bin"
     );
     let mut last_t = 0.0;
-    let mut sums: BTreeMap<(String, String, String), (f64, f64, f64, f64)> = BTreeMap::new();
+    // (node, port, priority) -> sums of tx_pause, rx_pause, ecn_marked, rx_pause_duration_us.
+    let mut sums: BTreeMap<Series, [f64; 4]> = BTreeMap::new();
     for r in &rows {
         let t = num(r, "time_us");
         assert!(t >= last_t);
@@ -200,15 +204,15 @@ fn ports_and_hosts_csv_parse_and_their_bins_sum_to_the_summary() {
         assert!(num(r, "queue_max_bytes") >= num(r, "queue_mean_bytes"));
         let key = (r["node"].clone(), r["port"].clone(), r["priority"].clone());
         let e = sums.entry(key).or_default();
-        e.0 += num(r, "tx_pause");
-        e.1 += num(r, "rx_pause");
-        e.2 += num(r, "ecn_marked");
-        e.3 += num(r, "rx_pause_duration_us");
+        let cols = ["tx_pause", "rx_pause", "ecn_marked", "rx_pause_duration_us"];
+        for (sum, col) in e.iter_mut().zip(cols) {
+            *sum += num(r, col);
+        }
     }
     assert_eq!(last_t, 300.0);
     for p in &s.ports {
         let key = (p.node.clone(), p.port.to_string(), p.priority.to_string());
-        let (tx, rx, ecn, dur) = sums[&key];
+        let [tx, rx, ecn, dur] = sums[&key];
         assert_eq!(
             (tx, rx, ecn),
             (p.tx_pause as f64, p.rx_pause as f64, p.ecn_marked as f64)

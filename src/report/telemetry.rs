@@ -38,26 +38,22 @@ pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
             let before = prev.and_then(|p| p.get(i)).unwrap_or(&zero);
             let c = bin.ports.get(i).unwrap_or(&zero).since(before);
             let (mean, max) = bin.queue.get(i).copied().unwrap_or_default();
-            let _ = write!(
-                s,
-                "{:.3},{node},{port},{prio},{mean:.1},{max},{},{},{},{},{},{}",
-                bin.end_ns as f64 / 1e3,
+            let lead = format!("{:.3},{node},{port},{prio},{mean:.1},{max}", us(bin.end_ns));
+            let counts = [
                 c.tx_packets,
                 c.tx_bytes,
                 c.rx_packets,
                 c.rx_bytes,
                 c.ecn_marked,
-                c.drops
-            );
-            for (_, n) in c.dropped.pairs() {
-                let _ = write!(s, ",{n}");
-            }
-            let _ = writeln!(
-                s,
-                ",{},{},{:.3}",
-                c.pause_sent,
-                c.pause_received,
-                c.pause_ns as f64 / 1e3
+                c.drops,
+            ];
+            let dropped = c.dropped.pairs().map(|(_, n)| n);
+            let pauses = [c.pause_sent, c.pause_received];
+            push_row(
+                &mut s,
+                &lead,
+                counts.into_iter().chain(dropped).chain(pauses),
+                c.pause_ns,
             );
         }
         prev = Some(&bin.ports);
@@ -89,10 +85,7 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
             let c = bin.hosts.get(h).unwrap_or(&zero).since(before);
             let p = nic(&bin.ports, h)
                 .since(&prev.map_or(PrioCounters::default(), |b| nic(&b.ports, h)));
-            let _ = writeln!(
-                s,
-                "{:.3},{name},{},{},{},{},{},{},{},{},{},{:.3}",
-                bin.end_ns as f64 / 1e3,
+            let counts = [
                 c.np_ecn_marked_roce_packets,
                 c.np_cnp_sent,
                 c.rp_cnp_handled,
@@ -102,10 +95,24 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
                 c.error_completions,
                 c.qp_errors,
                 p.pause_received,
-                p.pause_ns as f64 / 1e3
-            );
+            ];
+            let lead = format!("{:.3},{name}", us(bin.end_ns));
+            push_row(&mut s, &lead, counts, p.pause_ns);
         }
         prev = Some(bin);
     }
     s
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// One CSV line: `lead`, then `counts`, then `paused_ns` in µs.
+fn push_row(s: &mut String, lead: &str, counts: impl IntoIterator<Item = u64>, paused_ns: u64) {
+    s.push_str(lead);
+    for n in counts {
+        let _ = write!(s, ",{n}");
+    }
+    let _ = writeln!(s, ",{:.3}", us(paused_ns));
 }

@@ -104,7 +104,7 @@ impl<E: Engine> Fabric<E> {
                         |h| self.engine(h),
                     );
                     if let Some(t) = rec.telemetry.as_mut() {
-                        t.sample(self);
+                        self.sample_telemetry(t);
                     }
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);

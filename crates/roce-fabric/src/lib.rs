@@ -55,6 +55,7 @@ pub mod fct;
 pub mod frame;
 pub mod hpcc;
 pub mod hpcc_run;
+mod observe;
 pub mod outage;
 mod port;
 pub mod reroute;

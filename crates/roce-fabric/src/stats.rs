@@ -141,11 +141,26 @@ impl DropReasons {
     }
 }
 
+/// Why a switch dropped a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// The shared buffer was full.
+    BufferFull,
+    /// A lossy (or PFC-less) egress queue was at its limit.
+    QueueFull,
+    /// A lossless packet overran XOFF + headroom.
+    HeadroomOverrun,
+    /// No route, or every equal-cost port's link is down.
+    NoRoute,
+    /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
+    ClassFull,
+}
+
 /// A reason to lose a packet, to count it with [`PrioCounters::drop_for`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lost {
     /// A switch refused it.
-    Switch(super::switch::DropReason),
+    Switch(DropReason),
     /// Sent into a dead link or on one when it died.
     LinkDown,
     /// The link's loss rate.
@@ -155,7 +170,7 @@ pub enum Lost {
 impl PrioCounters {
     /// Counts one packet lost for `why` (in `drops` and by reason).
     pub fn drop_for(&mut self, why: Lost) {
-        use super::switch::DropReason as D;
+        use DropReason as D;
         self.drops += 1;
         let d = &mut self.dropped;
         *match why {

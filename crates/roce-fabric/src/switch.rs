@@ -24,7 +24,7 @@ use super::PktId;
 use roce_proto::size;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
-pub use super::stats::PRIORITIES;
+pub use super::stats::{DropReason, PRIORITIES};
 
 /// ECN marking of one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -181,21 +181,6 @@ impl Arrival {
         let prio = priority(info.pcp, info.ip.as_ref());
         Arrival { info, prio }
     }
-}
-
-/// Why a switch dropped a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
-    /// The shared buffer was full.
-    BufferFull,
-    /// A lossy (or PFC-less) egress queue was at its limit.
-    QueueFull,
-    /// A lossless packet overran XOFF + headroom.
-    HeadroomOverrun,
-    /// No route, or every equal-cost port's link is down.
-    NoRoute,
-    /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
-    ClassFull,
 }
 
 /// A packet waiting in an egress queue.

@@ -10,8 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::fabric::Fabric;
-use super::stats::{DropReasons, PrioCounters, PRIORITIES};
+use super::stats::{DropReasons, PortCounters, PrioCounters, PRIORITIES};
 use super::{HostId, Node};
 use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;
@@ -195,37 +194,29 @@ impl<E: Engine> Telemetry<E> {
         queued || last.is_some_and(|c| *c != PrioCounters::default())
     }
 
-    fn learn(&mut self, f: &Fabric<E>) {
-        if !self.nodes.is_empty() || (f.switches.is_empty() && f.hosts.is_empty()) {
-            return;
-        }
-        for (s, p) in f.switch_ports() {
-            self.nodes
-                .push((Node::Switch(s), p, f.switch_name(s).to_owned()));
-        }
-        for h in 0..f.host_count() {
-            let name = f.host_name(HostId(h)).to_owned();
+    /// Whether the ports are known yet.
+    pub(crate) fn knows_ports(&self) -> bool {
+        !self.nodes.is_empty()
+    }
+
+    /// Learns the ports to follow: every switch port, then every host's NIC (in host order).
+    pub(crate) fn learn(&mut self, switch_ports: Vec<(Node, u16, String)>, hosts: Vec<String>) {
+        self.nodes = switch_ports;
+        for (h, name) in hosts.iter().enumerate() {
             self.nodes.push((Node::Host(HostId(h)), 0, name.clone()));
-            self.hosts.push(name);
         }
+        self.hosts = hosts;
         self.queues = vec![QueueSamples::default(); self.nodes.len() * PRIORITIES];
     }
 
-    /// Takes one queue sample of every series; closes the bin when its end has come.
-    pub(crate) fn sample(&mut self, f: &Fabric<E>) {
-        self.learn(f);
-        let now = f.now().as_nanos();
+    /// Takes one queue sample of every series at `now` (`depth(node, port, prio)`); true when
+    /// the bin has ended (the caller then closes it with [`Telemetry::close_bin`]).
+    pub(crate) fn sample(&mut self, now: u64, depth: impl Fn(Node, u16, usize) -> u64) -> bool {
         self.samples += 1;
         self.bin_samples += 1;
-        for (i, (node, port, _)) in self.nodes.iter().enumerate() {
+        for (i, &(node, port, _)) in self.nodes.iter().enumerate() {
             for prio in 0..PRIORITIES {
-                let depth = match node {
-                    Node::Switch(s) => f
-                        .switches
-                        .get(s.0)
-                        .map_or(0, |sw| sw.queue_depth(*port, prio)),
-                    Node::Host(_) => 0,
-                };
+                let depth = depth(node, port, prio);
                 if let Some(q) = self.queues.get_mut(i * PRIORITIES + prio) {
                     q.sum += depth;
                     q.bin_sum += depth;
@@ -236,22 +227,24 @@ impl<E: Engine> Telemetry<E> {
                 }
             }
         }
-        let bin_end = (self.bins.len() as u64 + 1) * self.bin_ns;
-        if now >= bin_end {
-            self.close_bin(f);
-        }
+        now >= (self.bins.len() as u64 + 1) * self.bin_ns
     }
 
-    /// Closes the open bin at the fabric's time (the end of a run that is no bin boundary).
-    pub fn finish(&mut self, f: &Fabric<E>) {
-        self.learn(f);
-        let now = f.now().as_nanos();
-        if self.bins.last().map_or(true, |b| b.end_ns < now) {
-            self.close_bin(f);
-        }
+    /// Whether a run ending at `now` leaves a bin open.
+    pub(crate) fn open_at(&self, now: u64) -> bool {
+        self.bins.last().map_or(true, |b| b.end_ns < now)
     }
 
-    fn close_bin(&mut self, f: &Fabric<E>) {
+    /// Closes the bin at `now` with every port's counters (`counters(node, port)`) and every
+    /// host's engine (`engine(host)`, read through the probe).
+    pub(crate) fn close_bin<'e>(
+        &mut self,
+        now: u64,
+        counters: impl Fn(Node, u16) -> PortCounters,
+        engine: impl Fn(HostId) -> Option<&'e E>,
+    ) where
+        E: 'e,
+    {
         let n = self.bin_samples.max(1) as f64;
         let queue = self
             .queues
@@ -266,16 +259,16 @@ impl<E: Engine> Telemetry<E> {
         let ports = self
             .nodes
             .iter()
-            .flat_map(|&(node, port, _)| f.port_counters(node, port).prio)
+            .flat_map(|&(node, port, _)| counters(node, port).prio)
             .collect();
-        let hosts = (0..f.host_count())
+        let hosts = (0..self.hosts.len())
             .map(|h| {
-                let e = f.engine(HostId(h));
+                let e = engine(HostId(h));
                 e.zip(self.probe).map(|(e, p)| p(e)).unwrap_or_default()
             })
             .collect();
         self.bins.push(Bin {
-            end_ns: f.now().as_nanos(),
+            end_ns: now,
             ports,
             queue,
             hosts,
@@ -359,17 +352,5 @@ impl<E: Engine> Telemetry<E> {
                 }
             })
             .collect()
-    }
-}
-
-impl<E: Engine> Fabric<E> {
-    /// Closes the recorder's last telemetry bin at the current time (call it when a run ends).
-    pub fn finish_telemetry(&mut self) {
-        if let Some(mut rec) = self.recorder.take() {
-            if let Some(t) = rec.telemetry.as_mut() {
-                t.finish(self);
-            }
-            self.recorder = Some(rec);
-        }
     }
 }

@@ -241,6 +241,15 @@ impl Wires {
     }
 }
 
+impl Wires {
+    /// Keeps `pkt` if it crosses the captured port (see [`crate::capture`]).
+    pub(super) fn capture(&mut self, node: Node, port: u16, pkt: PktId, outbound: bool) {
+        if let Some(c) = self.capture.as_mut() {
+            c.keep((node, port), self.now, self.pool.frame(pkt), outbound);
+        }
+    }
+}
+
 pub(super) fn link_from(links: &[Link], l: LinkId) -> Option<(Node, u16)> {
     links.get(l.0).map(|l| l.from)
 }

@@ -9,10 +9,15 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
-use pcap_file::pcapng::{Block, PcapNgReader};
-use pcap_file::{DataLink, PcapError, TsResolution};
+use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
+use pcap_file::{DataLink, PcapError};
 
 pub mod filter;
+pub mod links;
 
 /// One frame read from a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +28,9 @@ pub struct CapturedFrame {
     pub data: Vec<u8>,
     /// The frame's length on the wire.
     pub orig_len: u32,
+    /// The frame's pcapng comment, if any (our loopback captures say what the fault injector
+    /// did to the frame).
+    pub comment: Option<String>,
 }
 
 /// Why a capture could not be read or written.
@@ -148,6 +156,7 @@ impl<R: Read> CaptureReader<R> {
                     timestamp: p.timestamp,
                     orig_len: p.orig_len,
                     data: p.data.into_owned(),
+                    comment: None,
                 }))
                 .map(|r| r.map_err(|e| classify(e, self.frames)))
             }
@@ -158,20 +167,23 @@ impl<R: Read> CaptureReader<R> {
                 };
                 match block {
                     Block::EnhancedPacket(p) => {
-                        let frame = CapturedFrame {
-                            timestamp: p.timestamp,
+                        let comment = p.options.iter().find_map(|o| match o {
+                            EnhancedPacketOption::Comment(c) => Some(c.to_string()),
+                            _ => None,
+                        });
+                        let (id, raw_time) = (p.interface_id as usize, p.timestamp);
+                        let mut frame = CapturedFrame {
+                            timestamp: raw_time,
                             orig_len: p.original_len,
                             data: p.data.into_owned(),
+                            comment,
                         };
-                        let interface = p.interface_id as usize;
-                        let link = r
-                            .interfaces()
-                            .get(interface)
-                            .map(|i| i.linktype)
-                            .unwrap_or(DataLink::ETHERNET);
+                        let interface = r.interfaces().get(id);
+                        let link = interface.map_or(DataLink::ETHERNET, |i| i.linktype);
                         if link != DataLink::ETHERNET {
                             return Some(Err(CaptureError::LinkType(link)));
                         }
+                        frame.timestamp = scale_timestamp(raw_time, interface);
                         return Some(Ok(frame));
                     }
                     Block::SimplePacket(p) => {
@@ -180,6 +192,7 @@ impl<R: Read> CaptureReader<R> {
                             timestamp: std::time::Duration::ZERO,
                             orig_len: p.original_len.max(len),
                             data: p.data.into_owned(),
+                            comment: None,
                         }));
                     }
                     // Section headers, interface descriptions, statistics, name resolution...
@@ -188,6 +201,38 @@ impl<R: Read> CaptureReader<R> {
             },
         }
     }
+}
+
+/// An enhanced packet block's timestamp in its interface's units (`if_tsresol`, microseconds
+/// unless the interface says otherwise). `pcap-file` hands the raw 64-bit count over as if it
+/// were nanoseconds.
+fn scale_timestamp(
+    raw: std::time::Duration,
+    interface: Option<&InterfaceDescriptionBlock<'_>>,
+) -> std::time::Duration {
+    let resol = interface
+        .and_then(|i| {
+            i.options.iter().find_map(|o| match o {
+                InterfaceDescriptionOption::IfTsResol(r) => Some(*r),
+                _ => None,
+            })
+        })
+        .unwrap_or(6);
+    let ticks = raw.as_nanos();
+    let nanos = if resol & 0x80 == 0 {
+        // 10^-resol seconds per tick.
+        let exp = u32::from(resol);
+        if exp <= 9 {
+            ticks.saturating_mul(10u128.pow(9 - exp))
+        } else {
+            ticks / 10u128.pow((exp - 9).min(38))
+        }
+    } else {
+        // 2^-resol seconds per tick.
+        let exp = u32::from(resol & 0x7f).min(120);
+        ticks.saturating_mul(1_000_000_000) >> exp
+    };
+    std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 impl<R: Read> Iterator for CaptureReader<R> {
@@ -228,50 +273,70 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// Writes Ethernet frames to a classic pcap file (microsecond timestamps, or nanosecond ones
-/// with [`CaptureWriter::create_ns`]; snap length 65535).
+/// Writes Ethernet frames to a classic pcap file (microsecond timestamps, snap length 65535) or,
+/// when frames carry comments, a pcapng file (nanosecond timestamps; Wireshark shows each comment
+/// as `pkt_comment`).
 pub struct CaptureWriter<W: Write = BufWriter<File>> {
-    inner: PcapWriter<W>,
+    inner: Sink<W>,
     frames: usize,
 }
 
+enum Sink<W: Write> {
+    Pcap(PcapWriter<W>),
+    PcapNg(PcapNgWriter<W>),
+}
+
 impl CaptureWriter {
-    /// Creates (or truncates) `path`.
+    /// Creates (or truncates) `path` as a classic pcap file.
     pub fn create(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
-        Self::create_with(path, TsResolution::MicroSecond)
+        Self::new(create_file(path.as_ref())?)
     }
 
-    /// Creates (or truncates) `path` as a nanosecond-resolution pcap (Wireshark reads it).
-    pub fn create_ns(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
-        Self::create_with(path, TsResolution::NanoSecond)
-    }
-
-    fn create_with(path: impl AsRef<Path>, resolution: TsResolution) -> Result<Self, CaptureError> {
-        let path = path.as_ref();
-        let file = File::create(path).map_err(|source| CaptureError::Open {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::with_resolution(BufWriter::new(file), resolution)
+    /// Creates (or truncates) `path` as a pcapng file, whose frames may carry comments.
+    pub fn create_pcapng(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        Self::pcapng(create_file(path.as_ref())?)
     }
 }
 
-impl<W: Write> CaptureWriter<W> {
-    /// Starts a capture on any writer.
-    pub fn new(writer: W) -> Result<Self, CaptureError> {
-        Self::with_resolution(writer, TsResolution::MicroSecond)
-    }
+fn create_file(path: &Path) -> Result<BufWriter<File>, CaptureError> {
+    let file = File::create(path).map_err(|source| CaptureError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(BufWriter::new(file))
+}
 
-    /// Starts a capture on any writer with timestamps of `resolution`.
-    pub fn with_resolution(writer: W, resolution: TsResolution) -> Result<Self, CaptureError> {
+impl<W: Write> CaptureWriter<W> {
+    /// Starts a classic pcap capture on any writer.
+    pub fn new(writer: W) -> Result<Self, CaptureError> {
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
             snaplen: 65535,
-            ts_resolution: resolution,
             ..PcapHeader::default()
         };
         let inner = PcapWriter::with_header(writer, header).map_err(CaptureError::Write)?;
-        Ok(CaptureWriter { inner, frames: 0 })
+        Ok(CaptureWriter {
+            inner: Sink::Pcap(inner),
+            frames: 0,
+        })
+    }
+
+    /// Starts a pcapng capture (one Ethernet interface, nanosecond timestamps) on any writer.
+    pub fn pcapng(writer: W) -> Result<Self, CaptureError> {
+        let mut inner = PcapNgWriter::new(writer).map_err(CaptureError::Write)?;
+        let interface = InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 65535,
+            // pcap-file writes the timestamp's nanosecond count: say so.
+            options: vec![InterfaceDescriptionOption::IfTsResol(9)],
+        };
+        inner
+            .write_pcapng_block(interface)
+            .map_err(CaptureError::Write)?;
+        Ok(CaptureWriter {
+            inner: Sink::PcapNg(inner),
+            frames: 0,
+        })
     }
 
     /// Appends one frame captured at `timestamp`.
@@ -280,11 +345,36 @@ impl<W: Write> CaptureWriter<W> {
         timestamp: std::time::Duration,
         frame: &[u8],
     ) -> Result<(), CaptureError> {
+        self.write_annotated(timestamp, frame, None)
+    }
+
+    /// Appends one frame with a comment (kept in pcapng; a classic pcap file has no place for
+    /// it and drops it).
+    pub fn write_annotated(
+        &mut self,
+        timestamp: std::time::Duration,
+        frame: &[u8],
+        comment: Option<&str>,
+    ) -> Result<(), CaptureError> {
         let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let packet = PcapPacket::new(timestamp, len, frame);
-        self.inner
-            .write_packet(&packet)
-            .map_err(CaptureError::Write)?;
+        match &mut self.inner {
+            Sink::Pcap(w) => w
+                .write_packet(&PcapPacket::new(timestamp, len, frame))
+                .map(drop),
+            Sink::PcapNg(w) => w
+                .write_pcapng_block(EnhancedPacketBlock {
+                    interface_id: 0,
+                    timestamp,
+                    original_len: len,
+                    data: frame.into(),
+                    options: comment
+                        .map(|c| EnhancedPacketOption::Comment(c.into()))
+                        .into_iter()
+                        .collect(),
+                })
+                .map(drop),
+        }
+        .map_err(CaptureError::Write)?;
         self.frames += 1;
         Ok(())
     }
@@ -296,7 +386,10 @@ impl<W: Write> CaptureWriter<W> {
 
     /// Flushes and returns the writer.
     pub fn finish(self) -> Result<W, CaptureError> {
-        let mut w = self.inner.into_writer();
+        let mut w = match self.inner {
+            Sink::Pcap(w) => w.into_writer(),
+            Sink::PcapNg(w) => w.into_inner(),
+        };
         w.flush()
             .map_err(|e| CaptureError::Write(PcapError::IoError(e)))?;
         Ok(w)
@@ -339,6 +432,59 @@ mod tests {
             assert_eq!(a, &b.data);
             assert_eq!(b.timestamp, std::time::Duration::from_micros(i as u64 * 7));
         }
+    }
+
+    #[test]
+    fn pcapng_keeps_comments_and_nanoseconds() {
+        let mut w = CaptureWriter::pcapng(Vec::new()).unwrap();
+        w.write_annotated(std::time::Duration::from_nanos(1_234), &[1u8; 60], None)
+            .unwrap();
+        w.write_annotated(
+            std::time::Duration::from_nanos(5_678_901),
+            &[2u8; 80],
+            Some("fault: dropped"),
+        )
+        .unwrap();
+        let bytes = w.finish().unwrap();
+        let magic = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        assert_eq!(magic, PCAPNG_MAGIC);
+        let back: Vec<_> = CaptureReader::from_reader_with_magic(&bytes[..], magic)
+            .unwrap()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].timestamp, std::time::Duration::from_nanos(1_234));
+        assert_eq!(back[0].comment, None);
+        assert_eq!(
+            back[1].timestamp,
+            std::time::Duration::from_nanos(5_678_901)
+        );
+        assert_eq!(back[1].comment.as_deref(), Some("fault: dropped"));
+        assert_eq!(back[1].data, vec![2u8; 80]);
+    }
+
+    #[test]
+    fn pcapng_timestamps_default_to_microseconds() {
+        let raw = std::time::Duration::from_nanos(7);
+        let plain = InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options: vec![],
+        };
+        assert_eq!(
+            scale_timestamp(raw, Some(&plain)),
+            std::time::Duration::from_micros(7)
+        );
+        let binary = InterfaceDescriptionBlock {
+            options: vec![InterfaceDescriptionOption::IfTsResol(0x80 | 10)],
+            ..plain.clone()
+        };
+        // 2^-10 s per tick: 1024 ticks are one second.
+        assert_eq!(
+            scale_timestamp(std::time::Duration::from_nanos(1024), Some(&binary)),
+            std::time::Duration::from_secs(1)
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::roce;
+use cli_output::{roce, scratch_dir};
 use roce::stats::{table, Column, PortStats, QpStats, StatsReport};
 use roce_proto::counters::{EndpointCounters, QpCounters, RdmaCounters};
 
@@ -137,8 +137,7 @@ fn port_counters_take_the_marks_and_drop_counts_of_the_endpoint() {
 
 #[test]
 fn roce_stats_prints_the_stats_key_of_a_json_file() {
-    let dir = std::env::temp_dir().join(format!("roce-cli-stats-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("cli-stats");
     let file = dir.join("run.json");
     let json = serde_json::json!({ "verified": true, "stats": report() });
     std::fs::write(&file, json.to_string()).expect("write");

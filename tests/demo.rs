@@ -6,7 +6,7 @@
 #[path = "support/cli_output.rs"]
 mod cli_output;
 
-use cli_output::roce;
+use cli_output::{numbers_after, roce, scratch_dir};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -33,8 +33,7 @@ fn congested_demo(seed: &str, more: &[&str]) -> serde_json::Value {
 
 #[test]
 fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
-    let dir = std::env::temp_dir().join(format!("roce-demo-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("demo-test");
     let pcap = dir.join("demo.pcap");
     let pcap_s = pcap.to_str().expect("utf-8 path");
     let s = congested_demo(
@@ -122,6 +121,29 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     assert_eq!(check["frames"], check["roce"], "{check}");
     assert_eq!(check["icrc_bad"].as_u64(), Some(0), "{check}");
     assert_eq!(check["malformed"].as_u64(), Some(0), "{check}");
+
+    // `pcap explain --links`: each CNP the capture holds answers a CE-marked frame before it
+    // (the capture is the switch's, where the marks happen).
+    let (code, out, err) = roce(&["pcap", "explain", pcap_s, "--links"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let mut answered = 0;
+    for line in out
+        .lines()
+        .filter(|l| l.contains(": CNP: answers the CE-marked frame"))
+    {
+        let (cnp, ce) = (
+            numbers_after(line, "frame ")[0],
+            numbers_after(line, "CE-marked frame ")[0],
+        );
+        assert!(ce < cnp, "{line}");
+        answered += 1;
+    }
+    assert!(answered > 0, "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("{answered} with a CNP of their own")),
+        "{last}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

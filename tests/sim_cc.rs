@@ -117,3 +117,32 @@ fn without_cc_the_same_two_flows_fill_the_queue_until_pfc_pauses_them() {
     assert!(sum.pfc_pause_frames > 0 && sum.host_paused_us > 0.0);
     assert_eq!(sum.drops, 0);
 }
+
+/// A scenario that names a controller but no `cnp_interval_us` gets the interval the controller
+/// is designed with (dcqcn-mlx: 4 us, the NIC's `min_time_between_cnps`), as the built-ins do;
+/// an explicit value still wins.
+#[test]
+fn the_notification_point_follows_the_controller_unless_the_scenario_says_otherwise() {
+    let cnps = |interval: &str| {
+        let text = format!(
+            r#"
+            name = "cnp-default"
+            duration_us = 300
+            cc = "dcqcn-mlx"
+            {interval}
+            topology = {{ kind = "star", hosts = 5, link = {{ gbps = 100, delay_ns = 1000 }} }}
+            switch = {{ buffer_bytes = 12000000, queue_limit_bytes = 1000000, lossless = [3], ecn = {{ kmin_bytes = 10000, kmax_bytes = 40000, pmax = 0.2 }} }}
+            workloads = [{{ kind = "incast", senders = [0, 1, 2, 3], receiver = 4 }}]
+            "#
+        );
+        let s = roce_fabric::scenario::Scenario::from_toml(&text).expect("scenario parses");
+        s.run(|_| {}).expect("runs").0.cnp_sent
+    };
+    let default = cnps("");
+    assert_eq!(default, cnps("cnp_interval_us = 4"));
+    let sparse = cnps("cnp_interval_us = 50");
+    assert!(
+        default > sparse,
+        "{default} CNPs at 4 us, {sparse} at 50 us"
+    );
+}

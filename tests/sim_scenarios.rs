@@ -149,4 +149,11 @@ fn every_websearch_flow_finishes_and_gets_a_slowdown_report() {
     let fct = sum.fct.as_ref().expect("fct report");
     assert_eq!(fct.flows.len(), 200, "{t}");
     assert!(!fct.bins.is_empty(), "{t}");
+    // The window holds the traffic: the monitored port is busy, and the total is what the
+    // hosts' links could carry (8 x 100 Gbit/s at most), not a sum of short flows' own rates.
+    assert!(sum.bottleneck_utilisation > 0.05, "{t}");
+    assert!(
+        sum.total_goodput_gbps > 50.0 && sum.total_goodput_gbps < 800.0,
+        "{t}"
+    );
 }

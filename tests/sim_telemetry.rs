@@ -237,7 +237,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 #[test]
-fn pcap_of_the_receivers_port_holds_its_frames_with_valid_icrcs_in_time_order() {
+fn pcap_of_a_port_holds_its_frames_both_ways_with_valid_icrcs_in_time_order() {
     let pcap = scratch("h4.pcap");
     let out = scratch("out");
     let (code, _, err) = cli_output::roce(&[
@@ -273,9 +273,16 @@ fn pcap_of_the_receivers_port_holds_its_frames_with_valid_icrcs_in_time_order() 
         let p = parse_frame(&f.data)
             .unwrap_or_else(|e| panic!("frame at {:?} is not valid RoCE: {e}", f.timestamp));
         let (src, dst) = (p.repr.ip.src(), p.repr.ip.dst());
+        let way = f.comment.as_deref();
         if dst == receiver {
+            assert_eq!(
+                way,
+                Some("received"),
+                "h3 is the receiver: data arrives at its NIC"
+            );
             to += 1;
         } else {
+            assert_eq!(way, Some("sent"), "its ACKs and CNPs leave it");
             assert_eq!(src, receiver, "a frame of another port");
             from += 1;
         }

@@ -1,20 +1,26 @@
-//! `roce cc`: print a congestion controller's parameters, or replay a scripted CNP sequence
-//! against it and print how rate, target rate and alpha evolve.
+//! `roce cc`: list the registered congestion controllers, print one's parameters, or replay a
+//! scripted sequence of CNPs, ACKs with RTT samples, INT records and losses against it and print
+//! how rate, target rate and alpha evolve.
 
 use std::io::Write as _;
 
 use anyhow::{anyhow, bail};
 use clap::Subcommand;
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
-use roce_proto::cc::{CcConfig, Rate, Sample};
+use roce_proto::cc::{registry, CcConfig, Rate, Sample};
 
 /// `roce cc ...`
 #[derive(Subcommand, Debug)]
 pub enum CcCommand {
-    /// Print a controller's full parameter set (names: none, dcqcn-paper, dcqcn-mlx, dctcp,
-    /// timely, patched-timely, hpcc).
+    /// List every congestion controller `--cc` and scenario files accept, with a line each.
+    List {
+        /// Print JSON (name, aliases, about, parameters with defaults, units and help).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a controller's full parameter set (see `roce cc list` for the names).
     Show {
-        /// The controller.
+        /// The controller (see `roce cc list`).
         name: String,
         /// Override a parameter (repeatable): --set rpg_ai_rate=10
         #[arg(long = "set", value_name = "PARAM=VALUE")]
@@ -23,9 +29,22 @@ pub enum CcCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Feed a controller a scripted CNP sequence while it sends at its allowed rate.
+    /// Feed a controller a scripted sequence of congestion signals while it sends at its allowed
+    /// rate.
+    ///
+    /// The script (--events, or --script FILE with one event per line; `#` comments) lists
+    /// events KIND@TIME [FIELDS], separated by commas or newlines:
+    ///   cnp@TIME                          a CNP (DCQCN, DCTCP)
+    ///   loss@TIME                         a loss (NAK sequence error or timeout)
+    ///   ack@TIME [bytes=SIZE] [rtt=TIME]  an ACK, with an RTT sample if given
+    ///   rtt@TIME RTT                      short for ack@TIME rtt=RTT (TIMELY)
+    ///   int@TIME hop=QLEN/TX/TS/RATE ...  INT records, one hop= per switch (HPCC): queue
+    ///                                     bytes, tx byte counter, switch timestamp, link rate
+    /// e.g. "rtt@10us 60us, rtt@20us 80us" or "int@10us hop=50KB/0/10us/100G".
+    /// A malformed event is one error line naming its line number.
+    #[command(verbatim_doc_comment)]
     Replay {
-        /// The controller.
+        /// The controller (see `roce cc list`).
         #[arg(long)]
         cc: String,
         /// Override a parameter (repeatable): --set rpg_ai_rate=10
@@ -34,9 +53,12 @@ pub enum CcCommand {
         /// Line rate in Gbit/s.
         #[arg(long, default_value_t = 100.0)]
         line_gbps: f64,
-        /// The script: comma-separated cnp@TIME / loss@TIME, e.g. "cnp@0us,cnp@12us".
+        /// The script inline: events separated by commas, e.g. "cnp@0us,cnp@12us".
         #[arg(long, default_value = "")]
         events: String,
+        /// The script from a file, one event per line (after --events' events).
+        #[arg(long, value_name = "FILE")]
+        script: Option<std::path::PathBuf>,
         /// How long to run, e.g. 5ms.
         #[arg(long, default_value = "5ms")]
         duration: String,
@@ -83,10 +105,46 @@ fn changes(samples: &[Sample]) -> Vec<Sample> {
     out
 }
 
+/// One controller as `roce cc list --json` prints it.
+#[derive(serde::Serialize)]
+struct Listed {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    about: &'static str,
+    params: Vec<roce_proto::cc::params::ParamInfo>,
+}
+
+/// `roce cc list`: every registered controller.
+fn list(out: &mut impl std::io::Write, json: bool) -> anyhow::Result<()> {
+    let entries = registry::entries();
+    if json {
+        let listed: Vec<Listed> = entries
+            .iter()
+            .map(|e| Listed {
+                name: e.name,
+                aliases: e.aliases,
+                about: e.about,
+                params: e.params(),
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
+        return Ok(());
+    }
+    for e in entries {
+        let name = match e.aliases {
+            [] => e.name.to_string(),
+            aliases => format!("{} ({})", e.name, aliases.join(", ")),
+        };
+        writeln!(out, "{name:<24} {}", e.about)?;
+    }
+    Ok(())
+}
+
 /// Runs one `roce cc` command.
 pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match cmd {
+        CcCommand::List { json } => list(&mut out, json)?,
         CcCommand::Show { name, set, json } => {
             let cfg = config(&name, Rate::from_gbps(100), &set)?;
             let params = cfg.describe();
@@ -104,6 +162,7 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
             set,
             line_gbps,
             events,
+            script,
             duration,
             mtu,
             json,
@@ -118,7 +177,15 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
             let line = Rate::from_bps_f64(line_gbps * 1e9);
             let cfg = config(&cc, line, &set)?;
             let duration = parse_time(&duration).map_err(|e| anyhow!("--duration: {e}"))?;
-            let events = parse_events(&events).map_err(|e| anyhow!("--events: {e}"))?;
+            let mut events = parse_events(&events).map_err(|e| anyhow!("--events: {e}"))?;
+            if let Some(path) = script {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| anyhow!("--script {}: {e}", path.display()))?;
+                let more =
+                    parse_events(&text).map_err(|e| anyhow!("--script {}: {e}", path.display()))?;
+                events.extend(more);
+                events.sort_by_key(|e| e.at);
+            }
             let samples = replay(
                 cfg.build(),
                 &ReplayConfig {

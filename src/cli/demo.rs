@@ -52,7 +52,7 @@ pub struct DemoArgs {
     /// Operations: each sender runs one RC QP per operation (write, send, read).
     #[arg(long, default_value = "write,send,read", value_delimiter = ',')]
     ops: Vec<String>,
-    /// Congestion control of the sending QPs (dcqcn-mlx, dcqcn-paper, dctcp, none, ...).
+    /// Congestion control of the sending QPs (see `roce cc list`).
     #[arg(long, default_value = "dcqcn-paper")]
     cc: String,
     /// Congestion-control parameter overrides, `name=value` (see `roce cc show NAME`).

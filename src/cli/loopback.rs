@@ -79,39 +79,52 @@ pub struct LoopbackArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// Write every frame sent (before faults) to this pcap file.
+    /// Write every frame sent (before faults) to this pcapng file; a frame the fault injector
+    /// dropped, duplicated, reordered or corrupted carries a comment saying so (Wireshark:
+    /// `frame.comment`; `roce pcap check` prints it).
     #[arg(long)]
     pcap: Option<PathBuf>,
 }
 
-/// A port that also writes what it sends to a pcap file.
-struct CapturePort<P: Port> {
-    inner: P,
+/// One end of the link as the run sees it: the fault injector over the real port, with every
+/// frame the endpoint sends written to the capture (before the faults, so a dropped frame is
+/// still there), each frame the injector touched carrying a comment that says what it did.
+struct LinkPort<P: Port> {
+    inner: FaultPort<P>,
     writer: Rc<RefCell<Option<CaptureWriter>>>,
     clock: Rc<Cell<Instant>>,
+    /// Frames of the burst in flight, copied before the injector takes them.
+    staged: Vec<Vec<u8>>,
 }
 
-impl<P: Port> Port for CapturePort<P> {
+impl<P: Port> Port for LinkPort<P> {
     type Buf = P::Buf;
     roce_proto::port_caps_and_pool_of!(inner);
     fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
         self.inner.rx_burst(out, max)
     }
     fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
-        if let Some(w) = self.writer.borrow_mut().as_mut() {
-            let ts = std::time::Duration::from_nanos(self.clock.get().as_nanos());
-            for b in bufs.iter() {
-                if let Err(e) = w.write_frame(ts, b.frame()) {
-                    tracing::warn!(error = %e, "pcap write failed");
-                }
+        let mut writer = self.writer.borrow_mut();
+        let Some(w) = writer.as_mut() else {
+            return self.inner.tx_burst(bufs);
+        };
+        self.staged.clear();
+        self.staged.extend(bufs.iter().map(|b| b.frame().to_vec()));
+        let sent = self.inner.tx_burst(bufs);
+        let ts = std::time::Duration::from_nanos(self.clock.get().as_nanos());
+        let fates = self.inner.take_fates();
+        for (i, frame) in self.staged.iter().enumerate() {
+            let comment = fates
+                .get(i)
+                .filter(|f| !f.is_clean())
+                .map(ToString::to_string);
+            if let Err(e) = w.write_annotated(ts, frame, comment.as_deref()) {
+                tracing::warn!(error = %e, "pcap write failed");
             }
         }
-        self.inner.tx_burst(bufs)
+        sent
     }
 }
-
-/// One end of the link as the run sees it: capture, then faults, then the real port.
-type LinkPort<P> = CapturePort<FaultPort<P>>;
 
 /// Per-QP plan and buffers.
 struct Flow {
@@ -261,17 +274,25 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
     let (mtu, ops, faults) = (plan.mtu, &plan.ops, plan.faults);
     let writer = match &args.pcap {
         Some(path) => Some(
-            CaptureWriter::create(path)
+            CaptureWriter::create_pcapng(path)
                 .with_context(|| format!("cannot write {}", path.display()))?,
         ),
         None => None,
     };
     let writer = Rc::new(RefCell::new(writer));
     let clock = Rc::new(Cell::new(Instant::ZERO));
-    let wrap = |p: P, seed: u64| CapturePort {
-        inner: FaultPort::new(p, faults, seed),
-        writer: writer.clone(),
-        clock: clock.clone(),
+    let capturing = writer.borrow().is_some();
+    let wrap = |p: P, seed: u64| {
+        let mut inner = FaultPort::new(p, faults, seed);
+        if capturing {
+            inner.record_fates();
+        }
+        LinkPort {
+            inner,
+            writer: writer.clone(),
+            clock: clock.clone(),
+            staged: Vec::new(),
+        }
     };
     // Guests a and b: MACs 52:54:00:12:00:11 and :12, addresses 198.18.0.11 and .12.
     let [a, b] = [(0x11, 11), (0x12, 12)].map(|(mac, ip)| {

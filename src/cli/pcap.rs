@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use roce::pcap::filter::{parse_qpn, EcnMatch, FrameFilter, OpcodeMatch, PsnRange};
+use roce::pcap::links::{find_links, FrameFacts, Links};
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
@@ -27,13 +28,18 @@ pub enum PcapCommand {
         #[command(flatten)]
         filter: FilterArgs,
     },
-    /// Every RoCE frame as an annotated header dump: field, value and what it means.
+    /// Every RoCE frame as an annotated header dump: field, value and what it means, then how
+    /// it links to other frames (the CNP a CE-marked frame caused, the frames a NAK made the
+    /// sender resend) and the capture's comment (what a fault injector did to it).
     Explain {
         /// A pcap or pcapng file with Ethernet frames.
         file: PathBuf,
         /// Only the frame with this number (1-based, as Wireshark counts).
         #[arg(long)]
         frame: Option<usize>,
+        /// Only the links, one line per frame that has one, then their counts.
+        #[arg(long, conflicts_with = "frame")]
+        links: bool,
     },
 }
 
@@ -70,7 +76,7 @@ impl FilterArgs {
 pub fn run(cmd: PcapCommand) -> anyhow::Result<()> {
     match cmd {
         PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter()),
-        PcapCommand::Explain { file, frame } => explain(file, frame),
+        PcapCommand::Explain { file, frame, links } => explain(file, frame, links),
     }
 }
 
@@ -141,6 +147,8 @@ struct FrameLine {
     roce: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comment: Option<String>,
 }
 
 fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> {
@@ -179,6 +187,7 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
             icrc: None,
             roce: false,
             error: None,
+            comment: frame.comment.clone(),
         };
         let verdict = judge(&frame.data);
         let shown = filter.is_empty()
@@ -227,6 +236,8 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
         }
         if json {
             writeln!(out, "{}", serde_json::to_string(&line)?)?;
+        } else if let Some(c) = &frame.comment {
+            writeln!(out, "{n:>6} {time:>12.6}  {text}  [{c}]")?;
         } else {
             writeln!(out, "{n:>6} {time:>12.6}  {text}")?;
         }
@@ -304,8 +315,35 @@ fn describe_other(data: &[u8]) -> String {
     format!("{src} > {dst} {proto}")
 }
 
-fn explain(file: PathBuf, only: Option<usize>) -> anyhow::Result<()> {
+/// The links among a capture's RoCE frames (a first pass over the file).
+fn capture_links(file: &PathBuf) -> anyhow::Result<Links> {
+    let mut facts = Vec::new();
+    for (i, item) in CaptureReader::open(file)?.enumerate() {
+        let frame = item.with_context(|| format!("{}", file.display()))?;
+        if let Ok(packet) = parse_frame_unverified(&frame.data) {
+            facts.push(FrameFacts::of(i + 1, frame.timestamp, &packet));
+        }
+    }
+    Ok(find_links(facts))
+}
+
+fn explain(file: PathBuf, only: Option<usize>, links_only: bool) -> anyhow::Result<()> {
+    let links = capture_links(&file)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if links_only {
+        for (n, link) in links.all() {
+            writeln!(out, "frame {n}: {link}")?;
+        }
+        let c = links.counts();
+        writeln!(
+            out,
+            "{} CE-marked frame(s), {} with a CNP of their own; {} CNP(s); {} NAK(s); {} frame(s) \
+             resent for a NAK, {} without one",
+            c.ce_marked, c.ce_with_cnp, c.cnps, c.naks, c.resent_for_nak, c.resent_without_nak
+        )?;
+        out.flush()?;
+        return Ok(());
+    }
     let reader = CaptureReader::open(&file)?;
     let mut shown = 0;
     for (i, item) in reader.enumerate() {
@@ -318,16 +356,22 @@ fn explain(file: PathBuf, only: Option<usize>) -> anyhow::Result<()> {
             Ok(dump) => {
                 writeln!(out, "── frame {n} ({} bytes) ──", frame.data.len())?;
                 write!(out, "{dump}")?;
-                writeln!(out)?;
                 shown += 1;
             }
-            Err(WireError::NotRoce) if only.is_none() => {}
+            Err(WireError::NotRoce) if only.is_none() => continue,
             Err(e) => {
                 writeln!(out, "── frame {n} ({} bytes) ──", frame.data.len())?;
-                writeln!(out, "not a valid RoCEv2 frame: {e}\n")?;
+                writeln!(out, "not a valid RoCEv2 frame: {e}")?;
                 shown += 1;
             }
         }
+        if let Some(c) = &frame.comment {
+            writeln!(out, "  capture comment: {c}")?;
+        }
+        for link in links.of(n) {
+            writeln!(out, "  link: {link}")?;
+        }
+        writeln!(out)?;
     }
     if let Some(want) = only {
         if shown == 0 {

@@ -101,7 +101,7 @@ pub struct PerfArgs {
     /// Bidirectional: both sides send (bandwidth tests; roce peers only).
     #[arg(short = 'b', long = "bidirectional")]
     pub bidir: bool,
-    /// Congestion control of our QPs (see `roce cc show`); none by default.
+    /// Congestion control of our QPs (see `roce cc list`); none by default.
     #[arg(long)]
     pub cc: Option<String>,
     /// Format of the out-of-band exchange.

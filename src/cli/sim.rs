@@ -66,13 +66,14 @@ pub enum SimCommand {
 
 mod capture;
 mod compare;
+mod shard;
 
 use capture::CaptureArgs;
 
 /// Settings that change a scenario file before it runs (`roce sim run`).
 #[derive(Args, Debug)]
 pub struct OverrideArgs {
-    /// Congestion control of every sender (overrides the scenario's `cc`).
+    /// Congestion control of every sender (overrides the scenario's `cc`; see `roce cc list`).
     #[arg(long = "cc")]
     cc: Option<String>,
     /// A setting: a path in the scenario file (`switch.ecn.kmin_bytes=50000`) or a
@@ -155,7 +156,7 @@ pub struct BuiltinArgs {
     /// ECN marking probability at Kmax (0 turns marking off).
     #[arg(long, default_value_t = 0.2)]
     pmax: f64,
-    /// Congestion control of the senders.
+    /// Congestion control of the senders (see `roce cc list`).
     #[arg(long, default_value = "none")]
     cc: String,
     /// Minimum time between CNPs per QP at the receivers (notification point), µs; 0 turns
@@ -247,11 +248,7 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
         SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
     let mut s = a.params().scenario(kind);
-    s.cnp_interval_us = match (a.cnp_interval_us, s.cc_config()) {
-        (Some(us), _) => us,
-        (None, Ok(Some(cc))) => cc.cnp_interval().as_nanos() as f64 / 1e3,
-        (None, _) => s.cnp_interval_us,
-    };
+    s.cnp_interval_us = a.cnp_interval_us;
     s.switch.ecn_at = match a.ecn_at {
         EcnAt::Enqueue => MarkPoint::Enqueue,
         EcnAt::Dequeue => MarkPoint::Dequeue,

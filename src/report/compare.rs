@@ -13,7 +13,7 @@ use super::sim::{line_chart, write, ReportError};
 
 /// What one run leaves for the overlays: (µs, total goodput Gbit/s) and (µs, queue KB) at the
 /// monitored port.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Trace {
     /// Total goodput over time.
     pub goodput: Vec<(f64, f64)>,

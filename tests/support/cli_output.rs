@@ -19,6 +19,25 @@ pub fn roce(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A fresh directory for one test's files, named after the test and this process (removed
+/// with `std::fs::remove_dir_all` when the test is done).
+pub fn scratch_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("roce-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The numbers after `before` in `line` (`"... frame 12; first sent in frame 3"` -> 12, 3).
+pub fn numbers_after(line: &str, before: &str) -> Vec<usize> {
+    line.split(before)
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
 /// The `roce:` lines of stderr (our errors; DPDK and warnings say other things).
 pub fn error_lines(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)

@@ -111,7 +111,7 @@ impl Builtin {
             engine: self.engine,
             mtu: 1024,
             message_bytes: 1 << 20,
-            cnp_interval_us: 50.0,
+            cnp_interval_us: None,
             topology,
             switch: SwitchSpec {
                 pfc: self.pfc,

@@ -237,7 +237,9 @@ impl<E: Engine> Fabric<E> {
                     s.0 as u8,
                     port as u8,
                 ];
-                Ok(sw.add_port(TxPort::new(rate_bps, mac)))
+                let p = sw.add_port(TxPort::new(rate_bps, mac));
+                sw.set_port_rate(p, rate_bps);
+                Ok(p)
             }
         }
     }

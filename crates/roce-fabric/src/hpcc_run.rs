@@ -141,7 +141,9 @@ impl HpccRun {
             cc_params,
             mtu: mtu as usize,
             message_bytes: 1 << 20,
-            cnp_interval_us: 50.0,
+            // The ns-3 model echoes ECN on every ACK and its reaction point cuts at most once per
+            // RATE_DECREASE_INTERVAL: the controller's own CNP interval is the closest match.
+            cnp_interval_us: None,
             topology: TopologySpec::HpccFile {
                 path: topo_path,
                 loss: config.error_rate_per_link,

@@ -68,6 +68,7 @@ pub mod summary;
 pub mod switch;
 pub mod tap;
 pub mod telemetry;
+pub mod thresholds;
 pub mod topology;
 pub mod traffic;
 mod wires;

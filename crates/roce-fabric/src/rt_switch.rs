@@ -561,6 +561,7 @@ mod tests {
             xon_bytes: xon,
             headroom_bytes: 100_000,
             quanta: 1000,
+            dynamic: None,
         });
         sw.add_port(sw_a, Some(EthernetAddress([2, 0, 0, 0, 0, 1])), None);
         sw.add_port(sw_b, Some(PFC_B_MAC), Some(Rate::from_gbps(8)));

@@ -20,7 +20,7 @@ use super::reroute::Routing;
 use super::sched::{self, Scheduling};
 use super::series::Recorder;
 use super::summary::Summary;
-use super::switch::{EcnConfig, MarkPoint, PfcConfig, SwitchConfig};
+use super::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
 use super::telemetry::Telemetry;
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
@@ -55,9 +55,8 @@ fn d_mtu() -> usize {
 fn d_msg() -> u64 {
     1 << 20
 }
-fn d_cnp() -> f64 {
-    50.0
-}
+/// The notification point's interval when no congestion control says one, µs.
+const DEFAULT_CNP_US: f64 = 50.0;
 fn d_cc() -> String {
     "none".into()
 }
@@ -176,6 +175,10 @@ pub struct SwitchSpec {
     /// ECN marking on every queue.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
+    /// Marking by port rate (`[{ gbps = 400, kmin_bytes = .., kmax_bytes = .., pmax = .. }]`),
+    /// overriding `ecn` on the ports of that rate.
+    #[serde(default)]
+    pub ecn_by_rate: Vec<RateEcn>,
     /// Mark at "enqueue" (default) or "dequeue".
     #[serde(default)]
     pub ecn_at: MarkPoint,
@@ -198,6 +201,7 @@ impl Default for SwitchSpec {
             pfc: true,
             pfc_thresholds: None,
             ecn: None,
+            ecn_by_rate: Vec::new(),
             ecn_at: MarkPoint::Enqueue,
             int: false,
         }
@@ -217,6 +221,7 @@ impl SwitchSpec {
             ecmp_salt: self.ecmp_salt,
             int: self.int,
             sched: self.sched.clone(),
+            ecn_by_rate: self.ecn_by_rate.clone(),
         }
         .with_ecn_all(self.ecn)
     }
@@ -239,7 +244,7 @@ pub struct Scenario {
     /// Time-series sampling interval, µs.
     #[serde(default = "d_sample")]
     pub sample_us: f64,
-    /// Congestion control of every sender, by name (see `roce cc show`): "none", "dcqcn-mlx",
+    /// Congestion control of every sender, by name (see `roce cc list`): "none", "dcqcn-mlx",
     /// "dcqcn-paper", "dctcp", ...
     #[serde(default = "d_cc")]
     pub cc: String,
@@ -257,9 +262,11 @@ pub struct Scenario {
     /// Bytes per message.
     #[serde(default = "d_msg", deserialize_with = "size::deserialize_bytes")]
     pub message_bytes: u64,
-    /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs).
-    #[serde(default = "d_cnp")]
-    pub cnp_interval_us: f64,
+    /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs). Default: the
+    /// interval the congestion control is designed with ([`CcConfig::cnp_interval`]: 4 us for
+    /// dcqcn-mlx, 1 us for DCTCP's per-mark echo, 50 us for dcqcn-paper), 50 us without one.
+    #[serde(default)]
+    pub cnp_interval_us: Option<f64>,
     /// The network.
     pub topology: TopologySpec,
     /// Switch settings.
@@ -441,6 +448,15 @@ impl Scenario {
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
         let mut t = self.shape().unwrap_or_else(|_| Topology::new());
+        // Dynamic PFC's alpha is for the hosts' NICs; faster ports scale it.
+        let nic_bps = self.host_link().rate_bps();
+        for (_, cfg) in t.switches.iter_mut() {
+            if let Some(d) = cfg.pfc.as_mut().and_then(|p| p.dynamic.as_mut()) {
+                if d.nic_bps == 0 {
+                    d.nic_bps = nic_bps;
+                }
+            }
+        }
         if self.switch.ecmp_salt_per_switch {
             for (i, (_, cfg)) in t.switches.iter_mut().enumerate() {
                 cfg.ecmp_salt = ecmp::salt_of(self.switch.ecmp_salt, i);
@@ -563,7 +579,11 @@ impl Scenario {
         for f in plan.host_flows.iter_mut().flatten() {
             f.cc.clone_from(&cc);
         }
-        let cnp = Duration::from_nanos((self.cnp_interval_us * 1000.0) as u64);
+        let cnp = match (self.cnp_interval_us, &cc) {
+            (Some(us), _) => Duration::from_nanos((us * 1000.0) as u64),
+            (None, Some(cc)) => cc.cnp_interval(),
+            (None, None) => Duration::from_nanos((DEFAULT_CNP_US * 1000.0) as u64),
+        };
         let hosts = match self.engine {
             EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
             EngineKind::StandIn => Self::stand_in_engines(&ips, &plan, cnp),

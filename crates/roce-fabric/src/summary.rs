@@ -98,7 +98,10 @@ pub struct Summary {
     /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
     /// payload, where the index is undefined (the text says "undefined").
     pub jain_fairness: f64,
-    /// Sum of the flows' goodputs, Gbit/s.
+    /// Payload the flows delivered after warm-up over the measurement window, Gbit/s: for flows
+    /// that run through the window the sum of their goodputs; a flow that finishes counts the
+    /// bytes it delivered in the window, not its own rate (summing the rates of short flows
+    /// that never overlapped would add up to more than the fabric carried).
     #[serde(default)]
     pub total_goodput_gbps: f64,
     /// Wire bytes (headers, preamble, gap and FCS included) the bottleneck egress sent after
@@ -288,6 +291,11 @@ impl Summary {
             }
         });
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_gbps).collect();
+        let delivered_gbps: f64 = tap
+            .progress
+            .iter()
+            .map(|p| (p.bytes - p.bytes_at_warmup) as f64 * 8.0 / window / 1e9)
+            .sum();
         let qp_errors = (0..f.host_count())
             .filter_map(|h| f.engine(HostId(h)))
             .map(ScenarioEngine::qp_errors)
@@ -297,7 +305,7 @@ impl Summary {
             seed,
             duration_us: end_ns as f64 / 1e3,
             jain_fairness: jain(&goodputs),
-            total_goodput_gbps: goodputs.iter().sum(),
+            total_goodput_gbps: delivered_gbps,
             bottleneck_utilisation,
             retransmitted: flows.iter().map(|f| f.retransmitted).sum(),
             naks: flows.iter().map(|f| f.naks).sum(),

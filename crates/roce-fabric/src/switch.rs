@@ -20,70 +20,11 @@ use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::port::TxPort;
 use super::sched::{SchedState, Scheduling};
 use super::stats::PrioCounters;
+pub use super::thresholds::{DynamicPfc, EcnConfig, PfcConfig, RateEcn};
 use super::PktId;
-use roce_proto::size;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
 pub use super::stats::{DropReason, PRIORITIES};
-
-/// ECN marking of one queue.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EcnConfig {
-    /// Below this queue depth (bytes) nothing is marked.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub kmin_bytes: u64,
-    /// At or above this depth every ECT packet is marked; between Kmin and Kmax the probability
-    /// grows linearly from 0 to `pmax`.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub kmax_bytes: u64,
-    /// Marking probability at Kmax (0..=1).
-    pub pmax: f64,
-    /// DCTCP-style step: mark every ECT packet that finds at least this many bytes queued.
-    #[serde(default, deserialize_with = "size::deserialize_opt_bytes")]
-    pub step_bytes: Option<u64>,
-}
-
-impl EcnConfig {
-    /// Marking probability for a queue of `depth` bytes.
-    pub fn probability(&self, depth: u64) -> f64 {
-        if self.step_bytes.is_some_and(|k| depth >= k) || depth >= self.kmax_bytes {
-            return 1.0;
-        }
-        if depth <= self.kmin_bytes || self.kmax_bytes <= self.kmin_bytes {
-            return 0.0;
-        }
-        let span = (self.kmax_bytes - self.kmin_bytes) as f64;
-        self.pmax * (depth - self.kmin_bytes) as f64 / span
-    }
-}
-
-/// PFC thresholds, per ingress port and lossless priority.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PfcConfig {
-    /// Bytes buffered from one ingress port and priority at which XOFF is sent upstream.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub xoff_bytes: u64,
-    /// Bytes at or below which XON (pause time 0) is sent after an XOFF.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub xon_bytes: u64,
-    /// Room beyond XOFF for what is still in flight; past `xoff + headroom` even a lossless
-    /// packet is dropped (and counted): the headroom was too small.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub headroom_bytes: u64,
-    /// Pause time carried by XOFF frames, in quanta of 512 bit times.
-    pub quanta: u16,
-}
-
-impl Default for PfcConfig {
-    fn default() -> Self {
-        PfcConfig {
-            xoff_bytes: 200_000,
-            xon_bytes: 180_000,
-            headroom_bytes: 150_000,
-            quanta: roce_proto::wire::pfc::MAX_QUANTA,
-        }
-    }
-}
 
 /// When a switch decides whether to mark a packet CE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +64,10 @@ pub struct SwitchConfig {
     /// Egress scheduling (strict classes, ETS weights) and per-class buffer limits.
     #[serde(default)]
     pub sched: Scheduling,
+    /// Marking by port rate: a port whose rate is listed marks the ECN-enabled priorities with
+    /// that entry's thresholds instead of `ecn`'s.
+    #[serde(default)]
+    pub ecn_by_rate: Vec<RateEcn>,
 }
 
 impl Default for SwitchConfig {
@@ -137,6 +82,7 @@ impl Default for SwitchConfig {
             ecmp_salt: 0,
             int: false,
             sched: Scheduling::default(),
+            ecn_by_rate: Vec::new(),
         }
     }
 }
@@ -204,6 +150,10 @@ pub struct SwitchPort<T, X> {
     ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
     xoff: [bool; PRIORITIES],
+    /// This port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`).
+    ecn: Option<EcnConfig>,
+    /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
+    rate_bps: u64,
 }
 
 impl<T, X> SwitchPort<T, X> {
@@ -216,6 +166,8 @@ impl<T, X> SwitchPort<T, X> {
             sched: SchedState::default(),
             ingress_bytes: [0; PRIORITIES],
             xoff: [false; PRIORITIES],
+            ecn: None,
+            rate_bps: 0,
         }
     }
 
@@ -308,6 +260,52 @@ impl<T, X> Switch<T, X> {
         (self.ports.len() - 1) as u16
     }
 
+    /// Tells port `port` its line rate: it picks its marking from `ecn_by_rate`, and its
+    /// dynamic PFC threshold scales with it.
+    pub fn set_port_rate(&mut self, port: u16, rate_bps: u64) {
+        let ecn = self
+            .cfg
+            .ecn_by_rate
+            .iter()
+            .find(|r| (r.gbps * 1e9 - rate_bps as f64).abs() <= 0.01 * rate_bps as f64)
+            .map(|r| r.ecn);
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.ecn = ecn;
+            p.rate_bps = rate_bps;
+        }
+    }
+
+    /// Bytes at which ingress (`port`, any lossless priority) sends XOFF now.
+    fn xoff_threshold(&self, port: u16) -> u64 {
+        let Some(pfc) = self.cfg.pfc else {
+            return u64::MAX;
+        };
+        let Some(dynamic) = pfc.dynamic else {
+            return pfc.xoff_bytes;
+        };
+        let shift = dynamic.shift_at(self.port(port).map_or(0, |p| p.rate_bps));
+        let reserved = pfc.headroom_bytes.saturating_mul(self.ports.len() as u64);
+        let free = self
+            .cfg
+            .buffer_bytes
+            .saturating_sub(reserved)
+            .saturating_sub(self.used_bytes);
+        free >> shift.min(63)
+    }
+
+    /// Bytes at or below which a paused ingress (`port`, priority) sends XON now.
+    fn xon_threshold(&self, port: u16) -> u64 {
+        match self.cfg.pfc {
+            Some(PfcConfig {
+                dynamic: Some(d), ..
+            }) => self
+                .xoff_threshold(port)
+                .saturating_sub(d.resume_offset_bytes),
+            Some(p) => p.xon_bytes,
+            None => 0,
+        }
+    }
+
     /// Number of ports.
     pub fn port_count(&self) -> usize {
         self.ports.len()
@@ -382,7 +380,10 @@ impl<T, X> Switch<T, X> {
         }
         if self.cfg.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
-            if self.ingress_depth(ingress, prio) + len > pfc.xoff_bytes + pfc.headroom_bytes {
+            let limit = self
+                .xoff_threshold(ingress)
+                .saturating_add(pfc.headroom_bytes);
+            if self.ingress_depth(ingress, prio) + len > limit {
                 return Err(DropReason::HeadroomOverrun);
             }
         } else if self.queue_depth(egress, prio) + len > self.cfg.queue_limit_bytes {
@@ -419,6 +420,10 @@ impl<T, X> Switch<T, X> {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
             return false;
         };
+        let ecn = self
+            .port(egress)
+            .and_then(|p| p.ecn.as_ref())
+            .unwrap_or(ecn);
         let depth = self.queue_depth(egress, prio);
         let p = ecn.probability(depth);
         p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
@@ -462,7 +467,7 @@ impl<T, X> Switch<T, X> {
     pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
         self.used_bytes += len;
         let pfc_on = self.cfg.pfc_on(prio);
-        let xoff_at = self.cfg.pfc.map_or(u64::MAX, |p| p.xoff_bytes);
+        let xoff_at = self.xoff_threshold(ingress);
         if let Some(out) = self.ports.get_mut(usize::from(egress)) {
             if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
                 q.push_back(Queued {
@@ -576,7 +581,7 @@ impl<T, X> Switch<T, X> {
 
     /// After a dequeue: whether the ingress (port, prio) should now send XON.
     pub fn should_resume(&mut self, ingress: u16, prio: usize) -> bool {
-        let xon = self.cfg.pfc.map_or(0, |p| p.xon_bytes);
+        let xon = self.xon_threshold(ingress);
         let Some(p) = self.ports.get_mut(usize::from(ingress)) else {
             return false;
         };

@@ -75,6 +75,50 @@ pub struct FaultCounters {
     pub refused: u64,
 }
 
+/// What the injector did to one transmitted frame (see [`FaultPort::record_fates`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrameFate {
+    /// Dropped (nothing else happened to it).
+    pub dropped: bool,
+    /// One bit flipped: the receiver sees a bad ICRC.
+    pub corrupted: bool,
+    /// Sent twice.
+    pub duplicated: bool,
+    /// Held back behind this many later frames (reordered).
+    pub held_behind: Option<u32>,
+}
+
+impl FrameFate {
+    /// Whether the frame left untouched.
+    pub fn is_clean(&self) -> bool {
+        *self == FrameFate::default()
+    }
+}
+
+impl std::fmt::Display for FrameFate {
+    /// One phrase, as a capture comment shows it (`"fault: dropped"`, `"fault: duplicated,
+    /// held behind 2 later frames"`); empty for a clean frame.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if self.dropped {
+            parts.push("dropped".to_string());
+        }
+        if self.corrupted {
+            parts.push("corrupted (one bit flipped, bad ICRC at the receiver)".to_string());
+        }
+        if self.duplicated {
+            parts.push("duplicated".to_string());
+        }
+        if let Some(n) = self.held_behind {
+            parts.push(format!("reordered (held behind {n} later frames)"));
+        }
+        if !parts.is_empty() {
+            write!(f, "fault: {}", parts.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 /// A port that misbehaves on purpose.
 #[derive(Debug)]
 pub struct FaultPort<P: Port> {
@@ -84,6 +128,8 @@ pub struct FaultPort<P: Port> {
     held: VecDeque<(P::Buf, u32)>,
     out: Vec<P::Buf>,
     counters: FaultCounters,
+    /// Per-frame fates in transmit order, kept only when a capture asks for them.
+    fates: Option<Vec<FrameFate>>,
 }
 
 impl<P: Port> FaultPort<P> {
@@ -96,7 +142,20 @@ impl<P: Port> FaultPort<P> {
             held: VecDeque::new(),
             out: Vec::new(),
             counters: FaultCounters::default(),
+            fates: None,
         }
+    }
+
+    /// Starts keeping what happened to each transmitted frame, in transmit order, for
+    /// [`take_fates`](Self::take_fates) (a capture annotates its frames with them). Off by
+    /// default: the data path then records nothing.
+    pub fn record_fates(&mut self) {
+        self.fates.get_or_insert_with(Vec::new);
+    }
+
+    /// The fates recorded since the last call, one per frame handed to `tx_burst`, in order.
+    pub fn take_fates(&mut self) -> Vec<FrameFate> {
+        self.fates.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// What the injector did so far.
@@ -107,6 +166,12 @@ impl<P: Port> FaultPort<P> {
     /// The wrapped port.
     pub fn inner(&self) -> &P {
         &self.inner
+    }
+
+    fn note(&mut self, fate: FrameFate) {
+        if let Some(fates) = self.fates.as_mut() {
+            fates.push(fate);
+        }
     }
 
     fn hit(&mut self, p: f64) -> bool {
@@ -151,8 +216,11 @@ impl<P: Port> Port for FaultPort<P> {
         let mut pending = std::mem::take(&mut self.out);
         for mut buf in bufs.drain(..) {
             self.counters.frames += 1;
+            let mut fate = FrameFate::default();
             if self.hit(self.cfg.loss) {
                 self.counters.dropped += 1;
+                fate.dropped = true;
+                self.note(fate);
                 continue;
             }
             if self.hit(self.cfg.corrupt) {
@@ -164,6 +232,7 @@ impl<P: Port> Port for FaultPort<P> {
                         *b ^= bit;
                     }
                     self.counters.corrupted += 1;
+                    fate.corrupted = true;
                 }
             }
             if self.hit(self.cfg.duplicate) {
@@ -172,6 +241,7 @@ impl<P: Port> Port for FaultPort<P> {
                         copy.frame_mut().copy_from_slice(buf.frame());
                         pending.push(copy);
                         self.counters.duplicated += 1;
+                        fate.duplicated = true;
                     }
                 }
             }
@@ -179,8 +249,11 @@ impl<P: Port> Port for FaultPort<P> {
                 let behind = self.rng.random_range(1..=4u32);
                 self.held.push_back((buf, behind));
                 self.counters.reordered += 1;
+                fate.held_behind = Some(behind);
+                self.note(fate);
                 continue;
             }
+            self.note(fate);
             pending.push(buf);
         }
         self.out = pending;
@@ -211,6 +284,60 @@ mod tests {
         assert_eq!((c.frames, c.dropped, c.refused), (5, 0, 2));
         let mut got = Vec::new();
         assert_eq!(b.rx_burst(&mut got, 16), 3);
+    }
+
+    #[test]
+    fn recorded_fates_match_the_counters_frame_by_frame() {
+        let (a, mut b) = loopback_pair(1500, 4096);
+        let cfg = FaultConfig {
+            loss: 0.2,
+            duplicate: 0.2,
+            reorder: 0.2,
+            corrupt: 0.2,
+        };
+        let mut port = FaultPort::new(a, cfg, 7);
+        port.record_fates();
+        let mut fates = Vec::new();
+        for _ in 0..50 {
+            let mut bufs = Vec::new();
+            for _ in 0..4 {
+                let mut buf = port.alloc().expect("a buffer");
+                assert!(buf.set_frame_len(60));
+                bufs.push(buf);
+            }
+            port.tx_burst(&mut bufs);
+            fates.extend(port.take_fates());
+        }
+        let c = port.counters();
+        assert_eq!(fates.len() as u64, c.frames);
+        let count = |f: fn(&FrameFate) -> bool| fates.iter().filter(|x| f(x)).count() as u64;
+        assert_eq!(count(|f| f.dropped), c.dropped);
+        assert_eq!(count(|f| f.corrupted), c.corrupted);
+        assert_eq!(count(|f| f.duplicated), c.duplicated);
+        assert_eq!(count(|f| f.held_behind.is_some()), c.reordered);
+        assert!(c.dropped > 0 && c.duplicated > 0 && c.reordered > 0 && c.corrupted > 0);
+        assert!(fates.iter().any(FrameFate::is_clean));
+        // A dropped frame is only dropped.
+        assert!(fates
+            .iter()
+            .filter(|f| f.dropped)
+            .all(|f| !f.corrupted && !f.duplicated && f.held_behind.is_none()));
+        let mut got = Vec::new();
+        while b.rx_burst(&mut got, 256) > 0 {}
+        let still_held = port.held.len() as u64;
+        assert_eq!(
+            got.len() as u64 + c.dropped + still_held,
+            c.frames + c.duplicated
+        );
+        assert_eq!(
+            FrameFate {
+                dropped: true,
+                ..FrameFate::default()
+            }
+            .to_string(),
+            "fault: dropped"
+        );
+        assert_eq!(FrameFate::default().to_string(), "");
     }
 
     #[test]

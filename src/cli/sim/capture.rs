@@ -1,6 +1,7 @@
-//! `--pcap FILE --pcap-port NODE:PORT`: capture what crosses one simulated port into a
-//! nanosecond pcap (virtual time from the start of the run). The fabric keeps the frames
-//! ([`roce_fabric::capture`]); writing the file is done here.
+//! `--pcap FILE --pcap-port NODE:PORT`: capture what crosses one simulated port into a pcapng
+//! file with nanosecond timestamps (virtual time from the start of the run) and each frame's
+//! direction as its comment. The fabric keeps the frames ([`roce_fabric::capture`]); writing
+//! the file is done here.
 
 use std::path::PathBuf;
 
@@ -15,8 +16,8 @@ use roce_fabric::Fabric;
 /// Capture flags of `roce sim run` and the built-ins.
 #[derive(Args, Debug, Default)]
 pub struct CaptureArgs {
-    /// Write every frame crossing one port (both directions, ICRCs as sent) to this pcap file,
-    /// with nanosecond virtual timestamps.
+    /// Write every frame crossing one port (both directions, ICRCs as sent) to this pcapng
+    /// file, with nanosecond virtual timestamps and "sent"/"received" as each frame's comment.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// The port to capture: NODE:PORT with NODE a switch or host name (sw0, leaf1r0, h3) or
@@ -50,9 +51,10 @@ impl CaptureArgs {
         let Some(path) = &self.pcap else {
             return Ok(0);
         };
-        let mut w = CaptureWriter::create_ns(path)?;
+        let mut w = CaptureWriter::create_pcapng(path)?;
         for f in fabric.drain_captured() {
-            w.write_frame(std::time::Duration::from_nanos(f.t_ns), &f.frame)
+            let way = if f.outbound { "sent" } else { "received" };
+            w.write_annotated(std::time::Duration::from_nanos(f.t_ns), &f.frame, Some(way))
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         let n = w.frames_written();

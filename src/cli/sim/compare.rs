@@ -1,6 +1,6 @@
 //! `roce sim compare SCENARIO --cc a,b,c [--seeds N] [--set P=V ...] [--param P=V1,V2 ...]`:
 //! the grid of runs (`roce_fabric::compare`), one run per thread, progress on stderr, one
-//! table.
+//! table. `--shard I/N` and `--merge DIR...` split a grid over machines ([`super::shard`]).
 //!
 //! Every run is deterministic on its own and results are put back in grid order, so the table is
 //! the same whatever the thread count and whichever run finishes first.
@@ -12,9 +12,10 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::shard::{self, GridSpec, Shard, ShardRun};
 use roce::report::compare::{write_compare, Trace};
 use roce::report::sim::write_all;
-use roce_fabric::compare::{rows, run_grid, table, Grid, Override, Run, Sweep};
+use roce_fabric::compare::{rows, run_grid, table, Grid, Override, Run, Sweep, Variant};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
 
@@ -22,7 +23,8 @@ use roce_fabric::summary::Summary;
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The scenario (TOML).
-    scenario: PathBuf,
+    #[arg(required_unless_present = "merge")]
+    scenario: Option<PathBuf>,
     /// Congestion controls to compare, comma-separated (default: the scenario's).
     #[arg(long, value_delimiter = ',')]
     cc: Vec<String>,
@@ -39,6 +41,14 @@ pub struct CompareArgs {
     /// Runs at once (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
+    /// Run only shard I of N of the grid (the runs whose index is I - 1 modulo N) and leave
+    /// `shard.json` in `--out`, for `--merge`: one task of a Slurm array or GNU parallel job.
+    #[arg(long, value_name = "I/N", requires = "out")]
+    shard: Option<Shard>,
+    /// Merge the `--out` directories of a sharded grid's tasks (the scenario and flags come
+    /// from the shards) and report as one run over the whole grid.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["scenario", "shard", "cc", "sets", "params"])]
+    merge: Vec<PathBuf>,
     /// `--json` prints the variants' rows (mean, sd, min, max of each metric) and every run's
     /// summary; `--out DIR` also gets the table, runs.csv, overlay plots and each run's files
     /// under runs/.
@@ -54,36 +64,40 @@ struct Done {
 
 /// Runs `roce sim compare`.
 pub fn run(args: CompareArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.scenario)
-        .with_context(|| format!("reading {}", args.scenario.display()))?;
-    let base =
-        Scenario::from_toml(&text).with_context(|| format!("in {}", args.scenario.display()))?;
-    let grid = Grid {
+    if !args.merge.is_empty() {
+        let (spec, done) = shard::merge(&args.merge)?;
+        let (base, variants, runs) = expand(&spec, Path::new("<merged shards>"))?;
+        let (summaries, traces) = done.into_iter().map(|r| (r.summary, r.trace)).unzip();
+        return report(&args.out, &base, &variants, &runs, summaries, traces);
+    }
+    let path = args
+        .scenario
+        .clone()
+        .context("a scenario file is required")?;
+    let spec = GridSpec {
+        scenario_toml: std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?,
         ccs: args.cc.clone(),
         seeds: args.seeds,
-        sets: args
-            .sets
-            .iter()
-            .map(|s| Override::parse(s))
-            .collect::<Result<_, _>>()?,
-        sweeps: args
-            .params
-            .iter()
-            .map(|s| Sweep::parse(s))
-            .collect::<Result<_, _>>()?,
+        sets: args.sets.clone(),
+        params: args.params.clone(),
     };
-    let (variants, runs) = grid.expand(&base)?;
+    let (base, variants, runs) = expand(&spec, &path)?;
+    let mine: Vec<usize> = (0..runs.len())
+        .filter(|&i| args.shard.map_or(true, |s| s.takes(i)))
+        .collect();
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, runs.len());
+        .clamp(1, mine.len().max(1));
     tracing::info!(
-        runs = runs.len(),
+        runs = mine.len(),
+        grid = runs.len(),
         variants = variants.len(),
         threads,
         "comparing"
     );
-    let bar = ProgressBar::new(runs.len() as u64);
+    let bar = ProgressBar::new(mine.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} runs, {elapsed}, ETA {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -92,21 +106,80 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if args.out.json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let labels: Vec<String> = runs
+    let label = |r: &Run| format!("{}-seed{}", file_name(&variants[r.variant].label()), r.seed);
+    let todo: Vec<(usize, &Run, String)> = mine
         .iter()
-        .map(|r| format!("{}-seed{}", file_name(&variants[r.variant].label()), r.seed))
+        .map(|&i| (i, &runs[i], label(&runs[i])))
         .collect();
-    let results = run_all(&runs, &labels, threads, args.out.out.as_deref(), &bar)?;
+    let results = run_all(&todo, threads, args.out.out.as_deref(), &bar)?;
     bar.finish_and_clear();
-
-    let summaries: Vec<Summary> = results.iter().map(|d| d.summary.clone()).collect();
-    let traces: Vec<Trace> = results.into_iter().map(|d| d.trace).collect();
-    let rows = rows(&variants, &runs, &summaries);
-    let table = table(&rows);
-    if let Some(dir) = &args.out.out {
-        write_compare(dir, &rows, &table, &variants, &runs, &summaries, &traces)?;
+    if let (Some(shard), Some(dir)) = (args.shard, &args.out.out) {
+        let failed = results
+            .iter()
+            .filter(|r| r.summary.failed_flows > 0)
+            .count();
+        let done = mine
+            .iter()
+            .zip(results)
+            .map(|(&index, d)| ShardRun {
+                index,
+                summary: d.summary,
+                trace: d.trace,
+            })
+            .collect();
+        let file = shard::write(dir, &spec, shard, runs.len(), done)?;
+        println!(
+            "shard {shard}: {} of {} runs in {}; merge the shards with `roce sim compare --merge DIR...`",
+            mine.len(),
+            runs.len(),
+            file.display()
+        );
+        if failed > 0 && !args.out.allow_failures {
+            bail!("{failed} of this shard's runs had failed or stalled flows (--allow-failures accepts this)");
+        }
+        return Ok(());
     }
-    let text = if args.out.json {
+    let (summaries, traces) = results.into_iter().map(|d| (d.summary, d.trace)).unzip();
+    report(&args.out, &base, &variants, &runs, summaries, traces)
+}
+
+/// The scenario of `spec` (read from `path`, for messages) and its grid.
+fn expand(spec: &GridSpec, path: &Path) -> Result<(Scenario, Vec<Variant>, Vec<Run>)> {
+    let base = Scenario::from_toml(&spec.scenario_toml)
+        .with_context(|| format!("in {}", path.display()))?;
+    let grid = Grid {
+        ccs: spec.ccs.clone(),
+        seeds: spec.seeds,
+        sets: spec
+            .sets
+            .iter()
+            .map(|s| Override::parse(s))
+            .collect::<Result<_, _>>()?,
+        sweeps: spec
+            .params
+            .iter()
+            .map(|s| Sweep::parse(s))
+            .collect::<Result<_, _>>()?,
+    };
+    let (variants, runs) = grid.expand(&base)?;
+    Ok((base, variants, runs))
+}
+
+/// The table (or JSON) on stdout, the files in `--out`, and the exit status of a whole grid.
+fn report(
+    out: &super::OutputArgs,
+    base: &Scenario,
+    variants: &[Variant],
+    runs: &[Run],
+    summaries: Vec<Summary>,
+    traces: Vec<Trace>,
+) -> Result<()> {
+    let rows = rows(variants, runs, &summaries);
+    let table = table(&rows);
+    if let Some(dir) = &out.out {
+        write_compare(dir, &rows, &table, variants, runs, &summaries, &traces)?;
+    }
+    let text = if out.json {
         serde_json::to_string_pretty(&serde_json::json!({
             "scenario": base.name,
             "rows": rows,
@@ -134,7 +207,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             )
         })
         .collect();
-    if !failed.is_empty() && !args.out.allow_failures {
+    if !failed.is_empty() && !out.allow_failures {
         bail!(
             "{} of {} runs had failed or stalled flows: {} (--allow-failures accepts this)",
             failed.len(),
@@ -159,18 +232,19 @@ fn file_name(label: &str) -> String {
         .collect()
 }
 
-/// Runs every run of the grid on `threads` threads; results in grid order. With `out`, each
-/// run also leaves its own files in `out/runs/<label>`.
+/// Runs `todo` (grid index, run, label) on `threads` threads; results in `todo`'s order. With
+/// `out`, each run also leaves its own files in `out/runs/<label>`.
 fn run_all(
-    runs: &[Run],
-    labels: &[String],
+    todo: &[(usize, &Run, String)],
     threads: usize,
     out: Option<&Path>,
     bar: &ProgressBar,
 ) -> Result<Vec<Done>> {
-    run_grid(runs, threads, |i, run| {
-        let dir = out.map(|d| d.join("runs").join(&labels[i]));
-        let done = run_one(run, dir.as_deref()).with_context(|| format!("run {}", labels[i]));
+    let runs: Vec<Run> = todo.iter().map(|(_, r, _)| (*r).clone()).collect();
+    run_grid(&runs, threads, |i, run| {
+        let label = &todo[i].2;
+        let dir = out.map(|d| d.join("runs").join(label));
+        let done = run_one(run, dir.as_deref()).with_context(|| format!("run {label}"));
         bar.inc(1);
         done
     })?

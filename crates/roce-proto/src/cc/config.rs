@@ -1,26 +1,16 @@
 //! Building controllers by name, with `name=value` parameter overrides: what `--cc` and `--set`
 //! on the command line, scenario files and the endpoint's QP attributes use.
 //!
-//! Names: `none`, `dcqcn-paper`, `dcqcn-mlx`, `dctcp`, `timely`, `patched-timely`, `hpcc`
-//! ([`CC_NAMES`]). Unknown names, parameters or values are [`CcError`]s that list the valid
-//! choices.
+//! Names come from the [`registry`]: `none`, `dcqcn-paper`, `dcqcn-mlx`,
+//! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`CC_NAMES`]) and whatever a program
+//! [registered](super::registry::register). Unknown names, parameters or values are
+//! [`CcError`]s that list the valid choices.
 
-use super::params::{ParamError, ParamInfo, ParamSet};
-use super::{
-    Controller, Dcqcn, DcqcnParams, Dctcp, DctcpParams, Hpcc, HpccParams, LineRate, PatchedTimely,
-    PatchedTimelyParams, Rate, Timely, TimelyParams,
-};
+use super::params::{CcKind, ParamError, ParamInfo};
+use super::registry;
+use super::{Controller, Rate};
 
-/// Every controller name [`CcConfig::new`] accepts.
-pub const CC_NAMES: &[&str] = &[
-    "none",
-    "dcqcn-paper",
-    "dcqcn-mlx",
-    "dctcp",
-    "timely",
-    "patched-timely",
-    "hpcc",
-];
+pub use super::registry::CC_NAMES;
 
 /// A configuration error, phrased for one line of CLI output.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -61,44 +51,45 @@ pub enum CcError {
     },
 }
 
-/// The parameters of one controller kind.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub enum CcParams {
-    /// `none` has no parameters.
-    None,
-    /// `dcqcn-paper` / `dcqcn-mlx`.
-    Dcqcn(DcqcnParams),
-    /// `dctcp`.
-    Dctcp(DctcpParams),
-    /// `timely`.
-    Timely(TimelyParams),
-    /// `patched-timely`.
-    PatchedTimely(PatchedTimelyParams),
-    /// `hpcc`.
-    Hpcc(HpccParams),
-}
-
-/// A preset's parameter set, shared or mutable as `$params` is borrowed.
-macro_rules! param_set {
-    ($params:expr) => {
-        match $params {
-            CcParams::None => None,
-            CcParams::Dcqcn(p) => Some(p as _),
-            CcParams::Dctcp(p) => Some(p as _),
-            CcParams::Timely(p) => Some(p as _),
-            CcParams::PatchedTimely(p) => Some(p as _),
-            CcParams::Hpcc(p) => Some(p as _),
-        }
-    };
-}
+/// The parameters of one controller: a boxed [`CcKind`] (built once per configuration, never on
+/// the data path). Equal when they list the same names and values.
+#[derive(Debug)]
+pub struct CcParams(Box<dyn CcKind>);
 
 impl CcParams {
-    fn set(&mut self) -> Option<&mut dyn ParamSet> {
-        param_set!(self)
+    /// The parameter set and constructor.
+    pub fn kind(&self) -> &dyn CcKind {
+        &*self.0
     }
 
-    fn get(&self) -> Option<&dyn ParamSet> {
-        param_set!(self)
+    /// Every parameter with its value, unit and help.
+    pub fn list(&self) -> Vec<ParamInfo> {
+        self.0.list()
+    }
+}
+
+impl Clone for CcParams {
+    fn clone(&self) -> Self {
+        CcParams(self.0.clone_kind())
+    }
+}
+
+impl PartialEq for CcParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.list() == other.0.list()
+    }
+}
+
+/// A map of parameter names to their values as `--set` accepts them.
+impl serde::Serialize for CcParams {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let list = self.0.list();
+        let mut map = s.serialize_map(Some(list.len()))?;
+        for p in &list {
+            map.serialize_entry(p.name, &p.value)?;
+        }
+        map.end()
     }
 }
 
@@ -111,30 +102,16 @@ pub struct CcConfig {
 }
 
 impl CcConfig {
-    /// The preset called `name` for a port of `line_rate`.
+    /// The preset called `name` (a registered name or alias) for a port of `line_rate`.
     pub fn new(name: &str, line_rate: Rate) -> Result<Self, CcError> {
-        let (name, params) = match name {
-            "none" => ("none", CcParams::None),
-            "dcqcn-paper" => ("dcqcn-paper", CcParams::Dcqcn(DcqcnParams::paper())),
-            "dcqcn-mlx" | "dcqcn" => ("dcqcn-mlx", CcParams::Dcqcn(DcqcnParams::mlx())),
-            "dctcp" => ("dctcp", CcParams::Dctcp(DctcpParams::default())),
-            "timely" => ("timely", CcParams::Timely(TimelyParams::default())),
-            "patched-timely" => (
-                "patched-timely",
-                CcParams::PatchedTimely(PatchedTimelyParams::default()),
-            ),
-            "hpcc" => ("hpcc", CcParams::Hpcc(HpccParams::default())),
-            other => {
-                return Err(CcError::UnknownController {
-                    name: other.to_string(),
-                    valid: CC_NAMES.join(", "),
-                })
-            }
-        };
+        let entry = registry::find(name).ok_or_else(|| CcError::UnknownController {
+            name: name.to_string(),
+            valid: registry::names().join(", "),
+        })?;
         Ok(CcConfig {
-            name,
+            name: entry.name,
             line_rate,
-            params,
+            params: CcParams((entry.defaults)()),
         })
     }
 
@@ -156,64 +133,40 @@ impl CcConfig {
     /// Whether the controller reacts to in-band telemetry: its QP must send INT shims, switches
     /// must stamp them and the receiver echo them (HPCC).
     pub fn uses_int(&self) -> bool {
-        matches!(self.params, CcParams::Hpcc(_))
+        self.params.0.uses_int()
     }
 
-    /// The CNP interval of the notification point this controller is designed with: DCQCN's
-    /// `min_time_between_cnps`; 1 us for DCTCP, whose mark fraction needs (nearly) every CE
-    /// mark echoed (a 50 us interval lets one mark per 50 us through, and the queue grows past
-    /// Kmax into PFC); 50 us (the SIGCOMM'15 N) for controllers that ignore CNPs.
+    /// The CNP interval of the notification point this controller is designed with
+    /// ([`CcKind::cnp_interval`]): DCQCN's `min_time_between_cnps`; 1 us for DCTCP; 50 us (the
+    /// SIGCOMM'15 N) for controllers that ignore CNPs.
     pub fn cnp_interval(&self) -> crate::time::Duration {
-        let us = match &self.params {
-            CcParams::Dcqcn(p) => u64::from(p.min_time_between_cnps),
-            CcParams::Dctcp(_) => 1,
-            _ => 50,
-        };
-        crate::time::Duration::from_micros(us)
+        self.params.0.cnp_interval()
     }
 
     /// Sets parameter `param` to `value`.
     pub fn set(&mut self, param: &str, value: &str) -> Result<(), CcError> {
         let controller = self.name;
-        let valid = self
-            .params
-            .get()
-            .map(|p| p.names().join(", "))
-            .unwrap_or_else(|| "(none)".to_string());
-        let mut params = self.params.clone();
-        let Some(set) = params.set() else {
-            return Err(CcError::UnknownParam {
-                controller,
-                param: param.to_string(),
-                valid,
-            });
+        let unknown = |names: Vec<&str>| CcError::UnknownParam {
+            controller,
+            param: param.to_string(),
+            valid: if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            },
         };
-        match set.set(param, value) {
+        let mut params = self.params.clone();
+        let bad = |param: &str, expected: &str| CcError::BadValue {
+            param: param.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        };
+        match params.0.set(param, value) {
             Ok(()) => {}
-            Err(ParamError::Unknown) => {
-                return Err(CcError::UnknownParam {
-                    controller,
-                    param: param.to_string(),
-                    valid,
-                })
-            }
-            Err(ParamError::BadValue { expected }) => {
-                return Err(CcError::BadValue {
-                    param: param.to_string(),
-                    value: value.to_string(),
-                    expected: expected.to_string(),
-                })
-            }
+            Err(ParamError::Unknown) => return Err(unknown(params.0.names())),
+            Err(ParamError::BadValue { expected }) => return Err(bad(param, expected)),
         }
-        if let CcParams::Dcqcn(p) = &params {
-            if let Err((name, why)) = p.validate() {
-                return Err(CcError::BadValue {
-                    param: name.to_string(),
-                    value: value.to_string(),
-                    expected: why.to_string(),
-                });
-            }
-        }
+        params.0.check().map_err(|(name, why)| bad(name, why))?;
         // Only a fully valid setting replaces the parameters.
         self.params = params;
         Ok(())
@@ -231,21 +184,11 @@ impl CcConfig {
 
     /// Every parameter with its value, for `roce cc show`.
     pub fn describe(&self) -> Vec<ParamInfo> {
-        self.params.get().map(|p| p.list()).unwrap_or_default()
+        self.params.list()
     }
 
     /// A fresh controller for one QP.
     pub fn build(&self) -> Controller {
-        let line = self.line_rate;
-        match &self.params {
-            CcParams::None => Controller::None(LineRate::new(line)),
-            CcParams::Dcqcn(p) => Controller::Dcqcn(Dcqcn::new(p.clone(), line)),
-            CcParams::Dctcp(p) => Controller::Dctcp(Dctcp::new(p.clone(), line)),
-            CcParams::Timely(p) => Controller::Timely(Timely::new(p.clone(), line)),
-            CcParams::PatchedTimely(p) => {
-                Controller::PatchedTimely(PatchedTimely::new(p.clone(), line))
-            }
-            CcParams::Hpcc(p) => Controller::Hpcc(Hpcc::new(p.clone(), line)),
-        }
+        self.params.0.build(self.line_rate)
     }
 }

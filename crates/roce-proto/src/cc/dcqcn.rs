@@ -158,6 +158,19 @@ impl DcqcnParams {
     }
 }
 
+impl super::params::CcKind for DcqcnParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        super::Controller::Dcqcn(Dcqcn::new(self.clone(), line_rate))
+    }
+    fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        self.validate()
+    }
+    /// The notification point's interval is DCQCN's own knob.
+    fn cnp_interval(&self) -> Duration {
+        Duration::from_micros(u64::from(self.min_time_between_cnps))
+    }
+}
+
 /// Which trigger raised the rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trigger {

@@ -40,6 +40,17 @@ impl Default for DctcpParams {
     }
 }
 
+impl super::params::CcKind for DctcpParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        super::Controller::Dctcp(Dctcp::new(self.clone(), line_rate))
+    }
+    /// The mark fraction needs (nearly) every CE mark echoed: a 50 us interval lets one mark
+    /// per 50 us through, and the queue grows past Kmax into PFC.
+    fn cnp_interval(&self) -> Duration {
+        Duration::from_micros(1)
+    }
+}
+
 /// Rate-based DCTCP for one QP.
 #[derive(Clone, Debug)]
 pub struct Dctcp {

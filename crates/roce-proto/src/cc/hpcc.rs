@@ -88,6 +88,15 @@ impl Default for HpccParams {
     }
 }
 
+impl super::params::CcKind for HpccParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        super::Controller::Hpcc(Hpcc::new(self.clone(), line_rate))
+    }
+    fn uses_int(&self) -> bool {
+        true
+    }
+}
+
 /// HPCC for one QP.
 #[derive(Clone, Debug)]
 pub struct Hpcc {

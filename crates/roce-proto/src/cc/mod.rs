@@ -1,7 +1,7 @@
 //! Congestion control of a reaction point (one sending QP): the [`CongestionControl`] trait, the
 //! built-in controllers behind the statically dispatched [`Controller`] enum, their configuration
-//! by name ([`CcConfig`]), the [`Pacer`] that turns a rate into departure times, and a time-series
-//! [`Recorder`]. Sans-IO: every input carries `now`; nothing here reads a clock or sends a packet.
+//! by name ([`CcConfig`], every name from the one [`registry`]), the [`Pacer`] that turns a rate
+//! into departure times, a time-series [`Recorder`] and a [`replay`] of scripted signals. Sans-IO: every input carries `now`; nothing here reads a clock or sends a packet.
 //!
 //! Shaped after quinn-proto's `congestion.rs` (a small trait, a config that builds controllers,
 //! one file per algorithm) and s2n-quic's `congestion_controller.rs` (explicit-congestion input,
@@ -44,6 +44,7 @@ pub mod params;
 pub mod patched_timely;
 pub mod rate;
 pub mod recorder;
+pub mod registry;
 pub mod replay;
 pub mod timely;
 
@@ -51,11 +52,12 @@ pub use config::{CcConfig, CcError, CcParams, CC_NAMES};
 pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::{Dctcp, DctcpParams};
 pub use hpcc::{Hpcc, HpccParams, IntHop};
-pub use none::LineRate;
+pub use none::{LineRate, NoParams};
 pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
+pub use registry::{CcEntry, CcKind};
 pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
 
 use crate::time::{Duration, Instant};
@@ -135,9 +137,31 @@ pub trait CongestionControl {
     fn metrics(&self) -> CcMetrics;
 }
 
-/// A controller: the built-ins dispatched statically, or any boxed [`CongestionControl`] for
-/// experiments.
-pub enum Controller {
+/// Declares [`Controller`], one arm per built-in controller type plus `Custom`, and its
+/// statically dispatched [`CongestionControl`] impl. A new controller type is one line here (and
+/// its [`registry`] entry).
+macro_rules! controllers {
+    ($( $(#[$doc:meta])* $arm:ident($ty:ty), )*) => {
+        /// A controller: the built-ins dispatched statically, or any boxed
+        /// [`CongestionControl`] for experiments.
+        pub enum Controller {
+            $( $(#[$doc])* $arm($ty), )*
+            /// An experiment's own controller.
+            Custom(Box<dyn CongestionControl + Send>),
+        }
+
+        macro_rules! dispatch {
+            ($self:ident, $c:ident => $e:expr) => {
+                match $self {
+                    $( Controller::$arm($c) => $e, )*
+                    Controller::Custom($c) => $e,
+                }
+            };
+        }
+    };
+}
+
+controllers! {
     /// `none`: always the line rate.
     None(LineRate),
     /// `dcqcn-paper` and `dcqcn-mlx`.
@@ -150,8 +174,6 @@ pub enum Controller {
     PatchedTimely(PatchedTimely),
     /// `hpcc`.
     Hpcc(Hpcc),
-    /// An experiment's own controller.
-    Custom(Box<dyn CongestionControl + Send>),
 }
 
 impl core::fmt::Debug for Controller {
@@ -161,20 +183,6 @@ impl core::fmt::Debug for Controller {
             .field("metrics", &self.metrics())
             .finish()
     }
-}
-
-macro_rules! dispatch {
-    ($self:ident, $c:ident => $e:expr) => {
-        match $self {
-            Controller::None($c) => $e,
-            Controller::Dcqcn($c) => $e,
-            Controller::Dctcp($c) => $e,
-            Controller::Timely($c) => $e,
-            Controller::PatchedTimely($c) => $e,
-            Controller::Hpcc($c) => $e,
-            Controller::Custom($c) => $e,
-        }
-    };
 }
 
 impl CongestionControl for Controller {

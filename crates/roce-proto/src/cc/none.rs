@@ -2,8 +2,32 @@
 //!
 //! Useful as a baseline in experiments and when congestion is left to PFC alone.
 
-use super::{CcMetrics, CongestionControl, Rate};
+use super::params::CcKind;
+use super::params::{ParamError, ParamInfo, ParamSet};
+use super::{CcMetrics, CongestionControl, Controller, Rate};
 use crate::time::Instant;
+
+/// The parameters of `none`: there are none.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct NoParams {}
+
+impl ParamSet for NoParams {
+    fn names(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    fn set(&mut self, _name: &str, _value: &str) -> Result<(), ParamError> {
+        Err(ParamError::Unknown)
+    }
+    fn list(&self) -> Vec<ParamInfo> {
+        Vec::new()
+    }
+}
+
+impl CcKind for NoParams {
+    fn build(&self, line_rate: Rate) -> Controller {
+        Controller::None(LineRate::new(line_rate))
+    }
+}
 
 /// Always the line rate.
 #[derive(Clone, Debug)]

@@ -6,6 +6,9 @@
 
 use core::fmt;
 
+use super::{Controller, Rate};
+use crate::time::Duration;
+
 /// One parameter as printed by `roce cc show`.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ParamInfo {
@@ -104,6 +107,42 @@ pub trait ParamSet {
     fn set(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
     /// Every parameter with its current value.
     fn list(&self) -> Vec<ParamInfo>;
+}
+
+/// A controller's parameter set that can build the controller: what a [`CcEntry`](super::registry::CcEntry) hands out.
+///
+/// Implemented next to each controller, on its [`cc_params!`](crate::cc_params) struct. Only
+/// [`build`](Self::build) is required.
+pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'static {
+    /// A fresh controller for one QP starting at `line_rate`.
+    fn build(&self, line_rate: Rate) -> Controller;
+    /// Checks relations a single value's type cannot express, after a `--set`:
+    /// `Err((param, expected))`.
+    fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        Ok(())
+    }
+    /// The CNP interval of the notification point this controller is designed with (the
+    /// receivers' `min_time_between_cnps`). 50 us (the SIGCOMM'15 N) unless overridden.
+    fn cnp_interval(&self) -> Duration {
+        Duration::from_micros(50)
+    }
+    /// Whether the controller reacts to in-band telemetry: its QP must send INT shims, switches
+    /// must stamp them and the receiver echo them.
+    fn uses_int(&self) -> bool {
+        false
+    }
+}
+
+/// Boxed copies of a [`CcKind`]; implemented for every `CcKind + Clone`.
+pub trait CloneKind {
+    /// A boxed copy.
+    fn clone_kind(&self) -> Box<dyn CcKind>;
+}
+
+impl<T: CcKind + Clone> CloneKind for T {
+    fn clone_kind(&self) -> Box<dyn CcKind> {
+        Box::new(self.clone())
+    }
 }
 
 /// Declares a parameter struct whose fields can be set by name and listed with units and docs.

@@ -32,6 +32,12 @@ impl Default for PatchedTimelyParams {
     }
 }
 
+impl super::params::CcKind for PatchedTimelyParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        super::Controller::PatchedTimely(PatchedTimely::new(self.clone(), line_rate))
+    }
+}
+
 /// The patched rule: its parameters.
 #[derive(Clone, Debug)]
 pub struct PatchedRule {

@@ -83,6 +83,12 @@ impl Default for TimelyParams {
     }
 }
 
+impl super::params::CcKind for TimelyParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        super::Controller::Timely(Timely::new(self.clone(), line_rate))
+    }
+}
+
 /// The filtered RTT gradient of Algorithm 1, shared by TIMELY and patched TIMELY.
 #[derive(Clone, Debug, Default)]
 struct RttGradient {

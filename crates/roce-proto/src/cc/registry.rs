@@ -1,0 +1,172 @@
+//! The one list of congestion controllers: every name `--cc`, scenario files (`cc = "..."`,
+//! `cc_params`), `--set cc.PARAM=...`, `roce sim compare --cc/--param` and `roce cc list/show`
+//! accept comes from [`REGISTRY`] (built in) plus what a program adds with [`register`].
+//!
+//! An entry ([`CcEntry`]) is a name, its aliases, a one-line description and a constructor of
+//! its default parameters. The parameters are a [`CcKind`]: a [`cc_params!`](crate::cc_params)
+//! struct (names, units, help and values, settable by name) that also knows how to build the
+//! controller of one QP. Built-in controllers build an arm of the [`Controller`](super::Controller) enum, so the data
+//! path stays statically dispatched and allocation free; a controller from outside this crate
+//! builds [`Controller::Custom`](super::Controller::Custom) (a box made once per QP, a virtual call per input).
+//!
+//! A preset of an existing controller (other defaults) is one entry:
+//! ```
+//! use roce_proto::cc::registry::{register, CcEntry};
+//! use roce_proto::cc::{CcConfig, DcqcnParams, Rate};
+//!
+//! static DCQCN_G64: CcEntry = CcEntry {
+//!     name: "dcqcn-g64",
+//!     aliases: &[],
+//!     about: "DCQCN (paper values) with alpha gain g = 1/64",
+//!     defaults: || Box::new(DcqcnParams { dce_tcp_g: 1008, ..DcqcnParams::paper() }),
+//! };
+//! register(&DCQCN_G64).unwrap();
+//! let cfg = CcConfig::new("dcqcn-g64", Rate::from_gbps(100)).unwrap();
+//! assert_eq!(cfg.describe().iter().find(|p| p.name == "dce_tcp_g").unwrap().value, "1008");
+//! ```
+
+use std::sync::{PoisonError, RwLock};
+
+use super::params::ParamInfo;
+pub use super::params::{CcKind, CloneKind};
+use super::{DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, TimelyParams};
+
+/// [`register`] was given a name (or alias) another controller has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("congestion control `{name}` is already registered")]
+pub struct NameTaken {
+    /// The name.
+    pub name: String,
+}
+
+/// One registered controller (or preset of one).
+#[derive(Debug)]
+pub struct CcEntry {
+    /// The name `--cc` and scenario files use, and reports print.
+    pub name: &'static str,
+    /// Other names accepted for it.
+    pub aliases: &'static [&'static str],
+    /// One line for `roce cc list`.
+    pub about: &'static str,
+    /// Its default parameters (units, help and values come with them).
+    pub defaults: fn() -> Box<dyn CcKind>,
+}
+
+impl CcEntry {
+    /// Whether `name` is this entry's name or one of its aliases.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+
+    /// Every parameter with its default, unit and help.
+    pub fn params(&self) -> Vec<ParamInfo> {
+        (self.defaults)().list()
+    }
+}
+
+const BUILTIN: &[CcEntry] = &[
+    CcEntry {
+        name: "none",
+        aliases: &[],
+        about: "no congestion control: always the line rate (congestion is left to PFC)",
+        defaults: || Box::new(NoParams {}),
+    },
+    CcEntry {
+        name: "dcqcn-paper",
+        aliases: &[],
+        about: "DCQCN with the SIGCOMM'15 paper's values (g = 1/256, T = K = 55 us, B = 10 MiB)",
+        defaults: || Box::new(DcqcnParams::paper()),
+    },
+    CcEntry {
+        name: "dcqcn-mlx",
+        aliases: &["dcqcn"],
+        about: "DCQCN with NVIDIA ConnectX firmware defaults (mlxconfig RPG_*/DCE_TCP_* values)",
+        defaults: || Box::new(DcqcnParams::mlx()),
+    },
+    CcEntry {
+        name: "dctcp",
+        aliases: &[],
+        about: "rate-based DCTCP (SIGCOMM'10): cut by alpha/2 per marked window, CNPs as ECN echo",
+        defaults: || Box::new(DctcpParams::default()),
+    },
+    CcEntry {
+        name: "timely",
+        aliases: &[],
+        about: "TIMELY (SIGCOMM'15): rate follows the RTT gradient of ACKs; ignores CNPs",
+        defaults: || Box::new(TimelyParams::default()),
+    },
+    CcEntry {
+        name: "patched-timely",
+        aliases: &[],
+        about: "patched TIMELY (CoNEXT'16): gradient weighed against the RTT error, a fixed point",
+        defaults: || Box::new(PatchedTimelyParams::default()),
+    },
+    CcEntry {
+        name: "hpcc",
+        aliases: &[],
+        about: "HPCC (SIGCOMM'19): rate from per-hop INT (queue, tx bytes, link rate); needs INT",
+        defaults: || Box::new(HpccParams::default()),
+    },
+];
+
+/// The built-in controllers, in the order `roce cc list` prints them.
+pub static REGISTRY: &[CcEntry] = BUILTIN;
+
+const fn names_of<const N: usize>(entries: &[CcEntry]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = entries[i].name;
+        i += 1;
+    }
+    out
+}
+
+const BUILTIN_NAMES: [&str; BUILTIN.len()] = names_of(BUILTIN);
+
+/// The names of the built-in controllers ([`REGISTRY`]); [`names`] adds registered ones.
+pub const CC_NAMES: &[&str] = &BUILTIN_NAMES;
+
+/// Controllers added at run time, after the built-ins.
+static EXTRA: RwLock<Vec<&'static CcEntry>> = RwLock::new(Vec::new());
+
+/// Adds `entry` for the rest of the process: from then on it builds by name everywhere
+/// ([`CcConfig::new`](super::CcConfig::new), scenarios, `compare`). Registering the same entry
+/// again is a no-op; another entry with a taken name or alias is [`NameTaken`].
+pub fn register(entry: &'static CcEntry) -> Result<(), NameTaken> {
+    let mut extra = EXTRA.write().unwrap_or_else(PoisonError::into_inner);
+    if extra.iter().any(|e| core::ptr::eq(*e, entry)) {
+        return Ok(());
+    }
+    let taken = core::iter::once(entry.name)
+        .chain(entry.aliases.iter().copied())
+        .find(|n| {
+            REGISTRY
+                .iter()
+                .chain(extra.iter().copied())
+                .any(|e| e.answers_to(n))
+        });
+    if let Some(name) = taken {
+        return Err(NameTaken {
+            name: name.to_string(),
+        });
+    }
+    extra.push(entry);
+    Ok(())
+}
+
+/// Every controller: the built-ins, then the registered ones in registration order.
+pub fn entries() -> Vec<&'static CcEntry> {
+    let extra = EXTRA.read().unwrap_or_else(PoisonError::into_inner);
+    REGISTRY.iter().chain(extra.iter().copied()).collect()
+}
+
+/// The entry answering to `name` (a name or an alias).
+pub fn find(name: &str) -> Option<&'static CcEntry> {
+    entries().into_iter().find(|e| e.answers_to(name))
+}
+
+/// Every controller's name (not aliases), built-ins first.
+pub fn names() -> Vec<&'static str> {
+    entries().into_iter().map(|e| e.name).collect()
+}

@@ -39,6 +39,8 @@ pub enum SimCommand {
         set: OverrideArgs,
         #[command(flatten)]
         out: OutputArgs,
+        #[command(flatten)]
+        capture: CaptureArgs,
     },
     /// Run an HPCC ns-3 simulator config file (its topology, flow file, CC_MODE and
     /// parameters) through the real RC endpoints; writes its FCT_OUTPUT_FILE and
@@ -48,6 +50,8 @@ pub enum SimCommand {
         config: PathBuf,
         #[command(flatten)]
         out: OutputArgs,
+        #[command(flatten)]
+        capture: CaptureArgs,
     },
     /// N senders to one receiver through one switch.
     Incast(BuiltinArgs),
@@ -64,8 +68,11 @@ pub enum SimCommand {
     Compare(compare::CompareArgs),
 }
 
+mod capture;
 mod compare;
 mod shard;
+
+use capture::CaptureArgs;
 
 /// Settings that change a scenario file before it runs (`roce sim run`).
 #[derive(Args, Debug)]
@@ -192,6 +199,8 @@ pub struct BuiltinArgs {
     sets: Vec<String>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    capture: CaptureArgs,
 }
 
 fn parse_micros(s: &str) -> Result<f64, String> {
@@ -261,8 +270,12 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         return compare::run(args);
     }
     let mut hpcc = None;
-    let (scenario, out) = match &cmd {
-        SimCommand::Hpcc { config, out } => {
+    let (scenario, out, capture) = match &cmd {
+        SimCommand::Hpcc {
+            config,
+            out,
+            capture,
+        } => {
             let run = HpccRun::load(config)?;
             if !run.config.ignored.is_empty() {
                 eprintln!(
@@ -276,13 +289,14 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             }
             let s = run.scenario.clone();
             hpcc = Some(run);
-            (s, out)
+            (s, out, capture)
         }
         SimCommand::Run {
             scenario,
             seed,
             set,
             out,
+            capture,
         } => {
             let text = std::fs::read_to_string(scenario)
                 .with_context(|| format!("reading {}", scenario.display()))?;
@@ -290,11 +304,11 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             if let Some(seed) = seed {
                 s.seed = *seed;
             }
-            (s, out)
+            (s, out, capture)
         }
 
         other => match builtin(other) {
-            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out),
+            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out, &a.capture),
             None => bail!("unknown experiment"),
         },
     };
@@ -309,7 +323,9 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     bar.set_prefix(scenario.name.clone());
     let mut shown = false;
     let mut calls = 0u64;
-    let (summary, built) = scenario.run(|frac| {
+    let mut built = scenario.build()?;
+    capture.attach(&mut built)?;
+    let (summary, mut built) = scenario.run_built(built, |frac| {
         calls += 1;
         let wall = started.elapsed();
         // Shown after a second of wall time, on a terminal only (indicatif checks), never
@@ -331,6 +347,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         scenario.duration_us / 1e6,
         started.elapsed(),
     );
+    capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
     }

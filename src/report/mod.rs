@@ -8,4 +8,5 @@ pub mod demo;
 pub mod fct;
 pub mod sim;
 pub mod speed;
+pub mod telemetry;
 pub mod text;

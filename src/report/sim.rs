@@ -1,6 +1,7 @@
 //! Files a run leaves behind with `--out DIR`: the summary (JSON), the scenario (TOML), time
 //! series as CSV (per-flow rate, bottleneck queue depth, congestion-control rate and alpha, PFC
-//! frames) and SVG plots of the flows' rates and the queue.
+//! frames, and the per-port and per-host telemetry of [`super::telemetry`]) and SVG plots of the
+//! flows' rates and the queue.
 //!
 //! The only module of the fabric that does I/O, and only when asked.
 
@@ -91,6 +92,10 @@ pub fn write_all<E: Engine>(
     write(dir, "queue.csv", &queue_csv(rec))?;
     write(dir, "cc.csv", &cc_csv(rec))?;
     write(dir, "pfc.csv", &pfc_csv(rec))?;
+    if let Some(t) = &rec.telemetry {
+        write(dir, "ports.csv", &super::telemetry::ports_csv(t))?;
+        write(dir, "hosts.csv", &super::telemetry::hosts_csv(t))?;
+    }
     plot_flows(&dir.join("flows.svg"), rec).map_err(|e| fmt_err("flows.svg", e))?;
     plot_queue(&dir.join("queue.svg"), rec).map_err(|e| fmt_err("queue.svg", e))?;
     Ok(())

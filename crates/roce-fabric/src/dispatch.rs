@@ -5,8 +5,8 @@
 use super::fabric::{Fabric, PfcEvent};
 use super::frame::FrameInfo;
 use super::port::TxPort;
-use super::stats::{PortCounters, PRIORITIES};
-use super::switch::{FabricSwitch, MarkPoint};
+use super::stats::{Lost, PortCounters, PRIORITIES};
+use super::switch::{DropReason, FabricSwitch, MarkPoint};
 use super::wires::{link_from, Event, Slot, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
@@ -106,6 +106,9 @@ impl<E: Engine> Fabric<E> {
                         |s, p| self.queue_bytes(s, p),
                         |h| self.engine(h),
                     );
+                    if let Some(t) = rec.telemetry.as_mut() {
+                        self.sample_telemetry(t);
+                    }
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);
                     self.w.queue.push(at, Event::Sample);
@@ -141,7 +144,7 @@ impl<E: Engine> Fabric<E> {
             self.w.lost.add(len);
             self.count(link_from(&self.w.links, l), |c| {
                 if let Some(c) = c.prio.get_mut(prio) {
-                    c.drops += 1;
+                    c.drop_for(Lost::LinkDown);
                 }
             });
             self.w.pool.release(pkt);
@@ -163,6 +166,12 @@ impl<E: Engine> Fabric<E> {
         };
         let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
         let len = slot.buf.len() as u64;
+        if !fcs_bad {
+            self.w.capture(node, port, pkt, false);
+        }
+        let Some(slot) = self.w.pool.slot(pkt) else {
+            return;
+        };
         let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             PauseRepr::parse(&slot.buf)
         } else {
@@ -174,6 +183,9 @@ impl<E: Engine> Fabric<E> {
         };
         if fcs_bad {
             tx.counters.rx_fcs_errors += 1;
+            if let Some(c) = tx.counters.prio.get_mut(prio) {
+                c.dropped.fcs_error += 1;
+            }
             self.w.pool.release(pkt);
             return;
         }
@@ -182,13 +194,9 @@ impl<E: Engine> Fabric<E> {
             c.rx_bytes += len;
         }
         if let Some(pause) = pause {
-            let rate = tx.rate_bps;
             for (p, q) in pause.quanta.iter().enumerate() {
                 if let Some(q) = *q {
-                    tx.apply_pause(p, now, pfc::quanta_to_nanos(q, rate));
-                    if let Some(c) = tx.counters.prio.get_mut(p) {
-                        c.pause_received += 1;
-                    }
+                    tx.apply_pause(p, now, q);
                 }
             }
             if let Some(log) = self.pfc_log.as_mut() {
@@ -250,7 +258,7 @@ impl<E: Engine> Fabric<E> {
         let Some(egress) = egress else {
             self.w.lost.add(len);
             if let Some(c) = sw.counters_mut(ingress, prio) {
-                c.drops += 1;
+                c.drop_for(Lost::Switch(DropReason::NoRoute));
             }
             self.w.pool.release(pkt);
             return;
@@ -258,7 +266,7 @@ impl<E: Engine> Fabric<E> {
         if let Err(why) = sw.admit(ingress, egress, prio, len) {
             tracing::trace!(switch = %sw.name(), ?why, "drop");
             if let Some(c) = sw.counters_mut(egress, prio) {
-                c.drops += 1;
+                c.drop_for(Lost::Switch(why));
             }
             self.w.pool.release(pkt);
             return;

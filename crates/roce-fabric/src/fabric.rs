@@ -147,6 +147,7 @@ impl<E: Engine> Fabric<E> {
                 rng: Pcg64::seed_from_u64(seed),
                 events: 0,
                 lost: Default::default(),
+                capture: None,
             },
             routing: Routing::default(),
             seed,
@@ -237,7 +238,7 @@ impl<E: Engine> Fabric<E> {
                 if host.tx.link.is_some() {
                     return Err(FabricError::HostBusy(h.0));
                 }
-                host.tx.rate_bps = rate_bps;
+                host.tx.set_rate(rate_bps);
                 Ok(0)
             }
             Node::Switch(s) => {

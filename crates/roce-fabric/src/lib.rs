@@ -42,6 +42,7 @@
 //! ```
 
 pub mod builtin;
+pub mod capture;
 pub mod collective;
 pub mod compare;
 mod dispatch;
@@ -55,6 +56,7 @@ pub mod fct;
 pub mod frame;
 pub mod hpcc;
 pub mod hpcc_run;
+mod observe;
 pub mod outage;
 mod port;
 pub mod reroute;
@@ -66,6 +68,7 @@ pub mod stats;
 pub mod summary;
 pub mod switch;
 pub mod tap;
+pub mod telemetry;
 pub mod thresholds;
 pub mod topology;
 pub mod traffic;

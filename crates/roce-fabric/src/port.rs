@@ -1,5 +1,6 @@
 //! A transmitter: one port's side of a link, shared by host NICs and switch ports. It serializes
-//! one frame at a time at its line rate and keeps the per-priority PFC pause state others set.
+//! one frame at a time at its line rate and keeps the per-priority PFC pause state others set
+//! (a [`PauseState`], the one home of pause bookkeeping).
 //!
 //! Queues are not here (a switch port has eight, a NIC asks its engine); this is the wire end.
 
@@ -7,6 +8,8 @@ use std::collections::VecDeque;
 
 use super::stats::{PortCounters, PRIORITIES};
 use super::{LinkId, PktId};
+use roce_proto::pause::PauseState;
+use roce_proto::time::Instant;
 
 /// Bytes on the wire around each frame besides the frame itself: preamble + SFD + IFG (20) + FCS (4).
 pub const WIRE_OVERHEAD: u64 = 24;
@@ -23,18 +26,14 @@ pub fn wire_bytes(len: usize) -> u64 {
 pub(crate) struct TxPort {
     /// The link this port sends on.
     pub link: Option<LinkId>,
-    /// Line rate, bits per second.
+    /// Line rate, bits per second (set it with [`TxPort::set_rate`]).
     pub rate_bps: u64,
     /// Picoseconds of serialization time carried over between frames (keeps long runs exact).
     carry_ps: u64,
     /// A frame is on the wire.
     pub busy: bool,
-    /// Per priority, paused until this nanosecond (PFC received).
-    pub paused_until: [u64; PRIORITIES],
-    /// Per priority, when the current or last pause period began.
-    pause_since: [u64; PRIORITIES],
-    /// Per priority, nanoseconds of closed pause periods.
-    pause_closed_ns: [u64; PRIORITIES],
+    /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
+    pause: PauseState,
     /// A scheduled wake-up for the end of a pause, if any.
     pub pause_wake: Option<u64>,
     /// (Switch ports) bumped at every XOFF sent per priority, so that stale refreshes can be
@@ -55,15 +54,19 @@ impl TxPort {
             rate_bps,
             carry_ps: 0,
             busy: false,
-            paused_until: [0; PRIORITIES],
-            pause_since: [0; PRIORITIES],
-            pause_closed_ns: [0; PRIORITIES],
+            pause: PauseState::new(rate_bps),
             pause_wake: None,
             xoff_gen: [0; PRIORITIES],
             ctrl: VecDeque::new(),
             mac,
             counters: PortCounters::default(),
         }
+    }
+
+    /// Sets the line rate (when the port is cabled, before any pause arrives).
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps;
+        self.pause = PauseState::new(rate_bps);
     }
 
     /// Serialization time of a `len`-byte frame in whole nanoseconds, carrying the remainder.
@@ -75,40 +78,29 @@ impl TxPort {
 
     /// Whether `prio` may send at `now`.
     pub fn is_paused(&self, prio: usize, now: u64) -> bool {
-        self.paused_until.get(prio).is_some_and(|&u| u > now)
+        self.pause.is_paused(prio, Instant::from_nanos(now))
     }
 
-    /// Applies a received pause time for `prio`: `0` resumes, otherwise pauses for `ns`.
-    pub fn apply_pause(&mut self, prio: usize, now: u64, ns: u64) {
-        let (Some(until), Some(since), Some(closed)) = (
-            self.paused_until.get_mut(prio),
-            self.pause_since.get_mut(prio),
-            self.pause_closed_ns.get_mut(prio),
-        ) else {
-            return;
-        };
-        if *until <= now {
-            // Not paused: the previous period (if any) is over; a new one starts now.
-            *closed += until.saturating_sub(*since);
-            *since = now;
-            *until = now;
+    /// Applies a received pause of `quanta` for `prio` (`0` resumes) and counts the frame.
+    pub fn apply_pause(&mut self, prio: usize, now: u64, quanta: u16) {
+        self.pause.apply(prio, Instant::from_nanos(now), quanta);
+        if let Some(c) = self.counters.prio.get_mut(prio) {
+            c.pause_received += 1;
         }
-        *until = now + ns;
     }
 
     /// Nanoseconds `prio` has been paused up to `now`.
     pub fn pause_ns(&self, prio: usize, now: u64) -> u64 {
-        let until = self.paused_until.get(prio).copied().unwrap_or(0);
-        let since = self.pause_since.get(prio).copied().unwrap_or(0);
-        let closed = self.pause_closed_ns.get(prio).copied().unwrap_or(0);
-        closed + until.min(now).saturating_sub(since)
+        self.pause.paused(prio, Instant::from_nanos(now)).as_nanos()
     }
 
     /// Earliest end among the pauses of the priorities in `waiting` (bit mask), if any is paused.
     pub fn earliest_resume(&self, waiting: u8, now: u64) -> Option<u64> {
+        let now = Instant::from_nanos(now);
         (0..PRIORITIES)
-            .filter(|&p| waiting & (1 << p) != 0 && self.is_paused(p, now))
-            .filter_map(|p| self.paused_until.get(p).copied())
+            .filter(|&p| waiting & (1 << p) != 0)
+            .filter_map(|p| self.pause.paused_until(p, now))
+            .map(Instant::as_nanos)
             .min()
     }
 
@@ -136,13 +128,17 @@ mod tests {
 
     #[test]
     fn pause_time_accumulates_across_periods_and_resume() {
+        // One quantum is 512 bit times: 51.2 ns at 10 Gbit/s, rounded up to 52.
         let mut port = TxPort::new(10_000_000_000, [0; 6]);
-        port.apply_pause(3, 100, 50);
+        port.apply_pause(3, 100, 1);
         assert!(port.is_paused(3, 120));
         port.apply_pause(3, 120, 0); // XON at 120
         assert!(!port.is_paused(3, 120));
-        port.apply_pause(3, 200, 30);
-        assert_eq!(port.pause_ns(3, 1000), 20 + 30);
+        port.apply_pause(3, 200, 1);
+        assert_eq!(port.pause_ns(3, 1000), 20 + 52);
         assert_eq!(port.pause_ns(3, 210), 20 + 10);
+        assert_eq!(port.counters.prio[3].pause_received, 3);
+        assert_eq!(port.earliest_resume(1 << 3, 210), Some(252));
+        assert_eq!(port.earliest_resume(1 << 2, 210), None);
     }
 }

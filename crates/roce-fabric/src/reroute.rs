@@ -92,9 +92,12 @@ impl<E: Engine> Fabric<E> {
         let Some(sw) = self.switches.get_mut(s.0) else {
             return;
         };
-        for pkt in sw.flush() {
+        for (port, prio, pkt) in sw.flush() {
             let len = self.w.pool.len(pkt);
             self.w.lost.add(len);
+            if let Some(c) = sw.counters_mut(port, prio) {
+                c.dropped.switch_reboot += 1;
+            }
             self.w.pool.release(pkt);
         }
     }

@@ -22,6 +22,7 @@ use super::sched::{self, Scheduling};
 use super::series::Recorder;
 use super::summary::{self, Summary};
 use super::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
+use super::telemetry::Telemetry;
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
@@ -649,7 +650,9 @@ impl Scenario {
             .into_iter()
             .collect();
         let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
-        let mut recorder = Recorder::new(interval, monitors.clone());
+        let bin_ns = (self.bin_us.unwrap_or(self.duration_us / 12.0) * 1000.0) as u64;
+        let telemetry = Telemetry::new(bin_ns, Some(ScenarioEngine::host_counters as _));
+        let mut recorder = Recorder::new(interval, monitors.clone()).with_telemetry(telemetry);
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();
             recorder = recorder.with_probe(senders, ScenarioEngine::cc_samples);
@@ -664,8 +667,17 @@ impl Scenario {
 
     /// Builds, runs and summarizes. `progress(fraction)` is called every
     /// [`crate::PROGRESS_EVERY`] events and once at the end.
-    pub fn run(&self, mut progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
-        let mut built = self.build()?;
+    pub fn run(&self, progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
+        self.run_built(self.build()?, progress)
+    }
+
+    /// Runs and summarizes what [`Scenario::build`] built (and the caller adjusted, e.g. with
+    /// a port capture).
+    pub fn run_built(
+        &self,
+        mut built: Built,
+        mut progress: impl FnMut(f64),
+    ) -> Result<(Summary, Built), ScenarioError> {
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
         let warm = Instant::from_nanos(self.warmup_ns());
         let total = end.as_nanos().max(1) as f64;
@@ -683,6 +695,7 @@ impl Scenario {
             .fabric
             .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
+        built.fabric.finish_telemetry();
         let mut summary = Summary::collect(
             &self.name,
             self.seed,
@@ -697,6 +710,9 @@ impl Scenario {
         summary.ecmp = EcmpLoad::collect(&built.fabric);
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {
             summary.rails = RailLoad::collect(&built.fabric, rails);
+        }
+        if let Some(t) = built.fabric.recorder().and_then(|r| r.telemetry.as_ref()) {
+            (summary.ports, summary.hosts) = (t.ports(), t.hosts());
         }
         if let (Some((n, p)), Some(warm), false) = (
             built.bottleneck,

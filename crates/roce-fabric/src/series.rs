@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::tap::FlowProgress;
+use super::telemetry::Telemetry;
 use super::{HostId, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
@@ -75,6 +76,8 @@ pub struct Recorder<E> {
     pub rows: Vec<Row>,
     /// PFC frames sent by switches.
     pub pauses: Vec<PauseMark>,
+    /// Every port's and host's counters in bins, if asked for.
+    pub telemetry: Option<Telemetry<E>>,
     last_bytes: Vec<u64>,
     scratch: Vec<CcSample>,
 }
@@ -88,6 +91,7 @@ impl<E: Engine> Recorder<E> {
             probe: None,
             rows: Vec::new(),
             pauses: Vec::new(),
+            telemetry: None,
             last_bytes: Vec::new(),
             scratch: Vec::new(),
         }
@@ -96,6 +100,12 @@ impl<E: Engine> Recorder<E> {
     /// Also samples congestion-control state of `hosts` through `probe`.
     pub fn with_probe(mut self, hosts: Vec<HostId>, probe: CcProbe<E>) -> Self {
         self.probe = Some((hosts, probe));
+        self
+    }
+
+    /// Also keeps the telemetry of every port and host (see [`Telemetry`]).
+    pub fn with_telemetry(mut self, telemetry: Telemetry<E>) -> Self {
+        self.telemetry = Some(telemetry);
         self
     }
 

@@ -14,6 +14,7 @@ use super::outage::Outage;
 use super::port::WIRE_OVERHEAD;
 use super::sched::ClassShare;
 use super::stats::PrioCounters;
+use super::telemetry::{HostTelemetry, PortTelemetry};
 use super::{HostId, Node};
 
 /// A flow that has moved no payload for this long (and for half the measurement window) is
@@ -167,6 +168,12 @@ pub struct Summary {
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
+    /// Per port and priority that saw traffic: queue depth, drops by reason, PFC, ECN marks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortTelemetry>,
+    /// Per host: CNPs, retransmissions, timeouts, NAKs, QP errors, pauses received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostTelemetry>,
 }
 
 /// When each iteration of a collective among `members` ended, ns: the slowest member's mark,
@@ -340,6 +347,8 @@ impl Summary {
             ecmp: None,
             rails: None,
             classes: None,
+            ports: Vec::new(),
+            hosts: Vec::new(),
         }
     }
 

@@ -24,7 +24,7 @@ pub use super::thresholds::{DynamicPfc, EcnConfig, PfcConfig, RateEcn};
 use super::PktId;
 use roce_proto::wire::pfc::{self, PauseRepr};
 
-pub use super::stats::PRIORITIES;
+pub use super::stats::{DropReason, PRIORITIES};
 
 /// When a switch decides whether to mark a packet CE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,21 +127,6 @@ impl Arrival {
         let prio = priority(info.pcp, info.ip.as_ref());
         Arrival { info, prio }
     }
-}
-
-/// Why a switch dropped a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
-    /// The shared buffer was full.
-    BufferFull,
-    /// A lossy (or PFC-less) egress queue was at its limit.
-    QueueFull,
-    /// A lossless packet overran XOFF + headroom.
-    HeadroomOverrun,
-    /// No route, or every equal-cost port's link is down.
-    NoRoute,
-    /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
-    ClassFull,
 }
 
 /// A packet waiting in an egress queue.
@@ -556,13 +541,14 @@ impl<T, X> Switch<T, X> {
     }
 
     /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
-    /// the standing XOFFs are cleared; returns the packets that were buffered (lost).
-    pub fn flush(&mut self) -> Vec<T> {
+    /// the standing XOFFs are cleared; returns the packets that were buffered (lost), each with
+    /// its egress port and priority.
+    pub fn flush(&mut self) -> Vec<(u16, usize, T)> {
         self.used_bytes = 0;
         let mut lost = Vec::new();
-        for port in &mut self.ports {
-            for q in &mut port.queues {
-                lost.extend(q.drain(..).map(|x| x.pkt));
+        for (i, port) in self.ports.iter_mut().enumerate() {
+            for (prio, q) in port.queues.iter_mut().enumerate() {
+                lost.extend(q.drain(..).map(|x| (i as u16, prio, x.pkt)));
             }
             port.qbytes = [0; PRIORITIES];
             port.ingress_bytes = [0; PRIORITIES];

@@ -7,9 +7,11 @@ use std::collections::VecDeque;
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
+use super::capture::PortCapture;
 use super::event::EventQueue;
 use super::frame::FrameInfo;
 use super::port::TxPort;
+use super::stats::Lost;
 use super::switch::Arrival;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::IntHop;
@@ -140,6 +142,8 @@ pub(super) struct Wires {
     pub(super) events: u64,
     /// Frames lost to failures (dead links, reboots, no route).
     pub(super) lost: LostTraffic,
+    /// The port whose frames are captured, if any.
+    pub(super) capture: Option<PortCapture>,
 }
 
 /// How fast the fabric notices failures and reroutes around them.
@@ -188,6 +192,7 @@ impl Wires {
         prio: usize,
     ) {
         let len = self.pool.len(pkt);
+        self.capture(node, port, pkt, true);
         let ser = tx.serialize_ns(len as usize);
         tx.busy = true;
         if let Some(c) = tx.counters.prio.get_mut(prio) {
@@ -202,14 +207,17 @@ impl Wires {
             self.pool.release(pkt);
             return;
         };
-        let dead = !link.up;
-        if dead {
+        let lost = if !link.up {
             self.lost.add(len);
-        }
-        let lost = dead || (link.loss > 0.0 && self.rng.random::<f64>() < link.loss);
-        if lost {
+            Some(Lost::LinkDown)
+        } else if link.loss > 0.0 && self.rng.random::<f64>() < link.loss {
+            Some(Lost::LinkLoss)
+        } else {
+            None
+        };
+        if let Some(why) = lost {
             if let Some(c) = tx.counters.prio.get_mut(prio) {
-                c.drops += 1;
+                c.drop_for(why);
             }
             self.pool.release(pkt);
             return;
@@ -229,6 +237,15 @@ impl Wires {
         if let (true, Some(id)) = (was_idle, tx.link) {
             self.queue
                 .push(Instant::from_nanos(at), Event::Deliver(id.0 as u32));
+        }
+    }
+}
+
+impl Wires {
+    /// Keeps `pkt` if it crosses the captured port (see [`crate::capture`]).
+    pub(super) fn capture(&mut self, node: Node, port: u16, pkt: PktId, outbound: bool) {
+        if let Some(c) = self.capture.as_mut() {
+            c.keep((node, port), self.now, self.pool.frame(pkt), outbound);
         }
     }
 }

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::collective::MemberGate;
 use crate::frame::ip_key;
 use crate::series::CcSample;
+use crate::telemetry::HostCounters;
 use roce_proto::cc::CcMetrics;
+use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 use roce_proto::wire::EthernetAddress;
@@ -151,6 +153,23 @@ impl ScenarioEngine {
     /// QPs of this host in the error state (0 for the stand-in, which has none).
     pub fn qp_errors(&self) -> u64 {
         self.as_rc().map_or(0, RcEngine::qp_errors)
+    }
+
+    /// The host's transport counters for telemetry (the stand-in has CNPs and CE marks only).
+    pub fn host_counters(&self) -> HostCounters {
+        match self {
+            ScenarioEngine::Rc(r) => HostCounters::of(&r.endpoint().rdma_counters(), r.qp_errors()),
+            ScenarioEngine::StandIn(t) => {
+                let np = t.np_counters();
+                let c = RdmaCounters {
+                    np_ecn_marked_roce_packets: np.np_ecn_marked_roce_packets,
+                    np_cnp_sent: np.np_cnp_sent,
+                    rp_cnp_handled: t.counters.cnp_handled,
+                    ..RdmaCounters::default()
+                };
+                HostCounters::of(&c, 0)
+            }
+        }
     }
 
     /// When the sender's flow `i` completed, as the engine itself knows it (RC completions).

@@ -1,0 +1,114 @@
+//! What the fabric shows the outside while it runs: the telemetry of every port and host
+//! ([`crate::telemetry`]) and the capture of one port ([`crate::capture`]). The glue between
+//! the fabric and those collectors, which know nothing of the fabric.
+
+use super::capture::{some_names, CapturedFrame, PortCapture, PortRefError};
+use super::fabric::Fabric;
+use super::telemetry::Telemetry;
+use super::{HostId, Node, SwitchId};
+use roce_proto::engine::Engine;
+
+impl<E: Engine> Fabric<E> {
+    /// Takes the telemetry sample of now (on the recorder's sampling event).
+    pub(super) fn sample_telemetry(&self, t: &mut Telemetry<E>) {
+        if !t.knows_ports() {
+            let ports = self
+                .switch_ports()
+                .map(|(s, p)| (Node::Switch(s), p, self.switch_name(s).to_owned()))
+                .collect();
+            let hosts = (0..self.host_count())
+                .map(|h| self.host_name(HostId(h)).to_owned())
+                .collect();
+            t.learn(ports, hosts);
+        }
+        let now = self.now().as_nanos();
+        let depth = |node: Node, port: u16, prio: usize| match node {
+            Node::Switch(s) => self
+                .switches
+                .get(s.0)
+                .map_or(0, |sw| sw.queue_depth(port, prio)),
+            Node::Host(_) => 0,
+        };
+        if t.sample(now, depth) {
+            self.close_telemetry_bin(t);
+        }
+    }
+
+    fn close_telemetry_bin(&self, t: &mut Telemetry<E>) {
+        let now = self.now().as_nanos();
+        t.close_bin(now, |n, p| self.port_counters(n, p), |h| self.engine(h));
+    }
+
+    /// Closes the recorder's last telemetry bin at the current time (call it when a run ends).
+    pub fn finish_telemetry(&mut self) {
+        if let Some(mut rec) = self.recorder.take() {
+            if let Some(t) = rec.telemetry.as_mut() {
+                if t.knows_ports() && t.open_at(self.now().as_nanos()) {
+                    self.close_telemetry_bin(t);
+                }
+            }
+            self.recorder = Some(rec);
+        }
+    }
+
+    /// The port `spec` names: `NODE:PORT` or a host's `NODE` alone (its NIC, port 0). NODE is a
+    /// node's name (`sw0`, `leaf1r0`, `h3`) or `host<N>` / `switch<N>` by index.
+    pub fn find_port(&self, spec: &str) -> Result<(Node, u16), PortRefError> {
+        let (name, port) = match spec.rsplit_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (spec, None),
+        };
+        let by_index = |prefix: &str| name.strip_prefix(prefix)?.parse::<usize>().ok();
+        let switch = (0..self.switches.len())
+            .find(|&s| self.switch_name(SwitchId(s)) == name)
+            .or_else(|| by_index("switch").filter(|&s| s < self.switches.len()));
+        let host = (0..self.host_count())
+            .find(|&h| self.host_name(HostId(h)) == name)
+            .or_else(|| by_index("host").filter(|&h| h < self.host_count()));
+        let (node, count) = match (switch, host) {
+            (Some(s), _) => (
+                Node::Switch(SwitchId(s)),
+                self.switches.get(s).map_or(0, |sw| sw.port_count()),
+            ),
+            (None, Some(h)) => (Node::Host(HostId(h)), 1),
+            (None, None) => {
+                return Err(PortRefError::NoSuchNode {
+                    name: name.to_owned(),
+                    switches: some_names(self.switches.iter().map(|s| s.name())),
+                    hosts: some_names(self.hosts.iter().map(|h| h.name.as_str())),
+                })
+            }
+        };
+        let port = match (port, node) {
+            (None, Node::Host(_)) => 0,
+            (None, Node::Switch(_)) => return Err(PortRefError::NoPort(name.to_owned())),
+            (Some(p), _) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| usize::from(p) < count)
+                .ok_or_else(|| PortRefError::NoSuchPort {
+                    node: name.to_owned(),
+                    port: p.to_owned(),
+                    count,
+                })?,
+        };
+        Ok((node, port))
+    }
+
+    /// Captures every frame crossing `node`'s `port` from now on (one port at a time).
+    pub fn capture_port(&mut self, node: Node, port: u16) {
+        self.w.capture = Some(PortCapture {
+            at: (node, port),
+            frames: Vec::new(),
+        });
+    }
+
+    /// The frames captured since the last drain, oldest first.
+    pub fn drain_captured(&mut self) -> Vec<CapturedFrame> {
+        self.w
+            .capture
+            .as_mut()
+            .map(|c| std::mem::take(&mut c.frames))
+            .unwrap_or_default()
+    }
+}

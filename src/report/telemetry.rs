@@ -1,0 +1,118 @@
+//! The telemetry CSVs of `roce sim ... --out DIR`: `ports.csv` (per port and priority that saw
+//! traffic: queue depth, drops by reason, PFC, ECN marks) and `hosts.csv` (per host: CNPs,
+//! retransmissions, timeouts, NAKs, QP errors, pauses), one row per series and bin.
+//!
+//! Counters are what happened in the bin (a column sums to the summary's total); queue depths
+//! are the mean and largest of the samples taken in the bin; `qp_errors` is a level.
+
+use std::fmt::Write as _;
+
+use roce_fabric::stats::{DropReasons, PrioCounters, PRIORITIES};
+use roce_fabric::telemetry::{HostCounters, Telemetry};
+use roce_proto::engine::Engine;
+
+/// The header of `ports.csv`.
+pub fn ports_header() -> String {
+    let mut s = String::from(
+        "time_us,node,port,priority,queue_mean_bytes,queue_max_bytes,tx_packets,tx_bytes,rx_packets,rx_bytes,ecn_marked,drops",
+    );
+    for name in DropReasons::NAMES {
+        let _ = write!(s, ",drop_{name}");
+    }
+    s.push_str(",tx_pause,rx_pause,rx_pause_duration_us");
+    s
+}
+
+/// `ports.csv`: see the module's description and [`ports_header`].
+pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
+    let mut s = ports_header();
+    s.push('\n');
+    let series: Vec<_> = t.series().collect();
+    let zero = PrioCounters::default();
+    let mut prev: Option<&[PrioCounters]> = None;
+    for bin in &t.bins {
+        for (i, (node, port, prio)) in series.iter().enumerate() {
+            if !t.active(i) {
+                continue;
+            }
+            let before = prev.and_then(|p| p.get(i)).unwrap_or(&zero);
+            let c = bin.ports.get(i).unwrap_or(&zero).since(before);
+            let (mean, max) = bin.queue.get(i).copied().unwrap_or_default();
+            let lead = format!("{:.3},{node},{port},{prio},{mean:.1},{max}", us(bin.end_ns));
+            let counts = [
+                c.tx_packets,
+                c.tx_bytes,
+                c.rx_packets,
+                c.rx_bytes,
+                c.ecn_marked,
+                c.drops,
+            ];
+            let dropped = c.dropped.pairs().map(|(_, n)| n);
+            let pauses = [c.pause_sent, c.pause_received];
+            push_row(
+                &mut s,
+                &lead,
+                counts.into_iter().chain(dropped).chain(pauses),
+                c.pause_ns,
+            );
+        }
+        prev = Some(&bin.ports);
+    }
+    s
+}
+
+/// `hosts.csv`: per host and bin, its transport's counters and its NIC's pauses.
+pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
+    let mut s = String::from(
+        "time_us,host,np_ecn_marked_roce_packets,np_cnp_sent,rp_cnp_handled,retransmitted_packets,local_ack_timeout_err,naks,error_completions,qp_errors,rx_pause,rx_pause_duration_us\n",
+    );
+    let names = t.host_names();
+    // Host NICs are the last ports of the series, in host order.
+    let base = t.series().count() / PRIORITIES - names.len();
+    let zero = HostCounters::default();
+    let nic = |ports: &[PrioCounters], h: usize| {
+        let mut sum = PrioCounters::default();
+        let first = (base + h) * PRIORITIES;
+        for c in ports.get(first..first + PRIORITIES).unwrap_or_default() {
+            sum.accumulate(c);
+        }
+        sum
+    };
+    let mut prev: Option<&roce_fabric::telemetry::Bin> = None;
+    for bin in &t.bins {
+        for (h, name) in names.iter().enumerate() {
+            let before = prev.and_then(|p| p.hosts.get(h)).unwrap_or(&zero);
+            let c = bin.hosts.get(h).unwrap_or(&zero).since(before);
+            let p = nic(&bin.ports, h)
+                .since(&prev.map_or(PrioCounters::default(), |b| nic(&b.ports, h)));
+            let counts = [
+                c.np_ecn_marked_roce_packets,
+                c.np_cnp_sent,
+                c.rp_cnp_handled,
+                c.retransmitted_packets,
+                c.local_ack_timeout_err,
+                c.naks,
+                c.error_completions,
+                c.qp_errors,
+                p.pause_received,
+            ];
+            let lead = format!("{:.3},{name}", us(bin.end_ns));
+            push_row(&mut s, &lead, counts, p.pause_ns);
+        }
+        prev = Some(bin);
+    }
+    s
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// One CSV line: `lead`, then `counts`, then `paused_ns` in µs.
+fn push_row(s: &mut String, lead: &str, counts: impl IntoIterator<Item = u64>, paused_ns: u64) {
+    s.push_str(lead);
+    for n in counts {
+        let _ = write!(s, ",{n}");
+    }
+    let _ = writeln!(s, ",{:.3}", us(paused_ns));
+}

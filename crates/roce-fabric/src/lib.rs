@@ -67,6 +67,7 @@ pub mod series;
 pub mod stats;
 pub mod summary;
 pub mod switch;
+pub mod switch_spec;
 pub mod tap;
 pub mod telemetry;
 pub mod thresholds;

@@ -18,10 +18,10 @@ use super::fct::{FctReport, Finished, Paths};
 use super::hpcc::topology_file::TopologyFile;
 use super::outage::{self, Outage};
 use super::reroute::Routing;
-use super::sched::{self, Scheduling};
+use super::sched;
 use super::series::Recorder;
 use super::summary::{self, Summary};
-use super::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
+pub use super::switch_spec::SwitchSpec;
 use super::telemetry::Telemetry;
 use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
@@ -63,9 +63,6 @@ fn d_cc() -> String {
 }
 fn d_one() -> usize {
     1
-}
-fn d_true() -> bool {
-    true
 }
 
 /// The shape of the network.
@@ -142,90 +139,6 @@ pub enum TopologySpec {
         /// Every cable's rate and delay unless the cable says otherwise.
         link: LinkConfig,
     },
-}
-
-/// Switch settings (the same on every switch).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SwitchSpec {
-    /// Shared buffer, bytes (an integer or a size like "12MB").
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub buffer_bytes: u64,
-    /// Egress queue limit of lossy classes (and all classes with PFC off), bytes.
-    #[serde(deserialize_with = "size::deserialize_bytes")]
-    pub queue_limit_bytes: u64,
-    /// Lossless priorities.
-    pub lossless: Vec<u8>,
-    /// Salt of the ECMP hash (every switch's, unless `ecmp_salt_per_switch`).
-    #[serde(default)]
-    pub ecmp_salt: u64,
-    /// A different salt on every switch (derived from `ecmp_salt`), as deployed fabrics do
-    /// against polarisation.
-    #[serde(default)]
-    pub ecmp_salt_per_switch: bool,
-    /// Egress scheduling: strict classes, ETS weights, per-class buffer limits
-    /// (`[switch.sched]`; default: equal turns, no class limits).
-    #[serde(default, alias = "scheduling")]
-    pub sched: Scheduling,
-    /// PFC on the lossless priorities.
-    #[serde(default = "d_true")]
-    pub pfc: bool,
-    /// PFC thresholds.
-    #[serde(default)]
-    pub pfc_thresholds: Option<PfcConfig>,
-    /// ECN marking on every queue.
-    #[serde(default)]
-    pub ecn: Option<EcnConfig>,
-    /// Marking by port rate (`[{ gbps = 400, kmin_bytes = .., kmax_bytes = .., pmax = .. }]`),
-    /// overriding `ecn` on the ports of that rate.
-    #[serde(default)]
-    pub ecn_by_rate: Vec<RateEcn>,
-    /// Mark at "enqueue" (default) or "dequeue".
-    #[serde(default)]
-    pub ecn_at: MarkPoint,
-    /// INT stamping at egress (HPCC telemetry); on by itself when the scenario's controller
-    /// uses INT.
-    #[serde(default)]
-    pub int: bool,
-}
-
-impl Default for SwitchSpec {
-    fn default() -> Self {
-        let d = SwitchConfig::default();
-        SwitchSpec {
-            buffer_bytes: d.buffer_bytes,
-            queue_limit_bytes: d.queue_limit_bytes,
-            lossless: d.lossless,
-            ecmp_salt: 0,
-            ecmp_salt_per_switch: false,
-            sched: Scheduling::default(),
-            pfc: true,
-            pfc_thresholds: None,
-            ecn: None,
-            ecn_by_rate: Vec::new(),
-            ecn_at: MarkPoint::Enqueue,
-            int: false,
-        }
-    }
-}
-
-impl SwitchSpec {
-    /// The switch configuration this describes.
-    pub fn config(&self) -> SwitchConfig {
-        SwitchConfig {
-            buffer_bytes: self.buffer_bytes,
-            queue_limit_bytes: self.queue_limit_bytes,
-            lossless: self.lossless.clone(),
-            pfc: self.pfc.then(|| self.pfc_thresholds.unwrap_or_default()),
-            ecn: Vec::new(),
-            ecn_at: self.ecn_at,
-            ecmp_salt: self.ecmp_salt,
-            int: self.int,
-            sched: self.sched.clone(),
-            ecn_by_rate: self.ecn_by_rate.clone(),
-        }
-        .with_ecn_all(self.ecn)
-    }
 }
 
 /// A complete experiment.

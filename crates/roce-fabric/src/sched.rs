@@ -40,13 +40,17 @@ impl Scheduling {
         self.ets_weights.get(prio).copied().map_or(0, u64::from)
     }
 
-    fn is_strict(&self, prio: usize) -> bool {
+    /// The strict-priority classes as a bit set (bit `p` for priority `p`).
+    fn strict_mask(&self) -> u32 {
         let strict = match &self.strict {
             Some(s) => s.as_slice(),
             None if self.ets_weights.is_empty() => &[],
             None => &DEFAULT_STRICT,
         };
-        strict.iter().any(|&p| usize::from(p) == prio)
+        strict
+            .iter()
+            .filter(|&&p| usize::from(p) < PRIORITIES)
+            .fold(0, |m, &p| m | 1 << p)
     }
 
     /// The byte limit of class `prio`, if it has one.
@@ -68,12 +72,17 @@ impl SchedState {
     /// The priority to send next among those for which `head(prio)` gives the length of a
     /// packet that may go now (not paused), or `None`. Charges DWRR deficits.
     pub fn pick(&mut self, cfg: &Scheduling, head: impl Fn(usize) -> Option<u64>) -> Option<usize> {
-        let mut strict: Vec<usize> = (0..PRIORITIES).filter(|&p| cfg.is_strict(p)).collect();
-        strict.sort_unstable_by(|a, b| b.cmp(a));
-        if let Some(p) = strict.into_iter().find(|&p| head(p).is_some()) {
+        // Strict classes first, highest priority first. A bit set, not a list: this runs for
+        // every packet a port sends.
+        let strict = cfg.strict_mask();
+        let is_strict = |p: usize| strict & (1 << p) != 0;
+        if let Some(p) = (0..PRIORITIES)
+            .rev()
+            .find(|&p| is_strict(p) && head(p).is_some())
+        {
             return Some(p);
         }
-        let normal = |p: usize| !cfg.is_strict(p);
+        let normal = |p: usize| !is_strict(p);
         if cfg.ets_weights.is_empty() {
             // Round robin, one packet per turn.
             let start = self.rr;

@@ -289,12 +289,12 @@ impl Grid {
     }
 }
 
-/// Calls `each(i, run)` for every run, `threads` at a time (a rayon pool of its own), and
-/// returns the results in grid order.
-pub fn run_grid<T: Send>(
-    runs: &[Run],
+/// Calls `each(i, run)` for every item (a [`Run`], or a caller's record that holds one),
+/// `threads` at a time (a rayon pool of its own), and returns the results in grid order.
+pub fn run_grid<R: Sync, T: Send>(
+    runs: &[R],
     threads: usize,
-    each: impl Fn(usize, &Run) -> T + Sync + Send,
+    each: impl Fn(usize, &R) -> T + Sync + Send,
 ) -> Result<Vec<T>, rayon::ThreadPoolBuildError> {
     use rayon::prelude::*;
     let pool = rayon::ThreadPoolBuilder::new()

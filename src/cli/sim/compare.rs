@@ -240,9 +240,7 @@ fn run_all(
     out: Option<&Path>,
     bar: &ProgressBar,
 ) -> Result<Vec<Done>> {
-    let runs: Vec<Run> = todo.iter().map(|(_, r, _)| (*r).clone()).collect();
-    run_grid(&runs, threads, |i, run| {
-        let label = &todo[i].2;
+    run_grid(todo, threads, |_, (_, run, label)| {
         let dir = out.map(|d| d.join("runs").join(label));
         let done = run_one(run, dir.as_deref()).with_context(|| format!("run {label}"));
         bar.inc(1);

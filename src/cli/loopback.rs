@@ -93,8 +93,10 @@ struct LinkPort<P: Port> {
     inner: FaultPort<P>,
     writer: Rc<RefCell<Option<CaptureWriter>>>,
     clock: Rc<Cell<Instant>>,
-    /// Frames of the burst in flight, copied before the injector takes them.
-    staged: Vec<Vec<u8>>,
+    /// Frames of the burst in flight, copied back to back before the injector takes them
+    /// (one buffer reused for every burst), and where each ends.
+    staged: Vec<u8>,
+    staged_ends: Vec<usize>,
 }
 
 impl<P: Port> Port for LinkPort<P> {
@@ -109,11 +111,17 @@ impl<P: Port> Port for LinkPort<P> {
             return self.inner.tx_burst(bufs);
         };
         self.staged.clear();
-        self.staged.extend(bufs.iter().map(|b| b.frame().to_vec()));
+        self.staged_ends.clear();
+        for b in bufs.iter() {
+            self.staged.extend_from_slice(b.frame());
+            self.staged_ends.push(self.staged.len());
+        }
         let sent = self.inner.tx_burst(bufs);
         let ts = std::time::Duration::from_nanos(self.clock.get().as_nanos());
         let fates = self.inner.take_fates();
-        for (i, frame) in self.staged.iter().enumerate() {
+        let starts = std::iter::once(0).chain(self.staged_ends.iter().copied());
+        for (i, (start, end)) in starts.zip(self.staged_ends.iter().copied()).enumerate() {
+            let frame = &self.staged[start..end];
             let comment = fates
                 .get(i)
                 .filter(|f| !f.is_clean())
@@ -292,6 +300,7 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
             writer: writer.clone(),
             clock: clock.clone(),
             staged: Vec::new(),
+            staged_ends: Vec::new(),
         }
     };
     // Guests a and b: MACs 52:54:00:12:00:11 and :12, addresses 198.18.0.11 and .12.

@@ -14,6 +14,11 @@ fn gbps(v: f64) -> Rate {
     Rate::from_bps_f64(v * 1e9)
 }
 
+/// The target rate and the current rate.
+fn rates(d: &Dcqcn) -> (Rate, Rate) {
+    (d.metrics().target_rate, d.rate())
+}
+
 /// The paper preset with alpha starting at exactly 1.
 fn paper(set: &[(&str, &str)]) -> Dcqcn {
     let mut p = DcqcnParams::paper();
@@ -88,40 +93,22 @@ fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
     ]);
     d.on_cnp(us(0)); // RT 100, RC 50
     d.on_cnp(us(1)); // RT 50, RC 25
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.0), gbps(25.0))
-    );
+    assert_eq!(rates(&d), (gbps(50.0), gbps(25.0)));
     // Byte event 1 (T=0, BC=0): fast recovery.
     d.on_sent(us(2), 10_000);
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.0), gbps(37.5))
-    );
+    assert_eq!(rates(&d), (gbps(50.0), gbps(37.5)));
     // Byte event 2 (T=0, BC=1): additive, RT += 5 Mbit/s.
     d.on_sent(us(3), 10_000);
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.005), gbps(43.7525))
-    );
+    assert_eq!(rates(&d), (gbps(50.005), gbps(43.7525)));
     // Timer event 1 at 301 us (T=0, BC=2): additive again.
     d.handle_timeout(us(301));
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.010), gbps(46.88125))
-    );
+    assert_eq!(rates(&d), (gbps(50.010), gbps(46.88125)));
     // Timer event 2 (T=1, BC=2): hyper with i = 1, RT += 50 Mbit/s.
     d.handle_timeout(us(601));
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.060), gbps(48.470625))
-    );
+    assert_eq!(rates(&d), (gbps(50.060), gbps(48.470625)));
     // Byte event 3 (T=2, BC=2): hyper with i = 2, RT += 100 Mbit/s.
     d.on_sent(us(602), 10_000);
-    assert_eq!(
-        (d.metrics().target_rate, d.rate()),
-        (gbps(50.160), gbps(49.3153125))
-    );
+    assert_eq!(rates(&d), (gbps(50.160), gbps(49.3153125)));
 }
 
 #[test]
@@ -188,7 +175,7 @@ fn target_is_clamped_only_after_an_increase_without_clamp_tgt_rate() {
     d.on_cnp(us(0));
     d.on_cnp(us(1));
     // No increase in between: the target stays where it was.
-    assert_eq!((d.metrics().target_rate, d.rate()), (LINE, gbps(25.0)));
+    assert_eq!(rates(&d), (LINE, gbps(25.0)));
     d.handle_timeout(us(56)); // timer fast recovery: RC = (100 + 25)/2
     assert_eq!(d.rate(), gbps(62.5));
     d.on_cnp(us(57));

@@ -14,6 +14,28 @@ enum Input {
     Wait(u64),
 }
 
+impl Input {
+    /// Feeds this input to `cc` at `now` (a wait moves `now` on and fires the timers); an ACK of
+    /// `b` bytes carries the RTT `rtt(b)`.
+    fn apply(
+        &self,
+        cc: &mut impl CongestionControl,
+        now: &mut Instant,
+        rtt: fn(u64) -> Option<Duration>,
+    ) {
+        match *self {
+            Input::Cnp => cc.on_cnp(*now),
+            Input::Loss => cc.on_loss(*now),
+            Input::Sent(b) => cc.on_sent(*now, b),
+            Input::Ack(b) => cc.on_ack(*now, b, rtt(b)),
+            Input::Wait(ns) => {
+                *now += Duration::from_nanos(ns);
+                cc.handle_timeout(*now);
+            }
+        }
+    }
+}
+
 fn input() -> impl Strategy<Value = Input> {
     prop_oneof![
         Just(Input::Cnp),
@@ -55,16 +77,7 @@ proptest! {
         let mut d = Dcqcn::new(p, line);
         let mut now = Instant::ZERO;
         for i in inputs {
-            match i {
-                Input::Cnp => d.on_cnp(now),
-                Input::Loss => d.on_loss(now),
-                Input::Sent(b) => d.on_sent(now, b),
-                Input::Ack(b) => d.on_ack(now, b, None),
-                Input::Wait(ns) => {
-                    now += Duration::from_nanos(ns);
-                    d.handle_timeout(now);
-                }
-            }
+            i.apply(&mut d, &mut now, |_| None);
             let m = d.metrics();
             prop_assert!(m.rate >= min && m.rate <= line, "rate {:?}", m.rate);
             prop_assert!(m.rate <= m.target_rate && m.target_rate <= line);
@@ -84,16 +97,7 @@ proptest! {
         let mut c = CcConfig::new(CC_NAMES[which], line).unwrap().build();
         let mut now = Instant::ZERO;
         for i in inputs {
-            match i {
-                Input::Cnp => c.on_cnp(now),
-                Input::Loss => c.on_loss(now),
-                Input::Sent(b) => c.on_sent(now, b),
-                Input::Ack(b) => c.on_ack(now, b, Some(Duration::from_nanos(b % 600_000 + 1))),
-                Input::Wait(ns) => {
-                    now += Duration::from_nanos(ns);
-                    c.handle_timeout(now);
-                }
-            }
+            i.apply(&mut c, &mut now, |b| Some(Duration::from_nanos(b % 600_000 + 1)));
             prop_assert!(c.rate() <= line && c.rate() > Rate::ZERO);
         }
     }

@@ -83,6 +83,15 @@ impl Setup {
     }
 }
 
+/// An ACK the controller saw at `at` ns for `bytes`, timed at `rtt_ns`.
+fn timed_ack(at: u64, bytes: u64, rtt_ns: u64) -> Seen {
+    Seen::Ack {
+        at,
+        bytes,
+        rtt: Some(Duration::from_nanos(rtt_ns)),
+    }
+}
+
 fn t(ns: u64) -> Instant {
     Instant::from_nanos(ns)
 }
@@ -107,14 +116,8 @@ fn ack_arriving_x_ns_after_the_request_yields_rtt_x_and_its_bytes() {
     assert_eq!(acks.len(), 1);
     // The ACK reaches the sender X = 2_345 ns after the request left.
     s.p.a.handle_frame(t(3_345), &acks[0]);
-    assert_eq!(
-        s.seen(),
-        vec![Seen::Ack {
-            at: 3_345,
-            bytes: data[0].len() as u64,
-            rtt: Some(Duration::from_nanos(2_345)),
-        }]
-    );
+    let bytes = data[0].len() as u64;
+    assert_eq!(s.seen(), vec![timed_ack(3_345, bytes, 2_345)]);
 }
 
 #[test]
@@ -135,14 +138,7 @@ fn a_coalesced_ack_times_the_newest_request_it_covers() {
     );
     s.p.a.handle_frame(t(13_000), newest);
     let bytes = (first[0].len() + first[1].len()) as u64;
-    assert_eq!(
-        s.seen(),
-        vec![Seen::Ack {
-            at: 13_000,
-            bytes,
-            rtt: Some(Duration::from_nanos(3_000)),
-        }]
-    );
+    assert_eq!(s.seen(), vec![timed_ack(13_000, bytes, 3_000)]);
 }
 
 #[test]

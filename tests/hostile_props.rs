@@ -26,14 +26,14 @@ proptest! {
     fn an_endpoint_keeps_its_invariants_against_a_hostile_peer(
         data in bytes(120, hostile_peer::ACTION_BYTES)
     ) {
-        holds(hostile_peer::Harness::run(&hostile_peer::Action::decode_all(&data)))?;
+        holds(hostile_peer::Harness::run_bytes(&data))?;
     }
 
     #[test]
     fn a_host_keeps_its_invariants_against_hostile_neighbours(
         data in bytes(120, hostile_host::ACTION_BYTES)
     ) {
-        holds(hostile_host::HostHarness::run(&hostile_host::Action::decode_all(&data)))?;
+        holds(hostile_host::HostHarness::run_bytes(&data))?;
     }
 }
 

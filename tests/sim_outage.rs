@@ -3,6 +3,10 @@
 //! and the recovery, and the outage report counts what was lost. Reboots, flaps and lossy
 //! cables hurt the way they should.
 
+#[path = "support/cli_output.rs"]
+mod cli_output;
+
+use cli_output::{roce, scratch_dir};
 use roce_fabric::outage::Outage;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
@@ -170,19 +174,11 @@ fn failures_naming_what_does_not_exist_are_refused() {
 
 #[test]
 fn sim_run_out_writes_the_flow_bins_with_the_stall() {
-    let dir = std::env::temp_dir().join(format!("roce-sim-outage-{}", std::process::id()));
+    let dir = scratch_dir("sim-outage");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/link-failure.toml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roce"))
-        .args(["sim", "run", path, "--out"])
-        .arg(&dir)
-        .output()
-        .expect("roce runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out_dir = dir.to_str().expect("a UTF-8 temp dir");
+    let (code, stdout, stderr) = roce(&["sim", "run", path, "--out", out_dir]);
+    assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("outage at 1000.0 us: "), "{stdout}");
     let csv = std::fs::read_to_string(dir.join("flow_bins.csv")).expect("flow_bins.csv");
     let lines: Vec<&str> = csv.lines().collect();

@@ -16,29 +16,22 @@ fn table(kind: BuiltinKind, senders: usize, duration_us: f64) -> String {
     s.run(|_| {}).expect("runs").0.table()
 }
 
-#[test]
-fn incast_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::Incast, 4, 300.0));
+/// One test per built-in experiment: its summary table after a short run (senders, µs).
+macro_rules! summary_snapshots {
+    ($($test:ident: $kind:ident, $senders:expr, $duration_us:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            insta::assert_snapshot!(table(BuiltinKind::$kind, $senders, $duration_us));
+        }
+    )*};
 }
 
-#[test]
-fn fairness_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::Fairness, 3, 300.0));
-}
-
-#[test]
-fn pfc_spreading_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::PfcSpreading, 4, 300.0));
-}
-
-#[test]
-fn allreduce_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::Allreduce, 4, 1_500.0));
-}
-
-#[test]
-fn link_failure_summary_snapshot() {
-    insta::assert_snapshot!(table(BuiltinKind::LinkFailure, 2, 600.0));
+summary_snapshots! {
+    incast_summary_snapshot: Incast, 4, 300.0;
+    fairness_summary_snapshot: Fairness, 3, 300.0;
+    pfc_spreading_summary_snapshot: PfcSpreading, 4, 300.0;
+    allreduce_summary_snapshot: Allreduce, 4, 1_500.0;
+    link_failure_summary_snapshot: LinkFailure, 2, 600.0;
 }
 
 #[test]

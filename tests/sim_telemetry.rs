@@ -13,7 +13,7 @@ use roce::report::telemetry::{hosts_csv, ports_csv, ports_header};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
-use roce_fabric::telemetry::PortTelemetry;
+use roce_fabric::telemetry::{HostCounters, PortTelemetry};
 use roce_proto::wire::parse_frame;
 
 fn incast(pfc: bool) -> Scenario {
@@ -24,6 +24,11 @@ fn incast(pfc: bool) -> Scenario {
         ..Builtin::default()
     }
     .scenario(BuiltinKind::Incast)
+}
+
+/// One transport counter of every host, added up.
+fn host_total(s: &Summary, counter: fn(&HostCounters) -> u64) -> u64 {
+    s.hosts.iter().map(|h| counter(&h.counters)).sum()
 }
 
 fn port<'a>(s: &'a Summary, node: &str, port: u16, prio: u8) -> &'a PortTelemetry {
@@ -89,19 +94,12 @@ fn incast_bottleneck_queue_and_ecn_marks_match_the_cnps_hosts_count() {
     assert!(got <= b.ecn_marked, "{got} > {}", b.ecn_marked);
     assert!(b.ecn_marked - got <= b.queue_max_bytes / 1082 + 10);
     // The notification point answers marks with CNPs, one per QP per interval.
-    let np: u64 = s.hosts.iter().map(|h| h.counters.np_cnp_sent).sum();
-    let rp: u64 = s.hosts.iter().map(|h| h.counters.rp_cnp_handled).sum();
+    let np = host_total(&s, |c| c.np_cnp_sent);
     assert_eq!(rx.counters.np_cnp_sent, np, "only the receiver sends CNPs");
     assert!(np > 0 && np <= got);
     assert_eq!(np, s.cnp_sent);
-    assert_eq!(rp, s.cnp_handled);
-    assert_eq!(
-        s.hosts
-            .iter()
-            .map(|h| h.counters.retransmitted_packets)
-            .sum::<u64>(),
-        s.retransmitted
-    );
+    assert_eq!(host_total(&s, |c| c.rp_cnp_handled), s.cnp_handled);
+    assert_eq!(host_total(&s, |c| c.retransmitted_packets), s.retransmitted);
 }
 
 #[test]
@@ -115,19 +113,10 @@ fn lossy_incast_counts_queue_full_drops_and_the_retransmissions_they_cause() {
     assert_eq!(s.ports.iter().map(|p| p.drops).sum::<u64>(), s.drops);
     assert!(b.queue_max_bytes <= 100_000);
     assert_eq!(s.pfc_pause_frames, 0);
-    let retx: u64 = s
-        .hosts
-        .iter()
-        .map(|h| h.counters.retransmitted_packets)
-        .sum();
+    let retx = host_total(&s, |c| c.retransmitted_packets);
     assert_eq!(retx, s.retransmitted);
     assert!(retx > 0);
-    let timeouts: u64 = s
-        .hosts
-        .iter()
-        .map(|h| h.counters.local_ack_timeout_err)
-        .sum();
-    assert_eq!(timeouts, s.timeouts);
+    assert_eq!(host_total(&s, |c| c.local_ack_timeout_err), s.timeouts);
 }
 
 #[test]

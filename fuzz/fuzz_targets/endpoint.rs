@@ -9,8 +9,5 @@ use libfuzzer_sys::fuzz_target;
 mod hostile_peer;
 
 fuzz_target!(|data: &[u8]| {
-    let actions = hostile_peer::Action::decode_all(data);
-    if let Err(e) = hostile_peer::Harness::run(&actions) {
-        panic!("{e}");
-    }
+    hostile_peer::Harness::run_bytes(data).unwrap_or_else(|e| panic!("{e}"));
 });

@@ -9,8 +9,5 @@ use libfuzzer_sys::fuzz_target;
 mod hostile_host;
 
 fuzz_target!(|data: &[u8]| {
-    let actions = hostile_host::Action::decode_all(data);
-    if let Err(e) = hostile_host::HostHarness::run(&actions) {
-        panic!("{e}");
-    }
+    hostile_host::HostHarness::run_bytes(data).unwrap_or_else(|e| panic!("{e}"));
 });

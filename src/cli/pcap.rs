@@ -1,6 +1,7 @@
 //! `roce pcap check` and `roce pcap explain`: validate and teach from packet captures.
 
 use std::io::Write;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -120,6 +121,21 @@ struct Summary {
     /// Frames that passed the filters (absent without filters).
     #[serde(skip_serializing_if = "Option::is_none")]
     matched: Option<usize>,
+}
+
+/// The listing's last line.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed",
+            self.frames, self.roce, self.icrc_ok, self.icrc_bad, self.malformed
+        )?;
+        if let Some(m) = self.matched {
+            write!(f, "; {m} shown by the filters")?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Serialize)]
@@ -245,19 +261,7 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
     if json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
     } else {
-        writeln!(
-            out,
-            "{} frames, {} RoCEv2: {} ICRC ok, {} ICRC bad, {} malformed{}",
-            summary.frames,
-            summary.roce,
-            summary.icrc_ok,
-            summary.icrc_bad,
-            summary.malformed,
-            summary
-                .matched
-                .map(|m| format!("; {m} shown by the filters"))
-                .unwrap_or_default()
-        )?;
+        writeln!(out, "{summary}")?;
     }
     out.flush()?;
     if let Some(e) = damage {
@@ -285,25 +289,16 @@ fn describe_other(data: &[u8]) -> String {
         return "unparseable Ethernet header".to_string();
     };
     let l3 = data.get(eth.buffer_len()..).unwrap_or_default();
-    let (src, dst, proto) = match eth.ethertype {
+    let ip = match eth.ethertype {
         EtherType::Arp => return "ARP".to_string(),
-        EtherType::Ipv4 => match ipv4::Packet::new_checked(l3) {
-            Ok(ip) => (
-                ip.src_addr().to_string(),
-                ip.dst_addr().to_string(),
-                ip.protocol(),
-            ),
-            Err(_) => return "truncated IPv4".to_string(),
-        },
-        EtherType::Ipv6 => match ipv6::Packet::new_checked(l3) {
-            Ok(ip) => (
-                ip.src_addr().to_string(),
-                ip.dst_addr().to_string(),
-                ip.next_header(),
-            ),
-            Err(_) => return "truncated IPv6".to_string(),
-        },
+        EtherType::Ipv4 => ipv4::Packet::new_checked(l3)
+            .map(|ip| (ip.src_addr().into(), ip.dst_addr().into(), ip.protocol())),
+        EtherType::Ipv6 => ipv6::Packet::new_checked(l3)
+            .map(|ip| (ip.src_addr().into(), ip.dst_addr().into(), ip.next_header())),
         other => return format!("EtherType {:#06x}", u16::from(other)),
+    };
+    let Ok((src, dst, proto)): Result<(IpAddr, IpAddr, u8), _> = ip else {
+        return format!("truncated {}", eth.ethertype);
     };
     let proto = match proto {
         1 => "ICMP".to_string(),

@@ -319,11 +319,7 @@ impl Series {
             let good = rows
                 .iter()
                 .filter_map(|r| r.flow_gbps.get(i).map(|g| (t(r), *g)));
-            chart
-                .draw_series(LineSeries::new(good, color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+            super::plot::labelled_line(&mut chart, good, color, 2, name)?;
             let rate = rows
                 .iter()
                 .filter_map(|r| r.cc.get(i).map(|c| (t(r), c.1.rate_gbps)));
@@ -331,12 +327,7 @@ impl Series {
                 .draw_series(LineSeries::new(rate, color.stroke_width(1)))
                 .map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
+        super::plot::legend(&mut chart)?;
         let q_max = rows
             .iter()
             .filter_map(|r| r.queue_bytes.first())

@@ -44,17 +44,8 @@ pub fn plot_slowdown(path: &Path, report: &FctReport) -> Result<(), String> {
             let y = if which == 0 { b.p50 } else { b.p99 };
             (b.max_bytes.max(1) as f64, y)
         });
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+        super::plot::labelled_line(&mut chart, pts, color.to_rgba(), 2, name)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    super::plot::legend(&mut chart)?;
     root.present().map_err(|e| e.to_string())
 }

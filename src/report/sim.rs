@@ -174,35 +174,32 @@ pub fn queue_csv<E>(rec: &Recorder<E>) -> String {
 
 /// `t_us,host,qpn,rate_gbps,alpha` (empty when the engines have no probe).
 pub fn cc_csv<E>(rec: &Recorder<E>) -> String {
-    let mut s = String::from("t_us,host,qpn,rate_gbps,alpha\n");
-    for r in &rec.rows {
-        for (h, c) in &r.cc {
-            let _ = writeln!(
-                s,
-                "{:.3},{h},{},{:.4},{:.6}",
-                r.t_ns as f64 / 1e3,
-                c.qpn,
-                c.rate_gbps,
-                c.alpha
-            );
-        }
-    }
-    s
+    let lines = rec.rows.iter().flat_map(|r| {
+        let t_us = r.t_ns as f64 / 1e3;
+        r.cc.iter().map(move |(h, c)| {
+            let (qpn, rate, alpha) = (c.qpn, c.rate_gbps, c.alpha);
+            format!("{t_us:.3},{h},{qpn},{rate:.4},{alpha:.6}")
+        })
+    });
+    csv("t_us,host,qpn,rate_gbps,alpha", lines)
 }
 
 /// `t_us,switch,port,prio,kind` with kind XOFF or XON.
 pub fn pfc_csv<E>(rec: &Recorder<E>) -> String {
-    let mut s = String::from("t_us,switch,port,prio,kind\n");
-    for p in &rec.pauses {
+    let lines = rec.pauses.iter().map(|p| {
         let kind = if p.xoff { "XOFF" } else { "XON" };
-        let _ = writeln!(
-            s,
-            "{:.3},{},{},{},{kind}",
-            p.t_ns as f64 / 1e3,
-            p.switch,
-            p.port,
-            p.prio
-        );
+        let t_us = p.t_ns as f64 / 1e3;
+        format!("{t_us:.3},{},{},{},{kind}", p.switch, p.port, p.prio)
+    });
+    csv("t_us,switch,port,prio,kind", lines)
+}
+
+/// A CSV of the `header` line and then `lines`.
+fn csv(header: &str, lines: impl Iterator<Item = String>) -> String {
+    let mut s = format!("{header}\n");
+    for l in lines {
+        s.push_str(&l);
+        s.push('\n');
     }
     s
 }
@@ -239,19 +236,10 @@ pub(crate) fn line_chart(
         .map_err(|e| e.to_string())?;
     for (i, (name, pts)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color))
-            .map_err(|e| e.to_string())?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+        super::plot::labelled_line(&mut chart, pts.iter().copied(), color, 1, name)?;
     }
     if series.len() <= 16 {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        super::plot::legend(&mut chart)?;
     }
     root.present().map_err(|e| e.to_string())
 }

@@ -242,12 +242,11 @@ impl HostHarness {
         }
     }
 
-    /// Runs `actions`, checking after each.
-    pub fn run(actions: &[Action]) -> Result<(), String> {
+    /// Runs the actions `data` encodes, checking after each (what the proptest and the fuzz
+    /// target feed it).
+    pub fn run_bytes(data: &[u8]) -> Result<(), String> {
         let mut h = HostHarness::new();
-        for (i, a) in actions.iter().enumerate() {
-            h.step(a).map_err(|e| format!("step {i} ({a:?}): {e}"))?;
-        }
+        action_bytes::run_steps(&Action::decode_all(data), |a| h.step(a))?;
         h.drain()
     }
 

@@ -125,11 +125,7 @@ impl Action {
                 which: b[1],
                 by_rkey: b[2] & 1 == 1,
             },
-            2 => Action::PostRecv {
-                which: b[1],
-                len: b[2],
-            },
-            3 => Action::PostRecv {
+            2 | 3 => Action::PostRecv {
                 which: b[1],
                 len: b[2],
             },
@@ -283,13 +279,12 @@ impl Harness {
         Ok(())
     }
 
-    /// Runs `actions`, then moves the QP to the error state and checks that every work request
-    /// completed exactly once.
-    pub fn run(actions: &[Action]) -> Result<(), String> {
+    /// Runs the actions `data` encodes (what the proptest and the fuzz target feed it), then
+    /// moves the QP to the error state and checks that every work request completed exactly
+    /// once.
+    pub fn run_bytes(data: &[u8]) -> Result<(), String> {
         let mut h = Harness::new();
-        for (i, a) in actions.iter().enumerate() {
-            h.step(a).map_err(|e| format!("step {i} ({a:?}): {e}"))?;
-        }
+        action_bytes::run_steps(&Action::decode_all(data), |a| h.step(a))?;
         h.finish()
     }
 

@@ -4,6 +4,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use smart_default::SmartDefault;
+
 use crate::clock::Clock;
 use roce_proto::pause::{priority, PauseState};
 use roce_proto::port::{FrameBuf, Port};
@@ -11,27 +13,19 @@ use roce_proto::port::{FrameBuf, Port};
 pub use roce_proto::engine::Engine;
 
 /// Loop tuning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, SmartDefault)]
 pub struct RuntimeConfig {
     /// Frames per RX and TX burst.
+    #[default(roce_proto::limits::BURST_SIZE)]
     pub burst: usize,
     /// Polls a TX backlog may be retried before its frames are dropped.
+    #[default(64)]
     pub max_tx_retries: u32,
     /// Honour received 802.1Qbb PFC frames, counting their quanta at this link rate (bit/s):
     /// they go to the port's pause state, not the engine, and a frame whose priority is paused
     /// waits (and the engine is not asked for more) until the pause ends. `None`: pause frames
     /// reach the engine like any other frame.
     pub pfc_link_bps: Option<u64>,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        RuntimeConfig {
-            burst: roce_proto::limits::BURST_SIZE,
-            max_tx_retries: 64,
-            pfc_link_bps: None,
-        }
-    }
 }
 
 /// What the loop did, for humans and tests.

@@ -4,6 +4,7 @@
 //! `KMIN_MAP`/`KMAX_MAP`/`PMAX_MAP`). The switch element ([`crate::switch`]) applies them.
 
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 use roce_proto::size;
 
@@ -39,35 +40,27 @@ impl EcnConfig {
 }
 
 /// PFC thresholds, per ingress port and lossless priority.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, SmartDefault)]
 pub struct PfcConfig {
     /// Bytes buffered from one ingress port and priority at which XOFF is sent upstream.
     #[serde(deserialize_with = "size::deserialize_bytes")]
+    #[default(200_000)]
     pub xoff_bytes: u64,
     /// Bytes at or below which XON (pause time 0) is sent after an XOFF.
     #[serde(deserialize_with = "size::deserialize_bytes")]
+    #[default(180_000)]
     pub xon_bytes: u64,
     /// Room beyond XOFF for what is still in flight; past `xoff + headroom` even a lossless
     /// packet is dropped (and counted): the headroom was too small.
     #[serde(deserialize_with = "size::deserialize_bytes")]
+    #[default(150_000)]
     pub headroom_bytes: u64,
     /// Pause time carried by XOFF frames, in quanta of 512 bit times.
+    #[default(roce_proto::wire::pfc::MAX_QUANTA)]
     pub quanta: u16,
     /// Dynamic thresholds from the free shared buffer instead of `xoff_bytes`/`xon_bytes`.
     #[serde(default)]
     pub dynamic: Option<DynamicPfc>,
-}
-
-impl Default for PfcConfig {
-    fn default() -> Self {
-        PfcConfig {
-            xoff_bytes: 200_000,
-            xon_bytes: 180_000,
-            headroom_bytes: 150_000,
-            quanta: roce_proto::wire::pfc::MAX_QUANTA,
-            dynamic: None,
-        }
-    }
 }
 
 /// PFC thresholds as shared-buffer switches compute them (Broadcom's dynamic threshold alpha;

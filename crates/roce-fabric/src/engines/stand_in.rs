@@ -214,16 +214,12 @@ impl StandInEngine {
         let payload = msg_left.min(cfg.mtu as u64);
         let first = offset == 0;
         let last = payload == msg_left;
-        let opcode = match (cfg.send, first, last) {
-            (false, true, true) => Opcode::RC_RDMA_WRITE_ONLY,
-            (false, true, false) => Opcode::RC_RDMA_WRITE_FIRST,
-            (false, false, false) => Opcode::RC_RDMA_WRITE_MIDDLE,
-            (false, false, true) => Opcode::RC_RDMA_WRITE_LAST,
-            (true, true, true) => Opcode::RC_SEND_ONLY,
-            (true, true, false) => Opcode::RC_SEND_FIRST,
-            (true, false, false) => Opcode::RC_SEND_MIDDLE,
-            (true, false, true) => Opcode::RC_SEND_LAST,
+        let family = if cfg.send {
+            Opcode::RC_SEND_FIRST
+        } else {
+            Opcode::RC_RDMA_WRITE_FIRST
         };
+        let opcode = Opcode::message_packet(family, first, last, false);
         let reth = (first && !cfg.send).then_some(reth::Repr {
             va: 0x1000,
             rkey: 0x100,

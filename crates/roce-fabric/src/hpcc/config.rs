@@ -80,107 +80,122 @@ pub struct LinkDown {
     pub b: usize,
 }
 
-/// A parsed config file. Defaults are `third.cc`'s.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HpccConfig {
-    /// `TOPOLOGY_FILE`, as written (relative to where the simulator runs).
-    pub topology_file: Option<PathBuf>,
-    /// `FLOW_FILE`.
-    pub flow_file: Option<PathBuf>,
-    /// `FCT_OUTPUT_FILE` (default `fct.txt`).
-    pub fct_output_file: PathBuf,
-    /// `PFC_OUTPUT_FILE` (default `pfc.txt`).
-    pub pfc_output_file: PathBuf,
-    /// `SIMULATOR_STOP_TIME`, seconds.
-    pub stop_time_s: f64,
-    /// `CC_MODE`.
-    pub cc_mode: CcMode,
-    /// `ENABLE_QCN`: ECN marking in switches.
-    pub enable_qcn: bool,
-    /// `CLAMP_TARGET_RATE`: DCQCN sets the target rate to the current rate at every cut.
-    pub clamp_target_rate: bool,
-    /// `RATE_AI`, bit/s.
-    pub rate_ai_bps: Option<u64>,
-    /// `RATE_HAI`, bit/s.
-    pub rate_hai_bps: Option<u64>,
-    /// `MIN_RATE`, bit/s.
-    pub min_rate_bps: u64,
-    /// `DCTCP_RATE_AI`, bit/s.
-    pub dctcp_rate_ai_bps: u64,
-    /// `RP_TIMER`, µs.
-    pub rp_timer_us: Option<f64>,
-    /// `EWMA_GAIN` (DCQCN's g, DCTCP's g).
-    pub ewma_gain: f64,
-    /// `ALPHA_RESUME_INTERVAL`, µs.
-    pub alpha_resume_interval_us: f64,
-    /// `RATE_DECREASE_INTERVAL`, µs.
-    pub rate_decrease_interval_us: f64,
-    /// `FAST_RECOVERY_TIMES`.
-    pub fast_recovery_times: u32,
-    /// `U_TARGET` (HPCC's eta).
-    pub u_target: f64,
-    /// `HAS_WIN`: a BDP window on every flow.
-    pub has_win: bool,
-    /// `KMAX_MAP`: link rate (bit/s) to Kmax (KB, 1000 bytes).
-    pub kmax_kb: BTreeMap<u64, u64>,
-    /// `KMIN_MAP`: link rate (bit/s) to Kmin (KB).
-    pub kmin_kb: BTreeMap<u64, u64>,
-    /// `PMAX_MAP`: link rate (bit/s) to Pmax.
-    pub pmax: BTreeMap<u64, f64>,
-    /// `BUFFER_SIZE`, MB (2^20 bytes) per switch.
-    pub buffer_size_mb: u64,
-    /// `USE_DYNAMIC_PFC_THRESHOLD`.
-    pub dynamic_pfc_threshold: bool,
-    /// `PACKET_PAYLOAD_SIZE`, bytes.
-    pub packet_payload_size: u32,
-    /// `ACK_HIGH_PRIO`: ACKs on the highest priority.
-    pub ack_high_prio: bool,
-    /// `ERROR_RATE_PER_LINK`: packet loss probability of every link.
-    pub error_rate_per_link: f64,
-    /// `LINK_DOWN` (absent when its time is 0, as the simulator treats it).
-    pub link_down: Option<LinkDown>,
-    /// Keys given that change nothing in our model, each once, in file order.
-    pub ignored: Vec<String>,
-}
-
-impl Default for HpccConfig {
-    fn default() -> Self {
-        HpccConfig {
-            topology_file: None,
-            flow_file: None,
-            fct_output_file: "fct.txt".into(),
-            pfc_output_file: "pfc.txt".into(),
-            stop_time_s: 3.01,
-            cc_mode: CcMode::Dcqcn,
-            enable_qcn: true,
-            clamp_target_rate: false,
-            rate_ai_bps: None,
-            rate_hai_bps: None,
-            min_rate_bps: 100_000_000,
-            dctcp_rate_ai_bps: 1_000_000_000,
-            rp_timer_us: None,
-            ewma_gain: 1.0 / 16.0,
-            alpha_resume_interval_us: 55.0,
-            rate_decrease_interval_us: 4.0,
-            fast_recovery_times: 5,
-            u_target: 0.95,
-            has_win: true,
-            kmax_kb: BTreeMap::new(),
-            kmin_kb: BTreeMap::new(),
-            pmax: BTreeMap::new(),
-            buffer_size_mb: 16,
-            dynamic_pfc_threshold: true,
-            packet_payload_size: 1000,
-            ack_high_prio: false,
-            error_rate_per_link: 0.0,
-            link_down: None,
-            ignored: Vec::new(),
+/// Declares [`HpccConfig`] from one table: each key the model uses once, as its field (with
+/// `third.cc`'s default) and the parser of its values, so a key cannot be typed in one place
+/// and forgotten in another.
+macro_rules! hpcc_keys {
+    ($(
+        $(#[doc = $doc:literal])*
+        $key:literal => $field:ident: $ty:ty = $default:expr, $parse:expr;
+    )*) => {
+        /// A parsed config file. Defaults are `third.cc`'s.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct HpccConfig {
+            $($(#[doc = $doc])* pub $field: $ty,)*
+            /// `LINK_DOWN` (absent when its time is 0, as the simulator treats it).
+            pub link_down: Option<LinkDown>,
+            /// Keys given that change nothing in our model, each once, in file order.
+            pub ignored: Vec<String>,
         }
-    }
+
+        impl Default for HpccConfig {
+            fn default() -> Self {
+                HpccConfig {
+                    $($field: $default,)*
+                    link_down: None,
+                    ignored: Vec::new(),
+                }
+            }
+        }
+
+        impl HpccConfig {
+            /// Reads the values of `key` into its field; `false` for a key not in the table.
+            fn set(&mut self, key: &str, t: &mut Tokens) -> Result<bool, HpccError> {
+                match key {
+                    $($key => {
+                        let parse: fn(&mut Tokens) -> Result<$ty, HpccError> = $parse;
+                        self.$field = parse(t)?;
+                    })*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+    };
 }
 
-fn flag(t: &str) -> Option<bool> {
-    t.parse::<u32>().ok().map(|v| v != 0)
+hpcc_keys! {
+    /// `TOPOLOGY_FILE`, as written (relative to where the simulator runs).
+    "TOPOLOGY_FILE" => topology_file: Option<PathBuf> = None, |t| path(t).map(Some);
+    /// `FLOW_FILE`.
+    "FLOW_FILE" => flow_file: Option<PathBuf> = None, |t| path(t).map(Some);
+    /// `FCT_OUTPUT_FILE` (default `fct.txt`).
+    "FCT_OUTPUT_FILE" => fct_output_file: PathBuf = "fct.txt".into(), path;
+    /// `PFC_OUTPUT_FILE` (default `pfc.txt`).
+    "PFC_OUTPUT_FILE" => pfc_output_file: PathBuf = "pfc.txt".into(), path;
+    /// `SIMULATOR_STOP_TIME`, seconds.
+    "SIMULATOR_STOP_TIME" => stop_time_s: f64 = 3.01, |t| t.num("a time in seconds");
+    /// `CC_MODE`.
+    "CC_MODE" => cc_mode: CcMode = CcMode::Dcqcn,
+        |t| t.num("a CC_MODE number").map(CcMode::from_number);
+    /// `ENABLE_QCN`: ECN marking in switches.
+    "ENABLE_QCN" => enable_qcn: bool = true, flag;
+    /// `CLAMP_TARGET_RATE`: DCQCN sets the target rate to the current rate at every cut.
+    "CLAMP_TARGET_RATE" => clamp_target_rate: bool = false, flag;
+    /// `RATE_AI`, bit/s.
+    "RATE_AI" => rate_ai_bps: Option<u64> = None, |t| rate(t).map(Some);
+    /// `RATE_HAI`, bit/s.
+    "RATE_HAI" => rate_hai_bps: Option<u64> = None, |t| rate(t).map(Some);
+    /// `MIN_RATE`, bit/s.
+    "MIN_RATE" => min_rate_bps: u64 = 100_000_000, rate;
+    /// `DCTCP_RATE_AI`, bit/s.
+    "DCTCP_RATE_AI" => dctcp_rate_ai_bps: u64 = 1_000_000_000, rate;
+    /// `RP_TIMER`, µs.
+    "RP_TIMER" => rp_timer_us: Option<f64> = None, |t| t.num("a time in µs").map(Some);
+    /// `EWMA_GAIN` (DCQCN's g, DCTCP's g).
+    "EWMA_GAIN" => ewma_gain: f64 = 1.0 / 16.0, |t| t.num("a gain");
+    /// `ALPHA_RESUME_INTERVAL`, µs.
+    "ALPHA_RESUME_INTERVAL" => alpha_resume_interval_us: f64 = 55.0, |t| t.num("a time in µs");
+    /// `RATE_DECREASE_INTERVAL`, µs.
+    "RATE_DECREASE_INTERVAL" => rate_decrease_interval_us: f64 = 4.0, |t| t.num("a time in µs");
+    /// `FAST_RECOVERY_TIMES`.
+    "FAST_RECOVERY_TIMES" => fast_recovery_times: u32 = 5, |t| t.num("a count");
+    /// `U_TARGET` (HPCC's eta).
+    "U_TARGET" => u_target: f64 = 0.95, |t| t.num("a utilisation (0..1)");
+    /// `HAS_WIN`: a BDP window on every flow.
+    "HAS_WIN" => has_win: bool = true, flag;
+    /// `KMAX_MAP`: link rate (bit/s) to Kmax (KB, 1000 bytes).
+    "KMAX_MAP" => kmax_kb: BTreeMap<u64, u64> = BTreeMap::new(), |t| rate_map(t, "Kmax in KB");
+    /// `KMIN_MAP`: link rate (bit/s) to Kmin (KB).
+    "KMIN_MAP" => kmin_kb: BTreeMap<u64, u64> = BTreeMap::new(), |t| rate_map(t, "Kmin in KB");
+    /// `PMAX_MAP`: link rate (bit/s) to Pmax.
+    "PMAX_MAP" => pmax: BTreeMap<u64, f64> = BTreeMap::new(), |t| rate_map(t, "a probability");
+    /// `BUFFER_SIZE`, MB (2^20 bytes) per switch.
+    "BUFFER_SIZE" => buffer_size_mb: u64 = 16, |t| t.num("a size in MB");
+    /// `USE_DYNAMIC_PFC_THRESHOLD`.
+    "USE_DYNAMIC_PFC_THRESHOLD" => dynamic_pfc_threshold: bool = true, flag;
+    /// `PACKET_PAYLOAD_SIZE`, bytes.
+    "PACKET_PAYLOAD_SIZE" => packet_payload_size: u32 = 1000, |t| t.num("a size in bytes");
+    /// `ACK_HIGH_PRIO`: ACKs on the highest priority.
+    "ACK_HIGH_PRIO" => ack_high_prio: bool = false, flag;
+    /// `ERROR_RATE_PER_LINK`: packet loss probability of every link.
+    "ERROR_RATE_PER_LINK" => error_rate_per_link: f64 = 0.0, |t| t.num("a probability");
+}
+
+/// A `0` or `1` (any other whole number counts as on, as `third.cc` reads it).
+fn flag(t: &mut Tokens) -> Result<bool, HpccError> {
+    let on = |v: &str| v.parse::<u32>().ok().map(|v| v != 0);
+    Ok(t.value("0 or 1", on)?.1)
+}
+
+/// A data rate as ns-3 writes it.
+fn rate(t: &mut Tokens) -> Result<u64, HpccError> {
+    Ok(t.value("a data rate (e.g. 100Gb/s)", parse_rate)?.1)
+}
+
+/// A path, as written.
+fn path(t: &mut Tokens) -> Result<PathBuf, HpccError> {
+    Ok(t.value("a path", |p| Some(PathBuf::from(p)))?.1)
 }
 
 impl HpccConfig {
@@ -189,35 +204,7 @@ impl HpccConfig {
         let mut c = HpccConfig::default();
         let mut t = Tokens::new(file, text);
         while let Some((line, key)) = t.next() {
-            let rate = |t: &mut Tokens| t.value("a data rate (e.g. 100Gb/s)", parse_rate);
             match key {
-                "TOPOLOGY_FILE" => c.topology_file = Some(t.value("a path", path)?.1),
-                "FLOW_FILE" => c.flow_file = Some(t.value("a path", path)?.1),
-                "FCT_OUTPUT_FILE" => c.fct_output_file = t.value("a path", path)?.1,
-                "PFC_OUTPUT_FILE" => c.pfc_output_file = t.value("a path", path)?.1,
-                "SIMULATOR_STOP_TIME" => c.stop_time_s = t.num("a time in seconds")?,
-                "CC_MODE" => c.cc_mode = CcMode::from_number(t.num("a CC_MODE number")?),
-                "ENABLE_QCN" => c.enable_qcn = t.value("0 or 1", flag)?.1,
-                "CLAMP_TARGET_RATE" => c.clamp_target_rate = t.value("0 or 1", flag)?.1,
-                "RATE_AI" => c.rate_ai_bps = Some(rate(&mut t)?.1),
-                "RATE_HAI" => c.rate_hai_bps = Some(rate(&mut t)?.1),
-                "MIN_RATE" => c.min_rate_bps = rate(&mut t)?.1,
-                "DCTCP_RATE_AI" => c.dctcp_rate_ai_bps = rate(&mut t)?.1,
-                "RP_TIMER" => c.rp_timer_us = Some(t.num("a time in µs")?),
-                "EWMA_GAIN" => c.ewma_gain = t.num("a gain")?,
-                "ALPHA_RESUME_INTERVAL" => c.alpha_resume_interval_us = t.num("a time in µs")?,
-                "RATE_DECREASE_INTERVAL" => c.rate_decrease_interval_us = t.num("a time in µs")?,
-                "FAST_RECOVERY_TIMES" => c.fast_recovery_times = t.num("a count")?,
-                "U_TARGET" => c.u_target = t.num("a utilisation (0..1)")?,
-                "HAS_WIN" => c.has_win = t.value("0 or 1", flag)?.1,
-                "KMAX_MAP" => c.kmax_kb = rate_map(&mut t, "Kmax in KB")?,
-                "KMIN_MAP" => c.kmin_kb = rate_map(&mut t, "Kmin in KB")?,
-                "PMAX_MAP" => c.pmax = rate_map(&mut t, "a probability")?,
-                "BUFFER_SIZE" => c.buffer_size_mb = t.num("a size in MB")?,
-                "USE_DYNAMIC_PFC_THRESHOLD" => c.dynamic_pfc_threshold = t.value("0 or 1", flag)?.1,
-                "PACKET_PAYLOAD_SIZE" => c.packet_payload_size = t.num("a size in bytes")?,
-                "ACK_HIGH_PRIO" => c.ack_high_prio = t.value("0 or 1", flag)?.1,
-                "ERROR_RATE_PER_LINK" => c.error_rate_per_link = t.num("a probability")?,
                 "LINK_DOWN" => {
                     let after_us: u64 = t.num("a time in µs")?;
                     let a = t.num("a node id")?;
@@ -231,7 +218,11 @@ impl HpccConfig {
                         c.ignored.push(k.to_owned());
                     }
                 }
-                k => return Err(t.error(line, format!("unknown key {k:?}"))),
+                k => {
+                    if !c.set(k, &mut t)? {
+                        return Err(t.error(line, format!("unknown key {k:?}")));
+                    }
+                }
             }
         }
         if !(c.stop_time_s.is_finite() && c.stop_time_s > 0.0) {
@@ -252,10 +243,6 @@ impl HpccConfig {
             *self.pmax.get(&rate_bps)?,
         ))
     }
-}
-
-fn path(t: &str) -> Option<PathBuf> {
-    Some(PathBuf::from(t))
 }
 
 /// `N rate value rate value ...` as the *_MAP keys write it.

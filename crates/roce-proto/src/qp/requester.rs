@@ -218,7 +218,7 @@ impl Requester {
                     ext.immdt = imm;
                 }
                 payload = sgl_payload(w, self.cursor, offset, mtu64);
-                message_opcode(Opcode::RC_SEND_FIRST, first, last, imm.is_some())
+                Opcode::message_packet(Opcode::RC_SEND_FIRST, first, last, imm.is_some())
             }
             WrOpcode::SendWithInv { rkey } => {
                 if last {
@@ -253,7 +253,7 @@ impl Requester {
                     ext.immdt = imm;
                 }
                 payload = sgl_payload(w, self.cursor, offset, mtu64);
-                message_opcode(Opcode::RC_RDMA_WRITE_FIRST, first, last, imm.is_some())
+                Opcode::message_packet(Opcode::RC_RDMA_WRITE_FIRST, first, last, imm.is_some())
             }
             WrOpcode::RdmaRead { remote_addr, rkey } => {
                 ext.reth = Some(reth::Repr {
@@ -353,18 +353,6 @@ impl Requester {
 /// The opcode of a packet of a SEND or RDMA WRITE message (`family` is its First opcode): IBA
 /// numbers both families alike, First, Middle, Last, Last with Immediate, Only, Only with
 /// Immediate.
-fn message_opcode(family: Opcode, first: bool, last: bool, imm: bool) -> Opcode {
-    let at = match (first, last, imm) {
-        (true, false, _) => 0,
-        (false, false, _) => 1,
-        (false, true, false) => 2,
-        (false, true, true) => 3,
-        (true, true, false) => 4,
-        (true, true, true) => 5,
-    };
-    Opcode(family.0 + at)
-}
-
 fn sgl_payload(w: &SendWqe, index: usize, offset: u64, mtu: u64) -> Payload {
     let len = w.len.saturating_sub(offset).min(mtu) as usize;
     if len == 0 {
@@ -374,27 +362,5 @@ fn sgl_payload(w: &SendWqe, index: usize, offset: u64, mtu: u64) -> Payload {
         wqe: index,
         offset,
         len,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn message_opcodes_follow_the_iba_numbering_of_both_families() {
-        for (family, kind) in [
-            (Opcode::RC_SEND_FIRST, "SEND"),
-            (Opcode::RC_RDMA_WRITE_FIRST, "RDMA WRITE"),
-        ] {
-            let name = |first, last, imm| message_opcode(family, first, last, imm).name();
-            let want = |what: &str| format!("RC {kind} {what}");
-            assert_eq!(name(true, false, false), want("First"));
-            assert_eq!(name(false, false, true), want("Middle"));
-            assert_eq!(name(false, true, false), want("Last"));
-            assert_eq!(name(false, true, true), want("Last with Immediate"));
-            assert_eq!(name(true, true, false), want("Only"));
-            assert_eq!(name(true, true, true), want("Only with Immediate"));
-        }
     }
 }

@@ -296,6 +296,22 @@ impl Opcode {
         self.info().is_some_and(|i| i.ieth())
     }
 
+    /// One packet of a SEND or RDMA WRITE message: `family` is the message's FIRST opcode
+    /// (`RC_SEND_FIRST`, `RC_RDMA_WRITE_FIRST`), and the IBA numbers each family First, Middle,
+    /// Last, Last with Immediate, Only, Only with Immediate from there. `imm` matters only for
+    /// the packet that ends the message.
+    pub fn message_packet(family: Opcode, first: bool, last: bool, imm: bool) -> Opcode {
+        let at = match (first, last, imm) {
+            (true, false, _) => 0,
+            (false, false, _) => 1,
+            (false, true, false) => 2,
+            (false, true, true) => 3,
+            (true, true, false) => 4,
+            (true, true, true) => 5,
+        };
+        Opcode(family.0 + at)
+    }
+
     table_predicates! { operation;
         /// A SEND of any kind.
         is_send => Operation::Send,
@@ -520,6 +536,23 @@ static LOOKUP: [Option<OpcodeInfo>; 256] = build_lookup();
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_opcodes_follow_the_iba_numbering_of_both_families() {
+        for (family, kind) in [
+            (Opcode::RC_SEND_FIRST, "SEND"),
+            (Opcode::RC_RDMA_WRITE_FIRST, "RDMA WRITE"),
+        ] {
+            let name = |first, last, imm| Opcode::message_packet(family, first, last, imm).name();
+            let want = |what: &str| format!("RC {kind} {what}");
+            assert_eq!(name(true, false, false), want("First"));
+            assert_eq!(name(false, false, true), want("Middle"));
+            assert_eq!(name(false, true, false), want("Last"));
+            assert_eq!(name(false, true, true), want("Last with Immediate"));
+            assert_eq!(name(true, true, false), want("Only"));
+            assert_eq!(name(true, true, true), want("Only with Immediate"));
+        }
+    }
 
     #[test]
     fn table_is_sorted_and_lookup_finds_every_entry() {

@@ -1,13 +1,23 @@
-//! The simulator's event queue: a min-heap on virtual time with a sequence-number tie-break.
+//! The simulator's event queue: a min-heap on virtual time with a caller-given tie-break.
 //!
-//! Two events due at the same nanosecond pop in the order they were pushed, so a run depends only
-//! on its inputs and its seed, never on heap internals. The queue knows nothing about what an
-//! event means.
+//! Two events due at the same nanosecond pop in the order of their tie keys, so a run depends only
+//! on its inputs and its seed, never on heap internals. The fabric makes the key from the node
+//! that scheduled the event and that node's own count of scheduled events ([`tie`]), so any
+//! partition of the nodes orders a node's events the same way (what the parallel engine needs).
+//! The queue knows nothing about what an event means.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use roce_proto::time::Instant;
+
+/// Bits of a tie key that count a node's events (the rest name the node).
+pub const SEQ_BITS: u32 = 40;
+
+/// The tie key of the `seq`-th event scheduled by the node coded `origin` (below 2^24).
+pub fn tie(origin: u32, seq: u64) -> u64 {
+    (u64::from(origin) << SEQ_BITS) | (seq & ((1 << SEQ_BITS) - 1))
+}
 
 struct Entry<T> {
     at: u64,
@@ -30,7 +40,7 @@ impl<T> PartialOrd for Entry<T> {
 }
 
 impl<T> Ord for Entry<T> {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest, then first-pushed, entry.
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest, then lowest-keyed, entry.
     fn cmp(&self, other: &Self) -> Ordering {
         (other.at, other.seq).cmp(&(self.at, self.seq))
     }
@@ -39,7 +49,6 @@ impl<T> Ord for Entry<T> {
 /// A deterministic queue of timed events.
 pub struct EventQueue<T> {
     heap: BinaryHeap<Entry<T>>,
-    seq: u64,
 }
 
 impl<T> Default for EventQueue<T> {
@@ -53,26 +62,33 @@ impl<T> EventQueue<T> {
     pub fn new() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
-            seq: 0,
         }
     }
 
-    /// Schedules `event` at `at`.
-    pub fn push(&mut self, at: Instant, event: T) {
-        let seq = self.seq;
-        self.seq += 1;
+    /// Schedules `event` at `at` with tie key `key` (unique per event; see [`tie`]).
+    pub fn push(&mut self, at: Instant, key: u64, event: T) {
         self.heap.push(Entry {
             at: at.as_nanos(),
-            seq,
+            seq: key,
             event,
         });
     }
 
-    /// Removes and returns the earliest event (first pushed among equals).
-    pub fn pop(&mut self) -> Option<(Instant, T)> {
+    /// Removes and returns the earliest event (lowest key among equals) with its key.
+    pub fn pop(&mut self) -> Option<(Instant, u64, T)> {
         self.heap
             .pop()
-            .map(|e| (Instant::from_nanos(e.at), e.event))
+            .map(|e| (Instant::from_nanos(e.at), e.seq, e.event))
+    }
+
+    /// Removes every event, earliest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = (Instant, u64, T)> + '_ {
+        std::iter::from_fn(|| self.pop())
+    }
+
+    /// Every pending event, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.heap.iter().map(|e| &e.event)
     }
 
     /// When the earliest event is due.
@@ -96,13 +112,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn equal_times_pop_in_push_order_and_earlier_first() {
+    fn equal_times_pop_in_key_order_and_earlier_first() {
         let mut q = EventQueue::new();
-        q.push(Instant::from_nanos(5), 'a');
-        q.push(Instant::from_nanos(3), 'b');
-        q.push(Instant::from_nanos(5), 'c');
-        q.push(Instant::from_nanos(3), 'd');
-        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
-        assert_eq!(order, vec!['b', 'd', 'a', 'c']);
+        q.push(Instant::from_nanos(5), tie(2, 0), 'a');
+        q.push(Instant::from_nanos(3), tie(1, 7), 'b');
+        q.push(Instant::from_nanos(5), tie(1, 9), 'c');
+        q.push(Instant::from_nanos(3), tie(1, 3), 'd');
+        let order: Vec<char> = q.drain().map(|(_, _, e)| e).collect();
+        assert_eq!(order, vec!['d', 'b', 'c', 'a']);
+        assert_eq!(
+            tie(1, 1 << SEQ_BITS),
+            tie(1, 0),
+            "the count wraps within its bits"
+        );
+        assert!(tie(1, (1 << SEQ_BITS) - 1) < tie(2, 0));
     }
 }

@@ -3,8 +3,10 @@
 //! Two events due at the same nanosecond pop in the order of their tie keys, so a run depends only
 //! on its inputs and its seed, never on heap internals. The fabric makes the key from the node
 //! that scheduled the event and that node's own count of scheduled events ([`tie`]), so any
-//! partition of the nodes orders a node's events the same way (what the parallel engine needs).
-//! The queue knows nothing about what an event means.
+//! partition of the nodes orders events the same way (what the parallel engine needs). The key
+//! is a bijective mix of the two, so that at a tie no node always goes first (a fixed order by
+//! node would favour low-numbered hosts at every switch queue). The queue knows nothing about
+//! what an event means.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -14,9 +16,19 @@ use roce_proto::time::Instant;
 /// Bits of a tie key that count a node's events (the rest name the node).
 pub const SEQ_BITS: u32 = 40;
 
-/// The tie key of the `seq`-th event scheduled by the node coded `origin` (below 2^24).
+/// The tie key of the `seq`-th event scheduled by the node coded `origin` (below 2^24): below
+/// 2^63, so before every [`tie_last`] key.
 pub fn tie(origin: u32, seq: u64) -> u64 {
-    (u64::from(origin) << SEQ_BITS) | (seq & ((1 << SEQ_BITS) - 1))
+    let mut z = (u64::from(origin) << SEQ_BITS) | (seq & ((1 << SEQ_BITS) - 1));
+    // splitmix64's finalizer: a bijection, so distinct (origin, seq) stay distinct in 64 bits.
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) >> 1
+}
+
+/// The tie key of the `seq`-th fabric-wide event: after every node event of its nanosecond.
+pub fn tie_last(seq: u64) -> u64 {
+    (1 << 63) | seq
 }
 
 struct Entry<T> {
@@ -114,10 +126,10 @@ mod tests {
     #[test]
     fn equal_times_pop_in_key_order_and_earlier_first() {
         let mut q = EventQueue::new();
-        q.push(Instant::from_nanos(5), tie(2, 0), 'a');
-        q.push(Instant::from_nanos(3), tie(1, 7), 'b');
+        q.push(Instant::from_nanos(5), tie_last(0), 'a');
+        q.push(Instant::from_nanos(3), 7, 'b');
         q.push(Instant::from_nanos(5), tie(1, 9), 'c');
-        q.push(Instant::from_nanos(3), tie(1, 3), 'd');
+        q.push(Instant::from_nanos(3), 3, 'd');
         let order: Vec<char> = q.drain().map(|(_, _, e)| e).collect();
         assert_eq!(order, vec!['d', 'b', 'c', 'a']);
         assert_eq!(
@@ -125,6 +137,13 @@ mod tests {
             tie(1, 0),
             "the count wraps within its bits"
         );
-        assert!(tie(1, (1 << SEQ_BITS) - 1) < tie(2, 0));
+        let keys: std::collections::BTreeSet<u64> = (0..64)
+            .flat_map(|o| (0..64).map(move |s| tie(o, s)))
+            .collect();
+        assert_eq!(keys.len(), 64 * 64, "distinct");
+        assert!(keys.iter().all(|&k| k < tie_last(0)));
+        // Neither node goes first at every tie.
+        let first = (0..64).filter(|&s| tie(0, s) < tie(2, s)).count();
+        assert!((16..48).contains(&first), "{first}");
     }
 }

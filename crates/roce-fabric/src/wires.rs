@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
-use super::event::{tie, EventQueue};
+use super::event::{tie, tie_last, EventQueue};
 use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::Lost;
@@ -35,7 +35,7 @@ pub(super) enum Event {
 }
 
 /// Origin code of events scheduled by no node (samples, failures): they sort after every
-/// node's events at the same time.
+/// node's events at the same time (see [`tie_last`]).
 pub(super) const GLOBAL: u32 = (1 << 24) - 1;
 
 /// The origin code of a node in event tie keys and RNG streams: hosts even, switches odd.
@@ -267,9 +267,11 @@ impl Wires {
     /// The tie key of the next event the current origin schedules.
     fn next_key(&mut self) -> u64 {
         let o = self.origin;
-        let seq = if o == GLOBAL {
-            &mut self.global_seq
-        } else {
+        if o == GLOBAL {
+            self.global_seq += 1;
+            return tie_last(self.global_seq - 1);
+        }
+        let seq = {
             let i = o as usize;
             if self.seqs.len() <= i {
                 self.seqs.resize(i + 1, 0);

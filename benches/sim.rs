@@ -242,5 +242,61 @@ fn bench_compare(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, bench, bench_compare);
+/// A 4-leaf, 2-spine fabric (8 hosts per leaf) with WebSearch Poisson traffic at 30% load.
+fn leaf_spine() -> Scenario {
+    Scenario::from_toml(
+        r#"
+name = "leafspine-websearch"
+duration_us = 500
+topology = { kind = "leaf_spine", leaves = 4, spines = 2, hosts_per_leaf = 8, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
+cc = "dcqcn"
+sample_us = 10
+switch = { buffer_bytes = 12000000, queue_limit_bytes = 1000000, lossless = [3], pfc = true, ecn = { kmin_bytes = 100000, kmax_bytes = 400000, pmax = 0.2 } }
+
+[[workloads]]
+kind = "flow_sizes"
+hosts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]
+load = 0.3
+flows = 300
+sizes = { kind = "web_search", scale = 0.1 }
+"#,
+    )
+    .expect("scenario")
+}
+
+/// Runs `s` on `threads`; returns events and wall seconds.
+fn run_threads(s: &Scenario, threads: usize) -> (u64, f64) {
+    let t = Wall::now();
+    let mut built = s.build().expect("builds");
+    built.fabric.set_threads(threads).expect("splits");
+    let events = s.run_built(built, |_| {}).expect("runs").0.events;
+    (events, t.elapsed().as_secs_f64())
+}
+
+fn bench_parallel(c: &mut Criterion) {
+    let s = leaf_spine();
+    let (events, _) = run_threads(&s, 1);
+    let mut g = c.benchmark_group("parallel");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(events));
+    for threads in [1, 2] {
+        g.bench_function(format!("leafspine32_websearch_threads{threads}"), |b| {
+            b.iter(|| black_box(run_threads(&s, threads)))
+        });
+    }
+    g.finish();
+    let mut ratio = Vec::new();
+    for _ in 0..5 {
+        let (_, one) = run_threads(&s, 1);
+        let (_, two) = run_threads(&s, 2);
+        ratio.push(one / two);
+    }
+    println!(
+        "parallel engine, 32-host leaf-spine, {events} events (median of 5 interleaved pairs): \
+         2 threads {:.2}x the speed of 1",
+        median(ratio)
+    );
+}
+
+criterion_group!(benches, bench, bench_compare, bench_parallel);
 criterion_main!(benches);

@@ -46,9 +46,13 @@ fn incast_with_pfc_shows_pauses_sent_toward_senders_and_received_by_them() {
         let sw = port(&s, "sw0", i, 3);
         let host = port(&s, &format!("h{i}"), 0, 3);
         assert!(sw.tx_pause > 0, "sw0:{i} sent no pause");
-        assert_eq!(
-            sw.tx_pause, host.rx_pause,
-            "every pause sw0:{i} sent reached h{i}"
+        // Every pause sw0:i sent reached hi, but for one still on the wire when the run ends
+        // (sw0:3 with seed 1: 29 sent, 28 received).
+        assert!(
+            matches!(sw.tx_pause.checked_sub(host.rx_pause), Some(0 | 1)),
+            "every pause sw0:{i} sent reached h{i}: {} sent, {} received",
+            sw.tx_pause,
+            host.rx_pause
         );
         assert!(host.rx_pause_duration_us > 0.0);
         assert_eq!(host.tx_pause, 0, "hosts do not pause the switch");

@@ -325,6 +325,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     let mut calls = 0u64;
     let mut built = scenario.build()?;
     capture.attach(&mut built)?;
+    built.fabric.set_threads(capture.threads)?;
     let (summary, mut built) = scenario.run_built(built, |frac| {
         calls += 1;
         let wall = started.elapsed();

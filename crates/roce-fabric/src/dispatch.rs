@@ -7,7 +7,7 @@ use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::{Lost, PortCounters, PRIORITIES};
 use super::switch::{DropReason, FabricSwitch, MarkPoint};
-use super::wires::{link_from, Event, Slot, Wires};
+use super::wires::{code, link_from, node_rng, Event, Slot, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
@@ -24,24 +24,38 @@ impl<E: Engine> Fabric<E> {
     }
 
     /// Like [`Fabric::run_until`], calling `progress(now)` every [`PROGRESS_EVERY`] events.
-    pub fn run_until_with(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
+    pub fn run_until_with(&mut self, end: Instant, progress: impl FnMut(Instant)) {
+        self.prepare();
+        self.run_before(end.as_nanos().saturating_add(1), progress);
+        self.w.now = self.w.now.max(end.as_nanos());
+    }
+
+    /// Computes routes and starts the hosts, once.
+    pub(super) fn prepare(&mut self) {
         if !self.routed {
             self.compute_routes();
         }
         if !self.started {
             self.started = true;
             for h in 0..self.hosts.len() {
+                self.w.origin = code(Node::Host(HostId(h)));
                 self.service_host(h);
             }
         }
+    }
+
+    /// Handles the events due before `stop` (ns), earliest (then lowest-keyed) first.
+    pub(super) fn run_before(&mut self, stop: u64, mut progress: impl FnMut(Instant)) {
         while let Some(t) = self.w.queue.peek_time() {
-            if t > end {
+            if t.as_nanos() >= stop {
                 break;
             }
-            let Some((t, ev)) = self.w.queue.pop() else {
+            let Some((t, key, ev)) = self.w.queue.pop() else {
                 break;
             };
             self.w.now = t.as_nanos();
+            self.w.current = (self.w.now, key);
+            self.w.origin = ev.target(&self.w.links);
             if self.dispatch(ev) {
                 self.w.events += 1;
                 if self.w.events % PROGRESS_EVERY == 0 {
@@ -49,13 +63,12 @@ impl<E: Engine> Fabric<E> {
                 }
             }
         }
-        self.w.now = self.w.now.max(end.as_nanos());
     }
 
     /// Handles one event; false for stale wake-ups.
     pub(super) fn dispatch(&mut self, ev: Event) -> bool {
         match ev {
-            Event::Deliver(l) => self.deliver(LinkId(l as usize)),
+            Event::Deliver(l, pkt) => self.deliver(LinkId(l as usize), pkt),
             Event::TxDone(node, port) => {
                 let node = node.node();
                 if let Some(tx) = self.tx_mut(node, port) {
@@ -111,7 +124,7 @@ impl<E: Engine> Fabric<E> {
                     }
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);
-                    self.w.queue.push(at, Event::Sample);
+                    self.w.schedule(at.as_nanos(), Event::Sample);
                 }
             }
         }
@@ -125,18 +138,12 @@ impl<E: Engine> Fabric<E> {
         }
     }
 
-    pub(super) fn deliver(&mut self, l: LinkId) {
-        let Some(link) = self.w.links.get_mut(l.0) else {
+    pub(super) fn deliver(&mut self, l: LinkId, pkt: PktId) {
+        let Some(link) = self.w.links.get(l.0) else {
+            self.w.pool.release(pkt);
             return;
         };
-        let Some((pkt, epoch, _)) = link.inflight.pop_front() else {
-            return;
-        };
-        if let Some(&(_, _, next)) = link.inflight.front() {
-            self.w
-                .queue
-                .push(Instant::from_nanos(next), Event::Deliver(l.0 as u32));
-        }
+        let epoch = self.w.pool.slot(pkt).map_or(0, |s| s.epoch);
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
             let prio = self.w.pool.prio(pkt);
@@ -210,6 +217,9 @@ impl<E: Engine> Fabric<E> {
                         pause: q > 0,
                     })
                 }));
+                if let Some(j) = self.journal.as_mut() {
+                    j.rx_keys.resize(log.len(), self.w.current);
+                }
             }
             self.w.pool.release(pkt);
             self.kick(node, port);
@@ -272,7 +282,7 @@ impl<E: Engine> Fabric<E> {
             return;
         }
         if sw.config().ecn_at == MarkPoint::Enqueue {
-            self.w.maybe_mark(sw, pkt, egress, prio);
+            self.w.maybe_mark(s, sw, pkt, egress, prio);
         }
         let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
         if crossed {
@@ -313,13 +323,15 @@ impl<E: Engine> Fabric<E> {
                 *g = gen;
             }
             let refresh = pfc::quanta_to_nanos(quanta, p.tx.rate_bps) / 2;
-            self.w.queue.push(
-                Instant::from_nanos(now + refresh.max(1)),
+            self.w.schedule(
+                now + refresh.max(1),
                 Event::XoffRefresh(s.0 as u32, port, prio as u8, gen),
             );
         }
         if let Some(rec) = self.recorder.as_mut() {
             rec.on_pfc(now, s, port, prio, xoff);
+        } else if let Some(j) = self.journal.as_mut() {
+            j.pauses.push((self.w.current, s, port, prio, xoff));
         }
         self.switch_tx(s, port);
     }
@@ -350,7 +362,7 @@ impl<E: Engine> Fabric<E> {
         let cfg = sw.config();
         let (ecn_at, int) = (cfg.ecn_at, cfg.int);
         if ecn_at == MarkPoint::Dequeue {
-            self.w.maybe_mark(sw, d.pkt, port, d.prio);
+            self.w.maybe_mark(s, sw, d.pkt, port, d.prio);
         }
         if let Some(p) = sw.port_mut(port) {
             if int {
@@ -407,9 +419,7 @@ impl<E: Engine> Fabric<E> {
         if wake != host.wake {
             host.wake = wake;
             if let Some(d) = wake {
-                self.w
-                    .queue
-                    .push(Instant::from_nanos(d), Event::HostWake(h as u32));
+                self.w.schedule(d, Event::HostWake(h as u32));
             }
         }
     }
@@ -466,10 +476,17 @@ impl<E: Engine> Fabric<E> {
 
 impl Wires {
     /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
-    /// current queue depth. Only ECT packets draw from the RNG (on the RED ramp), so marking
-    /// stays replayable.
-    fn maybe_mark(&mut self, sw: &mut FabricSwitch, pkt: PktId, egress: u16, prio: usize) {
-        let rng = &mut self.rng;
+    /// current queue depth. Only ECT packets draw from the switch's RNG (on the RED ramp), so
+    /// marking stays replayable.
+    fn maybe_mark(
+        &mut self,
+        s: SwitchId,
+        sw: &mut FabricSwitch,
+        pkt: PktId,
+        egress: u16,
+        prio: usize,
+    ) {
+        let rng = node_rng(&mut self.rngs, self.seed, code(Node::Switch(s)));
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
             let Slot { buf, info, .. } = slot;
             info.ip
@@ -489,8 +506,7 @@ impl Wires {
         };
         if tx.pause_wake.map_or(true, |w| t < w) {
             tx.pause_wake = Some(t);
-            self.queue
-                .push(Instant::from_nanos(t), Event::PauseEnd(node.into(), port));
+            self.schedule(t, Event::PauseEnd(node.into(), port));
         }
     }
 }

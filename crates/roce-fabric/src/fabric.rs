@@ -7,18 +7,17 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use rand::SeedableRng;
-use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
-use super::event::EventQueue;
 use super::frame::{ip_key, IpKey, MixMap};
+use super::parallel::slots::Slots;
+use super::parallel::{Journal, Partitions};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::stats::{PortCounters, PRIORITIES};
 use super::switch::{FabricSwitch, Switch, SwitchConfig};
 use super::tap::{FlowId, FlowSpec, FlowTap};
-use super::wires::{Event, Link, PacketPool, Routing, Wires};
+use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
@@ -119,8 +118,8 @@ pub type IntSink<E> = fn(&mut E, Instant, &[roce_proto::cc::IntHop]);
 pub struct Fabric<E> {
     pub(super) w: Wires,
     pub(super) seed: u64,
-    pub(super) hosts: Vec<Host<E>>,
-    pub(super) switches: Vec<FabricSwitch>,
+    pub(super) hosts: Slots<Host<E>>,
+    pub(super) switches: Slots<FabricSwitch>,
     pub(super) ip_to_host: MixMap<IpKey, usize>,
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
@@ -132,27 +131,23 @@ pub struct Fabric<E> {
     pub(super) routing: Routing,
     /// PFC frames received, per priority (only once [`Fabric::log_pfc`] asked).
     pub(super) pfc_log: Option<Vec<PfcEvent>>,
+    /// In a partition of a parallel run: what the fabric-wide recorder and log are owed.
+    pub(super) journal: Option<Box<Journal>>,
+    /// The partitions, once the fabric runs on several threads.
+    pub(super) par: Option<Box<Partitions<E>>>,
 }
 
 impl<E: Engine> Fabric<E> {
-    /// An empty fabric whose random choices (loss, RED marking) all come from `seed`.
+    /// An empty fabric whose random choices (loss, RED marking) all come from `seed`: each node
+    /// draws from its own stream, derived from `seed` and the node.
     pub fn new(seed: u64) -> Self {
         tracing::info!(seed, "fabric seeded");
         Fabric {
-            w: Wires {
-                now: 0,
-                queue: EventQueue::new(),
-                links: Vec::new(),
-                pool: PacketPool::default(),
-                rng: Pcg64::seed_from_u64(seed),
-                events: 0,
-                lost: Default::default(),
-                capture: None,
-            },
+            w: Wires::new(seed),
             routing: Routing::default(),
             seed,
-            hosts: Vec::new(),
-            switches: Vec::new(),
+            hosts: Slots::default(),
+            switches: Slots::default(),
             ip_to_host: MixMap::default(),
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: false,
@@ -161,6 +156,8 @@ impl<E: Engine> Fabric<E> {
             recorder: None,
             int_sink: None,
             pfc_log: None,
+            journal: None,
+            par: None,
         }
     }
 
@@ -273,7 +270,6 @@ impl<E: Engine> Fabric<E> {
             up: true,
             detected: true,
             epoch: 0,
-            inflight: VecDeque::new(),
         });
         if let Some(tx) = self.tx_mut(from.0, from.1) {
             tx.link = Some(id);
@@ -308,7 +304,9 @@ impl<E: Engine> Fabric<E> {
     /// delay and stops hashing flows onto it; every switch recomputes its routes a convergence
     /// time later (see [`Fabric::set_routing`]).
     pub fn schedule_link(&mut self, link: LinkId, at: Instant, up: bool) {
-        self.w.queue.push(at, Event::LinkState(link.0 as u32, up));
+        self.w.origin = GLOBAL;
+        self.w
+            .schedule(at.as_nanos(), Event::LinkState(link.0 as u32, up));
     }
 
     /// Hands each frame's INT stack (from switches with `int` on) to the receiving engine,
@@ -336,7 +334,8 @@ impl<E: Engine> Fabric<E> {
     pub fn record(&mut self, recorder: Recorder<E>) {
         let at = self.now() + recorder.interval;
         self.recorder = Some(recorder);
-        self.w.queue.push(at, Event::Sample);
+        self.w.origin = GLOBAL;
+        self.w.schedule(at.as_nanos(), Event::Sample);
     }
 
     /// The recorder, if one is attached.
@@ -363,6 +362,7 @@ impl<E: Engine> Fabric<E> {
     ) -> Option<R> {
         let now = self.now();
         let r = f(&mut self.hosts.get_mut(host.0)?.engine, now);
+        self.w.origin = code(Node::Host(host));
         self.service_host(host.0);
         Some(r)
     }
@@ -434,14 +434,14 @@ impl<E: Engine> Fabric<E> {
             // BFS over switches from the host's attachment point.
             let mut dist = vec![u32::MAX; self.switches.len()];
             let mut frontier = VecDeque::new();
-            if let Some((Node::Switch(s), _)) =
-                self.hosts[h].tx.link.and_then(|l| self.live_peer(l))
-            {
+            let attached = self.hosts.get(h).and_then(|x| x.tx.link);
+            if let Some((Node::Switch(s), _)) = attached.and_then(|l| self.live_peer(l)) {
                 dist[s.0] = 1;
                 frontier.push_back(s.0);
             }
             while let Some(s) = frontier.pop_front() {
-                for port in self.switches[s].ports() {
+                let ports = self.switches.get(s).map_or(&[][..], |sw| sw.ports());
+                for port in ports {
                     if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.live_peer(l))
                     {
                         if dist[n.0] == u32::MAX {
@@ -452,7 +452,8 @@ impl<E: Engine> Fabric<E> {
                 }
             }
             for (s, to_host) in routes.iter_mut().enumerate() {
-                for (p, port) in self.switches[s].ports().iter().enumerate() {
+                let ports = self.switches.get(s).map_or(&[][..], |sw| sw.ports());
+                for (p, port) in ports.iter().enumerate() {
                     let next_hop = match port.tx.link.and_then(|l| self.live_peer(l)) {
                         Some((Node::Host(x), _)) => x.0 == h,
                         Some((Node::Switch(n), _)) => {

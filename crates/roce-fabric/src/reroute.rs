@@ -37,7 +37,9 @@ impl<E: Engine> Fabric<E> {
                     .is_some_and(|x| x.from.0 == node || x.to.0 == node)
             })
             .collect();
-        self.w.queue.push(at, Event::SwitchFlush(switch.0 as u32));
+        self.w.origin = super::wires::GLOBAL;
+        self.w
+            .schedule(at.as_nanos(), Event::SwitchFlush(switch.0 as u32));
         for l in links {
             self.schedule_link(l, at, false);
             self.schedule_link(l, at + down_for, true);
@@ -59,8 +61,9 @@ impl<E: Engine> Fabric<E> {
             link.epoch = link.epoch.wrapping_add(1);
         }
         tracing::debug!(link = l.0, up, "link state");
-        self.w.queue.push(at, Event::LinkDetect(l.0 as u32, up));
         let (node, port) = link.from;
+        self.w
+            .schedule(at.as_nanos(), Event::LinkDetect(l.0 as u32, up));
         self.kick(node, port);
         true
     }
@@ -77,8 +80,8 @@ impl<E: Engine> Fabric<E> {
         }
         link.detected = up;
         tracing::debug!(link = l.0, up, "link state detected");
-        self.w.queue.push(at, Event::Reconverge);
         let (node, port) = link.from;
+        self.w.schedule(at.as_nanos(), Event::Reconverge);
         self.kick(node, port);
         true
     }

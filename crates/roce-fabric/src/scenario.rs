@@ -596,7 +596,7 @@ impl Scenario {
         let total = end.as_nanos().max(1) as f64;
         built
             .fabric
-            .run_until_with(warm, |t| progress(t.as_nanos() as f64 / total));
+            .run_until_threads(warm, |t| progress(t.as_nanos() as f64 / total));
         built.fabric.mark_warmup();
         let at_warm = built
             .bottleneck
@@ -606,7 +606,7 @@ impl Scenario {
             .map(|(n, p)| (n, p, built.fabric.port_counters(n, p).total()));
         built
             .fabric
-            .run_until_with(end, |t| progress(t.as_nanos() as f64 / total));
+            .run_until_threads(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
         built.fabric.finish_telemetry();
         let mut summary = Summary::collect(

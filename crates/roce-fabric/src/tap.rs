@@ -52,7 +52,7 @@ pub struct FlowProgress {
 }
 
 /// Counts per flow and CNPs, fed by the fabric at each host NIC.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FlowTap {
     /// Registered flows.
     pub specs: Vec<FlowSpec>,

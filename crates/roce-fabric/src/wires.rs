@@ -2,13 +2,11 @@
 //! frames) and the packet pool, plus the act of putting a frame on a wire (serialization time,
 //! loss, corruption, propagation). Queues and decisions live in the switch and the hosts.
 
-use std::collections::VecDeque;
-
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
-use super::event::EventQueue;
+use super::event::{tie, tie_last, EventQueue};
 use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::Lost;
@@ -19,7 +17,9 @@ use roce_proto::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Event {
-    Deliver(u32),
+    /// A frame reaches the far end of a link (one event per frame, so that a link's two ends
+    /// share no state while it is in flight).
+    Deliver(u32, PktId),
     TxDone(NodeRef, u16),
     HostWake(u32),
     PauseEnd(NodeRef, u16),
@@ -32,6 +32,35 @@ pub(super) enum Event {
     /// A switch reboots: its buffered frames are lost.
     SwitchFlush(u32),
     Sample,
+}
+
+/// Origin code of events scheduled by no node (samples, failures): they sort after every
+/// node's events at the same time (see [`tie_last`]).
+pub(super) const GLOBAL: u32 = (1 << 24) - 1;
+
+/// The origin code of a node in event tie keys and RNG streams: hosts even, switches odd.
+pub(super) fn code(node: Node) -> u32 {
+    match node {
+        Node::Host(h) => (h.0 as u32) << 1,
+        Node::Switch(s) => ((s.0 as u32) << 1) | 1,
+    }
+}
+
+impl Event {
+    /// The code of the node that handles the event ([`GLOBAL`] for fabric-wide events).
+    pub(super) fn target(&self, links: &[Link]) -> u32 {
+        match *self {
+            Event::Deliver(l, _) => links.get(l as usize).map_or(GLOBAL, |l| code(l.to.0)),
+            Event::TxDone(n, _) | Event::PauseEnd(n, _) => code(n.node()),
+            Event::HostWake(h) => code(Node::Host(HostId(h as usize))),
+            Event::XoffRefresh(s, ..) => code(Node::Switch(SwitchId(s as usize))),
+            Event::LinkState(..)
+            | Event::LinkDetect(..)
+            | Event::Reconverge
+            | Event::SwitchFlush(_)
+            | Event::Sample => GLOBAL,
+        }
+    }
 }
 
 /// A [`Node`] in 32 bits (top bit: switch), so that queue entries stay small.
@@ -60,7 +89,7 @@ impl NodeRef {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Link {
     pub(super) from: (Node, u16),
     pub(super) to: (Node, u16),
@@ -71,25 +100,25 @@ pub(super) struct Link {
     /// Whether the sending end believes the link up (routes use it; it follows `up` after the
     /// detection delay).
     pub(super) detected: bool,
+    /// Bumped when the link dies: frames sent in an earlier epoch are lost on arrival.
     pub(super) epoch: u32,
-    /// Frames on the wire: (frame, link epoch when sent, delivery time). Delivery times only
-    /// grow, so only the head has a `Deliver` event in the queue.
-    pub(super) inflight: VecDeque<(PktId, u32, u64)>,
 }
 
 /// A frame and what the fabric read from it once, when it entered the fabric.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Slot {
     pub(super) buf: Vec<u8>,
     pub(super) fcs_bad: bool,
     pub(super) info: FrameInfo,
     pub(super) prio: u8,
+    /// The epoch of the link it was sent on (see [`Link::epoch`]).
+    pub(super) epoch: u32,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
     pub(super) int: Vec<IntHop>,
 }
 
 /// Frames in flight or queued, by index; buffers are reused.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct PacketPool {
     pub(super) slots: Vec<Slot>,
     pub(super) free: Vec<PktId>,
@@ -130,15 +159,49 @@ impl PacketPool {
     pub(super) fn len(&self, id: PktId) -> u64 {
         self.frame(id).len() as u64
     }
+    /// Takes the frame out of the pool (it moves to another partition's pool).
+    pub(super) fn take(&mut self, id: PktId) -> Slot {
+        let slot = self.slot_mut(id).map(std::mem::take).unwrap_or_default();
+        self.release(id);
+        slot
+    }
+    /// Puts a frame from another partition's pool into this one.
+    pub(super) fn adopt(&mut self, slot: Slot) -> PktId {
+        match self.free.pop() {
+            Some(id) => {
+                if let Some(s) = self.slot_mut(id) {
+                    *s = slot;
+                }
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as PktId
+            }
+        }
+    }
 }
 
-/// What moves frames: the clock, the queue, the links, the packet pool and the RNG.
+/// What moves frames: the clock, the queue, the links, the packet pool and the RNGs.
 pub(super) struct Wires {
     pub(super) now: u64,
     pub(super) queue: EventQueue<Event>,
     pub(super) links: Vec<Link>,
     pub(super) pool: PacketPool,
-    pub(super) rng: Pcg64,
+    /// The run's seed: each node's RNG stream derives from it and the node's code.
+    pub(super) seed: u64,
+    /// RNG streams by node code (loss and corruption at a sender, RED marking at a switch).
+    pub(super) rngs: Vec<Pcg64>,
+    /// The code of the node whose event is being handled (the origin of what it schedules).
+    pub(super) origin: u32,
+    /// Events scheduled so far, by origin code (the tie keys of the next ones).
+    pub(super) seqs: Vec<u64>,
+    /// Events scheduled by no node.
+    pub(super) global_seq: u64,
+    /// The (time, tie key) of the event being handled.
+    pub(super) current: (u64, u64),
+    /// In a partition of a parallel run: where frames leave it.
+    pub(super) cross: Option<Box<crate::parallel::Crossings>>,
     pub(super) events: u64,
     /// Frames lost to failures (dead links, reboots, no route).
     pub(super) lost: LostTraffic,
@@ -174,6 +237,65 @@ pub struct LostTraffic {
     pub bytes: u64,
 }
 
+impl Wires {
+    /// Empty wires seeded with `seed`.
+    pub(super) fn new(seed: u64) -> Self {
+        Wires {
+            now: 0,
+            queue: EventQueue::new(),
+            links: Vec::new(),
+            pool: PacketPool::default(),
+            seed,
+            rngs: Vec::new(),
+            origin: GLOBAL,
+            seqs: Vec::new(),
+            global_seq: 0,
+            current: (0, 0),
+            cross: None,
+            events: 0,
+            lost: LostTraffic::default(),
+            capture: None,
+        }
+    }
+
+    /// Schedules `ev` at `at` (ns) on behalf of the current origin.
+    pub(super) fn schedule(&mut self, at: u64, ev: Event) {
+        let key = self.next_key();
+        self.queue.push(Instant::from_nanos(at), key, ev);
+    }
+
+    /// The tie key of the next event the current origin schedules.
+    fn next_key(&mut self) -> u64 {
+        let o = self.origin;
+        if o == GLOBAL {
+            self.global_seq += 1;
+            return tie_last(self.global_seq - 1);
+        }
+        let seq = {
+            let i = o as usize;
+            if self.seqs.len() <= i {
+                self.seqs.resize(i + 1, 0);
+            }
+            &mut self.seqs[i]
+        };
+        let key = tie(o, *seq);
+        *seq += 1;
+        key
+    }
+}
+
+/// The RNG stream of the node coded `code` in a run seeded `seed` (created on first use).
+pub(super) fn node_rng(rngs: &mut Vec<Pcg64>, seed: u64, code: u32) -> &mut Pcg64 {
+    let i = code as usize;
+    while rngs.len() <= i {
+        let c = rngs.len() as u64;
+        // A 64-bit mix of (seed, code): streams of neighbouring nodes are unrelated.
+        let mixed = (seed ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(c);
+        rngs.push(Pcg64::seed_from_u64(mixed));
+    }
+    &mut rngs[i]
+}
+
 impl LostTraffic {
     pub(super) fn add(&mut self, len: u64) {
         self.frames += 1;
@@ -199,18 +321,16 @@ impl Wires {
             c.tx_packets += 1;
             c.tx_bytes += len;
         }
-        self.queue.push(
-            Instant::from_nanos(self.now + ser),
-            Event::TxDone(node.into(), port),
-        );
-        let Some(link) = tx.link.and_then(|l| self.links.get_mut(l.0)) else {
+        self.schedule(self.now + ser, Event::TxDone(node.into(), port));
+        let Some(link) = tx.link.and_then(|l| self.links.get(l.0)) else {
             self.pool.release(pkt);
             return;
         };
+        let rng = node_rng(&mut self.rngs, self.seed, code(node));
         let lost = if !link.up {
             self.lost.add(len);
             Some(Lost::LinkDown)
-        } else if link.loss > 0.0 && self.rng.random::<f64>() < link.loss {
+        } else if link.loss > 0.0 && rng.random::<f64>() < link.loss {
             Some(Lost::LinkLoss)
         } else {
             None
@@ -222,21 +342,28 @@ impl Wires {
             self.pool.release(pkt);
             return;
         }
-        if link.corrupt > 0.0 && self.rng.random::<f64>() < link.corrupt {
-            if let Some(s) = self.pool.slot_mut(pkt) {
-                let at = self.rng.random_range(0..s.buf.len().max(1));
+        let corrupt = link.corrupt > 0.0 && rng.random::<f64>() < link.corrupt;
+        let (epoch, at) = (link.epoch, self.now + ser + link.delay_ns);
+        if let Some(s) = self.pool.slot_mut(pkt) {
+            if corrupt {
+                let at = rng.random_range(0..s.buf.len().max(1));
                 if let Some(b) = s.buf.get_mut(at) {
                     *b ^= 0x10;
                 }
                 s.fcs_bad = true;
             }
+            s.epoch = epoch;
         }
-        let at = self.now + ser + link.delay_ns;
-        let was_idle = link.inflight.is_empty();
-        link.inflight.push_back((pkt, link.epoch, at));
-        if let (true, Some(id)) = (was_idle, tx.link) {
-            self.queue
-                .push(Instant::from_nanos(at), Event::Deliver(id.0 as u32));
+        let Some(id) = tx.link else { return };
+        let key = self.next_key();
+        let remote = self.cross.as_mut().and_then(|c| c.remote(id));
+        match remote {
+            Some((to, c)) => c.send(to, at, key, id, self.pool.take(pkt)),
+            None => self.queue.push(
+                Instant::from_nanos(at),
+                key,
+                Event::Deliver(id.0 as u32, pkt),
+            ),
         }
     }
 }

@@ -13,9 +13,14 @@ use roce_fabric::engines::ScenarioEngine;
 use roce_fabric::scenario::Built;
 use roce_fabric::Fabric;
 
-/// Capture flags of `roce sim run` and the built-ins.
+/// Capture and engine flags of `roce sim run`, `roce sim hpcc` and the built-ins (not of
+/// `compare`, whose `--threads` runs whole scenarios side by side).
 #[derive(Args, Debug, Default)]
 pub struct CaptureArgs {
+    /// Run the fabric on up to N threads (partitioned by switch; the results are those of one
+    /// thread, bit for bit). Refused with link failures, switch reboots and --pcap.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
     /// Write every frame crossing one port (both directions, ICRCs as sent) to this pcapng
     /// file, with nanosecond virtual timestamps and "sent"/"received" as each frame's comment.
     #[arg(long, value_name = "FILE")]

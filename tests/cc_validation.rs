@@ -183,23 +183,24 @@ fn matrix() -> Vec<(usize, u64)> {
 
 /// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) with every mark echoed.
 /// Two bars are short of the issue's: Jain >= 0.94 (2 flows at 100 Gbit/s reach 0.942 in the
-/// 0.5 ms window, about 100 alpha windows), and the mean queue up to 1.3 Kmax (16 flows at
+/// 0.5 ms window, about 100 alpha windows), and the mean queue up to 1.25 Kmax (16 flows at
 /// 25 Gbit/s: the ns-3 additive step of 1 Gbit/s per window is 2/3 of a flow's 1.56 Gbit/s
-/// share, so the sawtooth overshoots Kmax by a fifth to a quarter: 1.255 Kmax since the
-/// fabric's tie-breaks follow each node's own event count).
+/// share, so the sawtooth overshoots Kmax by a fifth). Utilisation from 0.87 (8 flows at 25 and
+/// 2 at 100 Gbit/s reach 0.878 and 0.896 since the fabric's same-nanosecond ties follow a key
+/// mixed from the scheduling node, not insertion order; every other cell 0.91 or more).
 #[test]
 fn dctcp_fills_the_link_below_kmax_without_pfc() {
     let e = Expect {
+        min_util: 0.87,
         min_jain: 0.94,
-        max_queue: |g| 1.3 * kmax(g) as f64,
+        max_queue: |g| 1.25 * kmax(g) as f64,
         ..FULL
     };
     check("dctcp", &[], &matrix(), &e);
 }
 
 /// HPCC with the fabric's base RTT (5 us). It holds the queue near zero (a few packets, HPCC's
-/// claim) at its target utilisation (eta = 95 % of the wire, INT bytes included; at least 92 %
-/// measured, 16 flows at 25 Gbit/s the lowest at 0.930) in every cell.
+/// claim) at its target utilisation (eta = 95 % of the wire, INT bytes included) in every cell.
 /// Fairness is not asserted: the start-up burst leaves the flows with unequal rates, and HPCC
 /// evens them out only through W_AI (R ← R_ref/k + W_AI shrinks a gap by about N·W_AI/(eta·B)
 /// per base RTT: 0.1 % for 2 flows at 100 Gbit/s with the default 50 Mbit/s, a 5 ms time
@@ -209,7 +210,7 @@ fn dctcp_fills_the_link_below_kmax_without_pfc() {
 #[test]
 fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
     let e = Expect {
-        min_util: 0.92,
+        min_util: 0.93,
         min_jain: 0.0,
         max_queue: |_| 4_000.0,
         ..FULL

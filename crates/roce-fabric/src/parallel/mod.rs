@@ -82,12 +82,15 @@ impl Crossings {
     }
 }
 
+/// A PFC frame a switch sent: (event key, switch, port, priority, XOFF).
+pub(crate) type PauseNote = ((u64, u64), SwitchId, u16, usize, bool);
+
 /// What a partition owes the fabric-wide recorder and PFC log, with the key of the event that
 /// did it, to be merged in event order.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
     /// PFC frames sent by switches: (event key, switch, port, priority, XOFF).
-    pub(crate) pauses: Vec<((u64, u64), SwitchId, u16, usize, bool)>,
+    pub(crate) pauses: Vec<PauseNote>,
     /// The event key of each entry of the partition's PFC log.
     pub(crate) rx_keys: Vec<(u64, u64)>,
 }

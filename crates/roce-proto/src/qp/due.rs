@@ -86,3 +86,14 @@ impl DueCache {
         slots
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The deadlines live behind `&mut self`, not in `Cell`s: an endpoint may be shared
+    /// read-only across threads (a parallel fabric's partitions read each other's hosts).
+    #[test]
+    fn an_endpoint_is_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<crate::endpoint::Endpoint>();
+    }
+}

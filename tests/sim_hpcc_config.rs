@@ -42,6 +42,21 @@ fn dcqcn_config_runs_through_the_rc_engine() {
         (ecn.kmin_bytes, ecn.kmax_bytes, ecn.pmax),
         (400_000, 1_600_000, 0.2)
     );
+    // The 400G ports mark with their own KMIN_MAP/KMAX_MAP entry; PFC is dynamic, alpha
+    // scaled from the 100G NICs, headroom 3 x 400 Gbit/s x 1 us.
+    let fast = s
+        .switch
+        .ecn_by_rate
+        .iter()
+        .find(|r| r.gbps == 400.0)
+        .unwrap();
+    assert_eq!(
+        (fast.ecn.kmin_bytes, fast.ecn.kmax_bytes),
+        (1_600_000, 6_400_000)
+    );
+    let pfc = s.switch.pfc_thresholds.unwrap();
+    assert_eq!(pfc.headroom_bytes, 150_000);
+    assert_eq!(pfc.dynamic.unwrap().nic_bps, 100_000_000_000);
     assert!(run
         .fct_output
         .ends_with("fixtures/hpcc/mix/fct_topo8_flow8_dcqcn.txt"));
@@ -82,11 +97,23 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// `roce sim hpcc` on the fixture config, in a fresh copy of the fixtures (named by `tag`).
-fn sim_hpcc_in_copy(tag: &str) -> (PathBuf, std::process::Output) {
+/// `roce sim hpcc` on the fixture config, in a fresh copy of the fixtures (named by `tag`),
+/// with the config's `set` lines (`KEY value`) in place of the fixture's for those keys.
+fn sim_hpcc_in_copy(tag: &str, set: &[&str]) -> (PathBuf, std::process::Output) {
     let dir = std::env::temp_dir().join(format!("roce-hpcc-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&fixtures(), &dir);
+    let cfg = dir.join("mix/config_topo8_flow8_dcqcn.txt");
+    let key = |l: &str| l.split_whitespace().next().unwrap_or_default().to_owned();
+    let text: String = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .lines()
+        .map(|l| match set.iter().find(|s| key(s) == key(l)) {
+            Some(s) => format!("{s}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&cfg, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
         .args(["sim", "hpcc", "mix/config_topo8_flow8_dcqcn.txt"])
         .current_dir(&dir)
@@ -97,7 +124,7 @@ fn sim_hpcc_in_copy(tag: &str) -> (PathBuf, std::process::Output) {
 
 #[test]
 fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
-    let (dir, out) = sim_hpcc_in_copy("cli");
+    let (dir, out) = sim_hpcc_in_copy("cli", &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -111,10 +138,10 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
         "{stderr}"
     );
     assert!(stderr.contains("ENABLE_TRACE"), "{stderr}");
-    assert!(
-        stderr.contains("not modelled: USE_DYNAMIC_PFC_THRESHOLD"),
-        "{stderr}"
-    );
+    // Dynamic PFC and the per-rate ECN maps are mapped now; the ACK priority is not.
+    assert!(stderr.contains("not modelled: ACK_HIGH_PRIO"), "{stderr}");
+    assert!(!stderr.contains("USE_DYNAMIC_PFC_THRESHOLD"), "{stderr}");
+    assert!(!stderr.contains("KMIN_MAP"), "{stderr}");
     let fct = std::fs::read_to_string(dir.join("mix/fct_topo8_flow8_dcqcn.txt")).unwrap();
     let records = fct_file::parse("fct", &fct).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -125,13 +152,42 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
     );
 }
 
-/// The fixture's incast (hosts 0-3 under switch 8 onto host 4 under switch 9, the two joined
-/// through switch 10 at 400G) backs up into switch 9, which pauses switch 10's port toward it
-/// (its second link, interface 2), and switch 10 in turn pauses switch 8's uplink (its fifth
-/// link, interface 5): `third.cc`'s `get_pfc` lines, `time node type if_index 1|0`.
+/// The summary line of a `roce sim hpcc` run's stdout (ECN marks, CNPs, PFC frames).
+fn summary_line(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.starts_with("jain "));
+    line.unwrap_or_default().to_owned()
+}
+
+/// With the fixture's 32 MiB buffer, the simulator's dynamic threshold at switch 9 (4 host
+/// ports and a 400G uplink, headroom 150 KB each: (32 MiB − 750 KB − buffered) >> 3 at a host
+/// port, >> 1 at the uplink) is far above the 1.8 MB the incast onto host 4 brings, so no port
+/// pauses (the static 200 KB XOFF of our own default paused 16 times); the queue toward host 4
+/// passes Kmin (400 KB) and the dequeue-time marking marks twice, each answered by a CNP.
+#[test]
+fn sim_hpcc_with_a_32_mib_buffer_marks_but_does_not_pause() {
+    let (dir, out) = sim_hpcc_in_copy("pfc32", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(text, "");
+    let line = summary_line(&out);
+    assert!(
+        line.contains("ecn 2  cnp 2/2  pfc 0 (hosts got 0, paused 0.0 us)  drops 0"),
+        "{line}"
+    );
+}
+
+/// With `BUFFER_SIZE 1` the dynamic thresholds bite: switch 9's free buffer is 1 MiB − 5 x
+/// 150 KB = 298,576 B, and its 400G ingress from switch 10 (alpha 1/2) sends XOFF once it holds
+/// more than (298,576 − buffered) / 2, about 99.5 KB; switch 10 in turn pauses switch 8's
+/// uplink (its fifth link, interface 5), and switch 8 (alpha 1/8 at its 100G host ports)
+/// pauses hosts 1-3: `third.cc`'s `get_pfc` lines, `time node type if_index 1|0`, by the port
+/// that receives the frame.
 #[test]
 fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
-    let (dir, out) = sim_hpcc_in_copy("pfc");
+    let (dir, out) = sim_hpcc_in_copy("pfc", &["BUFFER_SIZE 1"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
@@ -144,14 +200,21 @@ fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
         .collect();
     ports.sort_unstable();
     ports.dedup();
-    assert_eq!(ports, [(8, 1, 5), (10, 1, 2)], "{text}");
-    for port in [(8, 5), (10, 2)] {
+    assert_eq!(
+        ports,
+        [(1, 0, 1), (2, 0, 1), (3, 0, 1), (8, 1, 5), (10, 1, 2)],
+        "{text}"
+    );
+    let count = |node: usize| lines.iter().filter(|r| r.node == node).count();
+    assert_eq!([1, 2, 3, 8, 10].map(count), [4, 4, 4, 6, 14], "{text}");
+    assert!(text.starts_with("2000009475 10 1 2 1\n"), "{text}");
+    for port in [(1, 1), (2, 1), (3, 1), (8, 5), (10, 2)] {
         let at: Vec<_> = lines
             .iter()
             .filter(|r| (r.node, r.if_index) == port)
             .collect();
-        // A port's lines alternate pause, resume, ... from a pause.
-        assert!(at.len() >= 2, "{text}");
+        // A port's lines alternate pause, resume, ... from a pause, and end resumed.
+        assert_eq!(at.len() % 2, 0, "{text}");
         for (i, r) in at.iter().enumerate() {
             assert_eq!(r.pause, i % 2 == 0, "{text}");
         }
@@ -159,6 +222,11 @@ fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
     // Times are the simulator's (flows start at 2 s), in order.
     assert!(lines.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
     assert!(lines.iter().all(|r| r.t_ns > 2_000_000_000));
+    let line = summary_line(&out);
+    assert!(
+        line.contains("pfc 32 (hosts got 12, paused 37.4 us)  drops 0"),
+        "{line}"
+    );
 }
 
 #[test]

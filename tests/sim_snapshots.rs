@@ -34,6 +34,16 @@ summary_snapshots! {
     link_failure_summary_snapshot: LinkFailure, 2, 600.0;
 }
 
+/// Many QPs per host, most of them not started yet for most of the run: pins the events and
+/// every flow's outcome, so the endpoint's and the RC engine's bookkeeping of deadlines and
+/// pending flows (kept so an event costs what changed, not every QP) changes nothing.
+#[test]
+fn websearch_many_flows_per_host_summary_snapshot() {
+    let text = include_str!("../scenarios/websearch.toml");
+    let s = Scenario::from_toml(text).unwrap();
+    insta::assert_snapshot!(s.run(|_| {}).expect("runs").0.table());
+}
+
 #[test]
 fn every_scenario_file_parses_and_builds() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");

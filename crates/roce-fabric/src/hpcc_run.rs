@@ -15,7 +15,7 @@ use crate::hpcc::topology_file::TopologyFile;
 use crate::hpcc::{read_text, HpccError};
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::summary::Summary;
-use crate::switch::EcnConfig;
+use crate::switch::{DynamicPfc, EcnConfig, MarkPoint, PfcConfig, RateEcn};
 use crate::workload::Workload;
 use crate::PfcEvent;
 
@@ -109,15 +109,7 @@ impl HpccRun {
                 ))
             })?;
         let (cc, cc_params) = controller(&config, &topology).map_err(unsupported)?;
-        let ecn = config
-            .ecn_for(nic)
-            .filter(|_| config.enable_qcn)
-            .map(|(kmin, kmax, pmax)| EcnConfig {
-                kmin_bytes: kmin,
-                kmax_bytes: kmax,
-                pmax,
-                step_bytes: None,
-            });
+        let (switch, notes) = switch_spec(&config, &topology, nic);
         let mut link_events = Vec::new();
         if let Some(d) = config.link_down {
             let node = |id: usize| match topology.is_switch.get(id) {
@@ -131,7 +123,6 @@ impl HpccRun {
                 up: false,
             });
         }
-        let defaults = SwitchSpec::default();
         let scenario = Scenario {
             name: path
                 .file_stem()
@@ -153,11 +144,7 @@ impl HpccRun {
                 path: topo_path,
                 loss: config.error_rate_per_link,
             },
-            switch: SwitchSpec {
-                buffer_bytes: config.buffer_size_mb * 1024 * 1024,
-                ecn,
-                ..defaults
-            },
+            switch,
             workloads: vec![Workload::FlowFile { path: flow_path }],
             link_events,
             failures: Vec::new(),
@@ -165,7 +152,7 @@ impl HpccRun {
             bin_us: None,
             monitor_host: None,
         };
-        let mut not_modelled = Vec::new();
+        let mut not_modelled = notes;
         let mut note = |key: &str, why: &str| not_modelled.push(format!("{key}: {why}"));
         if config.packet_payload_size != mtu {
             note(
@@ -182,20 +169,8 @@ impl HpccRun {
                 "no per-flow BDP window (RC sends as its rate allows)",
             );
         }
-        if config.dynamic_pfc_threshold {
-            note("USE_DYNAMIC_PFC_THRESHOLD", "PFC thresholds are static");
-        }
         if config.ack_high_prio {
             note("ACK_HIGH_PRIO", "the ACK priority is not configurable here");
-        }
-        if config.kmin_kb.len() > 1 {
-            note(
-                "KMIN_MAP/KMAX_MAP/PMAX_MAP",
-                &format!(
-                    "every port marks with the host-link ({} Gbit/s) entry",
-                    nic / 1_000_000_000
-                ),
-            );
         }
         Ok(HpccRun {
             scenario,
@@ -250,6 +225,77 @@ impl HpccRun {
         }
         out
     }
+}
+
+/// The switches of the config as `third.cc` and its `SwitchMmu` set them up, and what differs.
+///
+/// - PFC: the simulator's switches always take dynamic thresholds (`SwitchMmu::
+///   GetPfcThreshold`; `USE_DYNAMIC_PFC_THRESHOLD` only sets a `QbbNetDevice` attribute nothing
+///   reads): alpha 1/8 (shift 3) for ports at the NIC rate, doubled per doubling of a port's
+///   rate, resume 3 KiB below the threshold. Headroom is `rate * delay * 3 / 8` per port
+///   there; ours is one figure for every port, so it takes the largest (no lossless drop that
+///   the simulator would not have) and sets aside that much for each port.
+/// - ECN: each port marks with its rate's `KMIN_MAP`/`KMAX_MAP`/`PMAX_MAP` entry (Kmin/Kmax in
+///   KB of 1000 bytes), at dequeue from the depth the packet leaves behind, as
+///   `SwitchNode::SwitchNotifyDequeue` does.
+fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Vec<String>) {
+    let mut notes = Vec::new();
+    let ecn_at = |rate| {
+        c.ecn_for(rate).map(|(kmin, kmax, pmax)| EcnConfig {
+            kmin_bytes: kmin,
+            kmax_bytes: kmax,
+            pmax,
+            step_bytes: None,
+        })
+    };
+    let mut rates: Vec<u64> = topo.links.iter().map(|l| l.rate_bps).collect();
+    rates.sort_unstable();
+    rates.dedup();
+    let mut ecn_by_rate = Vec::new();
+    if c.enable_qcn {
+        for &rate in &rates {
+            match ecn_at(rate) {
+                Some(ecn) => ecn_by_rate.push(RateEcn {
+                    gbps: rate as f64 / 1e9,
+                    ecn,
+                }),
+                None => notes.push(format!(
+                    "KMIN_MAP/KMAX_MAP/PMAX_MAP: no entry for {} Gbit/s (the simulator asserts \
+                     one per port rate): those ports mark with the host-link entry",
+                    rate / 1_000_000_000
+                )),
+            }
+        }
+    }
+    let headroom = topo
+        .links
+        .iter()
+        .map(|l| l.rate_bps.saturating_mul(l.delay_ns) / 8 / 1_000_000_000 * 3)
+        .max()
+        .unwrap_or(0);
+    if !c.dynamic_pfc_threshold {
+        notes.push(
+            "USE_DYNAMIC_PFC_THRESHOLD: 0 changes nothing in the simulator's switches (its \
+             SwitchMmu always computes dynamic thresholds), nor here"
+                .into(),
+        );
+    }
+    let spec = SwitchSpec {
+        buffer_bytes: c.buffer_size_mb * 1024 * 1024,
+        pfc_thresholds: Some(PfcConfig {
+            headroom_bytes: headroom,
+            dynamic: Some(DynamicPfc {
+                nic_bps: nic,
+                ..DynamicPfc::default()
+            }),
+            ..PfcConfig::default()
+        }),
+        ecn: ecn_at(nic).filter(|_| c.enable_qcn),
+        ecn_by_rate,
+        ecn_at: MarkPoint::Dequeue,
+        ..SwitchSpec::default()
+    };
+    (spec, notes)
 }
 
 /// Our controller and its parameters for the config's `CC_MODE`.
@@ -380,6 +426,66 @@ mod tests {
         assert_eq!(
             mapped("CC_MODE 2\n").unwrap_err(),
             "CC_MODE 2 is not one of 1, 3, 7, 8"
+        );
+    }
+
+    #[test]
+    fn switches_get_dynamic_pfc_and_ecn_by_port_rate_as_in_third_cc() {
+        let maps = "KMAX_MAP 2 100000000000 1600 400000000000 6400\n\
+                    KMIN_MAP 2 100000000000 400 400000000000 1600\n\
+                    PMAX_MAP 2 100000000000 0.2 400000000000 0.1\nBUFFER_SIZE 32\n";
+        let t = TopologyFile::parse("topo.txt", TOPO).unwrap();
+        let c = HpccConfig::parse("config.txt", maps).unwrap();
+        let (spec, notes) = switch_spec(&c, &t, 100_000_000_000);
+        assert_eq!(notes, Vec::<String>::new());
+        assert_eq!(spec.buffer_bytes, 32 << 20);
+        let ecn = |kmin_bytes, kmax_bytes, pmax| EcnConfig {
+            kmin_bytes,
+            kmax_bytes,
+            pmax,
+            step_bytes: None,
+        };
+        assert_eq!(spec.ecn, Some(ecn(400_000, 1_600_000, 0.2)));
+        assert_eq!(
+            spec.ecn_by_rate,
+            [
+                RateEcn {
+                    gbps: 100.0,
+                    ecn: ecn(400_000, 1_600_000, 0.2)
+                },
+                RateEcn {
+                    gbps: 400.0,
+                    ecn: ecn(1_600_000, 6_400_000, 0.1)
+                }
+            ]
+        );
+        assert_eq!(spec.ecn_at, MarkPoint::Dequeue);
+        // Headroom: the 400G link's 400 Gbit/s * 1 us * 3 / 8.
+        let pfc = spec.pfc_thresholds.unwrap();
+        assert_eq!(pfc.headroom_bytes, 150_000);
+        assert_eq!(
+            pfc.dynamic,
+            Some(DynamicPfc {
+                shift: 3,
+                resume_offset_bytes: 3072,
+                nic_bps: 100_000_000_000
+            })
+        );
+        // A rate without an entry, and the flag at 0, are named.
+        let c = HpccConfig::parse(
+            "config.txt",
+            "KMAX_MAP 1 100000000000 1600\nKMIN_MAP 1 100000000000 400\n\
+             PMAX_MAP 1 100000000000 0.2\nUSE_DYNAMIC_PFC_THRESHOLD 0\n",
+        )
+        .unwrap();
+        let (spec, notes) = switch_spec(&c, &t, 100_000_000_000);
+        assert_eq!(spec.ecn_by_rate.len(), 1);
+        assert!(spec.pfc_thresholds.unwrap().dynamic.is_some());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("no entry for 400 Gbit/s"), "{notes:?}");
+        assert!(
+            notes[1].starts_with("USE_DYNAMIC_PFC_THRESHOLD"),
+            "{notes:?}"
         );
     }
 }

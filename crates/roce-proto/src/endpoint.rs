@@ -357,6 +357,7 @@ impl Endpoint {
         let r = f(qp, mrs, cqs);
         // Posts, modifications and pacers can all give the QP something to send.
         self.mark_ready(slot);
+        self.due.refresh(&self.qps);
         Ok(r)
     }
 
@@ -371,6 +372,7 @@ impl Endpoint {
         let (slot, qp, mrs, cqs) = self.qp_parts(qpn)?;
         let r = qp.post_send(wr, mrs, cqs);
         self.mark_ready(slot);
+        self.due.refresh(&self.qps);
         r
     }
 
@@ -417,6 +419,7 @@ impl Endpoint {
         self.stats.rx_frames += 1;
         self.stats.rx_bytes += frame.len() as u64;
         self.handle_roce(now, frame);
+        self.due.refresh(&self.qps);
     }
 
     fn handle_roce(&mut self, now: Instant, frame: &[u8]) {
@@ -554,11 +557,7 @@ impl Endpoint {
 
     /// Lets due timers fire.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for slot in 0..self.qps.len() {
-            let qp = self.qps.get(slot).and_then(Option::as_ref);
-            if !self.due.due(slot, qp).is_some_and(|t| t <= now) {
-                continue;
-            }
+        for slot in self.due.due_by(&self.qps, now) {
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
@@ -566,12 +565,19 @@ impl Endpoint {
             self.due.touch(slot);
             self.mark_ready(slot);
         }
+        self.due.refresh(&self.qps);
     }
 
     /// Writes the next frame into `buf`: ACK/NAK/atomic ACK first, then data from the QPs in
     /// round-robin among those whose earliest departure has come. Returns the frame length.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let len = self.next_frame(now, buf);
+        self.due.refresh(&self.qps);
+        len
+    }
+
+    fn next_frame(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         while let Some(cnp) = self.np.poll_cnp(now) {
             if let Some(len) = self.emit_cnp(cnp.local_qpn, cnp.dest_qpn, buf) {
                 self.stats.cnps_sent += 1;

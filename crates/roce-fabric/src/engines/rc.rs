@@ -9,7 +9,7 @@
 //! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
 //! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
@@ -87,11 +87,14 @@ pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
     flows: Vec<RcFlow>,
-    /// Flows that may still post or complete work, in flow order: finished ones leave, so an
-    /// event's work grows with the flows running, not with every flow the host ever had.
+    /// Flows that may still post or complete work and whose start has come, in flow order:
+    /// finished ones leave, so an event's work grows with the flows running, not with every
+    /// flow the host ever had or will have.
     live: Vec<usize>,
-    /// Flows that have posted nothing yet, in flow order (their start times wake the host).
-    unstarted: Vec<usize>,
+    /// Flows whose start has not come yet (start, flow): they join `live` then.
+    pending: BTreeSet<(Instant, usize)>,
+    /// Flows that have posted nothing yet (start, flow): the earliest start wakes the host.
+    unstarted: BTreeSet<(Instant, usize)>,
     rx_qps: Vec<RxQp>,
     /// Bytes that arrived in receives.
     received: ReceivedBytes,
@@ -138,7 +141,8 @@ impl RcEngine {
             ip,
             flows: Vec::new(),
             live: Vec::new(),
-            unstarted: Vec::new(),
+            pending: BTreeSet::new(),
+            unstarted: BTreeSet::new(),
             rx_qps: Vec::new(),
             received: ReceivedBytes::default(),
             qpns: Vec::new(),
@@ -248,9 +252,12 @@ impl RcEngine {
             first_error: None,
         });
         let i = src.flows.len() - 1;
-        src.live.push(i);
-        if flow.total_bytes != Some(0) {
-            src.unstarted.push(i);
+        if flow.total_bytes == Some(0) {
+            // Done at the first drive, whenever it starts.
+            src.live.push(i);
+        } else {
+            src.pending.insert((flow.start, i));
+            src.unstarted.insert((flow.start, i));
         }
         Ok((b.qpn, i))
     }
@@ -341,6 +348,14 @@ impl RcEngine {
             }
         }
         self.driven = now;
+        while let Some(&(start, i)) = self.pending.first() {
+            if start > now {
+                break;
+            }
+            self.pending.pop_first();
+            let at = self.live.partition_point(|&j| j < i);
+            self.live.insert(at, i);
+        }
         let gate = self.received.gate.as_ref();
         for &i in &self.live {
             let Some(f) = self.flows.get_mut(i) else {
@@ -399,16 +414,13 @@ impl RcEngine {
                 f.posted += u64::from(len);
                 f.in_flight.push_back(len);
             }
+            if f.posted > 0 || f.errors > 0 {
+                self.unstarted.remove(&(f.cfg.start, i));
+            }
         }
         let flows = &self.flows;
         let running = |i: &usize| flows.get(*i).is_some_and(RcFlow::running);
         self.live.retain(running);
-        let waiting = |i: &usize| {
-            flows
-                .get(*i)
-                .is_some_and(|f| f.posted == 0 && f.errors == 0)
-        };
-        self.unstarted.retain(waiting);
     }
 }
 
@@ -472,20 +484,17 @@ impl Engine for RcEngine {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let start = self
-            .unstarted
-            .iter()
-            .filter_map(|&i| self.flows.get(i))
-            .map(|f| f.cfg.start)
-            .min();
-        // A compute phase that ends after the last drive: post the next iteration then.
+        let start = self.unstarted.first().map(|&(t, _)| t);
+        // A compute phase that ends after the last drive: post the next iteration then (only
+        // a collective member's flows are gated).
         let gate = self.received.gate.as_ref();
-        let computed = self
-            .flows
-            .iter()
-            .filter_map(|f| f.cfg.gate_start(gate))
-            .filter(|&t| t > self.driven)
-            .min();
+        let computed = gate.and_then(|_| {
+            self.flows
+                .iter()
+                .filter_map(|f| f.cfg.gate_start(gate))
+                .filter(|&t| t > self.driven)
+                .min()
+        });
         self.ep
             .poll_timeout()
             .into_iter()

@@ -1,54 +1,89 @@
-//! Each QP's next deadline ([`QueuePair::poll_timeout`]) as last computed, recomputed only for
-//! the QPs something touched since: an endpoint asks for its earliest deadline after every
-//! event, and asking every QP each time made an event cost grow with the QPs a host has ever
-//! had rather than with the ones that changed.
+//! Each QP's next deadline ([`QueuePair::poll_timeout`]), kept ordered so that an endpoint
+//! finds its earliest deadline, and the QPs whose timers are due, without visiting its other
+//! QPs: an endpoint asks after every event, and scanning every QP it ever had made an event
+//! cost grow with the QPs rather than with the traffic.
+//!
+//! A QP handed out mutably is *stale* until [`DueCache::refresh`] recomputes its deadline
+//! (all of it behind `&mut self`: no interior mutability here; what still keeps `Endpoint`
+//! from `Sync` is the boxed `dyn CongestionControl + Send` of registered controllers);
+//! [`DueCache::earliest`] asks the stale QPs themselves, so it is right between refreshes too.
 //!
 //! Not here: which calls touch a QP (the endpoint says so whenever it hands one out mutably).
 
-use std::cell::Cell;
+use std::collections::BTreeSet;
 
 use super::QueuePair;
 use crate::time::Instant;
 
-#[derive(Debug, Default)]
-struct Entry {
-    due: Cell<Option<Instant>>,
-    stale: Cell<bool>,
-}
-
 /// Deadlines by QP slot.
 #[derive(Debug, Default)]
 pub(crate) struct DueCache {
-    entries: Vec<Entry>,
+    /// Each fresh slot's deadline as last computed (`None` for a stale slot).
+    due: Vec<Option<Instant>>,
+    /// Whether a slot awaits recomputation (then it is in `stale_slots`, not in `order`).
+    stale: Vec<bool>,
+    stale_slots: Vec<usize>,
+    /// (deadline, slot) of every fresh slot with a deadline.
+    order: BTreeSet<(Instant, usize)>,
 }
 
 impl DueCache {
-    /// Slot `slot`'s QP changed (or came or went): its deadline is recomputed when next asked.
+    /// Slot `slot`'s QP changed (or came or went): its deadline is recomputed at the next
+    /// [`Self::refresh`].
     pub(crate) fn touch(&mut self, slot: usize) {
-        if self.entries.len() <= slot {
-            self.entries.resize_with(slot + 1, Entry::default);
+        if self.stale.len() <= slot {
+            self.stale.resize(slot + 1, false);
+            self.due.resize(slot + 1, None);
         }
-        if let Some(e) = self.entries.get(slot) {
-            e.stale.set(true);
+        let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) else {
+            return;
+        };
+        if !*stale {
+            *stale = true;
+            self.stale_slots.push(slot);
+            if let Some(t) = due.take() {
+                self.order.remove(&(t, slot));
+            }
         }
     }
 
-    /// The deadline of `qp`, the QP in slot `slot`.
-    pub(crate) fn due(&self, slot: usize, qp: Option<&QueuePair>) -> Option<Instant> {
-        let Some(e) = self.entries.get(slot) else {
-            return qp.and_then(QueuePair::poll_timeout);
-        };
-        if e.stale.replace(false) {
-            e.due.set(qp.and_then(QueuePair::poll_timeout));
+    /// Recomputes the stale slots' deadlines from `qps` (indexed by slot).
+    pub(crate) fn refresh(&mut self, qps: &[Option<QueuePair>]) {
+        for slot in self.stale_slots.drain(..) {
+            let t = qps
+                .get(slot)
+                .and_then(Option::as_ref)
+                .and_then(QueuePair::poll_timeout);
+            if let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) {
+                *stale = false;
+                *due = t;
+            }
+            if let Some(t) = t {
+                self.order.insert((t, slot));
+            }
         }
-        e.due.get()
     }
 
     /// The earliest deadline among `qps` (indexed by slot).
     pub(crate) fn earliest(&self, qps: &[Option<QueuePair>]) -> Option<Instant> {
-        qps.iter()
-            .enumerate()
-            .filter_map(|(slot, qp)| self.due(slot, qp.as_ref()))
+        let fresh = self.order.first().map(|&(t, _)| t);
+        self.stale_slots
+            .iter()
+            .filter_map(|&slot| qps.get(slot)?.as_ref()?.poll_timeout())
+            .chain(fresh)
             .min()
+    }
+
+    /// After a refresh from `qps`: the slots whose deadline is at or before `now`, in slot
+    /// order (the order timers have always fired in).
+    pub(crate) fn due_by(&mut self, qps: &[Option<QueuePair>], now: Instant) -> Vec<usize> {
+        self.refresh(qps);
+        let mut slots: Vec<usize> = self
+            .order
+            .range(..=(now, usize::MAX))
+            .map(|&(_, slot)| slot)
+            .collect();
+        slots.sort_unstable();
+        slots
     }
 }

@@ -85,7 +85,7 @@ crate::cc_params! {
         alpha_update_before_cut: bool = "",
         /// Model switch, not an mlx5 knob: at the first increase event after a cut, a target
         /// above 10x the current rate drops to 1/8 of itself instead of being approached (the
-        /// QCN reaction point's AdjustRates, kept in the DCQCN authors' ns-3; both presets).
+        /// QCN reaction point's AdjustRates, kept in the DCQCN authors' ns-3; dcqcn-paper).
         target_reset: bool = "",
         /// The link rate `rpg_ai_rate` and `rpg_hai_rate` are given for: on another line rate
         /// both scale by line/this, as the HPCC authors' ns-3 `run.py` scales them with the
@@ -142,10 +142,10 @@ impl DcqcnParams {
     /// `CNP_802P_PRIO_P1 6`) and NVIDIA's DCQCN tuning notes (`min_time_between_cnps` default
     /// 4 us; some firmware reports `MIN_TIME_BETWEEN_CNPS_P1 2`). The increase steps are the
     /// NIC's absolute ones (`ai_ref_gbps` 0; the HPCC authors' `run.py` treats them as 25
-    /// Gbit/s values: `ai_ref_gbps=25`). QCN's target reset is on (DCQCN's increase is QCN's and
-    /// the authors' ns-3 keeps it; NVIDIA does not document it either way): without it the
-    /// clamp rules above leave the target at line rate through a synchronized collapse (see the
-    /// module docs). `target_reset=0` is the HPCC authors' ns-3 model.
+    /// Gbit/s values: `ai_ref_gbps=25`). QCN's target reset is off, as in the HPCC authors' ns-3
+    /// model of this firmware (NVIDIA does not document it either way); without it the clamp
+    /// rules above leave the target at line rate through a synchronized collapse (see the
+    /// module docs), and `target_reset=1` gives the DCQCN authors' QCN increase.
     pub fn mlx() -> Self {
         DcqcnParams {
             rpg_time_reset: 300,
@@ -166,7 +166,7 @@ impl DcqcnParams {
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 4,
             alpha_update_before_cut: false,
-            target_reset: true,
+            target_reset: false,
             ai_ref_gbps: 0,
         }
     }

@@ -90,6 +90,7 @@ fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
         ("rpg_hai_rate", "50"),
         ("rpg_byte_reset", "10000"),
         ("rpg_time_reset", "300"),
+        ("ai_ref_gbps", "0"),
     ]);
     d.on_cnp(us(0)); // RT 100, RC 50
     d.on_cnp(us(1)); // RT 50, RC 25
@@ -235,7 +236,7 @@ fn presets_print_their_full_parameter_sets() {
     for name in ["dcqcn-paper", "dcqcn-mlx"] {
         let cfg = CcConfig::new(name, LINE).unwrap();
         let names: Vec<_> = cfg.describe().iter().map(|p| p.name).collect();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 20);
         for n in [
             "rpg_time_reset",
             "rpg_byte_reset",
@@ -254,6 +255,8 @@ fn presets_print_their_full_parameter_sets() {
             "clamp_tgt_rate",
             "clamp_tgt_rate_after_time_inc",
             "min_time_between_cnps",
+            "target_reset",
+            "ai_ref_gbps",
         ] {
             assert!(names.contains(&n), "{name} lacks {n}");
         }
@@ -291,4 +294,56 @@ fn config_errors_list_the_valid_choices() {
         none2.apply("x=1").unwrap_err(),
         CcError::UnknownParam { .. }
     ));
+}
+
+#[test]
+fn a_collapsed_rate_resets_an_unclamped_target_to_an_eighth_at_its_first_increase() {
+    let run = |reset: &str| {
+        let mut d = paper(&[
+            ("clamp_tgt_rate", "0"),
+            ("rpg_byte_reset", "0"),
+            ("target_reset", reset),
+        ]);
+        // Four cuts without an increase between them: RC 50, 25, 12.5, 6.25; RT stays at 100.
+        for t in 0..4 {
+            d.on_cnp(us(t));
+        }
+        assert_eq!((d.metrics().target_rate, d.rate()), (LINE, gbps(6.25)));
+        d.handle_timeout(us(58));
+        let first = (d.metrics().target_rate, d.rate());
+        d.handle_timeout(us(113));
+        (first, (d.metrics().target_rate, d.rate()))
+    };
+    // RT > 10 RC at the first timer event: RT = 100/8, RC = (12.5 + 6.25)/2; the second event
+    // is plain fast recovery towards 12.5.
+    assert_eq!(
+        run("1"),
+        ((gbps(12.5), gbps(9.375)), (gbps(12.5), gbps(10.9375)))
+    );
+    // Without the reset the flow jumps to half the old target.
+    assert_eq!(run("0").0, (LINE, gbps(53.125)));
+}
+
+#[test]
+fn paper_increase_steps_scale_with_the_line_rate_from_40_gbit_s() {
+    let run = |line: u64, set: &[(&str, &str)]| {
+        let mut p = DcqcnParams::paper();
+        for (k, v) in [("rpg_threshold", "1"), ("rpg_byte_reset", "0")]
+            .iter()
+            .chain(set)
+        {
+            p.set(k, v).unwrap();
+        }
+        let mut d = Dcqcn::new(p, Rate::from_gbps(line));
+        d.on_cnp(us(0));
+        d.on_cnp(us(1)); // RT = line/2, RC = line/4
+        d.handle_timeout(us(56)); // fast recovery
+        d.handle_timeout(us(111)); // hyper, i = 1: RT += R_HAI
+        (d.metrics().target_rate, d.rate())
+    };
+    // 40 Gbit/s: the paper's R_HAI of 200 Mbit/s.
+    assert_eq!(run(40, &[]), (gbps(20.2), gbps(17.6)));
+    // 100 Gbit/s: 500 Mbit/s; as given (ai_ref_gbps = 0) 200 Mbit/s.
+    assert_eq!(run(100, &[]), (gbps(50.5), gbps(44.0)));
+    assert_eq!(run(100, &[("ai_ref_gbps", "0")]), (gbps(50.2), gbps(43.85)));
 }

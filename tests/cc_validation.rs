@@ -12,9 +12,10 @@
 //!
 //! Run lengths are short (debug builds run the whole matrix): 1.5 ms of which the first 1 ms
 //! is warm-up, long enough for the controllers that converge in tens of RTTs. Controllers whose
-//! published time constants are longer (dcqcn-paper: alpha relaxes over 14 ms) are checked on
-//! the bars they meet in that window; `sim_dcqcn_theory.rs` holds dcqcn-paper to its fluid model
-//! over 50 ms.
+//! published time constants are longer (dcqcn-paper: additive recovery over milliseconds, alpha
+//! relaxing over 14 ms) are checked on the bars they meet in that window, with the measured
+//! reason next to each bar they miss; `sim_dcqcn_theory.rs` holds dcqcn-paper to its fluid
+//! model over 50 ms.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
@@ -218,33 +219,57 @@ fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
     check("hpcc", &["base_rtt=5"], &matrix(), &e);
 }
 
-/// dcqcn-mlx (ConnectX defaults, 4 us between CNPs): it ends every run without a QP error or
-/// a stalled flow, and in every cell the link runs above half its rate, but it does not yet
-/// converge within the window: 16 flows overshoot into PFC and the shares oscillate (Jain
-/// 0.3 to 1.0). Open in issue 14.
+/// dcqcn-mlx (ConnectX defaults, 4 us between CNPs) with its increase steps scaled from 25
+/// Gbit/s as the HPCC authors' ns-3 `run.py` scales them (`ai_ref_gbps=25`: R_AI 5 Mbit/s and
+/// R_HAI 50 Mbit/s per 25 Gbit/s of link) and QCN's target reset (`target_reset=1`, the DCQCN
+/// authors' ns-3). Every flow collapses in the synchronized start (a cut per 4 us while the
+/// start-up queue drains); the target reset then restarts them near line/16 each instead of
+/// half the line rate each, and they converge. Without it (the preset as shipped, the HPCC
+/// authors' model) 16 flows jump back to half the line rate each on the first 300 us timer,
+/// in sync, overshoot into PFC and oscillate (Jain 0.3 to 1.0). Every bar is met with 8
+/// and 16 flows at 100 and 400 Gbit/s and 8 at 25. Measured short of a bar in this window, with
+/// the queue below Kmax and no PFC in every cell:
+/// - 2 flows at 25 Gbit/s: Jain 0.60. One flow holds 22 of 25 Gbit/s with the queue just
+///   above Kmin; at pmax·(q − Kmin)/(Kmax − Kmin) of a few 1e-3 both flows see about one CNP
+///   per 50 us, so the big flow is cut by alpha/2 ≈ 1 % while the small one gains one 5 Mbit/s
+///   step per byte-counter event: DCQCN's slow convergence to fairness (tens of ms).
+/// - 2 flows at 400 Gbit/s: Jain 0.79, the same.
+/// - 2 flows at 100 Gbit/s: utilisation 0.87. After the start-up cuts (each flow at 4 to 8
+///   Gbit/s, under a tenth of the untouched target) the target reset leaves 12.5 Gbit/s and the
+///   rest is refilled by R_HAI steps: the link is full only after 1.25 ms.
+/// - 16 flows at 25 Gbit/s: utilisation 0.79. The target reset restarts every flow at 1.56
+///   Gbit/s (line/16) and the byte counter (32767 B, 170 us at that rate) closes the gap to
+///   the target (3.1 Gbit/s) only late in the window.
 #[test]
 fn dcqcn_mlx_runs_every_cell_without_errors() {
-    let e = Expect {
-        min_util: 0.5,
-        min_jain: 0.0,
-        max_queue: |_| f64::INFINITY,
-        pfc_free: false,
+    let params = ["ai_ref_gbps=25", "target_reset=1"];
+    let full = [(8, 25), (8, 100), (16, 100), (8, 400), (16, 400)];
+    check("dcqcn-mlx", &params, &full, &FULL);
+    let short = Expect {
+        min_util: 0.75,
+        min_jain: 0.55,
+        ..FULL
     };
-    check("dcqcn-mlx", &[], &matrix(), &e);
+    let rest = [(2, 25), (16, 25), (2, 100), (2, 400)];
+    check("dcqcn-mlx", &params, &rest, &short);
 }
 
-/// dcqcn-paper (SIGCOMM'15) meets every bar with 2 flows. With 8 and 16 the start-up burst cuts
-/// every flow far below its share and the paper's recovery (R_AI = 40 Mbit/s per 55 us timer
-/// event, the byte counter at 10 MiB) takes longer than this window: below 90 % utilisation,
-/// but with the queue below Kmin and no PFC. `sim_dcqcn_theory.rs` checks its converged queue
-/// against the fluid model over 50 ms.
+/// dcqcn-paper (SIGCOMM'15, R_AI and R_HAI scaled from its 40 Gbit/s with the line rate)
+/// meets every bar with 2 flows at every rate. With 8 and 16 flows it never pauses, keeps the
+/// queue below Kmin and shares fairly, but runs the link at 0.20 to 0.35 in this window: the
+/// 50 us CNP interval lets the start-up queue reach about 2 MB before the second cut, the
+/// flows are cut five or six times (to line/(4N) each) while it drains, and the paper's
+/// recovery is additive: one R_AI (line/400) per 55 us timer event, hyper increase needing
+/// five 10 MiB byte-counter events per flow. Refilling takes 3 to 5 ms, and alpha (14 ms time
+/// constant) sets the depth of later cuts: what the paper's own evaluation converges in is
+/// tens of ms, held to the fluid model by `sim_dcqcn_theory.rs` over 50 ms.
 #[test]
 fn dcqcn_paper_meets_every_bar_with_two_flows_and_never_pauses() {
     let two: Vec<(usize, u64)> = GBPS.iter().map(|&g| (2, g)).collect();
     check("dcqcn-paper", &[], &two, &FULL);
-    let many = [(8, 100), (16, 100)];
+    let many: Vec<(usize, u64)> = matrix().into_iter().filter(|&(n, _)| n > 2).collect();
     let e = Expect {
-        min_util: 0.1,
+        min_util: 0.2,
         max_queue: |g| kmin(g) as f64,
         ..FULL
     };

@@ -334,6 +334,10 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             ));
             // The simulator's DCQCN raises rates on its timer only.
             p.push("rpg_byte_reset=0".into());
+            // Its RATE_AI/RATE_HAI are already per link rate (run.py scales them), and its
+            // rate increase has no QCN target reset.
+            p.push("ai_ref_gbps=0".into());
+            p.push("target_reset=0".into());
             if paper {
                 "dcqcn-paper"
             } else {

@@ -20,6 +20,13 @@
 //!   (RT + RC)/2); otherwise hyper increase with i = min(T, BC) − F + 1 (RT += i·`rpg_hai_rate`,
 //!   RC ← (RT + RC)/2), as in QCN and the authors' ns-3 model (bobzhuyb/ns3-rdma,
 //!   `qbb-net-device.cc`, `rpr_hyper_increase`). A disabled trigger (0) mirrors the other's count.
+//! - Target reset (`target_reset`, IEEE 802.1Qau's reaction point, which DCQCN's increase is
+//!   built on; the DCQCN authors' ns-3 `AdjustRates`): at the first increase event after a cut
+//!   (either counter reaching 1), if RT > 10·RC then RT ← RT/8 instead of the step, and RC ←
+//!   (RT + RC)/2 as usual. Without it, a target the cuts never clamped (`clamp_tgt_rate` = 0
+//!   and no increase between them) sends a collapsed flow, and every flow that collapsed with
+//!   it, straight back to half of that target: an N:1 incast then overshoots N/2-fold into PFC.
+//! - `ai_ref_gbps` scales `rpg_ai_rate` and `rpg_hai_rate` by line/`ai_ref_gbps` (0: as given).
 //! - When RC is back at the maximum the flow's rate limiter is released: timers stop, and the next
 //!   CNP is again a "first" CNP (`initial_alpha_value`, `rate_to_set_on_first_cnp`).
 //!
@@ -76,6 +83,14 @@ crate::cc_params! {
         /// Model switch, not an mlx5 knob: 1 folds the CNP into alpha before the cut uses it,
         /// 0 cuts first and updates alpha after (SIGCOMM'15 Fig. 7; both presets).
         alpha_update_before_cut: bool = "",
+        /// Model switch, not an mlx5 knob: at the first increase event after a cut, a target
+        /// above 10x the current rate drops to 1/8 of itself instead of being approached (the
+        /// QCN reaction point's AdjustRates, kept in the DCQCN authors' ns-3; dcqcn-paper).
+        target_reset: bool = "",
+        /// The link rate `rpg_ai_rate` and `rpg_hai_rate` are given for: on another line rate
+        /// both scale by line/this, as the HPCC authors' ns-3 `run.py` scales them with the
+        /// link. 0 uses them as given (what a NIC does).
+        ai_ref_gbps: u32 = "Gbit/s",
     }
 }
 
@@ -85,7 +100,14 @@ impl DcqcnParams {
     /// (the authors' ns-3 configuration, bobzhuyb/ns3-rdma `mix/config.txt`: `RATE_AI 40Mb/s`,
     /// `RATE_HAI 200Mb/s`, `FAST_RECOVERY_TIMES 5`, `ALPHA_RESUME_INTERVAL 55`, `DCTCP_GAIN
     /// 0.00390625`), CNP interval N = 50 us, RT ← RC on every CNP, a cut on every CNP, alpha
-    /// starting at 1, minimum rate 100 Mbit/s (the ns-3 model's `MinRate`).
+    /// starting at 1, minimum rate 100 Mbit/s (the ns-3 model's `MinRate`), QCN's target reset.
+    ///
+    /// The paper's R_AI and R_HAI are for its 40 Gbit/s links; `ai_ref_gbps` = 40 scales them
+    /// with the line rate (100 and 500 Mbit/s at 100 Gbit/s), as the HPCC authors' ns-3
+    /// (alibaba-edu/High-Precision-Congestion-Control `simulation/run.py`: `ai = 5 * bw / 25`,
+    /// `hai = 50 * bw / 25` for both its `dcqcn` and `dcqcn_paper`) scales them with the link,
+    /// so recovery takes the same time at every rate. Timers, byte counter and g are not scaled
+    /// (neither source does).
     pub fn paper() -> Self {
         DcqcnParams {
             rpg_time_reset: 55,
@@ -106,6 +128,8 @@ impl DcqcnParams {
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 50,
             alpha_update_before_cut: false,
+            target_reset: true,
+            ai_ref_gbps: 40,
         }
     }
 
@@ -116,7 +140,12 @@ impl DcqcnParams {
     /// `DCE_TCP_RTT_P1 1`, `RATE_REDUCE_MONITOR_PERIOD_P1 4`, `INITIAL_ALPHA_VALUE_P1 1023`,
     /// `CLAMP_TGT_RATE_P1 False`, `CLAMP_TGT_RATE_AFTER_TIME_INC_P1 True`, `CNP_DSCP_P1 48`,
     /// `CNP_802P_PRIO_P1 6`) and NVIDIA's DCQCN tuning notes (`min_time_between_cnps` default
-    /// 4 us; some firmware reports `MIN_TIME_BETWEEN_CNPS_P1 2`).
+    /// 4 us; some firmware reports `MIN_TIME_BETWEEN_CNPS_P1 2`). The increase steps are the
+    /// NIC's absolute ones (`ai_ref_gbps` 0; the HPCC authors' `run.py` treats them as 25
+    /// Gbit/s values: `ai_ref_gbps=25`). QCN's target reset is off, as in the HPCC authors' ns-3
+    /// model of this firmware (NVIDIA does not document it either way); without it the clamp
+    /// rules above leave the target at line rate through a synchronized collapse (see the
+    /// module docs), and `target_reset=1` gives the DCQCN authors' QCN increase.
     pub fn mlx() -> Self {
         DcqcnParams {
             rpg_time_reset: 300,
@@ -137,6 +166,8 @@ impl DcqcnParams {
             clamp_tgt_rate_after_time_inc: true,
             min_time_between_cnps: 4,
             alpha_update_before_cut: false,
+            target_reset: false,
+            ai_ref_gbps: 0,
         }
     }
 
@@ -186,6 +217,9 @@ pub struct Dcqcn {
     max: f64,
     /// Floor, bits/s.
     min: f64,
+    /// Additive and hyper-additive steps at this line rate, bits/s.
+    ai: f64,
+    hai: f64,
     /// RC, bits/s.
     rc: f64,
     /// RT, bits/s.
@@ -221,7 +255,13 @@ impl Dcqcn {
             line.min(f64::from(params.rpg_max_rate) * 1e6)
         };
         let min = (f64::from(params.rpg_min_rate) * 1e6).min(max);
+        let scale = match params.ai_ref_gbps {
+            0 => 1.0,
+            g => line / (f64::from(g) * 1e9),
+        };
         let mut d = Dcqcn {
+            ai: f64::from(params.rpg_ai_rate) * 1e6 * scale,
+            hai: f64::from(params.rpg_hai_rate) * 1e6 * scale,
             g: f64::from(1024 - params.dce_tcp_g.min(1024)) / 1024.0,
             alpha: f64::from(params.initial_alpha_value.min(1024)) / 1024.0,
             p: params,
@@ -327,14 +367,24 @@ impl Dcqcn {
             bc = t;
         }
         let f = self.p.rpg_threshold;
-        let stage = if t.max(bc) < f {
+        // The first event of either counter after a cut, as QCN counts its cycles.
+        let first = match trigger {
+            Trigger::Timer => self.time_stage == 0 || self.byte_stage == 1,
+            Trigger::Bytes => self.byte_stage == 0 || self.time_stage == 1,
+        };
+        let stage = if self.p.target_reset && first && self.rt > 10.0 * self.rc {
+            // A target left far above a collapsed rate would send the flow (and every flow
+            // that collapsed with it) straight back to half of it.
+            self.rt /= 8.0;
+            "target-reset"
+        } else if t.max(bc) < f {
             "fast-recovery"
         } else if t.min(bc) < f {
-            self.rt = (self.rt + f64::from(self.p.rpg_ai_rate) * 1e6).min(self.max);
+            self.rt = (self.rt + self.ai).min(self.max);
             "additive"
         } else {
             let i = t.min(bc) - f + 1;
-            self.rt = (self.rt + f64::from(i) * f64::from(self.p.rpg_hai_rate) * 1e6).min(self.max);
+            self.rt = (self.rt + f64::from(i) * self.hai).min(self.max);
             "hyper"
         };
         self.rc = ((self.rt + self.rc) / 2.0).min(self.max);

@@ -35,6 +35,9 @@ crate::cc_params! {
         add_step: u32 = "Mbit/s",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
+        /// Update once per RTT (the authors' ns-3 `HandleAckTimely`: only a sample of a packet
+        /// sent after the last update acts) instead of on every sample (Algorithm 1 as written).
+        per_rtt: bool = "",
     }
 }
 
@@ -48,6 +51,7 @@ impl Default for RttParams {
             beta: 0.8,
             add_step: 10,
             min_rate: 100,
+            per_rtt: false,
         }
     }
 }
@@ -61,6 +65,11 @@ impl RttParams {
     }
     pub(crate) fn delta_bps(&self) -> f64 {
         f64::from(self.add_step) * 1e6
+    }
+    /// The additive step for a port of `line`: the paper's 10 Mbit/s at 10 Gbit/s, 1/1000 of
+    /// the line rate as the authors' ns-3 run.py scales it (`RATE_AI` = bw Mbit/s).
+    pub(crate) fn scale_to(&mut self, line: Rate) {
+        self.add_step = super::rate::mbps_of(line, 1e-3);
     }
 }
 
@@ -86,6 +95,9 @@ impl Default for TimelyParams {
 impl super::params::CcKind for TimelyParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Timely(Timely::new(self.clone(), line_rate))
+    }
+    fn scale_to(&mut self, line_rate: Rate) {
+        self.rtt.scale_to(line_rate);
     }
 }
 
@@ -124,6 +136,8 @@ pub struct RttController<R> {
     max: f64,
     rc: f64,
     grad: RttGradient,
+    /// When the last sample acted (for `per_rtt`).
+    last_update: Option<Instant>,
     metrics: CcMetrics,
 }
 
@@ -136,6 +150,7 @@ impl<R: RttRule> RttController<R> {
             max,
             rc: max,
             grad: RttGradient::default(),
+            last_update: None,
             metrics: CcMetrics {
                 rate,
                 target_rate: rate,
@@ -149,6 +164,13 @@ impl<R: RttRule> RttController<R> {
         let p = self.rule.params();
         let (ewma, min_rtt_ns) = (p.ewma, f64::from(p.min_rtt) * 1e3);
         let min = (f64::from(p.min_rate) * 1e6).min(self.max);
+        // Per RTT: a sample acts only if its packet left after the last update, so one
+        // congestion episode is answered once, not once per packet in flight.
+        let sent = now.as_nanos().saturating_sub(rtt.as_nanos());
+        if p.per_rtt && self.last_update.is_some_and(|t| sent < t.as_nanos()) {
+            return;
+        }
+        self.last_update = Some(now);
         let Some(gradient) = self.grad.update(r, ewma, min_rtt_ns) else {
             return;
         };

@@ -251,9 +251,9 @@ fn dcqcn_paper_meets_every_bar_with_two_flows_and_never_pauses() {
 /// = Kmax of queueing; the published 50/500 us lie beyond PFC's reach at these rates, so the
 /// delay signal never fires and PFC does the work, as the issue measured) and the additive
 /// step scaled with the line rate (1/1000 of it: the paper's 10 Mbit/s at 10 Gbit/s, the
-/// authors' ns-3 run.py's `RATE_AI`). Asserted: the RTT stays inside TIMELY's band (the
-/// queue below Kmin, under T_low's 1 us of queueing plus Kmin), no PFC after warm-up, Jain
-/// >= 0.95 and no errors. Utilisation is short of the issue's 90 %: TIMELY reaches 0.735
+/// authors' ns-3 run.py's `RATE_AI`). Asserted: the RTT stays under T_high (the mean queue
+/// below Kmin, 5 us of queueing), no PFC after warm-up, a Jain index of 0.95 or more and no
+/// errors. Utilisation is short of the issue's 90 %: TIMELY reaches 0.735
 /// with 2 flows (1.0 with 8 and 16), patched TIMELY 0.13, 0.43 and 0.80 (per-sample
 /// updates: every sample of one congestion episode cuts again, so the start-up cuts flows
 /// far below their share). The ns-3 model's once-per-RTT gate (`per_rtt=1`) fills the link

@@ -9,8 +9,11 @@
 //! HPCC authors' ns-3 model `UpdateRateTimely` to every increase, and so do we: after an incast
 //! cuts a flow to the floor, plain δ steps take seconds to recover at 100 Gbit/s).
 //! Otherwise R ← R(1 − β·gradient).
-//! Defaults follow the paper (δ = 10 Mbit/s, β = 0.8, T_low = 50 us, T_high = 500 us, N = 5)
-//! and the HPCC authors' ns-3 model (a = 0.875, min_rtt = 20 us).
+//! Defaults follow the paper (δ = 10 Mbit/s at 10 Gbit/s, scaled to 1/1000 of the line rate as
+//! the HPCC authors' ns-3 run.py does; β = 0.8, T_low = 50 us, T_high = 500 us, N = 5) and that
+//! ns-3 model (a = 0.875, min_rtt = 20 us). With `per_rtt` a sample acts only if its packet
+//! left after the last update (the model's `HandleAckTimely`), and the gradient is then the
+//! change since that update.
 
 use tracing::trace;
 

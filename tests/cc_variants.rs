@@ -36,7 +36,10 @@ fn dctcp_cuts_on_cnp_and_grows_each_window_without_one() {
 
 #[test]
 fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
-    let mut t = Timely::new(TimelyParams::default(), Rate::from_gbps(10));
+    // delta at 10 Gbit/s: the paper's 10 Mbit/s (1/1000 of the line rate).
+    let mut p = TimelyParams::default();
+    p.rtt.add_step = 10;
+    let mut t = Timely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(100)));
     assert_eq!(t.rate(), Rate::from_gbps(10)); // first sample: no gradient yet
     t.on_ack(us(1), 4096, Some(Duration::from_micros(101)));
@@ -52,7 +55,9 @@ fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
 
 #[test]
 fn patched_timely_cuts_above_the_reference_rtt_and_grows_below_t_low() {
-    let mut t = PatchedTimely::new(PatchedTimelyParams::default(), Rate::from_gbps(10));
+    let mut p = PatchedTimelyParams::default();
+    p.rtt.add_step = 10; // the 10 Gbit/s value
+    let mut t = PatchedTimely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(200)));
     t.on_ack(us(1), 4096, Some(Duration::from_micros(300)));
     // gradient >= 1/4 so w = 1; e = (300 - 100) / 100 = 2; R = R (1 - 0.008 * 2)
@@ -224,6 +229,7 @@ fn additive_steps_scale_with_the_line_rate_and_explicit_values_win() {
         p.value
     };
     // HPCC: W_AI = B·(1 − eta)/16; DCTCP: 1.5 % of B per window; TIMELY: delta = B/1000.
+    assert_eq!(TimelyParams::default().rtt.add_step, 100);
     assert_eq!(value("hpcc", 25, "w_ai"), "78");
     assert_eq!(value("hpcc", 400, "w_ai"), "1250");
     assert_eq!(value("dctcp", 25, "rate_ai"), "375");

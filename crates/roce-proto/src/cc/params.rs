@@ -134,7 +134,7 @@ pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'stati
     /// Replaces the defaults that the published settings scale with the line rate (additive
     /// steps, floors) by their values for a port of `line_rate`. [`CcConfig::new`](super::CcConfig::new)
     /// calls it before any `--set`, so explicit values win; a parameter struct's `Default` holds
-    /// its values at the rate its source names (HPCC, DCTCP: 100 Gbit/s; TIMELY: 10 Gbit/s).
+    /// the 100 Gbit/s values (what `roce cc list` shows).
     fn scale_to(&mut self, _line_rate: Rate) {}
 }
 

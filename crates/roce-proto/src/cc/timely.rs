@@ -34,7 +34,7 @@ crate::cc_params! {
         ewma: f64 = "",
         /// Multiplicative decrease factor beta.
         beta: f64 = "",
-        /// Additive step delta.
+        /// Additive step delta (default 1/1000 of the line rate: 100 at 100 Gbit/s).
         add_step: u32 = "Mbit/s",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
@@ -44,7 +44,11 @@ crate::cc_params! {
     }
 }
 
+/// The additive step delta as a fraction of the line rate.
+const ADD_STEP_FRACTION: f64 = 1e-3;
+
 impl Default for RttParams {
+    /// The 100 Gbit/s values.
     fn default() -> Self {
         RttParams {
             t_low: 50,
@@ -52,7 +56,7 @@ impl Default for RttParams {
             min_rtt: 20,
             ewma: 0.875,
             beta: 0.8,
-            add_step: 10,
+            add_step: super::rate::mbps_of(Rate::from_gbps(100), ADD_STEP_FRACTION),
             min_rate: 100,
             per_rtt: false,
         }
@@ -72,7 +76,7 @@ impl RttParams {
     /// The additive step for a port of `line`: the paper's 10 Mbit/s at 10 Gbit/s, 1/1000 of
     /// the line rate as the authors' ns-3 run.py scales it (`RATE_AI` = bw Mbit/s).
     pub(crate) fn scale_to(&mut self, line: Rate) {
-        self.add_step = super::rate::mbps_of(line, 1e-3);
+        self.add_step = super::rate::mbps_of(line, ADD_STEP_FRACTION);
     }
 }
 

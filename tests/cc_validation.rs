@@ -182,38 +182,34 @@ fn matrix() -> Vec<(usize, u64)> {
         .collect()
 }
 
-/// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) with every mark echoed.
-/// Two bars are short of the issue's: Jain >= 0.94 (2 flows at 100 Gbit/s reach 0.942 in the
-/// 0.5 ms window, about 100 alpha windows), and the mean queue up to 1.25 Kmax (16 flows at
-/// 25 Gbit/s: the ns-3 additive step of 1 Gbit/s per window is 2/3 of a flow's 1.56 Gbit/s
-/// share, so the sawtooth overshoots Kmax by a fifth). Utilisation from 0.87 (8 flows at 25 and
-/// 2 at 100 Gbit/s reach 0.878 and 0.896 since the fabric's same-nanosecond ties follow a key
-/// mixed from the scheduling node, not insertion order; every other cell 0.91 or more).
+/// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) with every mark echoed and its
+/// default additive step (1.5 % of the line rate per window): the mean queue below Kmax, no
+/// PFC and Jain >= 0.95 in every cell. One bar is short of the issue's: utilisation >= 0.89,
+/// not 0.90 (2 and 8 flows at 25 Gbit/s run at 0.898 and 0.894: a rate, unlike DCTCP's window,
+/// is not clocked by ACKs, so the flows keep cutting once per window for the RTTs the queue
+/// above Kmin takes to drain, and it drains to empty; a larger step refills sooner but takes
+/// 16 flows at 25 Gbit/s past Kmax).
 #[test]
 fn dctcp_fills_the_link_below_kmax_without_pfc() {
     let e = Expect {
-        min_util: 0.87,
-        min_jain: 0.94,
-        max_queue: |g| 1.25 * kmax(g) as f64,
+        min_util: 0.89,
         ..FULL
     };
     check("dctcp", &[], &matrix(), &e);
 }
 
-/// HPCC with the fabric's base RTT (5 us). It holds the queue near zero (a few packets, HPCC's
-/// claim) at its target utilisation (eta = 95 % of the wire, INT bytes included) in every cell.
-/// Fairness is not asserted: the start-up burst leaves the flows with unequal rates, and HPCC
-/// evens them out only through W_AI (R ← R_ref/k + W_AI shrinks a gap by about N·W_AI/(eta·B)
-/// per base RTT: 0.1 % for 2 flows at 100 Gbit/s with the default 50 Mbit/s, a 5 ms time
-/// constant, ten times this window). With W_AI scaled to 200 Mbit/s at 400 Gbit/s, 16 flows
-/// reach Jain 0.998 in the same window (measured while writing this; W_AI per line rate is
-/// the paper's tuning knob, not changed here).
+/// HPCC with the fabric's base RTT (5 us) and its default W_AI (B·(1 − eta)/16, scaled with
+/// the line rate), held to HPCC's published figure, a near-zero queue at high utilisation: the
+/// mean queue under 2 us of line rate (a tenth of Kmin; measured at most 0.4 us) while the
+/// link runs at >= 90 % (eta = 95 % of the wire, INT bytes included), no PFC. One bar is short
+/// of the issue's: Jain >= 0.93, not 0.95 (8 flows at 25 Gbit/s reach 0.933 after 1 ms, every
+/// other cell 0.97 or more; the shares there depend on the phase of the flows' INT samples,
+/// and a larger W_AI that evens them out leaves other 25 Gbit/s cells short instead).
 #[test]
 fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
     let e = Expect {
-        min_util: 0.93,
-        min_jain: 0.0,
-        max_queue: |_| 4_000.0,
+        min_jain: 0.93,
+        max_queue: |g| 2e-6 * g as f64 * 1e9 / 8.0,
         ..FULL
     };
     check("hpcc", &["base_rtt=5"], &matrix(), &e);
@@ -278,15 +274,21 @@ fn dcqcn_paper_meets_every_bar_with_two_flows_and_never_pauses() {
 
 /// TIMELY and patched TIMELY with thresholds scaled to this fabric (T_low 6 us, T_high 20 us
 /// = Kmax of queueing; the published 50/500 us lie beyond PFC's reach at these rates, so the
-/// delay signal never fires and PFC does the work, as the issue measured). The start-up
-/// gradient cuts every flow to the 100 Mbit/s floor and recovery by additive steps per RTT
-/// sample does not refill the link within the window: asserted are an empty queue (below
-/// Kmin: RTT inside the T_low band), no PFC after warm-up and no errors. Open in issue 14.
+/// delay signal never fires and PFC does the work, as the issue measured) and the additive
+/// step scaled with the line rate (1/1000 of it: the paper's 10 Mbit/s at 10 Gbit/s, the
+/// authors' ns-3 run.py's `RATE_AI`). Asserted: the RTT stays under T_high (the mean queue
+/// below Kmin, 5 us of queueing), no PFC after warm-up, a Jain index of 0.95 or more and no
+/// errors. Utilisation is short of the issue's 90 %: TIMELY reaches 0.735
+/// with 2 flows (1.0 with 8 and 16), patched TIMELY 0.13, 0.43 and 0.80 (per-sample
+/// updates: every sample of one congestion episode cuts again, so the start-up cuts flows
+/// far below their share). The ns-3 model's once-per-RTT gate (`per_rtt=1`) fills the link
+/// with 2 flows (1.0) but lets 16 flows build 410 KB at 100 Gbit/s (past Kmax, 0.69
+/// utilisation) and PFC at 25 Gbit/s, so it stays an option. Open in issue 14.
 #[test]
 fn timely_variants_keep_the_queue_empty_and_never_pause() {
     let cells = [(2, 100), (8, 100), (16, 100)];
     let e = Expect {
-        min_util: 0.0,
+        min_util: 0.7,
         min_jain: 0.95,
         max_queue: |g| kmin(g) as f64,
         ..FULL
@@ -296,6 +298,6 @@ fn timely_variants_keep_the_queue_empty_and_never_pause() {
         "patched-timely",
         &["t_low=6", "t_high=20", "rtt_ref=10"],
         &cells,
-        &e,
+        &Expect { min_util: 0.1, ..e },
     );
 }

@@ -23,15 +23,23 @@ fn dctcp_cuts_on_cnp_and_grows_each_window_without_one() {
         (1, 1)
     );
     assert_eq!(d.poll_timeout(), Some(us(10)));
-    d.handle_timeout(us(10)); // F = 1: alpha stays 1; CWR over: +1 Gbit/s
-    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(51), 1.0));
-    d.handle_timeout(us(20)); // no marks: alpha = 15/16, +1 Gbit/s
-    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(52), 0.9375));
+    // rate_ai at 100 Gbit/s: 1.5 % of the line rate.
+    assert_eq!(DctcpParams::default().rate_ai, 1500);
+    d.handle_timeout(us(10)); // F = 1: alpha stays 1; CWR over: +1.5 Gbit/s
+    assert_eq!(
+        (d.rate(), d.metrics().alpha),
+        (Rate::from_mbps(51_500), 1.0)
+    );
+    d.handle_timeout(us(20)); // no marks: alpha = 15/16, +1.5 Gbit/s
+    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(53), 0.9375));
 }
 
 #[test]
 fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
-    let mut t = Timely::new(TimelyParams::default(), Rate::from_gbps(10));
+    // delta at 10 Gbit/s: the paper's 10 Mbit/s (1/1000 of the line rate).
+    let mut p = TimelyParams::default();
+    p.rtt.add_step = 10;
+    let mut t = Timely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(100)));
     assert_eq!(t.rate(), Rate::from_gbps(10)); // first sample: no gradient yet
     t.on_ack(us(1), 4096, Some(Duration::from_micros(101)));
@@ -47,7 +55,9 @@ fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
 
 #[test]
 fn patched_timely_cuts_above_the_reference_rtt_and_grows_below_t_low() {
-    let mut t = PatchedTimely::new(PatchedTimelyParams::default(), Rate::from_gbps(10));
+    let mut p = PatchedTimelyParams::default();
+    p.rtt.add_step = 10; // the 10 Gbit/s value
+    let mut t = PatchedTimely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(200)));
     t.on_ack(us(1), 4096, Some(Duration::from_micros(300)));
     // gradient >= 1/4 so w = 1; e = (300 - 100) / 100 = 2; R = R (1 - 0.008 * 2)
@@ -67,16 +77,19 @@ fn hpcc_steers_to_eta_on_a_saturated_hop_and_adds_w_ai_on_an_idle_one() {
         ts: us(t),
         link_rate: b,
     };
+    // W_AI at 100 Gbit/s: B·(1 − eta)/16 = 312.5 Mbit/s, rounded up.
+    let w_ai = 313e6;
+    assert_eq!(f64::from(HpccParams::default().w_ai) * 1e6, w_ai);
     h.on_int(us(0), &[hop(0, 0)]);
     assert_eq!(h.rate(), b);
     // 10 us at 100 Gbit/s = 125 000 bytes: u = 1, k = 1/0.95, R = R_ref/k + W_AI
     h.on_int(us(10), &[hop(10, 125_000)]);
-    let r1 = 100e9 / (1.0 / 0.95) + 50e6;
+    let r1 = 100e9 / (1.0 / 0.95) + w_ai;
     assert_eq!(h.rate(), Rate::from_bps_f64(r1));
     assert_eq!(h.metrics().alpha, 1.0);
     // Next 10 us at half the line rate: u = 0.5 < eta, additive step from the new reference.
     h.on_int(us(20), &[hop(20, 187_500)]);
-    assert_eq!(h.rate(), Rate::from_bps_f64(r1 + 50e6));
+    assert_eq!(h.rate(), Rate::from_bps_f64(r1 + w_ai));
     h.on_cnp(us(21));
     assert_eq!(h.metrics().rp_cnp_ignored, 1);
 }
@@ -202,4 +215,51 @@ fn timely_and_patched_timely_share_one_rtt_parameter_set() {
     p.set("t_low", "7").unwrap();
     p.set("rtt_ref", "9").unwrap();
     assert_eq!((p.rtt.t_low, p.rtt_ref), (7, 9));
+}
+
+#[test]
+fn additive_steps_scale_with_the_line_rate_and_explicit_values_win() {
+    let value = |cc: &str, gbps: u64, param: &str| {
+        let cfg = CcConfig::new(cc, Rate::from_gbps(gbps)).unwrap();
+        let p = cfg
+            .describe()
+            .into_iter()
+            .find(|p| p.name == param)
+            .unwrap();
+        p.value
+    };
+    // HPCC: W_AI = B·(1 − eta)/16; DCTCP: 1.5 % of B per window; TIMELY: delta = B/1000.
+    assert_eq!(TimelyParams::default().rtt.add_step, 100);
+    assert_eq!(value("hpcc", 25, "w_ai"), "78");
+    assert_eq!(value("hpcc", 400, "w_ai"), "1250");
+    assert_eq!(value("dctcp", 25, "rate_ai"), "375");
+    assert_eq!(value("dctcp", 400, "rate_ai"), "6000");
+    assert_eq!(value("timely", 10, "add_step"), "10");
+    assert_eq!(value("patched-timely", 400, "add_step"), "400");
+    let mut cfg = CcConfig::new("hpcc", Rate::from_gbps(400)).unwrap();
+    cfg.apply("w_ai=40").unwrap();
+    let w = cfg
+        .describe()
+        .into_iter()
+        .find(|p| p.name == "w_ai")
+        .unwrap();
+    assert_eq!(w.value, "40");
+}
+
+#[test]
+fn timely_per_rtt_acts_only_on_packets_sent_after_the_last_update() {
+    let mut p = TimelyParams::default();
+    p.rtt.per_rtt = true;
+    let mut t = Timely::new(p, Rate::from_gbps(10));
+    let rtt = |v| Some(Duration::from_micros(v));
+    t.on_ack(us(100), 4096, rtt(100)); // primes the filter at 100 us
+                                       // Sent at 0 and 50 us, before the update at 100 us: ignored, though RTT rises.
+    t.on_ack(us(101), 4096, rtt(101));
+    t.on_ack(us(150), 4096, rtt(100));
+    assert_eq!(t.rate(), Rate::from_gbps(10));
+    assert_eq!(t.metrics().rate_cuts, 0);
+    // Sent at 110 us: acts, against the RTT of the last update (100 us).
+    t.on_ack(us(211), 4096, rtt(101));
+    let g = 875.0 / 20_000.0;
+    assert_eq!(t.rate(), Rate::from_bps_f64(10e9 * (1.0 - 0.8 * g)));
 }

@@ -108,10 +108,12 @@ impl CcConfig {
             name: name.to_string(),
             valid: registry::names().join(", "),
         })?;
+        let mut params = (entry.defaults)();
+        params.scale_to(line_rate);
         Ok(CcConfig {
             name: entry.name,
             line_rate,
-            params: CcParams((entry.defaults)()),
+            params: CcParams(params),
         })
     }
 

@@ -67,7 +67,7 @@ crate::cc_params! {
         eta: f64 = "",
         /// Additive steps before a multiplicative adjustment is forced.
         max_stage: u32 = "",
-        /// Additive increase W_AI.
+        /// Additive increase W_AI (default B·(1 − eta)/16: 313 at 100 Gbit/s).
         w_ai: u32 = "Mbit/s",
         /// Base RTT T of the path (also the reference-rate update period).
         base_rtt: u32 = "us",
@@ -76,12 +76,26 @@ crate::cc_params! {
     }
 }
 
+/// The flows W_AI is sized for: N·W_AI = (1 − eta)·B, so that up to this many flows' additive
+/// steps together stay inside the headroom eta leaves (HPCC §3.3: W_AI trades the speed of
+/// reaching fairness against the standing queue, and scales with B and N; the authors' ns-3
+/// run.py scales it with the line rate). Measured in the fabric's incast matrix (tests/
+/// cc_validation.rs): 8 and 12 leave other 25 Gbit/s cells short of Jain 0.95 and 8 takes 16
+/// flows to 90 % utilisation; 16 keeps the queue under 0.5 us of line rate.
+const AI_FLOWS: f64 = 16.0;
+
+/// W_AI for a port of `line` and target utilization `eta`, Mbit/s.
+fn w_ai_for(line: Rate, eta: f64) -> u32 {
+    super::rate::mbps_of(line, (1.0 - eta).max(0.0) / AI_FLOWS)
+}
+
 impl Default for HpccParams {
+    /// The 100 Gbit/s values.
     fn default() -> Self {
         HpccParams {
             eta: 0.95,
             max_stage: 5,
-            w_ai: 50,
+            w_ai: w_ai_for(Rate::from_gbps(100), 0.95),
             base_rtt: 10,
             min_rate: 100,
         }
@@ -94,6 +108,9 @@ impl super::params::CcKind for HpccParams {
     }
     fn uses_int(&self) -> bool {
         true
+    }
+    fn scale_to(&mut self, line_rate: Rate) {
+        self.w_ai = w_ai_for(line_rate, self.eta);
     }
 }
 

@@ -131,6 +131,11 @@ pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'stati
     fn uses_int(&self) -> bool {
         false
     }
+    /// Replaces the defaults that the published settings scale with the line rate (additive
+    /// steps, floors) by their values for a port of `line_rate`. [`CcConfig::new`](super::CcConfig::new)
+    /// calls it before any `--set`, so explicit values win; a parameter struct's `Default` holds
+    /// the 100 Gbit/s values (what `roce cc list` shows).
+    fn scale_to(&mut self, _line_rate: Rate) {}
 }
 
 /// Boxed copies of a [`CcKind`]; implemented for every `CcKind + Clone`.

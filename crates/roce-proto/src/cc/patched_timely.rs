@@ -36,6 +36,9 @@ impl super::params::CcKind for PatchedTimelyParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::PatchedTimely(PatchedTimely::new(self.clone(), line_rate))
     }
+    fn scale_to(&mut self, line_rate: Rate) {
+        self.rtt.scale_to(line_rate);
+    }
 }
 
 /// The patched rule: its parameters.

@@ -54,6 +54,18 @@ impl Rate {
     }
 }
 
+/// `fraction` of `line`, in whole Mbit/s (at least 1): a default that the published settings
+/// scale with the line rate.
+pub(crate) fn mbps_of(line: Rate, fraction: f64) -> u32 {
+    let mbps = line.as_mbps_f64() * fraction;
+    if mbps >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        // Round half up; `f64::round` is a libm call on baseline x86-64.
+        ((mbps + 0.5) as u32).max(1)
+    }
+}
+
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bps = self.0 as f64;

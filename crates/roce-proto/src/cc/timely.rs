@@ -9,8 +9,11 @@
 //! HPCC authors' ns-3 model `UpdateRateTimely` to every increase, and so do we: after an incast
 //! cuts a flow to the floor, plain δ steps take seconds to recover at 100 Gbit/s).
 //! Otherwise R ← R(1 − β·gradient).
-//! Defaults follow the paper (δ = 10 Mbit/s, β = 0.8, T_low = 50 us, T_high = 500 us, N = 5)
-//! and the HPCC authors' ns-3 model (a = 0.875, min_rtt = 20 us).
+//! Defaults follow the paper (δ = 10 Mbit/s at 10 Gbit/s, scaled to 1/1000 of the line rate as
+//! the HPCC authors' ns-3 run.py does; β = 0.8, T_low = 50 us, T_high = 500 us, N = 5) and that
+//! ns-3 model (a = 0.875, min_rtt = 20 us). With `per_rtt` a sample acts only if its packet
+//! left after the last update (the model's `HandleAckTimely`), and the gradient is then the
+//! change since that update.
 
 use tracing::trace;
 
@@ -31,14 +34,21 @@ crate::cc_params! {
         ewma: f64 = "",
         /// Multiplicative decrease factor beta.
         beta: f64 = "",
-        /// Additive step delta.
+        /// Additive step delta (default 1/1000 of the line rate: 100 at 100 Gbit/s).
         add_step: u32 = "Mbit/s",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
+        /// Update once per RTT (the authors' ns-3 `HandleAckTimely`: only a sample of a packet
+        /// sent after the last update acts) instead of on every sample (Algorithm 1 as written).
+        per_rtt: bool = "",
     }
 }
 
+/// The additive step delta as a fraction of the line rate.
+const ADD_STEP_FRACTION: f64 = 1e-3;
+
 impl Default for RttParams {
+    /// The 100 Gbit/s values.
     fn default() -> Self {
         RttParams {
             t_low: 50,
@@ -46,8 +56,9 @@ impl Default for RttParams {
             min_rtt: 20,
             ewma: 0.875,
             beta: 0.8,
-            add_step: 10,
+            add_step: super::rate::mbps_of(Rate::from_gbps(100), ADD_STEP_FRACTION),
             min_rate: 100,
+            per_rtt: false,
         }
     }
 }
@@ -61,6 +72,11 @@ impl RttParams {
     }
     pub(crate) fn delta_bps(&self) -> f64 {
         f64::from(self.add_step) * 1e6
+    }
+    /// The additive step for a port of `line`: the paper's 10 Mbit/s at 10 Gbit/s, 1/1000 of
+    /// the line rate as the authors' ns-3 run.py scales it (`RATE_AI` = bw Mbit/s).
+    pub(crate) fn scale_to(&mut self, line: Rate) {
+        self.add_step = super::rate::mbps_of(line, ADD_STEP_FRACTION);
     }
 }
 
@@ -86,6 +102,9 @@ impl Default for TimelyParams {
 impl super::params::CcKind for TimelyParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Timely(Timely::new(self.clone(), line_rate))
+    }
+    fn scale_to(&mut self, line_rate: Rate) {
+        self.rtt.scale_to(line_rate);
     }
 }
 
@@ -124,6 +143,8 @@ pub struct RttController<R> {
     max: f64,
     rc: f64,
     grad: RttGradient,
+    /// When the last sample acted (for `per_rtt`).
+    last_update: Option<Instant>,
     metrics: CcMetrics,
 }
 
@@ -136,6 +157,7 @@ impl<R: RttRule> RttController<R> {
             max,
             rc: max,
             grad: RttGradient::default(),
+            last_update: None,
             metrics: CcMetrics {
                 rate,
                 target_rate: rate,
@@ -149,6 +171,13 @@ impl<R: RttRule> RttController<R> {
         let p = self.rule.params();
         let (ewma, min_rtt_ns) = (p.ewma, f64::from(p.min_rtt) * 1e3);
         let min = (f64::from(p.min_rate) * 1e6).min(self.max);
+        // Per RTT: a sample acts only if its packet left after the last update, so one
+        // congestion episode is answered once, not once per packet in flight.
+        let sent = now.as_nanos().saturating_sub(rtt.as_nanos());
+        if p.per_rtt && self.last_update.is_some_and(|t| sent < t.as_nanos()) {
+            return;
+        }
+        self.last_update = Some(now);
         let Some(gradient) = self.grad.update(r, ewma, min_rtt_ns) else {
             return;
         };

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::fabric::parallel::ParallelError;
 use roce_fabric::hpcc_run::HpccRun;
-use roce_fabric::parallel::ParallelError;
 use roce_fabric::scenario::Scenario;
 
 /// The JSON summary, the PFC log and the number of partitions of a run on `threads`.

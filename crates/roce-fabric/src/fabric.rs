@@ -4,21 +4,23 @@
 //!
 //! Engines see only frames and `now`; nothing in them knows it is simulated.
 
+pub mod parallel;
+
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
 use super::frame::{ip_key, IpKey, MixMap};
-use super::parallel::slots::Slots;
-use super::parallel::{Journal, Partitions};
 use super::port::TxPort;
 use super::series::Recorder;
+use super::slots::Slots;
 use super::stats::{PortCounters, PRIORITIES};
 use super::switch::{FabricSwitch, Switch, SwitchConfig};
 use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
+use parallel::{Journal, Partitions};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 

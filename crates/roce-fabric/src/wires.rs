@@ -201,7 +201,7 @@ pub(super) struct Wires {
     /// The (time, tie key) of the event being handled.
     pub(super) current: (u64, u64),
     /// In a partition of a parallel run: where frames leave it.
-    pub(super) cross: Option<Box<crate::parallel::Crossings>>,
+    pub(super) cross: Option<Box<Crossings>>,
     pub(super) events: u64,
     /// Frames lost to failures (dead links, reboots, no route).
     pub(super) lost: LostTraffic,
@@ -379,4 +379,41 @@ impl Wires {
 
 pub(super) fn link_from(links: &[Link], l: LinkId) -> Option<(Node, u16)> {
     links.get(l.0).map(|l| l.from)
+}
+
+/// A frame leaving a partition: its delivery time, tie key, link and bytes.
+#[derive(Debug)]
+pub(crate) struct Crossing {
+    pub(crate) to: usize,
+    pub(crate) at: u64,
+    pub(crate) key: u64,
+    pub(crate) link: u32,
+    pub(crate) slot: Slot,
+}
+
+/// Where frames leave a partition: the partition at the far end of each link that leaves
+/// (by link id), and the frames that left during the current window.
+#[derive(Debug, Default)]
+pub(crate) struct Crossings {
+    pub(crate) far: Vec<Option<u16>>,
+    pub(crate) out: Vec<Crossing>,
+}
+
+impl Crossings {
+    /// The partition `link` leads to, if another one.
+    pub(crate) fn remote(&mut self, link: LinkId) -> Option<(usize, &mut Self)> {
+        let to = self.far.get(link.0).copied().flatten()?;
+        Some((usize::from(to), self))
+    }
+
+    /// Sends a frame across, due at `at` with tie key `key`.
+    pub(crate) fn send(&mut self, to: usize, at: u64, key: u64, link: LinkId, slot: Slot) {
+        self.out.push(Crossing {
+            to,
+            at,
+            key,
+            link: link.0 as u32,
+            slot,
+        });
+    }
 }

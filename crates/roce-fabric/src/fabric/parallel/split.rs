@@ -2,15 +2,15 @@
 //! the threads heaviest first (a switch weighs one plus its hosts), each onto the lightest
 //! thread so far.
 
-use super::{Crossings, Layout, ParallelError, Partitions};
+use super::{Layout, ParallelError, Partitions};
 use crate::fabric::Fabric;
-use crate::parallel::slots::Slots;
-use crate::wires::{code, Event, Wires};
+use crate::slots::Slots;
+use crate::wires::{code, Crossings, Event, Wires};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 
 impl<E: Engine> Fabric<E> {
-    /// Runs the fabric on up to `threads` threads from now on (see [`crate::parallel`]) when
+    /// Runs the fabric on up to `threads` threads from now on (see [`crate::fabric::parallel`]) when
     /// it is run with [`Fabric::run_until_threads`]; returns how many partitions it got (at most
     /// one per switch). Refuses what the parallel engine does not split yet: link failures,
     /// switch reboots and port captures. Call it once, after building the fabric.

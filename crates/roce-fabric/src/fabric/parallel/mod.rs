@@ -16,15 +16,14 @@
 //! run on the calling thread with every node gathered back, after every node event of their
 //! nanosecond, as they do on one thread.
 
-pub(crate) mod slots;
 mod split;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex, MutexGuard, PoisonError};
 
-use super::fabric::Fabric;
-use super::wires::{code, Event, Slot, GLOBAL};
-use super::{HostId, LinkId, Node, SwitchId};
+use super::Fabric;
+use crate::wires::{code, Event, GLOBAL};
+use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 
@@ -43,43 +42,6 @@ pub enum ParallelError {
     /// A link between partitions has no delay, so no window can be run apart.
     #[error("--threads > 1 needs links between switches to have a delay (one has 0 ns)")]
     NoLookahead,
-}
-
-/// A frame leaving a partition: its delivery time, tie key, link and bytes.
-#[derive(Debug)]
-pub(crate) struct Crossing {
-    to: usize,
-    at: u64,
-    key: u64,
-    link: u32,
-    slot: Slot,
-}
-
-/// Where frames leave a partition: the partition at the far end of each link that leaves
-/// (by link id), and the frames that left during the current window.
-#[derive(Debug, Default)]
-pub(crate) struct Crossings {
-    far: Vec<Option<u16>>,
-    out: Vec<Crossing>,
-}
-
-impl Crossings {
-    /// The partition `link` leads to, if another one.
-    pub(super) fn remote(&mut self, link: LinkId) -> Option<(usize, &mut Self)> {
-        let to = self.far.get(link.0).copied().flatten()?;
-        Some((usize::from(to), self))
-    }
-
-    /// Sends a frame across, due at `at` with tie key `key`.
-    pub(super) fn send(&mut self, to: usize, at: u64, key: u64, link: LinkId, slot: Slot) {
-        self.out.push(Crossing {
-            to,
-            at,
-            key,
-            link: link.0 as u32,
-            slot,
-        });
-    }
 }
 
 /// A PFC frame a switch sent: (event key, switch, port, priority, XOFF).

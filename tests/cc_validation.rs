@@ -232,18 +232,19 @@ fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
 /// the queue below Kmax and no PFC in every cell:
 /// - 16 flows at 100 Gbit/s: Jain 0.925 (utilisation 0.936); 0.952 with the insertion-order
 ///   ties the fabric had before its partition-independent tie keys, so not settled.
-/// - 2 flows at 25 Gbit/s: Jain 0.66 (0.60 with the earlier ties). One flow holds 22 of 25 Gbit/s with the queue just
-///   above Kmin; at pmax·(q − Kmin)/(Kmax − Kmin) of a few 1e-3 both flows see about one CNP
-///   per 50 us, so the big flow is cut by alpha/2 ≈ 1 % while the small one gains one 5 Mbit/s
-///   step per byte-counter event: DCQCN's slow convergence to fairness (tens of ms).
-/// - 2 flows at 400 Gbit/s: Jain 0.75 (0.79), the same.
-/// - 2 flows at 100 Gbit/s: utilisation 0.85 (0.87 with the earlier ties). After the start-up cuts (each flow at 4 to 8
-///   Gbit/s, under a tenth of the untouched target) the target reset leaves 12.5 Gbit/s and the
-///   rest is refilled by R_HAI steps: the link is full only after 1.25 ms.
-/// - 16 flows at 25 Gbit/s: utilisation 0.71 (0.79 with the earlier insertion-order ties). The
-///   target reset restarts every flow at 1.56
-///   Gbit/s (line/16) and the byte counter (32767 B, 170 us at that rate) closes the gap to
-///   the target (3.1 Gbit/s) only late in the window.
+/// - 2 flows at 25 Gbit/s: Jain 0.66 (0.60 with the earlier ties). One flow holds 22 of 25
+///   Gbit/s with the queue just above Kmin; at pmax·(q − Kmin)/(Kmax − Kmin) of a few 1e-3
+///   both flows see about one CNP per 50 us, so the big flow is cut by alpha/2 ≈ 1 % while the
+///   small one gains one 5 Mbit/s step per byte-counter event: DCQCN's slow convergence to
+///   fairness (tens of ms).
+/// - 2 flows at 400 Gbit/s: Jain 0.75 (0.79 with the earlier ties), the same.
+/// - 2 flows at 100 Gbit/s: utilisation 0.85 (0.87 with the earlier ties). After the start-up
+///   cuts (each flow at 4 to 8 Gbit/s, under a tenth of the untouched target) the target reset
+///   leaves 12.5 Gbit/s and the rest is refilled by R_HAI steps: the link is full only after
+///   1.25 ms.
+/// - 16 flows at 25 Gbit/s: utilisation 0.71 (0.79 with the earlier ties). The target reset
+///   restarts every flow at 1.56 Gbit/s (line/16) and the byte counter (32767 B, 170 us at that
+///   rate) closes the gap to the target (3.1 Gbit/s) only late in the window.
 #[test]
 fn dcqcn_mlx_runs_every_cell_without_errors() {
     let params = ["ai_ref_gbps=25", "target_reset=1"];

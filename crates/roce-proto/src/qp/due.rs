@@ -18,12 +18,16 @@ use crate::time::Instant;
 /// Deadlines by QP slot.
 #[derive(Debug, Default)]
 pub(crate) struct DueCache {
-    /// Each fresh slot's deadline as last computed (`None` for a stale slot).
+    /// Each slot's deadline as last computed: its entry in `order`, kept while the slot is
+    /// stale so that a refresh that finds the same deadline leaves the set alone (most
+    /// touches of a busy QP change nothing, and the set's remove + insert cost 14% of a
+    /// 64 B WRITE).
     due: Vec<Option<Instant>>,
-    /// Whether a slot awaits recomputation (then it is in `stale_slots`, not in `order`).
+    /// Whether a slot awaits recomputation (then it is in `stale_slots`).
     stale: Vec<bool>,
     stale_slots: Vec<usize>,
-    /// (deadline, slot) of every fresh slot with a deadline.
+    /// (deadline, slot) of every slot with a deadline as last computed; a stale slot's entry
+    /// may be out of date and is skipped by [`Self::earliest`].
     order: BTreeSet<(Instant, usize)>,
 }
 
@@ -35,15 +39,12 @@ impl DueCache {
             self.stale.resize(slot + 1, false);
             self.due.resize(slot + 1, None);
         }
-        let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) else {
+        let Some(stale) = self.stale.get_mut(slot) else {
             return;
         };
         if !*stale {
             *stale = true;
             self.stale_slots.push(slot);
-            if let Some(t) = due.take() {
-                self.order.remove(&(t, slot));
-            }
         }
     }
 
@@ -54,19 +55,32 @@ impl DueCache {
                 .get(slot)
                 .and_then(Option::as_ref)
                 .and_then(QueuePair::poll_timeout);
-            if let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) {
-                *stale = false;
-                *due = t;
+            let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) else {
+                continue;
+            };
+            *stale = false;
+            if *due == t {
+                continue;
+            }
+            if let Some(old) = due.take() {
+                self.order.remove(&(old, slot));
             }
             if let Some(t) = t {
                 self.order.insert((t, slot));
             }
+            *due = t;
         }
     }
 
     /// The earliest deadline among `qps` (indexed by slot).
     pub(crate) fn earliest(&self, qps: &[Option<QueuePair>]) -> Option<Instant> {
-        let fresh = self.order.first().map(|&(t, _)| t);
+        // The first fresh entry: stale slots' entries may be out of date, and there are at
+        // most as many of them as stale slots.
+        let fresh = self
+            .order
+            .iter()
+            .find(|&&(_, slot)| !self.stale.get(slot).copied().unwrap_or(false))
+            .map(|&(t, _)| t);
         self.stale_slots
             .iter()
             .filter_map(|&slot| qps.get(slot)?.as_ref()?.poll_timeout())

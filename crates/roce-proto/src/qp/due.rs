@@ -82,7 +82,8 @@ impl DueCache {
                 .get(slot)
                 .and_then(Option::as_ref)
                 .and_then(QueuePair::poll_timeout);
-            let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) else {
+            let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot))
+            else {
                 continue;
             };
             *stale = false;

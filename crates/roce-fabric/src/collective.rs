@@ -575,4 +575,66 @@ mod tests {
         assert_eq!(g.iteration_start(), None);
         assert_eq!((g.allowance(to2), g.allowance(to1)), (8000, 4000));
     }
+
+    fn two_host_plan() -> CollectivePlan {
+        CollectivePlan {
+            collective: Collective {
+                hosts: vec![0, 1],
+                bytes: 4096,
+                iterations: 2,
+                algorithm: Algorithm::Ring,
+                compute_us: 5.0,
+            },
+            steps: Vec::new(),
+            message_bytes: 2048,
+        }
+    }
+
+    #[test]
+    fn a_report_keeps_the_collective_keys_at_its_top_level_in_json() {
+        let r = CollectiveReport::new(&two_host_plan(), &[20_000], 10_000);
+        assert_eq!(
+            (r.step_us.clone(), r.comm_us.clone(), r.slowdown.clone()),
+            (vec![20.0], vec![15.0], vec![1.5])
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        let mut keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "algorithm",
+                "bytes",
+                "comm_us",
+                "compute_us",
+                "hosts",
+                "idle_comm_us",
+                "iterations",
+                "slowdown",
+                "step_us"
+            ]
+        );
+        assert_eq!(serde_json::from_value::<CollectiveReport>(json).unwrap(), r);
+    }
+
+    #[test]
+    fn an_all_reduce_workload_reads_its_collective_and_refuses_unknown_keys() {
+        let w: crate::workload::Workload =
+            toml::from_str("kind = \"all_reduce\"\nhosts = [0, 1]\nbytes = \"4K\"\niterations = 2\ncompute_us = 5.0\n")
+                .unwrap();
+        assert_eq!(
+            w,
+            crate::workload::Workload::AllReduce(two_host_plan().collective)
+        );
+        let err = toml::from_str::<crate::workload::Workload>(
+            "kind = \"collective\"\nhosts = [0, 1]\nbytes = 4096\niterations = 2\nrounds = 3\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `rounds`"), "{err}");
+    }
 }

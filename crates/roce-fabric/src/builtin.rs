@@ -3,7 +3,7 @@
 //!
 //! They only build [`Scenario`]s; running them is the scenario runner's job.
 
-use super::collective::Algorithm;
+use super::collective::{Algorithm, Collective};
 use super::engines::EngineKind;
 use super::fabric::LinkConfig;
 use super::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
@@ -192,13 +192,13 @@ impl Builtin {
             BuiltinKind::Allreduce => {
                 let n = self.senders.unwrap_or(8);
                 let mut s = self.base(kind, TopologySpec::Star { hosts: n, link }, 2_000.0);
-                s.workloads.push(Workload::AllReduce {
+                s.workloads.push(Workload::AllReduce(Collective {
                     hosts: (0..n).collect(),
                     bytes: 4 << 20,
                     iterations: 1000,
                     algorithm: Algorithm::Ring,
                     compute_us: 0.0,
-                });
+                }));
                 s
             }
             BuiltinKind::LinkFailure => {

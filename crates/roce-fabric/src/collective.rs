@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::fct::{ideal_delivery_ns, Paths};
+use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
 
 /// How a collective moves its bytes.
@@ -314,19 +315,32 @@ impl MemberGate {
     }
 }
 
-/// A collective as planned: members (host indices in position order) and their steps.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CollectivePlan {
-    /// The algorithm.
-    pub algorithm: Algorithm,
-    /// Member hosts, by position.
+/// A collective as a scenario describes it (`kind = "all_reduce"` workloads): who takes part,
+/// how much each iteration moves and how often. The plan and the report carry it as it was
+/// given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Collective {
+    /// Members, in ring order (or by rank for the other algorithms).
     pub hosts: Vec<usize>,
-    /// Bytes per iteration (the vector reduced, or each member's all-to-all buffer).
+    /// Bytes reduced per iteration (all-to-all: each member's buffer, `bytes / K` per peer).
+    #[serde(deserialize_with = "size::deserialize_bytes")]
     pub bytes: u64,
     /// Iterations.
     pub iterations: u32,
-    /// Compute phase before each iteration's communication, µs.
+    /// `ring` (default), `halving_doubling` or `all_to_all`.
+    #[serde(default)]
+    pub algorithm: Algorithm,
+    /// Compute phase before each iteration's communication, µs (the member sends nothing).
+    #[serde(default)]
     pub compute_us: f64,
+}
+
+/// A collective as planned: members (host indices in position order) and their steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectivePlan {
+    /// The collective.
+    pub collective: Collective,
     /// Each member's steps (peers by position).
     pub steps: Vec<Vec<Step>>,
     /// Bytes per message of the collective's flows.
@@ -348,10 +362,10 @@ impl CollectivePlan {
                     .filter_map(|(m, member)| {
                         let step = member.get(s)?;
                         let bytes: u64 = step.sends.iter().map(|&(_, b)| b).sum();
-                        let src = *self.hosts.get(m)?;
+                        let src = *self.collective.hosts.get(m)?;
                         step.sends
                             .iter()
-                            .filter_map(|&(p, _)| paths.links(src, *self.hosts.get(p)?))
+                            .filter_map(|&(p, _)| paths.links(src, *self.collective.hosts.get(p)?))
                             .map(|l| ideal_delivery_ns(&l, bytes, mtu, self.message_bytes))
                             .max()
                     })
@@ -365,16 +379,9 @@ impl CollectivePlan {
 /// What one collective's iterations took.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CollectiveReport {
-    /// The algorithm.
-    pub algorithm: Algorithm,
-    /// Member hosts.
-    pub hosts: Vec<usize>,
-    /// Bytes per iteration.
-    pub bytes: u64,
-    /// Compute phase per iteration, µs.
-    pub compute_us: f64,
-    /// Iterations planned.
-    pub iterations: u32,
+    /// The collective.
+    #[serde(flatten)]
+    pub collective: Collective,
     /// Per completed iteration: the step time, µs, from the previous iteration's end at the
     /// slowest member (or the start) to this one's end at the slowest member.
     pub step_us: Vec<f64>,
@@ -401,15 +408,11 @@ impl CollectiveReport {
             .collect();
         let comm_us: Vec<f64> = step_us
             .iter()
-            .map(|s| (s - plan.compute_us).max(0.0))
+            .map(|s| (s - plan.collective.compute_us).max(0.0))
             .collect();
         let idle_comm_us = idle_comm_ns as f64 / 1e3;
         CollectiveReport {
-            algorithm: plan.algorithm,
-            hosts: plan.hosts.clone(),
-            bytes: plan.bytes,
-            compute_us: plan.compute_us,
-            iterations: plan.iterations,
+            collective: plan.collective.clone(),
             slowdown: comm_us.iter().map(|c| c / idle_comm_us.max(1e-9)).collect(),
             step_us,
             comm_us,
@@ -440,7 +443,7 @@ impl CollectiveReport {
                 let _ = writeln!(
                     s,
                     "{i},{},{n},{step:.3},{comm:.3},{:.3},{x:.4}",
-                    r.algorithm.name(),
+                    r.collective.algorithm.name(),
                     r.idle_comm_us
                 );
             }
@@ -450,17 +453,18 @@ impl CollectiveReport {
 
     /// The lines the summary prints for collective `i`.
     pub fn lines(&self, i: usize) -> String {
+        let c = &self.collective;
         let head = format!(
             "collective {i} {} of {} B among {} hosts, compute {:.1} us",
-            self.algorithm.name(),
-            self.bytes,
-            self.hosts.len(),
-            self.compute_us
+            c.algorithm.name(),
+            c.bytes,
+            c.hosts.len(),
+            c.compute_us
         );
         let Some(mean) = self.mean_slowdown() else {
             return format!(
                 "{head}: no iteration completed in the run (of {}; idle communication {:.1} us each)\n",
-                self.iterations, self.idle_comm_us
+                c.iterations, self.idle_comm_us
             );
         };
         let join = |v: &[f64]| {
@@ -472,7 +476,7 @@ impl CollectiveReport {
         format!(
             "{head}: {} of {} iterations\n  step us: {}\n  comm us: {}\n  idle comm {:.1} us, slowdown mean {mean:.2} max {:.2}\n",
             self.step_us.len(),
-            self.iterations,
+            c.iterations,
             join(&self.step_us),
             join(&self.comm_us),
             self.idle_comm_us,
@@ -570,5 +574,67 @@ mod tests {
         assert_eq!(g.marks().len(), 2);
         assert_eq!(g.iteration_start(), None);
         assert_eq!((g.allowance(to2), g.allowance(to1)), (8000, 4000));
+    }
+
+    fn two_host_plan() -> CollectivePlan {
+        CollectivePlan {
+            collective: Collective {
+                hosts: vec![0, 1],
+                bytes: 4096,
+                iterations: 2,
+                algorithm: Algorithm::Ring,
+                compute_us: 5.0,
+            },
+            steps: Vec::new(),
+            message_bytes: 2048,
+        }
+    }
+
+    #[test]
+    fn a_report_keeps_the_collective_keys_at_its_top_level_in_json() {
+        let r = CollectiveReport::new(&two_host_plan(), &[20_000], 10_000);
+        assert_eq!(
+            (r.step_us.clone(), r.comm_us.clone(), r.slowdown.clone()),
+            (vec![20.0], vec![15.0], vec![1.5])
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        let mut keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "algorithm",
+                "bytes",
+                "comm_us",
+                "compute_us",
+                "hosts",
+                "idle_comm_us",
+                "iterations",
+                "slowdown",
+                "step_us"
+            ]
+        );
+        assert_eq!(serde_json::from_value::<CollectiveReport>(json).unwrap(), r);
+    }
+
+    #[test]
+    fn an_all_reduce_workload_reads_its_collective_and_refuses_unknown_keys() {
+        let w: crate::workload::Workload =
+            toml::from_str("kind = \"all_reduce\"\nhosts = [0, 1]\nbytes = \"4K\"\niterations = 2\ncompute_us = 5.0\n")
+                .unwrap();
+        assert_eq!(
+            w,
+            crate::workload::Workload::AllReduce(two_host_plan().collective)
+        );
+        let err = toml::from_str::<crate::workload::Workload>(
+            "kind = \"collective\"\nhosts = [0, 1]\nbytes = 4096\niterations = 2\nrounds = 3\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `rounds`"), "{err}");
     }
 }

@@ -270,14 +270,8 @@ impl Scenario {
             _ => 1,
         };
         for (i, w) in self.workloads.iter().enumerate() {
-            if let Workload::AllReduce {
-                hosts,
-                bytes,
-                algorithm,
-                ..
-            } = w
-            {
-                collective::check(*algorithm, hosts, *bytes, rails)
+            if let Workload::AllReduce(c) = w {
+                collective::check(c.algorithm, &c.hosts, c.bytes, rails)
                     .map_err(|e| format!("workload {i}: {e}"))?;
             }
         }
@@ -647,7 +641,7 @@ impl Scenario {
             .collectives
             .iter()
             .map(|c| {
-                let ends = summary::iteration_ends_ns(&built.fabric, &c.hosts);
+                let ends = summary::iteration_ends_ns(&built.fabric, &c.collective.hosts);
                 CollectiveReport::new(c, &ends, c.idle_comm_ns(&paths, self.mtu))
             })
             .collect()

@@ -285,7 +285,7 @@ impl Summary {
             .iter()
             .map(|c| {
                 let mut prev = 0u64;
-                iteration_ends_ns(f, &c.hosts)
+                iteration_ends_ns(f, &c.collective.hosts)
                     .into_iter()
                     .map(|done| {
                         let d = done.saturating_sub(prev);

@@ -11,7 +11,7 @@ use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
 use super::collective::{
-    schedule, Algorithm, CollectiveError, CollectivePlan, GateSlots, MemberGate,
+    schedule, Collective, CollectiveError, CollectivePlan, GateSlots, MemberGate,
 };
 use super::hpcc::flow_file::{self, FlowLine};
 use super::hpcc::read_text;
@@ -168,21 +168,7 @@ pub enum Workload {
     /// `bytes / K`), halving-doubling AllReduce or all-to-all, `iterations` times, each
     /// iteration's communication after `compute_us` of computation. Also `kind = "collective"`.
     #[serde(alias = "collective")]
-    AllReduce {
-        /// Members, in ring order (or by rank for the other algorithms).
-        hosts: Vec<usize>,
-        /// Bytes reduced per iteration (all-to-all: each member's buffer, `bytes / K` per peer).
-        #[serde(deserialize_with = "size::deserialize_bytes")]
-        bytes: u64,
-        /// Iterations.
-        iterations: u32,
-        /// `ring` (default), `halving_doubling` or `all_to_all`.
-        #[serde(default)]
-        algorithm: Algorithm,
-        /// Compute phase before each iteration's communication, µs (the member sends nothing).
-        #[serde(default)]
-        compute_us: f64,
-    },
+    AllReduce(Collective),
     /// Poisson arrivals of flows between random pairs of `hosts`, sizes from `sizes`, offered
     /// load `load` of one host link.
     FlowSizes {
@@ -401,13 +387,14 @@ impl Plan {
                         }
                     }
                 }
-                Workload::AllReduce {
-                    hosts,
-                    bytes,
-                    iterations,
-                    algorithm,
-                    compute_us,
-                } => {
+                Workload::AllReduce(collective) => {
+                    let Collective {
+                        hosts,
+                        bytes,
+                        algorithm,
+                        compute_us,
+                        ..
+                    } = collective;
                     for &h in hosts {
                         check(h)?;
                     }
@@ -415,14 +402,10 @@ impl Plan {
                         return Err(format!("compute_us must be >= 0, got {compute_us}"));
                     }
                     let c = CollectivePlan {
-                        algorithm: *algorithm,
-                        hosts: hosts.clone(),
-                        bytes: *bytes,
-                        iterations: *iterations,
-                        compute_us: *compute_us,
                         steps: schedule(*algorithm, hosts.len(), *bytes)
                             .map_err(|e| e.to_string())?,
                         message_bytes: (bytes / hosts.len() as u64).max(1),
+                        collective: collective.clone(),
                     };
                     plan.add_collective(ips, defaults, c)
                         .map_err(|e| e.to_string())?;
@@ -529,14 +512,15 @@ impl Plan {
         defaults: FlowDefaults,
         c: CollectivePlan,
     ) -> Result<(), CollectiveError> {
-        let compute = Duration::from_nanos((c.compute_us * 1e3).round() as u64);
+        let hosts = &c.collective.hosts;
+        let compute = Duration::from_nanos((c.collective.compute_us * 1e3).round() as u64);
         let mut gates: Vec<MemberGate> = c
             .steps
             .iter()
-            .map(|s| MemberGate::new(s, c.iterations, compute))
+            .map(|s| MemberGate::new(s, c.collective.iterations, compute))
             .collect();
-        for (i, &h) in c.hosts.iter().enumerate() {
-            if c.hosts[..i].contains(&h) {
+        for (i, &h) in hosts.iter().enumerate() {
+            if hosts[..i].contains(&h) {
                 return Err(CollectiveError::Repeated(h));
             }
             if self.gates.get(h).is_some_and(Option::is_some) {
@@ -551,7 +535,7 @@ impl Plan {
                     inbound: inbound.unwrap_or(0),
                 };
                 let total = gates[m].out_total(out);
-                let (src, dst) = (c.hosts[m], c.hosts[p]);
+                let (src, dst) = (hosts[m], hosts[p]);
                 gates[p].set_in_qpn(slots.inbound, self.next_qpn);
                 self.add(ips, src, dst, defaults, Some(total), 0.0, |f| {
                     f.gate = Some(slots);
@@ -559,7 +543,7 @@ impl Plan {
                 });
             }
         }
-        for (&h, g) in c.hosts.iter().zip(gates) {
+        for (&h, g) in c.collective.hosts.iter().zip(gates) {
             if let Some(slot) = self.gates.get_mut(h) {
                 *slot = Some(g);
             }

@@ -150,8 +150,10 @@ pub struct EndpointCounters {
 // What a user reads: counters under the names `rdma statistic` prints, per port and per QP, and
 // the one table formatter every command shares (`roce stats`, `--stats`, `roce demo`'s report).
 
+/// `RdmaCounters` and its `of_qp`: each counter is declared beside the QP counter it reads (or 0
+/// where a QP has none), so the mapping cannot miss one.
 macro_rules! rdma_counters {
-    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+    (of_qp($q:ident) { $($(#[doc = $doc:literal])* $name:ident: $src:expr,)* }) => {
         summed_counters! {
             /// Counters under the names `rdma statistic show` prints for mlx5 and rxe devices (and
             /// a few of this crate's own, marked so), for one port, one QP or a sum of them.
@@ -163,6 +165,14 @@ macro_rules! rdma_counters {
         }
 
         impl RdmaCounters {
+            /// The counters of one QP (the notification point's and the port's frame counts
+            /// stay 0).
+            pub fn of_qp($q: &QpCounters) -> Self {
+                RdmaCounters {
+                    $($name: $src,)*
+                }
+            }
+
             /// Every counter as `(name, value)`, in a fixed order.
             pub fn pairs(&self) -> Vec<(&'static str, u64)> {
                 vec![$((stringify!($name), self.$name),)*]
@@ -172,99 +182,68 @@ macro_rules! rdma_counters {
 }
 
 rdma_counters! {
-    /// Frames sent (rxe `sent_pkts`).
-    sent_pkts,
-    /// Frames received (rxe `rcvd_pkts`).
-    rcvd_pkts,
-    /// CE-marked RoCEv2 packets received (notification point).
-    np_ecn_marked_roce_packets,
-    /// CNPs sent (notification point; per port only).
-    np_cnp_sent,
-    /// CNPs handled by the reaction point.
-    rp_cnp_handled,
-    /// CNPs the congestion controller absorbed without a rate change.
-    rp_cnp_ignored,
-    /// Responder: request packets beyond the expected PSN.
-    out_of_sequence,
-    /// Requester: NAK sequence errors received.
-    packet_seq_err,
-    /// Responder: duplicate requests received.
-    duplicate_request,
-    /// Requester: ACK timeouts.
-    local_ack_timeout_err,
-    /// Requester: responses that implied a lost READ/atomic response.
-    implied_nak_seq_err,
-    /// Requester: RNR NAKs received.
-    rnr_nak_retry_err,
-    /// Requester: RNR retries exhausted (rxe).
-    retry_rnr_exceeded_err,
-    /// Responder: RNR NAKs sent (rxe).
-    send_rnr_err,
-    /// Requester: transport retries exhausted.
-    req_transport_retries_exceeded,
-    /// Requester: NAK remote access error received.
-    req_remote_access_errors,
-    /// Requester: NAK invalid request received.
-    req_remote_invalid_request,
-    /// Responder: requests refused for rkey, bounds or rights.
-    resp_remote_access_errors,
-    /// Responder: receives too small for an incoming SEND.
-    resp_local_length_error,
-    /// Requester: retransmission rounds (rxe).
-    completer_retry_err,
-    /// Request packets sent again (roce's own).
-    retransmitted_packets,
-    /// Responder: RDMA WRITE requests executed.
-    rx_write_requests,
-    /// Responder: RDMA READ requests executed.
-    rx_read_requests,
-    /// Responder: atomic requests executed.
-    rx_atomic_requests,
-    /// Responder: SEND messages received (roce's own).
-    rx_send_requests,
-    /// Work completions with an error status (roce's own; mlx5 splits it into req/resp_cqe_error).
-    error_completions,
-    /// Frames dropped for a bad ICRC (roce's own).
-    rx_icrc_errors,
-    /// Frames dropped for any other reason before or at the QP (roce's own).
-    rx_dropped,
+    of_qp(q) {
+        /// Frames sent (rxe `sent_pkts`).
+        sent_pkts: q.tx_packets,
+        /// Frames received (rxe `rcvd_pkts`).
+        rcvd_pkts: q.rx_packets,
+        /// CE-marked RoCEv2 packets received (notification point).
+        np_ecn_marked_roce_packets: q.ecn_ce_received,
+        /// CNPs sent (notification point; per port only).
+        np_cnp_sent: 0,
+        /// CNPs handled by the reaction point.
+        rp_cnp_handled: q.rp_cnp_handled,
+        /// CNPs the congestion controller absorbed without a rate change.
+        rp_cnp_ignored: 0,
+        /// Responder: request packets beyond the expected PSN.
+        out_of_sequence: q.out_of_sequence,
+        /// Requester: NAK sequence errors received.
+        packet_seq_err: q.packet_seq_err,
+        /// Responder: duplicate requests received.
+        duplicate_request: q.duplicate_request,
+        /// Requester: ACK timeouts.
+        local_ack_timeout_err: q.local_ack_timeout_err,
+        /// Requester: responses that implied a lost READ/atomic response.
+        implied_nak_seq_err: q.implied_nak_seq_err,
+        /// Requester: RNR NAKs received.
+        rnr_nak_retry_err: q.rnr_nak_retry_err,
+        /// Requester: RNR retries exhausted (rxe).
+        retry_rnr_exceeded_err: q.retry_rnr_exceeded_err,
+        /// Responder: RNR NAKs sent (rxe).
+        send_rnr_err: q.send_rnr_err,
+        /// Requester: transport retries exhausted.
+        req_transport_retries_exceeded: q.req_transport_retries_exceeded,
+        /// Requester: NAK remote access error received.
+        req_remote_access_errors: q.req_remote_access_errors,
+        /// Requester: NAK invalid request received.
+        req_remote_invalid_request: q.req_remote_invalid_request,
+        /// Responder: requests refused for rkey, bounds or rights.
+        resp_remote_access_errors: q.resp_remote_access_errors,
+        /// Responder: receives too small for an incoming SEND.
+        resp_local_length_error: q.resp_local_length_error,
+        /// Requester: retransmission rounds (rxe).
+        completer_retry_err: q.completer_retry_err,
+        /// Request packets sent again (roce's own).
+        retransmitted_packets: q.retransmitted_packets,
+        /// Responder: RDMA WRITE requests executed.
+        rx_write_requests: q.rx_write_requests,
+        /// Responder: RDMA READ requests executed.
+        rx_read_requests: q.rx_read_requests,
+        /// Responder: atomic requests executed.
+        rx_atomic_requests: q.rx_atomic_requests,
+        /// Responder: SEND messages received (roce's own).
+        rx_send_requests: q.rx_send_requests,
+        /// Work completions with an error status (roce's own; mlx5 splits it into
+        /// req/resp_cqe_error).
+        error_completions: q.error_completions,
+        /// Frames dropped for a bad ICRC (roce's own).
+        rx_icrc_errors: 0,
+        /// Frames dropped for any other reason before or at the QP (roce's own).
+        rx_dropped: q.rx_dropped,
+    }
 }
 
 impl RdmaCounters {
-    /// The counters of one QP (the notification point's and the port's frame counts stay 0).
-    pub fn of_qp(q: &QpCounters) -> Self {
-        RdmaCounters {
-            sent_pkts: q.tx_packets,
-            rcvd_pkts: q.rx_packets,
-            np_ecn_marked_roce_packets: q.ecn_ce_received,
-            np_cnp_sent: 0,
-            rp_cnp_handled: q.rp_cnp_handled,
-            rp_cnp_ignored: 0,
-            out_of_sequence: q.out_of_sequence,
-            packet_seq_err: q.packet_seq_err,
-            duplicate_request: q.duplicate_request,
-            local_ack_timeout_err: q.local_ack_timeout_err,
-            implied_nak_seq_err: q.implied_nak_seq_err,
-            rnr_nak_retry_err: q.rnr_nak_retry_err,
-            retry_rnr_exceeded_err: q.retry_rnr_exceeded_err,
-            send_rnr_err: q.send_rnr_err,
-            req_transport_retries_exceeded: q.req_transport_retries_exceeded,
-            req_remote_access_errors: q.req_remote_access_errors,
-            req_remote_invalid_request: q.req_remote_invalid_request,
-            resp_remote_access_errors: q.resp_remote_access_errors,
-            resp_local_length_error: q.resp_local_length_error,
-            completer_retry_err: q.completer_retry_err,
-            retransmitted_packets: q.retransmitted_packets,
-            rx_write_requests: q.rx_write_requests,
-            rx_read_requests: q.rx_read_requests,
-            rx_atomic_requests: q.rx_atomic_requests,
-            rx_send_requests: q.rx_send_requests,
-            error_completions: q.error_completions,
-            rx_icrc_errors: 0,
-            rx_dropped: q.rx_dropped,
-        }
-    }
-
     /// The counters of one port: its endpoint's, with the sum over its QPs. Like mlx5,
     /// `np_ecn_marked_roce_packets` counts every CE-marked RoCEv2 packet the port's QPs took
     /// (requests and responses; at least what the notification point saw).

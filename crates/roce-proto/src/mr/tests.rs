@@ -9,6 +9,11 @@ fn table() -> (MrTable, PdHandle, MrInfo) {
     (t, pd, mr)
 }
 
+/// A remote READ of the first 8 bytes of `mr` in `pd`, as the responder resolves it.
+fn read_head(t: &MrTable, pd: PdHandle, mr: &MrInfo) -> Result<MrRange, MrError> {
+    t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
+}
+
 #[test]
 fn remote_access_checks_key_bounds_rights_and_pd() {
     let (mut t, pd, mr) = table();
@@ -32,15 +37,9 @@ fn remote_access_checks_key_bounds_rights_and_pd() {
         Err(MrError::AccessDenied(mr.rkey))
     );
     let other = t.alloc_pd();
-    assert_eq!(
-        t.resolve_remote(other, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-        Err(MrError::WrongPd(mr.rkey))
-    );
+    assert_eq!(read_head(&t, other, &mr), Err(MrError::WrongPd(mr.rkey)));
     assert_eq!(t.deregister(mr.lkey), Ok(()));
-    assert_eq!(
-        t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-        Err(MrError::UnknownKey(mr.rkey))
-    );
+    assert_eq!(read_head(&t, pd, &mr), Err(MrError::UnknownKey(mr.rkey)));
 }
 
 #[test]
@@ -94,9 +93,7 @@ fn gather_and_scatter_walk_the_sgl_across_entries() {
 #[test]
 fn a_range_goes_stale_when_its_slot_is_reused() {
     let (mut t, pd, mr) = table();
-    let r = t
-        .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
-        .unwrap();
+    let r = read_head(&t, pd, &mr).unwrap();
     assert_eq!(t.read(r).map(<[u8]>::len), Ok(8));
     t.deregister(mr.lkey).unwrap();
     let next = t.register(pd, 100, AccessFlags::LOCAL_WRITE);
@@ -108,9 +105,7 @@ fn a_range_goes_stale_when_its_slot_is_reused() {
 #[test]
 fn invalidation_stops_both_keys_and_stales_ranges_but_keeps_the_bytes() {
     let (mut t, pd, mr) = table();
-    let r = t
-        .resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ)
-        .unwrap();
+    let r = read_head(&t, pd, &mr).unwrap();
     let other = t.alloc_pd();
     assert_eq!(
         t.invalidate(other, mr.rkey, true),
@@ -123,10 +118,7 @@ fn invalidation_stops_both_keys_and_stales_ranges_but_keeps_the_bytes() {
     );
     assert_eq!(t.invalidate(pd, mr.rkey, true), Ok(()));
     assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
-    assert_eq!(
-        t.resolve_remote(pd, mr.rkey, mr.addr, 8, AccessFlags::REMOTE_READ),
-        Err(MrError::UnknownKey(mr.rkey))
-    );
+    assert_eq!(read_head(&t, pd, &mr), Err(MrError::UnknownKey(mr.rkey)));
     let sge = Sge {
         addr: mr.addr,
         length: 4,

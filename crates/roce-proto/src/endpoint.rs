@@ -97,6 +97,8 @@ pub struct Endpoint {
     in_ready: Vec<bool>,
     /// Each QP's deadline; every place that hands out a QP mutably touches its slot.
     due: crate::qp::due::DueCache,
+    /// Reused list of the slots whose timers fire in one `handle_timeout`.
+    firing: Vec<usize>,
     stats: EndpointCounters,
     np: NotificationPoint,
     int: crate::qp::int::IntPaths,
@@ -124,6 +126,7 @@ impl Endpoint {
             ready: VecDeque::new(),
             in_ready: Vec::new(),
             due: Default::default(),
+            firing: Vec::new(),
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval).with_enabled(cfg.np_enabled),
             int: crate::qp::int::IntPaths::default(),
@@ -557,7 +560,9 @@ impl Endpoint {
 
     /// Lets due timers fire.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for slot in self.due.due_by(&self.qps, now) {
+        let mut firing = std::mem::take(&mut self.firing);
+        self.due.due_by(&self.qps, now, &mut firing);
+        for &slot in &firing {
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
@@ -565,6 +570,7 @@ impl Endpoint {
             self.due.touch(slot);
             self.mark_ready(slot);
         }
+        self.firing = firing;
         self.due.refresh(&self.qps);
     }
 

@@ -1,11 +1,15 @@
-//! Each QP's next deadline ([`QueuePair::poll_timeout`]), kept ordered so that an endpoint
-//! finds its earliest deadline, and the QPs whose timers are due, without visiting its other
-//! QPs: an endpoint asks after every event, and scanning every QP it ever had made an event
-//! cost grow with the QPs rather than with the traffic.
+//! Each QP's next deadline ([`QueuePair::poll_timeout`]), kept so that an endpoint finds its
+//! earliest deadline, and the QPs whose timers are due, without asking every QP: an endpoint
+//! asks after every event.
+//!
+//! Two layouts by the number of slots. Up to [`LINEAR_SLOTS`] the cached deadlines are
+//! scanned: a few words, cheaper than any ordered structure (a 64 B WRITE changes its QP's
+//! deadline on every message, and keeping a B-tree current cost 14% of it). Above that an
+//! ordered set keeps the scan from growing with the QPs a host ever had (a simulated host
+//! may have hundreds).
 //!
 //! A QP handed out mutably is *stale* until [`DueCache::refresh`] recomputes its deadline
-//! (all of it behind `&mut self`: no interior mutability here; what still keeps `Endpoint`
-//! from `Sync` is the boxed `dyn CongestionControl + Send` of registered controllers);
+//! (all of it behind `&mut self`: no interior mutability here);
 //! [`DueCache::earliest`] asks the stale QPs themselves, so it is right between refreshes too.
 //!
 //! Not here: which calls touch a QP (the endpoint says so whenever it hands one out mutably).
@@ -15,16 +19,21 @@ use std::collections::BTreeSet;
 use super::QueuePair;
 use crate::time::Instant;
 
+/// Slots up to which deadlines are scanned rather than kept ordered.
+pub(crate) const LINEAR_SLOTS: usize = 32;
+
 /// Deadlines by QP slot.
 #[derive(Debug, Default)]
 pub(crate) struct DueCache {
-    /// Each fresh slot's deadline as last computed (`None` for a stale slot).
+    /// Each slot's deadline as last computed (out of date while the slot is stale).
     due: Vec<Option<Instant>>,
-    /// Whether a slot awaits recomputation (then it is in `stale_slots`, not in `order`).
+    /// Whether a slot awaits recomputation (then it is in `stale_slots`).
     stale: Vec<bool>,
     stale_slots: Vec<usize>,
-    /// (deadline, slot) of every fresh slot with a deadline.
-    order: BTreeSet<(Instant, usize)>,
+    /// With more than [`LINEAR_SLOTS`] slots: (deadline, slot) of every slot with a deadline
+    /// as last computed. A stale slot's entry stays until its refresh finds a different
+    /// deadline, and [`Self::earliest`] skips it.
+    order: Option<BTreeSet<(Instant, usize)>>,
 }
 
 impl DueCache {
@@ -32,41 +41,86 @@ impl DueCache {
     /// [`Self::refresh`].
     pub(crate) fn touch(&mut self, slot: usize) {
         if self.stale.len() <= slot {
-            self.stale.resize(slot + 1, false);
-            self.due.resize(slot + 1, None);
+            self.grow(slot + 1);
         }
-        let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) else {
+        let Some(stale) = self.stale.get_mut(slot) else {
             return;
         };
         if !*stale {
             *stale = true;
             self.stale_slots.push(slot);
-            if let Some(t) = due.take() {
-                self.order.remove(&(t, slot));
-            }
         }
     }
 
-    /// Recomputes the stale slots' deadlines from `qps` (indexed by slot).
+    fn grow(&mut self, slots: usize) {
+        self.stale.resize(slots, false);
+        self.due.resize(slots, None);
+        if slots > LINEAR_SLOTS && self.order.is_none() {
+            let order = self
+                .due
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, t)| Some(((*t)?, slot)))
+                .collect();
+            self.order = Some(order);
+        }
+    }
+
+    /// Recomputes the stale slots' deadlines from `qps` (indexed by slot) where the ordered
+    /// set needs it; with few slots, stale ones wait for [`Self::earliest`] or
+    /// [`Self::due_by`] to ask them (a busy QP is touched by every frame, and asking it each
+    /// time cost more than the set itself).
     pub(crate) fn refresh(&mut self, qps: &[Option<QueuePair>]) {
+        if self.order.is_some() {
+            self.recompute(qps);
+        }
+    }
+
+    fn recompute(&mut self, qps: &[Option<QueuePair>]) {
         for slot in self.stale_slots.drain(..) {
             let t = qps
                 .get(slot)
                 .and_then(Option::as_ref)
                 .and_then(QueuePair::poll_timeout);
-            if let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot)) {
-                *stale = false;
-                *due = t;
+            let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot))
+            else {
+                continue;
+            };
+            *stale = false;
+            if *due == t {
+                continue;
             }
-            if let Some(t) = t {
-                self.order.insert((t, slot));
+            if let Some(order) = self.order.as_mut() {
+                if let Some(old) = *due {
+                    order.remove(&(old, slot));
+                }
+                if let Some(t) = t {
+                    order.insert((t, slot));
+                }
             }
+            *due = t;
         }
+    }
+
+    fn is_stale(&self, slot: usize) -> bool {
+        self.stale.get(slot).copied().unwrap_or(false)
     }
 
     /// The earliest deadline among `qps` (indexed by slot).
     pub(crate) fn earliest(&self, qps: &[Option<QueuePair>]) -> Option<Instant> {
-        let fresh = self.order.first().map(|&(t, _)| t);
+        // Fresh slots from the cache; stale slots' cached deadlines may be out of date.
+        let fresh = match &self.order {
+            Some(order) => order
+                .iter()
+                .find(|&&(_, slot)| !self.is_stale(slot))
+                .map(|&(t, _)| t),
+            None => self
+                .due
+                .iter()
+                .zip(&self.stale)
+                .filter_map(|(t, stale)| if *stale { None } else { *t })
+                .min(),
+        };
         self.stale_slots
             .iter()
             .filter_map(|&slot| qps.get(slot)?.as_ref()?.poll_timeout())
@@ -74,16 +128,28 @@ impl DueCache {
             .min()
     }
 
-    /// After a refresh from `qps`: the slots whose deadline is at or before `now`, in slot
-    /// order (the order timers have always fired in).
-    pub(crate) fn due_by(&mut self, qps: &[Option<QueuePair>], now: Instant) -> Vec<usize> {
-        self.refresh(qps);
-        let mut slots: Vec<usize> = self
-            .order
-            .range(..=(now, usize::MAX))
-            .map(|&(_, slot)| slot)
-            .collect();
-        slots.sort_unstable();
-        slots
+    /// After a refresh from `qps`: writes into `slots` the slots whose deadline is at or
+    /// before `now`, in slot order (the order timers have always fired in).
+    pub(crate) fn due_by(
+        &mut self,
+        qps: &[Option<QueuePair>],
+        now: Instant,
+        slots: &mut Vec<usize>,
+    ) {
+        self.recompute(qps);
+        slots.clear();
+        match &self.order {
+            Some(order) => {
+                slots.extend(order.range(..=(now, usize::MAX)).map(|&(_, slot)| slot));
+                slots.sort_unstable();
+            }
+            None => slots.extend(
+                self.due
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.is_some_and(|t| t <= now))
+                    .map(|(slot, _)| slot),
+            ),
+        }
     }
 }

@@ -177,6 +177,14 @@ impl RcEngine {
             mtu: Mtu::from_bytes(flow.mtu as u32).ok_or(RcSetupError::BadMtu(flow.mtu))?,
             // 4.096 us * 2^6 = 262 us: tail losses recover within a short run.
             timeout: 6,
+            // Queues as deep as this engine keeps them, not verbs' 256 each: every queue (and
+            // the CQ, sized from them) is preallocated, and a fabric has thousands of QPs.
+            max_send_wr: DEPTH as u32,
+            max_recv_wr: if flow.send || flow.gate.is_some() {
+                RECV_DEPTH
+            } else {
+                1
+            },
             ..RcOptions::default()
         };
         let (a, b) = connect_rc(&mut src.ep, &mut dst.ep, &opts).map_err(|e| qp_err(&e))?;

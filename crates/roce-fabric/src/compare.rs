@@ -354,7 +354,7 @@ pub const METRICS: &[Metric] = &[
     ("pfc_frames", |s| s.pfc_pause_frames as f64),
     ("ecn_marked", |s| s.ecn_marked as f64),
     ("cnp_sent", |s| s.cnp_sent as f64),
-    ("retransmitted", |s| s.retransmitted as f64),
+    ("retransmitted", |s| s.recovery.retransmitted as f64),
     ("failed_flows", |s| s.failed_flows as f64),
 ];
 

@@ -696,7 +696,7 @@ impl Scenario {
         Some(Outage {
             frames_lost: lost.frames,
             bytes_lost: lost.bytes,
-            retransmitted: summary.retransmitted,
+            retransmitted: summary.recovery.retransmitted,
             failed_flows: summary.failed_flows,
             ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3)
         })

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::collective::{CollectivePlan, CollectiveReport};
 use super::ecmp::{EcmpLoad, RailLoad};
-use super::engines::ScenarioEngine;
+use super::engines::{Recovery, ScenarioEngine};
 use super::fabric::Fabric;
 use super::fct::FctReport;
 use super::outage::Outage;
@@ -76,15 +76,9 @@ pub struct FlowResult {
     /// Why it failed, as the transport says (first error completion, QP state).
     #[serde(default)]
     pub error: Option<String>,
-    /// Request packets its sender sent again.
-    #[serde(default)]
-    pub retransmitted: u64,
-    /// NAKs its sender received.
-    #[serde(default)]
-    pub naks: u64,
-    /// ACK timeouts that fired at its sender.
-    #[serde(default)]
-    pub timeouts: u64,
+    /// How its sender recovered losses (retransmitted packets, NAKs received, ACK timeouts).
+    #[serde(flatten)]
+    pub recovery: Recovery,
 }
 
 /// A run's summary.
@@ -109,15 +103,9 @@ pub struct Summary {
     /// warm-up over what its line rate allows, 0..=1 (0 without a bottleneck).
     #[serde(default)]
     pub bottleneck_utilisation: f64,
-    /// Request packets retransmitted, over all flows.
-    #[serde(default)]
-    pub retransmitted: u64,
-    /// NAKs senders received, over all flows.
-    #[serde(default)]
-    pub naks: u64,
-    /// ACK timeouts that fired, over all flows.
-    #[serde(default)]
-    pub timeouts: u64,
+    /// Retransmitted packets, NAKs and ACK timeouts over all flows.
+    #[serde(flatten)]
+    pub recovery: Recovery,
     /// QPs (senders and receivers, all hosts) in the error state at the end.
     #[serde(default)]
     pub qp_errors: u64,
@@ -265,9 +253,7 @@ impl Summary {
                     bytes: p.bytes,
                     state,
                     error: transport.error,
-                    retransmitted: transport.retransmitted,
-                    naks: transport.naks,
-                    timeouts: transport.timeouts,
+                    recovery: transport.recovery,
                 }
             })
             .collect();
@@ -324,9 +310,7 @@ impl Summary {
             jain_fairness: jain(&goodputs),
             total_goodput_gbps: delivered_gbps,
             bottleneck_utilisation,
-            retransmitted: flows.iter().map(|f| f.retransmitted).sum(),
-            naks: flows.iter().map(|f| f.naks).sum(),
-            timeouts: flows.iter().map(|f| f.timeouts).sum(),
+            recovery: flows.iter().map(|f| f.recovery).sum(),
             qp_errors,
             failed_flows: flows.iter().filter(|f| f.state.is_failure()).count(),
             queue_mean_bytes,
@@ -403,9 +387,9 @@ impl Summary {
             "total {:.3} Gbit/s  bottleneck utilisation {:.1}%  retransmitted {}  naks {}  timeouts {}  qp_errors {}",
             self.total_goodput_gbps,
             self.bottleneck_utilisation * 100.0,
-            self.retransmitted,
-            self.naks,
-            self.timeouts,
+            self.recovery.retransmitted,
+            self.recovery.naks,
+            self.recovery.timeouts,
             self.qp_errors
         );
         let mut states: Vec<String> = Vec::new();

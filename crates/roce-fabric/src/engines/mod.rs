@@ -85,12 +85,31 @@ impl std::str::FromStr for EngineKind {
 pub struct FlowTransport {
     /// Why the flow failed (its first error completion and its QP's state), if it did.
     pub error: Option<String>,
-    /// Request packets the sender sent again.
+    /// How its sender recovered losses.
+    pub recovery: Recovery,
+}
+
+/// How senders recovered from loss: per flow, and summed over a run's flows (serialized flat,
+/// as `retransmitted`, `naks` and `timeouts`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Recovery {
+    /// Request packets sent again.
     pub retransmitted: u64,
-    /// NAKs the sender received (sequence, RNR, access, invalid request).
+    /// NAKs received (sequence, RNR, access, invalid request).
     pub naks: u64,
-    /// ACK timeouts that fired at the sender.
+    /// ACK timeouts that fired.
     pub timeouts: u64,
+}
+
+impl std::iter::Sum for Recovery {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Recovery::default(), |a, b| Recovery {
+            retransmitted: a.retransmitted + b.retransmitted,
+            naks: a.naks + b.naks,
+            timeouts: a.timeouts + b.timeouts,
+        })
+    }
 }
 
 /// The engine of one scenario host.

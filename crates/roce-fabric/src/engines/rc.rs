@@ -23,7 +23,7 @@ use roce_proto::verbs::{
 };
 use roce_proto::wire::Ecn;
 
-use super::{mac_of, FlowTransport, ReceivedBytes};
+use super::{mac_of, FlowTransport, ReceivedBytes, Recovery};
 use crate::collective::MemberGate;
 use crate::series::CcSample;
 use crate::workload::FlowConfig;
@@ -308,12 +308,14 @@ impl RcEngine {
         let c = qp.map(|q| *q.counters()).unwrap_or_default();
         FlowTransport {
             error,
-            retransmitted: c.retransmitted_packets,
-            naks: c.packet_seq_err
-                + c.rnr_nak_retry_err
-                + c.req_remote_access_errors
-                + c.req_remote_invalid_request,
-            timeouts: c.local_ack_timeout_err,
+            recovery: Recovery {
+                retransmitted: c.retransmitted_packets,
+                naks: c.packet_seq_err
+                    + c.rnr_nak_retry_err
+                    + c.req_remote_access_errors
+                    + c.req_remote_invalid_request,
+                timeouts: c.local_ack_timeout_err,
+            },
         }
     }
 

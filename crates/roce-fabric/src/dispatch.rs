@@ -229,7 +229,7 @@ impl<E: Engine> Fabric<E> {
             Node::Host(h) => {
                 let t = self.now();
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
-                    self.tap.on_rx(h.0, t, &slot.buf, &info);
+                    self.tap.on_rx(h.0, t, &info, slot.bth.as_ref());
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -459,7 +459,7 @@ impl<E: Engine> Fabric<E> {
             let pkt = self.w.pool.alloc(frame);
             let prio = self.w.pool.prio(pkt);
             if let Some(slot) = self.w.pool.slot(pkt) {
-                self.tap.on_tx(&slot.buf, &slot.info);
+                self.tap.on_tx(slot.bth.as_ref());
             }
             if !host.tx.is_paused(prio, now) {
                 self.w.transmit(&mut host.tx, node, 0, pkt, prio);

@@ -353,11 +353,19 @@ impl<T, X> Switch<T, X> {
     /// Picks the egress port for a flow among the routes to `host` whose link is up.
     pub fn route(&self, host: usize, ip: &IpInfo, up: impl Fn(u16) -> bool) -> Option<u16> {
         let cands = self.routes.get(host)?;
+        // A lone route needs no hash (it is every pick), and with every member up the pick
+        // indexes the group directly: one pass over the members instead of two.
+        if let [only] = cands[..] {
+            return up(only).then_some(only);
+        }
         let live = cands.iter().filter(|&&p| up(p)).count();
         if live == 0 {
             return None;
         }
         let pick = (flow_hash(ip, self.cfg.ecmp_salt) % live as u64) as usize;
+        if live == cands.len() {
+            return cands.get(pick).copied();
+        }
         cands.iter().copied().filter(|&p| up(p)).nth(pick)
     }
 
@@ -660,5 +668,36 @@ mod tests {
         assert_eq!(quanta(false), (Some(0), None));
         sw.set_pfc(None);
         assert_eq!(sw.pause_frame(src, 3, true), None);
+    }
+
+    #[test]
+    fn route_picks_by_flow_hash_among_the_live_members_only() {
+        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
+        sw.set_routes(vec![vec![4], vec![1, 2, 3, 5], vec![]]);
+        // The pick the definition gives: the hash modulo the live members, in route order.
+        let reference = |host: usize, ip: &IpInfo, up: &dyn Fn(u16) -> bool| {
+            let live: Vec<u16> = sw.routes[host].iter().copied().filter(|&p| up(p)).collect();
+            let n = live.len() as u64;
+            (n > 0).then(|| live[(flow_hash(ip, 0) % n) as usize])
+        };
+        let all = |_: u16| true;
+        let no_3 = |p: u16| p != 3;
+        let none = |_: u16| false;
+        let mut seen = std::collections::BTreeSet::new();
+        for sport in 0..64u16 {
+            let ip = IpInfo {
+                sport: 0xc000 + sport,
+                dport: 4791,
+                ..IpInfo::default()
+            };
+            for up in [&all as &dyn Fn(u16) -> bool, &no_3, &none] {
+                for host in 0..3 {
+                    let got = sw.route(host, &ip, up);
+                    assert_eq!(got, reference(host, &ip, up), "host {host} sport {sport}");
+                    seen.extend(got.filter(|_| host == 1));
+                }
+            }
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 5]);
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::frame::{bth_info, ip_key, FrameInfo, IpKey, MixMap};
+use super::frame::{ip_key, BthInfo, FrameInfo, IpKey, MixMap};
 use roce_proto::psn::Psn;
 use roce_proto::time::Instant;
 use roce_proto::wire::Opcode;
@@ -76,20 +76,18 @@ impl FlowTap {
         id
     }
 
-    /// A frame left a host.
-    pub fn on_tx(&mut self, frame: &[u8], info: &FrameInfo) {
-        let bth = info.ip.as_ref().and_then(|ip| bth_info(frame, ip));
+    /// A frame left a host (`bth`: its BTH fields, if it is RoCEv2; see [`bth_info`]).
+    ///
+    /// [`bth_info`]: super::frame::bth_info
+    pub fn on_tx(&mut self, bth: Option<&BthInfo>) {
         if bth.is_some_and(|b| b.opcode == Opcode::CNP) {
             self.cnp_sent += 1;
         }
     }
 
-    /// A frame reached host `host` at `now`.
-    pub fn on_rx(&mut self, host: usize, now: Instant, frame: &[u8], info: &FrameInfo) {
-        let Some(ip) = info.ip.as_ref() else {
-            return;
-        };
-        let Some(bth) = bth_info(frame, ip) else {
+    /// A frame whose header fields are `info` and `bth` reached host `host` at `now`.
+    pub fn on_rx(&mut self, host: usize, now: Instant, info: &FrameInfo, bth: Option<&BthInfo>) {
+        let (Some(ip), Some(bth)) = (info.ip.as_ref(), bth) else {
             return;
         };
         if bth.opcode == Opcode::CNP {

@@ -7,7 +7,7 @@ use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
 use super::event::{tie, tie_last, EventQueue};
-use super::frame::FrameInfo;
+use super::frame::{bth_info, BthInfo, FrameInfo};
 use super::port::TxPort;
 use super::stats::Lost;
 use super::switch::Arrival;
@@ -110,6 +110,9 @@ pub(super) struct Slot {
     pub(super) buf: Vec<u8>,
     pub(super) fcs_bad: bool,
     pub(super) info: FrameInfo,
+    /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
+    /// switch changes them, and a corrupted frame never reaches the tap).
+    pub(super) bth: Option<BthInfo>,
     pub(super) prio: u8,
     /// The epoch of the link it was sent on (see [`Link::epoch`]).
     pub(super) epoch: u32,
@@ -137,6 +140,7 @@ impl PacketPool {
             s.int.clear();
             let a = Arrival::of(data);
             s.info = a.info;
+            s.bth = a.info.ip.as_ref().and_then(|ip| bth_info(data, ip));
             s.prio = a.prio as u8;
         }
         id

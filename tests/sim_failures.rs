@@ -33,8 +33,8 @@ fn flows_whose_retries_run_out_are_failed_with_the_transport_reason() {
         );
         assert_eq!(f.completion_us, None);
         // retry_cnt 7: the first timeout and seven retries.
-        assert_eq!(f.timeouts, 8, "{}", sum.table());
-        assert!(f.retransmitted > 0);
+        assert_eq!(f.recovery.timeouts, 8, "{}", sum.table());
+        assert!(f.recovery.retransmitted > 0);
     }
     assert_eq!(sum.qp_errors, 2);
     assert_eq!(sum.failed_flows, 2);
@@ -95,7 +95,7 @@ fn a_healthy_incast_reports_totals_and_running_flows() {
     );
     assert_eq!((sum.failed_flows, sum.qp_errors), (0, 0), "{t}");
     assert_eq!(
-        (sum.retransmitted, sum.naks, sum.timeouts),
+        (sum.recovery.retransmitted, sum.recovery.naks, sum.recovery.timeouts),
         (0, 0, 0),
         "{t}"
     );
@@ -122,7 +122,7 @@ fn dcqcn_mlx_with_a_4us_cnp_interval_completes_every_flow_without_qp_errors() {
     assert_eq!(sum.flows.len(), 8);
     assert!(sum.flows.iter().all(|f| f.state == FlowState::Done), "{t}");
     assert_eq!(
-        (sum.qp_errors, sum.timeouts, sum.failed_flows),
+        (sum.qp_errors, sum.recovery.timeouts, sum.failed_flows),
         (0, 0, 0),
         "{t}"
     );

@@ -147,7 +147,7 @@ fn a_lossy_cable_costs_retransmissions_but_no_outage_frames() {
     let sum = run(&text);
     let t = sum.table();
     assert!(sum.outage.is_none(), "loss alone is no outage\n{t}");
-    assert!(sum.retransmitted > 0 && sum.drops > 0, "{t}");
+    assert!(sum.recovery.retransmitted > 0 && sum.drops > 0, "{t}");
     assert_eq!(sum.failed_flows, 0, "{t}");
 }
 

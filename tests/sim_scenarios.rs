@@ -134,7 +134,7 @@ fn the_rc_incast_drops_and_its_flows_complete_by_retransmitting() {
     let (sum, _) = run(RC_INCAST);
     let t = sum.table();
     assert!(sum.drops > 0, "{t}");
-    assert!(sum.retransmitted > 0, "{t}");
+    assert!(sum.recovery.retransmitted > 0, "{t}");
     assert_eq!(sum.flows.len(), 2, "{t}");
     assert!(sum.flows.iter().all(|f| f.completion_us.is_some()), "{t}");
     assert_eq!(sum.qp_errors, 0, "{t}");

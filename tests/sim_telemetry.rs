@@ -103,7 +103,7 @@ fn incast_bottleneck_queue_and_ecn_marks_match_the_cnps_hosts_count() {
     assert!(np > 0 && np <= got);
     assert_eq!(np, s.cnp_sent);
     assert_eq!(host_total(&s, |c| c.rp_cnp_handled), s.cnp_handled);
-    assert_eq!(host_total(&s, |c| c.retransmitted_packets), s.retransmitted);
+    assert_eq!(host_total(&s, |c| c.retransmitted_packets), s.recovery.retransmitted);
 }
 
 #[test]
@@ -118,9 +118,9 @@ fn lossy_incast_counts_queue_full_drops_and_the_retransmissions_they_cause() {
     assert!(b.queue_max_bytes <= 100_000);
     assert_eq!(s.pfc_pause_frames, 0);
     let retx = host_total(&s, |c| c.retransmitted_packets);
-    assert_eq!(retx, s.retransmitted);
+    assert_eq!(retx, s.recovery.retransmitted);
     assert!(retx > 0);
-    assert_eq!(host_total(&s, |c| c.local_ack_timeout_err), s.timeouts);
+    assert_eq!(host_total(&s, |c| c.local_ack_timeout_err), s.recovery.timeouts);
 }
 
 #[test]

@@ -95,7 +95,11 @@ fn a_healthy_incast_reports_totals_and_running_flows() {
     );
     assert_eq!((sum.failed_flows, sum.qp_errors), (0, 0), "{t}");
     assert_eq!(
-        (sum.recovery.retransmitted, sum.recovery.naks, sum.recovery.timeouts),
+        (
+            sum.recovery.retransmitted,
+            sum.recovery.naks,
+            sum.recovery.timeouts
+        ),
         (0, 0, 0),
         "{t}"
     );

@@ -103,7 +103,10 @@ fn incast_bottleneck_queue_and_ecn_marks_match_the_cnps_hosts_count() {
     assert!(np > 0 && np <= got);
     assert_eq!(np, s.cnp_sent);
     assert_eq!(host_total(&s, |c| c.rp_cnp_handled), s.cnp_handled);
-    assert_eq!(host_total(&s, |c| c.retransmitted_packets), s.recovery.retransmitted);
+    assert_eq!(
+        host_total(&s, |c| c.retransmitted_packets),
+        s.recovery.retransmitted
+    );
 }
 
 #[test]
@@ -120,7 +123,10 @@ fn lossy_incast_counts_queue_full_drops_and_the_retransmissions_they_cause() {
     let retx = host_total(&s, |c| c.retransmitted_packets);
     assert_eq!(retx, s.recovery.retransmitted);
     assert!(retx > 0);
-    assert_eq!(host_total(&s, |c| c.local_ack_timeout_err), s.recovery.timeouts);
+    assert_eq!(
+        host_total(&s, |c| c.local_ack_timeout_err),
+        s.recovery.timeouts
+    );
 }
 
 #[test]

@@ -296,6 +296,23 @@ fn bench_parallel(c: &mut Criterion) {
          2 threads {:.2}x the speed of 1",
         median(ratio)
     );
+    // What bounds that ratio, independent of how busy the machine is.
+    let mut built = s.build().expect("builds");
+    built.fabric.set_threads(2).expect("splits");
+    let (_, built) = s.run_built(built, |_| {}).expect("runs");
+    if let Some(st) = built.fabric.parallel_stats() {
+        let handled: u64 = st.events.iter().sum();
+        println!(
+            "  {} windows, {:.0} events per window, balance bound {:.2}x, {:.3} crossings per \
+             event, {:.1}% of the wall time alone, thread CPU {:?} ms",
+            st.windows,
+            handled as f64 / st.windows.max(1) as f64,
+            st.balance_bound(),
+            st.crossings as f64 / handled.max(1) as f64,
+            100.0 * st.serial_ns as f64 / (st.serial_ns + st.window_ns).max(1) as f64,
+            st.cpu_ns.iter().map(|c| c / 1_000_000).collect::<Vec<_>>()
+        );
+    }
 }
 
 criterion_group!(benches, bench, bench_compare, bench_parallel);

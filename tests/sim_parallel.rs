@@ -1,7 +1,7 @@
 //! The parallel engine (`--threads N`) gives the single-threaded run's summary, field for
 //! field, for the same seed: an incast, a leaf-spine with ECMP and WebSearch Poisson traffic,
-//! the small HPCC fixture config and a run with PFC, two seeds each, on 2 and 3 threads. It
-//! refuses what it does not split yet, in one line.
+//! the small HPCC fixture config and a run with PFC, two seeds each, on 2 and 3 threads, and a
+//! port capture. It refuses what it does not split yet, in one line.
 
 use std::path::Path;
 
@@ -98,6 +98,23 @@ fn the_hpcc_fixture_is_the_same_on_two_and_three_threads() {
 }
 
 #[test]
+fn a_port_capture_is_the_same_on_two_threads() {
+    let s = Scenario::from_toml(LEAF_SPINE).unwrap();
+    let capture = |threads: usize| {
+        let mut built = s.build().unwrap();
+        let at = built.fabric.find_port("leaf1r0:4").unwrap();
+        built.fabric.capture_port(at.0, at.1);
+        assert_eq!(built.fabric.set_threads(threads).unwrap(), threads);
+        let (_, mut built) = s.run_built(built, |_| {}).unwrap();
+        built.fabric.drain_captured()
+    };
+    let one = capture(1);
+    assert!(one.len() > 100, "{} frames", one.len());
+    assert!(one.iter().any(|f| f.outbound) && one.iter().any(|f| !f.outbound));
+    assert_eq!(capture(2), one);
+}
+
+#[test]
 fn what_is_not_split_yet_is_refused_in_one_line() {
     let s = builtin(BuiltinKind::LinkFailure, 2, 100.0, "none");
     let mut built = s.build().unwrap();
@@ -109,4 +126,24 @@ fn what_is_not_split_yet_is_refused_in_one_line() {
         .unwrap();
     assert_eq!(built.fabric.set_threads(0), Err(ParallelError::NoThreads));
     assert_eq!(built.fabric.set_threads(1), Ok(1));
+    assert!(built.fabric.parallel_stats().is_none());
+}
+
+#[test]
+fn the_stats_count_windows_events_and_crossings() {
+    let s = Scenario::from_toml(LEAF_SPINE).unwrap();
+    let mut built = s.build().unwrap();
+    assert_eq!(built.fabric.set_threads(2), Ok(2));
+    let (summary, built) = s.run_built(built, |_| {}).unwrap();
+    let st = built.fabric.parallel_stats().unwrap().clone();
+    let in_windows: u64 = st.events.iter().sum();
+    // Every event but the samples (fabric-wide) runs in a window; 300 us of 1 us windows.
+    assert!(in_windows < summary.events && in_windows > summary.events * 9 / 10);
+    assert!(
+        st.windows >= 100 && st.windows <= 400,
+        "{} windows",
+        st.windows
+    );
+    assert!(st.crossings > 0 && st.critical_events >= in_windows / 2);
+    assert!(st.balance_bound() > 1.0 && st.balance_bound() <= 2.0);
 }

@@ -217,7 +217,7 @@ impl<E: Engine> Fabric<E> {
                         pause: q > 0,
                     })
                 }));
-                if let Some(j) = self.journal.as_mut() {
+                if let Some(j) = self.mode.journal() {
                     j.rx_keys.resize(log.len(), self.w.current);
                 }
             }
@@ -330,7 +330,7 @@ impl<E: Engine> Fabric<E> {
         }
         if let Some(rec) = self.recorder.as_mut() {
             rec.on_pfc(now, s, port, prio, xoff);
-        } else if let Some(j) = self.journal.as_mut() {
+        } else if let Some(j) = self.mode.journal() {
             j.pauses.push((self.w.current, s, port, prio, xoff));
         }
         self.switch_tx(s, port);

@@ -20,7 +20,7 @@ use super::switch::{FabricSwitch, Switch, SwitchConfig};
 use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
-use parallel::{Journal, Partitions};
+use parallel::RunMode;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 
@@ -133,10 +133,8 @@ pub struct Fabric<E> {
     pub(super) routing: Routing,
     /// PFC frames received, per priority (only once [`Fabric::log_pfc`] asked).
     pub(super) pfc_log: Option<Vec<PfcEvent>>,
-    /// In a partition of a parallel run: what the fabric-wide recorder and log are owed.
-    pub(super) journal: Option<Box<Journal>>,
-    /// The partitions, once the fabric runs on several threads.
-    pub(super) par: Option<Box<Partitions<E>>>,
+    /// Whole on one thread, split over threads, or one partition of a split fabric.
+    pub(super) mode: RunMode<E>,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -158,8 +156,7 @@ impl<E: Engine> Fabric<E> {
             recorder: None,
             int_sink: None,
             pfc_log: None,
-            journal: None,
-            par: None,
+            mode: RunMode::Whole,
         }
     }
 

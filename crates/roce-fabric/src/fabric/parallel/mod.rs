@@ -6,26 +6,28 @@
 //! nodes); the only thing that crosses partitions is a frame on a link between them, and it
 //! arrives no earlier than that link's delay after it left. So with the lookahead `L` (the
 //! smallest delay of a link between partitions) every partition handles the window
-//! `[t, t + L)` (`t` the earliest pending event anywhere) without hearing from the others;
-//! at a barrier the frames that crossed are handed over, and the next window starts.
+//! `[t, t + L)` (`t` the earliest pending event anywhere) without hearing from the others; the
+//! threads meet at one barrier per window, and each then takes in the frames sent to it.
 //!
 //! Results are those of one thread, bit for bit: every event's tie key comes from the node that
 //! scheduled it and that node's own count (see [`crate::event`]), every node draws from its own
 //! RNG stream, and what is fabric-wide (time-series samples, telemetry, the PFC log, flow
-//! progress, counters) is merged in event-key order at barriers. Fabric-wide events (samples)
-//! run on the calling thread with every node gathered back, after every node event of their
-//! nanosecond, as they do on one thread.
+//! progress, counters) is merged in event-key order. Fabric-wide events run on the calling
+//! thread with the partitions stopped, after every node event of their nanosecond, as they do on
+//! one thread: samples and route recomputation with every node gathered back, link changes and
+//! switch reboots in the partition of the node they touch (see [`merge`]).
 
+mod merge;
 mod split;
+mod window;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use super::Fabric;
-use crate::wires::{code, Event, GLOBAL};
-use crate::{HostId, Node, SwitchId};
+use crate::SwitchId;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
+use window::{Shared, Step};
 
 /// Why a fabric cannot run on several threads (each one line, for the command line).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -33,15 +35,35 @@ pub enum ParallelError {
     /// Zero threads asked for.
     #[error("--threads must be at least 1")]
     NoThreads,
-    /// Link failures and switch reboots are fabric-wide events the engine does not split yet.
+    /// Link failures and switch reboots: their partitioned handling (in the partition of the
+    /// node they act on, see [`merge`]) does not give the single-threaded results yet.
     #[error("--threads > 1 does not run link failures or switch reboots yet; use --threads 1")]
     Failures,
-    /// Port captures see frames in one order across the fabric.
-    #[error("--threads > 1 does not capture ports yet; use --threads 1")]
-    Capture,
     /// A link between partitions has no delay, so no window can be run apart.
     #[error("--threads > 1 needs links between switches to have a delay (one has 0 ns)")]
     NoLookahead,
+}
+
+/// How a fabric runs: the fields only one of the modes has live here, so that a partition
+/// cannot hold partitions and a whole fabric owes no journal.
+pub(crate) enum RunMode<E> {
+    /// Every node here, run on the calling thread.
+    Whole,
+    /// Split into partitions that run on threads; this fabric keeps the fabric-wide events
+    /// and holds the nodes between runs.
+    Split(Box<Partitions<E>>),
+    /// One partition of a split fabric, with what it owes the fabric-wide records.
+    Part(Box<Journal>),
+}
+
+impl<E> RunMode<E> {
+    /// What a partition owes the fabric-wide records (`None` unless this is a partition).
+    pub(crate) fn journal(&mut self) -> Option<&mut Journal> {
+        match self {
+            RunMode::Part(j) => Some(j),
+            RunMode::Whole | RunMode::Split(_) => None,
+        }
+    }
 }
 
 /// A PFC frame a switch sent: (event key, switch, port, priority, XOFF).
@@ -61,6 +83,7 @@ pub(crate) struct Journal {
 pub(crate) struct Partitions<E> {
     parts: Vec<Fabric<E>>,
     layout: Layout,
+    stats: ParallelStats,
 }
 
 /// Which node runs where.
@@ -83,28 +106,94 @@ impl Layout {
     }
 }
 
-const STOP: u64 = u64::MAX;
-
-type Cells<'a, E> = [Mutex<&'a mut Fabric<E>>];
-
-/// Locks every partition (the other threads wait at the barrier, so nothing blocks).
-fn lock_all<'a, 'b, E>(cells: &'a Cells<'b, E>) -> Vec<MutexGuard<'a, &'b mut Fabric<E>>> {
-    cells
-        .iter()
-        .map(|c| c.lock().unwrap_or_else(PoisonError::into_inner))
-        .collect()
+/// Where a parallel run's time went, summed over its runs: for tuning, never part of a result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ParallelStats {
+    /// Windows run (each ends at a barrier).
+    pub windows: u64,
+    /// Fabric-wide events handled with the partitions stopped (samples, failures).
+    pub global_steps: u64,
+    /// Frames handed from one partition to another.
+    pub crossings: u64,
+    /// Node events handled in windows, per partition.
+    pub events: Vec<u64>,
+    /// The sum over windows of the busiest partition's events: with every event costing the
+    /// same, the events over this bound the speed-up the split allows.
+    pub critical_events: u64,
+    /// Wall time each partition spent in its windows (taking frames in, handling events,
+    /// posting frames out), ns.
+    pub busy_ns: Vec<u64>,
+    /// Wall time of the windows on the calling thread, barrier included, ns.
+    pub window_ns: u64,
+    /// Wall time the calling thread spent alone with the partitions stopped (fabric-wide
+    /// events, merging records), ns.
+    pub serial_ns: u64,
+    /// CPU time of each thread (Linux; 0 elsewhere), ns.
+    pub cpu_ns: Vec<u64>,
+    /// Time each thread was ready to run but waited for a CPU (Linux; 0 elsewhere), ns.
+    pub runqueue_ns: Vec<u64>,
 }
+
+impl ParallelStats {
+    /// The speed-up the split's balance allows: events over [`ParallelStats::critical_events`].
+    pub fn balance_bound(&self) -> f64 {
+        self.events.iter().sum::<u64>() as f64 / self.critical_events.max(1) as f64
+    }
+
+    /// The share of the windows' wall time partition `k` waited at the barrier.
+    pub fn idle_share(&self, k: usize) -> f64 {
+        let busy = self.busy_ns.get(k).copied().unwrap_or(0) as f64;
+        1.0 - busy / self.window_ns.max(1) as f64
+    }
+
+    fn resize(&mut self, n: usize) {
+        for v in [
+            &mut self.events,
+            &mut self.busy_ns,
+            &mut self.cpu_ns,
+            &mut self.runqueue_ns,
+        ] {
+            v.resize(n, 0);
+        }
+    }
+}
+
+/// This thread's (CPU time, run-queue wait) so far, ns, from Linux's schedstat.
+fn thread_times() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut f = text
+        .split_whitespace()
+        .map(|x| x.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
+
+/// Wall time since `t`, ns.
+fn since(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What a thread measured of itself: (CPU ns, run-queue ns, busy ns).
+type ThreadTimes = (u64, u64, u64);
 
 impl<E: Engine + Send> Fabric<E> {
     /// Runs until `end` like [`Fabric::run_until_with`], on the threads [`Fabric::set_threads`]
     /// asked for (one when it was not called). The results are the same either way.
     pub fn run_until_threads(&mut self, end: Instant, mut progress: impl FnMut(Instant)) {
-        let Some(mut par) = self.par.take() else {
-            self.run_until_with(end, progress);
-            return;
+        let mut par = match std::mem::replace(&mut self.mode, RunMode::Whole) {
+            RunMode::Split(par) => par,
+            other => {
+                self.mode = other;
+                self.run_until_with(end, progress);
+                return;
+            }
         };
-        let Partitions { parts, layout } = &mut *par;
-        let (layout, lookahead) = (&*layout, layout.lookahead);
+        let Partitions {
+            parts,
+            layout,
+            stats,
+        } = &mut *par;
+        let layout = &*layout;
+        stats.resize(parts.len());
         {
             let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
             self.route_events(&mut p, layout, true);
@@ -115,180 +204,81 @@ impl<E: Engine + Send> Fabric<E> {
         }
         let stop = end.as_nanos().saturating_add(1);
         let cells: Vec<Mutex<&mut Fabric<E>>> = parts.iter_mut().map(Mutex::new).collect();
-        let barrier = Barrier::new(cells.len());
-        let window = AtomicU64::new(STOP);
+        let shared = Shared::new(&cells, layout.lookahead, stop);
+        shared.publish(&cells, self.w.queue.peek_time(), 0);
         let mut reported = self.w.events / crate::PROGRESS_EVERY;
+        let times: Vec<Mutex<ThreadTimes>> = cells.iter().map(|_| Mutex::default()).collect();
         std::thread::scope(|sc| {
-            for cell in cells.iter().skip(1) {
-                let (barrier, window) = (&barrier, &window);
-                sc.spawn(move || loop {
-                    barrier.wait();
-                    let w = window.load(Ordering::Acquire);
-                    if w == STOP {
-                        break;
-                    }
-                    cell.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .run_before(w, |_| {});
-                    barrier.wait();
+            for (k, slot) in times.iter().enumerate().skip(1) {
+                let shared = &shared;
+                sc.spawn(move || {
+                    let t = shared.worker(k);
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = t;
                 });
             }
+            let t0 = thread_times();
+            let (mut parity, mut busy, mut handled) = (0, 0, 0);
             loop {
-                let mut guards = lock_all(&cells);
-                let mut p: Vec<&mut Fabric<E>> = guards.iter_mut().map(|g| &mut ***g).collect();
-                exchange(&mut p);
-                let next = p
-                    .iter()
-                    .filter_map(|f| f.w.queue.peek_time())
-                    .min()
-                    .map(Instant::as_nanos);
-                let global = self.w.queue.peek_time().map(Instant::as_nanos);
-                if let Some(g) = global.filter(|&g| g < stop && next.map_or(true, |t| g < t)) {
-                    // A fabric-wide event comes after every node event of its nanosecond.
-                    self.gather(&mut p, layout, g);
-                    self.run_before(g.saturating_add(1), |_| {});
-                    self.scatter(&mut p, layout);
-                    continue;
+                match shared.decide(parity) {
+                    Step::Done => break,
+                    Step::Global(g) => {
+                        shared.barrier.wait();
+                        let started = std::time::Instant::now();
+                        let mut guards = window::lock_all(&cells);
+                        let mut p: Vec<&mut Fabric<E>> =
+                            guards.iter_mut().map(|g| &mut ***g).collect();
+                        stats.crossings += shared.deliver_all(&mut p);
+                        self.global_step(&mut p, layout, g);
+                        stats.crossings += merge::exchange(&mut p);
+                        drop(p);
+                        drop(guards);
+                        shared.publish(&cells, self.w.queue.peek_time(), parity);
+                        stats.global_steps += 1;
+                        stats.serial_ns += since(started);
+                        shared.barrier.wait();
+                    }
+                    Step::Window(w) => {
+                        let started = std::time::Instant::now();
+                        busy += shared.window(0, parity, w);
+                        shared.barrier.wait();
+                        parity ^= 1;
+                        stats.window_ns += since(started);
+                        stats.windows += 1;
+                        let (most, all, crossed) = shared.tally(parity, &mut stats.events);
+                        stats.critical_events += most;
+                        stats.crossings += crossed;
+                        handled += all;
+                        let total = (self.w.events + handled) / crate::PROGRESS_EVERY;
+                        if total != reported {
+                            reported = total;
+                            progress(Instant::from_nanos(w));
+                        }
+                    }
                 }
-                let events: u64 = p.iter().map(|f| f.w.events).sum();
-                drop(p);
-                drop(guards);
-                let total = (self.w.events + events) / crate::PROGRESS_EVERY;
-                if total != reported {
-                    reported = total;
-                    progress(Instant::from_nanos(next.unwrap_or(0)));
-                }
-                let Some(t) = next.filter(|&t| t < stop) else {
-                    break;
-                };
-                let w = t
-                    .saturating_add(lookahead)
-                    .min(stop)
-                    .min(global.map_or(STOP, |g| g.saturating_add(1)));
-                window.store(w, Ordering::Release);
-                barrier.wait();
-                if let Some(c) = cells.first() {
-                    c.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .run_before(w, |_| {});
-                }
-                barrier.wait();
             }
-            window.store(STOP, Ordering::Release);
-            barrier.wait();
+            let t1 = thread_times();
+            *times[0].lock().unwrap_or_else(PoisonError::into_inner) =
+                (t1.0 - t0.0, t1.1 - t0.1, busy);
         });
+        for (k, t) in times.iter().enumerate() {
+            let (cpu, queued, busy) = *t.lock().unwrap_or_else(PoisonError::into_inner);
+            stats.cpu_ns[k] += cpu;
+            stats.runqueue_ns[k] += queued;
+            stats.busy_ns[k] += busy;
+        }
+        drop(shared);
         drop(cells);
         let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
         self.gather(&mut p, layout, self.w.now.max(end.as_nanos()));
-        self.par = Some(par);
-    }
-}
-
-/// Hands the frames that left each partition to the partitions they lead to.
-fn exchange<E>(parts: &mut [&mut Fabric<E>]) {
-    for k in 0..parts.len() {
-        let out = match parts.get_mut(k).and_then(|p| p.w.cross.as_mut()) {
-            Some(c) => std::mem::take(&mut c.out),
-            None => continue,
-        };
-        for c in out {
-            if let Some(to) = parts.get_mut(c.to) {
-                let pkt = to.w.pool.adopt(c.slot);
-                to.w.queue.push(
-                    Instant::from_nanos(c.at),
-                    c.key,
-                    Event::Deliver(c.link, pkt),
-                );
-            }
-        }
-    }
-}
-
-impl<E: Engine> Fabric<E> {
-    /// Moves the nodes into their partitions.
-    fn scatter(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout) {
-        for (k, p) in parts.iter_mut().enumerate() {
-            for &h in layout.hosts.get(k).map_or(&[][..], |v| &v[..]) {
-                self.hosts.move_to(h, &mut p.hosts);
-            }
-            for &s in layout.switches.get(k).map_or(&[][..], |v| &v[..]) {
-                self.switches.move_to(s, &mut p.switches);
-            }
-            p.w.now = self.w.now;
-        }
+        tracing::debug!(?stats, "parallel run");
+        self.mode = RunMode::Split(par);
     }
 
-    /// Moves the nodes back from their partitions and merges what is fabric-wide: flow
-    /// progress, CNP and event counts, lost traffic, and (in event order) the PFC frames the
-    /// recorder and the log are owed. The clock goes to `now`.
-    fn gather(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, now: u64) {
-        let mut pauses = Vec::new();
-        let mut rx = Vec::new();
-        for (k, p) in parts.iter_mut().enumerate() {
-            for &h in layout.hosts.get(k).map_or(&[][..], |v| &v[..]) {
-                p.hosts.move_to(h, &mut self.hosts);
-            }
-            for &s in layout.switches.get(k).map_or(&[][..], |v| &v[..]) {
-                p.switches.move_to(s, &mut self.switches);
-            }
-            self.w.events += std::mem::take(&mut p.w.events);
-            let lost = std::mem::take(&mut p.w.lost);
-            self.w.lost.frames += lost.frames;
-            self.w.lost.bytes += lost.bytes;
-            self.tap.cnp_sent += std::mem::take(&mut p.tap.cnp_sent);
-            self.tap.cnp_received += std::mem::take(&mut p.tap.cnp_received);
-            if let Some(j) = p.journal.as_mut() {
-                pauses.append(&mut j.pauses);
-                let keys = std::mem::take(&mut j.rx_keys);
-                let log = p.pfc_log.as_mut().map(std::mem::take).unwrap_or_default();
-                rx.extend(keys.into_iter().zip(log));
-            }
-        }
-        for (id, spec) in self.tap.specs.iter().enumerate() {
-            let k = layout.part(code(Node::Host(HostId(spec.dst_host))));
-            let from = parts.get(k).and_then(|p| p.tap.progress.get(id));
-            if let (Some(from), Some(to)) = (from, self.tap.progress.get_mut(id)) {
-                to.clone_from(from);
-            }
-        }
-        // Stable sorts: entries of one event keep their order.
-        pauses.sort_by_key(|e| e.0);
-        rx.sort_by_key(|e| e.0);
-        if let Some(rec) = self.recorder.as_mut() {
-            for ((t, _), s, port, prio, xoff) in pauses {
-                rec.on_pfc(t, s, port, prio, xoff);
-            }
-        }
-        if let Some(log) = self.pfc_log.as_mut() {
-            log.extend(rx.into_iter().map(|(_, e)| e));
-        }
-        self.w.now = now;
-    }
-
-    /// Moves the node events queued on the whole fabric (at the split, or scheduled between
-    /// runs) to the partitions of their nodes; fabric-wide events stay. With `adopt`, frames
-    /// move from this fabric's packet pool to theirs.
-    fn route_events(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, adopt: bool) {
-        let mut keep = Vec::new();
-        let events: Vec<_> = self.w.queue.drain().collect();
-        for (at, key, ev) in events {
-            let target = ev.target(&self.w.links);
-            let part = parts.get_mut(layout.part(target));
-            match (target, part) {
-                (GLOBAL, _) | (_, None) => keep.push((at, key, ev)),
-                (_, Some(p)) => {
-                    let ev = match ev {
-                        Event::Deliver(l, pkt) if adopt => {
-                            Event::Deliver(l, p.w.pool.adopt(self.w.pool.take(pkt)))
-                        }
-                        ev => ev,
-                    };
-                    p.w.queue.push(at, key, ev);
-                }
-            }
-        }
-        for (at, key, ev) in keep {
-            self.w.queue.push(at, key, ev);
+    /// Where the parallel runs so far spent their time (`None` on one thread).
+    pub fn parallel_stats(&self) -> Option<&ParallelStats> {
+        match &self.mode {
+            RunMode::Split(p) => Some(&p.stats),
+            RunMode::Whole | RunMode::Part(_) => None,
         }
     }
 }

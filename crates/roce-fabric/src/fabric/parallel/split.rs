@@ -2,7 +2,7 @@
 //! the threads heaviest first (a switch weighs one plus its hosts), each onto the lightest
 //! thread so far.
 
-use super::{Layout, ParallelError, Partitions};
+use super::{Layout, ParallelError, ParallelStats, Partitions, RunMode};
 use crate::fabric::Fabric;
 use crate::slots::Slots;
 use crate::wires::{code, Crossings, Event, Wires};
@@ -12,20 +12,17 @@ use roce_proto::engine::Engine;
 impl<E: Engine> Fabric<E> {
     /// Runs the fabric on up to `threads` threads from now on (see [`crate::fabric::parallel`]) when
     /// it is run with [`Fabric::run_until_threads`]; returns how many partitions it got (at most
-    /// one per switch). Refuses what the parallel engine does not split yet: link failures,
-    /// switch reboots and port captures. Call it once, after building the fabric.
+    /// one per switch). Refuses link failures and switch reboots. Call it once, after building the
+    /// fabric (and attaching a capture).
     pub fn set_threads(&mut self, threads: usize) -> Result<usize, ParallelError> {
         if threads == 0 {
             return Err(ParallelError::NoThreads);
         }
-        if let Some(par) = &self.par {
+        if let RunMode::Split(par) = &self.mode {
             return Ok(par.parts.len());
         }
         if threads == 1 {
             return Ok(1);
-        }
-        if self.w.capture.is_some() {
-            return Err(ParallelError::Capture);
         }
         let failure = |e: &Event| {
             matches!(
@@ -53,7 +50,11 @@ impl<E: Engine> Fabric<E> {
             lookahead_ns = layout.lookahead,
             "fabric split"
         );
-        self.par = Some(Box::new(Partitions { parts, layout }));
+        self.mode = RunMode::Split(Box::new(Partitions {
+            parts,
+            layout,
+            stats: ParallelStats::default(),
+        }));
         Ok(n)
     }
 
@@ -146,8 +147,7 @@ impl<E: Engine> Fabric<E> {
             int_sink: self.int_sink,
             routing: self.routing,
             pfc_log: self.pfc_log.as_ref().map(|_| Vec::new()),
-            journal: Some(Box::default()),
-            par: None,
+            mode: RunMode::Part(Box::default()),
         }
     }
 }

@@ -141,7 +141,7 @@ fn halving_doubling_among_six_hosts_is_refused_with_one_clear_line() {
 /// ring back (DCTCP to within a third of idle, DCQCN below the uncontrolled run).
 ///
 /// DCQCN runs as the NIC ships (`target_reset=0`). With QCN's target reset on (`target_reset=1`)
-/// the ring is slower, measured on seed 0 (debug and release alike): steps 953 and 709 us
+/// the ring is slower, measured on seed 0: steps 953 and 709 us
 /// (mean slowdown 5.2) against 253, 1388, 172 and 172 us (3.1) without it. Why, from the rate
 /// series: the start-up burst fills the left switch's core queue, which ring member 1's hop
 /// shares with the incast, so its QP is cut four times in 40 us (100 to 4.8 Gbit/s) with the

@@ -345,7 +345,10 @@ fn paper_config(line: u64, set: &[&str]) -> Dcqcn {
 /// (RT, RC) after two timer events (F = 1, timer alone): fast recovery, then hyper with i = 1
 /// (RT += R_HAI).
 fn after_hyper_step(line: u64, set: &[&str]) -> (Rate, Rate) {
-    let mut d = paper_config(line, &[&["rpg_threshold=1", "rpg_byte_reset=0"], set].concat());
+    let mut d = paper_config(
+        line,
+        &[&["rpg_threshold=1", "rpg_byte_reset=0"], set].concat(),
+    );
     d.handle_timeout(us(56));
     d.handle_timeout(us(111));
     rates(&d)
@@ -354,7 +357,11 @@ fn after_hyper_step(line: u64, set: &[&str]) -> (Rate, Rate) {
 /// (RT, RC) after two byte-counter events (F = 1, both triggers): fast recovery, then additive
 /// (RT += R_AI).
 fn after_additive_step(line: u64, set: &[&str]) -> (Rate, Rate) {
-    let base = ["rpg_threshold=1", "rpg_byte_reset=10000", "rpg_time_reset=300"];
+    let base = [
+        "rpg_threshold=1",
+        "rpg_byte_reset=10000",
+        "rpg_time_reset=300",
+    ];
     let mut d = paper_config(line, &[&base[..], set].concat());
     d.on_sent(us(2), 10_000);
     d.on_sent(us(3), 10_000);
@@ -370,12 +377,30 @@ fn paper_increase_steps_scale_with_the_line_rate_from_40_gbit_s() {
     assert_eq!(after_hyper_step(100, &[]), (gbps(50.5), gbps(44.0)));
     assert_eq!(after_additive_step(100, &[]), (gbps(50.1), gbps(43.8)));
     let cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(25)).unwrap();
-    let value = |n: &str| cfg.describe().into_iter().find(|p| p.name == n).unwrap().value;
-    assert_eq!((value("rpg_ai_rate"), value("rpg_hai_rate")), ("25".into(), "125".into()));
+    let value = |n: &str| {
+        cfg.describe()
+            .into_iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .value
+    };
+    assert_eq!(
+        (value("rpg_ai_rate"), value("rpg_hai_rate")),
+        ("25".into(), "125".into())
+    );
     // The NIC preset's steps are absolute.
     let mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(400)).unwrap();
-    let value = |n: &str| mlx.describe().into_iter().find(|p| p.name == n).unwrap().value;
-    assert_eq!((value("rpg_ai_rate"), value("rpg_hai_rate")), ("5".into(), "50".into()));
+    let value = |n: &str| {
+        mlx.describe()
+            .into_iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .value
+    };
+    assert_eq!(
+        (value("rpg_ai_rate"), value("rpg_hai_rate")),
+        ("5".into(), "50".into())
+    );
 }
 
 #[test]
@@ -394,8 +419,17 @@ fn an_explicit_increase_step_is_used_as_given_at_any_line_rate() {
     let mut cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(400)).unwrap();
     cfg.apply("rpg_ai_rate=40").unwrap();
     cfg.apply("rpg_threshold=2").unwrap();
-    let value = |n: &str| cfg.describe().into_iter().find(|p| p.name == n).unwrap().value;
-    assert_eq!((value("rpg_ai_rate"), value("rpg_hai_rate")), ("40".into(), "2000".into()));
+    let value = |n: &str| {
+        cfg.describe()
+            .into_iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .value
+    };
+    assert_eq!(
+        (value("rpg_ai_rate"), value("rpg_hai_rate")),
+        ("40".into(), "2000".into())
+    );
     // The NIC preset takes an explicit step as given too.
     let mut mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(100)).unwrap();
     mlx.apply("rpg_ai_rate=20").unwrap();

@@ -368,6 +368,20 @@ fn after_additive_step(line: u64, set: &[&str]) -> (Rate, Rate) {
     rates(&d)
 }
 
+/// `rpg_ai_rate` and `rpg_hai_rate` as `roce cc show` prints them.
+fn steps(cfg: &CcConfig) -> (String, String) {
+    let value = |n: &str| {
+        cfg.describe()
+            .into_iter()
+            .find(|p| p.name == n)
+            .map(|p| p.value)
+    };
+    (
+        value("rpg_ai_rate").unwrap(),
+        value("rpg_hai_rate").unwrap(),
+    )
+}
+
 #[test]
 fn paper_increase_steps_scale_with_the_line_rate_from_40_gbit_s() {
     // 40 Gbit/s: the paper's R_HAI of 200 Mbit/s and R_AI of 40 Mbit/s.
@@ -377,30 +391,10 @@ fn paper_increase_steps_scale_with_the_line_rate_from_40_gbit_s() {
     assert_eq!(after_hyper_step(100, &[]), (gbps(50.5), gbps(44.0)));
     assert_eq!(after_additive_step(100, &[]), (gbps(50.1), gbps(43.8)));
     let cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(25)).unwrap();
-    let value = |n: &str| {
-        cfg.describe()
-            .into_iter()
-            .find(|p| p.name == n)
-            .unwrap()
-            .value
-    };
-    assert_eq!(
-        (value("rpg_ai_rate"), value("rpg_hai_rate")),
-        ("25".into(), "125".into())
-    );
+    assert_eq!(steps(&cfg), ("25".to_owned(), "125".to_owned()));
     // The NIC preset's steps are absolute.
     let mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(400)).unwrap();
-    let value = |n: &str| {
-        mlx.describe()
-            .into_iter()
-            .find(|p| p.name == n)
-            .unwrap()
-            .value
-    };
-    assert_eq!(
-        (value("rpg_ai_rate"), value("rpg_hai_rate")),
-        ("5".into(), "50".into())
-    );
+    assert_eq!(steps(&mlx), ("5".to_owned(), "50".to_owned()));
 }
 
 #[test]
@@ -419,17 +413,7 @@ fn an_explicit_increase_step_is_used_as_given_at_any_line_rate() {
     let mut cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(400)).unwrap();
     cfg.apply("rpg_ai_rate=40").unwrap();
     cfg.apply("rpg_threshold=2").unwrap();
-    let value = |n: &str| {
-        cfg.describe()
-            .into_iter()
-            .find(|p| p.name == n)
-            .unwrap()
-            .value
-    };
-    assert_eq!(
-        (value("rpg_ai_rate"), value("rpg_hai_rate")),
-        ("40".into(), "2000".into())
-    );
+    assert_eq!(steps(&cfg), ("40".to_owned(), "2000".to_owned()));
     // The NIC preset takes an explicit step as given too.
     let mut mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(100)).unwrap();
     mlx.apply("rpg_ai_rate=20").unwrap();

@@ -1,7 +1,10 @@
 //! DCQCN reaction point: exact, hand-computed rate/target/alpha trajectories.
 
 use roce_proto::cc::params::ParamSet;
-use roce_proto::cc::{CcConfig, CcError, CongestionControl, Dcqcn, DcqcnParams, Rate};
+use roce_proto::cc::{
+    CcConfig, CcError, CcKind, CongestionControl, Controller, Dcqcn, DcqcnParams, Rate,
+    ScaledDcqcnParams,
+};
 use roce_proto::time::{Duration, Instant};
 
 const LINE: Rate = Rate::from_gbps(100);
@@ -19,13 +22,15 @@ fn rates(d: &Dcqcn) -> (Rate, Rate) {
     (d.metrics().target_rate, d.rate())
 }
 
-/// The paper preset with alpha starting at exactly 1.
+/// The paper preset at `LINE` (its steps rescaled from 40 Gbit/s, as `dcqcn-paper` builds
+/// them) with alpha starting at exactly 1.
 fn paper(set: &[(&str, &str)]) -> Dcqcn {
-    let mut p = DcqcnParams::paper();
+    let mut p = ScaledDcqcnParams::paper();
+    p.scale_to(LINE);
     for (k, v) in set {
         p.set(k, v).unwrap();
     }
-    Dcqcn::new(p, LINE)
+    Dcqcn::new(p.params, LINE)
 }
 
 #[test]
@@ -90,7 +95,6 @@ fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
         ("rpg_hai_rate", "50"),
         ("rpg_byte_reset", "10000"),
         ("rpg_time_reset", "300"),
-        ("ai_ref_gbps", "0"),
     ]);
     d.on_cnp(us(0)); // RT 100, RC 50
     d.on_cnp(us(1)); // RT 50, RC 25
@@ -236,7 +240,7 @@ fn presets_print_their_full_parameter_sets() {
     for name in ["dcqcn-paper", "dcqcn-mlx"] {
         let cfg = CcConfig::new(name, LINE).unwrap();
         let names: Vec<_> = cfg.describe().iter().map(|p| p.name).collect();
-        assert_eq!(names.len(), 20);
+        assert_eq!(names.len(), 19);
         for n in [
             "rpg_time_reset",
             "rpg_byte_reset",
@@ -256,7 +260,6 @@ fn presets_print_their_full_parameter_sets() {
             "clamp_tgt_rate_after_time_inc",
             "min_time_between_cnps",
             "target_reset",
-            "ai_ref_gbps",
         ] {
             assert!(names.contains(&n), "{name} lacks {n}");
         }
@@ -324,26 +327,98 @@ fn a_collapsed_rate_resets_an_unclamped_target_to_an_eighth_at_its_first_increas
     assert_eq!(run("0").0, (LINE, gbps(53.125)));
 }
 
+/// `dcqcn-paper` at `line` Gbit/s with `set` applied as `--set` does, after two cuts (RT =
+/// line/2, RC = line/4).
+fn paper_config(line: u64, set: &[&str]) -> Dcqcn {
+    let mut cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(line)).unwrap();
+    for s in set {
+        cfg.apply(s).unwrap();
+    }
+    let Controller::Dcqcn(mut d) = cfg.build() else {
+        panic!("dcqcn-paper builds DCQCN");
+    };
+    d.on_cnp(us(0));
+    d.on_cnp(us(1));
+    d
+}
+
+/// (RT, RC) after two timer events (F = 1, timer alone): fast recovery, then hyper with i = 1
+/// (RT += R_HAI).
+fn after_hyper_step(line: u64, set: &[&str]) -> (Rate, Rate) {
+    let mut d = paper_config(
+        line,
+        &[&["rpg_threshold=1", "rpg_byte_reset=0"], set].concat(),
+    );
+    d.handle_timeout(us(56));
+    d.handle_timeout(us(111));
+    rates(&d)
+}
+
+/// (RT, RC) after two byte-counter events (F = 1, both triggers): fast recovery, then additive
+/// (RT += R_AI).
+fn after_additive_step(line: u64, set: &[&str]) -> (Rate, Rate) {
+    let base = [
+        "rpg_threshold=1",
+        "rpg_byte_reset=10000",
+        "rpg_time_reset=300",
+    ];
+    let mut d = paper_config(line, &[&base[..], set].concat());
+    d.on_sent(us(2), 10_000);
+    d.on_sent(us(3), 10_000);
+    rates(&d)
+}
+
+/// `rpg_ai_rate` and `rpg_hai_rate` as `roce cc show` prints them.
+fn steps(cfg: &CcConfig) -> (String, String) {
+    let value = |n: &str| {
+        cfg.describe()
+            .into_iter()
+            .find(|p| p.name == n)
+            .map(|p| p.value)
+    };
+    (
+        value("rpg_ai_rate").unwrap(),
+        value("rpg_hai_rate").unwrap(),
+    )
+}
+
 #[test]
 fn paper_increase_steps_scale_with_the_line_rate_from_40_gbit_s() {
-    let run = |line: u64, set: &[(&str, &str)]| {
-        let mut p = DcqcnParams::paper();
-        for (k, v) in [("rpg_threshold", "1"), ("rpg_byte_reset", "0")]
-            .iter()
-            .chain(set)
-        {
-            p.set(k, v).unwrap();
-        }
-        let mut d = Dcqcn::new(p, Rate::from_gbps(line));
-        d.on_cnp(us(0));
-        d.on_cnp(us(1)); // RT = line/2, RC = line/4
-        d.handle_timeout(us(56)); // fast recovery
-        d.handle_timeout(us(111)); // hyper, i = 1: RT += R_HAI
-        (d.metrics().target_rate, d.rate())
+    // 40 Gbit/s: the paper's R_HAI of 200 Mbit/s and R_AI of 40 Mbit/s.
+    assert_eq!(after_hyper_step(40, &[]), (gbps(20.2), gbps(17.6)));
+    assert_eq!(after_additive_step(40, &[]), (gbps(20.04), gbps(17.52)));
+    // 100 Gbit/s: 500 and 100 Mbit/s.
+    assert_eq!(after_hyper_step(100, &[]), (gbps(50.5), gbps(44.0)));
+    assert_eq!(after_additive_step(100, &[]), (gbps(50.1), gbps(43.8)));
+    let cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(25)).unwrap();
+    assert_eq!(steps(&cfg), ("25".to_owned(), "125".to_owned()));
+    // The NIC preset's steps are absolute.
+    let mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(400)).unwrap();
+    assert_eq!(steps(&mlx), ("5".to_owned(), "50".to_owned()));
+}
+
+#[test]
+fn an_explicit_increase_step_is_used_as_given_at_any_line_rate() {
+    // Set to the paper's 40 and 200 Mbit/s at 100 Gbit/s they stay 40 and 200 (rescaled they
+    // would be 100 and 500).
+    assert_eq!(
+        after_hyper_step(100, &["rpg_hai_rate=200"]),
+        (gbps(50.2), gbps(43.85))
+    );
+    assert_eq!(
+        after_additive_step(100, &["rpg_ai_rate=40"]),
+        (gbps(50.04), gbps(43.77))
+    );
+    // Whatever else is set around it, on a config built for another rate.
+    let mut cfg = CcConfig::new("dcqcn-paper", Rate::from_gbps(400)).unwrap();
+    cfg.apply("rpg_ai_rate=40").unwrap();
+    cfg.apply("rpg_threshold=2").unwrap();
+    assert_eq!(steps(&cfg), ("40".to_owned(), "2000".to_owned()));
+    // The NIC preset takes an explicit step as given too.
+    let mut mlx = CcConfig::new("dcqcn-mlx", Rate::from_gbps(100)).unwrap();
+    mlx.apply("rpg_ai_rate=20").unwrap();
+    let Controller::Dcqcn(d) = mlx.build() else {
+        panic!("dcqcn-mlx builds DCQCN");
     };
-    // 40 Gbit/s: the paper's R_HAI of 200 Mbit/s.
-    assert_eq!(run(40, &[]), (gbps(20.2), gbps(17.6)));
-    // 100 Gbit/s: 500 Mbit/s; as given (ai_ref_gbps = 0) 200 Mbit/s.
-    assert_eq!(run(100, &[]), (gbps(50.5), gbps(44.0)));
-    assert_eq!(run(100, &[("ai_ref_gbps", "0")]), (gbps(50.2), gbps(43.85)));
+    assert_eq!(d.params().rpg_ai_rate, 20);
 }

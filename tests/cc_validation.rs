@@ -15,7 +15,10 @@
 //! published time constants are longer (dcqcn-paper: additive recovery over milliseconds, alpha
 //! relaxing over 14 ms) are checked on the bars they meet in that window, with the measured
 //! reason next to each bar they miss; `sim_dcqcn_theory.rs` holds dcqcn-paper to its fluid
-//! model over 50 ms.
+//! model over 50 ms. Cells that had not settled in that window (their values moved with the
+//! order of same-nanosecond events) are held to the issue's bars over longer windows by the
+//! `#[ignore]`d tests in `long_window` (`cargo test --release --test cc_validation --
+//! --ignored`), where they settle; the cells that do not settle there are listed with it.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
@@ -23,8 +26,19 @@ use roce_proto::cc::{CcConfig, Rate};
 
 const SENDERS: [usize; 3] = [2, 8, 16];
 const GBPS: [u64; 3] = [25, 100, 400];
-const DURATION_US: f64 = 1_500.0;
-const WARMUP_US: f64 = 1_000.0;
+
+/// A run's length and the warm-up before the bars apply, us.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    duration_us: f64,
+    warmup_us: f64,
+}
+
+/// The default run's window: 0.5 ms measured after 1 ms of warm-up.
+const SHORT: Window = Window {
+    duration_us: 1_500.0,
+    warmup_us: 1_000.0,
+};
 
 /// Kmin for a link of `gbps`: 16 KB per 25 Gbit/s.
 fn kmin(gbps: u64) -> u64 {
@@ -67,7 +81,7 @@ impl Outcome {
     }
 }
 
-fn scenario(cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
+fn scenario(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
     let line = Rate::from_gbps(gbps);
     let cnp_us = CcConfig::new(cc, line)
         .expect("known controller")
@@ -80,8 +94,8 @@ fn scenario(cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
         r#"
         name = "validate-{cc}-{n}x{gbps}"
         seed = 1
-        duration_us = {DURATION_US}
-        warmup_us = {WARMUP_US}
+        duration_us = {duration}
+        warmup_us = {warmup}
         sample_us = 1
         cc = "{cc}"
         cc_params = [{params}]
@@ -97,6 +111,8 @@ fn scenario(cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
         pfc_thresholds = {{ xoff_bytes = {kmax}, xon_bytes = {xon}, headroom_bytes = {headroom}, quanta = 65535 }}
         "#,
         params = params.join(", "),
+        duration = w.duration_us,
+        warmup = w.warmup_us,
         hosts = n + 1,
         senders = senders.join(", "),
         kmin = kmin(gbps),
@@ -107,10 +123,10 @@ fn scenario(cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
     Scenario::from_toml(&text).expect("scenario parses")
 }
 
-fn run(cc: &str, params: &[String], n: usize, gbps: u64) -> Outcome {
-    let s = scenario(cc, params, n, gbps);
+fn run(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Outcome {
+    let s = scenario(w, cc, params, n, gbps);
     let (sum, built): (Summary, Built) = s.run(|_| {}).expect("runs");
-    let from_ns = (WARMUP_US * 1e3) as u64;
+    let from_ns = (w.warmup_us * 1e3) as u64;
     let pauses_after_warmup = built
         .fabric
         .recorder()
@@ -154,10 +170,25 @@ const FULL: Expect = Expect {
 /// Runs `cc` on every (N, rate) of `cells` and checks `e`; every run must also end without a QP
 /// in the error state and without a failed or stalled flow.
 fn check(cc: &str, params: &[&str], cells: &[(usize, u64)], e: &Expect) {
-    let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
+    check_in(SHORT, cc, |_| fixed(params), cells, e);
+}
+
+/// The same parameters at every rate.
+fn fixed(params: &[&str]) -> Vec<String> {
+    params.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// [`check`] in window `w`, with parameters that may depend on the link rate (Gbit/s).
+fn check_in(
+    w: Window,
+    cc: &str,
+    params: impl Fn(u64) -> Vec<String>,
+    cells: &[(usize, u64)],
+    e: &Expect,
+) {
     let mut bad = Vec::new();
     for &(n, gbps) in cells {
-        let o = run(cc, &params, n, gbps);
+        let o = run(w, cc, &params(gbps), n, gbps);
         let ok = o.util >= e.min_util
             && o.jain >= e.min_jain
             && o.queue_mean <= (e.max_queue)(gbps)
@@ -220,9 +251,20 @@ fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
     check("hpcc", &["base_rtt=5"], &matrix(), &e);
 }
 
+/// dcqcn-mlx's increase steps as the HPCC authors' ns-3 `run.py` scales them with the link
+/// (`ai = 5 * bw / 25`, `hai = 50 * bw / 25`: R_AI 5 Mbit/s and R_HAI 50 Mbit/s per 25 Gbit/s),
+/// and QCN's target reset.
+fn mlx_params(gbps: u64) -> Vec<String> {
+    vec![
+        format!("rpg_ai_rate={}", 5 * gbps / 25),
+        format!("rpg_hai_rate={}", 50 * gbps / 25),
+        "target_reset=1".to_owned(),
+    ]
+}
+
 /// dcqcn-mlx (ConnectX defaults, 4 us between CNPs) with its increase steps scaled from 25
-/// Gbit/s as the HPCC authors' ns-3 `run.py` scales them (`ai_ref_gbps=25`: R_AI 5 Mbit/s and
-/// R_HAI 50 Mbit/s per 25 Gbit/s of link) and QCN's target reset (`target_reset=1`, the DCQCN
+/// Gbit/s as the HPCC authors' ns-3 `run.py` scales them (R_AI 5 Mbit/s and R_HAI 50 Mbit/s
+/// per 25 Gbit/s of link, [`mlx_params`]) and QCN's target reset (`target_reset=1`, the DCQCN
 /// authors' ns-3). Every flow collapses in the synchronized start (a cut per 4 us while the
 /// start-up queue drains); the target reset then restarts them near line/16 each instead of
 /// half the line rate each, and they converge. Without it (the preset as shipped, the HPCC
@@ -247,16 +289,15 @@ fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
 ///   rate) closes the gap to the target (3.1 Gbit/s) only late in the window.
 #[test]
 fn dcqcn_mlx_runs_every_cell_without_errors() {
-    let params = ["ai_ref_gbps=25", "target_reset=1"];
     let full = [(8, 25), (8, 100), (8, 400), (16, 400)];
-    check("dcqcn-mlx", &params, &full, &FULL);
+    check_in(SHORT, "dcqcn-mlx", mlx_params, &full, &FULL);
     let short = Expect {
         min_util: 0.7,
         min_jain: 0.55,
         ..FULL
     };
     let rest = [(2, 25), (16, 25), (2, 100), (16, 100), (2, 400)];
-    check("dcqcn-mlx", &params, &rest, &short);
+    check_in(SHORT, "dcqcn-mlx", mlx_params, &rest, &short);
 }
 
 /// dcqcn-paper (SIGCOMM'15, R_AI and R_HAI scaled from its 40 Gbit/s with the line rate)
@@ -311,4 +352,94 @@ fn timely_variants_keep_the_queue_empty_and_never_pause() {
         &cells,
         &Expect { min_util: 0.1, ..e },
     );
+}
+
+/// The matrix at 25 and 100 Gbit/s over a long window ([`LONG`]: 5 ms measured after 5 ms of
+/// warm-up), held to the issue's bars (HPCC: its near-zero queue) in every cell where it
+/// settles there. Debug builds run about 7.5 s of CPU per cell (45 s per variant), too much for
+/// CI's budget, so these run on request, best in release:
+/// `cargo test --release --test cc_validation -- --ignored --nocapture`.
+/// The 400 Gbit/s cells have not been run in this window yet.
+///
+/// Measured in this window and still short of a bar, so not asserted here (the short window's
+/// tests above hold them to what they reach in 1 ms):
+/// - dctcp, 8 flows at 25 Gbit/s: utilisation 0.874 (0.884 after 2 ms of warm-up): not a
+///   transient; the flows keep cutting once per window while the queue above Kmin drains, to
+///   empty.
+/// - dcqcn-mlx, 2 flows at 25 Gbit/s: Jain 0.857; 16 flows at 100 Gbit/s: Jain 0.947. DCQCN
+///   converges to fair shares over tens of ms (a cut of alpha/2 per CNP against additive steps).
+/// - patched-timely, 8 and 16 flows at 25 Gbit/s: utilisation 0.765 (Jain 0.835) and 0.722;
+///   2 flows at 100 Gbit/s: 0.877.
+mod long_window {
+    use super::*;
+
+    /// 5 ms measured after 5 ms of warm-up: dcqcn-paper's additive recovery takes 3 to 5 ms.
+    const LONG: Window = Window {
+        duration_us: 10_000.0,
+        warmup_us: 5_000.0,
+    };
+
+    /// Every (N, rate) at 25 and 100 Gbit/s but `except`.
+    fn cells(except: &[(usize, u64)]) -> Vec<(usize, u64)> {
+        matrix()
+            .into_iter()
+            .filter(|&(n, g)| g <= 100 && !except.contains(&(n, g)))
+            .collect()
+    }
+
+    /// DCTCP: 2 and 16 flows at 25 Gbit/s (0.888 and Jain 0.943 in 1 ms) reach 0.918 and
+    /// 0.951 (Jain 0.986), every 100 Gbit/s cell 0.91 or more.
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn dctcp_meets_the_issue_bars_but_8_flows_at_25_gbit_s() {
+        check_in(LONG, "dctcp", |_| Vec::new(), &cells(&[(8, 25)]), &FULL);
+    }
+
+    /// HPCC: every cell, Jain included (8 flows at 25 Gbit/s: 0.836 in 1 ms, 0.958 here; 2
+    /// at 100 Gbit/s: 0.936 and 1.0), the queue under 2 us of line rate (at most 0.45 us).
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn hpcc_meets_every_bar_with_its_near_zero_queue() {
+        let e = Expect {
+            max_queue: |g| 2e-6 * g as f64 * 1e9 / 8.0,
+            ..FULL
+        };
+        check_in(LONG, "hpcc", |_| fixed(&["base_rtt=5"]), &cells(&[]), &e);
+    }
+
+    /// dcqcn-mlx: 16 flows at 25 Gbit/s and 2 at 100 (utilisation 0.709 and 0.848 in 1 ms)
+    /// finish refilling the link: 0.958 and 0.958.
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn dcqcn_mlx_meets_the_issue_bars_but_where_fairness_is_slow() {
+        let slow = [(2, 25), (16, 100)];
+        check_in(LONG, "dcqcn-mlx", mlx_params, &cells(&slow), &FULL);
+    }
+
+    /// dcqcn-paper: 8 and 16 flows (0.2 to 0.35 in 1 ms) meet every bar once the additive
+    /// recovery has run: utilisation 0.99 or more, Jain 0.974 or more.
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn dcqcn_paper_meets_every_bar() {
+        check_in(LONG, "dcqcn-paper", |_| Vec::new(), &cells(&[]), &FULL);
+    }
+
+    /// TIMELY: every cell at full utilisation, the queue inside its RTT band (at most 174 KB
+    /// at 100 Gbit/s, 14 us of queueing, under T_high and Kmax).
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn timely_meets_every_bar_inside_its_rtt_band() {
+        let p = ["t_low=6", "t_high=20"];
+        check_in(LONG, "timely", |_| fixed(&p), &cells(&[]), &FULL);
+    }
+
+    /// Patched TIMELY: 2 flows at 25 Gbit/s and 8 and 16 at 100 (0.13 to 0.80 in 1 ms) fill
+    /// the link: 1.0, 0.967 and 0.988.
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn patched_timely_meets_the_issue_bars_in_three_cells() {
+        let p = ["t_low=6", "t_high=20", "rtt_ref=10"];
+        let e = [(2, 25), (8, 100), (16, 100)];
+        check_in(LONG, "patched-timely", |_| fixed(&p), &e, &FULL);
+    }
 }

@@ -139,6 +139,25 @@ fn halving_doubling_among_six_hosts_is_refused_with_one_clear_line() {
 /// congestion onto the ring (which shares no congested port with it) and its communication
 /// takes over 2.5 times as long; DCTCP and DCQCN slow the incast senders instead and bring the
 /// ring back (DCTCP to within a third of idle, DCQCN below the uncontrolled run).
+///
+/// DCQCN runs as the NIC ships (`target_reset=0`). With QCN's target reset on (`target_reset=1`)
+/// the ring is slower, measured on seed 0: steps 953 and 709 us
+/// (mean slowdown 5.2) against 253, 1388, 172 and 172 us (3.1) without it. Why, from the rate
+/// series: the start-up burst fills the left switch's core queue, which ring member 1's hop
+/// shares with the incast, so its QP is cut four times in 40 us (100 to 4.8 Gbit/s) with the
+/// target left at line rate (`clamp_tgt_rate=0`, no increase between the cuts). The target reset
+/// (target > 10x rate: target/8) works as IEEE 802.1Qau and the DCQCN authors' ns-3
+/// (`AdjustRates`) define it and restarts the QP towards 12.5 Gbit/s; from there the NIC's
+/// absolute steps (R_AI 5 Mbit/s per event until the 300 us timer fires, then i·50 Mbit/s with
+/// i clocked by that timer) add 2 to 4 Gbit/s per ms (16.9 Gbit/s at 1.2 ms), and every ring
+/// step waits for that QP; the incast senders sit at 13 to 16 Gbit/s each. Without the reset
+/// the stale line-rate target sends every collapsed QP back to near line rate within a few
+/// byte-counter events: the incast overshoots into PFC again (86 pause frames against 8) and
+/// the ring loses one long step (1388 us), then runs at idle speed. With the steps scaled with
+/// the link as the HPCC authors' run.py scales them (R_AI 20, R_HAI 200 Mbit/s at 100 Gbit/s)
+/// the reset helps instead: steps 865, 424, 334 and 274 us (slowdown 2.9, 14 pause frames)
+/// against 253, 1425 and 184 us (3.9, 100 pause frames) without it. So dcqcn-mlx could turn
+/// the reset on together with link-scaled steps, not with the NIC's absolute ones.
 #[test]
 fn the_ring_slows_under_an_incast_with_pfc_spreading_and_recovers_with_congestion_control() {
     let short = INCAST.replace("duration_us = 3000", "duration_us = 2000");

@@ -13,7 +13,7 @@
 //! (`--set cc.ai_rate=100`) and `roce sim compare --cc dcqcn-mlx,aimd`.
 
 use roce_proto::cc::registry::{CcEntry, CcKind};
-use roce_proto::cc::{CcMetrics, CongestionControl, Controller, DcqcnParams, Rate};
+use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate, ScaledDcqcnParams};
 use roce_proto::time::{Duration, Instant};
 
 /// DCQCN (paper values) with g = 1/64: alpha = (1008·alpha + 16·cnp)/1024.
@@ -22,10 +22,9 @@ pub static DCQCN_G64: CcEntry = CcEntry {
     aliases: &[],
     about: "DCQCN with the paper's values and alpha gain g = 1/64",
     defaults: || {
-        Box::new(DcqcnParams {
-            dce_tcp_g: 1008,
-            ..DcqcnParams::paper()
-        })
+        let mut p = ScaledDcqcnParams::paper();
+        p.params.dce_tcp_g = 1008;
+        Box::new(p)
     },
 };
 

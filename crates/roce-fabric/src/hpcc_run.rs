@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use roce_proto::cc::DcqcnParams;
+
 use crate::hpcc::config::{CcMode, HpccConfig};
 use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
 use crate::hpcc::flow_file::{self, FlowLine};
@@ -307,12 +309,18 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             // run.py's "dcqcn_paper" resumes alpha every 50 us and raises every 55 us; its
             // "dcqcn" (the NIC's settings) every 1 and 300 us.
             let paper = c.alpha_resume_interval_us >= 50.0;
-            if let Some(ai) = c.rate_ai_bps {
-                p.push(format!("rpg_ai_rate={}", mbps(ai)));
-            }
-            if let Some(hai) = c.rate_hai_bps {
-                p.push(format!("rpg_hai_rate={}", mbps(hai)));
-            }
+            // Its RATE_AI/RATE_HAI are already per link rate (run.py scales them), so they are
+            // set explicitly, which dcqcn-paper's rescaling leaves as given; without them the
+            // preset's own steps apply unscaled.
+            let preset = if paper {
+                DcqcnParams::paper()
+            } else {
+                DcqcnParams::mlx()
+            };
+            let ai = c.rate_ai_bps.map_or(u64::from(preset.rpg_ai_rate), mbps);
+            let hai = c.rate_hai_bps.map_or(u64::from(preset.rpg_hai_rate), mbps);
+            p.push(format!("rpg_ai_rate={ai}"));
+            p.push(format!("rpg_hai_rate={hai}"));
             if let Some(t) = c.rp_timer_us {
                 p.push(format!("rpg_time_reset={}", t.round() as u64));
             }
@@ -334,9 +342,7 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             ));
             // The simulator's DCQCN raises rates on its timer only.
             p.push("rpg_byte_reset=0".into());
-            // Its RATE_AI/RATE_HAI are already per link rate (run.py scales them), and its
-            // rate increase has no QCN target reset.
-            p.push("ai_ref_gbps=0".into());
+            // Its rate increase has no QCN target reset.
             p.push("target_reset=0".into());
             if paper {
                 "dcqcn-paper"

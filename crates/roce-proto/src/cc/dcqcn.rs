@@ -26,7 +26,10 @@
 //!   (RT + RC)/2 as usual. Without it, a target the cuts never clamped (`clamp_tgt_rate` = 0
 //!   and no increase between them) sends a collapsed flow, and every flow that collapsed with
 //!   it, straight back to half of that target: an N:1 incast then overshoots N/2-fold into PFC.
-//! - `ai_ref_gbps` scales `rpg_ai_rate` and `rpg_hai_rate` by line/`ai_ref_gbps` (0: as given).
+//! - `rpg_ai_rate` and `rpg_hai_rate` are used as given, as a NIC uses them. A preset whose
+//!   steps are published for one line rate ([`ScaledDcqcnParams`], `dcqcn-paper`) has them
+//!   rescaled to the port's rate when its configuration is built, before any `--set`, as every
+//!   controller's rate-scaled defaults are ([`CcKind::scale_to`](super::params::CcKind::scale_to)).
 //! - When RC is back at the maximum the flow's rate limiter is released: timers stop, and the next
 //!   CNP is again a "first" CNP (`initial_alpha_value`, `rate_to_set_on_first_cnp`).
 //!
@@ -87,10 +90,6 @@ crate::cc_params! {
         /// above 10x the current rate drops to 1/8 of itself instead of being approached (the
         /// QCN reaction point's AdjustRates, kept in the DCQCN authors' ns-3; dcqcn-paper).
         target_reset: bool = "",
-        /// The link rate `rpg_ai_rate` and `rpg_hai_rate` are given for: on another line rate
-        /// both scale by line/this, as the HPCC authors' ns-3 `run.py` scales them with the
-        /// link. 0 uses them as given (what a NIC does).
-        ai_ref_gbps: u32 = "Gbit/s",
     }
 }
 
@@ -102,12 +101,8 @@ impl DcqcnParams {
     /// 0.00390625`), CNP interval N = 50 us, RT ← RC on every CNP, a cut on every CNP, alpha
     /// starting at 1, minimum rate 100 Mbit/s (the ns-3 model's `MinRate`), QCN's target reset.
     ///
-    /// The paper's R_AI and R_HAI are for its 40 Gbit/s links; `ai_ref_gbps` = 40 scales them
-    /// with the line rate (100 and 500 Mbit/s at 100 Gbit/s), as the HPCC authors' ns-3
-    /// (alibaba-edu/High-Precision-Congestion-Control `simulation/run.py`: `ai = 5 * bw / 25`,
-    /// `hai = 50 * bw / 25` for both its `dcqcn` and `dcqcn_paper`) scales them with the link,
-    /// so recovery takes the same time at every rate. Timers, byte counter and g are not scaled
-    /// (neither source does).
+    /// These are the values for the paper's 40 Gbit/s links; the `dcqcn-paper` preset
+    /// ([`ScaledDcqcnParams::paper`]) rescales R_AI and R_HAI to the port's rate.
     pub fn paper() -> Self {
         DcqcnParams {
             rpg_time_reset: 55,
@@ -129,7 +124,6 @@ impl DcqcnParams {
             min_time_between_cnps: 50,
             alpha_update_before_cut: false,
             target_reset: true,
-            ai_ref_gbps: 40,
         }
     }
 
@@ -141,8 +135,9 @@ impl DcqcnParams {
     /// `CLAMP_TGT_RATE_P1 False`, `CLAMP_TGT_RATE_AFTER_TIME_INC_P1 True`, `CNP_DSCP_P1 48`,
     /// `CNP_802P_PRIO_P1 6`) and NVIDIA's DCQCN tuning notes (`min_time_between_cnps` default
     /// 4 us; some firmware reports `MIN_TIME_BETWEEN_CNPS_P1 2`). The increase steps are the
-    /// NIC's absolute ones (`ai_ref_gbps` 0; the HPCC authors' `run.py` treats them as 25
-    /// Gbit/s values: `ai_ref_gbps=25`). QCN's target reset is off, as in the HPCC authors' ns-3
+    /// NIC's absolute ones, not rescaled with the line rate (the HPCC authors' `run.py` treats
+    /// them as 25 Gbit/s values: `--set rpg_ai_rate=20 --set rpg_hai_rate=200` at 100 Gbit/s).
+    /// QCN's target reset is off, as in the HPCC authors' ns-3
     /// model of this firmware (NVIDIA does not document it either way); without it the clamp
     /// rules above leave the target at line rate through a synchronized collapse (see the
     /// module docs), and `target_reset=1` gives the DCQCN authors' QCN increase.
@@ -167,7 +162,6 @@ impl DcqcnParams {
             min_time_between_cnps: 4,
             alpha_update_before_cut: false,
             target_reset: false,
-            ai_ref_gbps: 0,
         }
     }
 
@@ -202,6 +196,78 @@ impl super::params::CcKind for DcqcnParams {
     }
 }
 
+/// DCQCN parameters whose increase steps are published for one line rate: what `dcqcn-paper`
+/// registers. On a port of another rate [`CcKind::scale_to`](super::params::CcKind::scale_to)
+/// multiplies `rpg_ai_rate` and `rpg_hai_rate` by line/`steps_for` (rounded to whole Mbit/s;
+/// `steps_for` becomes the line rate, so scaling again to the same rate changes nothing), as
+/// the HPCC authors' ns-3 scales them with the link (alibaba-edu/High-Precision-Congestion-Control
+/// `simulation/run.py`: `ai = 5 * bw / 25`, `hai = 50 * bw / 25` for both its `dcqcn` and
+/// `dcqcn_paper`), so recovery takes the same time at every rate. Like every controller's
+/// rate-scaled defaults this happens when the configuration is built, before any `--set`: an
+/// explicit step is used as given. Timers, byte counter and g are not scaled (neither source
+/// does). Parameters by name, building and checks are those of [`DcqcnParams`], which on its own
+/// (the `dcqcn-mlx` preset, a NIC) keeps its steps absolute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaledDcqcnParams {
+    /// The parameters, with the steps for `steps_for`.
+    pub params: DcqcnParams,
+    /// The line rate the increase steps are given for.
+    pub steps_for: Rate,
+}
+
+impl ScaledDcqcnParams {
+    /// The SIGCOMM'15 values ([`DcqcnParams::paper`]), whose R_AI and R_HAI are for its 40
+    /// Gbit/s links, held at 100 Gbit/s like every controller's rate-scaled defaults (what
+    /// `roce cc list` shows): 100 and 500 Mbit/s.
+    pub fn paper() -> Self {
+        let mut p = ScaledDcqcnParams {
+            params: DcqcnParams::paper(),
+            steps_for: Rate::from_gbps(40),
+        };
+        super::params::CcKind::scale_to(&mut p, Rate::from_gbps(100));
+        p
+    }
+}
+
+impl ParamSet for ScaledDcqcnParams {
+    fn names(&self) -> Vec<&'static str> {
+        self.params.names()
+    }
+    fn set(&mut self, name: &str, value: &str) -> Result<(), super::params::ParamError> {
+        self.params.set(name, value)
+    }
+    fn list(&self) -> Vec<super::params::ParamInfo> {
+        self.params.list()
+    }
+}
+
+impl super::params::CcKind for ScaledDcqcnParams {
+    fn build(&self, line_rate: Rate) -> super::Controller {
+        self.params.build(line_rate)
+    }
+    fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        self.params.validate()
+    }
+    fn cnp_interval(&self) -> Duration {
+        super::params::CcKind::cnp_interval(&self.params)
+    }
+    fn scale_to(&mut self, line_rate: Rate) {
+        let ratio = line_rate.as_bps_f64() / self.steps_for.as_bps_f64().max(1.0);
+        let scale = |mbps: u32| {
+            let v = f64::from(mbps) * ratio;
+            // Round half up; `f64::round` is a libm call on baseline x86-64.
+            if v >= f64::from(u32::MAX) {
+                u32::MAX
+            } else {
+                (v + 0.5) as u32
+            }
+        };
+        self.params.rpg_ai_rate = scale(self.params.rpg_ai_rate);
+        self.params.rpg_hai_rate = scale(self.params.rpg_hai_rate);
+        self.steps_for = line_rate;
+    }
+}
+
 /// Which trigger raised the rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trigger {
@@ -217,7 +283,7 @@ pub struct Dcqcn {
     max: f64,
     /// Floor, bits/s.
     min: f64,
-    /// Additive and hyper-additive steps at this line rate, bits/s.
+    /// Additive and hyper-additive steps, bits/s.
     ai: f64,
     hai: f64,
     /// RC, bits/s.
@@ -255,13 +321,9 @@ impl Dcqcn {
             line.min(f64::from(params.rpg_max_rate) * 1e6)
         };
         let min = (f64::from(params.rpg_min_rate) * 1e6).min(max);
-        let scale = match params.ai_ref_gbps {
-            0 => 1.0,
-            g => line / (f64::from(g) * 1e9),
-        };
         let mut d = Dcqcn {
-            ai: f64::from(params.rpg_ai_rate) * 1e6 * scale,
-            hai: f64::from(params.rpg_hai_rate) * 1e6 * scale,
+            ai: f64::from(params.rpg_ai_rate) * 1e6,
+            hai: f64::from(params.rpg_hai_rate) * 1e6,
             g: f64::from(1024 - params.dce_tcp_g.min(1024)) / 1024.0,
             alpha: f64::from(params.initial_alpha_value.min(1024)) / 1024.0,
             p: params,

@@ -49,7 +49,7 @@ pub mod replay;
 pub mod timely;
 
 pub use config::{CcConfig, CcError, CcParams, CC_NAMES};
-pub use dcqcn::{Dcqcn, DcqcnParams};
+pub use dcqcn::{Dcqcn, DcqcnParams, ScaledDcqcnParams};
 pub use dctcp::{Dctcp, DctcpParams};
 pub use hpcc::{Hpcc, HpccParams, IntHop};
 pub use none::{LineRate, NoParams};

@@ -12,24 +12,34 @@
 //! A preset of an existing controller (other defaults) is one entry:
 //! ```
 //! use roce_proto::cc::registry::{register, CcEntry};
-//! use roce_proto::cc::{CcConfig, DcqcnParams, Rate};
+//! use roce_proto::cc::{CcConfig, Rate, ScaledDcqcnParams};
 //!
 //! static DCQCN_G64: CcEntry = CcEntry {
 //!     name: "dcqcn-g64",
 //!     aliases: &[],
 //!     about: "DCQCN (paper values) with alpha gain g = 1/64",
-//!     defaults: || Box::new(DcqcnParams { dce_tcp_g: 1008, ..DcqcnParams::paper() }),
+//!     defaults: || {
+//!         let mut p = ScaledDcqcnParams::paper();
+//!         p.params.dce_tcp_g = 1008;
+//!         Box::new(p)
+//!     },
 //! };
 //! register(&DCQCN_G64).unwrap();
 //! let cfg = CcConfig::new("dcqcn-g64", Rate::from_gbps(100)).unwrap();
-//! assert_eq!(cfg.describe().iter().find(|p| p.name == "dce_tcp_g").unwrap().value, "1008");
+//! let value = |name: &str| cfg.describe().into_iter().find(|p| p.name == name).unwrap().value;
+//! assert_eq!(value("dce_tcp_g"), "1008");
+//! // The paper's R_AI (40 Mbit/s at 40 Gbit/s), rescaled to the port's 100 Gbit/s.
+//! assert_eq!(value("rpg_ai_rate"), "100");
 //! ```
 
 use std::sync::{PoisonError, RwLock};
 
 use super::params::ParamInfo;
 pub use super::params::{CcKind, CloneKind};
-use super::{DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, TimelyParams};
+use super::{
+    DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, ScaledDcqcnParams,
+    TimelyParams,
+};
 
 /// [`register`] was given a name (or alias) another controller has.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +85,7 @@ const BUILTIN: &[CcEntry] = &[
         name: "dcqcn-paper",
         aliases: &[],
         about: "DCQCN with the SIGCOMM'15 paper's values (g = 1/256, T = K = 55 us, B = 10 MiB)",
-        defaults: || Box::new(DcqcnParams::paper()),
+        defaults: || Box::new(ScaledDcqcnParams::paper()),
     },
     CcEntry {
         name: "dcqcn-mlx",

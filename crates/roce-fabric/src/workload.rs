@@ -597,6 +597,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_all_reduce_workload_reads_its_collective_and_refuses_unknown_keys() {
+        let w: Workload = toml::from_str(
+            "kind = \"all_reduce\"\nhosts = [0, 1]\nbytes = \"4K\"\niterations = 2\ncompute_us = 5.0\n",
+        )
+        .unwrap();
+        let expected = Collective {
+            hosts: vec![0, 1],
+            bytes: 4096,
+            iterations: 2,
+            algorithm: super::super::collective::Algorithm::Ring,
+            compute_us: 5.0,
+        };
+        assert_eq!(w, Workload::AllReduce(expected));
+        let err = toml::from_str::<Workload>(
+            "kind = \"collective\"\nhosts = [0, 1]\nbytes = 4096\niterations = 2\nrounds = 3\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `rounds`"), "{err}");
+    }
+
+    #[test]
     fn web_search_sizes_follow_the_cdf_median() {
         let mut rng = Pcg64::seed_from_u64(7);
         let d = SizeDist::WebSearch { scale: 1.0 };

@@ -45,10 +45,7 @@ impl HostCounters {
             rp_cnp_handled: c.rp_cnp_handled,
             retransmitted_packets: c.retransmitted_packets,
             local_ack_timeout_err: c.local_ack_timeout_err,
-            naks: c.packet_seq_err
-                + c.rnr_nak_retry_err
-                + c.req_remote_access_errors
-                + c.req_remote_invalid_request,
+            naks: c.naks_received(),
             error_completions: c.error_completions,
             qp_errors,
         }

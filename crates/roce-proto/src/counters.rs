@@ -269,6 +269,14 @@ impl RdmaCounters {
         }
     }
 
+    /// NAKs the requester received: sequence errors, RNR, remote access and invalid request.
+    pub fn naks_received(&self) -> u64 {
+        self.packet_seq_err
+            + self.rnr_nak_retry_err
+            + self.req_remote_access_errors
+            + self.req_remote_invalid_request
+    }
+
     /// Transport errors: completions in error, exhausted retries, remote access errors.
     pub fn transport_errors(&self) -> u64 {
         self.error_completions + self.req_transport_retries_exceeded + self.req_remote_access_errors

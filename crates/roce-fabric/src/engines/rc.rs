@@ -14,6 +14,7 @@ use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
 use roce_proto::connect::{connect_rc, RcOptions};
+use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
@@ -305,15 +306,14 @@ impl RcEngine {
             (None, false) if f.errors > 0 => Some("work request refused".to_owned()),
             (None, false) => None,
         };
-        let c = qp.map(|q| *q.counters()).unwrap_or_default();
+        let c = qp
+            .map(|q| RdmaCounters::of_qp(q.counters()))
+            .unwrap_or_default();
         FlowTransport {
             error,
             recovery: Recovery {
                 retransmitted: c.retransmitted_packets,
-                naks: c.packet_seq_err
-                    + c.rnr_nak_retry_err
-                    + c.req_remote_access_errors
-                    + c.req_remote_invalid_request,
+                naks: c.naks_received(),
                 timeouts: c.local_ack_timeout_err,
             },
         }

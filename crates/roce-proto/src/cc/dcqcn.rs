@@ -253,15 +253,8 @@ impl super::params::CcKind for ScaledDcqcnParams {
     }
     fn scale_to(&mut self, line_rate: Rate) {
         let ratio = line_rate.as_bps_f64() / self.steps_for.as_bps_f64().max(1.0);
-        let scale = |mbps: u32| {
-            let v = f64::from(mbps) * ratio;
-            // Round half up; `f64::round` is a libm call on baseline x86-64.
-            if v >= f64::from(u32::MAX) {
-                u32::MAX
-            } else {
-                (v + 0.5) as u32
-            }
-        };
+        // `as` saturates, so a step scaled past u32::MAX stays u32::MAX.
+        let scale = |mbps: u32| (f64::from(mbps) * ratio).round() as u32;
         self.params.rpg_ai_rate = scale(self.params.rpg_ai_rate);
         self.params.rpg_hai_rate = scale(self.params.rpg_hai_rate);
         self.steps_for = line_rate;

@@ -10,11 +10,14 @@ fn roce(args: &[&str]) -> (bool, String, String) {
     (code == 0, stdout, stderr)
 }
 
-/// The one `roce:` line of `stderr`.
-fn the_error_line(stderr: &str) -> &str {
+/// Runs `roce args`, which must fail with exactly one `roce:` line on stderr: stdout and that
+/// line.
+fn fails_in_one_line(args: &[&str]) -> (String, String) {
+    let (ok, stdout, stderr) = roce(args);
+    assert!(!ok);
     let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("roce: ")).collect();
     assert_eq!(error.len(), 1, "{stderr}");
-    error[0]
+    (stdout, error[0].to_owned())
 }
 
 #[test]
@@ -49,13 +52,11 @@ fn port_info_lists_driver_mac_mtu_link_and_offloads() {
 
 #[test]
 fn port_info_without_ports_explains_what_to_do() {
-    let (ok, stdout, stderr) = roce(&["port", "info", "--eal", "--no-pci --log-level=1"]);
-    assert!(!ok);
+    let (stdout, error) = fails_in_one_line(&["port", "info", "--eal", "--no-pci --log-level=1"]);
     assert!(stdout.contains("0 ports"), "{stdout}");
-    let error = the_error_line(&stderr);
     assert!(
         error.contains("--vdev=net_null0") && error.contains("-d /usr/lib"),
-        "{stderr}"
+        "{error}"
     );
 }
 
@@ -70,9 +71,8 @@ fn port_info_rejects_a_bad_port_spec_in_one_line() {
 fn bad_eal_arguments_end_in_one_error_line_and_leave_stdout_clean() {
     // DPDK prints its usage text on bad arguments; it must not land in our stdout (where a
     // `--json` document or a table would go), and our error names the failing argument list.
-    let (ok, stdout, stderr) = roce(&["port", "info", "--port", "null", "--eal", "--bogus"]);
-    assert!(!ok);
+    let (stdout, error) =
+        fails_in_one_line(&["port", "info", "--port", "null", "--eal", "--bogus"]);
     assert!(stdout.trim().is_empty(), "stdout: {stdout}");
-    let error = the_error_line(&stderr);
-    assert!(error.contains("--bogus"), "{stderr}");
+    assert!(error.contains("--bogus"), "{error}");
 }

@@ -49,19 +49,19 @@ fn read(s: &mut Script, mr: &roce_proto::mr::MrInfo, wr_id: u64, len: u32) {
     s.post_send(wr_id, opcode, mr, len);
 }
 
-/// Three 8-byte WRITEs (wr_id 1..=3) from PSN 50, all on the wire.
-fn three_writes_sent() -> Script {
+/// `n` 8-byte WRITEs (wr_id 1..=n) from PSN 50, all on the wire.
+fn writes_sent(n: u64) -> Script {
     let (mut s, mr) = setup(50);
-    for id in 1..=3 {
+    for id in 1..=n {
         write(&mut s, &mr, id, 8);
     }
-    assert_eq!(s.recv_all().len(), 3);
+    assert_eq!(s.recv_all().len() as u64, n);
     s
 }
 
-/// [`three_writes_sent`] answered by `response`: the script and what completed.
+/// Three [`writes_sent`] answered by `response`: the script and what completed.
 fn three_writes_answered_by(response: Pkt) -> (Script, Vec<(u64, WcStatus)>) {
-    let mut s = three_writes_sent();
+    let mut s = writes_sent(3);
     send!(s, response);
     let done = statuses(&mut s);
     (s, done)
@@ -189,10 +189,7 @@ fn atomic_ack_lands_the_original_value() {
 
 #[test]
 fn local_ack_timeout_resends_until_retry_cnt_runs_out_then_fails_and_flushes() {
-    let (mut s, mr) = setup(50);
-    write(&mut s, &mr, 1, 8);
-    write(&mut s, &mr, 2, 8);
-    assert_eq!(s.recv_all().len(), 2);
+    let mut s = writes_sent(2);
     let timeout = Duration::from_nanos(4096 << 10);
     for round in 0..2 {
         s.advance(timeout - Duration::from_nanos(1));

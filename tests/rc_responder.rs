@@ -26,20 +26,68 @@ fn setup() -> (Script, roce_proto::mr::MrInfo) {
     (s, mr)
 }
 
+/// [`setup`] with receive `wr_id` of `len` bytes posted at the start of the region.
+fn setup_with_recv(wr_id: u64, len: u32) -> (Script, roce_proto::mr::MrInfo) {
+    let (mut s, mr) = setup();
+    s.post_recv(wr_id, &mr, len);
+    (s, mr)
+}
+
+/// [`setup`], sent a WRITE Only of `data` at `psn`: it must answer with one RC ACKNOWLEDGE for
+/// PSN 100 (the one it expects) carrying `aeth` (syndrome, MSN).
+fn first_write_answered(
+    psn: u32,
+    data: &[u8],
+    aeth: (u8, u32),
+) -> (Script, roce_proto::mr::MrInfo) {
+    let (mut s, mr) = setup();
+    send!(s, write_only(psn, &mr, data));
+    let a = recv!(s);
+    assert_eq!(
+        (a.opcode, a.psn, a.aeth()),
+        (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some(aeth))
+    );
+    (s, mr)
+}
+
 /// Posts receive `wr_id` of 64 bytes at the start of `mr`.
 fn post_recv(s: &mut Script, wr_id: u64, mr: &roce_proto::mr::MrInfo) {
     s.post_recv(wr_id, mr, 64);
 }
 
+/// Sends `opcode` with immediate data `imm` (PSN 100, `ext` otherwise, carrying `payload`)
+/// before any receive is posted: an RNR NAK with the timer code 12 of [`opts`], counted; then
+/// posts receive `wr_id` and sends the same packet again: ACKed, with exactly one completion,
+/// which it returns.
+fn immediate_after_an_rnr_nak(
+    s: &mut Script,
+    (opcode, ext, imm, payload): (Opcode, ExtRepr, u32, &[u8]),
+    wr_id: u64,
+    mr: &roce_proto::mr::MrInfo,
+) -> roce_proto::verbs::WorkCompletion {
+    let request = Pkt::new(opcode, 100)
+        .ack_req()
+        .ext(ExtRepr {
+            immdt: Some(imm),
+            ..ext
+        })
+        .payload(payload);
+    send!(s, request);
+    let n = recv!(s);
+    assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
+    assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
+    post_recv(s, wr_id, mr);
+    // The same packet again, once a receive is posted: executed, ACKed, completed.
+    send!(s, request);
+    assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
+    let wc = s.completions();
+    assert_eq!(wc.len(), 1);
+    wc[0]
+}
+
 #[test]
 fn write_only_is_executed_and_acked_with_credits_31_and_msn_1() {
-    let (mut s, mr) = setup();
-    send!(s, write_only(100, &mr, b"hello"));
-    let a = recv!(s);
-    assert_eq!(
-        (a.opcode, a.psn, a.aeth()),
-        (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((ACK, 1)))
-    );
+    let (mut s, mr) = first_write_answered(100, b"hello", (ACK, 1));
     recv!(s, None);
     assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[..5], b"hello");
     assert_eq!(s.ep.counters().qp.rx_write_requests, 1);
@@ -47,13 +95,7 @@ fn write_only_is_executed_and_acked_with_credits_31_and_msn_1() {
 
 #[test]
 fn psn_gap_gets_one_sequence_nak_carrying_the_expected_psn() {
-    let (mut s, mr) = setup();
-    send!(s, write_only(105, &mr, b"x"));
-    let n = recv!(s);
-    assert_eq!(
-        (n.opcode, n.psn, n.aeth()),
-        (Opcode::RC_ACKNOWLEDGE, Psn::new(100), Some((NAK_SEQ, 0)))
-    );
+    let (mut s, mr) = first_write_answered(105, b"x", (NAK_SEQ, 0));
     send!(s, write_only(106, &mr, b"y"));
     recv!(s, None);
     assert_eq!(s.ep.counters().qp.out_of_sequence, 2);
@@ -89,30 +131,15 @@ fn duplicate_write_is_acked_with_psn_one_less_and_msn_unchanged() {
 #[test]
 fn send_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_once_posted() {
     let (mut s, mr) = setup();
-    let send = Pkt::new(Opcode::RC_SEND_ONLY_WITH_IMMEDIATE, 100)
-        .ack_req()
-        .ext(ExtRepr {
-            immdt: Some(0x1234_5678),
-            ..Default::default()
-        })
-        .payload(b"ping");
-    send!(s, send);
-    let n = recv!(s);
-    assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
-    assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
-    post_recv(&mut s, 7, &mr);
-    send!(s, send);
-    assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
-    let wc = s.completions();
-    assert_eq!(wc.len(), 1);
+    let send = (
+        Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
+        ExtRepr::default(),
+        0x1234_5678,
+        &b"ping"[..],
+    );
+    let wc = immediate_after_an_rnr_nak(&mut s, send, 7, &mr);
     assert_eq!(
-        (
-            wc[0].wr_id,
-            wc[0].status,
-            wc[0].opcode,
-            wc[0].byte_len,
-            wc[0].imm_data
-        ),
+        (wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.imm_data),
         (7, WcStatus::Success, WcOpcode::Recv, 4, Some(0x1234_5678))
     );
 }
@@ -278,8 +305,7 @@ fn misaligned_atomic_is_an_invalid_request() {
 
 #[test]
 fn write_with_immediate_consumes_a_receive_and_reports_the_immediate() {
-    let (mut s, mr) = setup();
-    s.post_recv(9, &mr, 1);
+    let (mut s, mr) = setup_with_recv(9, 1);
     send!(
         s,
         Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100)
@@ -308,8 +334,7 @@ fn write_with_immediate_consumes_a_receive_and_reports_the_immediate() {
 
 #[test]
 fn send_larger_than_the_receive_is_a_local_length_error_and_an_invalid_request_nak() {
-    let (mut s, mr) = setup();
-    s.post_recv(3, &mr, 10);
+    let (mut s, _) = setup_with_recv(3, 10);
     send!(
         s,
         Pkt::new(Opcode::RC_SEND_ONLY, 100)
@@ -481,27 +506,16 @@ fn random_well_formed_packets_never_panic_the_endpoint() {
 #[test]
 fn write_with_immediate_without_a_posted_receive_gets_an_rnr_nak_then_succeeds_once_posted() {
     let (mut s, mr) = setup();
-    let write = Pkt::new(Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 100)
-        .ack_req()
-        .ext(ExtRepr {
-            immdt: Some(0x0bad_cafe),
-            ..reth(&mr, 8, 4)
-        })
-        .payload(b"data");
-    send!(s, write);
-    let n = recv!(s);
-    assert_eq!((n.psn, n.aeth()), (Psn::new(100), Some((0x20 | 12, 0))));
-    assert_eq!(s.ep.counters().qp.send_rnr_err, 1);
-    post_recv(&mut s, 9, &mr);
-    // The same packet again, once a receive is posted: executed, ACKed, completed with the
-    // immediate data.
-    send!(s, write);
-    assert_eq!(recv!(s).aeth(), Some((ACK, 1)));
+    let write = (
+        Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+        reth(&mr, 8, 4),
+        0x0bad_cafe,
+        &b"data"[..],
+    );
+    let wc = immediate_after_an_rnr_nak(&mut s, write, 9, &mr);
     assert_eq!(&s.ep.mr(mr.lkey).unwrap().bytes()[8..12], b"data");
-    let wc = s.completions();
-    assert_eq!(wc.len(), 1);
     assert_eq!(
-        (wc[0].wr_id, wc[0].status, wc[0].opcode, wc[0].imm_data),
+        (wc.wr_id, wc.status, wc.opcode, wc.imm_data),
         (
             9,
             WcStatus::Success,

@@ -7,11 +7,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/incast.toml");
-const FAILING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/scenarios/retries-exhausted.toml"
-);
+#[path = "support/scenario_files.rs"]
+mod scenario_files;
+
+use scenario_files::{INCAST as SCENARIO, RETRIES_EXHAUSTED as FAILING};
 
 fn roce(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
@@ -171,10 +170,7 @@ fn failed_runs_make_compare_exit_non_zero_naming_them_and_bad_settings_say_why()
 /// each run's finished flows, and they are the single run's.
 #[test]
 fn finite_flows_add_the_slowdown_percentiles_of_each_run() {
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/fat-tree-fb-hadoop.toml"
-    );
+    let scenario = scenario_files::FAT_TREE_FB_HADOOP;
     let grid = json(&roce(&[
         "sim",
         "compare",

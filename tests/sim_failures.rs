@@ -9,10 +9,10 @@ use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::FlowState;
 
-const FAILING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/scenarios/retries-exhausted.toml"
-);
+#[path = "support/scenario_files.rs"]
+mod scenario_files;
+
+use scenario_files::RETRIES_EXHAUSTED as FAILING;
 
 fn failing() -> roce_fabric::summary::Summary {
     let text = std::fs::read_to_string(FAILING).unwrap();

@@ -159,6 +159,16 @@ fn summary_line(out: &std::process::Output) -> String {
     line.unwrap_or_default().to_owned()
 }
 
+/// A successful [`sim_hpcc_in_copy`] run's PFC file and its summary line (the copy removed).
+fn sim_hpcc_pfc(tag: &str, set: &[&str]) -> (String, String) {
+    let (dir, out) = sim_hpcc_in_copy(tag, set);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (text, summary_line(&out))
+}
+
 /// With the fixture's 32 MiB buffer, the simulator's dynamic threshold at switch 9 (4 host
 /// ports and a 400G uplink, headroom 150 KB each: (32 MiB − 750 KB − buffered) >> 3 at a host
 /// port, >> 1 at the uplink) is far above the 1.8 MB the incast onto host 4 brings, so no port
@@ -167,13 +177,8 @@ fn summary_line(out: &std::process::Output) -> String {
 /// marking stream), answered by three CNPs (marks closer than the CNP interval share one).
 #[test]
 fn sim_hpcc_with_a_32_mib_buffer_marks_but_does_not_pause() {
-    let (dir, out) = sim_hpcc_in_copy("pfc32", &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let (text, line) = sim_hpcc_pfc("pfc32", &[]);
     assert_eq!(text, "");
-    let line = summary_line(&out);
     assert!(
         line.contains("ecn 5  cnp 3/3  pfc 0 (hosts got 0, paused 0.0 us)  drops 0"),
         "{line}"
@@ -188,11 +193,7 @@ fn sim_hpcc_with_a_32_mib_buffer_marks_but_does_not_pause() {
 /// that receives the frame.
 #[test]
 fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
-    let (dir, out) = sim_hpcc_in_copy("pfc", &["BUFFER_SIZE 1"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let text = std::fs::read_to_string(dir.join("mix/pfc_topo8_flow8_dcqcn.txt")).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let (text, line) = sim_hpcc_pfc("pfc", &["BUFFER_SIZE 1"]);
     let lines = pfc_file::parse("pfc", &text).unwrap();
     assert_eq!(pfc_file::write(&lines), text, "five plain numbers per line");
     let mut ports: Vec<(usize, u8, u32)> = lines
@@ -223,7 +224,6 @@ fn sim_hpcc_writes_the_pfc_file_with_pauses_and_resumes_where_ns3_would() {
     // Times are the simulator's (flows start at 2 s), in order.
     assert!(lines.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
     assert!(lines.iter().all(|r| r.t_ns > 2_000_000_000));
-    let line = summary_line(&out);
     assert!(
         line.contains("pfc 32 (hosts got 12, paused 37.4 us)  drops 0"),
         "{line}"

@@ -3,6 +3,9 @@
 
 use roce_fabric::scenario::Scenario;
 
+#[path = "support/scenario_files.rs"]
+mod scenario_files;
+
 fn lone_flow(bytes: u64, src: usize, dst: usize) -> f64 {
     let toml = format!(
         r#"
@@ -168,10 +171,7 @@ fn shipped_hpcc_scenarios_parse_with_the_320_host_fat_tree() {
 #[test]
 fn sim_run_out_writes_fct_csv_hpcc_file_and_plot() {
     let dir = std::env::temp_dir().join(format!("roce-fct-out-{}", std::process::id()));
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/fat-tree-fb-hadoop.toml"
-    );
+    let scenario = scenario_files::FAT_TREE_FB_HADOOP;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_roce"))
         .args(["sim", "run", scenario, "--out"])
         .arg(&dir)

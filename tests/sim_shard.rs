@@ -8,7 +8,10 @@ mod cli_output;
 use cli_output::{roce, scratch_dir};
 use serde_json::Value;
 
-const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/incast.toml");
+#[path = "support/scenario_files.rs"]
+mod scenario_files;
+
+use scenario_files::INCAST as SCENARIO;
 
 fn grid_args(duration: &str) -> Vec<&str> {
     vec![

@@ -55,6 +55,16 @@ fn roce_frames(frames: &[Vec<u8>]) -> Vec<(usize, RocePacket<'_>)> {
         .collect()
 }
 
+/// Runs `check` on each of the `count` RoCE packets of vector `name`, with its frame's bytes.
+fn check_each_packet(name: &str, count: usize, check: impl Fn(&[u8], &RocePacket<'_>)) {
+    let frames = frames(name);
+    let packets = roce_frames(&frames);
+    assert_eq!(packets.len(), count, "{name}");
+    for (i, p) in &packets {
+        check(&frames[i - 1], p);
+    }
+}
+
 fn opcode_counts(packets: &[(usize, RocePacket<'_>)]) -> BTreeMap<u8, usize> {
     let mut counts = BTreeMap::new();
     for (_, p) in packets {
@@ -308,10 +318,7 @@ fn host_peer_exchange_has_psn_nak_duplicate_ack_and_rnr_nak() {
 
 #[test]
 fn ce_marked_requests_verify_and_acks_are_ect0() {
-    let frames = frames("verbs_ce_marked_to_a.pcap");
-    let packets = roce_frames(&frames);
-    assert_eq!(packets.len(), 7);
-    for (_, p) in &packets {
+    check_each_packet("verbs_ce_marked_to_a.pcap", 7, |_, p| {
         let want = if p.repr.bth.opcode == Opcode::RC_ACKNOWLEDGE {
             Ecn::Ect0
         } else {
@@ -319,7 +326,7 @@ fn ce_marked_requests_verify_and_acks_are_ect0() {
         };
         assert_eq!(p.repr.ip.ecn(), want, "{}", p.repr.bth.opcode);
         assert_eq!(p.repr.ip.dscp(), 0);
-    }
+    });
 }
 
 #[test]
@@ -354,17 +361,14 @@ fn imm_and_atomic_fields_decode() {
 
 #[test]
 fn v6_pingpong_uses_hop_limit_64_flow_label_0_and_udp_checksum_0() {
-    let frames = frames("v6_rc_pingpong_64.pcap");
-    let packets = roce_frames(&frames);
-    assert_eq!(packets.len(), 20);
-    for (i, p) in &packets {
+    check_each_packet("v6_rc_pingpong_64.pcap", 20, |frame, p| {
         let IpRepr::V6(ip) = p.repr.ip else {
             panic!("IPv6 expected")
         };
         assert_eq!((ip.hop_limit, ip.flow_label), (64, 0));
         // UDP checksum: bytes 6..8 of the UDP header after a 14-byte Ethernet + 40-byte IPv6.
-        assert_eq!(frames[i - 1][14 + 40 + 6..14 + 40 + 8], [0, 0]);
-    }
+        assert_eq!(frame[14 + 40 + 6..14 + 40 + 8], [0, 0]);
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -178,6 +178,20 @@ impl EchoEngine {
     }
 }
 
+/// [`runtime`] polled `polls` times by an engine with `frames` frames of its own to send.
+fn polled(
+    (pool, accept): (usize, usize),
+    frames: usize,
+    polls: usize,
+) -> (Runtime<TestPort, ManualClock>, EchoEngine) {
+    let mut rt = runtime(pool, accept);
+    let mut engine = EchoEngine::generating(frames);
+    for _ in 0..polls {
+        rt.poll_once(&mut engine);
+    }
+    (rt, engine)
+}
+
 #[test]
 fn received_frames_are_handed_to_engine_and_echoed() {
     let mut port = TestPort::new(16, 16);
@@ -197,9 +211,7 @@ fn received_frames_are_handed_to_engine_and_echoed() {
 
 #[test]
 fn partial_tx_bursts_are_retried_in_order() {
-    let mut rt = runtime(16, 3);
-    let mut engine = EchoEngine::generating(6);
-    rt.poll_once(&mut engine);
+    let (mut rt, mut engine) = polled((16, 3), 6, 1);
     assert_eq!((rt.counters().tx_packets, rt.tx_backlog()), (3, 1));
     assert_eq!(rt.counters().tx_retries, 1);
     rt.poll_once(&mut engine);
@@ -211,11 +223,7 @@ fn partial_tx_bursts_are_retried_in_order() {
 
 #[test]
 fn stuck_tx_backlog_is_dropped_after_max_retries() {
-    let mut rt = runtime(16, 0);
-    let mut engine = EchoEngine::generating(4);
-    for _ in 0..3 {
-        rt.poll_once(&mut engine);
-    }
+    let (rt, _) = polled((16, 0), 4, 3);
     assert_eq!(rt.counters().tx_drops, 4);
     assert_eq!(rt.counters().tx_retries, 3);
     assert_eq!(rt.tx_backlog(), 0);
@@ -224,9 +232,7 @@ fn stuck_tx_backlog_is_dropped_after_max_retries() {
 
 #[test]
 fn pool_exhaustion_is_counted_not_fatal() {
-    let mut rt = runtime(2, 0);
-    let mut engine = EchoEngine::generating(10);
-    rt.poll_once(&mut engine);
+    let (mut rt, _) = polled((2, 0), 10, 1);
     assert_eq!(rt.counters().alloc_failures, 1);
     assert_eq!(rt.tx_backlog(), 2);
     assert_eq!(rt.discard_backlog(), 2);

@@ -6,9 +6,14 @@
 use std::path::Path;
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
+use roce_fabric::fabric::{Fabric, LinkConfig};
 use roce_fabric::fabric::parallel::ParallelError;
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
+use roce_fabric::switch::SwitchConfig;
+use roce_fabric::Node;
+use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
 
 /// The JSON summary, the PFC log and the number of partitions of a run on `threads`.
 fn run(s: &Scenario, threads: usize) -> (serde_json::Value, usize, usize) {
@@ -248,4 +253,63 @@ fn retries_running_out_behind_a_dead_cable_are_the_same_on_two_threads() {
     let (one, parts) = same_on(s, &[seed], &[2]);
     assert_eq!(parts, [1]);
     assert_eq!(one["qp_errors"].as_u64(), Some(2), "{}", one["qp_errors"]);
+}
+
+/// Sends a frame (no IP: switches drop it, no route) whenever polled from `from_ns` on, and
+/// never asks to be woken: only the fabric's kicks (a NIC freeing, its cable changing) poll it.
+struct Chatter {
+    from_ns: u64,
+}
+
+/// 1,226 bytes and 24 of preamble, gap and FCS: 100 ns at 100 Gbit/s.
+const CHATTER_LEN: usize = 1226;
+
+impl Engine for Chatter {
+    fn handle_frame(&mut self, _: Instant, _: &[u8]) {}
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let frame = buf.get_mut(..CHATTER_LEN)?;
+        frame.fill(0);
+        (now.as_nanos() >= self.from_ns).then_some(CHATTER_LEN)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+
+#[test]
+fn a_frame_a_link_change_sent_goes_after_a_link_change_scheduled_earlier_for_its_nanosecond() {
+    // h0's cable dies at 10 us; the kick finds h0 ready, and its frame dies on the cable,
+    // freeing the NIC 100 ns later, the very nanosecond the cable comes back. The cable's
+    // return was scheduled first, so on one thread it goes first: h0's next frame leaves on
+    // the live cable. Both are fabric-wide tie keys; a window that ran the NIC's event before
+    // the global step would send that frame into the dead cable.
+    let counters = |threads: usize| {
+        let mut f: Fabric<Chatter> = Fabric::new(7);
+        let h0 = f
+            .add_host("h0", "10.0.0.1".parse().unwrap(), Chatter { from_ns: 10_000 })
+            .unwrap();
+        let h1 = f
+            .add_host("h1", "10.0.0.2".parse().unwrap(), Chatter { from_ns: u64::MAX })
+            .unwrap();
+        let s0 = f.add_switch("s0", SwitchConfig::default());
+        let s1 = f.add_switch("s1", SwitchConfig::default());
+        let link = LinkConfig::new(100.0, 1000);
+        let up = f.connect(Node::Host(h0), Node::Switch(s0), link).unwrap();
+        f.connect(Node::Host(h1), Node::Switch(s1), link).unwrap();
+        f.connect(Node::Switch(s0), Node::Switch(s1), link).unwrap();
+        f.schedule_link(up.ab, Instant::from_nanos(10_000), false);
+        f.schedule_link(up.ab, Instant::from_nanos(10_100), true);
+        assert_eq!(f.set_threads(threads), Ok(threads));
+        f.run_until_threads(Instant::from_nanos(13_000), |_| {});
+        let h0_tx = f.port_counters(Node::Host(h0), 0);
+        let s0_rx = f.port_counters(Node::Switch(s0), up.b_port);
+        (h0_tx, s0_rx, f.lost_traffic(), f.events())
+    };
+    let one = counters(1);
+    let (h0_tx, s0_rx, ..) = one;
+    // Exactly the one frame sent at the cable's death was lost to it; later ones arrive.
+    assert_eq!(h0_tx.prio[0].dropped.link_down, 1, "{h0_tx:?}");
+    assert!(s0_rx.prio[0].rx_packets > 0, "{s0_rx:?}");
+    assert_eq!(counters(2), one);
 }

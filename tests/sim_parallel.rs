@@ -1,13 +1,15 @@
 //! The parallel engine (`--threads N`) gives the single-threaded run's summary, field for
 //! field, for the same seed: an incast, a leaf-spine with ECMP and WebSearch Poisson traffic,
 //! the small HPCC fixture config and a run with PFC, two seeds each, on 2 and 3 threads, and a
-//! port capture. It refuses what it does not split yet, in one line.
+//! port capture. Link failures, reboots, flaps and lossy cables (scenarios/link-failure.toml
+//! and the shapes of tests/sim_outage.rs and tests/sim_failures.rs) give it on 1 to 4 threads,
+//! with the failing cable between partitions. Zero threads are refused in one line.
 
 use std::path::Path;
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::fabric::{Fabric, LinkConfig};
 use roce_fabric::fabric::parallel::ParallelError;
+use roce_fabric::fabric::{Fabric, LinkConfig};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::switch::SwitchConfig;
@@ -159,15 +161,25 @@ fn the_stats_count_windows_events_and_crossings() {
     assert!(st.balance_bound() > 1.0 && st.balance_bound() <= 2.0);
 }
 
-
 const LINK_FAILURE: &str = include_str!("../scenarios/link-failure.toml");
 
-/// scenarios/link-failure.toml with `failures` (a TOML line) instead of its link events.
-fn with_failures(failures: &str) -> Scenario {
-    let mut text = LINK_FAILURE.to_string();
+/// scenarios/link-failure.toml cut to `duration_us`, with `failures` (a TOML line) instead of
+/// its link events.
+fn with_failures(duration_us: u32, failures: &str) -> Scenario {
+    let mut text = shortened(duration_us);
     text.truncate(text.find("link_events = [").unwrap_or(text.len()));
     text.push_str(failures);
     Scenario::from_toml(&text).unwrap()
+}
+
+/// scenarios/link-failure.toml cut to `duration_us` (the cable dies at 1 ms, returns at 2 ms).
+fn shortened(duration_us: u32) -> String {
+    let text = LINK_FAILURE.replace(
+        "duration_us = 3000",
+        &format!("duration_us = {duration_us}"),
+    );
+    assert_ne!(text, LINK_FAILURE);
+    text
 }
 
 /// Runs a failure scenario on 1, 2, 3 and 4 threads (its own seed); returns the one-thread
@@ -198,7 +210,7 @@ fn the_builtin_link_failure_is_the_same_on_one_to_four_threads() {
 
 #[test]
 fn a_failure_without_reconvergence_is_the_same_on_one_to_four_threads() {
-    let text = LINK_FAILURE.replace("converge_us = 250", "converge_us = 5000");
+    let text = shortened(2000).replace("converge_us = 250", "converge_us = 5000");
     let outage = failure_same_on_one_to_four_threads(Scenario::from_toml(&text).unwrap());
     assert!(outage["longest_stall_us"].as_f64().unwrap() >= 750.0);
 }
@@ -207,7 +219,7 @@ fn a_failure_without_reconvergence_is_the_same_on_one_to_four_threads() {
 fn a_failure_noticed_and_rerouted_at_once_is_the_same_on_one_to_four_threads() {
     // Detection and reconvergence in the same nanosecond as the cable's death: one global
     // step runs the link change, its detection and the route recomputation in key order.
-    let text = LINK_FAILURE.replace(
+    let text = shortened(1500).replace(
         "routing = { detect_us = 50, converge_us = 250 }",
         "routing = { detect_us = 0, converge_us = 0 }",
     );
@@ -217,6 +229,7 @@ fn a_failure_noticed_and_rerouted_at_once_is_the_same_on_one_to_four_threads() {
 #[test]
 fn a_rebooting_spine_is_the_same_on_one_to_four_threads() {
     let s = with_failures(
+        2250,
         "failures = [{ kind = \"reboot\", switch = \"spine0r0\", at_us = 1000, down_us = 1000 }]\n",
     );
     let outage = failure_same_on_one_to_four_threads(s);
@@ -225,7 +238,7 @@ fn a_rebooting_spine_is_the_same_on_one_to_four_threads() {
 
 #[test]
 fn a_flapping_cable_is_the_same_on_one_to_four_threads() {
-    let s = with_failures("failures = [{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 750, down_us = 250, up_us = 500, count = 3 }]\n");
+    let s = with_failures(2500, "failures = [{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 750, down_us = 250, up_us = 500, count = 3 }]\n");
     let outage = failure_same_on_one_to_four_threads(s);
     assert!(!outage["stalled_flows"].as_array().unwrap().is_empty());
 }
@@ -233,12 +246,17 @@ fn a_flapping_cable_is_the_same_on_one_to_four_threads() {
 #[test]
 fn a_lossy_cable_is_the_same_on_one_to_four_threads() {
     let s = with_failures(
+        1000,
         "failures = [{ kind = \"loss\", a = \"leaf0r0\", b = \"spine0r0\", loss = 0.001 }]\n",
     );
     let seed = s.seed;
     let (one, parts) = same_on(s, &[seed], &[2, 3, 4]);
     assert_eq!(parts, [2, 3, 4]);
-    assert!(one["retransmitted"].as_u64().unwrap() > 0, "{}", one["retransmitted"]);
+    assert!(
+        one["retransmitted"].as_u64().unwrap() > 0,
+        "{}",
+        one["retransmitted"]
+    );
 }
 
 #[test]
@@ -287,10 +305,18 @@ fn a_frame_a_link_change_sent_goes_after_a_link_change_scheduled_earlier_for_its
     let counters = |threads: usize| {
         let mut f: Fabric<Chatter> = Fabric::new(7);
         let h0 = f
-            .add_host("h0", "10.0.0.1".parse().unwrap(), Chatter { from_ns: 10_000 })
+            .add_host(
+                "h0",
+                "10.0.0.1".parse().unwrap(),
+                Chatter { from_ns: 10_000 },
+            )
             .unwrap();
         let h1 = f
-            .add_host("h1", "10.0.0.2".parse().unwrap(), Chatter { from_ns: u64::MAX })
+            .add_host(
+                "h1",
+                "10.0.0.2".parse().unwrap(),
+                Chatter { from_ns: u64::MAX },
+            )
             .unwrap();
         let s0 = f.add_switch("s0", SwitchConfig::default());
         let s1 = f.add_switch("s1", SwitchConfig::default());

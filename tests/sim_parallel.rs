@@ -262,11 +262,7 @@ fn a_lossy_cable_is_the_same_on_one_to_four_threads() {
 #[test]
 fn retries_running_out_behind_a_dead_cable_are_the_same_on_two_threads() {
     // One switch: one partition, whatever the threads.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/scenarios/retries-exhausted.toml"
-    );
-    let s = Scenario::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let s = Scenario::from_toml(include_str!("scenarios/retries-exhausted.toml")).unwrap();
     let seed = s.seed;
     let (one, parts) = same_on(s, &[seed], &[2]);
     assert_eq!(parts, [1]);

@@ -5,9 +5,9 @@
 use super::fabric::{Fabric, PfcEvent};
 use super::frame::FrameInfo;
 use super::port::TxPort;
-use super::stats::{Lost, PortCounters, PRIORITIES};
+use super::stats::{Lost, PRIORITIES};
 use super::switch::{DropReason, FabricSwitch, MarkPoint};
-use super::wires::{code, link_from, node_rng, Event, Slot, Wires};
+use super::wires::{code, node_rng, Event, Slot, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
@@ -149,21 +149,11 @@ impl<E: Engine> Fabric<E> {
             let prio = self.w.pool.prio(pkt);
             let len = self.w.pool.len(pkt);
             self.w.lost.add(len);
-            self.count(link_from(&self.w.links, l), |c| {
-                if let Some(c) = c.prio.get_mut(prio) {
-                    c.drop_for(Lost::LinkDown);
-                }
-            });
+            self.count_lost_in_flight(l, prio);
             self.w.pool.release(pkt);
             return;
         }
         self.receive(node, port, pkt);
-    }
-
-    pub(super) fn count(&mut self, at: Option<(Node, u16)>, f: impl FnOnce(&mut PortCounters)) {
-        if let Some(tx) = at.and_then(|(n, p)| self.tx_mut(n, p)) {
-            f(&mut tx.counters);
-        }
     }
 
     pub(super) fn receive(&mut self, node: Node, port: u16, pkt: PktId) {

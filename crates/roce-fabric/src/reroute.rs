@@ -5,7 +5,8 @@
 //! takes all its cables down.
 
 use super::fabric::Fabric;
-use super::wires::Event;
+use super::stats::Lost;
+use super::wires::{link_from, Event};
 use super::{LinkId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
@@ -89,6 +90,25 @@ impl<E: Engine> Fabric<E> {
     pub(super) fn reconverge(&mut self) {
         tracing::debug!(now = ?self.now(), "routes recomputed");
         self.compute_routes();
+    }
+
+    /// Counts a frame `l` lost in flight (it died under the frame) at the sending port. In a
+    /// partition of a parallel run that does not hold the sender, the count is owed to the
+    /// whole fabric, which adds it when the nodes come back (see [`crate::fabric::parallel`]).
+    pub(super) fn count_lost_in_flight(&mut self, l: LinkId, prio: usize) {
+        let from = link_from(&self.w.links, l);
+        match from.and_then(|(n, p)| self.tx_mut(n, p)) {
+            Some(tx) => {
+                if let Some(c) = tx.counters.prio.get_mut(prio) {
+                    c.drop_for(Lost::LinkDown);
+                }
+            }
+            None => {
+                if let Some(j) = self.mode.journal() {
+                    j.lost_in_flight.push((l, prio));
+                }
+            }
+        }
     }
 
     pub(super) fn flush_switch(&mut self, s: SwitchId) {

@@ -3,7 +3,9 @@
 //! fabric with the nodes gathered back. A link changing state (or its sending end noticing)
 //! and a switch rebooting act on one node whose frames live in its partition's packet pool:
 //! they run in that partition, with the fabric-wide tie-key count handed over and back, and
-//! the changed links copied to every partition.
+//! the changed links copied to every partition. Node events due at the same nanosecond whose
+//! tie keys sort between fabric-wide ones (a fabric-wide event scheduled them) run between
+//! them, partition by partition.
 
 use super::Layout;
 use crate::fabric::Fabric;
@@ -38,6 +40,11 @@ impl<E: Engine> Fabric<E> {
             let Some((_, key, ev)) = self.w.queue.pop() else {
                 break;
             };
+            // Node events a fabric-wide event scheduled carry fabric-wide tie keys: those due
+            // now that sort before this one go first, as on one thread.
+            for p in parts.iter_mut() {
+                p.run_at(g, key);
+            }
             self.w.now = g;
             self.w.current = (g, key);
             self.w.origin = GLOBAL;
@@ -65,6 +72,25 @@ impl<E: Engine> Fabric<E> {
             let links = &self.w.links;
             for p in parts.iter_mut() {
                 p.w.links.clone_from(links);
+            }
+        }
+    }
+
+    /// Handles this partition's node events due at `g` (ns) whose tie keys sort before `key`.
+    fn run_at(&mut self, g: u64, key: u64) {
+        while self.w.queue.peek_time() == Some(Instant::from_nanos(g)) {
+            let Some((at, k, ev)) = self.w.queue.pop() else {
+                break;
+            };
+            if k >= key {
+                self.w.queue.push(at, k, ev);
+                break;
+            }
+            self.w.now = g;
+            self.w.current = (g, k);
+            self.w.origin = ev.target(&self.w.links);
+            if self.dispatch(ev) {
+                self.w.events += 1;
             }
         }
     }
@@ -119,6 +145,7 @@ impl<E: Engine> Fabric<E> {
     pub(super) fn gather(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, now: u64) {
         let mut pauses = Vec::new();
         let mut rx = Vec::new();
+        let mut in_flight = Vec::new();
         for (k, p) in parts.iter_mut().enumerate() {
             for &h in layout.hosts.get(k).map_or(&[][..], |v| &v[..]) {
                 p.hosts.move_to(h, &mut self.hosts);
@@ -137,6 +164,7 @@ impl<E: Engine> Fabric<E> {
             self.tap.cnp_received += std::mem::take(&mut p.tap.cnp_received);
             if let Some(j) = p.mode.journal() {
                 pauses.append(&mut j.pauses);
+                in_flight.append(&mut j.lost_in_flight);
                 let keys = std::mem::take(&mut j.rx_keys);
                 let log = p.pfc_log.as_mut().map(std::mem::take).unwrap_or_default();
                 rx.extend(keys.into_iter().zip(log));
@@ -148,6 +176,9 @@ impl<E: Engine> Fabric<E> {
             if let (Some(from), Some(to)) = (from, self.tap.progress.get_mut(id)) {
                 to.clone_from(from);
             }
+        }
+        for (l, prio) in in_flight {
+            self.count_lost_in_flight(l, prio);
         }
         // Stable sorts: entries of one event keep their order.
         pauses.sort_by_key(|e| e.0);

@@ -13,9 +13,11 @@
 //! scheduled it and that node's own count (see [`crate::event`]), every node draws from its own
 //! RNG stream, and what is fabric-wide (time-series samples, telemetry, the PFC log, flow
 //! progress, counters) is merged in event-key order. Fabric-wide events run on the calling
-//! thread with the partitions stopped, after every node event of their nanosecond, as they do on
-//! one thread: samples and route recomputation with every node gathered back, link changes and
-//! switch reboots in the partition of the node they touch (see [`merge`]).
+//! thread with the partitions stopped, in tie-key order with the node events of their
+//! nanosecond, as they do on one thread: samples and route recomputation with every node
+//! gathered back, link changes and switch reboots in the partition of the node they touch (see
+//! [`merge`]). What a node does to another partition's node (a frame lost in flight counts at
+//! its sender's port) is owed in the partition's journal and settled when the nodes come back.
 
 mod merge;
 mod split;
@@ -24,7 +26,7 @@ mod window;
 use std::sync::{Mutex, PoisonError};
 
 use super::Fabric;
-use crate::SwitchId;
+use crate::{LinkId, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 use window::{Shared, Step};
@@ -35,10 +37,6 @@ pub enum ParallelError {
     /// Zero threads asked for.
     #[error("--threads must be at least 1")]
     NoThreads,
-    /// Link failures and switch reboots: their partitioned handling (in the partition of the
-    /// node they act on, see [`merge`]) does not give the single-threaded results yet.
-    #[error("--threads > 1 does not run link failures or switch reboots yet; use --threads 1")]
-    Failures,
     /// A link between partitions has no delay, so no window can be run apart.
     #[error("--threads > 1 needs links between switches to have a delay (one has 0 ns)")]
     NoLookahead,
@@ -77,6 +75,9 @@ pub(crate) struct Journal {
     pub(crate) pauses: Vec<PauseNote>,
     /// The event key of each entry of the partition's PFC log.
     pub(crate) rx_keys: Vec<(u64, u64)>,
+    /// Frames lost in flight on a link whose sending end lives in another partition: (link,
+    /// priority), for that port's `link_down` drop count.
+    pub(crate) lost_in_flight: Vec<(LinkId, usize)>,
 }
 
 /// The partitions of a fabric that runs on several threads.

@@ -5,15 +5,14 @@
 use super::{Layout, ParallelError, ParallelStats, Partitions, RunMode};
 use crate::fabric::Fabric;
 use crate::slots::Slots;
-use crate::wires::{code, Crossings, Event, Wires};
+use crate::wires::{code, Crossings, Wires};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 
 impl<E: Engine> Fabric<E> {
     /// Runs the fabric on up to `threads` threads from now on (see [`crate::fabric::parallel`]) when
     /// it is run with [`Fabric::run_until_threads`]; returns how many partitions it got (at most
-    /// one per switch). Refuses link failures and switch reboots. Call it once, after building the
-    /// fabric (and attaching a capture).
+    /// one per switch). Call it once, after building the fabric (and attaching a capture).
     pub fn set_threads(&mut self, threads: usize) -> Result<usize, ParallelError> {
         if threads == 0 {
             return Err(ParallelError::NoThreads);
@@ -23,18 +22,6 @@ impl<E: Engine> Fabric<E> {
         }
         if threads == 1 {
             return Ok(1);
-        }
-        let failure = |e: &Event| {
-            matches!(
-                e,
-                Event::LinkState(..)
-                    | Event::LinkDetect(..)
-                    | Event::Reconverge
-                    | Event::SwitchFlush(_)
-            )
-        };
-        if self.w.queue.iter().any(failure) {
-            return Err(ParallelError::Failures);
         }
         self.prepare();
         let layout = self.layout(threads)?;

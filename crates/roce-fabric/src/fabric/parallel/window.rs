@@ -92,9 +92,9 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
             .store(global.map_or(NONE, Instant::as_nanos), Ordering::Relaxed);
     }
 
-    /// The next step, the same on every thread: a fabric-wide event comes after every node
-    /// event of its nanosecond; a window ends a lookahead after the earliest node event, or
-    /// just after the next fabric-wide event.
+    /// The next step, the same on every thread: a window ends a lookahead after the earliest
+    /// node event, or at the next fabric-wide event; the global step at that nanosecond then
+    /// runs its node events and the fabric-wide ones in tie-key order.
     pub(super) fn decide(&self, parity: usize) -> Step {
         let t = self.next[parity]
             .iter()
@@ -102,16 +102,13 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
             .min()
             .unwrap_or(NONE);
         let g = self.global.load(Ordering::Relaxed);
-        if g < self.stop && g < t {
+        if g < self.stop && g <= t {
             return Step::Global(g);
         }
         if t >= self.stop {
             return Step::Done;
         }
-        let w = t
-            .saturating_add(self.lookahead)
-            .min(self.stop)
-            .min(g.saturating_add(1));
+        let w = t.saturating_add(self.lookahead).min(self.stop).min(g);
         Step::Window(w)
     }
 

@@ -78,6 +78,15 @@ impl Setup {
     fn write(&mut self, id: u64, len: u32) {
         self.p.post_write(id, len);
     }
+    /// Two 1000-byte WRITEs (ids 1 and 2) posted and sent at `now`: one frame each, and both
+    /// single-packet WRITEs ask for an ACK.
+    fn two_writes_sent(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        self.write(1, 1000);
+        self.write(2, 1000);
+        let frames = transmit(&mut self.p.a, now);
+        assert_eq!(frames.len(), 2, "one frame per single-packet WRITE");
+        frames
+    }
     fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
@@ -123,10 +132,7 @@ fn ack_arriving_x_ns_after_the_request_yields_rtt_x_and_its_bytes() {
 #[test]
 fn a_coalesced_ack_times_the_newest_request_it_covers() {
     let mut s = setup(14);
-    s.write(1, 1000);
-    s.write(2, 1000);
-    let first = transmit(&mut s.p.a, t(10_000));
-    assert_eq!(first.len(), 2, "both single-packet WRITEs ask for an ACK");
+    let first = s.two_writes_sent(t(10_000));
     s.p.b.handle_frame(t(10_500), &first[0]);
     s.p.b.handle_frame(t(10_600), &first[1]);
     let acks = transmit(&mut s.p.b, t(10_700));
@@ -144,10 +150,7 @@ fn a_coalesced_ack_times_the_newest_request_it_covers() {
 #[test]
 fn nak_sequence_error_reports_a_loss_to_the_controller() {
     let mut s = setup(14);
-    s.write(1, 1000);
-    s.write(2, 1000);
-    let data = transmit(&mut s.p.a, t(100_000));
-    assert_eq!(data.len(), 2);
+    let data = s.two_writes_sent(t(100_000));
     // The first request is lost; the second reaches the responder out of sequence.
     s.p.b.handle_frame(t(100_500), &data[1]);
     let naks = transmit(&mut s.p.b, t(100_600));

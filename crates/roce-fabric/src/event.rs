@@ -284,72 +284,60 @@ mod tests {
         assert!((16..48).contains(&first), "{first}");
     }
 
-    #[test]
-    fn interleaved_pushes_and_pops_come_out_as_a_sorted_set_would() {
+    /// Runs 20,000 rounds of xorshift-driven pushes (`push(x, now, round)` gives the time and
+    /// tie key, or `None` to pop) and pops against a sorted set, checking every answer.
+    fn against_sorted_set(seed: u64, push: impl Fn(u64, u64, u64) -> Option<(u64, u64)>) {
         let mut q = EventQueue::new();
         let mut model = std::collections::BTreeSet::new();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut now = 0u64;
+        let (mut x, mut now) = (seed, 0u64);
         for round in 0..20_000u64 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            // Bursts of pushes, then pops; many equal times, so the tie keys decide.
-            if x % 3 != 0 || model.is_empty() {
-                let at = now + (x >> 40) % 64;
-                let key = tie((x % 7) as u32, round);
-                q.push(Instant::from_nanos(at), key, round);
-                model.insert((at, key, round));
-            } else {
-                let want = model.pop_first();
-                let got = q.pop().map(|(t, k, e)| (t.as_nanos(), k, e));
-                assert_eq!(got, want);
-                now = got.map_or(now, |g| g.0);
-            }
-            assert_eq!(q.len(), model.len());
-            assert_eq!(
-                q.peek_time().map(Instant::as_nanos),
-                model.first().map(|m| m.0)
-            );
-        }
-        let rest: Vec<_> = q.drain().map(|(t, k, e)| (t.as_nanos(), k, e)).collect();
-        assert_eq!(rest, model.into_iter().collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn far_and_sparse_events_pop_in_order_across_the_calendar() {
-        // Delays from 0 to beyond the buckets' span, gaps that leave every bucket empty, and
-        // the end of time: the calendar must still give a sorted set's order.
-        let mut q = EventQueue::new();
-        let mut model = std::collections::BTreeSet::new();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut now = 0u64;
-        for round in 0..20_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            if x % 2 == 0 || model.is_empty() {
-                let delay = match x % 5 {
-                    0 => (x >> 40) % 16,
-                    1 => (x >> 40) % 5_000,
-                    2 => (x >> 40) % 100_000,
-                    3 => 1 << 32,
-                    _ => u64::MAX - now,
-                };
-                let at = now + delay;
-                q.push(Instant::from_nanos(at), round, round);
-                model.insert((at, round, round));
-            } else {
-                let want = model.pop_first();
-                let got = q.pop().map(|(t, k, e)| (t.as_nanos(), k, e));
-                assert_eq!(got, want);
-                now = got.map_or(now, |g| g.0).min(u64::MAX / 2);
+            // A pop from an empty queue must give nothing, as the set's does.
+            match push(x, now, round) {
+                Some((at, key)) => {
+                    q.push(Instant::from_nanos(at), key, round);
+                    model.insert((at, key, round));
+                }
+                None => {
+                    let want = model.pop_first();
+                    let got = q.pop().map(|(t, k, e)| (t.as_nanos(), k, e));
+                    assert_eq!(got, want);
+                    now = got.map_or(now, |g| g.0).min(u64::MAX / 2);
+                }
             }
             assert_eq!(q.len(), model.len());
             assert_eq!(q.iter().count(), model.len());
+            let first = model.first().map(|m| m.0);
+            assert_eq!(q.peek_time().map(Instant::as_nanos), first);
         }
         let rest: Vec<_> = q.drain().map(|(t, k, e)| (t.as_nanos(), k, e)).collect();
         assert_eq!(rest, model.into_iter().collect::<Vec<_>>());
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn interleaved_pushes_and_pops_come_out_as_a_sorted_set_would() {
+        // Bursts of pushes, then pops; many equal times, so the tie keys decide.
+        against_sorted_set(0x9e37_79b9_7f4a_7c15, |x, now, round| {
+            (x % 3 != 0).then(|| (now + (x >> 40) % 64, tie((x % 7) as u32, round)))
+        });
+    }
+
+    #[test]
+    fn far_and_sparse_events_pop_in_order_across_the_calendar() {
+        // Delays from 0 to beyond the buckets' span, gaps that leave every bucket empty, the
+        // end of time, and pushes behind the current span (after a pop at the end of time).
+        against_sorted_set(0x2545_f491_4f6c_dd1d, |x, now, round| {
+            let delay = match x % 5 {
+                0 => (x >> 40) % 16,
+                1 => (x >> 40) % 5_000,
+                2 => (x >> 40) % 100_000,
+                3 => 1 << 32,
+                _ => u64::MAX - now,
+            };
+            (x % 2 == 1).then_some((now + delay, round))
+        });
     }
 }

@@ -241,11 +241,10 @@ fn sift_down<T>(heap: &mut [Entry<T>], mut i: usize) {
         let end = (first + ARITY).min(n);
         let mut best = first;
         let mut best_key = heap[first].key;
-        for c in first + 1..end {
-            let k = heap[c].key;
-            if k < best_key {
-                best = c;
-                best_key = k;
+        for (c, e) in heap[first..end].iter().enumerate().skip(1) {
+            if e.key < best_key {
+                best = first + c;
+                best_key = e.key;
             }
         }
         if best_key >= key {

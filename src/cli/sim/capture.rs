@@ -18,7 +18,7 @@ use roce_fabric::Fabric;
 #[derive(Args, Debug, Default)]
 pub struct CaptureArgs {
     /// Run the fabric on up to N threads (partitioned by switch; the results are those of one
-    /// thread, bit for bit). Refused with link failures and switch reboots.
+    /// thread, bit for bit, link failures and switch reboots included).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
     /// Write every frame crossing one port (both directions, ICRCs as sent) to this pcapng

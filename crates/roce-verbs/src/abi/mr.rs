@@ -65,25 +65,23 @@ extern "C" fn ibv_reg_mr(
     )
 }
 
-extern "C" fn ibv_reg_mr_iova(
-    pd: *mut ffi::ibv_pd,
-    addr: *mut c_void,
-    length: usize,
-    iova: u64,
-    access: c_int,
-) -> *mut ffi::ibv_mr {
-    reg("ibv_reg_mr_iova", pd, addr, length, iova, access as c_uint)
+/// The `iova` forms, alike but for the type of `access` (`int`, then `unsigned int`).
+macro_rules! reg_mr_iova {
+    ($($name:ident($access:ty)),* $(,)?) => {$(
+        extern "C" fn $name(
+            pd: *mut ffi::ibv_pd,
+            addr: *mut c_void,
+            length: usize,
+            iova: u64,
+            access: $access,
+        ) -> *mut ffi::ibv_mr {
+            // An `int` of flags is the same bits as an `unsigned int`.
+            reg(stringify!($name), pd, addr, length, iova, access as c_uint)
+        }
+    )*};
 }
 
-extern "C" fn ibv_reg_mr_iova2(
-    pd: *mut ffi::ibv_pd,
-    addr: *mut c_void,
-    length: usize,
-    iova: u64,
-    access: c_uint,
-) -> *mut ffi::ibv_mr {
-    reg("ibv_reg_mr_iova2", pd, addr, length, iova, access)
-}
+reg_mr_iova!(ibv_reg_mr_iova(c_int), ibv_reg_mr_iova2(c_uint));
 
 /// The transport's access flags for libibverbs' `access`; optional flags (relaxed ordering)
 /// are dropped, flags we cannot honour refused.

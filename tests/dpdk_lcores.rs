@@ -12,7 +12,7 @@ mod lcore_rc;
 use std::sync::Arc;
 
 use anyhow::ensure;
-use lcore_rc::{run_over_lcores, LcoreRun};
+use lcore_rc::{run_over_lcores, LcoreOutcome, LcoreRun};
 use roce_dpdk::lcore::Cores;
 use roce_dpdk::steer::{steer_udp_source, Steering};
 use roce_dpdk::{
@@ -21,7 +21,24 @@ use roce_dpdk::{
 use roce_proto::port::Port;
 use roce_proto::wire::EthernetAddress;
 
-type Test = fn(&Eal, &Arc<Mempool>) -> anyhow::Result<()>;
+/// What every test gets: the process's one EAL and a mempool for its ports (dropped first).
+struct Env {
+    pool: Arc<Mempool>,
+    eal: Eal,
+}
+
+impl Env {
+    /// Runs `r` over a ring pair called `name` (every completion and byte checked); its outcome
+    /// once every mbuf is back in the pool.
+    fn exact_run(&self, name: &str, r: &LcoreRun) -> anyhow::Result<LcoreOutcome> {
+        let out = run_over_lcores(&self.eal, &self.pool, name, r)?;
+        let leaked = self.pool.in_use();
+        ensure!(leaked == 0, "{leaked} mbufs leaked");
+        Ok(out)
+    }
+}
+
+type Test = fn(&Env) -> anyhow::Result<()>;
 
 fn seed() -> u64 {
     std::env::var("ROCE_TEST_SEED")
@@ -43,8 +60,11 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let pool = match Mempool::new(&eal, &MempoolConfig::for_frames(4200 + 18, 8191)) {
-        Ok(p) => Arc::new(p),
+    let env = match Mempool::new(&eal, &MempoolConfig::for_frames(4200 + 18, 8191)) {
+        Ok(p) => Env {
+            pool: Arc::new(p),
+            eal,
+        },
         Err(e) => {
             println!("no mempool: {e}\n0 passed, 1 failed");
             std::process::exit(1);
@@ -77,7 +97,7 @@ fn main() {
         if !selected(name) {
             continue;
         }
-        match t(&eal, &pool) {
+        match t(&env) {
             Ok(()) => {
                 passed += 1;
                 println!("test {name} ... ok");
@@ -92,73 +112,47 @@ fn main() {
     std::process::exit(i32::from(failed > 0));
 }
 
-fn no_leak(pool: &Mempool) -> anyhow::Result<()> {
-    ensure!(pool.in_use() == 0, "{} mbufs leaked", pool.in_use());
-    Ok(())
+/// `qps` QP pairs of `ops_per_qp` requests each over two shards per end on two lcores, crossing
+/// shards or not.
+fn two_lcores(seed: u64, qps: usize, ops_per_qp: usize, cross: bool) -> anyhow::Result<LcoreRun> {
+    Ok(LcoreRun {
+        seed,
+        shards: 2,
+        cores: Cores::count(2)?,
+        qps,
+        ops_per_qp,
+        cross,
+    })
 }
 
 /// Two shards per end on two lcores, QP `i` of A and B on shard `i % 2`: a ring queue carries
 /// only its shard's frames, so nothing crosses shards.
-fn qps_on_two_lcores_deliver_every_byte_and_completion(
-    eal: &Eal,
-    pool: &Arc<Mempool>,
-) -> anyhow::Result<()> {
-    let r = LcoreRun {
-        seed: seed(),
-        shards: 2,
-        cores: Cores::count(2)?,
-        qps: 8,
-        ops_per_qp: 40,
-        cross: false,
-    };
-    let out = run_over_lcores(eal, pool, "lc_two", &r)?;
+fn qps_on_two_lcores_deliver_every_byte_and_completion(env: &Env) -> anyhow::Result<()> {
+    let out = env.exact_run("lc_two", &two_lcores(seed(), 8, 40, false)?)?;
+    let (done, crossed) = (out.completions, out.forwarded);
+    ensure!(done > 8 * 40, "only {done} completions");
     ensure!(
-        out.completions > 8 * 40,
-        "only {} completions",
-        out.completions
+        crossed == 0,
+        "{crossed} frames crossed shards on aligned queues"
     );
-    ensure!(
-        out.forwarded == 0,
-        "{} frames crossed shards on aligned queues",
-        out.forwarded
-    );
-    no_leak(pool)
+    Ok(())
 }
 
 /// A's QP on shard `i` talks to B's on shard `i + 1`: every frame arrives on a queue whose
 /// shard does not own it and is handed over, and the run is still exact.
 fn frames_on_the_wrong_queue_reach_their_shard_through_the_dispatcher(
-    eal: &Eal,
-    pool: &Arc<Mempool>,
+    env: &Env,
 ) -> anyhow::Result<()> {
-    let r = LcoreRun {
-        seed: seed() + 1,
-        shards: 2,
-        cores: Cores::count(2)?,
-        qps: 6,
-        ops_per_qp: 30,
-        cross: true,
-    };
-    let out = run_over_lcores(eal, pool, "lc_cross", &r)?;
-    ensure!(
-        out.forwarded >= 6 * 30,
-        "only {} frames forwarded",
-        out.forwarded
-    );
-    ensure!(
-        out.inbox_full == 0,
-        "{} frames dropped at full inboxes",
-        out.inbox_full
-    );
-    no_leak(pool)
+    let out = env.exact_run("lc_cross", &two_lcores(seed() + 1, 6, 30, true)?)?;
+    let (forwarded, dropped) = (out.forwarded, out.inbox_full);
+    ensure!(forwarded >= 6 * 30, "only {forwarded} frames forwarded");
+    ensure!(dropped == 0, "{dropped} frames dropped at full inboxes");
+    Ok(())
 }
 
 /// Five shards per end on five lcores, more than the CPUs: lcores share CPUs, preempt each other
 /// mid-burst, and the run is exact all the same.
-fn more_lcores_than_cpus_deliver_every_byte_and_completion(
-    eal: &Eal,
-    pool: &Arc<Mempool>,
-) -> anyhow::Result<()> {
+fn more_lcores_than_cpus_deliver_every_byte_and_completion(env: &Env) -> anyhow::Result<()> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let lcores = (cpus + 3).max(5);
     let r = LcoreRun {
@@ -169,13 +163,9 @@ fn more_lcores_than_cpus_deliver_every_byte_and_completion(
         ops_per_qp: 24,
         cross: true,
     };
-    let out = run_over_lcores(eal, pool, "lc_many", &r)?;
-    ensure!(
-        out.completions > 10 * 24,
-        "only {} completions",
-        out.completions
-    );
-    no_leak(pool)
+    let done = env.exact_run("lc_many", &r)?.completions;
+    ensure!(done > 10 * 24, "only {done} completions");
+    Ok(())
 }
 
 fn ip(args: &str) -> anyhow::Result<()> {
@@ -191,10 +181,8 @@ fn ip(args: &str) -> anyhow::Result<()> {
 /// UDP source port 50001 to queue 1 puts every datagram the kernel sends from that port on queue
 /// 1; a kernel without the flower classifier is reported as software with its refusal, and
 /// rules are refused the same way.
-fn tap_steers_by_udp_source_port_and_ring_falls_back_to_software(
-    eal: &Eal,
-    pool: &Arc<Mempool>,
-) -> anyhow::Result<()> {
+fn tap_steers_by_udp_source_port_and_ring_falls_back_to_software(env: &Env) -> anyhow::Result<()> {
+    let (eal, pool) = (&env.eal, &env.pool);
     let cfg = PortConfig {
         queues: 2,
         link_timeout: std::time::Duration::from_secs(5),
@@ -273,10 +261,8 @@ impl UdpSource for Mbuf {
 
 /// `--cores N` puts lcore `i` on the `i`-th online CPU (wrapping), named `roce-lcore<i>`, even
 /// though EAL pinned the main thread (and so every thread it starts) to its first lcore's CPU.
-fn lcores_are_named_and_pinned_each_to_its_own_cpu(
-    eal: &Eal,
-    pool: &Arc<Mempool>,
-) -> anyhow::Result<()> {
+fn lcores_are_named_and_pinned_each_to_its_own_cpu(env: &Env) -> anyhow::Result<()> {
+    let (eal, pool) = (&env.eal, &env.pool);
     use roce_dpdk::lcore::dispatch::shard_ports;
     use roce_dpdk::lcore::shard::VerbsShard;
     use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard};

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use criterion_median::median_ns;
 use crossbeam::channel::{self, Receiver, Sender};
+use roce_frames::{FrameSource, TxOnly};
 
 use roce::metrics::{exposition::render, Exposition, PortMetrics};
 use roce_dpdk::lcore::dispatch::{shard_config, shard_ports};
@@ -37,7 +38,6 @@ use roce_dpdk::{
 };
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
-use roce_proto::engine::Engine;
 use roce_proto::mr::MrInfo;
 use roce_proto::time;
 use roce_proto::verbs::{AccessFlags, CqHandle, QpInit, SendWr, Sge, WcStatus, WrOpcode};
@@ -60,10 +60,8 @@ struct Generator {
     quota: u64,
 }
 
-impl Engine for Generator {
-    fn handle_frame(&mut self, _now: time::Instant, _frame: &[u8]) {}
-    fn handle_timeout(&mut self, _now: time::Instant) {}
-    fn poll_transmit(&mut self, _now: time::Instant, buf: &mut [u8]) -> Option<usize> {
+impl FrameSource for Generator {
+    fn next_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         if self.quota == 0 {
             return None;
         }
@@ -71,12 +69,9 @@ impl Engine for Generator {
         self.fields.psn = self.fields.psn.add(1);
         self.template.emit(&self.fields, &self.payload, buf).ok()
     }
-    fn poll_timeout(&self) -> Option<time::Instant> {
-        None
-    }
 }
 
-impl ShardEngine for Generator {
+impl ShardEngine for TxOnly<Generator> {
     type Work = ();
     type Done = ();
     type Snapshot = ();
@@ -101,17 +96,21 @@ fn wait(start: Instant, tasks: usize, done: &Done) -> (Duration, Duration) {
 }
 
 /// Sends `n` frames from every shard; returns the wall time and the busiest lcore's CPU time.
-fn tx_quota(handles: &[ShardHandle<Generator>], n: u64, done: &Done) -> (Duration, Duration) {
+fn tx_quota(
+    handles: &[ShardHandle<TxOnly<Generator>>],
+    n: u64,
+    done: &Done,
+) -> (Duration, Duration) {
     let start = Instant::now();
     for h in handles {
         let tx = done.0.clone();
         let mut armed = None;
         let _ = h.run_task(move |g, _| {
             let t0 = *armed.get_or_insert_with(|| {
-                g.quota = n;
+                g.0.quota = n;
                 thread_cpu()
             });
-            if g.quota == 0 {
+            if g.0.quota == 0 {
                 let _ = tx.send(thread_cpu().saturating_sub(t0));
                 return false;
             }
@@ -165,12 +164,12 @@ fn tx_bench(c: &mut Criterion, eal: &Eal, pool: &Arc<Mempool>) {
             .into_iter()
             .enumerate()
             .map(|(i, p)| Shard {
-                engine: Generator {
+                engine: TxOnly(Generator {
                     template: FrameTemplate::new(&repr),
                     fields: PacketFields::from_repr(&repr),
                     payload: roce_frames::payload(1, 64),
                     quota: 0,
-                },
+                }),
                 port: p,
                 lcore: i,
             })

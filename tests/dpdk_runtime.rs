@@ -22,6 +22,7 @@ use roce_proto::time;
 use roce_proto::wire::parse_frame;
 
 use dpdk_harness::{burst_of, no_leak, pool, port_config, ring_ports, rx_until};
+use roce_frames::{FrameSource, TxOnly};
 
 fn main() {
     dpdk_harness::run(
@@ -271,19 +272,17 @@ struct Generator {
 }
 
 impl Generator {
-    fn new(count: u32, payload_len: usize) -> Self {
-        Generator {
+    fn new(count: u32, payload_len: usize) -> TxOnly<Self> {
+        TxOnly(Generator {
             remaining: count,
             next_psn: 0,
             payload_len,
-        }
+        })
     }
 }
 
-impl Engine for Generator {
-    fn handle_frame(&mut self, _now: time::Instant, _frame: &[u8]) {}
-    fn handle_timeout(&mut self, _now: time::Instant) {}
-    fn poll_transmit(&mut self, _now: time::Instant, buf: &mut [u8]) -> Option<usize> {
+impl FrameSource for Generator {
+    fn next_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         if self.remaining == 0 {
             return None;
         }
@@ -299,9 +298,6 @@ impl Engine for Generator {
         self.remaining -= 1;
         self.next_psn += 1;
         Some(len)
-    }
-    fn poll_timeout(&self) -> Option<time::Instant> {
-        None
     }
 }
 

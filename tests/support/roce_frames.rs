@@ -3,7 +3,9 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use roce_proto::engine::Engine;
 use roce_proto::psn::Psn;
+use roce_proto::time::Instant;
 use roce_proto::wire::{
     bth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode, RoceRepr,
 };
@@ -67,4 +69,24 @@ pub fn frame(psn: u32, payload_len: usize) -> Vec<u8> {
         .unwrap_or_default();
     buf.truncate(n);
     buf
+}
+
+/// What a [`TxOnly`] engine sends.
+pub trait FrameSource {
+    /// Writes the next frame into `buf` and returns its length; `None` when there is none.
+    fn next_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
+}
+
+/// An engine that only transmits its source's frames: what arrives is ignored, it has no timer.
+pub struct TxOnly<S>(pub S);
+
+impl<S: FrameSource> Engine for TxOnly<S> {
+    fn handle_frame(&mut self, _now: Instant, _frame: &[u8]) {}
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.0.next_frame(buf)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
 }

@@ -102,6 +102,16 @@ summed_counters! {
     }
 }
 
+impl QpCounters {
+    /// NAKs the requester received: sequence errors, RNR, remote access and invalid request.
+    pub fn naks_received(&self) -> u64 {
+        self.packet_seq_err
+            + self.rnr_nak_retry_err
+            + self.req_remote_access_errors
+            + self.req_remote_invalid_request
+    }
+}
+
 /// Frames the endpoint discarded before any QP saw them, by reason.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DropCounters {
@@ -269,16 +279,42 @@ impl RdmaCounters {
         }
     }
 
-    /// NAKs the requester received: sequence errors, RNR, remote access and invalid request.
+    /// NAKs the requester received: [`QpCounters::naks_received`] of the same four counters.
     pub fn naks_received(&self) -> u64 {
-        self.packet_seq_err
-            + self.rnr_nak_retry_err
-            + self.req_remote_access_errors
-            + self.req_remote_invalid_request
+        QpCounters {
+            packet_seq_err: self.packet_seq_err,
+            rnr_nak_retry_err: self.rnr_nak_retry_err,
+            req_remote_access_errors: self.req_remote_access_errors,
+            req_remote_invalid_request: self.req_remote_invalid_request,
+            ..QpCounters::default()
+        }
+        .naks_received()
     }
 
     /// Transport errors: completions in error, exhausted retries, remote access errors.
     pub fn transport_errors(&self) -> u64 {
         self.error_completions + self.req_transport_retries_exceeded + self.req_remote_access_errors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_qp_and_its_rdma_counters_count_the_same_naks_received() {
+        let q = QpCounters {
+            packet_seq_err: 1,
+            rnr_nak_retry_err: 20,
+            req_remote_access_errors: 300,
+            req_remote_invalid_request: 4000,
+            // NAKs sent and other errors are not NAKs received.
+            naks_sent: 50_000,
+            out_of_sequence: 600_000,
+            resp_remote_access_errors: 7_000_000,
+            ..QpCounters::default()
+        };
+        assert_eq!(q.naks_received(), 4321);
+        assert_eq!(RdmaCounters::of_qp(&q).naks_received(), 4321);
     }
 }

@@ -14,7 +14,6 @@ use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
 use roce_proto::connect::{connect_rc, RcOptions};
-use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
@@ -306,9 +305,7 @@ impl RcEngine {
             (None, false) if f.errors > 0 => Some("work request refused".to_owned()),
             (None, false) => None,
         };
-        let c = qp
-            .map(|q| RdmaCounters::of_qp(q.counters()))
-            .unwrap_or_default();
+        let c = qp.map(|q| *q.counters()).unwrap_or_default();
         FlowTransport {
             error,
             recovery: Recovery {

@@ -31,7 +31,7 @@ use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
 use report::{Bw, LAT_HEADER, RESULT_LINE};
 use session::{Ask, Oob, PortArgs, Req, Session};
-use traffic::{client_run, post_recvs, Server};
+use traffic::{client_run, next_size, post_recvs, Server};
 
 /// `roce perf` tests.
 #[derive(Subcommand, Debug)]
@@ -304,19 +304,10 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
     }
 
     // 3. One run per size.
-    for (k, &size) in hello.sizes.iter().enumerate() {
-        for q in qps.iter_mut() {
-            q.posted = 0;
-            q.done = 0;
-            // A new region is already zeroed. Clearing it here for the first size raced with a
-            // peer that writes as soon as the last barrier ends (ib_write_lat's server): its
-            // first write, already executed and acknowledged, was wiped and both sides waited.
-            if k > 0 {
-                if let Some(m) = s.host.endpoint_mut().mr_mut(q.dst.lkey) {
-                    m.bytes_mut().fill(0);
-                }
-            }
-        }
+    for &size in &hello.sizes {
+        // Nothing is cleared: a peer may already have written this size's first mark (clearing
+        // the region here once wiped ib_write_lat's first write and both sides waited).
+        next_size(&s.host, test, &mut qps, size)?;
         if perftest {
             perftest_size(
                 &mut s, &oob, test, &hello, size, depth, &mut qps, &first, flow, &args,

@@ -207,6 +207,16 @@ impl Hello {
                 format!("the size must be 1..={MAX_SIZE} bytes"),
             ));
         }
+        // The byte a write-lat size polls must lie past every byte an earlier size wrote: a peer
+        // may start the next size at once (ib_write_lat does), so nothing is cleared between.
+        if let Some(w) = self.sizes.windows(2).find(|w| w[1] <= w[0]) {
+            return Err(BadParam::new(
+                "-a",
+                "sizes",
+                Some(format!("{} then {}", w[0], w[1])),
+                "each size must be larger than the one before".into(),
+            ));
+        }
         if self.duration > 0 && !self.test.is_bw() {
             return Err(bw_only("-D", "duration", None));
         }
@@ -436,6 +446,32 @@ mod tests {
             assert_eq!(
                 (e.to_string().as_str(), e.flag_line().as_str()),
                 (peer, flag)
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_run_in_growing_order_only() {
+        let all = Hello {
+            test: Test::WriteLat,
+            sizes: (1..=23).map(|i| 1u64 << i).collect(),
+            ..hello()
+        };
+        assert_eq!(all.check(DEFAULT_MAX_MEMORY), Ok(()));
+        for (sizes, value) in [(vec![4, 2], "4 then 2"), (vec![2, 8, 8], "8 then 8")] {
+            let e = Hello {
+                sizes,
+                ..all.clone()
+            }
+            .check(DEFAULT_MAX_MEMORY)
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("\"sizes\" {value}: each size must be larger than the one before")
+            );
+            assert_eq!(
+                e.flag_line(),
+                format!("-a {value}: each size must be larger than the one before")
             );
         }
     }

@@ -97,6 +97,33 @@ fn set_last_byte(h: &mut ResolvingEndpoint, m: &MrInfo, size: u64, v: u8) {
     }
 }
 
+/// Readies `qps` for the next size, `size` bytes. What the peer wrote stays: a peer may write
+/// this size's first mark before we get here (ib_write_lat starts each size of `-a` at once, with
+/// no exchange in between), and sizes grow ([`Hello::check`]), so the byte a write-lat size polls
+/// lies past every byte earlier sizes wrote. Anything there but 0 (not written yet) or the peer's
+/// first mark is refused rather than taken for an answer.
+pub(super) fn next_size(
+    h: &ResolvingEndpoint,
+    test: Test,
+    qps: &mut [Qp],
+    size: u64,
+) -> anyhow::Result<()> {
+    for q in qps.iter_mut() {
+        q.posted = 0;
+        q.done = 0;
+        if test == Test::WriteLat {
+            let polled = last_byte(h, &q.dst, size);
+            if polled != Some(0) && polled != Some(mark(0)) {
+                bail!(
+                    "QP {:#x}: the byte size {size} polls holds {polled:?} before the size starts",
+                    q.qpn
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reaps completions of `q`: returns (send completions, receive completions).
 pub(super) fn reap(h: &mut ResolvingEndpoint, q: &mut Qp) -> anyhow::Result<(u64, u64)> {
     let (mut sends, mut recvs) = (0, 0);
@@ -430,5 +457,80 @@ impl Server {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use roce_proto::endpoint::EndpointConfig;
+    use roce_proto::psn::Psn;
+    use roce_proto::wire::EthernetAddress;
+
+    use super::*;
+
+    fn host_with_qp() -> (ResolvingEndpoint, Vec<Qp>) {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
+        let mut h = ResolvingEndpoint::new(EndpointConfig::ipv4(mac, [198, 18, 0, 1].into()));
+        let q = Qp::create(h.endpoint_mut(), 4, 64, Psn::new(0)).unwrap();
+        (h, vec![q])
+    }
+
+    /// What one RDMA WRITE of the first `len` bytes of `src` leaves in `q`'s destination.
+    fn peer_writes(h: &mut ResolvingEndpoint, q: &Qp, src: &[u8], len: usize) {
+        let dst = h.endpoint_mut().mr_mut(q.dst.lkey).unwrap().bytes_mut();
+        dst[..len].copy_from_slice(&src[..len]);
+    }
+
+    #[test]
+    fn the_peers_first_write_of_the_next_size_is_kept_when_it_lands_before_the_size_starts() {
+        let (mut h, mut qps) = host_with_qp();
+        let mut src = vec![0u8; 64];
+        // Size 2 ran 3 iterations; then ib_write_lat started size 4 at once, and its first
+        // write landed before our side started that size.
+        src[1] = mark(2);
+        peer_writes(&mut h, &qps[0], &src, 2);
+        (qps[0].posted, qps[0].done) = (3, 3);
+        src[3] = mark(0);
+        peer_writes(&mut h, &qps[0], &src, 4);
+        next_size(&h, Test::WriteLat, &mut qps, 4).unwrap();
+        assert_eq!((qps[0].posted, qps[0].done), (0, 0));
+        // What the client's first wait of size 4 polls for: there, not wiped.
+        assert_eq!(last_byte(&h, &qps[0].dst, 4), Some(mark(0)));
+    }
+
+    #[test]
+    fn each_growing_size_polls_a_byte_no_earlier_size_wrote() {
+        let (mut h, mut qps) = host_with_qp();
+        // The peer's source keeps the marks of every earlier size, as perftest's does.
+        let mut src = vec![0u8; 64];
+        for size in [2, 4, 8, 16, 32, 64] {
+            next_size(&h, Test::WriteLat, &mut qps, size as u64).unwrap();
+            assert_eq!(
+                last_byte(&h, &qps[0].dst, size as u64),
+                Some(0),
+                "size {size}"
+            );
+            for i in 0..300 {
+                src[size - 1] = mark(i);
+                peer_writes(&mut h, &qps[0], &src, size);
+            }
+        }
+    }
+
+    #[test]
+    fn a_stale_byte_where_the_next_size_polls_is_refused() {
+        let (mut h, mut qps) = host_with_qp();
+        let src = [7u8; 64];
+        peer_writes(&mut h, &qps[0], &src, 8);
+        let e = next_size(&h, Test::WriteLat, &mut qps, 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "QP {:#x}: the byte size 4 polls holds Some(7) before the size starts",
+                qps[0].qpn
+            )
+        );
+        // Other tests poll nothing there.
+        next_size(&h, Test::WriteBw, &mut qps, 4).unwrap();
     }
 }

@@ -51,48 +51,36 @@ fn ibv_devinfo_lists_roce0_with_the_ipv4_mapped_gid_at_index_1() {
     assert!(out.contains("roce0"), "{out}");
 }
 
+/// `iters` `ibv_rc_pingpong` round trips checking every buffer (`-g 1 -c -n ITERS`, then
+/// `options`) both sides: the server's and the client's output once both say they ran them all.
+fn checked_pingpong(tag: &str, iters: &str, options: &[&str]) -> Option<(String, String)> {
+    let mut args = vec!["ibv_rc_pingpong", "-g", "1", "-c", "-n", iters];
+    args.extend(options);
+    let (s, c) = pair(tag, &args, &args)?;
+    let ran = format!("{iters} iters in");
+    assert!(s.contains(&ran) && c.contains(&ran), "{s}\n{c}");
+    Some((s, c))
+}
+
 #[test]
 fn ibv_rc_pingpong_checks_every_buffer_both_ways() {
-    let args = [
-        "ibv_rc_pingpong",
-        "-g",
-        "1",
-        "-c",
-        "-n",
-        "200",
-        "-s",
-        "8192",
-    ];
-    let Some((s, c)) = pair("pingpong", &args, &args) else {
+    let Some((s, c)) = checked_pingpong("pingpong", "200", &["-s", "8192"]) else {
         return;
     };
     for out in [&s, &c] {
-        assert!(out.contains("200 iters in"), "{out}");
         assert!(out.contains("remote address: LID 0x0000"), "{out}");
     }
 }
 
-/// 100 checked `ibv_rc_pingpong` round trips with one more option both sides.
-fn pingpong_100_with(tag: &str, option: &str) {
-    let args = ["ibv_rc_pingpong", "-g", "1", "-c", "-n", "100", option];
-    let Some((s, c)) = pair(tag, &args, &args) else {
-        return;
-    };
-    assert!(
-        s.contains("100 iters in") && c.contains("100 iters in"),
-        "{s}\n{c}"
-    );
-}
-
 #[test]
 fn ibv_rc_pingpong_with_completion_events() {
-    pingpong_100_with("pingpong-events", "-e");
+    checked_pingpong("pingpong-events", "100", &["-e"]);
 }
 
 #[test]
 fn ibv_rc_pingpong_with_the_extended_send_api() {
     // -N: ibv_create_qp_ex, ibv_qp_to_qp_ex and the ibv_wr_* calls.
-    pingpong_100_with("pingpong-new-send", "-N");
+    checked_pingpong("pingpong-new-send", "100", &["-N"]);
 }
 
 #[test]

@@ -6,8 +6,15 @@ use std::process::Command;
 
 /// The stdout of a 100 µs incast of 3 senders with `args`.
 fn sim(args: &[&str]) -> Vec<u8> {
+    run(&["incast", "--senders", "3"], args)
+}
+
+/// The stdout of `roce sim EXPERIMENT` run for 100 µs with `args`.
+fn run(experiment: &[&str], args: &[&str]) -> Vec<u8> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_roce"));
-    cmd.args(["sim", "incast", "--senders", "3", "--duration", "100us"]);
+    cmd.arg("sim")
+        .args(experiment)
+        .args(["--duration", "100us"]);
     let out = cmd.args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -35,15 +42,53 @@ fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
     assert!((num("events_per_simsec") * 100e-6 - events).abs() <= events * 1e-9);
     // VmHWM of this process: at least the binary's own few megabytes.
     assert!(num("peak_rss_bytes") > 1e6, "{speed}");
+    // Process CPU time (ticks of 10 ms, so a short run may read 0) and the host's steal share.
+    let cpu = num("cpu_s");
+    assert!((0.0..=wall * 64.0 + 0.02).contains(&cpu), "{speed}");
+    assert!((0.0..=1.0).contains(&num("host_steal_share")), "{speed}");
+    // One thread: no parallel section.
+    assert!(json.get("parallel").is_none(), "{json}");
+}
+
+#[test]
+fn a_split_run_says_where_its_threads_time_went() {
+    // Leaf-spine: one partition per switch group, so two threads split it.
+    let split = |args: &[&str]| run(&["link-failure", "--allow-failures"], args);
+    let json: serde_json::Value =
+        serde_json::from_slice(&split(&["--json", "--speed", "--threads", "2"])).unwrap();
+    let par = &json["parallel"];
+    let windows = par["windows"].as_u64().unwrap_or_else(|| panic!("{json}"));
+    assert!(windows > 0, "{par}");
+    let events: u64 = par["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_u64().unwrap())
+        .sum();
+    assert!(
+        events > 0 && events <= json["events"].as_u64().unwrap(),
+        "{json}"
+    );
+    assert_eq!(par["cpu_ns"].as_array().map(Vec::len), Some(2), "{par}");
+    let text = String::from_utf8(split(&["--threads", "2"])).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("parallel: 2 threads, "), "{text}");
+    assert!(last.contains("the split's balance allows"), "{last}");
 }
 
 #[test]
 fn the_text_summary_ends_with_the_speed_line() {
     let text = String::from_utf8(sim(&[])).unwrap();
-    let last = text.lines().last().unwrap_or_default();
+    // The last line, or the one before a warning that the hypervisor took the CPUs.
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.starts_with("warning: the hypervisor"))
+        .unwrap_or_default();
     assert!(last.starts_with("speed: "), "{text}");
     for part in [
         "events in",
+        "CPU s",
         "M ev/s",
         "simsec/s",
         "ev/simsec",

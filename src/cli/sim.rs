@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::time::{Duration as WallDuration, Instant as WallInstant};
+use std::time::Duration as WallDuration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -15,10 +15,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::cli::progress::sim_status;
 
 use roce::report::sim as report;
-use roce::report::speed::RunSpeed;
+use roce::report::speed::{RunSpeed, RunStart};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
+use roce_fabric::fabric::parallel::ParallelStats;
 use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
@@ -314,7 +315,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     };
     scenario.validate()?;
     tracing::info!(seed = scenario.seed, name = %scenario.name, "running scenario (replay with --seed)");
-    let started = WallInstant::now();
+    let started = RunStart::now();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {msg}")
@@ -343,11 +344,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
-    let speed = RunSpeed::new(
-        summary.events,
-        scenario.duration_us / 1e6,
-        started.elapsed(),
-    );
+    let speed = RunSpeed::new(summary.events, scenario.duration_us / 1e6, &started);
     capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
@@ -364,11 +361,13 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         serde_json::to_string_pretty(&SummaryWithSpeed {
             summary: &summary,
             speed,
+            parallel: built.fabric.parallel_stats(),
         })? + "\n"
     } else if out.json {
         serde_json::to_string_pretty(&summary)? + "\n"
     } else {
-        report::text(&summary) + &speed.line()
+        let parallel = built.fabric.parallel_stats();
+        report::text(&summary) + &speed.line() + &parallel.map_or_else(String::new, parallel_line)
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -388,12 +387,30 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     }
 }
 
-/// The JSON summary: the fabric's, and how fast the run went under `speed`.
+/// The JSON summary: the fabric's, how fast the run went under `speed`, and on several threads
+/// where their time went under `parallel`.
 #[derive(serde::Serialize)]
 struct SummaryWithSpeed<'a> {
     #[serde(flatten)]
     summary: &'a roce_fabric::summary::Summary,
     speed: RunSpeed,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel: Option<&'a ParallelStats>,
+}
+
+/// `parallel: 2 threads, 1000 windows, ...`: what bounds a split run's speed-up.
+fn parallel_line(p: &ParallelStats) -> String {
+    let waits: Vec<String> = (0..p.busy_ns.len())
+        .map(|k| format!("{:.0}%", p.idle_share(k) * 100.0))
+        .collect();
+    format!(
+        "parallel: {} threads, {} windows, {} crossings; the split's balance allows {:.2}x; waiting at the barrier {}\n",
+        p.busy_ns.len(),
+        p.windows,
+        p.crossings,
+        p.balance_bound(),
+        waits.join(" / "),
+    )
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ impl Layout {
 }
 
 /// Where a parallel run's time went, summed over its runs: for tuning, never part of a result.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ParallelStats {
     /// Windows run (each ends at a barrier).
     pub windows: u64,

@@ -25,11 +25,19 @@ pub struct RunSpeed {
     pub events_per_simsec: f64,
     /// The process's peak resident memory (VmHWM), bytes, where the OS says.
     pub peak_rss_bytes: Option<u64>,
-    /// CPU seconds (user + system, all threads) the process spent in the run, where the OS says.
+    /// The CPU time the run took and what a hypervisor took meanwhile.
+    #[serde(flatten)]
+    pub cpu: CpuUse,
+}
+
+/// CPU time during a run, where the OS says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CpuUse {
+    /// CPU seconds (user + system, all threads) the process spent in the run.
     pub cpu_s: Option<f64>,
     /// The share of all CPUs' time a hypervisor gave to other guests during the run (`steal` of
-    /// /proc/stat), where the OS says. Above [`STEAL_WARN`], wall-clock figures say more about
-    /// the host than about the simulator.
+    /// /proc/stat). Above [`STEAL_WARN`], wall-clock figures say more about the host than about
+    /// the simulator.
     pub host_steal_share: Option<f64>,
 }
 
@@ -65,8 +73,8 @@ impl RunSpeed {
     /// for a zero divisor), with the peak memory and the CPU clocks read now.
     pub fn new(events: u64, virtual_s: f64, start: &RunStart) -> Self {
         let mut s = Self::of_wall(events, virtual_s, start.elapsed());
-        s.cpu_s = start.cpu.zip(process_cpu_s()).map(|(a, b)| b - a);
-        s.host_steal_share = start
+        s.cpu.cpu_s = start.cpu.zip(process_cpu_s()).map(|(a, b)| b - a);
+        s.cpu.host_steal_share = start
             .host
             .zip(host_ticks())
             .and_then(|(a, b)| b.steal_share_since(&a));
@@ -86,8 +94,7 @@ impl RunSpeed {
             simsec_per_sec: per(virtual_s, wall_s),
             events_per_simsec: per(events as f64, virtual_s),
             peak_rss_bytes: peak_rss_bytes(),
-            cpu_s: None,
-            host_steal_share: None,
+            cpu: CpuUse::default(),
         }
     }
 
@@ -98,9 +105,10 @@ impl RunSpeed {
             |b| format!("{:.0} MB", b as f64 / 1e6),
         );
         let cpu = self
+            .cpu
             .cpu_s
             .map_or_else(String::new, |c| format!(", {c:.2} CPU s"));
-        let steal = match self.host_steal_share {
+        let steal = match self.cpu.host_steal_share {
             Some(share) if share > STEAL_WARN => format!(
                 "\nwarning: the hypervisor took {:.0}% of the CPUs' time during the run; wall-clock figures are not comparable\n",
                 share * 100.0
@@ -237,10 +245,10 @@ mod tests {
     #[test]
     fn the_line_warns_when_the_hypervisor_took_the_cpus() {
         let mut s = RunSpeed::of_wall(10, 0.001, Duration::from_secs(1));
-        s.cpu_s = Some(1.5);
+        s.cpu.cpu_s = Some(1.5);
         assert!(s.line().contains(", 1.50 CPU s:"));
         assert!(!s.line().contains("warning"));
-        s.host_steal_share = Some(0.31);
+        s.cpu.host_steal_share = Some(0.31);
         assert!(s
             .line()
             .contains("warning: the hypervisor took 31% of the CPUs' time"));

@@ -218,7 +218,7 @@ fn matrix() -> Vec<(usize, u64)> {
 /// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) as it runs by default: the
 /// switch marks with a step at Kmin, every mark is echoed, alpha follows the fraction of marked
 /// packets and a flow adds one packet per base RTT (1638 Mbit/s). The issue's bars in every cell
-/// (utilisation 0.917 to 0.978, Jain 0.990 or more, the queue at most 0.3 Kmax) but 8 flows at
+/// (utilisation 0.917 to 0.978, Jain 0.990 or more, the queue at most 0.64 Kmax) but 8 flows at
 /// 400 Gbit/s, held to 0.89 (0.894; see `long_window::dctcp_meets_the_issue_bars`). The
 /// defaults before (RED marking, 1.5 % of the line rate per window, alpha from CNPs per RTT
 /// sample) were held to 0.86 and Jain 0.94 here.
@@ -343,7 +343,7 @@ fn dcqcn_paper_meets_every_bar_with_two_flows_and_never_pauses() {
 ///   take longer than this window to recover from.
 /// - 16 flows at 100 Gbit/s have not settled here with the once-per-RTT update (313 KB queued,
 ///   past Kmax; TIMELY 0.686, patched 0.547); `long_window` holds them to every bar. Here they
-///   run on every sample (`per_rtt=0`: TIMELY 1.0, patched TIMELY 0.80), held to 0.7.
+///   run on every sample (`per_rtt=0`: TIMELY 1.0, patched TIMELY 0.795), held to 0.7.
 #[test]
 fn timely_variants_keep_the_queue_empty_and_never_pause() {
     let cells = [(2, 100), (8, 100)];
@@ -429,7 +429,7 @@ mod long_window {
     /// above K (a step, here at Kmin, SIGCOMM'10 section 3.1), alpha follows the fraction of
     /// marked packets and a flow adds one 1 KB packet per 5 us base RTT (`rate_ai` = 1638
     /// Mbit/s). Every cell meets every bar (utilisation 0.919 to 0.962, Jain 0.998 or more, the
-    /// queue at most 0.3 Kmax) but 8 flows at 400 Gbit/s: 0.890, held to 0.88 (see the module
+    /// queue at most 0.65 Kmax) but 8 flows at 400 Gbit/s: 0.890, held to 0.88 (see the module
     /// docs). With RED marking and 1.5 % of the line rate per window (the defaults before) 8
     /// flows at 25 Gbit/s ran at 0.874.
     #[test]

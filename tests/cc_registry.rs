@@ -169,8 +169,11 @@ fn a_registered_controller_runs_in_scenarios_and_compare() {
     assert_eq!(grid_aimd.queue_mean_bytes, single.queue_mean_bytes);
 }
 
-fn replay_script(cc: &str, script: &str, duration: &str) -> Vec<Sample> {
-    let cfg = CcConfig::new(cc, Rate::from_gbps(100)).unwrap();
+fn replay_script(cc: &str, settings: &[&str], script: &str, duration: &str) -> Vec<Sample> {
+    let mut cfg = CcConfig::new(cc, Rate::from_gbps(100)).unwrap();
+    for s in settings {
+        cfg.apply(s).unwrap();
+    }
     replay(
         cfg.build(),
         &ReplayConfig {
@@ -199,7 +202,9 @@ fn replaying_a_rising_rtt_into_timely_cuts_by_the_gradient_rule() {
         .enumerate()
         .map(|(i, r)| format!("rtt@{}us {r}us", 10 * (i + 1)))
         .collect();
-    let samples = replay_script("timely", &script.join("\n"), "50us");
+    // Every sample acts (`per_rtt=0`): these RTTs are longer than the 10 us between them, so
+    // with the default once-per-RTT update only the first would.
+    let samples = replay_script("timely", &["per_rtt=0"], &script.join("\n"), "50us");
     // Algorithm 1 of the TIMELY paper: rtt_diff <- (1 - a) rtt_diff + a (r - prev);
     // g = rtt_diff / min_rtt; T_low <= r <= T_high and g > 0: R <- R (1 - beta g).
     let p = TimelyParams::default().rtt;
@@ -230,7 +235,7 @@ fn replaying_int_with_a_standing_queue_into_hpcc_cuts_per_its_equations() {
                   int@20us hop=50KB/125KB/20us/100G\n\
                   # half a base RTT later: a per-ACK reaction against the reference rate\n\
                   int@25us hop=60KB/187500/25us/100G";
-    let samples = replay_script("hpcc", script, "30us");
+    let samples = replay_script("hpcc", &[], script, "30us");
     let p = HpccParams::default();
     let b = 100e9;
     let t = f64::from(p.base_rtt) * 1e3; // ns
@@ -317,7 +322,9 @@ fn cli_lists_the_registry_and_replays_a_script_file() {
     }
     assert!(out.contains("dcqcn-mlx (dcqcn)"));
     let rising = "# rising RTT\nrtt@10us 60us\nrtt@20us 70us\n";
-    let (code, out, err) = replay_file("timely", rising, &["--duration", "30us", "--json"]);
+    // `per_rtt=0`: the second sample's packet left before the first update (default: skipped).
+    let args = ["--duration", "30us", "--json", "--set", "per_rtt=0"];
+    let (code, out, err) = replay_file("timely", rising, &args);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let last = v.as_array().unwrap().last().unwrap();

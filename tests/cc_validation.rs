@@ -8,7 +8,9 @@
 //! ECN marks at dequeue, RED from Kmin = 16 KB per 25 Gbit/s to Kmax = 4·Kmin with pmax 0.2,
 //! PFC XOFF per ingress port at Kmax (so no ingress pauses before the egress queue passes Kmax,
 //! whatever N), 1 us links (4 us base RTT plus serialization). The notification point sends CNPs
-//! as each controller is designed with (`CcConfig::cnp_interval`: dcqcn-mlx 4 us, dctcp 1 us).
+//! as each controller is designed with (`CcConfig::cnp_interval`: dcqcn-mlx 4 us, dctcp every
+//! mark), and under dctcp the switch marks with a step at Kmin, as DCTCP is defined
+//! (`CcConfig::step_marking`).
 //!
 //! Run lengths are short (debug builds run the whole matrix): 1.5 ms of which the first 1 ms
 //! is warm-up, long enough for the controllers that converge in tens of RTTs. Controllers whose
@@ -81,30 +83,13 @@ impl Outcome {
     }
 }
 
-/// How the switch marks ECN.
-#[derive(Clone, Copy, Debug)]
-enum Marking {
-    /// RED from Kmin to Kmax with pmax 0.2 (DCQCN's, the reference simulators' fabric).
-    Red,
-    /// DCTCP's own AQM (Alizadeh et al., SIGCOMM'10, section 3.1): mark every packet that finds
-    /// at least K = Kmin queued (above the paper's K > C·RTT/7 at every rate here).
-    Step,
-}
-
-fn scenario(
-    w: Window,
-    cc: &str,
-    params: &[String],
-    marking: Marking,
-    n: usize,
-    gbps: u64,
-) -> Scenario {
+fn scenario(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Scenario {
     let line = Rate::from_gbps(gbps);
     let cnp_us = CcConfig::new(cc, line)
         .expect("known controller")
         .cnp_interval()
-        .as_nanos()
-        / 1_000;
+        .as_nanos() as f64
+        / 1e3;
     let senders: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     let params: Vec<String> = params.iter().map(|p| format!("{p:?}")).collect();
     let text = format!(
@@ -123,7 +108,7 @@ fn scenario(
         buffer_bytes = 64000000
         queue_limit_bytes = 32000000
         lossless = [3]
-        ecn = {{ kmin_bytes = {kmin}, kmax_bytes = {ecn_kmax}, pmax = {pmax} }}
+        ecn = {{ kmin_bytes = {kmin}, kmax_bytes = {kmax}, pmax = 0.2 }}
         ecn_at = "dequeue"
         pfc_thresholds = {{ xoff_bytes = {kmax}, xon_bytes = {xon}, headroom_bytes = {headroom}, quanta = 65535 }}
         "#,
@@ -134,22 +119,14 @@ fn scenario(
         senders = senders.join(", "),
         kmin = kmin(gbps),
         kmax = kmax(gbps),
-        ecn_kmax = match marking {
-            Marking::Red => kmax(gbps),
-            Marking::Step => kmin(gbps),
-        },
-        pmax = match marking {
-            Marking::Red => 0.2,
-            Marking::Step => 1.0,
-        },
         xon = kmax(gbps) / 2,
         headroom = kmax(gbps),
     );
     Scenario::from_toml(&text).expect("scenario parses")
 }
 
-fn run(w: Window, cc: &str, params: &[String], marking: Marking, n: usize, gbps: u64) -> Outcome {
-    let s = scenario(w, cc, params, marking, n, gbps);
+fn run(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Outcome {
+    let s = scenario(w, cc, params, n, gbps);
     let (sum, built): (Summary, Built) = s.run(|_| {}).expect("runs");
     let from_ns = (w.warmup_us * 1e3) as u64;
     let pauses_after_warmup = built
@@ -211,21 +188,9 @@ fn check_in(
     cells: &[(usize, u64)],
     e: &Expect,
 ) {
-    check_marked(w, cc, params, Marking::Red, cells, e);
-}
-
-/// [`check_in`] with the switch marking as `marking` says.
-fn check_marked(
-    w: Window,
-    cc: &str,
-    params: impl Fn(u64) -> Vec<String>,
-    marking: Marking,
-    cells: &[(usize, u64)],
-    e: &Expect,
-) {
     let mut bad = Vec::new();
     for &(n, gbps) in cells {
-        let o = run(w, cc, &params(gbps), marking, n, gbps);
+        let o = run(w, cc, &params(gbps), n, gbps);
         let ok = o.util >= e.min_util
             && o.jain >= e.min_jain
             && o.queue_mean <= (e.max_queue)(gbps)
@@ -250,23 +215,27 @@ fn matrix() -> Vec<(usize, u64)> {
         .collect()
 }
 
-/// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) with every mark echoed and its
-/// default additive step (1.5 % of the line rate per window): the mean queue below Kmax, no
-/// PFC in every cell. Two bars are short of the issue's: Jain >= 0.94 (16 flows at 25 Gbit/s:
-/// 0.943) and utilisation >= 0.86, not 0.90 (2 and 8 flows at 25 Gbit/s run at 0.888 and 0.867
-/// with the fabric's partition-independent tie keys; 0.898 and 0.894 with the insertion-order
-/// ties before them, so these cells have not settled in the window: a rate, unlike DCTCP's window,
-/// is not clocked by ACKs, so the flows keep cutting once per window for the RTTs the queue
-/// above Kmin takes to drain, and it drains to empty; a larger step refills sooner but takes
-/// 16 flows at 25 Gbit/s past Kmax).
+/// DCTCP (rate based, the HPCC authors' ns-3 `HandleAckDctcp`) as it runs by default: the
+/// switch marks with a step at Kmin, every mark is echoed, alpha follows the fraction of marked
+/// packets and a flow adds one packet per base RTT (1638 Mbit/s). The issue's bars in every cell
+/// (utilisation 0.917 to 0.978, Jain 0.990 or more, the queue at most 0.64 Kmax) but 8 flows at
+/// 400 Gbit/s, held to 0.89 (0.894; see `long_window::dctcp_meets_the_issue_bars`). The
+/// defaults before (RED marking, 1.5 % of the line rate per window, alpha from CNPs per RTT
+/// sample) were held to 0.86 and Jain 0.94 here.
 #[test]
 fn dctcp_fills_the_link_below_kmax_without_pfc() {
-    let e = Expect {
-        min_util: 0.86,
-        min_jain: 0.94,
-        ..FULL
-    };
-    check("dctcp", &[], &matrix(), &e);
+    let slow = [(8, 400)];
+    let rest: Vec<_> = matrix().into_iter().filter(|c| !slow.contains(c)).collect();
+    check("dctcp", &[], &rest, &FULL);
+    check(
+        "dctcp",
+        &[],
+        &slow,
+        &Expect {
+            min_util: 0.89,
+            ..FULL
+        },
+    );
 }
 
 /// HPCC with the fabric's base RTT (5 us) and its default W_AI (B·(1 − eta)/16, scaled with
@@ -367,28 +336,44 @@ fn dcqcn_paper_meets_every_bar_with_two_flows_and_never_pauses() {
 /// step scaled with the line rate (1/1000 of it: the paper's 10 Mbit/s at 10 Gbit/s, the
 /// authors' ns-3 run.py's `RATE_AI`). Asserted: the RTT stays under T_high (the mean queue
 /// below Kmin, 5 us of queueing), no PFC after warm-up, a Jain index of 0.95 or more and no
-/// errors. Utilisation is short of the issue's 90 %: TIMELY reaches 0.735
-/// with 2 flows (1.0 with 8 and 16), patched TIMELY 0.13, 0.43 and 0.80 (per-sample
-/// updates: every sample of one congestion episode cuts again, so the start-up cuts flows
-/// far below their share). The ns-3 model's once-per-RTT gate (`per_rtt=1`) fills the link
-/// with 2 flows (1.0) but lets 16 flows build 410 KB at 100 Gbit/s (past Kmax, 0.69
-/// utilisation) and PFC at 25 Gbit/s, so it stays an option. Open in issue 14.
+/// errors, with utilisation short of the issue's 90 % in this window:
+/// - With their default once-per-RTT update, 2 and 8 flows: TIMELY 1.0 and 0.886 (held to
+///   0.88; it was 0.735 and 1.0 updating on every sample, held to 0.7), patched TIMELY 0.492
+///   and 0.394 (held to 0.35; 0.13 and 0.43 on every sample, held to 0.1): the start-up cuts
+///   take longer than this window to recover from.
+/// - 16 flows at 100 Gbit/s have not settled here with the once-per-RTT update (313 KB queued,
+///   past Kmax; TIMELY 0.686, patched 0.547); `long_window` holds them to every bar. Here they
+///   run on every sample (`per_rtt=0`: TIMELY 1.0, patched TIMELY 0.795), held to 0.7.
 #[test]
 fn timely_variants_keep_the_queue_empty_and_never_pause() {
-    let cells = [(2, 100), (8, 100), (16, 100)];
+    let cells = [(2, 100), (8, 100)];
     let e = Expect {
-        min_util: 0.7,
+        min_util: 0.88,
         min_jain: 0.95,
         max_queue: |g| kmin(g) as f64,
         ..FULL
     };
     check("timely", &["t_low=6", "t_high=20"], &cells, &e);
+    let patched = Expect {
+        min_util: 0.35,
+        ..e
+    };
     check(
         "patched-timely",
         &["t_low=6", "t_high=20", "rtt_ref=10"],
         &cells,
-        &Expect { min_util: 0.1, ..e },
+        &patched,
     );
+    let sixteen = [(16, 100)];
+    let e = Expect { min_util: 0.7, ..e };
+    check(
+        "timely",
+        &["t_low=6", "t_high=20", "per_rtt=0"],
+        &sixteen,
+        &e,
+    );
+    let p = ["t_low=6", "t_high=20", "rtt_ref=10", "per_rtt=0"];
+    check("patched-timely", &p, &sixteen, &e);
 }
 
 /// The whole matrix (25, 100 and 400 Gbit/s) over a long window ([`LONG`]: 5 ms measured after
@@ -399,26 +384,30 @@ fn timely_variants_keep_the_queue_empty_and_never_pause() {
 ///
 /// Measured in this window and still short of a bar with the parameters of the short tests
 /// above, and why:
-/// - dctcp with DCQCN's RED marking, 8 flows at 25 Gbit/s: utilisation 0.874. DCTCP is
-///   defined with a step marker (mark everything above K); with RED's 0.2 ramp a cut comes
-///   late and the queue above Kmin drains to empty after it. With DCTCP's own marking and its
-///   one packet per RTT increase the cell reaches 0.919 (see
-///   `dctcp_with_its_own_marking_and_step_meets_the_issue_bars`).
+/// - dctcp, 8 flows at 400 Gbit/s: utilisation 0.890 (held to 0.88). The queue overshoots K
+///   (about 360 KB against K = 256 KB) before the first marks come back, every flow is cut two
+///   or three times (alpha/2 each, alpha near 0.35) while it drains, and the flows, at 224 of
+///   400 Gbit/s together, refill at 8 × 1.6 Gbit/s per RTT for about 90 us with the queue
+///   empty. The HPCC authors' ns-3 runs its DCTCP with a window as well as a rate (`HAS_WIN 1`,
+///   `VAR_WIN 1` in `run.py`: in flight at most the base-RTT BDP at the flow's rate), which
+///   bounds that overshoot; the QPs here have no such window. Open.
 /// - dcqcn-mlx, 2 flows at 25 and 400 Gbit/s: Jain 0.857 and 0.551; 16 flows at 100 Gbit/s:
-///   Jain 0.947. The ConnectX byte counter (32767 B) raises the target once per 32 KB sent, so
-///   a flow's additive increase is proportional to its rate: with two flows the fast one keeps
-///   its lead, and only the cuts (alpha/2 per CNP, CNPs in proportion to a flow's packets)
-///   even the shares out: the fair fixed point of DCQCN's fluid model (SIGCOMM'15 section 5)
-///   is approached more slowly than this window (the HPCC authors' ns-3 model of this
-///   firmware has no byte counter, only the 300 us timer, whose steps are equal per flow).
-/// - timely (updates on every sample), 16 flows at 400 Gbit/s: Jain 0.727. With the HPCC
-///   authors' ns-3 update rule (`HandleAckTimely`: one update per RTT, `per_rtt=1`) every cell
-///   meets every bar.
-/// - patched-timely (every sample): utilisation 0.75 to 0.86 at 400 Gbit/s, 0.72 to 0.88 in
-///   three 25/100 cells: each sample of one congestion episode cuts again. With one update per
-///   RTT (the ns-3 rule; TIMELY's own rate computation runs once per completion event, and
-///   the CoNEXT'16 fluid model updates once per max(segment/R, minRTT)) eight cells meet
-///   every bar.
+///   Jain 0.947. At 400 and 100 Gbit/s the cause is the ConnectX byte counter (32767 B): it
+///   raises the target once per 32 KB sent, so a flow's additive increase is proportional to
+///   its rate and the fast flow keeps its lead. Without it (`rpg_byte_reset=0`, timer-only
+///   increases as in the HPCC authors' ns-3 model of this firmware, `RateIncEventTimerMlx`)
+///   the same cells reach Jain 0.991 and 1.000 (`dcqcn_mlx_without_its_byte_counter_is_fair`).
+///   2 flows at 25 Gbit/s are not that: without the byte counter Jain falls to 0.665 (0.81
+///   after 30 ms), and with it the flows reach Jain 0.999 after 30 ms
+///   (`dcqcn_mlx_two_flows_at_25_gbit_s_share_fairly_after_30_ms`): there the marking
+///   probability at the queue's depth (just above Kmin) is a few 1e-3, one CNP per 50 us or
+///   so, and DCQCN's convergence to fairness takes tens of ms.
+/// - patched-timely, 2 flows at 25 Gbit/s: utilisation 0.895 (held to 0.88). The queue
+///   oscillates around the patch's fixed point with a period of about 2 ms (10 to 44 KB over
+///   9 to 10 ms, empty in the troughs; mean 7 KB). The gains (β' = 0.008, δ = 25 Mbit/s) act
+///   once per RTT sample, and samples come one per ACK request (every 32 packets: 21 us at
+///   12.5 Gbit/s), where the ns-3 model acknowledges every packet; whether that is the cause
+///   is not established. Open.
 mod long_window {
     use super::*;
 
@@ -436,43 +425,23 @@ mod long_window {
             .collect()
     }
 
-    /// DCTCP: 2 and 16 flows at 25 Gbit/s (0.888 and Jain 0.943 in 1 ms) reach 0.918 and
-    /// 0.951 (Jain 0.986), every 100 Gbit/s cell 0.91 or more, every 400 Gbit/s cell 0.94 or
-    /// more (the queue at most 411 KB, 0.4 Kmax).
+    /// DCTCP as its paper defines it and as it runs by default: the switch marks every packet
+    /// above K (a step, here at Kmin, SIGCOMM'10 section 3.1), alpha follows the fraction of
+    /// marked packets and a flow adds one 1 KB packet per 5 us base RTT (`rate_ai` = 1638
+    /// Mbit/s). Every cell meets every bar (utilisation 0.919 to 0.962, Jain 0.998 or more, the
+    /// queue at most 0.65 Kmax) but 8 flows at 400 Gbit/s: 0.890, held to 0.88 (see the module
+    /// docs). With RED marking and 1.5 % of the line rate per window (the defaults before) 8
+    /// flows at 25 Gbit/s ran at 0.874.
     #[test]
     #[ignore = "long window, run in release (see the module docs)"]
-    fn dctcp_meets_the_issue_bars_but_8_flows_at_25_gbit_s() {
-        check_in(LONG, "dctcp", |_| Vec::new(), &cells(&[(8, 25)]), &FULL);
-    }
-
-    /// DCTCP's one MTU (1 KB) per RTT: the HPCC authors' ns-3 `run.py` sets `dctcp_ai` = 615
-    /// Mbit/s, "calculated from RTT=13us and MTU=1KB, because DCTCP add 1 MTU per RTT", from
-    /// its fabric's base RTT. This fabric's base RTT is 5 us (HPCC's `base_rtt` above): 8192
-    /// bits per 5 us, 1638 Mbit/s, the same at every rate.
-    fn dctcp_params(_gbps: u64) -> Vec<String> {
-        vec!["rate_ai=1638".to_owned()]
-    }
-
-    /// DCTCP as its paper defines it: the switch marks every packet above K (a step, here at
-    /// Kmin, SIGCOMM'10 section 3.1) and a flow adds one packet per RTT ([`dctcp_params`]).
-    /// Every cell meets every bar, 8 flows at 25 Gbit/s included (0.919; 0.874 with RED and
-    /// 1.5 % of the line rate per window), with the mean queue at most 0.6 Kmax (66 KB at 100
-    /// Gbit/s), but 8 flows at 400 Gbit/s: 0.896. There a step of 1.6 Gbit/s is 0.4 % of the
-    /// line, so after a cut of alpha/2 the flows take hundreds of RTTs to refill while the
-    /// queue below K runs empty, as one MTU per RTT does for a window-based DCTCP with a BDP of
-    /// 250 packets (and a rate, unlike a window, is not clocked by the ACKs).
-    #[test]
-    #[ignore = "long window, run in release (see the module docs)"]
-    fn dctcp_with_its_own_marking_and_step_meets_the_issue_bars() {
-        let short = [(8, 400)];
-        check_marked(
-            LONG,
-            "dctcp",
-            dctcp_params,
-            Marking::Step,
-            &cells(&short),
-            &FULL,
-        );
+    fn dctcp_meets_the_issue_bars() {
+        let slow = [(8, 400)];
+        check_in(LONG, "dctcp", |_| Vec::new(), &cells(&slow), &FULL);
+        let e = Expect {
+            min_util: 0.88,
+            ..FULL
+        };
+        check_in(LONG, "dctcp", |_| Vec::new(), &slow, &e);
     }
 
     /// HPCC: every cell, Jain included (8 flows at 25 Gbit/s: 0.836 in 1 ms, 0.958 here; 2
@@ -498,6 +467,34 @@ mod long_window {
         check_in(LONG, "dcqcn-mlx", mlx_params, &cells(&slow), &FULL);
     }
 
+    /// dcqcn-mlx without its byte counter (`rpg_byte_reset=0`: increases on the 300 us timer
+    /// only, as the HPCC authors' ns-3 model of this firmware, `RateIncEventTimerMlx`) where
+    /// the preset's fairness is slow because of it: 16 flows at 100 Gbit/s and 2 at 400 meet
+    /// every bar (Jain 0.991 and 1.000 against 0.947 and 0.551 with the byte counter;
+    /// utilisation 0.983 and 0.945).
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn dcqcn_mlx_without_its_byte_counter_is_fair() {
+        let params = |g| {
+            let mut p = mlx_params(g);
+            p.push("rpg_byte_reset=0".to_owned());
+            p
+        };
+        check_in(LONG, "dcqcn-mlx", params, &[(16, 100), (2, 400)], &FULL);
+    }
+
+    /// dcqcn-mlx, 2 flows at 25 Gbit/s, measured over 30 to 40 ms: Jain 0.999 (0.857 over 5
+    /// to 10 ms), utilisation 0.998, the queue at Kmin (16 KB).
+    #[test]
+    #[ignore = "long window, run in release (see the module docs)"]
+    fn dcqcn_mlx_two_flows_at_25_gbit_s_share_fairly_after_30_ms() {
+        let w = Window {
+            duration_us: 40_000.0,
+            warmup_us: 30_000.0,
+        };
+        check_in(w, "dcqcn-mlx", mlx_params, &[(2, 25)], &FULL);
+    }
+
     /// dcqcn-paper: 8 and 16 flows (0.2 to 0.35 in 1 ms) meet every bar once the additive
     /// recovery has run: utilisation 0.96 or more, Jain 0.974 or more, at every rate.
     #[test]
@@ -506,50 +503,32 @@ mod long_window {
         check_in(LONG, "dcqcn-paper", |_| Vec::new(), &cells(&[]), &FULL);
     }
 
-    /// TIMELY: every cell but 16 flows at 400 Gbit/s at full utilisation, the queue inside its
-    /// RTT band (at most 174 KB at 100 Gbit/s, 14 us of queueing, under T_high and Kmax).
+    /// TIMELY updating once per RTT (its default, as the HPCC authors' ns-3 `HandleAckTimely`
+    /// acts on an ACK only past the sequence sent at the last update): every cell meets every
+    /// bar, 16 flows at 400 Gbit/s included (Jain 0.998; 0.727 updating on every sample,
+    /// `per_rtt=0`), the queue inside its RTT band.
     #[test]
     #[ignore = "long window, run in release (see the module docs)"]
     fn timely_meets_every_bar_inside_its_rtt_band() {
         let p = ["t_low=6", "t_high=20"];
-        check_in(LONG, "timely", |_| fixed(&p), &cells(&[(16, 400)]), &FULL);
-    }
-
-    /// TIMELY updating once per RTT as the HPCC authors' ns-3 model does (`HandleAckTimely`
-    /// acts on an ACK only past the sequence sent at the last update): every cell meets every
-    /// bar, 16 flows at 400 Gbit/s included (Jain 0.998; 0.727 updating on every sample).
-    #[test]
-    #[ignore = "long window, run in release (see the module docs)"]
-    fn timely_updating_once_per_rtt_meets_every_bar() {
-        let p = ["t_low=6", "t_high=20", "per_rtt=1"];
         check_in(LONG, "timely", |_| fixed(&p), &cells(&[]), &FULL);
     }
 
-    /// Patched TIMELY: 2 flows at 25 Gbit/s and 8 and 16 at 100 (0.13 to 0.80 in 1 ms) fill
-    /// the link: 1.0, 0.967 and 0.988.
-    #[test]
-    #[ignore = "long window, run in release (see the module docs)"]
-    fn patched_timely_meets_the_issue_bars_in_three_cells() {
-        let p = ["t_low=6", "t_high=20", "rtt_ref=10"];
-        let e = [(2, 25), (8, 100), (16, 100)];
-        check_in(LONG, "patched-timely", |_| fixed(&p), &e, &FULL);
-    }
-
-    /// Patched TIMELY updating once per RTT (the ns-3 rule; CoNEXT'16's fluid model updates
-    /// once per max(segment/R, minRTT), never per packet): every cell but 2 flows at 25 Gbit/s
-    /// meets every bar (utilisation 0.951 or more), and the queue stays under the patch's
-    /// fixed point. With R* = C/N and a flat RTT (g = 0, w = 1/2) the rule holds the rate when
+    /// Patched TIMELY updating once per RTT (its default, the ns-3 rule; CoNEXT'16's fluid
+    /// model updates once per max(segment/R, minRTT), never per packet): every cell but 2 flows
+    /// at 25 Gbit/s meets every bar (utilisation 0.951 or more), and the queue stays under the
+    /// patch's fixed point. With R* = C/N and a flat RTT (g = 0, w = 1/2) the rule holds the rate when
     /// δ/2 = R*·β'·e/2, so e* = N·δ/(β'·C) = N/8 (δ = C/1000, β' = 0.008) and RTT* =
     /// RTT_ref·(1 + N/8), capped by T_high: 12.5, 20 and 20 us for 2, 8 and 16 flows, queueing
     /// of RTT* less the 5 us base RTT. Measured: 7 to 24 KB at 25 Gbit/s, 70 to 80 KB at 100,
     /// 328 to 345 KB at 400 (all under that bound: the flows sit at or below their fixed
     /// point). 2 flows at 25 Gbit/s run at 0.895 (held to 0.88): the queue (7 KB mean, under
-    /// a third of the fixed point's 24 KB) runs empty between updates; the fluid model gives
-    /// the fixed point, not the approach to it, so this one is open.
+    /// a third of the fixed point's 24 KB) oscillates around it and runs empty in the troughs
+    /// (see the module docs); the fluid model gives the fixed point, not the approach to it.
     #[test]
     #[ignore = "long window, run in release (see the module docs)"]
     fn patched_timely_updating_once_per_rtt_stays_under_its_fixed_point() {
-        let p = ["t_low=6", "t_high=20", "rtt_ref=10", "per_rtt=1"];
+        let p = ["t_low=6", "t_high=20", "rtt_ref=10"];
         for (n, g) in matrix() {
             // The queue at RTT* (bytes at `g` Gbit/s): RTT_ref·(1 + N/8) capped at T_high.
             let e = Expect {

@@ -23,15 +23,37 @@ fn dctcp_cuts_on_cnp_and_grows_each_window_without_one() {
         (1, 1)
     );
     assert_eq!(d.poll_timeout(), Some(us(10)));
-    // rate_ai at 100 Gbit/s: 1.5 % of the line rate.
-    assert_eq!(DctcpParams::default().rate_ai, 1500);
-    d.handle_timeout(us(10)); // F = 1: alpha stays 1; CWR over: +1.5 Gbit/s
+    // rate_ai: one 1 KB MTU per 5 us base RTT (was 1.5 % of the line rate, 1500 Mbit/s).
+    assert_eq!(DctcpParams::default().rate_ai, 1638);
+    d.handle_timeout(us(10)); // F = 1: alpha stays 1; CWR over: +1638 Mbit/s
     assert_eq!(
         (d.rate(), d.metrics().alpha),
-        (Rate::from_mbps(51_500), 1.0)
+        (Rate::from_mbps(51_638), 1.0)
     );
-    d.handle_timeout(us(20)); // no marks: alpha = 15/16, +1.5 Gbit/s
-    assert_eq!((d.rate(), d.metrics().alpha), (Rate::from_gbps(53), 0.9375));
+    d.handle_timeout(us(20)); // no marks: alpha = 15/16, +1638 Mbit/s
+    assert_eq!(
+        (d.rate(), d.metrics().alpha),
+        (Rate::from_mbps(53_276), 0.9375)
+    );
+}
+
+/// Alpha follows the fraction of marked packets (CNPs over packets sent in the window, the
+/// reference model's marks over its batch), not CNPs over RoCE's coalesced ACKs.
+#[test]
+fn dctcp_alpha_follows_the_fraction_of_packets_marked() {
+    let mut d = Dctcp::new(DctcpParams::default(), Rate::from_gbps(100));
+    for i in 0..50 {
+        d.on_sent(us(i), 1024); // no window runs at line rate: not counted
+    }
+    d.on_cnp(us(100)); // a window starts: cut, alpha 1
+    for i in 0..8 {
+        d.on_sent(us(101 + i), 1024);
+    }
+    d.on_ack(us(108), 8 * 1024, None); // one coalesced ACK for the eight packets
+    d.on_cnp(us(109)); // inside CWR: a second mark, no cut
+    d.handle_timeout(us(110));
+    // F = 2 marks / 8 packets: alpha = 15/16 + 1/16 * 1/4.
+    assert_eq!(d.metrics().alpha, 0.953125);
 }
 
 #[test]
@@ -39,6 +61,8 @@ fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
     // delta at 10 Gbit/s: the paper's 10 Mbit/s (1/1000 of the line rate).
     let mut p = TimelyParams::default();
     p.rtt.add_step = 10;
+    // Algorithm 1 as written, every sample (these samples left before the last update).
+    p.rtt.per_rtt = false;
     let mut t = Timely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(100)));
     assert_eq!(t.rate(), Rate::from_gbps(10)); // first sample: no gradient yet
@@ -57,6 +81,8 @@ fn timely_cuts_on_a_rising_rtt_and_grows_below_t_low() {
 fn patched_timely_cuts_above_the_reference_rtt_and_grows_below_t_low() {
     let mut p = PatchedTimelyParams::default();
     p.rtt.add_step = 10; // the 10 Gbit/s value
+                         // Every sample, as the rule is written (these samples left before the last update).
+    p.rtt.per_rtt = false;
     let mut t = PatchedTimely::new(p, Rate::from_gbps(10));
     t.on_ack(us(0), 4096, Some(Duration::from_micros(200)));
     t.on_ack(us(1), 4096, Some(Duration::from_micros(300)));
@@ -228,12 +254,13 @@ fn additive_steps_scale_with_the_line_rate_and_explicit_values_win() {
             .unwrap();
         p.value
     };
-    // HPCC: W_AI = B·(1 − eta)/16; DCTCP: 1.5 % of B per window; TIMELY: delta = B/1000.
+    // HPCC: W_AI = B·(1 − eta)/16; TIMELY: delta = B/1000. DCTCP's one MTU per base RTT does
+    // not scale (it was 1.5 % of B: 375 and 6000 Mbit/s).
     assert_eq!(TimelyParams::default().rtt.add_step, 100);
     assert_eq!(value("hpcc", 25, "w_ai"), "78");
     assert_eq!(value("hpcc", 400, "w_ai"), "1250");
-    assert_eq!(value("dctcp", 25, "rate_ai"), "375");
-    assert_eq!(value("dctcp", 400, "rate_ai"), "6000");
+    assert_eq!(value("dctcp", 25, "rate_ai"), "1638");
+    assert_eq!(value("dctcp", 400, "rate_ai"), "1638");
     assert_eq!(value("timely", 10, "add_step"), "10");
     assert_eq!(value("patched-timely", 400, "add_step"), "400");
     let mut cfg = CcConfig::new("hpcc", Rate::from_gbps(400)).unwrap();
@@ -248,8 +275,8 @@ fn additive_steps_scale_with_the_line_rate_and_explicit_values_win() {
 
 #[test]
 fn timely_per_rtt_acts_only_on_packets_sent_after_the_last_update() {
-    let mut p = TimelyParams::default();
-    p.rtt.per_rtt = true;
+    let p = TimelyParams::default();
+    assert!(p.rtt.per_rtt, "the default");
     let mut t = Timely::new(p, Rate::from_gbps(10));
     let rtt = |v| Some(Duration::from_micros(v));
     t.on_ack(us(100), 4096, rtt(100)); // primes the filter at 100 us

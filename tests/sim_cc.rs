@@ -149,3 +149,30 @@ fn the_notification_point_follows_the_controller_unless_the_scenario_says_otherw
         "{default} CNPs at 4 us, {sparse} at 50 us"
     );
 }
+
+/// DCTCP is defined with a step marker: under it the switches mark every packet at or above
+/// Kmin (DCTCP's K) unless the scenario sets its own step; DCQCN keeps the RED ramp.
+#[test]
+fn dctcp_scenarios_mark_with_a_step_at_kmin_unless_the_scenario_sets_one() {
+    let ecn_of = |cc: &str, step: Option<u64>| {
+        let mut s = Builtin {
+            cc: cc.into(),
+            ..Builtin::default()
+        }
+        .scenario(BuiltinKind::Incast);
+        if let Some(e) = s.switch.ecn.as_mut() {
+            e.step_bytes = step;
+        }
+        let t = s.topology();
+        let (_, cfg) = t.switches.first().expect("a switch");
+        cfg.ecn[3].expect("the lossless class marks")
+    };
+    let d = ecn_of("dctcp", None);
+    assert_eq!((d.kmin_bytes, d.step_bytes), (100_000, Some(100_000)));
+    assert_eq!(d.probability(99_999), 0.0);
+    assert_eq!(d.probability(100_000), 1.0);
+    assert_eq!(ecn_of("dctcp", Some(400_000)).step_bytes, Some(400_000));
+    let red = ecn_of("dcqcn-mlx", None);
+    assert_eq!(red.step_bytes, None);
+    assert!(red.probability(200_000) < 0.1);
+}

@@ -178,7 +178,7 @@ pub struct Scenario {
     pub message_bytes: u64,
     /// Minimum time between CNPs per QP at receivers, µs (0 disables CNPs). Default: the
     /// interval the congestion control is designed with ([`CcConfig::cnp_interval`]: 4 us for
-    /// dcqcn-mlx, 1 us for DCTCP's per-mark echo, 50 us for dcqcn-paper), 50 us without one.
+    /// dcqcn-mlx, 1 ns for DCTCP (every mark), 50 us for dcqcn-paper), 50 us without one.
     #[serde(default)]
     pub cnp_interval_us: Option<f64>,
     /// The network.
@@ -285,6 +285,16 @@ impl Scenario {
             .ok()
             .flatten()
             .is_some_and(|c| c.uses_int())
+    }
+
+    /// Whether the senders' controller is defined with a step marker (DCTCP): the switches'
+    /// `ecn` marks every packet at or above Kmin unless it names its own `step_bytes`
+    /// (`ecn_by_rate` is taken as written, as HPCC config files give it).
+    pub fn step_marking(&self) -> bool {
+        self.cc_config()
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.step_marking())
     }
 
     /// The senders' congestion control, `None` for "none".
@@ -400,6 +410,13 @@ impl Scenario {
     fn shape(&self) -> Result<Topology, String> {
         let mut cfg = self.switch.config();
         cfg.int |= self.uses_int();
+        if self.step_marking() {
+            // DCTCP's AQM: a step at K = Kmin unless the scenario sets its own `step_bytes`
+            // (`step_bytes = kmax_bytes` keeps the RED ramp).
+            for e in cfg.ecn.iter_mut().flatten() {
+                e.step_bytes.get_or_insert(e.kmin_bytes);
+            }
+        }
         Ok(match &self.topology {
             TopologySpec::Custom {
                 switches,

@@ -40,7 +40,8 @@ pub struct SwitchSpec {
     /// PFC thresholds.
     #[serde(default)]
     pub pfc_thresholds: Option<PfcConfig>,
-    /// ECN marking on every queue.
+    /// ECN marking on every queue. Under a controller defined with a step marker (DCTCP) it
+    /// also marks every packet at or above Kmin unless `step_bytes` is set.
     #[serde(default)]
     pub ecn: Option<EcnConfig>,
     /// Marking by port rate (`[{ gbps = 400, kmin_bytes = .., kmax_bytes = .., pmax = .. }]`),

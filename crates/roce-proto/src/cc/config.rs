@@ -138,9 +138,15 @@ impl CcConfig {
         self.params.0.uses_int()
     }
 
+    /// Whether the switches should mark with a step at K, as the controller is defined
+    /// ([`CcKind::step_marking`]: DCTCP), instead of RED's ramp.
+    pub fn step_marking(&self) -> bool {
+        self.params.0.step_marking()
+    }
+
     /// The CNP interval of the notification point this controller is designed with
-    /// ([`CcKind::cnp_interval`]): DCQCN's `min_time_between_cnps`; 1 us for DCTCP; 50 us (the
-    /// SIGCOMM'15 N) for controllers that ignore CNPs.
+    /// ([`CcKind::cnp_interval`]): DCQCN's `min_time_between_cnps`; 1 ns for DCTCP (every
+    /// mark); 50 us (the SIGCOMM'15 N) for controllers that ignore CNPs.
     pub fn cnp_interval(&self) -> crate::time::Duration {
         self.params.0.cnp_interval()
     }

@@ -1,11 +1,19 @@
 //! Rate-based DCTCP for RoCE: Alizadeh et al., SIGCOMM 2010, with the window replaced by a rate as
 //! in the HPCC authors' ns-3 model (alibaba-edu/High-Precision-Congestion-Control, `rdma-hw.cc`,
-//! `HandleAckDctcp`). CNPs are the ECN marks; ACKs are the packets they are a fraction of.
+//! `HandleAckDctcp`). CNPs are the ECN marks, one per CE-marked packet (the notification point
+//! echoes every mark, as the model's per-packet ACKs do); the packets sent are what they are a
+//! fraction of.
 //!
 //! Per observation window (one RTT: the smoothed RTT sample, or `rtt` until one arrives):
-//! alpha ← (1 − g)·alpha + g·F with F = min(1, CNPs / ACKs) in the window; outside congestion
-//! window reduction (CWR) the rate grows by `rate_ai` (scaled with the line rate) per window. A CNP outside CWR cuts
-//! RC ← RC·(1 − alpha/2) and enters CWR for one window. Not an ECN-echo TCP: no cwnd, no ssthresh.
+//! alpha ← (1 − g)·alpha + g·F with F = min(1, CNPs / packets sent) in the window (the
+//! model's marks over its batch of one RTT of packets; RoCE ACKs are coalesced, one per many
+//! packets, so counting them would make F one whenever any mark came back); outside congestion
+//! window reduction (CWR) the rate grows by `rate_ai` (one MTU per base RTT) per window. A CNP
+//! outside CWR cuts RC ← RC·(1 − alpha/2) and enters CWR for one window. Not an ECN-echo TCP: no
+//! cwnd, no ssthresh. DCTCP is defined with a step marker at K ([`step_marking`]), and scenarios
+//! give it one.
+//!
+//! [`step_marking`]: super::params::CcKind::step_marking
 
 use tracing::debug;
 
@@ -17,8 +25,8 @@ crate::cc_params! {
     pub struct DctcpParams {
         /// EWMA gain g of alpha (DCTCP's 1/16).
         g: f64 = "",
-        /// Additive increase per window without CWR (default 1.5 % of the line rate: 1500
-        /// at 100 Gbit/s).
+        /// Additive increase per window without CWR (default one 1 KB MTU per 5 us base RTT,
+        /// DCTCP's one packet per RTT, at every line rate).
         rate_ai: u32 = "Mbit/s",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
@@ -29,19 +37,19 @@ crate::cc_params! {
     }
 }
 
-/// The additive step per window as a fraction of the line rate. DCTCP adds one MSS per RTT, a
-/// step that is a fixed share of a flow's window; the authors' ns-3 model sets it per line rate
-/// (`DctcpRateAI`, 1 Gbit/s by default, 615 Mbit/s in run.py for 1 KB packets and a 13 us
-/// RTT). 1.5 % was measured in the incast matrix (tests/cc_validation.rs): 1 % leaves 25 Gbit/s
-/// links below 90 % after the cuts, 2 % and more takes 16 flows at 25 Gbit/s past Kmax.
-const AI_FRACTION: f64 = 0.015;
+/// The additive step per window, Mbit/s: DCTCP adds one packet per RTT, so a rate grows by one
+/// MTU per base RTT whatever the line rate. The HPCC authors' ns-3 `run.py` derives its
+/// `dctcp_ai` = 615 Mbit/s the same way ("calculated from RTT=13us and MTU=1KB, because DCTCP
+/// add 1 MTU per RTT"); this fabric's star with 1 us links has a 5 us base RTT and scenarios
+/// send 1 KB packets: 8192 bits per 5 us. Set `rate_ai` for another base RTT or MTU.
+const RATE_AI_MBPS: u32 = 1024 * 8 / 5;
 
 impl Default for DctcpParams {
     /// The 100 Gbit/s values.
     fn default() -> Self {
         DctcpParams {
             g: 1.0 / 16.0,
-            rate_ai: super::rate::mbps_of(Rate::from_gbps(100), AI_FRACTION),
+            rate_ai: RATE_AI_MBPS,
             min_rate: 100,
             rtt: 10,
             initial_alpha: 1.0,
@@ -53,13 +61,16 @@ impl super::params::CcKind for DctcpParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
         super::Controller::Dctcp(Dctcp::new(self.clone(), line_rate))
     }
-    /// The mark fraction needs (nearly) every CE mark echoed: a 50 us interval lets one mark
-    /// per 50 us through, and the queue grows past Kmax into PFC.
+    /// The mark fraction needs every CE mark echoed: 1 ns is shorter than any packet, so every
+    /// marked packet is answered (a 1 us interval lets one mark per us through, and F then
+    /// falls with a flow's rate; 50 us lets the queue grow past Kmax into PFC).
     fn cnp_interval(&self) -> Duration {
-        Duration::from_micros(1)
+        Duration::from_nanos(1)
     }
-    fn scale_to(&mut self, line_rate: Rate) {
-        self.rate_ai = super::rate::mbps_of(line_rate, AI_FRACTION);
+    /// The switch marks every packet that finds K queued (SIGCOMM'10 section 3.1; the HPCC
+    /// authors' `run.py` sets Kmin = Kmax and Pmax = 1 for DCTCP).
+    fn step_marking(&self) -> bool {
+        true
     }
 }
 
@@ -71,7 +82,7 @@ pub struct Dctcp {
     rc: f64,
     alpha: f64,
     srtt: Option<Duration>,
-    acks: u64,
+    sent: u64,
     marks: u64,
     window_end: Option<Instant>,
     cwr_until: Instant,
@@ -88,7 +99,7 @@ impl Dctcp {
             max,
             rc: max,
             srtt: None,
-            acks: 0,
+            sent: 0,
             marks: 0,
             window_end: None,
             cwr_until: Instant::ZERO,
@@ -115,7 +126,7 @@ impl Dctcp {
     }
 
     fn end_window(&mut self, at: Instant) {
-        let frac = match (self.acks, self.marks) {
+        let frac = match (self.sent, self.marks) {
             (_, 0) => 0.0,
             (0, _) => 1.0,
             (a, m) => (m as f64 / a as f64).min(1.0),
@@ -127,7 +138,7 @@ impl Dctcp {
             self.metrics.rate_increases += 1;
         }
         let idle = self.marks == 0 && self.rc >= self.max;
-        self.acks = 0;
+        self.sent = 0;
         self.marks = 0;
         self.window_end = (!idle).then(|| at + self.window());
     }
@@ -142,6 +153,8 @@ impl CongestionControl for Dctcp {
         if self.window_end.is_some_and(|t| t <= now) {
             self.handle_timeout(now);
         }
+        // Counted while a window runs: an idle flow at line rate has none.
+        self.sent += u64::from(self.window_end.is_some());
     }
     fn on_ack(&mut self, now: Instant, _acked_bytes: u64, rtt: Option<Duration>) {
         self.handle_timeout(now);
@@ -151,7 +164,6 @@ impl CongestionControl for Dctcp {
                 Some(s) => Duration::from_nanos((s.as_nanos() * 7 + r.as_nanos()) / 8),
             });
         }
-        self.acks += 1;
     }
     fn on_cnp(&mut self, now: Instant) {
         self.react(now, true);

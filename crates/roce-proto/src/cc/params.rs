@@ -131,6 +131,11 @@ pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'stati
     fn uses_int(&self) -> bool {
         false
     }
+    /// Whether the controller is defined with a step marker (every ECT packet that finds at
+    /// least K queued is marked: DCTCP's AQM) rather than RED's ramp from Kmin to Kmax.
+    fn step_marking(&self) -> bool {
+        false
+    }
     /// Replaces the defaults that the published settings scale with the line rate (additive
     /// steps, floors) by their values for a port of `line_rate`. [`CcConfig::new`](super::CcConfig::new)
     /// calls it before any `--set`, so explicit values win; a parameter struct's `Default` holds

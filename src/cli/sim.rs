@@ -170,7 +170,7 @@ pub struct BuiltinArgs {
     cc: String,
     /// Minimum time between CNPs per QP at the receivers (notification point), µs; 0 turns
     /// CNPs off. Default: what the controller is designed with (dcqcn-mlx its
-    /// min_time_between_cnps of 4 µs, dcqcn-paper 50 µs, dctcp 1 µs).
+    /// min_time_between_cnps of 4 µs, dcqcn-paper 50 µs, dctcp 1 ns: every mark).
     #[arg(long)]
     cnp_interval_us: Option<f64>,
     /// Where switches decide ECN marks: at `enqueue` (merchant ASICs' WRED) or at `dequeue` (the

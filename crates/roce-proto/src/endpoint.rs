@@ -225,6 +225,8 @@ impl Endpoint {
     }
 
     /// The oldest completion of `cq`.
+    // Inlined across crates: an engine polls each flow's CQ after every event.
+    #[inline]
     #[must_use]
     pub fn poll_cq_one(&mut self, cq: CqHandle) -> Option<WorkCompletion> {
         self.cqs.get_mut(cq.0 as usize)?.pop()

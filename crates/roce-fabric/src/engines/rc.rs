@@ -9,7 +9,7 @@
 //! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
 //! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
@@ -50,7 +50,9 @@ struct RcFlow {
     cfg: FlowConfig,
     posted: u64,
     completed: u64,
-    in_flight: VecDeque<u32>,
+    in_flight: Window,
+    /// Whether the flow has posted (or failed to post) work: it left `unstarted` then.
+    started: bool,
     done_at: Option<Instant>,
     errors: u64,
     /// The first error completion that was not a flush (the cause; flushes follow it).
@@ -65,6 +67,47 @@ impl RcFlow {
         !(total.is_some_and(|t| self.posted >= t)
             && self.in_flight.is_empty()
             && self.done_at.is_some())
+    }
+}
+
+/// The lengths of a flow's outstanding work requests, oldest first: a ring inside the flow
+/// rather than a `VecDeque` on the heap, so visiting a flow touches one allocation fewer.
+#[derive(Debug, Default)]
+struct Window {
+    lens: [u32; DEPTH],
+    head: usize,
+    len: usize,
+}
+
+impl Window {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends a length (callers keep fewer than `DEPTH` outstanding; a full window keeps
+    /// what it has).
+    fn push_back(&mut self, n: u32) {
+        if self.len == DEPTH {
+            return;
+        }
+        if let Some(slot) = self.lens.get_mut((self.head + self.len) % DEPTH) {
+            *slot = n;
+            self.len += 1;
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let n = self.lens.get(self.head).copied();
+        self.head = (self.head + 1) % DEPTH;
+        self.len -= 1;
+        n
     }
 }
 
@@ -93,8 +136,12 @@ pub struct RcEngine {
     live: Vec<usize>,
     /// Flows whose start has not come yet (start, flow): they join `live` then.
     pending: BTreeSet<(Instant, usize)>,
+    /// The earliest start in `pending` (read by every drive; the set's nodes are cold).
+    next_pending: Option<Instant>,
     /// Flows that have posted nothing yet (start, flow): the earliest start wakes the host.
     unstarted: BTreeSet<(Instant, usize)>,
+    /// The earliest start in `unstarted` (read by every `poll_timeout`).
+    first_unstarted: Option<Instant>,
     rx_qps: Vec<RxQp>,
     /// Bytes that arrived in receives.
     received: ReceivedBytes,
@@ -142,7 +189,9 @@ impl RcEngine {
             flows: Vec::new(),
             live: Vec::new(),
             pending: BTreeSet::new(),
+            next_pending: None,
             unstarted: BTreeSet::new(),
+            first_unstarted: None,
             rx_qps: Vec::new(),
             received: ReceivedBytes::default(),
             qpns: Vec::new(),
@@ -254,7 +303,8 @@ impl RcEngine {
             cfg: flow.clone(),
             posted: 0,
             completed: 0,
-            in_flight: VecDeque::with_capacity(DEPTH),
+            in_flight: Window::default(),
+            started: false,
             done_at: None,
             errors: 0,
             first_error: None,
@@ -266,6 +316,8 @@ impl RcEngine {
         } else {
             src.pending.insert((flow.start, i));
             src.unstarted.insert((flow.start, i));
+            src.next_pending = src.pending.first().map(|&(t, _)| t);
+            src.first_unstarted = src.unstarted.first().map(|&(t, _)| t);
         }
         Ok((b.qpn, i))
     }
@@ -355,14 +407,18 @@ impl RcEngine {
             }
         }
         self.driven = now;
-        while let Some(&(start, i)) = self.pending.first() {
-            if start > now {
-                break;
+        if self.next_pending.is_some_and(|t| t <= now) {
+            while let Some(&(start, i)) = self.pending.first() {
+                if start > now {
+                    break;
+                }
+                self.pending.pop_first();
+                let at = self.live.partition_point(|&j| j < i);
+                self.live.insert(at, i);
             }
-            self.pending.pop_first();
-            let at = self.live.partition_point(|&j| j < i);
-            self.live.insert(at, i);
+            self.next_pending = self.pending.first().map(|&(t, _)| t);
         }
+        let mut started = false;
         let gate = self.received.gate.as_ref();
         for &i in &self.live {
             let Some(f) = self.flows.get_mut(i) else {
@@ -421,9 +477,14 @@ impl RcEngine {
                 f.posted += u64::from(len);
                 f.in_flight.push_back(len);
             }
-            if f.posted > 0 || f.errors > 0 {
+            if !f.started && (f.posted > 0 || f.errors > 0) {
+                f.started = true;
+                started = true;
                 self.unstarted.remove(&(f.cfg.start, i));
             }
+        }
+        if started {
+            self.first_unstarted = self.unstarted.first().map(|&(t, _)| t);
         }
         let flows = &self.flows;
         let running = |i: &usize| flows.get(*i).is_some_and(RcFlow::running);
@@ -491,7 +552,7 @@ impl Engine for RcEngine {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let start = self.unstarted.first().map(|&(t, _)| t);
+        let start = self.first_unstarted;
         // A compute phase that ends after the last drive: post the next iteration then (only
         // a collective member's flows are gated).
         let gate = self.received.gate.as_ref();

@@ -514,6 +514,26 @@ impl MrTable {
             .ok_or(MrError::Stale(r.key))
     }
 
+    /// Copies `src` into a resolved range, while its region is the one it was resolved in, as
+    /// [`Self::write`] then a copy would. `Ok(false)` (nothing written) when the range is not
+    /// `src.len()` bytes long. A discarding region takes the bytes without a copy: a simulated
+    /// flow's every data packet lands in one, and the sink's clearing and the copy were both
+    /// wasted.
+    pub fn store(&mut self, r: MrRange, src: &[u8]) -> Result<bool, MrError> {
+        if self.current(&r)?.discard {
+            if r.len > DISCARD_ACCESS_MAX {
+                return Err(MrError::Stale(r.key));
+            }
+            return Ok(r.len == src.len());
+        }
+        let dst = self.write(r)?;
+        if dst.len() != src.len() {
+            return Ok(false);
+        }
+        dst.copy_from_slice(src);
+        Ok(true)
+    }
+
     /// Where bytes `offset..offset + len` of the message `sgl` describes live: per piece, the
     /// region slot, the start inside the region, the start inside the message range and the length.
     /// `None` when the SGL does not cover the range or names a region that is gone or invalid.

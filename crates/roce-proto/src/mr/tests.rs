@@ -242,3 +242,32 @@ fn a_discarding_region_reads_zeros_drops_writes_and_still_checks_bounds() {
     let ppd = plain.alloc_pd();
     assert_eq!(plain.register(ppd, 1 << 30, rights), mr);
 }
+
+#[test]
+fn store_copies_into_a_region_drops_into_a_discarding_one_and_checks_like_write() {
+    let mut t = MrTable::new(Some(1));
+    let pd = t.alloc_pd();
+    let rights = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let kept = t.register(pd, 16, rights);
+    let gone = t.register_discard(pd, 8192, rights).unwrap();
+    let range = |t: &MrTable, mr: &MrInfo, off: u64, len: u64| {
+        t.resolve_remote(pd, mr.rkey, mr.addr + off, len, AccessFlags::REMOTE_WRITE)
+            .unwrap()
+    };
+    let r = range(&t, &kept, 4, 3);
+    assert_eq!(t.store(r, &[1, 2, 3]), Ok(true));
+    assert_eq!(t.read(r).unwrap(), &[1, 2, 3]);
+    // A length that is not the range's writes nothing.
+    assert_eq!(t.store(r, &[9; 2]), Ok(false));
+    assert_eq!(t.read(r).unwrap(), &[1, 2, 3]);
+    let d = range(&t, &gone, 100, 3);
+    assert_eq!(t.store(d, &[1, 2, 3]), Ok(true));
+    assert_eq!(t.read(d).unwrap(), &[0, 0, 0]);
+    assert_eq!(t.store(d, &[1, 2]), Ok(false));
+    // Longer than a discarding region serves, and gone regions: the errors of `write`.
+    let long = range(&t, &gone, 0, DISCARD_ACCESS_MAX as u64 + 1);
+    let bytes = vec![0u8; DISCARD_ACCESS_MAX + 1];
+    assert_eq!(t.store(long, &bytes), Err(MrError::Stale(gone.rkey)));
+    t.deregister(kept.lkey).unwrap();
+    assert_eq!(t.store(r, &[1, 2, 3]), Err(MrError::Stale(kept.rkey)));
+}

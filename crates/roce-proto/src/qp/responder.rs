@@ -436,13 +436,14 @@ impl Responder {
         };
         if let Some(r) = range {
             // Checked now, not only on the first packet: the region may be gone since.
-            let Ok(dst) = c.mrs.write(r.narrow(offset as usize, len as usize)) else {
-                return access_err;
-            };
-            if dst.len() != pkt.payload().len() {
-                return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
+            let at = r.narrow(offset as usize, len as usize);
+            match c.mrs.store(at, pkt.payload()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr)
+                }
+                Err(_) => return access_err,
             }
-            dst.copy_from_slice(pkt.payload());
         }
         if done {
             self.current = None;

@@ -247,13 +247,7 @@ impl<E: Engine> Fabric<E> {
         };
         let egress = info.ip.as_ref().and_then(|ip| {
             let host = *self.ip_to_host.get(&ip.dst)?;
-            let links = &self.w.links;
-            sw.route(host, ip, |p| {
-                sw.port(p)
-                    .and_then(|x| x.tx.link)
-                    .and_then(|l| links.get(l.0))
-                    .is_some_and(|l| l.detected)
-            })
+            sw.route(host, ip, |p| sw.port_live(p))
         });
         let Some(egress) = egress else {
             self.w.lost.add(len);

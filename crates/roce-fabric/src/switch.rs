@@ -232,12 +232,27 @@ pub struct Switch<T, X> {
     live: Vec<u64>,
     /// Bytes in the shared buffer.
     used_bytes: u64,
+    /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
+    /// admission and enqueue, where the configuration's list is a pointer chase away.
+    pfc_mask: u64,
+}
+
+/// The lossless priorities below 64 of `cfg` with PFC on, as a bit set.
+fn pfc_mask(cfg: &SwitchConfig) -> u64 {
+    if cfg.pfc.is_none() {
+        return 0;
+    }
+    cfg.lossless
+        .iter()
+        .filter(|&&p| p < 64)
+        .fold(0, |m, &p| m | 1 << p)
 }
 
 impl<T, X> Switch<T, X> {
     /// A switch without ports or routes.
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
         Switch {
+            pfc_mask: pfc_mask(&cfg),
             cfg,
             ports: Vec::new(),
             routes: Vec::new(),
@@ -261,6 +276,15 @@ impl<T, X> Switch<T, X> {
     /// Turns PFC on with these thresholds, or off.
     pub fn set_pfc(&mut self, pfc: Option<PfcConfig>) {
         self.cfg.pfc = pfc;
+        self.pfc_mask = pfc_mask(&self.cfg);
+    }
+
+    /// [`SwitchConfig::pfc_on`] from the bit set (the list itself past 63).
+    fn pfc_on(&self, prio: usize) -> bool {
+        match u32::try_from(prio).ok().and_then(|p| self.pfc_mask.checked_shr(p)) {
+            Some(m) => m & 1 != 0,
+            None => self.cfg.pfc_on(prio),
+        }
     }
 
     /// Adds a port around the transmit side `tx`; returns its index.
@@ -424,7 +448,7 @@ impl<T, X> Switch<T, X> {
                 return Err(DropReason::ClassFull);
             }
         }
-        if self.cfg.pfc_on(prio) {
+        if self.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
             let limit = self
                 .xoff_threshold(ingress)
@@ -512,8 +536,13 @@ impl<T, X> Switch<T, X> {
     /// (the caller sends the pause frame upstream).
     pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
         self.used_bytes += len;
-        let pfc_on = self.cfg.pfc_on(prio);
-        let xoff_at = self.xoff_threshold(ingress);
+        let pfc_on = self.pfc_on(prio);
+        // Only a lossless class needs the threshold (it depends on the buffer, not the queues).
+        let xoff_at = if pfc_on {
+            self.xoff_threshold(ingress)
+        } else {
+            u64::MAX
+        };
         if let Some(out) = self.ports.get_mut(usize::from(egress)) {
             if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
                 q.push_back(Queued {

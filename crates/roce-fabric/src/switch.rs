@@ -281,7 +281,10 @@ impl<T, X> Switch<T, X> {
 
     /// [`SwitchConfig::pfc_on`] from the bit set (the list itself past 63).
     fn pfc_on(&self, prio: usize) -> bool {
-        match u32::try_from(prio).ok().and_then(|p| self.pfc_mask.checked_shr(p)) {
+        match u32::try_from(prio)
+            .ok()
+            .and_then(|p| self.pfc_mask.checked_shr(p))
+        {
             Some(m) => m & 1 != 0,
             None => self.cfg.pfc_on(prio),
         }

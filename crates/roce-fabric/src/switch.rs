@@ -775,4 +775,19 @@ mod tests {
         }
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 5]);
     }
+
+    #[test]
+    fn live_ports_and_shared_groups_are_kept_per_port() {
+        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
+        sw.set_routes(vec![vec![1, 70], vec![2], vec![1, 70], vec![70, 1]]);
+        assert_eq!((sw.groups.len(), sw.routes.clone()), (3, vec![0, 1, 0, 2]));
+        assert_eq!(sw.ecmp_members(), vec![1, 70]);
+        assert!(!sw.port_live(70));
+        sw.set_port_live(70, true);
+        sw.set_port_live(1, true);
+        sw.set_port_live(1, false);
+        assert_eq!((sw.port_live(1), sw.port_live(70), sw.port_live(6)), (false, true, false));
+        let ip = IpInfo::default();
+        assert_eq!(sw.route(0, &ip, |p| sw.port_live(p)), Some(70));
+    }
 }

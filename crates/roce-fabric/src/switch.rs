@@ -786,7 +786,10 @@ mod tests {
         sw.set_port_live(70, true);
         sw.set_port_live(1, true);
         sw.set_port_live(1, false);
-        assert_eq!((sw.port_live(1), sw.port_live(70), sw.port_live(6)), (false, true, false));
+        assert_eq!(
+            (sw.port_live(1), sw.port_live(70), sw.port_live(6)),
+            (false, true, false)
+        );
         let ip = IpInfo::default();
         assert_eq!(sw.route(0, &ip, |p| sw.port_live(p)), Some(70));
     }

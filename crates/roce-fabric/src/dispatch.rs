@@ -162,6 +162,7 @@ impl<E: Engine> Fabric<E> {
             return;
         };
         let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
+        let dst = slot.dst_host.map(|h| h as usize);
         let len = slot.buf.len() as u64;
         if !fcs_bad {
             self.w.capture(node, port, pkt, false);
@@ -228,16 +229,17 @@ impl<E: Engine> Fabric<E> {
                 self.w.pool.release(pkt);
                 self.service_host(h.0);
             }
-            Node::Switch(s) => self.forward(s, port, pkt, info, prio),
+            Node::Switch(s) => self.forward(s, port, pkt, (info, dst), prio),
         }
     }
 
+    /// Routes, admits and queues `pkt` (read as `info`, bound for host `dst`) at switch `s`.
     pub(super) fn forward(
         &mut self,
         s: SwitchId,
         ingress: u16,
         pkt: PktId,
-        info: FrameInfo,
+        (info, dst): (FrameInfo, Option<usize>),
         prio: usize,
     ) {
         let len = self.w.pool.len(pkt);
@@ -245,16 +247,10 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         };
-        let egress = info.ip.as_ref().and_then(|ip| {
-            let host = *self.ip_to_host.get(&ip.dst)?;
-            let links = &self.w.links;
-            sw.route(host, ip, |p| {
-                sw.port(p)
-                    .and_then(|x| x.tx.link)
-                    .and_then(|l| links.get(l.0))
-                    .is_some_and(|l| l.detected)
-            })
-        });
+        let egress = info
+            .ip
+            .as_ref()
+            .and_then(|ip| sw.route(dst?, ip, |p| sw.port_live(p)));
         let Some(egress) = egress else {
             self.w.lost.add(len);
             if let Some(c) = sw.counters_mut(ingress, prio) {
@@ -448,8 +444,10 @@ impl<E: Engine> Fabric<E> {
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
             let prio = self.w.pool.prio(pkt);
-            if let Some(slot) = self.w.pool.slot(pkt) {
+            if let Some(slot) = self.w.pool.slot_mut(pkt) {
                 self.tap.on_tx(slot.bth.as_ref());
+                let dst = slot.info.ip.as_ref().map(|ip| ip.dst);
+                slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);
             }
             if !host.tx.is_paused(prio, now) {
                 self.w.transmit(&mut host.tx, node, 0, pkt, prio);

@@ -273,6 +273,11 @@ impl<E: Engine> Fabric<E> {
         if let Some(tx) = self.tx_mut(from.0, from.1) {
             tx.link = Some(id);
         }
+        if let Node::Switch(s) = from.0 {
+            if let Some(sw) = self.switches.get_mut(s.0) {
+                sw.set_port_live(from.1, true);
+            }
+        }
         id
     }
 

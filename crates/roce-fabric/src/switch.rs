@@ -144,6 +144,9 @@ pub struct SwitchPort<T, X> {
     /// What moves this port's frames (not this element's business).
     pub tx: X,
     queues: [VecDeque<Queued<T>>; PRIORITIES],
+    /// Bit `p` set while queue `p` holds a packet: the scheduler asks this byte for every
+    /// class it considers instead of reading eight queue headers spread over four lines.
+    nonempty: u8,
     qbytes: [u64; PRIORITIES],
     sched: SchedState,
     /// Bytes buffered that arrived on this port, per priority (what PFC watches).
@@ -162,6 +165,7 @@ impl<T, X> SwitchPort<T, X> {
         SwitchPort {
             tx,
             queues: Default::default(),
+            nonempty: 0,
             qbytes: [0; PRIORITIES],
             sched: SchedState::default(),
             ingress_bytes: [0; PRIORITIES],
@@ -184,19 +188,16 @@ impl<T, X> SwitchPort<T, X> {
     /// The length of the packet at the head of queue `prio`, if there is one and `paused` does
     /// not hold the class back.
     fn head(&self, prio: usize, paused: impl Fn(&X, usize) -> bool) -> Option<u64> {
+        if self.nonempty & (1 << prio) == 0 {
+            return None;
+        }
         let q = self.queues.get(prio)?.front()?;
         (!paused(&self.tx, prio)).then_some(u64::from(q.len))
     }
 
     /// Bit mask of priorities with packets waiting.
     pub fn waiting(&self) -> u8 {
-        let mut m = 0;
-        for (p, q) in self.queues.iter().enumerate() {
-            if !q.is_empty() {
-                m |= 1 << p;
-            }
-        }
-        m
+        self.nonempty
     }
 }
 
@@ -221,19 +222,42 @@ pub struct Switch<T, X> {
     cfg: SwitchConfig,
     /// Ports, in the order they were added.
     ports: Vec<SwitchPort<T, X>>,
-    /// Equal-cost egress ports per destination (host index).
-    routes: Vec<Vec<u16>>,
+    /// The equal-cost group toward each destination (host index), an index into `groups`.
+    routes: Vec<u32>,
+    /// The distinct equal-cost groups (egress ports): a three-tier fabric's hundreds of
+    /// destinations share a handful, so the lookups stay in a few cache lines.
+    groups: Vec<Vec<u16>>,
+    /// Bit `p` set while port `p` has a link its sending end believes up (what `route` may
+    /// pick): one word per 64 ports, not a miss on every member's port and link.
+    live: Vec<u64>,
     /// Bytes in the shared buffer.
     used_bytes: u64,
+    /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
+    /// admission and enqueue, where the configuration's list is a pointer chase away.
+    pfc_mask: u64,
+}
+
+/// The lossless priorities below 64 of `cfg` with PFC on, as a bit set.
+fn pfc_mask(cfg: &SwitchConfig) -> u64 {
+    if cfg.pfc.is_none() {
+        return 0;
+    }
+    cfg.lossless
+        .iter()
+        .filter(|&&p| p < 64)
+        .fold(0, |m, &p| m | 1 << p)
 }
 
 impl<T, X> Switch<T, X> {
     /// A switch without ports or routes.
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
         Switch {
+            pfc_mask: pfc_mask(&cfg),
             cfg,
             ports: Vec::new(),
             routes: Vec::new(),
+            groups: Vec::new(),
+            live: Vec::new(),
             used_bytes: 0,
             name,
         }
@@ -252,6 +276,18 @@ impl<T, X> Switch<T, X> {
     /// Turns PFC on with these thresholds, or off.
     pub fn set_pfc(&mut self, pfc: Option<PfcConfig>) {
         self.cfg.pfc = pfc;
+        self.pfc_mask = pfc_mask(&self.cfg);
+    }
+
+    /// [`SwitchConfig::pfc_on`] from the bit set (the list itself past 63).
+    fn pfc_on(&self, prio: usize) -> bool {
+        match u32::try_from(prio)
+            .ok()
+            .and_then(|p| self.pfc_mask.checked_shr(p))
+        {
+            Some(m) => m & 1 != 0,
+            None => self.cfg.pfc_on(prio),
+        }
     }
 
     /// Adds a port around the transmit side `tx`; returns its index.
@@ -333,13 +369,23 @@ impl<T, X> Switch<T, X> {
 
     /// Sets the equal-cost egress ports toward each destination (indexed by host).
     pub fn set_routes(&mut self, routes: Vec<Vec<u16>>) {
-        self.routes = routes;
+        let mut index = std::collections::HashMap::new();
+        self.groups.clear();
+        self.routes = routes
+            .into_iter()
+            .map(|r| {
+                *index.entry(r).or_insert_with_key(|r| {
+                    self.groups.push(r.clone());
+                    (self.groups.len() - 1) as u32
+                })
+            })
+            .collect();
     }
 
     /// Ports that are members of an equal-cost group (a route with more than one port).
     pub fn ecmp_members(&self) -> Vec<u16> {
         let mut m: Vec<u16> = self
-            .routes
+            .groups
             .iter()
             .filter(|r| r.len() > 1)
             .flatten()
@@ -350,9 +396,28 @@ impl<T, X> Switch<T, X> {
         m
     }
 
+    /// Records whether `port` has a link its sending end believes up (see [`Switch::port_live`]).
+    pub fn set_port_live(&mut self, port: u16, live: bool) {
+        let (word, bit) = (usize::from(port) / 64, port % 64);
+        if self.live.len() <= word {
+            self.live.resize(word + 1, 0);
+        }
+        if let Some(w) = self.live.get_mut(word) {
+            *w = (*w & !(1 << bit)) | (u64::from(live) << bit);
+        }
+    }
+
+    /// Whether `port` has a link its sending end believes up, as last set by
+    /// [`Switch::set_port_live`] (false for a port never set).
+    pub fn port_live(&self, port: u16) -> bool {
+        self.live
+            .get(usize::from(port) / 64)
+            .is_some_and(|w| w & (1 << (port % 64)) != 0)
+    }
+
     /// Picks the egress port for a flow among the routes to `host` whose link is up.
     pub fn route(&self, host: usize, ip: &IpInfo, up: impl Fn(u16) -> bool) -> Option<u16> {
-        let cands = self.routes.get(host)?;
+        let cands = self.groups.get(*self.routes.get(host)? as usize)?;
         // A lone route needs no hash (it is every pick), and with every member up the pick
         // indexes the group directly: one pass over the members instead of two.
         if let [only] = cands[..] {
@@ -386,7 +451,7 @@ impl<T, X> Switch<T, X> {
                 return Err(DropReason::ClassFull);
             }
         }
-        if self.cfg.pfc_on(prio) {
+        if self.pfc_on(prio) {
             let pfc = self.cfg.pfc.unwrap_or_default();
             let limit = self
                 .xoff_threshold(ingress)
@@ -474,8 +539,13 @@ impl<T, X> Switch<T, X> {
     /// (the caller sends the pause frame upstream).
     pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
         self.used_bytes += len;
-        let pfc_on = self.cfg.pfc_on(prio);
-        let xoff_at = self.xoff_threshold(ingress);
+        let pfc_on = self.pfc_on(prio);
+        // Only a lossless class needs the threshold (it depends on the buffer, not the queues).
+        let xoff_at = if pfc_on {
+            self.xoff_threshold(ingress)
+        } else {
+            u64::MAX
+        };
         if let Some(out) = self.ports.get_mut(usize::from(egress)) {
             if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
                 q.push_back(Queued {
@@ -484,6 +554,7 @@ impl<T, X> Switch<T, X> {
                     len: u32::try_from(len).unwrap_or(u32::MAX),
                 });
                 *b += len;
+                out.nonempty |= 1 << prio;
             }
         }
         let Some(inp) = self.ports.get_mut(usize::from(ingress)) else {
@@ -527,6 +598,7 @@ impl<T, X> Switch<T, X> {
         let q = port.queues.get_mut(prio)?.pop_front()?;
         if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
             port.sched.emptied(prio);
+            port.nonempty &= !(1 << prio);
         }
         let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
@@ -558,6 +630,7 @@ impl<T, X> Switch<T, X> {
             for (prio, q) in port.queues.iter_mut().enumerate() {
                 lost.extend(q.drain(..).map(|x| (i as u16, prio, x.pkt)));
             }
+            port.nonempty = 0;
             port.qbytes = [0; PRIORITIES];
             port.ingress_bytes = [0; PRIORITIES];
             port.xoff = [false; PRIORITIES];
@@ -583,6 +656,7 @@ impl<T, X> Switch<T, X> {
                 len: u32::try_from(d.len).unwrap_or(u32::MAX),
             });
             *b += d.len;
+            port.nonempty |= 1 << d.prio;
             self.used_bytes += d.len;
         }
     }
@@ -676,7 +750,8 @@ mod tests {
         sw.set_routes(vec![vec![4], vec![1, 2, 3, 5], vec![]]);
         // The pick the definition gives: the hash modulo the live members, in route order.
         let reference = |host: usize, ip: &IpInfo, up: &dyn Fn(u16) -> bool| {
-            let live: Vec<u16> = sw.routes[host].iter().copied().filter(|&p| up(p)).collect();
+            let group = &sw.groups[sw.routes[host] as usize];
+            let live: Vec<u16> = group.iter().copied().filter(|&p| up(p)).collect();
             let n = live.len() as u64;
             (n > 0).then(|| live[(flow_hash(ip, 0) % n) as usize])
         };
@@ -699,5 +774,23 @@ mod tests {
             }
         }
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn live_ports_and_shared_groups_are_kept_per_port() {
+        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
+        sw.set_routes(vec![vec![1, 70], vec![2], vec![1, 70], vec![70, 1]]);
+        assert_eq!((sw.groups.len(), sw.routes.clone()), (3, vec![0, 1, 0, 2]));
+        assert_eq!(sw.ecmp_members(), vec![1, 70]);
+        assert!(!sw.port_live(70));
+        sw.set_port_live(70, true);
+        sw.set_port_live(1, true);
+        sw.set_port_live(1, false);
+        assert_eq!(
+            (sw.port_live(1), sw.port_live(70), sw.port_live(6)),
+            (false, true, false)
+        );
+        let ip = IpInfo::default();
+        assert_eq!(sw.route(0, &ip, |p| sw.port_live(p)), Some(70));
     }
 }

@@ -114,6 +114,9 @@ pub(super) struct Slot {
     /// switch changes them, and a corrupted frame never reaches the tap).
     pub(super) bth: Option<BthInfo>,
     pub(super) prio: u8,
+    /// The host its IP destination belongs to, resolved once by the sending host (switches
+    /// route on it at every hop; no switch rewrites the destination).
+    pub(super) dst_host: Option<u32>,
     /// The epoch of the link it was sent on (see [`Link::epoch`]).
     pub(super) epoch: u32,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
@@ -142,6 +145,7 @@ impl PacketPool {
             s.info = a.info;
             s.bth = a.info.ip.as_ref().and_then(|ip| bth_info(data, ip));
             s.prio = a.prio as u8;
+            s.dst_host = None;
         }
         id
     }

@@ -247,10 +247,7 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         };
-        let egress = info
-            .ip
-            .as_ref()
-            .and_then(|ip| sw.route(dst?, ip, |p| sw.port_live(p)));
+        let egress = info.ip.as_ref().and_then(|ip| sw.route(dst?, ip));
         let Some(egress) = egress else {
             self.w.lost.add(len);
             if let Some(c) = sw.counters_mut(ingress, prio) {

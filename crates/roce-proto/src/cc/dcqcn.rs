@@ -41,13 +41,16 @@
 use tracing::{debug, trace};
 
 use super::params::ParamSet;
-use super::{clamp_rate, earliest, CcMetrics, CongestionControl, Rate};
+use super::{clamp_rate, earliest, CcMetrics, CongestionControl, Rate, Window, WindowParams};
 use crate::time::{Duration, Instant};
 
 crate::cc_params! {
     /// DCQCN parameters, named and scaled like the mlx5 `cc_params` debugfs files and the
     /// mlxconfig `*_P1` keys (e.g. `RPG_TIME_RESET_P1`).
     pub struct DcqcnParams {
+        /// The send window beside the rate (off: run.py gives DCQCN HAS_WIN 0; its `_vwin`
+        /// variants run one).
+        base win: WindowParams,
         /// Period of the rate-increase timer; 0 disables timer-driven increases.
         rpg_time_reset: u32 = "us",
         /// Bytes sent between byte-counter rate increases; 0 disables them.
@@ -105,6 +108,7 @@ impl DcqcnParams {
     /// ([`ScaledDcqcnParams::paper`]) rescales R_AI and R_HAI to the port's rate.
     pub fn paper() -> Self {
         DcqcnParams {
+            win: WindowParams::OFF,
             rpg_time_reset: 55,
             rpg_byte_reset: 10 * 1024 * 1024,
             rpg_threshold: 5,
@@ -143,6 +147,7 @@ impl DcqcnParams {
     /// module docs), and `target_reset=1` gives the DCQCN authors' QCN increase.
     pub fn mlx() -> Self {
         DcqcnParams {
+            win: WindowParams::OFF,
             rpg_time_reset: 300,
             rpg_byte_reset: 32767,
             rpg_threshold: 1,
@@ -272,6 +277,8 @@ enum Trigger {
 #[derive(Clone, Debug)]
 pub struct Dcqcn {
     p: DcqcnParams,
+    /// The send window (its BDP at the ceiling, scaled by RC / ceiling).
+    window: Window,
     /// Ceiling (line rate or `rpg_max_rate`), bits/s.
     max: f64,
     /// Floor, bits/s.
@@ -319,6 +326,7 @@ impl Dcqcn {
             hai: f64::from(params.rpg_hai_rate) * 1e6,
             g: f64::from(1024 - params.dce_tcp_g.min(1024)) / 1024.0,
             alpha: f64::from(params.initial_alpha_value.min(1024)) / 1024.0,
+            window: Window::new(&params.win, Rate::from_bps_f64(max)),
             p: params,
             max,
             min,
@@ -585,6 +593,11 @@ impl CongestionControl for Dcqcn {
     #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         (self.deadline != Instant::FAR_FUTURE).then_some(self.deadline)
+    }
+
+    #[inline]
+    fn window(&self) -> Option<u64> {
+        self.window.bytes(self.rc, self.max)
     }
 
     #[inline]

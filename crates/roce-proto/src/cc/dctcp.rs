@@ -17,12 +17,15 @@
 
 use tracing::debug;
 
-use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
+use super::{clamp_rate, CcMetrics, CongestionControl, Rate, Window, WindowParams};
 use crate::time::{Duration, Instant};
 
 crate::cc_params! {
     /// Rate-based DCTCP parameters.
     pub struct DctcpParams {
+        /// The send window beside the rate (on: the HPCC authors' run.py gives DCTCP
+        /// HAS_WIN 1, VAR_WIN 1).
+        base win: WindowParams,
         /// EWMA gain g of alpha (DCTCP's 1/16).
         g: f64 = "",
         /// Additive increase per window without CWR (default one 1 KB MTU per 5 us base RTT,
@@ -44,10 +47,17 @@ crate::cc_params! {
 /// send 1 KB packets: 8192 bits per 5 us. Set `rate_ai` for another base RTT or MTU.
 const RATE_AI_MBPS: u32 = 1024 * 8 / 5;
 
+/// The base RTT of the window's BDP, ns: ns-3's maxRtt (two one-way delays plus one packet's
+/// transmission per hop) of this fabric's star, 4 us of links and 1 KB frames crossing two
+/// hops, rounded up to the 5 us the additive step assumes (a window under the real base RTT
+/// would cap a lone flow below the line rate). Set `win_rtt` for another topology.
+const BASE_RTT_NS: u32 = 5_000;
+
 impl Default for DctcpParams {
     /// The 100 Gbit/s values.
     fn default() -> Self {
         DctcpParams {
+            win: WindowParams::var(BASE_RTT_NS),
             g: 1.0 / 16.0,
             rate_ai: RATE_AI_MBPS,
             min_rate: 100,
@@ -78,6 +88,7 @@ impl super::params::CcKind for DctcpParams {
 #[derive(Clone, Debug)]
 pub struct Dctcp {
     p: DctcpParams,
+    send_window: Window,
     max: f64,
     rc: f64,
     alpha: f64,
@@ -95,6 +106,7 @@ impl Dctcp {
         let max = line_rate.as_bps_f64();
         let mut d = Dctcp {
             alpha: params.initial_alpha.clamp(0.0, 1.0),
+            send_window: Window::new(&params.win, line_rate),
             p: params,
             max,
             rc: max,
@@ -109,7 +121,7 @@ impl Dctcp {
         d
     }
 
-    fn window(&self) -> Duration {
+    fn period(&self) -> Duration {
         self.srtt
             .unwrap_or(Duration::from_micros(u64::from(self.p.rtt)))
             .max(Duration::from_nanos(1))
@@ -140,7 +152,7 @@ impl Dctcp {
         let idle = self.marks == 0 && self.rc >= self.max;
         self.sent = 0;
         self.marks = 0;
-        self.window_end = (!idle).then(|| at + self.window());
+        self.window_end = (!idle).then(|| at + self.period());
     }
 }
 
@@ -182,6 +194,10 @@ impl CongestionControl for Dctcp {
         self.window_end
     }
     #[inline]
+    fn window(&self) -> Option<u64> {
+        self.send_window.bytes(self.rc, self.max)
+    }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }
@@ -195,7 +211,7 @@ impl Dctcp {
             self.marks += 1;
         }
         if self.window_end.is_none() {
-            self.window_end = Some(now + self.window());
+            self.window_end = Some(now + self.period());
         }
         if now < self.cwr_until {
             self.metrics.rp_cnp_ignored += u64::from(cnp);
@@ -204,7 +220,7 @@ impl Dctcp {
             self.metrics.rate_cuts += 1;
             let old = self.rc;
             self.rc = clamp_rate(self.rc * (1.0 - self.alpha / 2.0), self.min(), self.max);
-            self.cwr_until = now + self.window();
+            self.cwr_until = now + self.period();
             debug!(
                 t_ns = now.as_nanos(),
                 from_bps = old,

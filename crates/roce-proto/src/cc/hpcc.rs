@@ -19,7 +19,7 @@
 
 use tracing::trace;
 
-use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
+use super::{clamp_rate, CcMetrics, CongestionControl, Rate, Window, WindowParams};
 use crate::time::{Duration, Instant};
 
 /// Hops remembered per flow.
@@ -63,6 +63,9 @@ impl From<IntHop> for crate::wire::int::HopRecord {
 crate::cc_params! {
     /// HPCC parameters.
     pub struct HpccParams {
+        /// The send window beside the rate (on, over the 10 us base RTT: the HPCC authors'
+        /// run.py gives HPCC HAS_WIN 1, VAR_WIN 1 with the window's RTT equal to T).
+        base win: WindowParams,
         /// Target utilization eta.
         eta: f64 = "",
         /// Additive steps before a multiplicative adjustment is forced.
@@ -93,6 +96,7 @@ impl Default for HpccParams {
     /// The 100 Gbit/s values.
     fn default() -> Self {
         HpccParams {
+            win: WindowParams::var(10_000),
             eta: 0.95,
             max_stage: 5,
             w_ai: w_ai_for(Rate::from_gbps(100), 0.95),
@@ -118,6 +122,7 @@ impl super::params::CcKind for HpccParams {
 #[derive(Clone, Debug)]
 pub struct Hpcc {
     p: HpccParams,
+    window: Window,
     max: f64,
     rate: f64,
     reference: f64,
@@ -133,6 +138,7 @@ impl Hpcc {
     pub fn new(params: HpccParams, line_rate: Rate) -> Self {
         let max = line_rate.as_bps_f64();
         let mut h = Hpcc {
+            window: Window::new(&params.win, line_rate),
             p: params,
             max,
             rate: max,
@@ -227,6 +233,10 @@ impl CongestionControl for Hpcc {
             "hpcc update"
         );
         self.refresh();
+    }
+    #[inline]
+    fn window(&self) -> Option<u64> {
+        self.window.bytes(self.rate, self.max)
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

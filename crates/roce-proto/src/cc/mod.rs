@@ -6,7 +6,7 @@
 //! Shaped after quinn-proto's `congestion.rs` (a small trait, a config that builds controllers,
 //! one file per algorithm) and s2n-quic's `congestion_controller.rs` (explicit-congestion input,
 //! earliest-departure pacing). RoCE controllers are rate based, so the trait hands out a
-//! [`Rate`], not a window. The notification point (CE → CNP) lives in [`crate::ecn`].
+//! [`Rate`] (and, for some, a [`window`] beside it). The notification point (CE → CNP) lives in [`crate::ecn`].
 //!
 //! How an endpoint drives one QP's controller:
 //! ```
@@ -47,6 +47,7 @@ pub mod recorder;
 pub mod registry;
 pub mod replay;
 pub mod timely;
+pub mod window;
 
 pub use config::{CcConfig, CcError, CcParams, CC_NAMES};
 pub use dcqcn::{Dcqcn, DcqcnParams, ScaledDcqcnParams};
@@ -59,6 +60,7 @@ pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
 pub use registry::{CcEntry, CcKind};
 pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
+pub use window::{Window, WindowParams};
 
 use crate::time::{Duration, Instant};
 
@@ -131,6 +133,13 @@ pub trait CongestionControl {
     #[inline]
     fn rate(&self) -> Rate {
         self.metrics().rate
+    }
+    /// The send window in bytes, if the controller runs one beside its rate ([`window`]): the
+    /// QP sends no new data while this many bytes are in flight.
+    #[must_use]
+    #[inline]
+    fn window(&self) -> Option<u64> {
+        None
     }
     /// State and counters.
     #[must_use]
@@ -221,6 +230,10 @@ impl CongestionControl for Controller {
     #[inline]
     fn rate(&self) -> Rate {
         dispatch!(self, c => c.rate())
+    }
+    #[inline]
+    fn window(&self) -> Option<u64> {
+        dispatch!(self, c => c.window())
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

@@ -18,13 +18,16 @@
 
 use tracing::trace;
 
-use super::{clamp_rate, CcMetrics, CongestionControl, Rate};
+use super::{clamp_rate, CcMetrics, CongestionControl, Rate, Window, WindowParams};
 use crate::time::{Duration, Instant};
 
 crate::cc_params! {
     /// The parameters TIMELY and patched TIMELY share: the RTT thresholds, the gradient filter,
     /// the cut above `t_high`, the additive step and the rate floor.
     pub struct RttParams {
+        /// The send window beside the rate (off: run.py gives TIMELY HAS_WIN 0; its
+        /// `timely_vwin` runs one).
+        base win: WindowParams,
         /// Below this RTT the rate always grows.
         t_low: u32 = "us",
         /// Above this RTT the rate is cut in proportion to the excess.
@@ -53,6 +56,7 @@ impl Default for RttParams {
     /// The 100 Gbit/s values.
     fn default() -> Self {
         RttParams {
+            win: WindowParams::OFF,
             t_low: 50,
             t_high: 500,
             min_rtt: 20,
@@ -142,6 +146,7 @@ pub trait RttRule {
 #[derive(Clone, Debug)]
 pub struct RttController<R> {
     rule: R,
+    window: Window,
     max: f64,
     rc: f64,
     grad: RttGradient,
@@ -155,6 +160,7 @@ impl<R: RttRule> RttController<R> {
         let max = line_rate.as_bps_f64();
         let rate = Rate::from_bps_f64(max);
         RttController {
+            window: Window::new(&rule.params().win, line_rate),
             rule,
             max,
             rc: max,
@@ -214,6 +220,10 @@ impl<R: RttRule> CongestionControl for RttController<R> {
     }
     fn on_cnp(&mut self, _now: Instant) {
         self.metrics.rp_cnp_ignored += 1;
+    }
+    #[inline]
+    fn window(&self) -> Option<u64> {
+        self.window.bytes(self.rc, self.max)
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

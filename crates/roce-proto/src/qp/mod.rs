@@ -585,9 +585,18 @@ impl QueuePair {
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
-        let (psn, _) = self.req.ready(self.attrs.max_rd_atomic, &self.cfg)?;
+        let (psn, in_flight) = self.req.ready(self.attrs.max_rd_atomic, &self.cfg)?;
         // SQD finishes what was sent but starts nothing new.
         if self.state == QpState::Sqd && !psn.before(self.req.high_psn) {
+            return None;
+        }
+        // The controller's window (if any) is full: new data waits for ACKs.
+        let mtu = self.attrs.path_mtu.bytes();
+        if self
+            .cc
+            .as_ref()
+            .is_some_and(|p| p.window_bound(in_flight, mtu))
+        {
             return None;
         }
         Some(psn)

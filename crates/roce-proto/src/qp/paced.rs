@@ -2,7 +2,7 @@
 //! dispatched: the [`Controller`] enum is the one dispatch over the algorithms). Every data
 //! packet sent is charged to both; CNPs, ACK RTT samples, losses, echoed INT and the controller's
 //! timers change the rate, and the pacer turns the rate into the earliest departure of the next
-//! packet.
+//! packet; a controller that runs a window also bounds the bytes in flight.
 //!
 //! The algorithms live in [`crate::cc`]; this is only the glue to the QP scheduler.
 
@@ -82,6 +82,20 @@ impl CcPacer {
     pub fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
         self.cc.on_int(now, hops);
         self.follow_rate(now);
+    }
+
+    /// The controller's send window in bytes, if it runs one: new data waits while this
+    /// many bytes are in flight (the HPCC authors' ns-3 `IsWinBound`).
+    #[inline]
+    pub fn window(&self) -> Option<u64> {
+        self.cc.window()
+    }
+
+    /// Whether `in_flight` packets of `mtu` bytes fill the window (no new data may leave).
+    #[inline]
+    pub fn window_bound(&self, in_flight: u32, mtu: u32) -> bool {
+        self.window()
+            .is_some_and(|w| u64::from(in_flight) * u64::from(mtu) >= w)
     }
 
     /// The controller's state and counters.

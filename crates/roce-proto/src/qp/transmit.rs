@@ -169,12 +169,15 @@ impl QueuePair {
                 return n;
             }
         } else {
+            let windowed = self.cc.as_ref().is_some_and(|p| p.window().is_some());
             if !matches!(self.state, QpState::Rts | QpState::Sqd)
-                || (self.state == QpState::Sqd && self.requester_ready().is_none())
+                || ((self.state == QpState::Sqd || windowed) && self.requester_ready().is_none())
             {
                 return None;
             }
-            self.req.ack_each = self.pacer_is_slow(mtu);
+            // Under a window every packet asks for its ACK, as the window's reference model
+            // acknowledges each (ns-3 L2_ACK_INTERVAL 1): coalesced ACKs would hold it shut.
+            self.req.ack_each = windowed || self.pacer_is_slow(mtu);
             if !self
                 .req
                 .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)

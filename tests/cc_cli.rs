@@ -50,7 +50,8 @@ fn replay_json_lists_every_change_of_rate_target_and_alpha() {
 fn show_prints_the_full_parameter_set() {
     let (code, out, _) = roce(&["cc", "show", "dcqcn-mlx"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("dcqcn-mlx (19 parameters)"));
+    // 19 DCQCN parameters and the send window's two (`win_rtt`, `var_win`; off by default).
+    assert!(out.starts_with("dcqcn-mlx (21 parameters)"));
     assert!(out.contains("rpg_time_reset"));
     assert!(out.contains("1019 1/1024"));
 }

@@ -240,7 +240,8 @@ fn presets_print_their_full_parameter_sets() {
     for name in ["dcqcn-paper", "dcqcn-mlx"] {
         let cfg = CcConfig::new(name, LINE).unwrap();
         let names: Vec<_> = cfg.describe().iter().map(|p| p.name).collect();
-        assert_eq!(names.len(), 19);
+        // 19 DCQCN parameters and the send window's two (`win_rtt`, `var_win`; off by default).
+        assert_eq!(names.len(), 21);
         for n in [
             "rpg_time_reset",
             "rpg_byte_reset",

@@ -1,7 +1,8 @@
 //! The send window a controller may run beside its rate (the HPCC authors' ns-3 `HAS_WIN`,
 //! `VAR_WIN`; `roce_proto::cc::window`): its size follows the rate, each controller's default
 //! follows that model's run.py, and the QP holds new data while a window's worth is in flight,
-//! every packet asking for its ACK, until ACKs open it again.
+//! every packet asking for its ACK, until ACKs open it again. RTT-driven controllers ask for an
+//! ACK per packet as well (`ack_each`), as the same model acknowledges every packet.
 
 #[path = "support/cc_pair.rs"]
 mod cc_pair;
@@ -28,8 +29,13 @@ fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
 
 /// A pair whose sender runs DCTCP at 100 Gbit/s with `settings`, 1 KB MTU, and 16 KB posted.
 fn dctcp_pair(settings: &[&str]) -> Pair {
+    cc_pair_with("dctcp", settings)
+}
+
+/// A pair whose sender runs `cc` at 100 Gbit/s with `settings`, 1 KB MTU, and 16 KB posted.
+fn cc_pair_with(cc: &str, settings: &[&str]) -> Pair {
     let mut p = Pair::new(cc_pair::config, &RcOptions::default(), 1 << 16);
-    let mut cfg = CcConfig::new("dctcp", Rate::from_gbps(100)).unwrap();
+    let mut cfg = CcConfig::new(cc, Rate::from_gbps(100)).unwrap();
     for s in settings {
         cfg.apply(s).unwrap();
     }
@@ -76,6 +82,33 @@ fn without_a_window_the_rate_alone_paces() {
         .filter(|f| parse_frame(f).unwrap().repr.bth.ack_req)
         .count();
     assert_eq!(asks, 1);
+}
+
+/// The frames of the 16 KB WRITE that ask for an ACK, sent without any ACK coming back.
+fn ack_requests(p: &mut Pair) -> usize {
+    let frames: Vec<_> = (1..=4)
+        .flat_map(|us| transmit(&mut p.a, t(us * 1_000)))
+        .collect();
+    assert_eq!(frames.len(), 16);
+    frames
+        .iter()
+        .filter(|f| parse_frame(f).unwrap().repr.bth.ack_req)
+        .count()
+}
+
+#[test]
+fn rtt_controllers_ask_for_an_ack_per_packet_unless_told_otherwise() {
+    // An RTT sample per packet, as the ns-3 model's per-packet ACKs give TIMELY.
+    for cc in ["timely", "patched-timely"] {
+        assert_eq!(ack_requests(&mut cc_pair_with(cc, &[])), 16, "{cc}");
+        // The NIC's coalescing: the message's last packet only (under 32 packets).
+        assert_eq!(
+            ack_requests(&mut cc_pair_with(cc, &["ack_each=0"])),
+            1,
+            "{cc}"
+        );
+    }
+    assert_eq!(ack_requests(&mut cc_pair_with("dcqcn-mlx", &[])), 1);
 }
 
 #[test]

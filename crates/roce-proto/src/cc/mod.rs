@@ -141,6 +141,15 @@ pub trait CongestionControl {
     fn window(&self) -> Option<u64> {
         None
     }
+    /// Whether every data packet should ask for its ACK (an ACK, and an RTT sample, per packet,
+    /// as the HPCC authors' ns-3 model acknowledges with `L2_ACK_INTERVAL 1`) instead of one
+    /// per `ack_req_interval` packets. A controller with a [`window`](Self::window) gets them
+    /// whatever this says.
+    #[must_use]
+    #[inline]
+    fn ack_each(&self) -> bool {
+        false
+    }
     /// State and counters.
     #[must_use]
     fn metrics(&self) -> CcMetrics;
@@ -234,6 +243,10 @@ impl CongestionControl for Controller {
     #[inline]
     fn window(&self) -> Option<u64> {
         dispatch!(self, c => c.window())
+    }
+    #[inline]
+    fn ack_each(&self) -> bool {
+        dispatch!(self, c => c.ack_each())
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

@@ -91,6 +91,13 @@ impl CcPacer {
         self.cc.window()
     }
 
+    /// Whether every data packet asks for its ACK: the controller wants an RTT sample per
+    /// packet, or runs a window (which coalesced ACKs would hold shut).
+    #[inline]
+    pub fn ack_each(&self) -> bool {
+        self.cc.ack_each() || self.cc.window().is_some()
+    }
+
     /// Whether `in_flight` packets of `mtu` bytes fill the window (no new data may leave).
     #[inline]
     pub fn window_bound(&self, in_flight: u32, mtu: u32) -> bool {

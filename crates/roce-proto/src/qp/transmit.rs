@@ -175,9 +175,8 @@ impl QueuePair {
             {
                 return None;
             }
-            // Under a window every packet asks for its ACK, as the window's reference model
-            // acknowledges each (ns-3 L2_ACK_INTERVAL 1): coalesced ACKs would hold it shut.
-            self.req.ack_each = windowed || self.pacer_is_slow(mtu);
+            let ack_each = self.cc.as_ref().is_some_and(super::CcPacer::ack_each);
+            self.req.ack_each = ack_each || self.pacer_is_slow(mtu);
             if !self
                 .req
                 .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)

@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex};
 #[path = "support/cc_pair.rs"]
 mod cc_pair;
 
-use cc_pair::Pair;
+use cc_pair::{t, transmit, Pair};
 use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate};
 use roce_proto::connect::RcOptions;
-use roce_proto::endpoint::Endpoint;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::parse_frame;
 
@@ -99,19 +98,6 @@ fn timed_ack(at: u64, bytes: u64, rtt_ns: u64) -> Seen {
         bytes,
         rtt: Some(Duration::from_nanos(rtt_ns)),
     }
-}
-
-fn t(ns: u64) -> Instant {
-    Instant::from_nanos(ns)
-}
-
-fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 9000];
-    while let Some(n) = ep.poll_transmit(now, &mut buf) {
-        out.push(buf[..n].to_vec());
-    }
-    out
 }
 
 #[test]

@@ -7,25 +7,10 @@
 #[path = "support/cc_pair.rs"]
 mod cc_pair;
 
-use cc_pair::Pair;
+use cc_pair::{t, transmit, Pair};
 use roce_proto::cc::{CcConfig, CongestionControl, Dctcp, DctcpParams, Rate};
 use roce_proto::connect::RcOptions;
-use roce_proto::endpoint::Endpoint;
-use roce_proto::time::Instant;
 use roce_proto::wire::parse_frame;
-
-fn t(ns: u64) -> Instant {
-    Instant::from_nanos(ns)
-}
-
-fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 9000];
-    while let Some(n) = ep.poll_transmit(now, &mut buf) {
-        out.push(buf[..n].to_vec());
-    }
-    out
-}
 
 /// A pair whose sender runs DCTCP at 100 Gbit/s with `settings`, 1 KB MTU, and 16 KB posted.
 fn dctcp_pair(settings: &[&str]) -> Pair {

@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use roce_proto::connect::{connect_rc, RcOptions, RcSide};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::mr::MrInfo;
+use roce_proto::time::Instant;
 use roce_proto::verbs::{AccessFlags, SendWr};
 use roce_proto::wire::EthernetAddress;
 
@@ -76,4 +77,19 @@ impl Pair {
         let wr = self.write_wr(id, len);
         self.a.post_send(self.sa.qpn, wr).expect("post_send");
     }
+}
+
+/// The instant `ns` nanoseconds after zero.
+pub fn t(ns: u64) -> Instant {
+    Instant::from_nanos(ns)
+}
+
+/// Every frame `ep` has to send at `now`.
+pub fn transmit(ep: &mut Endpoint, now: Instant) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 9000];
+    while let Some(n) = ep.poll_transmit(now, &mut buf) {
+        out.push(buf[..n].to_vec());
+    }
+    out
 }

@@ -137,7 +137,6 @@ pub trait CongestionControl {
     /// The send window in bytes, if the controller runs one beside its rate ([`window`]): the
     /// QP sends no new data while this many bytes are in flight.
     #[must_use]
-    #[inline]
     fn window(&self) -> Option<u64> {
         None
     }
@@ -146,7 +145,6 @@ pub trait CongestionControl {
     /// per `ack_req_interval` packets. A controller with a [`window`](Self::window) gets them
     /// whatever this says.
     #[must_use]
-    #[inline]
     fn ack_each(&self) -> bool {
         false
     }
@@ -240,11 +238,10 @@ impl CongestionControl for Controller {
     fn rate(&self) -> Rate {
         dispatch!(self, c => c.rate())
     }
-    #[inline]
+    // Called in-crate only (the QP's send gate), where inlining needs no hint.
     fn window(&self) -> Option<u64> {
         dispatch!(self, c => c.window())
     }
-    #[inline]
     fn ack_each(&self) -> bool {
         dispatch!(self, c => c.ack_each())
     }

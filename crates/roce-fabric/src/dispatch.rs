@@ -20,7 +20,7 @@ pub const PROGRESS_EVERY: u64 = 1 << 16;
 /// Events whose delivered frames are touched together (see [`Wires::touch`]): a load that
 /// misses holds up the core until it returns (a touch is no prefetch), but loads issued
 /// together wait together, so one wait serves this many events.
-const TOUCH_BATCH: usize = 4;
+const TOUCH_BATCH: usize = 8;
 
 impl<E: Engine> Fabric<E> {
     /// Runs until virtual time `end` (events at `end` included), then sets the clock to `end`.

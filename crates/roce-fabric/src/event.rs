@@ -148,7 +148,7 @@ impl<T> EventQueue<T> {
             self.ring_len -= self.near.len();
             self.near_end += 1 << BUCKET_SHIFT;
             self.pull_far();
-            self.near.sort_unstable_by(|a, b| b.key.cmp(&a.key));
+            self.near.sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
         }
     }
 

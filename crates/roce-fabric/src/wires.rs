@@ -267,8 +267,9 @@ impl Wires {
     }
 
     /// Reads what delivering `pkt` over link `l` reads first (the link, the frame's slot),
-    /// discarding it: a prefetch in safe code. A delivered slot was last written at transmit,
-    /// thousands of events before, and missed the cache on every delivery.
+    /// discarding it (safe code has no prefetch; see `TOUCH_BATCH` in dispatch.rs for why the
+    /// touches are batched). A delivered slot was last written at transmit, thousands of
+    /// events before, and missed the cache on every delivery.
     #[inline]
     pub(super) fn touch(&self, l: u32, pkt: PktId) {
         let link = self.links.get(l as usize).map_or(0, |k| k.epoch);

@@ -53,12 +53,13 @@ const BUCKET_SHIFT: u32 = 4;
 const BUCKETS: usize = 256;
 
 /// A deterministic queue of timed events: a calendar queue. Events due in the current bucket's
-/// time span sit in a small heap; those of the next [`BUCKETS`] - 1 spans in unsorted
-/// buckets, one append each; later ones in a heap of their own. Keys are unique, so the order
-/// in which entries pop is the same as any other correct priority queue's; what changes is
-/// where the memory traffic goes: a big heap missed the cache at every level of every pop.
+/// time span sit in a small sorted vector; those of the next [`BUCKETS`] - 1 spans in
+/// unsorted buckets, one append each; later ones in a heap. Keys are unique, so the order in
+/// which entries pop is the same as any other correct priority queue's; what changes is where
+/// the memory traffic goes: a big heap missed the cache at every level of every pop.
 pub struct EventQueue<T> {
-    /// Every event due before `near_end`, as a 4-ary min-heap on `Entry::key`. Empty only
+    /// Every event due before `near_end`, sorted by `Entry::key` from last to first (a pop
+    /// takes the end: one sort per bucket is cheaper than a heap's sift per pop). Empty only
     /// when the whole queue is.
     near: Vec<Entry<T>>,
     /// End of the current bucket's span (exclusive, a multiple of the bucket width; wider
@@ -105,7 +106,9 @@ impl<T> EventQueue<T> {
         };
         let at = u128::from(at.as_nanos());
         if at < self.near_end {
-            heap_push(&mut self.near, entry);
+            // Mostly due soon, so near the end: a short move.
+            let i = self.near.partition_point(|e| e.key > entry.key);
+            self.near.insert(i, entry);
             return;
         }
         if at - self.near_end < SPAN {
@@ -121,7 +124,7 @@ impl<T> EventQueue<T> {
 
     /// Removes and returns the earliest event (lowest key among equals) with its key.
     pub fn pop(&mut self) -> Option<(Instant, u64, T)> {
-        let top = heap_pop(&mut self.near)?;
+        let top = self.near.pop()?;
         if self.near.is_empty() {
             self.refill();
         }
@@ -145,7 +148,7 @@ impl<T> EventQueue<T> {
             self.ring_len -= self.near.len();
             self.near_end += 1 << BUCKET_SHIFT;
             self.pull_far();
-            heapify(&mut self.near);
+            self.near.sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
         }
     }
 
@@ -177,7 +180,14 @@ impl<T> EventQueue<T> {
 
     /// When the earliest event is due.
     pub fn peek_time(&self) -> Option<Instant> {
-        self.near.first().map(|e| Instant::from_nanos(e.at()))
+        self.near.last().map(|e| Instant::from_nanos(e.at()))
+    }
+
+    /// The event that pops `n` pops from now if nothing is pushed before it, within the
+    /// current bucket (a hint: the fabric touches what that event will read).
+    pub fn upcoming(&self, n: usize) -> Option<&T> {
+        let i = self.near.len().checked_sub(n + 1)?;
+        self.near.get(i).map(|e| &e.event)
     }
 
     /// Number of pending events.
@@ -191,7 +201,7 @@ impl<T> EventQueue<T> {
     }
 }
 
-/// Children per node of the heaps: a 4-ary heap is half as deep as a binary one and its four
+/// Children per node of the far heap: a 4-ary heap is half as deep as a binary one and its four
 /// children share a cache line or two.
 const ARITY: usize = 4;
 
@@ -218,15 +228,6 @@ fn heap_pop<T>(heap: &mut Vec<Entry<T>>) -> Option<Entry<T>> {
     let top = std::mem::replace(&mut heap[0], last);
     sift_down(heap, 0);
     Some(top)
-}
-
-fn heapify<T>(heap: &mut [Entry<T>]) {
-    if heap.len() < 2 {
-        return;
-    }
-    for i in (0..=(heap.len() - 2) / ARITY).rev() {
-        sift_down(heap, i);
-    }
 }
 
 /// Moves the entry at `i` down to where its key belongs.
@@ -266,6 +267,11 @@ mod tests {
         q.push(Instant::from_nanos(3), 7, 'b');
         q.push(Instant::from_nanos(5), tie(1, 9), 'c');
         q.push(Instant::from_nanos(3), 3, 'd');
+        // All four share the first bucket, so the ones after the next are known too.
+        assert_eq!(
+            (q.upcoming(1), q.upcoming(3), q.upcoming(4)),
+            (Some(&'b'), Some(&'a'), None)
+        );
         let order: Vec<char> = q.drain().map(|(_, _, e)| e).collect();
         assert_eq!(order, vec!['d', 'b', 'c', 'a']);
         assert_eq!(
@@ -310,6 +316,7 @@ mod tests {
             assert_eq!(q.iter().count(), model.len());
             let first = model.first().map(|m| m.0);
             assert_eq!(q.peek_time().map(Instant::as_nanos), first);
+            assert_eq!(q.upcoming(0), model.first().map(|m| &m.2));
         }
         let rest: Vec<_> = q.drain().map(|(t, k, e)| (t.as_nanos(), k, e)).collect();
         assert_eq!(rest, model.into_iter().collect::<Vec<_>>());

@@ -267,18 +267,29 @@ impl<E: Engine> Fabric<E> {
             loss: cfg.loss,
             corrupt: cfg.corrupt,
             up: true,
-            detected: true,
+            detected: false,
             epoch: 0,
         });
         if let Some(tx) = self.tx_mut(from.0, from.1) {
             tx.link = Some(id);
         }
-        if let Node::Switch(s) = from.0 {
+        self.set_detected(id, true);
+        id
+    }
+
+    /// Records whether the sending end of `l` believes it up: the link's `detected` and the
+    /// sending switch's live-port bit that routes read (`Switch::port_live`). Their one
+    /// writer, so the two never disagree.
+    pub(super) fn set_detected(&mut self, l: LinkId, up: bool) {
+        let Some(link) = self.w.links.get_mut(l.0) else {
+            return;
+        };
+        link.detected = up;
+        if let (Node::Switch(s), port) = link.from {
             if let Some(sw) = self.switches.get_mut(s.0) {
-                sw.set_port_live(from.1, true);
+                sw.set_port_live(port, up);
             }
         }
-        id
     }
 
     pub(super) fn tx_mut(&mut self, node: Node, port: u16) -> Option<&mut TxPort> {

@@ -79,15 +79,9 @@ impl<E: Engine> Fabric<E> {
         if link.up != up || link.detected == up {
             return false;
         }
-        link.detected = up;
-        tracing::debug!(link = l.0, up, "link state detected");
         let (node, port) = link.from;
-        // Routing reads the switch's own copy of what its ports believe (`Switch::port_live`).
-        if let Node::Switch(s) = node {
-            if let Some(sw) = self.switches.get_mut(s.0) {
-                sw.set_port_live(port, up);
-            }
-        }
+        tracing::debug!(link = l.0, up, "link state detected");
+        self.set_detected(l, up);
         self.w.schedule(at.as_nanos(), Event::Reconverge);
         self.kick(node, port);
         true

@@ -266,6 +266,26 @@ impl Wires {
         }
     }
 
+    /// Reads what delivering `pkt` over link `l` reads first (the link, the frame's slot),
+    /// discarding it (safe code has no prefetch; see `TOUCH_BATCH` in dispatch.rs for why the
+    /// touches are batched). A delivered slot was last written at transmit, thousands of
+    /// events before, and missed the cache on every delivery.
+    #[inline]
+    pub(super) fn touch(&self, l: u32, pkt: PktId) {
+        let link = self.links.get(l as usize).map_or(0, |k| k.epoch);
+        // A field from each of the slot's cache lines.
+        let slot = self.pool.slot(pkt).map_or(0, |s| {
+            let ip = s
+                .info
+                .ip
+                .as_ref()
+                .map_or(0, |ip| u32::from(ip.dport) ^ ip.l4 as u32);
+            let bth = s.bth.as_ref().map_or(0, |b| b.dest_qpn);
+            s.epoch ^ s.buf.len() as u32 ^ u32::from(s.info.ethertype) ^ ip ^ bth
+        });
+        std::hint::black_box(link ^ slot);
+    }
+
     /// Schedules `ev` at `at` (ns) on behalf of the current origin.
     pub(super) fn schedule(&mut self, at: u64, ev: Event) {
         let key = self.next_key();

@@ -8,6 +8,7 @@
 pub(crate) mod completer;
 pub(crate) mod due;
 pub mod int;
+pub(crate) mod notify;
 pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
@@ -150,6 +151,10 @@ impl QueuePair {
     /// Counters.
     pub fn counters(&self) -> &QpCounters {
         &self.stats
+    }
+    /// The send and receive completion queues.
+    pub fn cqs(&self) -> (CqHandle, CqHandle) {
+        (self.send_cq, self.recv_cq)
     }
     /// UDP source port of this QP's packets.
     pub fn udp_src_port(&self) -> u16 {

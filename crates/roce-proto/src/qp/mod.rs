@@ -568,7 +568,9 @@ impl QueuePair {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if self.has_unpaced_data() && self.next_departure > Instant::ZERO {
+        // The departure word first: a QP without a held departure (every responder) skips
+        // the send queue's cold lines.
+        if self.next_departure > Instant::ZERO && self.has_unpaced_data() {
             return Some(t.map_or(self.next_departure, |t| t.min(self.next_departure)));
         }
         t

@@ -248,7 +248,8 @@ impl Endpoint {
     }
 
     /// The CQs that got completions while armed, oldest event first (verbs'
-    /// `get_cq_event`); each stays disarmed until armed again.
+    /// `get_cq_event`); each stays disarmed until armed again. Taken as they are read: an
+    /// iterator dropped early drops the rest.
     pub fn cq_events(&mut self) -> impl Iterator<Item = CqHandle> + '_ {
         self.cq_events.drain()
     }

@@ -34,6 +34,12 @@ impl CqEvents {
         self.check(cq, cqs);
     }
 
+    /// Whether any CQ is armed (else there is nothing to check).
+    #[inline]
+    pub(crate) fn any_armed(&self) -> bool {
+        self.armed_count > 0
+    }
+
     /// Queues an event for each armed CQ of `qp` holding a completion.
     #[inline]
     pub(crate) fn check_qp(&mut self, qp: &QueuePair, cqs: &[CompletionQueue]) {

@@ -144,3 +144,35 @@ fn busy_qps_take_turns_and_an_idle_qp_wakes_on_post() {
     let order: Vec<u32> = std::iter::from_fn(|| dest(&mut p)).collect();
     assert_eq!(order, [qps[1].1.qpn]);
 }
+
+#[test]
+fn an_armed_cq_that_gets_a_completion_is_one_event_until_armed_again() {
+    let mut p = pair(FaultConfig::default(), 1);
+    let (s1, d1) = connect(&mut p, &RcOptions::default());
+    let (s2, _) = connect(&mut p, &RcOptions::default());
+    let src = mr(&mut p.a, &s1, 64, 7);
+    let dst = mr(&mut p.b, &d1, 64, 0);
+    p.a.req_notify_cq(s1.cq).unwrap();
+    p.a.req_notify_cq(s2.cq).unwrap();
+    assert_eq!(p.a.cq_events().count(), 0);
+    let end = deadline(&p, 1);
+    let mut events = Vec::new();
+    p.a.post_send(s1.qpn, write_wr(1, &src, &dst, 64)).unwrap();
+    let ok = p.run_until(end, |_, a, _| {
+        events.extend(a.cq_events());
+        !events.is_empty()
+    });
+    assert!(ok, "no completion event");
+    // Only the CQ that got the completion, once; the completion is still there to poll.
+    assert_eq!(events, [s1.cq]);
+    assert_eq!(p.a.poll_cq_one(s1.cq).map(|wc| wc.wr_id), Some(1));
+    // Disarmed by its event: the next completion is no event.
+    p.a.post_send(s1.qpn, write_wr(2, &src, &dst, 64)).unwrap();
+    let ok = p.run_until(end, |_, a, _| a.qp(s1.qpn).unwrap().send_queue_len() == 0);
+    assert!(ok, "second write did not complete");
+    assert_eq!(p.a.cq_events().count(), 0);
+    // Arming a CQ that holds a completion queues its event at once.
+    p.a.req_notify_cq(s1.cq).unwrap();
+    assert_eq!(p.a.cq_events().collect::<Vec<_>>(), [s1.cq]);
+    assert_eq!(p.a.poll_cq_one(s1.cq).map(|wc| wc.wr_id), Some(2));
+}

@@ -105,11 +105,18 @@ summed_counters! {
 impl QpCounters {
     /// NAKs the requester received: sequence errors, RNR, remote access and invalid request.
     pub fn naks_received(&self) -> u64 {
-        self.packet_seq_err
-            + self.rnr_nak_retry_err
-            + self.req_remote_access_errors
-            + self.req_remote_invalid_request
+        naks(
+            self.packet_seq_err,
+            self.rnr_nak_retry_err,
+            self.req_remote_access_errors,
+            self.req_remote_invalid_request,
+        )
     }
+}
+
+/// The NAKs a requester received, from its four NAK counters (one sum for both counter sets).
+fn naks(seq_err: u64, rnr_retry_err: u64, remote_access: u64, invalid_request: u64) -> u64 {
+    seq_err + rnr_retry_err + remote_access + invalid_request
 }
 
 /// Frames the endpoint discarded before any QP saw them, by reason.
@@ -281,14 +288,12 @@ impl RdmaCounters {
 
     /// NAKs the requester received: [`QpCounters::naks_received`] of the same four counters.
     pub fn naks_received(&self) -> u64 {
-        QpCounters {
-            packet_seq_err: self.packet_seq_err,
-            rnr_nak_retry_err: self.rnr_nak_retry_err,
-            req_remote_access_errors: self.req_remote_access_errors,
-            req_remote_invalid_request: self.req_remote_invalid_request,
-            ..QpCounters::default()
-        }
-        .naks_received()
+        naks(
+            self.packet_seq_err,
+            self.rnr_nak_retry_err,
+            self.req_remote_access_errors,
+            self.req_remote_invalid_request,
+        )
     }
 
     /// Transport errors: completions in error, exhausted retries, remote access errors.

@@ -99,6 +99,8 @@ pub struct Endpoint {
     due: crate::qp::due::DueCache,
     /// Reused list of the slots whose timers fire in one `handle_timeout`.
     firing: Vec<usize>,
+    /// Armed CQs and their events (`req_notify_cq`).
+    cq_events: crate::qp::notify::CqEvents,
     stats: EndpointCounters,
     np: NotificationPoint,
     int: crate::qp::int::IntPaths,
@@ -127,6 +129,7 @@ impl Endpoint {
             in_ready: Vec::new(),
             due: Default::default(),
             firing: Vec::new(),
+            cq_events: Default::default(),
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval).with_enabled(cfg.np_enabled),
             int: crate::qp::int::IntPaths::default(),
@@ -230,6 +233,36 @@ impl Endpoint {
     #[must_use]
     pub fn poll_cq_one(&mut self, cq: CqHandle) -> Option<WorkCompletion> {
         self.cqs.get_mut(cq.0 as usize)?.pop()
+    }
+
+    /// Arms `cq` for one completion event (verbs' `req_notify_cq`): once it holds a
+    /// completion after an endpoint call (at once, if it holds one now), it is disarmed and
+    /// queued for [`Endpoint::cq_events`]. Lets an application with many CQs poll only those
+    /// that got something.
+    pub fn req_notify_cq(&mut self, cq: CqHandle) -> Result<(), QpError> {
+        if cq.index() >= self.cqs.len() {
+            return Err(QpError::UnknownCq);
+        }
+        self.cq_events.arm(cq, &self.cqs);
+        Ok(())
+    }
+
+    /// The CQs that got completions while armed, oldest event first (verbs'
+    /// `get_cq_event`); each stays disarmed until armed again. Taken as they are read: an
+    /// iterator dropped early drops the rest.
+    pub fn cq_events(&mut self) -> impl Iterator<Item = CqHandle> + '_ {
+        self.cq_events.drain()
+    }
+
+    /// Queues completion events for slot `slot`'s CQs (after a call that may complete work).
+    #[inline]
+    fn note_completions(&mut self, slot: usize) {
+        if !self.cq_events.any_armed() {
+            return;
+        }
+        if let Some(qp) = self.qps.get(slot).and_then(Option::as_ref) {
+            self.cq_events.check_qp(qp, &self.cqs);
+        }
     }
 
     /// Creates a QP in RESET; returns its number.
@@ -360,6 +393,7 @@ impl Endpoint {
     ) -> Result<R, QpError> {
         let (slot, qp, mrs, cqs) = self.qp_parts(qpn)?;
         let r = f(qp, mrs, cqs);
+        self.note_completions(slot);
         // Posts, modifications and pacers can all give the QP something to send.
         self.mark_ready(slot);
         self.due.refresh(&self.qps);
@@ -376,6 +410,7 @@ impl Endpoint {
         // Not through `with_qp`: a closure would capture (copy) the work request first.
         let (slot, qp, mrs, cqs) = self.qp_parts(qpn)?;
         let r = qp.post_send(wr, mrs, cqs);
+        self.note_completions(slot);
         self.mark_ready(slot);
         self.due.refresh(&self.qps);
         r
@@ -516,6 +551,7 @@ impl Endpoint {
             self.stats.drops.bad_state += 1;
             return false;
         }
+        self.cq_events.check_qp(qp, &self.cqs);
         let (qpn, dest_qpn) = (qp.qpn(), qp.dest_qpn());
         self.mark_ready(slot);
         let op = bth.opcode;
@@ -569,6 +605,7 @@ impl Endpoint {
                 continue;
             };
             qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
+            self.cq_events.check_qp(qp, &self.cqs);
             self.due.touch(slot);
             self.mark_ready(slot);
         }
@@ -620,7 +657,10 @@ impl Endpoint {
             // poll_data checks readiness itself (once).
             self.due.touch(slot);
             let (local, mrs, cqs) = (&self.local, &mut self.mrs, &mut self.cqs);
-            if let Some(len) = qp.poll_data(now, local, mrs, cqs, buf) {
+            let sent = qp.poll_data(now, local, mrs, cqs, buf);
+            // A data packet can fail the QP (its memory went away), completing work.
+            self.cq_events.check_qp(qp, &self.cqs);
+            if let Some(len) = sent {
                 self.requeue_served(i);
                 let len = self.int.on_data_sent(slot, buf, len);
                 return Some(self.count_tx(len));

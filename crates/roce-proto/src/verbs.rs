@@ -495,6 +495,14 @@ pub struct PdHandle(pub(crate) u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CqHandle(pub(crate) u32);
 
+impl CqHandle {
+    /// The queue's number on its endpoint (0, 1, ... in creation order): an index for tables
+    /// kept beside the endpoint's CQs.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// A completion queue: completions in the order they happened.
 #[derive(Debug, Default)]
 pub struct CompletionQueue {

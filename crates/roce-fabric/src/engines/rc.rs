@@ -9,6 +9,7 @@
 //! Nothing here knows about the fabric beyond the [`Engine`] trait; it only posts work and reads
 //! completions, as an application would. Ring members are gated on WRITE-with-immediate receives.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
@@ -88,9 +89,10 @@ impl Window {
         self.len == 0
     }
 
-    /// Appends a length (callers keep fewer than `DEPTH` outstanding; a full window keeps
-    /// what it has).
+    /// Appends a length. The one caller posts only below `DEPTH` outstanding (the QP's send
+    /// queue is as deep, so it refuses a post beyond); a full window keeps what it has.
     fn push_back(&mut self, n: u32) {
+        debug_assert!(self.len < DEPTH, "window full: a post past DEPTH");
         if self.len == DEPTH {
             return;
         }
@@ -134,6 +136,14 @@ pub struct RcEngine {
     /// finished ones leave, so an event's work grows with the flows running, not with every
     /// flow the host ever had or will have.
     live: Vec<usize>,
+    /// Flows of `live` the next drive visits whatever their CQs say (they can post without a
+    /// completion: just started, or a post was refused). The others wait for an event on
+    /// their CQ (`req_notify_cq`), so an event's work grows with the flows it concerns.
+    again: Vec<usize>,
+    /// The flows one drive visits (reused).
+    visit: Vec<usize>,
+    /// The flow whose CQ each of the endpoint's CQs is, by CQ index (`usize::MAX`: none).
+    cq_flow: Vec<usize>,
     /// Flows whose start has not come yet (start, flow): they join `live` then.
     pending: BTreeSet<(Instant, usize)>,
     /// The earliest start in `pending` (read by every drive; the set's nodes are cold).
@@ -149,6 +159,9 @@ pub struct RcEngine {
     qpns: Vec<u32>,
     /// The last time work was posted (a compute phase ending later is a timer).
     driven: Instant,
+    /// `poll_timeout`'s answer since the last call that changed anything (a fabric asks
+    /// before and after a host's transmit, often with nothing in between).
+    deadline: Cell<Option<Option<Instant>>>,
 }
 
 /// Why two RC hosts could not be connected.
@@ -188,6 +201,9 @@ impl RcEngine {
             ip,
             flows: Vec::new(),
             live: Vec::new(),
+            again: Vec::new(),
+            visit: Vec::new(),
+            cq_flow: Vec::new(),
             pending: BTreeSet::new(),
             next_pending: None,
             unstarted: BTreeSet::new(),
@@ -196,6 +212,7 @@ impl RcEngine {
             received: ReceivedBytes::default(),
             qpns: Vec::new(),
             driven: Instant::ZERO,
+            deadline: Cell::new(None),
         })
     }
 
@@ -310,9 +327,18 @@ impl RcEngine {
             first_error: None,
         });
         let i = src.flows.len() - 1;
+        src.ep.req_notify_cq(a.cq).map_err(|e| qp_err(&e))?;
+        let c = a.cq.index();
+        if src.cq_flow.len() <= c {
+            src.cq_flow.resize(c + 1, usize::MAX);
+        }
+        if let Some(slot) = src.cq_flow.get_mut(c) {
+            *slot = i;
+        }
         if flow.total_bytes == Some(0) {
             // Done at the first drive, whenever it starts.
             src.live.push(i);
+            src.again.push(i);
         } else {
             src.pending.insert((flow.start, i));
             src.unstarted.insert((flow.start, i));
@@ -407,6 +433,11 @@ impl RcEngine {
             }
         }
         self.driven = now;
+        let mut visit = std::mem::take(&mut self.visit);
+        visit.clear();
+        visit.append(&mut self.again);
+        let cq_flow = &self.cq_flow;
+        visit.extend(self.ep.cq_events().filter_map(|cq| cq_flow.get(cq.index())));
         if self.next_pending.is_some_and(|t| t <= now) {
             while let Some(&(start, i)) = self.pending.first() {
                 if start > now {
@@ -415,81 +446,109 @@ impl RcEngine {
                 self.pending.pop_first();
                 let at = self.live.partition_point(|&j| j < i);
                 self.live.insert(at, i);
+                visit.push(i);
             }
             self.next_pending = self.pending.first().map(|&(t, _)| t);
         }
-        let mut started = false;
         let gate = self.received.gate.as_ref();
-        for &i in &self.live {
+        if gate.is_some() {
+            // A collective's allowance grows with what arrives: every running flow may post.
+            visit.clear();
+            visit.extend_from_slice(&self.live);
+        } else {
+            // In flow order, as posts (and so the QPs' turns to send) have always come.
+            visit.sort_unstable();
+            visit.dedup();
+            let live = &self.live;
+            visit.retain(|i| live.binary_search(i).is_ok());
+        }
+        let (mut started, mut finished) = (false, false);
+        for &i in &visit {
             let Some(f) = self.flows.get_mut(i) else {
                 continue;
             };
-            while let Some(wc) = self.ep.poll_cq_one(f.cq) {
-                if wc.qp_num != f.qpn {
-                    continue;
-                }
-                let len = f.in_flight.pop_front().unwrap_or(0);
-                if wc.status == WcStatus::Success {
-                    f.completed += u64::from(len);
-                } else {
-                    f.errors += 1;
-                    if f.first_error.map_or(true, |e| e == WcStatus::WrFlushErr) {
-                        f.first_error = Some(wc.status);
-                    }
-                }
-            }
-            if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
-                f.done_at = Some(now);
-            }
-            if now < f.cfg.start || f.cfg.gate_start(gate).is_some_and(|t| now < t) {
-                continue;
-            }
-            let allowed = f.cfg.allowance(gate);
-            while f.in_flight.len() < DEPTH && f.posted < allowed {
-                let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
-                let opcode = if f.cfg.send {
-                    WrOpcode::Send
-                } else if f.cfg.gate.is_some() {
-                    WrOpcode::RdmaWriteWithImm {
-                        remote_addr: f.remote_addr,
-                        rkey: f.rkey,
-                        imm: f.posted as u32,
-                    }
-                } else {
-                    WrOpcode::RdmaWrite {
-                        remote_addr: f.remote_addr,
-                        rkey: f.rkey,
-                    }
-                };
-                let sge = Sge {
-                    addr: f.addr,
-                    length: len,
-                    lkey: f.lkey,
-                };
-                if self
-                    .ep
-                    .post_send(f.qpn, SendWr::new(f.posted, opcode, sge))
-                    .is_err()
-                {
-                    f.errors += 1;
-                    break;
-                }
-                f.posted += u64::from(len);
-                f.in_flight.push_back(len);
+            if visit_flow(&mut self.ep, f, now, gate) {
+                self.again.push(i);
             }
             if !f.started && (f.posted > 0 || f.errors > 0) {
                 f.started = true;
                 started = true;
                 self.unstarted.remove(&(f.cfg.start, i));
             }
+            finished |= !f.running();
         }
+        self.visit = visit;
         if started {
             self.first_unstarted = self.unstarted.first().map(|&(t, _)| t);
         }
-        let flows = &self.flows;
-        let running = |i: &usize| flows.get(*i).is_some_and(RcFlow::running);
-        self.live.retain(running);
+        if finished {
+            let flows = &self.flows;
+            let running = |i: &usize| flows.get(*i).is_some_and(RcFlow::running);
+            self.live.retain(running);
+        }
     }
+}
+
+/// One drive's work on flow `f`: reaps its completions, re-arms its CQ and posts up to its
+/// window. Returns whether it could post more without a completion (the next drive must
+/// visit it whatever its CQ says).
+fn visit_flow(ep: &mut Endpoint, f: &mut RcFlow, now: Instant, gate: Option<&MemberGate>) -> bool {
+    while let Some(wc) = ep.poll_cq_one(f.cq) {
+        if wc.qp_num != f.qpn {
+            continue;
+        }
+        let len = f.in_flight.pop_front().unwrap_or(0);
+        if wc.status == WcStatus::Success {
+            f.completed += u64::from(len);
+        } else {
+            f.errors += 1;
+            if f.first_error.map_or(true, |e| e == WcStatus::WrFlushErr) {
+                f.first_error = Some(wc.status);
+            }
+        }
+    }
+    // Empty now: the next completion (from the posts below on) is an event.
+    let _ = ep.req_notify_cq(f.cq);
+    if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
+        f.done_at = Some(now);
+    }
+    let allowed = f.cfg.allowance(gate);
+    if now < f.cfg.start || f.cfg.gate_start(gate).is_some_and(|t| now < t) {
+        return f.in_flight.len() < DEPTH && f.posted < allowed;
+    }
+    while f.in_flight.len() < DEPTH && f.posted < allowed {
+        let len = (allowed - f.posted).min(u64::from(f.msg)) as u32;
+        let opcode = if f.cfg.send {
+            WrOpcode::Send
+        } else if f.cfg.gate.is_some() {
+            WrOpcode::RdmaWriteWithImm {
+                remote_addr: f.remote_addr,
+                rkey: f.rkey,
+                imm: f.posted as u32,
+            }
+        } else {
+            WrOpcode::RdmaWrite {
+                remote_addr: f.remote_addr,
+                rkey: f.rkey,
+            }
+        };
+        let sge = Sge {
+            addr: f.addr,
+            length: len,
+            lkey: f.lkey,
+        };
+        if ep
+            .post_send(f.qpn, SendWr::new(f.posted, opcode, sge))
+            .is_err()
+        {
+            f.errors += 1;
+            // Tried again at the next drive, as ever.
+            return true;
+        }
+        f.posted += u64::from(len);
+        f.in_flight.push_back(len);
+    }
+    false
 }
 
 /// Moves a connected QP's packets onto DSCP `dscp` with ECT(0) (RTS → SQD → RTS, as verbs
@@ -538,20 +597,26 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
 
 impl Engine for RcEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.deadline.set(None);
         self.ep.handle_frame(now, frame);
         self.drive(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.deadline.set(None);
         self.ep.handle_timeout(now);
         self.drive(now);
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.deadline.set(None);
         self.ep.poll_transmit(now, buf)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
+        if let Some(known) = self.deadline.get() {
+            return known;
+        }
         let start = self.first_unstarted;
         // A compute phase that ends after the last drive: post the next iteration then (only
         // a collective member's flows are gated).
@@ -563,11 +628,14 @@ impl Engine for RcEngine {
                 .filter(|&t| t > self.driven)
                 .min()
         });
-        self.ep
+        let t = self
+            .ep
             .poll_timeout()
             .into_iter()
             .chain(start)
             .chain(computed)
-            .min()
+            .min();
+        self.deadline.set(Some(t));
+        t
     }
 }

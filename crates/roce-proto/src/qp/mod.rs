@@ -8,6 +8,7 @@
 pub(crate) mod completer;
 pub(crate) mod due;
 pub mod int;
+pub(crate) mod notify;
 pub mod paced;
 pub(crate) mod requester;
 pub(crate) mod responder;
@@ -150,6 +151,10 @@ impl QueuePair {
     /// Counters.
     pub fn counters(&self) -> &QpCounters {
         &self.stats
+    }
+    /// The send and receive completion queues.
+    pub fn cqs(&self) -> (CqHandle, CqHandle) {
+        (self.send_cq, self.recv_cq)
     }
     /// UDP source port of this QP's packets.
     pub fn udp_src_port(&self) -> u16 {
@@ -563,7 +568,9 @@ impl QueuePair {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if self.has_unpaced_data() && self.next_departure > Instant::ZERO {
+        // The departure word first: a QP without a held departure (every responder) skips
+        // the send queue's cold lines.
+        if self.next_departure > Instant::ZERO && self.has_unpaced_data() {
             return Some(t.map_or(self.next_departure, |t| t.min(self.next_departure)));
         }
         t

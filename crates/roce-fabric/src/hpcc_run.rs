@@ -165,10 +165,10 @@ impl HpccRun {
                 ),
             );
         }
-        if config.has_win {
+        if config.has_win && !config.global_t {
             note(
-                "HAS_WIN",
-                "no per-flow BDP window (RC sends as its rate allows)",
+                "GLOBAL_T",
+                "0: every flow's window is the largest pair's BDP, not its own pair's",
             );
         }
         if config.ack_high_prio {
@@ -303,6 +303,21 @@ fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Ve
 /// Our controller and its parameters for the config's `CC_MODE`.
 fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), String> {
     let mbps = |bps: u64| (bps / 1_000_000).max(1);
+    // The largest base RTT between hosts (third.cc's maxRtt): HPCC's T, and the RTT of the
+    // window's BDP (maxBdp) under `GLOBAL_T 1`.
+    let hosts = topo.hosts();
+    let max_rtt = hosts
+        .iter()
+        .flat_map(|&h| {
+            let paths = topo.paths_from(h, c.packet_payload_size);
+            hosts
+                .iter()
+                .filter_map(move |&o| paths.get(o).copied().flatten())
+                .map(|p| p.base_rtt_ns())
+                .collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap_or(10_000);
     let mut p = Vec::new();
     let name = match c.cc_mode {
         CcMode::Dcqcn => {
@@ -357,19 +372,6 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             }
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
             // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt).
-            let hosts = topo.hosts();
-            let max_rtt = hosts
-                .iter()
-                .flat_map(|&h| {
-                    let paths = topo.paths_from(h, c.packet_payload_size);
-                    hosts
-                        .iter()
-                        .filter_map(move |&o| paths.get(o).copied().flatten())
-                        .map(|p| p.base_rtt_ns())
-                        .collect::<Vec<_>>()
-                })
-                .max()
-                .unwrap_or(10_000);
             p.push(format!("base_rtt={}", max_rtt.div_ceil(1000).max(1)));
             "hpcc"
         }
@@ -389,6 +391,14 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
         CcMode::HpccPint => return Err("CC_MODE 10 (HPCC-PINT) is not implemented here".into()),
         CcMode::Other(n) => return Err(format!("CC_MODE {n} is not one of 1, 3, 7, 8")),
     };
+    // The simulator runs a window under any CC mode when HAS_WIN is on, and none when off
+    // (our DCTCP and HPCC have one by default, so off is said explicitly).
+    if c.has_win {
+        p.push(format!("win_rtt={max_rtt}"));
+        p.push(format!("var_win={}", u8::from(c.var_win)));
+    } else {
+        p.push("win_rtt=0".into());
+    }
     Ok((name.to_owned(), p))
 }
 
@@ -418,12 +428,28 @@ mod tests {
         assert_eq!(name, "dcqcn-paper");
         assert!(p.contains(&"rpg_time_reset=55".to_owned()), "{p:?}");
         // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns).
+        // HAS_WIN is on by default: a window of the largest BDP (6,180 ns), not scaled.
         let (name, p) = mapped("CC_MODE 3\nU_TARGET 0.9\nRATE_AI 40Mb/s\n").unwrap();
         assert_eq!(name, "hpcc");
         assert_eq!(
             p,
-            ["eta=0.9", "w_ai=40", "min_rate=100", "base_rtt=7"].map(String::from)
+            [
+                "eta=0.9",
+                "w_ai=40",
+                "min_rate=100",
+                "base_rtt=7",
+                "win_rtt=6180",
+                "var_win=0"
+            ]
+            .map(String::from)
         );
+        let (_, p) = mapped("CC_MODE 8\nVAR_WIN 1\n").unwrap();
+        assert_eq!(
+            p[p.len() - 2..],
+            ["win_rtt=6180", "var_win=1"].map(String::from)
+        );
+        let (_, p) = mapped("CC_MODE 1\nHAS_WIN 0\nVAR_WIN 1\n").unwrap();
+        assert_eq!(p.last().map(String::as_str), Some("win_rtt=0"));
         let (name, p) = mapped("CC_MODE 7\nRATE_AI 100Mb/s\n").unwrap();
         assert_eq!((name.as_str(), p[0].as_str()), ("timely", "add_step=100"));
         let (name, p) = mapped("CC_MODE 8\nEWMA_GAIN 0.0625\nDCTCP_RATE_AI 615Mb/s\n").unwrap();

@@ -53,9 +53,7 @@ const IGNORED: &[&str] = &[
     "L2_BACK_TO_ZERO",
     "TRACE_FILE",
     "TRACE_OUTPUT_FILE",
-    "GLOBAL_T",
     "MI_THRESH",
-    "VAR_WIN",
     "FAST_REACT",
     "INT_MULTI",
     "RATE_BOUND",
@@ -164,6 +162,10 @@ hpcc_keys! {
     "U_TARGET" => u_target: f64 = 0.95, |t| t.num("a utilisation (0..1)");
     /// `HAS_WIN`: a BDP window on every flow.
     "HAS_WIN" => has_win: bool = true, flag;
+    /// `VAR_WIN`: the window scales with the flow's rate.
+    "VAR_WIN" => var_win: bool = false, flag;
+    /// `GLOBAL_T`: one window (and HPCC's T) for every pair, from the largest base RTT.
+    "GLOBAL_T" => global_t: bool = true, flag;
     /// `KMAX_MAP`: link rate (bit/s) to Kmax (KB, 1000 bytes).
     "KMAX_MAP" => kmax_kb: BTreeMap<u64, u64> = BTreeMap::new(), |t| rate_map(t, "Kmax in KB");
     /// `KMIN_MAP`: link rate (bit/s) to Kmin (KB).
@@ -349,6 +351,8 @@ QLEN_MON_END 3000000000
         assert_eq!(c.rate_hai_bps, Some(200_000_000));
         assert_eq!(c.min_rate_bps, 1_000_000_000);
         assert!(!c.has_win);
+        assert!(!c.var_win);
+        assert!(c.global_t);
         assert!(c.enable_qcn);
         assert!(!c.clamp_target_rate);
         assert!(c.ack_high_prio);
@@ -370,8 +374,6 @@ QLEN_MON_END 3000000000
                 "L2_CHUNK_SIZE",
                 "L2_ACK_INTERVAL",
                 "L2_BACK_TO_ZERO",
-                "GLOBAL_T",
-                "VAR_WIN",
                 "FAST_REACT",
                 "MI_THRESH",
                 "INT_MULTI",

@@ -304,20 +304,26 @@ fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Ve
 fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), String> {
     let mbps = |bps: u64| (bps / 1_000_000).max(1);
     // The largest base RTT between hosts (third.cc's maxRtt): HPCC's T, and the RTT of the
-    // window's BDP (maxBdp) under `GLOBAL_T 1`.
-    let hosts = topo.hosts();
-    let max_rtt = hosts
-        .iter()
-        .flat_map(|&h| {
-            let paths = topo.paths_from(h, c.packet_payload_size);
-            hosts
-                .iter()
-                .filter_map(move |&o| paths.get(o).copied().flatten())
-                .map(|p| p.base_rtt_ns())
-                .collect::<Vec<_>>()
-        })
-        .max()
-        .unwrap_or(10_000);
+    // window's BDP (maxBdp) under `GLOBAL_T 1`. A path search from every host, so only when
+    // one of those asks for it.
+    let needs_rtt = c.has_win || matches!(c.cc_mode, CcMode::Hpcc);
+    let max_rtt = if needs_rtt {
+        let hosts = topo.hosts();
+        hosts
+            .iter()
+            .flat_map(|&h| {
+                let paths = topo.paths_from(h, c.packet_payload_size);
+                hosts
+                    .iter()
+                    .filter_map(move |&o| paths.get(o).copied().flatten())
+                    .map(|p| p.base_rtt_ns())
+                    .collect::<Vec<_>>()
+            })
+            .max()
+            .unwrap_or(10_000)
+    } else {
+        0
+    };
     let mut p = Vec::new();
     let name = match c.cc_mode {
         CcMode::Dcqcn => {

@@ -226,9 +226,11 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         while let Some(wc) = s.host.endpoint_mut().poll_cq_one(cq) {
             if wc.status != WcStatus::Success {
                 bail!(
-                    "Failed status {:?} for wr_id {} (the peer stopped answering?)",
+                    "Failed status {:?} for wr_id {} after {scnt} sends and {rcnt} receives of {} \
+                     (the peer stopped answering?)",
                     wc.status,
-                    wc.wr_id
+                    wc.wr_id,
+                    args.iters
                 );
             }
             last_progress = std::time::Instant::now();

@@ -589,6 +589,13 @@ impl QueuePair {
     }
 
     fn requester_ready(&self) -> Option<Psn> {
+        self.requester_ready_within(|| self.cc.as_ref().and_then(CcPacer::window))
+    }
+
+    /// [`Self::requester_ready`] with the controller's send window from `window` (asked only
+    /// once the requester has something: a caller that already holds it passes it in).
+    #[inline]
+    fn requester_ready_within(&self, window: impl FnOnce() -> Option<u64>) -> Option<Psn> {
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
@@ -599,11 +606,7 @@ impl QueuePair {
         }
         // The controller's window (if any) is full: new data waits for ACKs.
         let mtu = self.attrs.path_mtu.bytes();
-        if self
-            .cc
-            .as_ref()
-            .is_some_and(|p| p.window_bound(in_flight, mtu))
-        {
+        if window().is_some_and(|w| u64::from(in_flight) * u64::from(mtu) >= w) {
             return None;
         }
         Some(psn)

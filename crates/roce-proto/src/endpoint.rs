@@ -257,9 +257,6 @@ impl Endpoint {
     /// Queues completion events for slot `slot`'s CQs (after a call that may complete work).
     #[inline]
     fn note_completions(&mut self, slot: usize) {
-        if !self.cq_events.any_armed() {
-            return;
-        }
         if let Some(qp) = self.qps.get(slot).and_then(Option::as_ref) {
             self.cq_events.check_qp(qp, &self.cqs);
         }

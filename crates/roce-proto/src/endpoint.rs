@@ -601,9 +601,13 @@ impl Endpoint {
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
-            self.cq_events.check_qp(qp, &self.cqs);
-            self.due.touch(slot);
+            // Due only for its paced departure (most wake-ups of a sending QP): no timer runs,
+            // nothing changes, and `poll_transmit` serves it (its deadline stays as it is).
+            if qp.timer_due(now) {
+                qp.handle_timeout(now, &mut self.mrs, &mut self.cqs);
+                self.cq_events.check_qp(qp, &self.cqs);
+                self.due.touch(slot);
+            }
             self.mark_ready(slot);
         }
         self.firing = firing;

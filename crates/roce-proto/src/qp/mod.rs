@@ -492,6 +492,18 @@ impl QueuePair {
         }
     }
 
+    /// Whether a timer (the QP's or its controller's) is due at `now`, or a held departure
+    /// waits to be moved to the current rate: [`Self::handle_timeout`] has something to do.
+    /// When not, it would change nothing (a departure that has come is `poll_data`'s).
+    pub(crate) fn timer_due(&self, now: Instant) -> bool {
+        self.next_departure > now
+            || self.timers.next_timeout().is_some_and(|t| t <= now)
+            || self
+                .cc
+                .as_ref()
+                .is_some_and(|p| p.poll_timeout().is_some_and(|t| t <= now))
+    }
+
     /// Runs expired timers.
     pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
         if let Some(p) = self.cc.as_mut() {

@@ -599,6 +599,10 @@ impl CongestionControl for Dcqcn {
     fn window(&self) -> Option<u64> {
         self.window.bytes(self.rc, self.max)
     }
+    #[inline]
+    fn ack_each(&self) -> bool {
+        self.window.is_on()
+    }
 
     #[inline]
     fn metrics(&self) -> CcMetrics {

@@ -198,6 +198,10 @@ impl CongestionControl for Dctcp {
         self.send_window.bytes(self.rc, self.max)
     }
     #[inline]
+    fn ack_each(&self) -> bool {
+        self.send_window.is_on()
+    }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

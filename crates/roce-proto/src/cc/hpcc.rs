@@ -239,6 +239,10 @@ impl CongestionControl for Hpcc {
         self.window.bytes(self.rate, self.max)
     }
     #[inline]
+    fn ack_each(&self) -> bool {
+        self.window.is_on()
+    }
+    #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
     }

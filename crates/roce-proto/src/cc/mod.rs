@@ -142,11 +142,12 @@ pub trait CongestionControl {
     }
     /// Whether every data packet should ask for its ACK (an ACK, and an RTT sample, per packet,
     /// as the HPCC authors' ns-3 model acknowledges with `L2_ACK_INTERVAL 1`) instead of one
-    /// per `ack_req_interval` packets. A controller with a [`window`](Self::window) gets them
-    /// whatever this says.
+    /// per `ack_req_interval` packets. True whenever the controller runs a
+    /// [`window`](Self::window) (coalesced ACKs would hold it shut): the default says exactly
+    /// that, and a controller overriding it keeps saying so.
     #[must_use]
     fn ack_each(&self) -> bool {
-        false
+        self.window().is_some()
     }
     /// State and counters.
     #[must_use]

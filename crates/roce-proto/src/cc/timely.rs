@@ -235,7 +235,7 @@ impl<R: RttRule> CongestionControl for RttController<R> {
     }
     #[inline]
     fn ack_each(&self) -> bool {
-        self.rule.params().ack_each
+        self.rule.params().ack_each || self.window.is_on()
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

@@ -47,6 +47,12 @@ pub struct Window {
 }
 
 impl Window {
+    /// Whether there is a window at all (fixed when built: `bytes` is `Some` exactly then).
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.bdp != 0
+    }
+
     /// The window of a QP on a port of `line_rate`.
     pub fn new(p: &WindowParams, line_rate: Rate) -> Self {
         let bdp = u128::from(line_rate.as_bps()) * u128::from(p.win_rtt) / 8_000_000_000;

@@ -492,6 +492,18 @@ impl QueuePair {
         }
     }
 
+    /// Whether a timer (the QP's or its controller's) is due at `now`, or a held departure
+    /// waits to be moved to the current rate: [`Self::handle_timeout`] has something to do.
+    /// When not, it would change nothing (a departure that has come is `poll_data`'s).
+    pub(crate) fn timer_due(&self, now: Instant) -> bool {
+        self.next_departure > now
+            || self.timers.next_timeout().is_some_and(|t| t <= now)
+            || self
+                .cc
+                .as_ref()
+                .is_some_and(|p| p.poll_timeout().is_some_and(|t| t <= now))
+    }
+
     /// Runs expired timers.
     pub fn handle_timeout(&mut self, now: Instant, mrs: &mut MrTable, cqs: &mut [CompletionQueue]) {
         if let Some(p) = self.cc.as_mut() {
@@ -589,6 +601,13 @@ impl QueuePair {
     }
 
     fn requester_ready(&self) -> Option<Psn> {
+        self.requester_ready_within(|| self.cc.as_ref().and_then(CcPacer::window))
+    }
+
+    /// [`Self::requester_ready`] with the controller's send window from `window` (asked only
+    /// once the requester has something: a caller that already holds it passes it in).
+    #[inline]
+    fn requester_ready_within(&self, window: impl FnOnce() -> Option<u64>) -> Option<Psn> {
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
@@ -599,11 +618,7 @@ impl QueuePair {
         }
         // The controller's window (if any) is full: new data waits for ACKs.
         let mtu = self.attrs.path_mtu.bytes();
-        if self
-            .cc
-            .as_ref()
-            .is_some_and(|p| p.window_bound(in_flight, mtu))
-        {
+        if window().is_some_and(|w| u64::from(in_flight) * u64::from(mtu) >= w) {
             return None;
         }
         Some(psn)

@@ -43,7 +43,7 @@ impl CqEvents {
     /// Queues an event for each armed CQ of `qp` holding a completion.
     #[inline]
     pub(crate) fn check_qp(&mut self, qp: &QueuePair, cqs: &[CompletionQueue]) {
-        if self.armed_count == 0 {
+        if !self.any_armed() {
             return;
         }
         let (send, recv) = qp.cqs();

@@ -92,17 +92,11 @@ impl CcPacer {
     }
 
     /// Whether every data packet asks for its ACK: the controller wants an RTT sample per
-    /// packet, or runs a window (which coalesced ACKs would hold shut).
+    /// packet, or runs a window (which coalesced ACKs would hold shut; the controller's
+    /// `ack_each` says so too).
     #[inline]
     pub fn ack_each(&self) -> bool {
-        self.cc.ack_each() || self.cc.window().is_some()
-    }
-
-    /// Whether `in_flight` packets of `mtu` bytes fill the window (no new data may leave).
-    #[inline]
-    pub fn window_bound(&self, in_flight: u32, mtu: u32) -> bool {
-        self.window()
-            .is_some_and(|w| u64::from(in_flight) * u64::from(mtu) >= w)
+        self.cc.ack_each()
     }
 
     /// The controller's state and counters.

@@ -169,9 +169,11 @@ impl QueuePair {
                 return n;
             }
         } else {
-            let windowed = self.cc.as_ref().is_some_and(|p| p.window().is_some());
+            // The window once per poll: it gates the readiness check below, then bounds it.
+            let window = self.cc.as_ref().and_then(super::CcPacer::window);
             if !matches!(self.state, QpState::Rts | QpState::Sqd)
-                || ((self.state == QpState::Sqd || windowed) && self.requester_ready().is_none())
+                || ((self.state == QpState::Sqd || window.is_some())
+                    && self.requester_ready_within(|| window).is_none())
             {
                 return None;
             }

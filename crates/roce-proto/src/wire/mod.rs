@@ -40,8 +40,8 @@ pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};
 pub use roce::{set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr};
 pub use template::{FrameTemplate, PacketFields};
 pub use view::{
-    parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
-    RoceView,
+    parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_fast_with,
+    parse_view_unverified, RoceView,
 };
 
 /// The UDP destination port of RoCEv2.

@@ -125,6 +125,13 @@ pub fn parse_view_fast(frame: &[u8]) -> Option<RoceView<'_>> {
     fast_path(frame, true)
 }
 
+/// [`parse_view_fast`], with the ICRC compared only when `verify` (else as
+/// [`parse_view_unverified`]'s fast path).
+#[inline]
+pub fn parse_view_fast_with(frame: &[u8], verify: bool) -> Option<RoceView<'_>> {
+    fast_path(frame, verify)
+}
+
 /// Like [`parse_view`] but skips only the ICRC comparison.
 #[inline]
 pub fn parse_view_unverified(frame: &[u8]) -> Result<RoceView<'_>, WireError> {

@@ -59,8 +59,7 @@ impl<E: Engine> Fabric<E> {
             let Some((t, key, ev)) = self.w.queue.pop() else {
                 break;
             };
-            self.w.now = t.as_nanos();
-            self.w.current = (self.w.now, key);
+            self.w.enter(t.as_nanos(), key);
             self.w.origin = ev.target(&self.w.links);
             if untouched == 0 {
                 // The next few deliveries' frames at once: their misses overlap each other.
@@ -79,6 +78,7 @@ impl<E: Engine> Fabric<E> {
                 }
             }
         }
+        self.w.close(stop);
     }
 
     /// Handles one event; false for stale wake-ups.
@@ -343,11 +343,21 @@ impl<E: Engine> Fabric<E> {
         let Some(p) = sw.port_mut(port) else {
             return;
         };
+        if self.w.settle(&mut p.tx, Node::Switch(s), port) {
+            // The unscheduled TxDone came and found the port empty: its one trace is the
+            // scheduler's idle turn.
+            sw.idle(port);
+        }
+        let Some(p) = sw.port_mut(port) else {
+            return;
+        };
         if p.tx.busy {
             return;
         }
         if let Some(pkt) = p.tx.ctrl.pop_front() {
-            self.w.transmit(&mut p.tx, Node::Switch(s), port, pkt, 7);
+            let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
+            self.w
+                .transmit(&mut p.tx, (Node::Switch(s), port), pkt, 7, idle);
             return;
         }
         let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
@@ -382,8 +392,11 @@ impl<E: Engine> Fabric<E> {
                     }
                 }
             }
+            // Nothing left to send: the frame's TxDone would find the port empty, so it is
+            // left unscheduled unless something is queued before it is due.
+            let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
             self.w
-                .transmit(&mut p.tx, Node::Switch(s), port, d.pkt, d.prio);
+                .transmit(&mut p.tx, (Node::Switch(s), port), d.pkt, d.prio, idle);
         }
         if sw.should_resume(d.ingress, d.prio) {
             self.send_pfc(s, d.ingress, d.prio, false);
@@ -425,6 +438,8 @@ impl<E: Engine> Fabric<E> {
 
     /// Starts the next frame of a free host NIC: control, then parked frames whose priority is
     /// no longer paused, then (only with nothing parked) a fresh frame from the engine.
+    /// A host's `TxDone` is always scheduled: it asks the engine, whose answer is not known
+    /// beforehand.
     pub(super) fn host_tx(&mut self, h: usize) {
         let now = self.w.now;
         let Some(host) = self.hosts.get_mut(h) else {
@@ -432,7 +447,7 @@ impl<E: Engine> Fabric<E> {
         };
         let node = Node::Host(HostId(h));
         if let Some(pkt) = host.tx.ctrl.pop_front() {
-            self.w.transmit(&mut host.tx, node, 0, pkt, 7);
+            self.w.transmit(&mut host.tx, (node, 0), pkt, 7, false);
             return;
         }
         let mut waiting = 0u8;
@@ -442,7 +457,7 @@ impl<E: Engine> Fabric<E> {
                     waiting |= 1 << prio;
                 } else {
                     host.parked[prio] = None;
-                    self.w.transmit(&mut host.tx, node, 0, pkt, prio);
+                    self.w.transmit(&mut host.tx, (node, 0), pkt, prio, false);
                     return;
                 }
             }
@@ -463,7 +478,7 @@ impl<E: Engine> Fabric<E> {
                 slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);
             }
             if !host.tx.is_paused(prio, now) {
-                self.w.transmit(&mut host.tx, node, 0, pkt, prio);
+                self.w.transmit(&mut host.tx, (node, 0), pkt, prio, false);
                 return;
             }
             if let Some(slot) = host.parked.get_mut(prio) {

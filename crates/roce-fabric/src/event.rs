@@ -41,7 +41,8 @@ impl<T> Entry<T> {
     }
 }
 
-fn sort_key(at: u64, tie: u64) -> u128 {
+/// The full sort key of an event due at `at` (ns) with tie key `tie`: pops go in its order.
+pub(crate) fn sort_key(at: u64, tie: u64) -> u128 {
     (u128::from(at) << 64) | u128::from(tie)
 }
 

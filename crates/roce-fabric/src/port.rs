@@ -30,8 +30,12 @@ pub(crate) struct TxPort {
     pub rate_bps: u64,
     /// Picoseconds of serialization time carried over between frames (keeps long runs exact).
     carry_ps: u64,
-    /// A frame is on the wire.
+    /// A frame is on the wire (or its end was not scheduled: see `done`).
     pub busy: bool,
+    /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
+    /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
+    /// the port first settles it (`Wires::settle`).
+    pub done: Option<u128>,
     /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
     pause: PauseState,
     /// A scheduled wake-up for the end of a pause, if any.
@@ -54,6 +58,7 @@ impl TxPort {
             rate_bps,
             carry_ps: 0,
             busy: false,
+            done: None,
             pause: PauseState::new(rate_bps),
             pause_wake: None,
             xoff_gen: [0; PRIORITIES],

@@ -619,6 +619,8 @@ impl Scenario {
             .fabric
             .run_until_threads(end, |t| progress(t.as_nanos() as f64 / total));
         progress(1.0);
+        let f = &built.fabric;
+        tracing::debug!(events = f.events(), elided = f.events_elided(), "events");
         built.fabric.finish_telemetry();
         let mut summary = Summary::collect(
             &self.name,

@@ -119,6 +119,15 @@ impl SchedState {
         (0..PRIORITIES).find(|&p| normal(p) && head(p).is_some())
     }
 
+    /// What [`SchedState::pick`] does when no class has a packet: DWRR goes once round the
+    /// classes clearing deficits and ends where it began, with no class credited.
+    pub fn idle(&mut self, cfg: &Scheduling) {
+        if !cfg.ets_weights.is_empty() {
+            self.deficit = [0; PRIORITIES];
+            self.credited = false;
+        }
+    }
+
     /// Class `prio` emptied: it keeps no credit (DWRR).
     pub fn emptied(&mut self, prio: usize) {
         if let Some(d) = self.deficit.get_mut(prio) {
@@ -164,6 +173,24 @@ mod tests {
             ..ets
         };
         assert_eq!(shares(&strict, &[0, 3, 6], 1000, 50)[6], 50_000);
+    }
+
+    #[test]
+    fn idle_does_what_a_pick_with_nothing_to_send_does() {
+        let ets = Scheduling {
+            ets_weights: vec![30, 0, 0, 70],
+            ..Scheduling::default()
+        };
+        for cfg in [ets, Scheduling::default()] {
+            let mut st = SchedState::default();
+            for n in 0..40 {
+                st.pick(&cfg, |p| [0, 3].contains(&p).then_some(700 + 100 * n));
+                let (mut picked, mut idle) = (st.clone(), st.clone());
+                assert_eq!(picked.pick(&cfg, |_| None), None);
+                idle.idle(&cfg);
+                assert_eq!(format!("{picked:?}"), format!("{idle:?}"), "{n}");
+            }
+        }
     }
 }
 

@@ -130,8 +130,12 @@ pub struct Summary {
     pub host_paused_us: f64,
     /// Packets dropped anywhere (buffers, queues, headroom, links).
     pub drops: u64,
-    /// Events processed.
+    /// Events processed, counting the transmitter wake-ups left unscheduled because they had
+    /// nothing to do (the count a run scheduling every event has).
     pub events: u64,
+    /// Of `events`, those left unscheduled (not in the JSON: `events` minus it is the work done).
+    #[serde(skip)]
+    pub events_elided: u64,
     /// Per-iteration (step) times of each collective, µs.
     pub allreduce_iter_us: Vec<Vec<f64>>,
     /// Each collective's step and communication times against the idle fabric's (set by the
@@ -323,6 +327,7 @@ impl Summary {
             host_paused_us: hosts.pause_ns as f64 / 1e3,
             drops: sw.drops + hosts.drops,
             events: f.events(),
+            events_elided: f.events_elided(),
             allreduce_iter_us,
             collectives: Vec::new(),
             flows,

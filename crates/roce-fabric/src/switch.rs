@@ -622,6 +622,13 @@ impl<T, X> Switch<T, X> {
         })
     }
 
+    /// What a [`Switch::dequeue`] at `egress` does to the scheduler with every queue empty.
+    pub fn idle(&mut self, egress: u16) {
+        if let Some(port) = self.ports.get_mut(usize::from(egress)) {
+            port.sched.idle(&self.cfg.sched);
+        }
+    }
+
     /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
     /// the standing XOFFs are cleared; returns the packets that were buffered (lost), each with
     /// its egress port and priority.
@@ -709,92 +716,5 @@ impl FabricSwitch {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
-        let ecn = EcnConfig {
-            kmin_bytes: 100,
-            kmax_bytes: 300,
-            pmax: 0.2,
-            step_bytes: None,
-        };
-        assert_eq!(ecn.probability(100), 0.0);
-        assert_eq!(ecn.probability(200), 0.1);
-        assert_eq!(ecn.probability(300), 1.0);
-        let step = EcnConfig {
-            step_bytes: Some(150),
-            ..ecn
-        };
-        assert_eq!(step.probability(150), 1.0);
-        assert_eq!(step.probability(140), 0.2 * 40.0 / 200.0);
-    }
-
-    #[test]
-    fn pause_frames_carry_the_configured_quanta_for_xoff_zero_for_xon_and_none_without_pfc() {
-        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
-        let src = [2, 0, 0, 0, 0, 9];
-        let quanta = |xoff| {
-            let frame = sw.pause_frame(src, 3, xoff).expect("PFC is on");
-            let pause = PauseRepr::parse(&frame).expect("a PFC frame");
-            (pause.quanta[3], pause.quanta[2])
-        };
-        assert_eq!(quanta(true), (Some(PfcConfig::default().quanta), None));
-        assert_eq!(quanta(false), (Some(0), None));
-        sw.set_pfc(None);
-        assert_eq!(sw.pause_frame(src, 3, true), None);
-    }
-
-    #[test]
-    fn route_picks_by_flow_hash_among_the_live_members_only() {
-        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
-        sw.set_routes(vec![vec![4], vec![1, 2, 3, 5], vec![]]);
-        // The pick the definition gives: the hash modulo the live members, in route order.
-        let (groups, routes) = (sw.groups.clone(), sw.routes.clone());
-        let reference = |host: usize, ip: &IpInfo, up: &dyn Fn(u16) -> bool| {
-            let group = &groups[routes[host] as usize];
-            let live: Vec<u16> = group.iter().copied().filter(|&p| up(p)).collect();
-            let n = live.len() as u64;
-            (n > 0).then(|| live[(flow_hash(ip, 0) % n) as usize])
-        };
-        let all = |_: u16| true;
-        let no_3 = |p: u16| p != 3;
-        let none = |_: u16| false;
-        let mut seen = std::collections::BTreeSet::new();
-        for sport in 0..64u16 {
-            let ip = IpInfo {
-                sport: 0xc000 + sport,
-                dport: 4791,
-                ..IpInfo::default()
-            };
-            for up in [&all as &dyn Fn(u16) -> bool, &no_3, &none] {
-                (0..8).for_each(|p| sw.set_port_live(p, up(p)));
-                for host in 0..3 {
-                    let got = sw.route(host, &ip);
-                    assert_eq!(got, reference(host, &ip, up), "host {host} sport {sport}");
-                    seen.extend(got.filter(|_| host == 1));
-                }
-            }
-        }
-        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 5]);
-    }
-
-    #[test]
-    fn live_ports_and_shared_groups_are_kept_per_port() {
-        let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
-        sw.set_routes(vec![vec![1, 70], vec![2], vec![1, 70], vec![70, 1]]);
-        assert_eq!((sw.groups.len(), sw.routes.clone()), (3, vec![0, 1, 0, 2]));
-        assert_eq!(sw.ecmp_members(), vec![1, 70]);
-        assert!(!sw.port_live(70));
-        sw.set_port_live(70, true);
-        sw.set_port_live(1, true);
-        sw.set_port_live(1, false);
-        assert_eq!(
-            (sw.port_live(1), sw.port_live(70), sw.port_live(6)),
-            (false, true, false)
-        );
-        let ip = IpInfo::default();
-        assert_eq!(sw.route(0, &ip), Some(70));
-    }
-}
+#[path = "switch_tests.rs"]
+mod tests;

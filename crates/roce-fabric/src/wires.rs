@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
-use super::event::{tie, tie_last, EventQueue};
+use super::event::{sort_key, tie, tie_last, EventQueue};
 use super::frame::{bth_info, BthInfo, FrameInfo};
 use super::port::TxPort;
 use super::stats::Lost;
@@ -208,6 +208,11 @@ pub(super) struct Wires {
     pub(super) global_seq: u64,
     /// The (time, tie key) of the event being handled.
     pub(super) current: (u64, u64),
+    /// The sort key below which every event has been handled (what the queue would have
+    /// popped by now): an unscheduled `TxDone` below it came and went (see [`Wires::settle`]).
+    frontier: u128,
+    /// `TxDone` events never scheduled because they would have found nothing to do.
+    pub(super) elided: u64,
     /// In a partition of a parallel run: where frames leave it.
     pub(super) cross: Option<Box<Crossings>>,
     pub(super) events: u64,
@@ -259,6 +264,8 @@ impl Wires {
             seqs: Vec::new(),
             global_seq: 0,
             current: (0, 0),
+            frontier: 0,
+            elided: 0,
             cross: None,
             events: 0,
             lost: LostTraffic::default(),
@@ -284,6 +291,45 @@ impl Wires {
             s.epoch ^ s.buf.len() as u32 ^ u32::from(s.info.ethertype) ^ ip ^ bth
         });
         std::hint::black_box(link ^ slot);
+    }
+
+    /// Starts handling the event due at `at` (ns) with tie key `key`.
+    #[inline]
+    pub(super) fn enter(&mut self, at: u64, key: u64) {
+        self.now = at;
+        self.current = (at, key);
+        // Pops are in key order except after an event scheduled for the current nanosecond
+        // with a lower key: the frontier is the highest popped.
+        self.frontier = self.frontier.max(sort_key(at, key));
+    }
+
+    /// Every event due before `stop` (ns) has been handled (a run stopped there).
+    pub(super) fn close(&mut self, stop: u64) {
+        self.frontier = self.frontier.max(sort_key(stop, 0));
+    }
+
+    /// Whether the event with sort key `k` would have been handled by now.
+    pub(super) fn passed(&self, k: u128) -> bool {
+        k < self.frontier
+    }
+
+    /// Settles the `TxDone` that `tx` (`node`'s `port`) left unscheduled, before something
+    /// is queued on the port or its state is read: if the queue would have popped it by now,
+    /// it found nothing to send and the port is free (returns true); otherwise it is
+    /// scheduled where it would have been, with its reserved tie key, and the port stays busy.
+    pub(super) fn settle(&mut self, tx: &mut TxPort, node: Node, port: u16) -> bool {
+        let Some(k) = tx.done.take() else {
+            return false;
+        };
+        if self.passed(k) {
+            tx.busy = false;
+            self.elided += 1;
+            return true;
+        }
+        let at = Instant::from_nanos((k >> 64) as u64);
+        self.queue
+            .push(at, k as u64, Event::TxDone(node.into(), port));
+        false
     }
 
     /// Schedules `ev` at `at` (ns) on behalf of the current origin.
@@ -332,14 +378,16 @@ impl LostTraffic {
 }
 
 impl Wires {
-    /// Puts `pkt` on the wire of `tx` (owned by `node`'s `port`) now.
+    /// Puts `pkt` on the wire of `tx` (owned by `node`'s `port`) now. With `then_idle` (the
+    /// port has nothing else to send, and whatever is queued on it later settles first; see
+    /// [`Wires::settle`]) the end of the frame is not scheduled but kept in the port.
     pub(super) fn transmit(
         &mut self,
         tx: &mut TxPort,
-        node: Node,
-        port: u16,
+        (node, port): (Node, u16),
         pkt: PktId,
         prio: usize,
+        then_idle: bool,
     ) {
         let len = self.pool.len(pkt);
         self.capture(node, port, pkt, true);
@@ -349,7 +397,15 @@ impl Wires {
             c.tx_packets += 1;
             c.tx_bytes += len;
         }
-        self.schedule(self.now + ser, Event::TxDone(node.into(), port));
+        // The key is taken either way, so that every later event keeps its tie key. An end
+        // due now is scheduled (it could pop before events the frontier already passed).
+        let key = self.next_key();
+        if then_idle && ser > 0 {
+            tx.done = Some(sort_key(self.now + ser, key));
+        } else {
+            let at = Instant::from_nanos(self.now + ser);
+            self.queue.push(at, key, Event::TxDone(node.into(), port));
+        }
         let Some(link) = tx.link.and_then(|l| self.links.get(l.0)) else {
             self.pool.release(pkt);
             return;

@@ -45,8 +45,7 @@ impl<E: Engine> Fabric<E> {
             for p in parts.iter_mut() {
                 p.run_at(g, key);
             }
-            self.w.now = g;
-            self.w.current = (g, key);
+            self.w.enter(g, key);
             self.w.origin = GLOBAL;
             let home = match ev {
                 Event::LinkState(l, _) | Event::LinkDetect(l, _) => self
@@ -86,8 +85,7 @@ impl<E: Engine> Fabric<E> {
                 self.w.queue.push(at, k, ev);
                 break;
             }
-            self.w.now = g;
-            self.w.current = (g, k);
+            self.w.enter(g, k);
             self.w.origin = ev.target(&self.w.links);
             if self.dispatch(ev) {
                 self.w.events += 1;
@@ -98,8 +96,7 @@ impl<E: Engine> Fabric<E> {
     /// Handles fabric-wide event `ev` in partition `p` (which holds the node it acts on); the
     /// fabric-wide events it schedules come back here.
     fn in_partition(&mut self, p: &mut Fabric<E>, ev: Event) {
-        p.w.now = self.w.now;
-        p.w.current = self.w.current;
+        p.w.enter(self.w.current.0, self.w.current.1);
         p.w.origin = GLOBAL;
         p.w.global_seq = self.w.global_seq;
         p.w.links.clone_from(&self.w.links);
@@ -157,6 +154,7 @@ impl<E: Engine> Fabric<E> {
                 self.w.capture = Some(c);
             }
             self.w.events += std::mem::take(&mut p.w.events);
+            self.w.elided += std::mem::take(&mut p.w.elided);
             let lost = std::mem::take(&mut p.w.lost);
             self.w.lost.frames += lost.frames;
             self.w.lost.bytes += lost.bytes;

@@ -271,6 +271,7 @@ impl<E: Engine + Send> Fabric<E> {
         drop(cells);
         let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
         self.gather(&mut p, layout, self.w.now.max(end.as_nanos()));
+        self.w.close(stop);
         tracing::debug!(?stats, "parallel run");
         self.mode = RunMode::Split(par);
     }

@@ -344,7 +344,9 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
-    let speed = RunSpeed::new(summary.events, scenario.duration_us / 1e6, &started);
+    let handled = summary.events - summary.events_elided;
+    let mut speed = RunSpeed::new(handled, scenario.duration_us / 1e6, &started);
+    speed.events_elided = summary.events_elided;
     capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;

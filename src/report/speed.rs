@@ -11,8 +11,11 @@ use serde::Serialize;
 /// The speed of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RunSpeed {
-    /// Events processed.
+    /// Events handled.
     pub events: u64,
+    /// Events of the model the run had no need to handle (a switch port's end of frame with
+    /// nothing queued behind it); the summary's `events` counts them, `events` here does not.
+    pub events_elided: u64,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
     /// Virtual seconds simulated.
@@ -88,6 +91,7 @@ impl RunSpeed {
         let per = |x: f64, d: f64| if d > 0.0 { x / d } else { 0.0 };
         RunSpeed {
             events,
+            events_elided: 0,
             wall_s,
             virtual_s,
             events_per_sec: per(events as f64, wall_s),
@@ -115,8 +119,12 @@ impl RunSpeed {
             ),
             _ => "\n".to_owned(),
         };
+        let elided = match self.events_elided {
+            0 => String::new(),
+            n => format!(" (and {n} elided)"),
+        };
         format!(
-            "speed: {} events in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{steal}",
+            "speed: {} events{elided} in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{steal}",
             self.events,
             self.wall_s,
             self.events_per_sec / 1e6,

@@ -32,8 +32,13 @@ fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
     };
     let events = num("events");
     assert!(events > 0.0, "{speed}");
-    // The summary's own event count is the one the rates are of.
-    assert_eq!(json["events"].as_f64(), Some(events));
+    // The rates are of the events handled; the summary's count adds those a port with nothing
+    // queued never scheduled.
+    assert_eq!(
+        json["events"].as_f64(),
+        Some(events + num("events_elided")),
+        "{json}"
+    );
     assert_eq!(num("virtual_s"), 100e-6);
     let wall = num("wall_s");
     assert!(wall > 0.0);
@@ -45,7 +50,12 @@ fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
     // Process CPU time (ticks of 10 ms, so a short run may read 0) and the host's steal share.
     let cpu = num("cpu_s");
     assert!((0.0..=wall * 64.0 + 0.02).contains(&cpu), "{speed}");
-    assert!((0.0..=1.0).contains(&num("host_steal_share")), "{speed}");
+    // The steal share is null when no CPU tick passed during the run (a few ms), not 0.
+    let steal = &speed["host_steal_share"];
+    assert!(
+        steal.is_null() || steal.as_f64().is_some_and(|s| (0.0..=1.0).contains(&s)),
+        "{speed}"
+    );
     // One thread: no parallel section.
     assert!(json.get("parallel").is_none(), "{json}");
 }
@@ -93,6 +103,7 @@ fn the_text_summary_ends_with_the_speed_line() {
         "simsec/s",
         "ev/simsec",
         "peak memory",
+        "idle-port events elided",
     ] {
         assert!(last.contains(part), "{part} in {last}");
     }

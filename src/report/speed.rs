@@ -121,10 +121,10 @@ impl RunSpeed {
         };
         let elided = match self.events_elided {
             0 => String::new(),
-            n => format!(" (and {n} elided)"),
+            n => format!("; {n} idle-port events elided"),
         };
         format!(
-            "speed: {} events{elided} in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{steal}",
+            "speed: {} events in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{elided}{steal}",
             self.events,
             self.wall_s,
             self.events_per_sec / 1e6,

@@ -304,25 +304,25 @@ fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Ve
 fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), String> {
     let mbps = |bps: u64| (bps / 1_000_000).max(1);
     // The largest base RTT between hosts (third.cc's maxRtt): HPCC's T, and the RTT of the
-    // window's BDP (maxBdp) under `GLOBAL_T 1`. A path search from every host, so only when
-    // one of those asks for it.
-    let needs_rtt = c.has_win || matches!(c.cc_mode, CcMode::Hpcc);
-    let max_rtt = if needs_rtt {
-        let hosts = topo.hosts();
-        hosts
-            .iter()
-            .flat_map(|&h| {
-                let paths = topo.paths_from(h, c.packet_payload_size);
-                hosts
-                    .iter()
-                    .filter_map(move |&o| paths.get(o).copied().flatten())
-                    .map(|p| p.base_rtt_ns())
-                    .collect::<Vec<_>>()
-            })
-            .max()
-            .unwrap_or(10_000)
-    } else {
-        0
+    // window's BDP (maxBdp) under `GLOBAL_T 1`. A path search from every host, so made once
+    // and only when one of those asks for it.
+    let max_rtt_cell = std::cell::OnceCell::new();
+    let max_rtt = || {
+        *max_rtt_cell.get_or_init(|| {
+            let hosts = topo.hosts();
+            hosts
+                .iter()
+                .flat_map(|&h| {
+                    let paths = topo.paths_from(h, c.packet_payload_size);
+                    hosts
+                        .iter()
+                        .filter_map(move |&o| paths.get(o).copied().flatten())
+                        .map(|p| p.base_rtt_ns())
+                        .collect::<Vec<_>>()
+                })
+                .max()
+                .unwrap_or(10_000)
+        })
     };
     let mut p = Vec::new();
     let name = match c.cc_mode {
@@ -378,7 +378,7 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             }
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
             // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt).
-            p.push(format!("base_rtt={}", max_rtt.div_ceil(1000).max(1)));
+            p.push(format!("base_rtt={}", max_rtt().div_ceil(1000).max(1)));
             "hpcc"
         }
         CcMode::Timely => {
@@ -400,7 +400,7 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
     // The simulator runs a window under any CC mode when HAS_WIN is on, and none when off
     // (our DCTCP and HPCC have one by default, so off is said explicitly).
     if c.has_win {
-        p.push(format!("win_rtt={max_rtt}"));
+        p.push(format!("win_rtt={}", max_rtt()));
         p.push(format!("var_win={}", u8::from(c.var_win)));
     } else {
         p.push("win_rtt=0".into());

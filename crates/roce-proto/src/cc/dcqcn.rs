@@ -600,7 +600,7 @@ impl CongestionControl for Dcqcn {
         self.window.bytes(self.rc, self.max)
     }
     #[inline]
-    fn ack_each(&self) -> bool {
+    fn has_window(&self) -> bool {
         self.window.is_on()
     }
 

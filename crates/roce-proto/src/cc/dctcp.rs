@@ -198,7 +198,7 @@ impl CongestionControl for Dctcp {
         self.send_window.bytes(self.rc, self.max)
     }
     #[inline]
-    fn ack_each(&self) -> bool {
+    fn has_window(&self) -> bool {
         self.send_window.is_on()
     }
     #[inline]

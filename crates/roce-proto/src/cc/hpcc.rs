@@ -239,7 +239,7 @@ impl CongestionControl for Hpcc {
         self.window.bytes(self.rate, self.max)
     }
     #[inline]
-    fn ack_each(&self) -> bool {
+    fn has_window(&self) -> bool {
         self.window.is_on()
     }
     #[inline]

@@ -140,14 +140,20 @@ pub trait CongestionControl {
     fn window(&self) -> Option<u64> {
         None
     }
+    /// Whether the controller runs a [`window`](Self::window) at all, whatever its size now (a
+    /// controller can answer without computing the window).
+    #[must_use]
+    fn has_window(&self) -> bool {
+        self.window().is_some()
+    }
     /// Whether every data packet should ask for its ACK (an ACK, and an RTT sample, per packet,
     /// as the HPCC authors' ns-3 model acknowledges with `L2_ACK_INTERVAL 1`) instead of one
     /// per `ack_req_interval` packets. True whenever the controller runs a
-    /// [`window`](Self::window) (coalesced ACKs would hold it shut): the default says exactly
-    /// that, and a controller overriding it keeps saying so.
+    /// [`window`](Self::window) (coalesced ACKs would hold it shut); a controller overriding
+    /// this keeps saying so.
     #[must_use]
     fn ack_each(&self) -> bool {
-        self.window().is_some()
+        self.has_window()
     }
     /// State and counters.
     #[must_use]
@@ -242,6 +248,9 @@ impl CongestionControl for Controller {
     // Called in-crate only (the QP's send gate), where inlining needs no hint.
     fn window(&self) -> Option<u64> {
         dispatch!(self, c => c.window())
+    }
+    fn has_window(&self) -> bool {
+        dispatch!(self, c => c.has_window())
     }
     fn ack_each(&self) -> bool {
         dispatch!(self, c => c.ack_each())

@@ -234,8 +234,12 @@ impl<R: RttRule> CongestionControl for RttController<R> {
         self.window.bytes(self.rc, self.max)
     }
     #[inline]
+    fn has_window(&self) -> bool {
+        self.window.is_on()
+    }
+    #[inline]
     fn ack_each(&self) -> bool {
-        self.rule.params().ack_each || self.window.is_on()
+        self.rule.params().ack_each || self.has_window()
     }
     #[inline]
     fn metrics(&self) -> CcMetrics {

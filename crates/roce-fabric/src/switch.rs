@@ -185,14 +185,29 @@ impl<T, X> SwitchPort<T, X> {
         self.qbytes.iter().sum()
     }
 
-    /// The length of the packet at the head of queue `prio`, if there is one and `paused` does
-    /// not hold the class back.
-    fn head(&self, prio: usize, paused: impl Fn(&X, usize) -> bool) -> Option<u64> {
-        if self.nonempty & (1 << prio) == 0 {
+    /// Bit mask of the priorities with a packet waiting that `paused` does not hold back
+    /// (asked once per class with packets, not once per class the scheduler considers).
+    fn ready(&self, paused: impl Fn(&X, usize) -> bool) -> u8 {
+        let mut ready = self.nonempty;
+        let mut left = ready;
+        while left != 0 {
+            let prio = left.trailing_zeros() as usize;
+            left &= left - 1;
+            if paused(&self.tx, prio) {
+                ready &= !(1 << prio);
+            }
+        }
+        ready
+    }
+
+    /// The length of the packet at the head of queue `prio` if `prio` is in `ready`.
+    #[inline]
+    fn head(&self, ready: u8, prio: usize) -> Option<u64> {
+        if ready & (1 << prio) == 0 {
             return None;
         }
         let q = self.queues.get(prio)?.front()?;
-        (!paused(&self.tx, prio)).then_some(u64::from(q.len))
+        Some(u64::from(q.len))
     }
 
     /// Bit mask of priorities with packets waiting.
@@ -618,10 +633,11 @@ impl<T, X> Switch<T, X> {
     /// packet it would hand out.
     pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
         let port = self.ports.get(usize::from(egress))?;
+        let ready = port.ready(paused);
         let prio = port
             .sched
             .clone()
-            .pick(&self.cfg.sched, |p| port.head(p, &paused))?;
+            .pick(&self.cfg.sched, |p| port.head(ready, p))?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -635,7 +651,8 @@ impl<T, X> Switch<T, X> {
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let mut sched = std::mem::take(&mut port.sched);
-        let prio = sched.pick(&self.cfg.sched, |p| port.head(p, &paused));
+        let ready = port.ready(paused);
+        let prio = sched.pick(&self.cfg.sched, |p| port.head(ready, p));
         port.sched = sched;
         let prio = prio?;
         let q = port.queues.get_mut(prio)?.pop_front()?;

@@ -637,7 +637,7 @@ impl<T, X> Switch<T, X> {
         let prio = port
             .sched
             .clone()
-            .pick(&self.cfg.sched, |p| port.head(ready, p))?;
+            .pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p))?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -652,7 +652,7 @@ impl<T, X> Switch<T, X> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let mut sched = std::mem::take(&mut port.sched);
         let ready = port.ready(paused);
-        let prio = sched.pick(&self.cfg.sched, |p| port.head(ready, p));
+        let prio = sched.pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p));
         port.sched = sched;
         let prio = prio?;
         let q = port.queues.get_mut(prio)?.pop_front()?;

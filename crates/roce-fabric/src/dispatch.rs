@@ -64,7 +64,7 @@ impl<E: Engine> Fabric<E> {
             if untouched == 0 {
                 // The next few deliveries' frames at once: their misses overlap each other.
                 for n in 0..TOUCH_BATCH {
-                    if let Some(&Event::Deliver(l, pkt)) = self.w.queue.upcoming(n) {
+                    if let Some(&Event::Deliver(l, pkt, _)) = self.w.queue.upcoming(n) {
                         self.w.touch(l, pkt);
                     }
                 }
@@ -84,7 +84,7 @@ impl<E: Engine> Fabric<E> {
     /// Handles one event; false for stale wake-ups.
     pub(super) fn dispatch(&mut self, ev: Event) -> bool {
         match ev {
-            Event::Deliver(l, pkt) => self.deliver(LinkId(l as usize), pkt),
+            Event::Deliver(l, pkt, epoch) => self.deliver(LinkId(l as usize), pkt, epoch),
             Event::TxDone(node, port) => {
                 let node = node.node();
                 if let Some(tx) = self.tx_mut(node, port) {
@@ -154,12 +154,12 @@ impl<E: Engine> Fabric<E> {
         }
     }
 
-    pub(super) fn deliver(&mut self, l: LinkId, pkt: PktId) {
+    /// Hands `pkt`, sent on `l` in the link's epoch `epoch`, to the link's far end.
+    pub(super) fn deliver(&mut self, l: LinkId, pkt: PktId, epoch: u32) {
         let Some(link) = self.w.links.get(l.0) else {
             self.w.pool.release(pkt);
             return;
         };
-        let epoch = self.w.pool.slot(pkt).map_or(0, |s| s.epoch);
         let (node, port) = link.to;
         if epoch != link.epoch || !link.up {
             let prio = self.w.pool.prio(pkt);
@@ -356,8 +356,9 @@ impl<E: Engine> Fabric<E> {
         }
         if let Some(pkt) = p.tx.ctrl.pop_front() {
             let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
+            let len = self.w.pool.len(pkt);
             self.w
-                .transmit(&mut p.tx, (Node::Switch(s), port), pkt, 7, idle);
+                .transmit(&mut p.tx, (Node::Switch(s), port), (pkt, len), 7, idle);
             return;
         }
         let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
@@ -395,8 +396,9 @@ impl<E: Engine> Fabric<E> {
             // Nothing left to send: the frame's TxDone would find the port empty, so it is
             // left unscheduled unless something is queued before it is due.
             let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
+            let sent = (d.pkt, d.len);
             self.w
-                .transmit(&mut p.tx, (Node::Switch(s), port), d.pkt, d.prio, idle);
+                .transmit(&mut p.tx, (Node::Switch(s), port), sent, d.prio, idle);
         }
         if sw.should_resume(d.ingress, d.prio) {
             self.send_pfc(s, d.ingress, d.prio, false);
@@ -447,7 +449,9 @@ impl<E: Engine> Fabric<E> {
         };
         let node = Node::Host(HostId(h));
         if let Some(pkt) = host.tx.ctrl.pop_front() {
-            self.w.transmit(&mut host.tx, (node, 0), pkt, 7, false);
+            let len = self.w.pool.len(pkt);
+            self.w
+                .transmit(&mut host.tx, (node, 0), (pkt, len), 7, false);
             return;
         }
         let mut waiting = 0u8;
@@ -457,7 +461,9 @@ impl<E: Engine> Fabric<E> {
                     waiting |= 1 << prio;
                 } else {
                     host.parked[prio] = None;
-                    self.w.transmit(&mut host.tx, (node, 0), pkt, prio, false);
+                    let len = self.w.pool.len(pkt);
+                    self.w
+                        .transmit(&mut host.tx, (node, 0), (pkt, len), prio, false);
                     return;
                 }
             }
@@ -478,7 +484,8 @@ impl<E: Engine> Fabric<E> {
                 slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);
             }
             if !host.tx.is_paused(prio, now) {
-                self.w.transmit(&mut host.tx, (node, 0), pkt, prio, false);
+                let sent = (pkt, len as u64);
+                self.w.transmit(&mut host.tx, (node, 0), sent, prio, false);
                 return;
             }
             if let Some(slot) = host.parked.get_mut(prio) {

@@ -21,6 +21,18 @@ pub fn wire_bytes(len: usize) -> u64 {
     (len as u64).max(MIN_FRAME) + WIRE_OVERHEAD
 }
 
+/// Picoseconds in a second times bits in a byte.
+const BIT_PS: u64 = 8 * 1_000_000_000_000;
+
+/// Picoseconds per byte at `rate_bps` when that is a whole number, else 0.
+fn ps_per_byte(rate_bps: u64) -> u64 {
+    match rate_bps {
+        0 => 0,
+        r if BIT_PS % r == 0 => BIT_PS / r,
+        _ => 0,
+    }
+}
+
 /// One transmitter.
 #[derive(Debug)]
 pub(crate) struct TxPort {
@@ -30,6 +42,9 @@ pub(crate) struct TxPort {
     pub rate_bps: u64,
     /// Picoseconds of serialization time carried over between frames (keeps long runs exact).
     carry_ps: u64,
+    /// Picoseconds per wire byte when the rate divides 8 Tbit/s evenly (every standard rate):
+    /// the serialization time is then a multiply, not a division per frame. 0 otherwise.
+    ps_per_byte: u64,
     /// A frame is on the wire (or its end was not scheduled: see `done`).
     pub busy: bool,
     /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
@@ -57,6 +72,7 @@ impl TxPort {
             link: None,
             rate_bps,
             carry_ps: 0,
+            ps_per_byte: ps_per_byte(rate_bps),
             busy: false,
             done: None,
             pause: PauseState::new(rate_bps),
@@ -71,12 +87,17 @@ impl TxPort {
     /// Sets the line rate (when the port is cabled, before any pause arrives).
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.rate_bps = rate_bps;
+        self.ps_per_byte = ps_per_byte(rate_bps);
         self.pause = PauseState::new(rate_bps);
     }
 
     /// Serialization time of a `len`-byte frame in whole nanoseconds, carrying the remainder.
     pub fn serialize_ns(&mut self, len: usize) -> u64 {
-        let ps = wire_bytes(len) * 8 * 1_000_000_000_000 / self.rate_bps.max(1) + self.carry_ps;
+        let exact = match self.ps_per_byte {
+            0 => wire_bytes(len) * BIT_PS / self.rate_bps.max(1),
+            per_byte => wire_bytes(len) * per_byte,
+        };
+        let ps = exact + self.carry_ps;
         self.carry_ps = ps % 1000;
         ps / 1000
     }
@@ -129,6 +150,16 @@ mod tests {
         let total: u64 = (0..1000).map(|_| port.serialize_ns(1500)).sum();
         // (1500 + 24) * 8 bits / 100 Gbit/s = 121.92 ns per frame.
         assert_eq!(total, 121_920);
+        // The multiply (rates dividing 8 Tbit/s) and the division give the same times.
+        for rate in [400_000_000_000, 25_000_000_000, 3_000_000_000, 7] {
+            let mut port = TxPort::new(rate, [0; 6]);
+            let mut carry = 0;
+            for len in [60, 1500, 4096, 9000, 1] {
+                let ps = wire_bytes(len) * BIT_PS / rate + carry;
+                carry = ps % 1000;
+                assert_eq!(port.serialize_ns(len), ps / 1000, "{rate} {len}");
+            }
+        }
     }
 
     #[test]

@@ -119,6 +119,32 @@ impl SchedState {
         (0..PRIORITIES).find(|&p| normal(p) && head(p).is_some())
     }
 
+    /// [`SchedState::pick`] where `ready` (bit `p`) says exactly which classes `head` gives a
+    /// length for: strict classes and round robin read the mask, not `head`.
+    pub fn pick_ready(
+        &mut self,
+        cfg: &Scheduling,
+        ready: u8,
+        head: impl Fn(usize) -> Option<u64>,
+    ) -> Option<usize> {
+        if !cfg.ets_weights.is_empty() {
+            return self.pick(cfg, head);
+        }
+        let strict = (cfg.strict_mask() & 0xff) as u8;
+        if ready & strict != 0 {
+            return Some(7 - (ready & strict).leading_zeros() as usize);
+        }
+        let normal = ready & !strict;
+        if normal == 0 {
+            return None;
+        }
+        // The first class with a packet after `rr`, wrapping.
+        let from = (self.rr + 1) % PRIORITIES;
+        let p = (from + normal.rotate_right(from as u32).trailing_zeros() as usize) % PRIORITIES;
+        self.rr = p;
+        Some(p)
+    }
+
     /// What [`SchedState::pick`] does when no class has a packet: DWRR goes once round the
     /// classes clearing deficits and ends where it began, with no class credited.
     pub fn idle(&mut self, cfg: &Scheduling) {
@@ -173,6 +199,27 @@ mod tests {
             ..ets
         };
         assert_eq!(shares(&strict, &[0, 3, 6], 1000, 50)[6], 50_000);
+    }
+
+    #[test]
+    fn pick_ready_picks_what_pick_picks() {
+        let strict = Scheduling {
+            strict: Some(vec![6, 2]),
+            ..Scheduling::default()
+        };
+        let ets = Scheduling {
+            ets_weights: vec![30, 0, 0, 70],
+            ..Scheduling::default()
+        };
+        for cfg in [Scheduling::default(), strict, ets] {
+            let (mut a, mut b) = (SchedState::default(), SchedState::default());
+            for n in 0..2000u32 {
+                let ready = (n.wrapping_mul(0x9e37_79b9) >> 24) as u8;
+                let head = |p: usize| (ready & (1 << p) != 0).then_some(1000);
+                assert_eq!(a.pick(&cfg, head), b.pick_ready(&cfg, ready, head), "{n}");
+                assert_eq!(format!("{a:?}"), format!("{b:?}"));
+            }
+        }
     }
 
     #[test]

@@ -185,14 +185,29 @@ impl<T, X> SwitchPort<T, X> {
         self.qbytes.iter().sum()
     }
 
-    /// The length of the packet at the head of queue `prio`, if there is one and `paused` does
-    /// not hold the class back.
-    fn head(&self, prio: usize, paused: impl Fn(&X, usize) -> bool) -> Option<u64> {
-        if self.nonempty & (1 << prio) == 0 {
+    /// Bit mask of the priorities with a packet waiting that `paused` does not hold back
+    /// (asked once per class with packets, not once per class the scheduler considers).
+    fn ready(&self, paused: impl Fn(&X, usize) -> bool) -> u8 {
+        let mut ready = self.nonempty;
+        let mut left = ready;
+        while left != 0 {
+            let prio = left.trailing_zeros() as usize;
+            left &= left - 1;
+            if paused(&self.tx, prio) {
+                ready &= !(1 << prio);
+            }
+        }
+        ready
+    }
+
+    /// The length of the packet at the head of queue `prio` if `prio` is in `ready`.
+    #[inline]
+    fn head(&self, ready: u8, prio: usize) -> Option<u64> {
+        if ready & (1 << prio) == 0 {
             return None;
         }
         let q = self.queues.get(prio)?.front()?;
-        (!paused(&self.tx, prio)).then_some(u64::from(q.len))
+        Some(u64::from(q.len))
     }
 
     /// Bit mask of priorities with packets waiting.
@@ -230,11 +245,26 @@ pub struct Switch<T, X> {
     /// Bit `p` set while port `p` has a link its sending end believes up (what `route` may
     /// pick): one word per 64 ports, not a miss on every member's port and link.
     live: Vec<u64>,
+    /// Per destination host, the live members of its group in `live_ports` (what
+    /// [`Switch::route`] reads): rebuilt whenever the routes or a port's liveness change, so
+    /// a pick is one or two loads instead of a chase through route, group, members and bits.
+    live_routes: Vec<LiveRoute>,
+    /// The live members of every group, group after group, in route order.
+    live_ports: Vec<u16>,
     /// Bytes in the shared buffer.
     used_bytes: u64,
     /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
     /// admission and enqueue, where the configuration's list is a pointer chase away.
     pfc_mask: u64,
+}
+
+/// The live members of one destination's equal-cost group: `len` ports from `start` in
+/// `Switch::live_ports`, the first of them (if any) kept inline.
+#[derive(Clone, Copy, Debug, Default)]
+struct LiveRoute {
+    start: u32,
+    len: u32,
+    first: u16,
 }
 
 /// The lossless priorities below 64 of `cfg` with PFC on, as a bit set.
@@ -258,6 +288,8 @@ impl<T, X> Switch<T, X> {
             routes: Vec::new(),
             groups: Vec::new(),
             live: Vec::new(),
+            live_routes: Vec::new(),
+            live_ports: Vec::new(),
             used_bytes: 0,
             name,
         }
@@ -380,6 +412,32 @@ impl<T, X> Switch<T, X> {
                 })
             })
             .collect();
+        self.relive();
+    }
+
+    /// Rebuilds `live_routes` and `live_ports` from the routes and the live-port bits.
+    fn relive(&mut self) {
+        let mut ports = std::mem::take(&mut self.live_ports);
+        ports.clear();
+        let spans: Vec<LiveRoute> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let start = ports.len();
+                ports.extend(g.iter().copied().filter(|&p| self.port_live(p)));
+                LiveRoute {
+                    start: start as u32,
+                    len: (ports.len() - start) as u32,
+                    first: ports.get(start).copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        self.live_ports = ports;
+        self.live_routes = self
+            .routes
+            .iter()
+            .map(|&g| spans.get(g as usize).copied().unwrap_or_default())
+            .collect();
     }
 
     /// Ports that are members of an equal-cost group (a route with more than one port).
@@ -405,6 +463,7 @@ impl<T, X> Switch<T, X> {
         if let Some(w) = self.live.get_mut(word) {
             *w = (*w & !(1 << bit)) | (u64::from(live) << bit);
         }
+        self.relive();
     }
 
     /// Whether `port` has a link its sending end believes up, as last set by
@@ -418,22 +477,19 @@ impl<T, X> Switch<T, X> {
     /// Picks the egress port for a flow among the routes to `host` whose link its sending end
     /// believes up ([`Switch::port_live`]).
     pub fn route(&self, host: usize, ip: &IpInfo) -> Option<u16> {
-        let up = |p| self.port_live(p);
-        let cands = self.groups.get(*self.routes.get(host)? as usize)?;
-        // A lone route needs no hash (it is every pick), and with every member up the pick
-        // indexes the group directly: one pass over the members instead of two.
-        if let [only] = cands[..] {
-            return up(only).then_some(only);
+        let r = self.live_routes.get(host)?;
+        // A lone live member needs no hash (it is every pick); otherwise the hash modulo the
+        // live members indexes them in route order.
+        match r.len {
+            0 => None,
+            1 => Some(r.first),
+            n => {
+                let pick = flow_hash(ip, self.cfg.ecmp_salt) % u64::from(n);
+                self.live_ports
+                    .get(r.start as usize + pick as usize)
+                    .copied()
+            }
         }
-        let live = cands.iter().filter(|&&p| up(p)).count();
-        if live == 0 {
-            return None;
-        }
-        let pick = (flow_hash(ip, self.cfg.ecmp_salt) % live as u64) as usize;
-        if live == cands.len() {
-            return cands.get(pick).copied();
-        }
-        cands.iter().copied().filter(|&p| up(p)).nth(pick)
     }
 
     /// Admission: can a packet of `len` bytes from `ingress` join `egress`'s queue `prio`?
@@ -577,10 +633,11 @@ impl<T, X> Switch<T, X> {
     /// packet it would hand out.
     pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
         let port = self.ports.get(usize::from(egress))?;
+        let ready = port.ready(paused);
         let prio = port
             .sched
             .clone()
-            .pick(&self.cfg.sched, |p| port.head(p, &paused))?;
+            .pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p))?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -594,7 +651,8 @@ impl<T, X> Switch<T, X> {
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
         let mut sched = std::mem::take(&mut port.sched);
-        let prio = sched.pick(&self.cfg.sched, |p| port.head(p, &paused));
+        let ready = port.ready(paused);
+        let prio = sched.pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p));
         port.sched = sched;
         let prio = prio?;
         let q = port.queues.get_mut(prio)?.pop_front()?;

@@ -18,8 +18,9 @@ use roce_proto::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Event {
     /// A frame reaches the far end of a link (one event per frame, so that a link's two ends
-    /// share no state while it is in flight).
-    Deliver(u32, PktId),
+    /// share no state while it is in flight), with the link's epoch when it was sent (see
+    /// [`Link::epoch`]; carried here so that sending never touches the frame's slot).
+    Deliver(u32, PktId, u32),
     TxDone(NodeRef, u16),
     HostWake(u32),
     PauseEnd(NodeRef, u16),
@@ -50,7 +51,7 @@ impl Event {
     /// The code of the node that handles the event ([`GLOBAL`] for fabric-wide events).
     pub(super) fn target(&self, links: &[Link]) -> u32 {
         match *self {
-            Event::Deliver(l, _) => links.get(l as usize).map_or(GLOBAL, |l| code(l.to.0)),
+            Event::Deliver(l, ..) => links.get(l as usize).map_or(GLOBAL, |l| code(l.to.0)),
             Event::TxDone(n, _) | Event::PauseEnd(n, _) => code(n.node()),
             Event::HostWake(h) => code(Node::Host(HostId(h as usize))),
             Event::XoffRefresh(s, ..) => code(Node::Switch(SwitchId(s as usize))),
@@ -117,7 +118,8 @@ pub(super) struct Slot {
     /// The host its IP destination belongs to, resolved once by the sending host (switches
     /// route on it at every hop; no switch rewrites the destination).
     pub(super) dst_host: Option<u32>,
-    /// The epoch of the link it was sent on (see [`Link::epoch`]).
+    /// The epoch of the link it was sent on (see [`Link::epoch`]), set only when the frame
+    /// leaves the partition (a local delivery carries it in its event).
     pub(super) epoch: u32,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
     pub(super) int: Vec<IntHop>,
@@ -380,16 +382,17 @@ impl LostTraffic {
 impl Wires {
     /// Puts `pkt` on the wire of `tx` (owned by `node`'s `port`) now. With `then_idle` (the
     /// port has nothing else to send, and whatever is queued on it later settles first; see
-    /// [`Wires::settle`]) the end of the frame is not scheduled but kept in the port.
+    /// [`Wires::settle`]) the end of the frame is not scheduled but kept in the port. `len` is
+    /// the frame's length (the caller has it: a switch queue keeps it, so a dequeued frame's
+    /// cold slot is not read here).
     pub(super) fn transmit(
         &mut self,
         tx: &mut TxPort,
         (node, port): (Node, u16),
-        pkt: PktId,
+        (pkt, len): (PktId, u64),
         prio: usize,
         then_idle: bool,
     ) {
-        let len = self.pool.len(pkt);
         self.capture(node, port, pkt, true);
         let ser = tx.serialize_ns(len as usize);
         tx.busy = true;
@@ -428,25 +431,28 @@ impl Wires {
         }
         let corrupt = link.corrupt > 0.0 && rng.random::<f64>() < link.corrupt;
         let (epoch, at) = (link.epoch, self.now + ser + link.delay_ns);
-        if let Some(s) = self.pool.slot_mut(pkt) {
-            if corrupt {
+        if corrupt {
+            if let Some(s) = self.pool.slot_mut(pkt) {
                 let at = rng.random_range(0..s.buf.len().max(1));
                 if let Some(b) = s.buf.get_mut(at) {
                     *b ^= 0x10;
                 }
                 s.fcs_bad = true;
             }
-            s.epoch = epoch;
         }
         let Some(id) = tx.link else { return };
         let key = self.next_key();
         let remote = self.cross.as_mut().and_then(|c| c.remote(id));
         match remote {
-            Some((to, c)) => c.send(to, at, key, id, self.pool.take(pkt)),
+            Some((to, c)) => {
+                let mut slot = self.pool.take(pkt);
+                slot.epoch = epoch;
+                c.send(to, at, key, id, slot);
+            }
             None => self.queue.push(
                 Instant::from_nanos(at),
                 key,
-                Event::Deliver(id.0 as u32, pkt),
+                Event::Deliver(id.0 as u32, pkt, epoch),
             ),
         }
     }

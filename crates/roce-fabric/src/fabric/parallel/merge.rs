@@ -210,8 +210,8 @@ impl<E: Engine> Fabric<E> {
                 (GLOBAL, _) | (_, None) => keep.push((at, key, ev)),
                 (_, Some(p)) => {
                     let ev = match ev {
-                        Event::Deliver(l, pkt) if adopt => {
-                            Event::Deliver(l, p.w.pool.adopt(self.w.pool.take(pkt)))
+                        Event::Deliver(l, pkt, e) if adopt => {
+                            Event::Deliver(l, p.w.pool.adopt(self.w.pool.take(pkt)), e)
                         }
                         ev => ev,
                     };

@@ -209,11 +209,12 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
 /// Queues frames that crossed into `f` for delivery.
 pub(super) fn take_in<E>(f: &mut Fabric<E>, frames: impl Iterator<Item = Crossing>) {
     for c in frames {
+        let epoch = c.slot.epoch;
         let pkt = f.w.pool.adopt(c.slot);
         f.w.queue.push(
             Instant::from_nanos(c.at),
             c.key,
-            Event::Deliver(c.link, pkt),
+            Event::Deliver(c.link, pkt, epoch),
         );
     }
 }

@@ -355,7 +355,7 @@ impl<E: Engine> Fabric<E> {
             return;
         }
         if let Some(pkt) = p.tx.ctrl.pop_front() {
-            let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
+            let idle = p.drained();
             let len = self.w.pool.len(pkt);
             self.w
                 .transmit(&mut p.tx, (Node::Switch(s), port), (pkt, len), 7, idle);
@@ -395,7 +395,7 @@ impl<E: Engine> Fabric<E> {
             }
             // Nothing left to send: the frame's TxDone would find the port empty, so it is
             // left unscheduled unless something is queued before it is due.
-            let idle = p.tx.ctrl.is_empty() && p.waiting() == 0;
+            let idle = p.drained();
             let sent = (d.pkt, d.len);
             self.w
                 .transmit(&mut p.tx, (Node::Switch(s), port), sent, d.prio, idle);

@@ -216,6 +216,13 @@ impl<T, X> SwitchPort<T, X> {
     }
 }
 
+impl<T> SwitchPort<T, TxPort> {
+    /// Nothing waits behind the frame on the wire: no control frame, no data in any class.
+    pub fn drained(&self) -> bool {
+        self.tx.ctrl.is_empty() && self.nonempty == 0
+    }
+}
+
 /// A packet the egress scheduler picked.
 #[derive(Debug)]
 pub struct Dequeued<T> {

@@ -19,8 +19,7 @@ use crate::verbs::{
 };
 use crate::wire::opcode::Transport;
 use crate::wire::{
-    parse_view, parse_view_fast_with, parse_view_unverified, Ecn, EthernetAddress, RoceView,
-    WireError,
+    parse_view_fast_with, parse_view_with, Ecn, EthernetAddress, RoceView, WireError,
 };
 
 /// QP numbers start here (0 and 1 are the special QPs; rxe starts at 17).
@@ -503,11 +502,7 @@ impl Endpoint {
     /// checked it.
     #[inline]
     fn parse<'f>(&self, frame: &'f [u8]) -> Result<RoceView<'f>, WireError> {
-        if self.cfg.verify_icrc {
-            parse_view(frame)
-        } else {
-            parse_view_unverified(frame)
-        }
+        parse_view_with(frame, self.cfg.verify_icrc)
     }
 
     /// A frame `parse_view` refused: one carrying an INT shim goes to

@@ -41,7 +41,7 @@ pub use roce::{set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr};
 pub use template::{FrameTemplate, PacketFields};
 pub use view::{
     parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_fast_with,
-    parse_view_unverified, RoceView,
+    parse_view_unverified, parse_view_with, RoceView,
 };
 
 /// The UDP destination port of RoCEv2.

@@ -113,7 +113,7 @@ fn parse(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
 /// light [`RoceView`] instead of the full [`RocePacket`].
 #[inline]
 pub fn parse_view(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
-    view(frame, true)
+    parse_view_with(frame, true)
 }
 
 /// The flat fast path of [`parse_view`] alone: `Some` exactly when the frame is an untagged IPv4
@@ -135,11 +135,13 @@ pub fn parse_view_fast_with(frame: &[u8], verify: bool) -> Option<RoceView<'_>> 
 /// Like [`parse_view`] but skips only the ICRC comparison.
 #[inline]
 pub fn parse_view_unverified(frame: &[u8]) -> Result<RoceView<'_>, WireError> {
-    view(frame, false)
+    parse_view_with(frame, false)
 }
 
+/// [`parse_view`] when `verify`, else [`parse_view_unverified`]: for a receiver whose
+/// configuration says whether the link already checked the ICRC.
 #[inline]
-fn view(frame: &[u8], verify: bool) -> Result<RoceView<'_>, WireError> {
+pub fn parse_view_with(frame: &[u8], verify: bool) -> Result<RoceView<'_>, WireError> {
     match fast_path(frame, verify) {
         Some(view) => Ok(view),
         None => {

@@ -77,6 +77,9 @@ pub struct EventQueue<T> {
     ring_len: usize,
     /// Events due from `near_end + span` on, a 4-ary min-heap.
     far: Vec<Entry<T>>,
+    /// Scratch for sorting a bucket as it becomes current, one vector per nanosecond of its
+    /// span (empty between refills; kept for their capacity).
+    by_ns: Vec<Vec<Entry<T>>>,
 }
 
 impl<T> Default for EventQueue<T> {
@@ -106,6 +109,7 @@ impl<T> EventQueue<T> {
             ring: (0..BUCKETS).map(|_| Vec::new()).collect(),
             ring_len: 0,
             far: Vec::new(),
+            by_ns: (0..1 << BUCKET_SHIFT).map(|_| Vec::new()).collect(),
         }
     }
 
@@ -172,7 +176,30 @@ impl<T> EventQueue<T> {
             self.ring_len -= self.near.len();
             self.near_end += 1 << BUCKET_SHIFT;
             self.pull_far();
-            self.near.sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
+            self.sort_near();
+        }
+    }
+
+    /// Sorts the bucket just made current, last key first. Its events share all but the low
+    /// [`BUCKET_SHIFT`] bits of their time, so they are first spread by nanosecond (one pass)
+    /// and only each nanosecond's few are compared, by tie key: about half the work of a
+    /// comparison sort of the whole bucket.
+    fn sort_near(&mut self) {
+        if self.near.len() < 2 {
+            return;
+        }
+        let mask = (1u64 << BUCKET_SHIFT) - 1;
+        for e in self.near.drain(..) {
+            let ns = (e.at() & mask) as usize;
+            if let Some(v) = self.by_ns.get_mut(ns) {
+                v.push(e);
+            }
+        }
+        for v in self.by_ns.iter_mut().rev() {
+            if v.len() > 1 {
+                v.sort_unstable_by_key(|e| std::cmp::Reverse(e.key as u64));
+            }
+            self.near.append(v);
         }
     }
 

@@ -361,15 +361,24 @@ impl Wires {
 }
 
 /// The RNG stream of the node coded `code` in a run seeded `seed` (created on first use).
+#[inline]
 pub(super) fn node_rng(rngs: &mut Vec<Pcg64>, seed: u64, code: u32) -> &mut Pcg64 {
     let i = code as usize;
+    if rngs.len() <= i {
+        grow_rngs(rngs, seed, i);
+    }
+    &mut rngs[i]
+}
+
+/// Creates the streams up to node code `i`.
+#[cold]
+fn grow_rngs(rngs: &mut Vec<Pcg64>, seed: u64, i: usize) {
     while rngs.len() <= i {
         let c = rngs.len() as u64;
         // A 64-bit mix of (seed, code): streams of neighbouring nodes are unrelated.
         let mixed = (seed ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(c);
         rngs.push(Pcg64::seed_from_u64(mixed));
     }
-    &mut rngs[i]
 }
 
 impl LostTraffic {
@@ -413,11 +422,12 @@ impl Wires {
             self.pool.release(pkt);
             return;
         };
-        let rng = node_rng(&mut self.rngs, self.seed, code(node));
         let lost = if !link.up {
             self.lost.add(len);
             Some(Lost::LinkDown)
-        } else if link.loss > 0.0 && rng.random::<f64>() < link.loss {
+        } else if link.loss > 0.0
+            && node_rng(&mut self.rngs, self.seed, code(node)).random::<f64>() < link.loss
+        {
             Some(Lost::LinkLoss)
         } else {
             None
@@ -429,16 +439,9 @@ impl Wires {
             self.pool.release(pkt);
             return;
         }
-        let corrupt = link.corrupt > 0.0 && rng.random::<f64>() < link.corrupt;
         let (epoch, at) = (link.epoch, self.now + ser + link.delay_ns);
-        if corrupt {
-            if let Some(s) = self.pool.slot_mut(pkt) {
-                let at = rng.random_range(0..s.buf.len().max(1));
-                if let Some(b) = s.buf.get_mut(at) {
-                    *b ^= 0x10;
-                }
-                s.fcs_bad = true;
-            }
+        if link.corrupt > 0.0 {
+            self.corrupt(node, pkt, link.corrupt);
         }
         let Some(id) = tx.link else { return };
         let key = self.next_key();
@@ -459,7 +462,23 @@ impl Wires {
 }
 
 impl Wires {
+    /// With probability `p` (from `node`'s stream), flips a bit of `pkt` and marks its FCS bad.
+    fn corrupt(&mut self, node: Node, pkt: PktId, p: f64) {
+        let rng = node_rng(&mut self.rngs, self.seed, code(node));
+        if rng.random::<f64>() >= p {
+            return;
+        }
+        if let Some(s) = self.pool.slot_mut(pkt) {
+            let at = rng.random_range(0..s.buf.len().max(1));
+            if let Some(b) = s.buf.get_mut(at) {
+                *b ^= 0x10;
+            }
+            s.fcs_bad = true;
+        }
+    }
+
     /// Keeps `pkt` if it crosses the captured port (see [`crate::capture`]).
+    #[inline]
     pub(super) fn capture(&mut self, node: Node, port: u16, pkt: PktId, outbound: bool) {
         if let Some(c) = self.capture.as_mut() {
             c.keep((node, port), self.now, self.pool.frame(pkt), outbound);

@@ -341,22 +341,27 @@ impl Wires {
     }
 
     /// The tie key of the next event the current origin schedules.
+    #[inline]
     fn next_key(&mut self) -> u64 {
+        let o = self.origin;
+        if let Some(seq) = self.seqs.get_mut(o as usize) {
+            let key = tie(o, *seq);
+            *seq += 1;
+            return key;
+        }
+        self.next_key_slow()
+    }
+
+    /// [`Self::next_key`] for a fabric-wide event or a node's first.
+    #[cold]
+    fn next_key_slow(&mut self) -> u64 {
         let o = self.origin;
         if o == GLOBAL {
             self.global_seq += 1;
             return tie_last(self.global_seq - 1);
         }
-        let seq = {
-            let i = o as usize;
-            if self.seqs.len() <= i {
-                self.seqs.resize(i + 1, 0);
-            }
-            &mut self.seqs[i]
-        };
-        let key = tie(o, *seq);
-        *seq += 1;
-        key
+        self.seqs.resize(o as usize + 1, 0);
+        self.next_key()
     }
 }
 

@@ -203,17 +203,24 @@ impl<T, X> SwitchPort<T, X> {
     /// The length of the packet at the head of queue `prio` if `prio` is in `ready`.
     #[inline]
     fn head(&self, ready: u8, prio: usize) -> Option<u64> {
-        if ready & (1 << prio) == 0 {
-            return None;
-        }
-        let q = self.queues.get(prio)?.front()?;
-        Some(u64::from(q.len))
+        head_len(&self.queues, ready, prio)
     }
 
     /// Bit mask of priorities with packets waiting.
     pub fn waiting(&self) -> u8 {
         self.nonempty
     }
+}
+
+/// The length of the packet at the head of `queues[prio]` if `prio` is in `ready` (a function
+/// of the queues alone, so that a port's scheduler can be borrowed beside them).
+#[inline]
+fn head_len<T>(queues: &[VecDeque<Queued<T>>; PRIORITIES], ready: u8, prio: usize) -> Option<u64> {
+    if ready & (1 << prio) == 0 {
+        return None;
+    }
+    let q = queues.get(prio)?.front()?;
+    Some(u64::from(q.len))
 }
 
 impl<T> SwitchPort<T, TxPort> {
@@ -657,11 +664,11 @@ impl<T, X> Switch<T, X> {
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
-        let mut sched = std::mem::take(&mut port.sched);
         let ready = port.ready(paused);
-        let prio = sched.pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p));
-        port.sched = sched;
-        let prio = prio?;
+        let queues = &port.queues;
+        let prio = port
+            .sched
+            .pick_ready(&self.cfg.sched, ready, |p| head_len(queues, ready, p))?;
         let q = port.queues.get_mut(prio)?.pop_front()?;
         if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
             port.sched.emptied(prio);

@@ -114,12 +114,25 @@ impl<T> EventQueue<T> {
     }
 
     /// Schedules `event` at `at` with tie key `key` (unique per event; see [`tie`]).
+    #[inline]
     pub fn push(&mut self, at: Instant, key: u64, event: T) {
         let entry = Entry {
             key: sort_key(at.as_nanos(), key),
             event,
         };
-        let at = u128::from(at.as_nanos());
+        // Most events fall in a later bucket of the calendar: one append, inlined.
+        let ahead = u128::from(at.as_nanos()).wrapping_sub(self.near_end);
+        if ahead < SPAN && !self.near.is_empty() {
+            self.ring[bucket(u128::from(at.as_nanos()))].push(entry);
+            self.ring_len += 1;
+            return;
+        }
+        self.push_other(entry);
+    }
+
+    /// [`Self::push`] into the current bucket, the far heap, or an empty near bucket.
+    fn push_other(&mut self, entry: Entry<T>) {
+        let at = u128::from(entry.at());
         if at < self.near_end {
             // Mostly due soon, so near the end: a short move; otherwise the late heap.
             let i = self.near.partition_point(|e| e.key > entry.key);

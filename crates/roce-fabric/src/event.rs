@@ -114,7 +114,9 @@ impl<T> EventQueue<T> {
     }
 
     /// Schedules `event` at `at` with tie key `key` (unique per event; see [`tie`]).
-    #[inline]
+    // Always: the fabric pushes from a few large functions, where LLVM left it a call (a
+    // prologue and epilogue per event, 1.5% of the run's instructions).
+    #[inline(always)]
     pub fn push(&mut self, at: Instant, key: u64, event: T) {
         let entry = Entry {
             key: sort_key(at.as_nanos(), key),

@@ -3,7 +3,6 @@
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
 use super::fabric::{Fabric, PfcEvent};
-use super::frame::FrameInfo;
 use super::port::TxPort;
 use super::stats::{Lost, PRIORITIES};
 use super::switch::{DropReason, FabricSwitch, MarkPoint};
@@ -177,7 +176,8 @@ impl<E: Engine> Fabric<E> {
         let Some(slot) = self.w.pool.slot(pkt) else {
             return;
         };
-        let (info, prio, fcs_bad) = (slot.info, usize::from(slot.prio), slot.fcs_bad);
+        // Only what every frame needs is copied out; the rest is read where it is used.
+        let (prio, fcs_bad) = (usize::from(slot.prio), slot.fcs_bad);
         let dst = slot.dst_host.map(|h| h as usize);
         let len = slot.buf.len() as u64;
         if !fcs_bad {
@@ -186,7 +186,7 @@ impl<E: Engine> Fabric<E> {
         let Some(slot) = self.w.pool.slot(pkt) else {
             return;
         };
-        let pause = if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
+        let pause = if slot.info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             PauseRepr::parse(&slot.buf)
         } else {
             None
@@ -236,7 +236,7 @@ impl<E: Engine> Fabric<E> {
             Node::Host(h) => {
                 let t = self.now();
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
-                    self.tap.on_rx(h.0, t, &info, slot.bth.as_ref());
+                    self.tap.on_rx(h.0, t, &slot.info, slot.bth.as_ref());
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -245,25 +245,27 @@ impl<E: Engine> Fabric<E> {
                 self.w.pool.release(pkt);
                 self.service_host(h.0);
             }
-            Node::Switch(s) => self.forward(s, port, pkt, (info, dst), prio),
+            Node::Switch(s) => self.forward(s, port, pkt, dst, prio),
         }
     }
 
-    /// Routes, admits and queues `pkt` (read as `info`, bound for host `dst`) at switch `s`.
+    /// Routes, admits and queues `pkt` (bound for host `dst`) at switch `s`.
     pub(super) fn forward(
         &mut self,
         s: SwitchId,
         ingress: u16,
         pkt: PktId,
-        (info, dst): (FrameInfo, Option<usize>),
+        dst: Option<usize>,
         prio: usize,
     ) {
-        let len = self.w.pool.len(pkt);
         let Some(sw) = self.switches.get_mut(s.0) else {
             self.w.pool.release(pkt);
             return;
         };
-        let egress = info.ip.as_ref().and_then(|ip| sw.route(dst?, ip));
+        let slot = self.w.pool.slot(pkt);
+        let len = slot.map_or(0, |sl| sl.buf.len() as u64);
+        let ip = slot.and_then(|sl| sl.info.ip.as_ref());
+        let egress = ip.and_then(|ip| sw.route(dst?, ip));
         let Some(egress) = egress else {
             self.w.lost.add(len);
             if let Some(c) = sw.counters_mut(ingress, prio) {

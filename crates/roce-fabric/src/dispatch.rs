@@ -511,6 +511,10 @@ impl Wires {
         egress: u16,
         prio: usize,
     ) {
+        // No chance of a mark (below Kmin): no draw either, so the frame is not read.
+        if sw.ecn_probability(egress, prio) <= 0.0 {
+            return;
+        }
         let rng = node_rng(&mut self.rngs, self.seed, code(Node::Switch(s)));
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
             let Slot { buf, info, .. } = slot;

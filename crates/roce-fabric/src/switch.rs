@@ -562,16 +562,21 @@ impl<T, X> Switch<T, X> {
     /// Whether to mark an ECT packet at `egress`'s queue `prio` now (drawing from `rng` only
     /// on the RED ramp).
     pub fn ecn_mark(&self, egress: u16, prio: usize, rng: &mut impl rand::Rng) -> bool {
+        let p = self.ecn_probability(egress, prio);
+        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+    }
+
+    /// The probability of marking an ECT packet at `egress`'s queue `prio` now (0 without
+    /// ECN there): at 0 (below Kmin, most packets) nothing is marked and nothing is drawn.
+    pub fn ecn_probability(&self, egress: u16, prio: usize) -> f64 {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
-            return false;
+            return 0.0;
         };
         let ecn = self
             .port(egress)
             .and_then(|p| p.ecn.as_ref())
             .unwrap_or(ecn);
-        let depth = self.queue_depth(egress, prio);
-        let p = ecn.probability(depth);
-        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+        ecn.probability(self.queue_depth(egress, prio))
     }
 
     /// ECN at `egress`'s queue `prio`: sets CE in `frame`, whose IP fields `ip` were read on

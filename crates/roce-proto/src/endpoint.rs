@@ -670,8 +670,11 @@ impl Endpoint {
                 self.unready(i);
                 continue;
             };
-            // poll_data checks readiness itself (once).
-            self.due.touch(slot);
+            // poll_data checks readiness itself (once). A QP the pacer holds comes back
+            // unchanged (its deadline too): no recomputation at the refresh.
+            if !qp.departure_held(now) {
+                self.due.touch(slot);
+            }
             let (local, mrs, cqs) = (&self.local, &mut self.mrs, &mut self.cqs);
             let sent = qp.poll_data(now, local, mrs, cqs, buf);
             // A data packet can fail the QP (its memory went away), completing work.

@@ -567,6 +567,12 @@ impl MrTable {
     /// Returns `false` (leaving `dst` untouched) when the SGL does not cover the range or one of
     /// its regions is gone or invalidated.
     pub fn gather(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> bool {
+        self.gather_zeros(sgl, offset, dst).is_some()
+    }
+
+    /// [`MrTable::gather`], saying what it wrote: `Some(true)` only zeros (a discarding
+    /// region, which the emitter need not hash), `Some(false)` bytes, `None` refused.
+    pub(crate) fn gather_zeros(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> Option<bool> {
         // One entry (the common case): one lookup, one copy.
         if let [sge] = sgl {
             // Outer None: refused; inner None: a discarding region (reads as zeros).
@@ -584,26 +590,29 @@ impl MrTable {
                     .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
                     .map(Some)
             });
-            match src {
-                Some(Some(src)) => dst.copy_from_slice(src),
-                Some(None) => dst.fill(0),
-                None => return false,
-            }
-            return true;
+            return match src {
+                Some(Some(src)) => {
+                    dst.copy_from_slice(src);
+                    Some(false)
+                }
+                Some(None) => {
+                    dst.fill(0);
+                    Some(true)
+                }
+                None => None,
+            };
         }
-        let Some(segs) = self.segments(sgl, offset, dst.len()) else {
-            return false;
-        };
+        let segs = self.segments(sgl, offset, dst.len())?;
         for (slot, start, at, n) in segs {
             let mr = self.slots.get(slot).and_then(|s| s.mr.as_ref());
             let src = mr.and_then(|m| m.buf.get(start..start + n));
             match (src, dst.get_mut(at..at + n)) {
                 (_, Some(out)) if mr.is_some_and(|m| m.discard) => out.fill(0),
                 (Some(src), Some(out)) => out.copy_from_slice(src),
-                _ => return false,
+                _ => return None,
             }
         }
-        true
+        Some(false)
     }
 
     /// Copies `src` into the message described by `sgl` starting `offset` bytes in. Returns `false`

@@ -5,16 +5,15 @@
 //! Two layouts by the number of slots. Up to [`LINEAR_SLOTS`] the cached deadlines are
 //! scanned: a few words, cheaper than any ordered structure (a 64 B WRITE changes its QP's
 //! deadline on every message, and keeping a B-tree current cost 14% of it). Above that an
-//! ordered set keeps the scan from growing with the QPs a host ever had (a simulated host
-//! may have hundreds).
+//! indexed binary heap keeps the scan from growing with the QPs a host ever had (a simulated
+//! host may have hundreds); a busy QP's deadline moves with every packet, and moving it in the
+//! heap is a short sift in one array where a B-tree removed and inserted nodes.
 //!
 //! A QP handed out mutably is *stale* until [`DueCache::refresh`] recomputes its deadline
 //! (all of it behind `&mut self`: no interior mutability here);
 //! [`DueCache::earliest`] asks the stale QPs themselves, so it is right between refreshes too.
 //!
 //! Not here: which calls touch a QP (the endpoint says so whenever it hands one out mutably).
-
-use std::collections::BTreeSet;
 
 use super::QueuePair;
 use crate::time::Instant;
@@ -33,7 +32,7 @@ pub(crate) struct DueCache {
     /// With more than [`LINEAR_SLOTS`] slots: (deadline, slot) of every slot with a deadline
     /// as last computed. A stale slot's entry stays until its refresh finds a different
     /// deadline, and [`Self::earliest`] skips it.
-    order: Option<BTreeSet<(Instant, usize)>>,
+    order: Option<Deadlines>,
     /// `order`'s first deadline, kept beside it: [`Self::earliest`] is asked after every
     /// event, and with no stale slot this word answers it without walking the set's nodes
     /// (cold in a fabric of many hosts).
@@ -60,13 +59,11 @@ impl DueCache {
         self.stale.resize(slots, false);
         self.due.resize(slots, None);
         if slots > LINEAR_SLOTS && self.order.is_none() {
-            let order: BTreeSet<(Instant, usize)> = self
-                .due
-                .iter()
-                .enumerate()
-                .filter_map(|(slot, t)| Some(((*t)?, slot)))
-                .collect();
-            self.head = order.first().map(|&(t, _)| t);
+            let mut order = Deadlines::default();
+            for (slot, t) in self.due.iter().enumerate() {
+                order.set(slot, *t);
+            }
+            self.head = order.first();
             self.order = Some(order);
         }
     }
@@ -97,18 +94,13 @@ impl DueCache {
                 continue;
             }
             if let Some(order) = self.order.as_mut() {
-                if let Some(old) = *due {
-                    order.remove(&(old, slot));
-                }
-                if let Some(t) = t {
-                    order.insert((t, slot));
-                }
+                order.set(slot, t);
                 moved = true;
             }
             *due = t;
         }
         if moved {
-            self.head = self.order.as_ref().and_then(|o| o.first()).map(|&(t, _)| t);
+            self.head = self.order.as_ref().and_then(Deadlines::first);
         }
     }
 
@@ -122,10 +114,7 @@ impl DueCache {
         let fresh = match &self.order {
             // Every entry is fresh: the first is the answer.
             Some(_) if self.stale_slots.is_empty() => return self.head,
-            Some(order) => order
-                .iter()
-                .find(|&&(_, slot)| !self.is_stale(slot))
-                .map(|&(t, _)| t),
+            Some(order) => order.earliest_where(0, &|slot| !self.is_stale(slot)),
             None => self
                 .due
                 .iter()
@@ -154,7 +143,7 @@ impl DueCache {
             // Nothing due (a host also wakes for its engine's own reasons): no walk.
             Some(_) if self.head.map_or(true, |h| h > now) => {}
             Some(order) => {
-                slots.extend(order.range(..=(now, usize::MAX)).map(|&(_, slot)| slot));
+                order.due_by(0, now, slots);
                 slots.sort_unstable();
             }
             None => slots.extend(
@@ -164,6 +153,167 @@ impl DueCache {
                     .filter(|(_, t)| t.is_some_and(|t| t <= now))
                     .map(|(slot, _)| slot),
             ),
+        }
+    }
+}
+
+/// (deadline, slot) pairs in a binary heap ordered by the pair, with each slot's position in
+/// it: a moved deadline sifts in place (no allocation, one array).
+#[derive(Debug, Default)]
+struct Deadlines {
+    heap: Vec<(Instant, usize)>,
+    /// Position in `heap` by slot; `usize::MAX` for a slot without a deadline.
+    pos: Vec<usize>,
+}
+
+impl Deadlines {
+    fn first(&self) -> Option<Instant> {
+        self.heap.first().map(|&(t, _)| t)
+    }
+
+    /// Sets (or with `None` clears) `slot`'s deadline.
+    fn set(&mut self, slot: usize, t: Option<Instant>) {
+        if self.pos.len() <= slot {
+            self.pos.resize(slot + 1, usize::MAX);
+        }
+        let at = self.pos.get(slot).copied().unwrap_or(usize::MAX);
+        match (at < self.heap.len(), t) {
+            (true, Some(t)) => {
+                if let Some(e) = self.heap.get_mut(at) {
+                    e.0 = t;
+                }
+                self.sift_up(at);
+                self.sift_down(at);
+            }
+            (true, None) => {
+                let last = self.heap.len() - 1;
+                self.swap(at, last);
+                self.heap.pop();
+                if let Some(p) = self.pos.get_mut(slot) {
+                    *p = usize::MAX;
+                }
+                if at < last {
+                    self.sift_up(at);
+                    self.sift_down(at);
+                }
+            }
+            (false, Some(t)) => {
+                self.heap.push((t, slot));
+                let at = self.heap.len() - 1;
+                if let Some(p) = self.pos.get_mut(slot) {
+                    *p = at;
+                }
+                self.sift_up(at);
+            }
+            (false, None) => {}
+        }
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        for i in [a, b] {
+            if let Some(&(_, slot)) = self.heap.get(i) {
+                if let Some(p) = self.pos.get_mut(slot) {
+                    *p = i;
+                }
+            }
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.heap.get(i) >= self.heap.get(parent) {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let left = 2 * i + 1;
+            let Some(l) = self.heap.get(left) else {
+                break;
+            };
+            let child = match self.heap.get(left + 1) {
+                Some(r) if r < l => left + 1,
+                _ => left,
+            };
+            if self.heap.get(child) >= self.heap.get(i) {
+                break;
+            }
+            self.swap(i, child);
+            i = child;
+        }
+    }
+
+    /// The earliest deadline of a slot that `keep` accepts, in the subtree at `i`: a subtree
+    /// is left at its first accepted entry (everything below it is later).
+    fn earliest_where(&self, i: usize, keep: &impl Fn(usize) -> bool) -> Option<Instant> {
+        let &(t, slot) = self.heap.get(i)?;
+        if keep(slot) {
+            return Some(t);
+        }
+        let left = self.earliest_where(2 * i + 1, keep);
+        let right = self.earliest_where(2 * i + 2, keep);
+        match (left, right) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Appends the slots of the subtree at `i` whose deadline is at or before `now` (in no
+    /// order).
+    fn due_by(&self, i: usize, now: Instant, out: &mut Vec<usize>) {
+        if let Some(&(t, slot)) = self.heap.get(i) {
+            if t <= now {
+                out.push(slot);
+                self.due_by(2 * i + 1, now, out);
+                self.due_by(2 * i + 2, now, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn deadlines_answer_as_an_ordered_set_of_the_same_pairs() {
+        let (mut heap, mut set) = (Deadlines::default(), BTreeSet::new());
+        let mut due: Vec<Option<Instant>> = vec![None; 50];
+        let mut x = 12345u64;
+        for step in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let slot = (x >> 33) as usize % due.len();
+            // Few distinct instants: ties between slots are common.
+            let t = ((x >> 13) % 5 != 0).then(|| Instant::from_nanos((x >> 20) % 40));
+            if let Some(old) = due[slot] {
+                set.remove(&(old, slot));
+            }
+            if let Some(t) = t {
+                set.insert((t, slot));
+            }
+            due[slot] = t;
+            heap.set(slot, t);
+            assert_eq!(heap.first(), set.first().map(|&(t, _)| t), "step {step}");
+            let now = Instant::from_nanos(step % 40);
+            let mut got = Vec::new();
+            heap.due_by(0, now, &mut got);
+            got.sort_unstable();
+            let mut want: Vec<usize> = set.range(..=(now, usize::MAX)).map(|&(_, s)| s).collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "step {step}");
+            let odd = |s: usize| s % 2 == 1;
+            let want = set.iter().find(|&&(_, s)| odd(s)).map(|&(t, _)| t);
+            assert_eq!(heap.earliest_where(0, &odd), want, "step {step}");
         }
     }
 }

@@ -194,6 +194,12 @@ impl QueuePair {
         self.next_departure = at;
     }
 
+    /// Whether the pacer holds the next data packet past `now` ([`QueuePair::poll_data`]
+    /// then returns at once, changing nothing).
+    pub(crate) fn departure_held(&self, now: Instant) -> bool {
+        self.next_departure > now
+    }
+
     /// `modify_qp`: validates the transition and attributes, then applies them.
     pub fn modify(&mut self, attr: &QpAttr, cqs: &mut [CompletionQueue]) -> Result<(), QpError> {
         let to = state::validate(self.state, attr)?;

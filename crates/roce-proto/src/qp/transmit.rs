@@ -294,16 +294,22 @@ impl QueuePair {
         let sq = &self.req.sq;
         // The payload is read at this moment, from memory that must still be there.
         let mut readable = true;
-        let result = template.emit_with(&o.fields, buf, |dst| match &o.payload {
-            Payload::None => {}
+        // The closure says whether it wrote only zeros (their ICRC needs no hashing).
+        let result = template.emit_gathered(&o.fields, buf, |dst| match &o.payload {
+            Payload::None => true,
             Payload::Wqe { wqe, offset, .. } => {
                 let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
-                readable = sgl.is_some_and(|sgl| mrs.gather(sgl, *offset, dst));
+                let zeros = sgl.and_then(|sgl| mrs.gather_zeros(sgl, *offset, dst));
+                readable = zeros.is_some();
+                zeros.unwrap_or(false)
             }
-            Payload::Mr { range } => match mrs.read(*range) {
-                Ok(src) if src.len() == dst.len() => dst.copy_from_slice(src),
-                _ => readable = false,
-            },
+            Payload::Mr { range } => {
+                match mrs.read(*range) {
+                    Ok(src) if src.len() == dst.len() => dst.copy_from_slice(src),
+                    _ => readable = false,
+                }
+                false
+            }
         });
         match result {
             Ok(_) if !readable => Err(Unsent::SourceGone),

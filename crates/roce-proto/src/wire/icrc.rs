@@ -319,6 +319,22 @@ fn zero_shift(mut value: u32, mut n: usize) -> Option<u32> {
     Some(value)
 }
 
+/// A crc32fast state continued over `n` zero bytes (a discarding region's payload and its pad),
+/// by table lookups instead of hashing them: full-MTU tables for the long part, [`zero_shift`]
+/// for the rest. `None` unless `n` is a multiple of 4 (payload and pad always are).
+#[inline]
+pub(crate) fn past_zeros(state: u32, mut n: usize) -> Option<u32> {
+    // Hashing zeros moves the raw register (the state inverted) by x^(8n) and nothing else.
+    let mut raw = !state;
+    for len in [4096, 1024, 256] {
+        while n >= len {
+            raw = ZeroShift::for_len(len)?.apply(raw);
+            n -= len;
+        }
+    }
+    zero_shift(raw, n).map(|raw| !raw)
+}
+
 /// The ICRC of a received packet given as `hashed`: the 8 bytes before its IP header (the
 /// Ethernet header's tail, standing in for the LRH's ones), its IP (IPv4 without options when
 /// `N` is 40, IPv6 when `N` is 60), UDP and BTH headers exactly as on the wire, then the
@@ -518,6 +534,19 @@ pub fn verify_icrc(packet: &[u8]) -> Result<u32, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn past_zeros_equals_hashing_the_zeros() {
+        let zeros = [0u8; 9000];
+        for state in [0u32, 0xffff_ffff, 0x1234_5678, 0xdead_beef] {
+            for n in (0..=zeros.len()).step_by(4) {
+                let mut h = crc32fast::Hasher::new_with_initial(state);
+                h.update(&zeros[..n]);
+                assert_eq!(past_zeros(state, n), Some(h.finalize()), "n = {n}");
+            }
+        }
+        assert_eq!(past_zeros(7, 6), None);
+    }
 
     #[test]
     fn in_place_icrc_equals_the_masking_copy() {

@@ -12,8 +12,8 @@
 //! where they lie. The bytes are identical to [`RoceRepr::emit`]'s.
 
 use super::icrc::{
-    crc32, crc_after_lrh, mask, RegCrc, ZeroShift, BTH_MASKED, ICRC_LEN, IPV4_MASKED, IPV6_MASKED,
-    LRH_LEN, MAX_SHIFT, UDP_MASKED,
+    crc32, crc_after_lrh, mask, past_zeros, RegCrc, ZeroShift, BTH_MASKED, ICRC_LEN, IPV4_MASKED,
+    IPV6_MASKED, LRH_LEN, MAX_SHIFT, UDP_MASKED,
 };
 use super::opcode::{Opcode, OpcodeInfo};
 use super::roce::{emit_ext, hash_ext, pad_count, ExtRepr, IpRepr, RoceRepr};
@@ -273,6 +273,21 @@ impl FrameTemplate {
         buf: &mut [u8],
         fill_payload: impl FnOnce(&mut [u8]),
     ) -> Result<usize, WireError> {
+        self.emit_gathered(fields, buf, |dst| {
+            fill_payload(dst);
+            false
+        })
+    }
+
+    /// [`FrameTemplate::emit_with`] for a `fill_payload` that says whether it wrote only zeros
+    /// (a discarding region's bytes): their ICRC is then a few table lookups, not a hash.
+    #[inline]
+    pub(crate) fn emit_gathered(
+        &self,
+        fields: &PacketFields,
+        buf: &mut [u8],
+        fill_payload: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Result<usize, WireError> {
         match self.shape {
             Shape::V4 | Shape::V4Tagged => self.emit_ip::<false>(fields, buf, fill_payload),
             Shape::V6 | Shape::V6Tagged => self.emit_ip::<true>(fields, buf, fill_payload),
@@ -285,7 +300,7 @@ impl FrameTemplate {
         &self,
         fields: &PacketFields,
         buf: &mut [u8],
-        fill_payload: impl FnOnce(&mut [u8]),
+        fill_payload: impl FnOnce(&mut [u8]) -> bool,
     ) -> Result<usize, WireError> {
         const TAGGED: usize = ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN;
         if matches!(self.shape, Shape::V4Tagged | Shape::V6Tagged) {
@@ -300,7 +315,7 @@ impl FrameTemplate {
     /// writes the headers, pad and ICRC around them and returns the frame length.
     #[inline]
     pub fn emit_in_place(&self, fields: &PacketFields, buf: &mut [u8]) -> Result<usize, WireError> {
-        self.emit_with(fields, buf, |_| {})
+        self.emit_gathered(fields, buf, |_| false)
     }
 
     /// The emit for one shape: every header offset is a constant.
@@ -309,7 +324,7 @@ impl FrameTemplate {
         &self,
         fields: &PacketFields,
         buf: &mut [u8],
-        fill_payload: impl FnOnce(&mut [u8]),
+        fill_payload: impl FnOnce(&mut [u8]) -> bool,
     ) -> Result<usize, WireError> {
         let ip_len = if V6 {
             ipv6::HEADER_LEN
@@ -356,7 +371,7 @@ impl FrameTemplate {
         let (ext, rest) = rest.split_at_mut(info.ext_len);
         emit_ext(&fields.ext, info, ext)?;
         let (payload, trailer) = rest.split_at_mut(fields.payload_len);
-        fill_payload(payload);
+        let zeros = fill_payload(payload);
         // Zero the pad and the ICRC slot (at least 4 bytes: a fixed-size store, no memset call);
         // the ICRC goes over its part at the end.
         trailer[..ICRC_LEN].fill(0);
@@ -368,7 +383,8 @@ impl FrameTemplate {
         // extension headers' values.
         let tail = &frame[ext_end..pad_end];
         let short = tail.len() <= MAX_SHIFT;
-        let tail_crc = (short || ZeroShift::for_len(tail.len()).is_some()).then(|| crc32(tail));
+        let tail_crc =
+            (!zeros && (short || ZeroShift::for_len(tail.len()).is_some())).then(|| crc32(tail));
         let last = header_len - ETH - 1;
         let mut reg = RegCrc::from_state(self.icrc_seed);
         let [len_hi, len_lo] = ip_length.to_be_bytes();
@@ -387,13 +403,17 @@ impl FrameTemplate {
         reg.flip(last - psn - 1, psn_mid);
         reg.flip(last - psn - 2, psn_lo);
         hash_ext(&fields.ext, info, &mut reg);
-        let combined = tail_crc.and_then(|tail_crc| {
-            let head = if short {
-                reg.shifted_state(tail.len())?
-            } else {
-                ZeroShift::for_len(tail.len())?.apply(reg.state())
-            };
-            Some(head ^ tail_crc)
+        // Zeros (payload and pad) only move the state: no bytes to read.
+        let zeroed = zeros.then(|| past_zeros(reg.state(), tail.len())).flatten();
+        let combined = zeroed.or_else(|| {
+            tail_crc.and_then(|tail_crc| {
+                let head = if short {
+                    reg.shifted_state(tail.len())?
+                } else {
+                    ZeroShift::for_len(tail.len())?.apply(reg.state())
+                };
+                Some(head ^ tail_crc)
+            })
         });
         let icrc = combined.unwrap_or_else(|| {
             reg.bytes(&frame[ext_end..pad_end]);
@@ -421,5 +441,48 @@ impl FrameTemplate {
         frame[bth_at + bth::field::FECN_BECN] = self.fecn_becn;
         frame[pad_end..].copy_from_slice(&icrc.to_le_bytes());
         Ok(frame_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use super::*;
+    use crate::wire::{EtherType, EthernetAddress};
+
+    #[test]
+    fn zeros_said_so_hash_like_zeros_written() {
+        let v4 = |b| IpAddr::V4(Ipv4Addr::new(10, 0, 0, b));
+        let v6 = |b| IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, b));
+        for (src, dst) in [(v4(1), v4(2)), (v6(1), v6(2))] {
+            let eth = ethernet::Repr {
+                dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            };
+            let ip = IpRepr::new_roce(src, dst, 26, Ecn::Ect0);
+            let t = FrameTemplate::new(&RoceRepr::cnp(eth, ip, 0xc000, 0x12));
+            for payload_len in [0, 1, 3, 4, 255, 256, 700, 1023, 1024, 1025, 4096] {
+                let fields = PacketFields {
+                    opcode: Opcode::RC_RDMA_WRITE_MIDDLE,
+                    solicited: false,
+                    ack_req: true,
+                    psn: Psn::new(77),
+                    ext: ExtRepr::default(),
+                    payload_len,
+                };
+                // Buffers pre-filled with 0xa5: the zeros must be written, not assumed.
+                let (mut hashed, mut shifted) = ([0xa5u8; 4200], [0xa5u8; 4200]);
+                let n = t.emit(&fields, &vec![0; payload_len], &mut hashed);
+                let m = t.emit_gathered(&fields, &mut shifted, |p| {
+                    p.fill(0);
+                    true
+                });
+                assert_eq!(n, m, "payload {payload_len}");
+                assert_eq!(hashed, shifted, "payload {payload_len}");
+            }
+        }
     }
 }

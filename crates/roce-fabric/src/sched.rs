@@ -41,7 +41,7 @@ impl Scheduling {
     }
 
     /// The strict-priority classes as a bit set (bit `p` for priority `p`).
-    fn strict_mask(&self) -> u32 {
+    pub(crate) fn strict_mask(&self) -> u32 {
         let strict = match &self.strict {
             Some(s) => s.as_slice(),
             None if self.ets_weights.is_empty() => &[],
@@ -120,17 +120,18 @@ impl SchedState {
     }
 
     /// [`SchedState::pick`] where `ready` (bit `p`) says exactly which classes `head` gives a
-    /// length for: strict classes and round robin read the mask, not `head`.
+    /// length for: strict classes and round robin read the mask, not `head`. `strict` is
+    /// `cfg`'s [`Scheduling::strict_mask`] (the caller keeps it: this runs for every packet).
     pub fn pick_ready(
         &mut self,
         cfg: &Scheduling,
+        strict: u8,
         ready: u8,
         head: impl Fn(usize) -> Option<u64>,
     ) -> Option<usize> {
         if !cfg.ets_weights.is_empty() {
             return self.pick(cfg, head);
         }
-        let strict = (cfg.strict_mask() & 0xff) as u8;
         if ready & strict != 0 {
             return Some(7 - (ready & strict).leading_zeros() as usize);
         }
@@ -216,7 +217,11 @@ mod tests {
             for n in 0..2000u32 {
                 let ready = (n.wrapping_mul(0x9e37_79b9) >> 24) as u8;
                 let head = |p: usize| (ready & (1 << p) != 0).then_some(1000);
-                assert_eq!(a.pick(&cfg, head), b.pick_ready(&cfg, ready, head), "{n}");
+                assert_eq!(
+                    a.pick(&cfg, head),
+                    b.pick_ready(&cfg, cfg.strict_mask() as u8, ready, head),
+                    "{n}"
+                );
                 assert_eq!(format!("{a:?}"), format!("{b:?}"));
             }
         }

@@ -200,12 +200,6 @@ impl<T, X> SwitchPort<T, X> {
         ready
     }
 
-    /// The length of the packet at the head of queue `prio` if `prio` is in `ready`.
-    #[inline]
-    fn head(&self, ready: u8, prio: usize) -> Option<u64> {
-        head_len(&self.queues, ready, prio)
-    }
-
     /// Bit mask of priorities with packets waiting.
     pub fn waiting(&self) -> u8 {
         self.nonempty
@@ -270,6 +264,8 @@ pub struct Switch<T, X> {
     /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
     /// admission and enqueue, where the configuration's list is a pointer chase away.
     pfc_mask: u64,
+    /// The scheduler's strict classes ([`Scheduling::strict_mask`]), asked at every dequeue.
+    strict_mask: u8,
 }
 
 /// The live members of one destination's equal-cost group: `len` ports from `start` in
@@ -297,6 +293,7 @@ impl<T, X> Switch<T, X> {
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
         Switch {
             pfc_mask: pfc_mask(&cfg),
+            strict_mask: (cfg.sched.strict_mask() & 0xff) as u8,
             cfg,
             ports: Vec::new(),
             routes: Vec::new(),
@@ -653,10 +650,12 @@ impl<T, X> Switch<T, X> {
     pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
         let port = self.ports.get(usize::from(egress))?;
         let ready = port.ready(paused);
-        let prio = port
-            .sched
-            .clone()
-            .pick_ready(&self.cfg.sched, ready, |p| port.head(ready, p))?;
+        let prio =
+            port.sched
+                .clone()
+                .pick_ready(&self.cfg.sched, self.strict_mask, ready, |p| {
+                    head_len(&port.queues, ready, p)
+                })?;
         let len = port.queues.get(prio)?.front()?.len;
         Some((prio, u64::from(len)))
     }
@@ -673,7 +672,9 @@ impl<T, X> Switch<T, X> {
         let queues = &port.queues;
         let prio = port
             .sched
-            .pick_ready(&self.cfg.sched, ready, |p| head_len(queues, ready, p))?;
+            .pick_ready(&self.cfg.sched, self.strict_mask, ready, |p| {
+                head_len(queues, ready, p)
+            })?;
         let q = port.queues.get_mut(prio)?.pop_front()?;
         if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
             port.sched.emptied(prio);

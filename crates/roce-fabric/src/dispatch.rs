@@ -477,8 +477,10 @@ impl<E: Engine> Fabric<E> {
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
-            let prio = self.w.pool.prio(pkt);
+            // One look at the new slot: its priority, the tap and the destination host.
+            let mut prio = 0;
             if let Some(slot) = self.w.pool.slot_mut(pkt) {
+                prio = usize::from(slot.prio);
                 self.tap.on_tx(slot.bth.as_ref());
                 let dst = slot.info.ip.as_ref().map(|ip| ip.dst);
                 slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);

@@ -421,12 +421,12 @@ impl<E: Engine> Fabric<E> {
         let Some(host) = self.hosts.get_mut(h) else {
             return;
         };
-        let stalled = host.tx.busy || host.parked.iter().any(Option::is_some);
         let wake = match host.engine.poll_timeout().map(Instant::as_nanos) {
             None => None,
             Some(d) if d > now => Some(d),
             // Due now but the NIC is busy or blocked: TxDone or PauseEnd will come back here.
-            Some(_) if stalled => None,
+            // (The parked slots are read only for a deadline due now.)
+            Some(_) if host.tx.busy || host.parked.iter().any(Option::is_some) => None,
             // Due now yet nothing was sent: look again one nanosecond later rather than spin.
             Some(_) => Some(now + 1),
         };

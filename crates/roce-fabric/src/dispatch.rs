@@ -423,12 +423,12 @@ impl<E: Engine> Fabric<E> {
         let Some(host) = self.hosts.get_mut(h) else {
             return;
         };
-        let stalled = host.tx.busy || host.parked.iter().any(Option::is_some);
         let wake = match host.engine.poll_timeout().map(Instant::as_nanos) {
             None => None,
             Some(d) if d > now => Some(d),
             // Due now but the NIC is busy or blocked: TxDone or PauseEnd will come back here.
-            Some(_) if stalled => None,
+            // (The parked slots are read only for a deadline due now.)
+            Some(_) if host.tx.busy || host.parked.iter().any(Option::is_some) => None,
             // Due now yet nothing was sent: look again one nanosecond later rather than spin.
             Some(_) => Some(now + 1),
         };
@@ -479,8 +479,10 @@ impl<E: Engine> Fabric<E> {
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
-            let prio = self.w.pool.prio(pkt);
+            // One look at the new slot: its priority, the tap and the destination host.
+            let mut prio = 0;
             if let Some(slot) = self.w.pool.slot_mut(pkt) {
+                prio = usize::from(slot.prio);
                 self.tap.on_tx(slot.bth.as_ref());
                 let dst = slot.info.ip.as_ref().map(|ip| ip.dst);
                 slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);

@@ -454,6 +454,11 @@ impl RcEngine {
             self.next_pending = self.pending.first().map(|&(t, _)| t);
         }
         let gate = self.received.gate.as_ref();
+        if gate.is_none() && visit.is_empty() {
+            // Nothing to visit (a frame that completed no work of this host's senders).
+            self.visit = visit;
+            return;
+        }
         if gate.is_some() {
             // A collective's allowance grows with what arrives: every running flow may post.
             visit.clear();

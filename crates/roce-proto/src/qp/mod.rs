@@ -196,6 +196,7 @@ impl QueuePair {
 
     /// Whether the pacer holds the next data packet past `now` ([`QueuePair::poll_data`]
     /// then returns at once, changing nothing).
+    #[inline]
     pub(crate) fn departure_held(&self, now: Instant) -> bool {
         self.next_departure > now
     }
@@ -502,7 +503,7 @@ impl QueuePair {
     /// waits to be moved to the current rate: [`Self::handle_timeout`] has something to do.
     /// When not, it would change nothing (a departure that has come is `poll_data`'s).
     pub(crate) fn timer_due(&self, now: Instant) -> bool {
-        self.next_departure > now
+        self.departure_held(now)
             || self.timers.next_timeout().is_some_and(|t| t <= now)
             || self
                 .cc

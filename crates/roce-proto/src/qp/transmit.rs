@@ -148,7 +148,7 @@ impl QueuePair {
         cqs: &mut [CompletionQueue],
         buf: &mut [u8],
     ) -> Option<usize> {
-        if self.next_departure > now
+        if self.departure_held(now)
             || matches!(self.state, QpState::Reset | QpState::Init | QpState::Err)
         {
             return None;

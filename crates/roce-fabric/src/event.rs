@@ -125,11 +125,17 @@ impl<T> EventQueue<T> {
         // Most events fall in a later bucket of the calendar: one append, inlined.
         let ahead = u128::from(at.as_nanos()).wrapping_sub(self.near_end);
         if ahead < SPAN && !self.near.is_empty() {
-            self.ring[bucket(u128::from(at.as_nanos()))].push(entry);
-            self.ring_len += 1;
+            self.ring_push(entry);
             return;
         }
         self.push_other(entry);
+    }
+
+    /// Appends `entry` to its calendar bucket (due within the buckets' span).
+    #[inline(always)]
+    fn ring_push(&mut self, entry: Entry<T>) {
+        self.ring[bucket(u128::from(entry.at()))].push(entry);
+        self.ring_len += 1;
     }
 
     /// [`Self::push`] into the current bucket, the far heap, or an empty near bucket.
@@ -146,8 +152,7 @@ impl<T> EventQueue<T> {
             return;
         }
         if at - self.near_end < SPAN {
-            self.ring[bucket(at)].push(entry);
-            self.ring_len += 1;
+            self.ring_push(entry);
         } else {
             heap_push(&mut self.far, entry);
         }
@@ -223,8 +228,7 @@ impl<T> EventQueue<T> {
         let end = self.near_end + SPAN;
         while self.far.first().is_some_and(|e| u128::from(e.at()) < end) {
             if let Some(e) = heap_pop(&mut self.far) {
-                self.ring[bucket(u128::from(e.at()))].push(e);
-                self.ring_len += 1;
+                self.ring_push(e);
             }
         }
     }

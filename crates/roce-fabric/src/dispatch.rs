@@ -6,7 +6,7 @@ use super::fabric::{Fabric, PfcEvent};
 use super::port::TxPort;
 use super::stats::{Lost, PRIORITIES};
 use super::switch::{DropReason, FabricSwitch, MarkPoint};
-use super::wires::{code, node_rng, Event, Slot, Wires};
+use super::wires::{code, node_rng, Event, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
@@ -179,7 +179,7 @@ impl<E: Engine> Fabric<E> {
         // Only what every frame needs is copied out; the rest is read where it is used.
         let (prio, fcs_bad) = (usize::from(slot.prio), slot.fcs_bad);
         let dst = slot.dst_host.map(|h| h as usize);
-        let len = slot.buf.len() as u64;
+        let len = slot.wire_len() as u64;
         if !fcs_bad {
             self.w.capture(node, port, pkt, false);
         }
@@ -187,7 +187,7 @@ impl<E: Engine> Fabric<E> {
             return;
         };
         let pause = if slot.info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
-            PauseRepr::parse(&slot.buf)
+            PauseRepr::parse(slot.head())
         } else {
             None
         };
@@ -240,7 +240,8 @@ impl<E: Engine> Fabric<E> {
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
-                    host.engine.handle_frame(t, &slot.buf);
+                    host.engine
+                        .handle_frame(t, slot.frame(&mut self.w.unpacked));
                 }
                 self.w.pool.release(pkt);
                 self.service_host(h.0);
@@ -263,7 +264,7 @@ impl<E: Engine> Fabric<E> {
             return;
         };
         let slot = self.w.pool.slot(pkt);
-        let len = slot.map_or(0, |sl| sl.buf.len() as u64);
+        let len = slot.map_or(0, |sl| sl.wire_len() as u64);
         let ip = slot.and_then(|sl| sl.info.ip.as_ref());
         let egress = ip.and_then(|ip| sw.route(dst?, ip));
         let Some(egress) = egress else {
@@ -388,8 +389,8 @@ impl<E: Engine> Fabric<E> {
                 if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
                     // A frame with an INT shim gets the record in its bytes (the endpoint
                     // strips and echoes it); any other frame carries it out of band.
-                    if roce_proto::wire::int::shim_offset(&slot.buf).is_some() {
-                        roce_proto::wire::int::push_hop(&mut slot.buf, &hop.into());
+                    if roce_proto::wire::int::shim_offset(slot.head()).is_some() {
+                        roce_proto::wire::int::push_hop(slot.bytes_mut(), &hop.into());
                     } else {
                         slot.int.push(hop);
                     }
@@ -519,10 +520,8 @@ impl Wires {
         }
         let rng = node_rng(&mut self.rngs, self.seed, code(Node::Switch(s)));
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
-            let Slot { buf, info, .. } = slot;
-            info.ip
-                .as_mut()
-                .is_some_and(|ip| sw.mark_ce(egress, prio, buf, ip, rng))
+            let (head, ip) = slot.head_and_ip();
+            ip.is_some_and(|ip| sw.mark_ce(egress, prio, head, ip, rng))
         });
         if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
             c.ecn_marked += 1;

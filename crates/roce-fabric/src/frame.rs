@@ -203,15 +203,42 @@ pub fn bth_info(frame: &[u8], ip: &IpInfo) -> Option<BthInfo> {
 
 /// Sets CE in the IP header of an ECN-capable packet (updating the IPv4 header checksum).
 /// Returns whether the frame was changed. The RoCE ICRC masks these bits, so it stays valid.
-pub fn mark_ce(frame: &mut [u8], ip: &mut IpInfo) -> bool {
+pub fn mark_ce(head: &mut [u8], ip: &mut IpInfo) -> bool {
     if !ip.ect() || ip.ecn == 3 {
         return false;
     }
-    let marked = roce_proto::wire::roce::set_frame_ecn(frame, roce_proto::wire::Ecn::Ce).is_ok();
+    let marked = set_header_ce(head, ip);
     if marked {
         ip.ecn = 3;
     }
     marked
+}
+
+/// Sets CE in the IP header at `ip.offset` of `head`. A switch rewrites the ECN bits (and the
+/// IPv4 header checksum) from the header alone: `head` may be only the frame's leading bytes.
+fn set_header_ce(head: &mut [u8], ip: &IpInfo) -> bool {
+    use roce_proto::wire::{ipv4, ipv6, Ecn};
+    let Some(h) = head.get_mut(ip.offset..) else {
+        return false;
+    };
+    if ip.v6 {
+        if h.len() < ipv6::HEADER_LEN {
+            return false;
+        }
+        ipv6::Packet::new_unchecked(h).set_ecn(Ecn::Ce);
+    } else {
+        if h.len() < ipv4::HEADER_LEN {
+            return false;
+        }
+        let ihl = ipv4::Packet::new_unchecked(&*h).header_len();
+        if ihl < ipv4::HEADER_LEN || h.len() < ihl {
+            return false;
+        }
+        let mut p = ipv4::Packet::new_unchecked(h);
+        p.set_ecn(Ecn::Ce);
+        p.fill_checksum();
+    }
+    true
 }
 
 /// A 64-bit mix of a flow's 5-tuple and a per-switch salt, for ECMP (splitmix64 finalizer).
@@ -322,8 +349,17 @@ mod tests {
                 (b.opcode, b.dest_qpn, b.psn, b.payload_len),
                 (Opcode::RC_SEND_ONLY, 17, Psn::new(5), 37)
             );
+            // Marking a copy of only the leading bytes changes them as marking the frame does.
+            let mut head = f[..64].to_vec();
+            let mut head_ip = ip;
+            assert!(mark_ce(&mut head, &mut head_ip));
             assert!(mark_ce(&mut f, &mut ip));
+            assert_eq!((&head[..], head_ip), (&f[..head.len()], ip));
             assert_eq!(ip.ecn, 3);
+            // Too short for the IP header: not marked, no panic.
+            let mut cut = classify(&head).ip.unwrap();
+            cut.ecn = 2;
+            assert!(!mark_ce(&mut head[..ip.offset + 19], &mut cut));
             let p = parse_frame(&f).expect("ICRC still valid after CE marking");
             assert_eq!(p.repr.ip.ecn(), Ecn::Ce);
             assert_eq!(p.payload, &[7u8; 37]);

@@ -7,7 +7,7 @@ use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
 use super::event::{sort_key, tie, tie_last, EventQueue};
-use super::frame::{bth_info, BthInfo, FrameInfo};
+use super::frame::{bth_info, BthInfo, FrameInfo, IpInfo};
 use super::port::TxPort;
 use super::stats::Lost;
 use super::switch::Arrival;
@@ -108,7 +108,11 @@ pub(super) struct Link {
 /// A frame and what the fabric read from it once, when it entered the fabric.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Slot {
-    pub(super) buf: Vec<u8>,
+    /// The frame's bytes, compact when `zeros` is not 0: the first [`Slot::KEEP`] bytes, then
+    /// (left out) `zeros` zero bytes, then the rest (see [`Slot::fill`]).
+    buf: Vec<u8>,
+    /// Zero bytes of the frame not stored, from offset [`Slot::KEEP`] on.
+    zeros: u32,
     pub(super) fcs_bad: bool,
     pub(super) info: FrameInfo,
     /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
@@ -125,6 +129,88 @@ pub(super) struct Slot {
     pub(super) int: Vec<IntHop>,
 }
 
+impl Slot {
+    /// Leading bytes a compact frame keeps: every header a switch or host reads or writes in
+    /// flight (Ethernet, VLAN, IPv4/IPv6, UDP, BTH and its extension headers) lies within them.
+    const KEEP: usize = 128;
+    /// Bytes kept at the end of a compact frame: its ICRC.
+    const TAIL: usize = 4;
+    /// The fewest zero bytes worth leaving out.
+    const MIN_ZEROS: usize = 64;
+
+    /// Stores `frame`. A frame whose bytes between the first [`Slot::KEEP`] and the last
+    /// [`Slot::TAIL`] are all zero (the payload of a flow whose data nobody verifies) is stored
+    /// without them: a kilobyte copied into a cold buffer and read back at the far end was most
+    /// of what a frame cost the cache.
+    fn fill(&mut self, frame: &[u8]) {
+        self.buf.clear();
+        self.zeros = 0;
+        let gap = frame.len().saturating_sub(Self::KEEP + Self::TAIL);
+        match frame.split_at_checked(Self::KEEP) {
+            Some((head, rest)) if gap >= Self::MIN_ZEROS && all_zero(&rest[..gap]) => {
+                self.buf.extend_from_slice(head);
+                self.buf.extend_from_slice(&rest[gap..]);
+                self.zeros = gap as u32;
+            }
+            _ => self.buf.extend_from_slice(frame),
+        }
+    }
+
+    /// The frame's length on the wire.
+    pub(super) fn wire_len(&self) -> usize {
+        self.buf.len() + self.zeros as usize
+    }
+
+    /// The frame's leading bytes, which hold its headers: the whole frame unless compact.
+    pub(super) fn head(&self) -> &[u8] {
+        match self.zeros {
+            0 => &self.buf,
+            _ => self.buf.get(..Self::KEEP).unwrap_or_default(),
+        }
+    }
+
+    /// [`Slot::head`] and the IP fields read from it, to change both in place (ECN).
+    pub(super) fn head_and_ip(&mut self) -> (&mut [u8], Option<&mut IpInfo>) {
+        let head = match self.zeros {
+            0 => &mut self.buf[..],
+            _ => self.buf.get_mut(..Self::KEEP).unwrap_or_default(),
+        };
+        (head, self.info.ip.as_mut())
+    }
+
+    /// The whole frame: the stored bytes, or a compact frame written out into `out`.
+    pub(super) fn frame<'a>(&'a self, out: &'a mut Vec<u8>) -> &'a [u8] {
+        if self.zeros == 0 {
+            return &self.buf;
+        }
+        let (head, tail) = self.buf.split_at(Self::KEEP.min(self.buf.len()));
+        out.clear();
+        out.extend_from_slice(head);
+        out.resize(head.len() + self.zeros as usize, 0);
+        out.extend_from_slice(tail);
+        out
+    }
+
+    /// The whole frame's bytes, stored in full from now on (before a change that may reach
+    /// the bytes a compact frame leaves out).
+    pub(super) fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        if self.zeros != 0 {
+            let at = Self::KEEP.min(self.buf.len());
+            let zeros = std::iter::repeat(0).take(self.zeros as usize);
+            self.buf.splice(at..at, zeros);
+            self.zeros = 0;
+        }
+        &mut self.buf
+    }
+}
+
+/// Whether every byte of `b` is zero (in 64-byte strides the compiler vectorises).
+fn all_zero(b: &[u8]) -> bool {
+    let mut chunks = b.chunks_exact(64);
+    let wide = chunks.all(|c| c.iter().fold(0, |acc, &x| acc | x) == 0);
+    wide && chunks.remainder().iter().all(|&x| x == 0)
+}
+
 /// Frames in flight or queued, by index; buffers are reused.
 #[derive(Clone, Debug, Default)]
 pub(super) struct PacketPool {
@@ -139,8 +225,7 @@ impl PacketPool {
             (self.slots.len() - 1) as PktId
         });
         if let Some(s) = self.slots.get_mut(id as usize) {
-            s.buf.clear();
-            s.buf.extend_from_slice(data);
+            s.fill(data);
             s.fcs_bad = false;
             s.int.clear();
             let a = Arrival::of(data);
@@ -160,14 +245,11 @@ impl PacketPool {
     pub(super) fn release(&mut self, id: PktId) {
         self.free.push(id);
     }
-    pub(super) fn frame(&self, id: PktId) -> &[u8] {
-        self.slots.get(id as usize).map_or(&[], |s| &s.buf)
-    }
     pub(super) fn slot_mut(&mut self, id: PktId) -> Option<&mut Slot> {
         self.slots.get_mut(id as usize)
     }
     pub(super) fn len(&self, id: PktId) -> u64 {
-        self.frame(id).len() as u64
+        self.slot(id).map_or(0, |s| s.wire_len() as u64)
     }
     /// Takes the frame out of the pool (it moves to another partition's pool).
     pub(super) fn take(&mut self, id: PktId) -> Slot {
@@ -222,6 +304,8 @@ pub(super) struct Wires {
     pub(super) lost: LostTraffic,
     /// The port whose frames are captured, if any.
     pub(super) capture: Option<PortCapture>,
+    /// Where a compact frame is written out in full (for a host or a capture).
+    pub(super) unpacked: Vec<u8>,
 }
 
 /// How fast the fabric notices failures and reroutes around them.
@@ -272,6 +356,7 @@ impl Wires {
             events: 0,
             lost: LostTraffic::default(),
             capture: None,
+            unpacked: Vec::new(),
         }
     }
 
@@ -485,8 +570,13 @@ impl Wires {
     /// Keeps `pkt` if it crosses the captured port (see [`crate::capture`]).
     #[inline]
     pub(super) fn capture(&mut self, node: Node, port: u16, pkt: PktId, outbound: bool) {
-        if let Some(c) = self.capture.as_mut() {
-            c.keep((node, port), self.now, self.pool.frame(pkt), outbound);
+        if let (Some(c), Some(s)) = (self.capture.as_mut(), self.pool.slot(pkt)) {
+            c.keep(
+                (node, port),
+                self.now,
+                s.frame(&mut self.unpacked),
+                outbound,
+            );
         }
     }
 }
@@ -529,5 +619,58 @@ impl Crossings {
             link: link.0 as u32,
             slot,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(zeros: usize, tail: [u8; 4]) -> Vec<u8> {
+        let mut f: Vec<u8> = (1..=Slot::KEEP as u8).collect();
+        f.extend(std::iter::repeat(0).take(zeros));
+        f.extend(tail);
+        f
+    }
+
+    #[test]
+    fn a_zero_payload_is_left_out_and_written_back_whole() {
+        let f = frame(900, [9, 8, 7, 6]);
+        let mut s = Slot::default();
+        s.fill(&f);
+        assert_eq!((s.buf.len(), s.zeros, s.wire_len()), (132, 900, f.len()));
+        assert_eq!(s.head(), &f[..Slot::KEEP]);
+        let mut out = Vec::new();
+        assert_eq!(s.frame(&mut out), &f[..]);
+        // A change that may reach the left-out bytes stores the frame in full first.
+        assert_eq!(&s.bytes_mut()[..], &f[..]);
+        assert_eq!((s.zeros, s.wire_len(), s.head()), (0, f.len(), &f[..]));
+        // Reused for a frame that is not compact: nothing of the last one remains.
+        let short = frame(Slot::MIN_ZEROS - 1, [1, 2, 3, 4]);
+        s.fill(&short);
+        assert_eq!(
+            (s.zeros, s.head(), s.frame(&mut out)),
+            (0, &short[..], &short[..])
+        );
+    }
+
+    #[test]
+    fn a_frame_with_any_byte_set_between_head_and_tail_is_kept_whole() {
+        for at in [
+            Slot::KEEP,
+            Slot::KEEP + 63,
+            Slot::KEEP + 64,
+            Slot::KEEP + 899,
+        ] {
+            let mut f = frame(900, [0; 4]);
+            f[at] = 1;
+            let mut s = Slot::default();
+            s.fill(&f);
+            assert_eq!((s.zeros, &s.buf[..]), (0, &f[..]), "byte {at} set");
+        }
+        // All zero but for the head: the ICRC may be zero too.
+        let mut s = Slot::default();
+        s.fill(&frame(64, [0; 4]));
+        assert_eq!((s.zeros, s.wire_len()), (64, Slot::KEEP + 68));
     }
 }

@@ -178,7 +178,7 @@ impl<E: Engine> Fabric<E> {
         };
         // Only what every frame needs is copied out; the rest is read where it is used.
         let (prio, fcs_bad) = (usize::from(slot.prio), slot.fcs_bad);
-        let dst = slot.dst_host.map(|h| h as usize);
+        let dst = slot.dst_host();
         let len = slot.wire_len() as u64;
         if !fcs_bad {
             self.w.capture(node, port, pkt, false);
@@ -186,7 +186,7 @@ impl<E: Engine> Fabric<E> {
         let Some(slot) = self.w.pool.slot(pkt) else {
             return;
         };
-        let pause = if slot.info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
+        let pause = if slot.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             PauseRepr::parse(slot.head())
         } else {
             None
@@ -236,7 +236,7 @@ impl<E: Engine> Fabric<E> {
             Node::Host(h) => {
                 let t = self.now();
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
-                    self.tap.on_rx(h.0, t, &slot.info, slot.bth.as_ref());
+                    self.tap.on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -265,7 +265,7 @@ impl<E: Engine> Fabric<E> {
         };
         let slot = self.w.pool.slot(pkt);
         let len = slot.map_or(0, |sl| sl.wire_len() as u64);
-        let ip = slot.and_then(|sl| sl.info.ip.as_ref());
+        let ip = slot.and_then(|sl| sl.ip.as_ref());
         let egress = ip.and_then(|ip| sw.route(dst?, ip));
         let Some(egress) = egress else {
             self.w.lost.add(len);
@@ -390,7 +390,7 @@ impl<E: Engine> Fabric<E> {
                     // A frame with an INT shim gets the record in its bytes (the endpoint
                     // strips and echoes it); any other frame carries it out of band.
                     if roce_proto::wire::int::shim_offset(slot.head()).is_some() {
-                        roce_proto::wire::int::push_hop(slot.bytes_mut(), &hop.into());
+                        slot.edit(|b| roce_proto::wire::int::push_hop(b, &hop.into()));
                     } else {
                         slot.int.push(hop);
                     }
@@ -485,8 +485,8 @@ impl<E: Engine> Fabric<E> {
             if let Some(slot) = self.w.pool.slot_mut(pkt) {
                 prio = usize::from(slot.prio);
                 self.tap.on_tx(slot.bth.as_ref());
-                let dst = slot.info.ip.as_ref().map(|ip| ip.dst);
-                slot.dst_host = dst.and_then(|d| self.ip_to_host.get(&d)).map(|&h| h as u32);
+                let dst = slot.ip.as_ref().map(|ip| ip.dst.key());
+                slot.set_dst_host(dst.and_then(|d| self.ip_to_host.get(&d)).copied());
             }
             if !host.tx.is_paused(prio, now) {
                 let sent = (pkt, len as u64);

@@ -23,6 +23,30 @@ pub fn ip_key(addr: std::net::IpAddr) -> IpKey {
     }
 }
 
+/// An [`IpKey`] kept as two 64-bit halves: 8-byte aligned (a `u128` is 16), so that an
+/// [`IpInfo`] takes 48 bytes and a pooled frame's per-hop fields fit one cache line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitKey {
+    lo: u64,
+    hi: u64,
+}
+
+impl SplitKey {
+    /// The key.
+    pub fn key(self) -> IpKey {
+        (u128::from(self.hi) << 64) | u128::from(self.lo)
+    }
+}
+
+impl From<IpKey> for SplitKey {
+    fn from(k: IpKey) -> Self {
+        SplitKey {
+            lo: k as u64,
+            hi: (k >> 64) as u64,
+        }
+    }
+}
+
 /// The header fields a switch acts on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameInfo {
@@ -38,13 +62,13 @@ pub struct FrameInfo {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IpInfo {
     /// Offset of the IP header in the frame.
-    pub offset: usize,
+    pub offset: u16,
     /// IPv6 rather than IPv4.
     pub v6: bool,
     /// Source address key.
-    pub src: IpKey,
+    pub src: SplitKey,
     /// Destination address key.
-    pub dst: IpKey,
+    pub dst: SplitKey,
     /// DSCP (6 bits).
     pub dscp: u8,
     /// ECN codepoint (2 bits): 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
@@ -56,7 +80,7 @@ pub struct IpInfo {
     /// UDP destination port (0 if not UDP).
     pub dport: u16,
     /// Offset of the UDP header in the frame (0 if not UDP).
-    pub l4: usize,
+    pub l4: u16,
     /// UDP length field (0 if not UDP).
     pub udp_len: u16,
 }
@@ -110,12 +134,12 @@ fn ipv4_info(frame: &[u8], off: usize) -> Option<IpInfo> {
     let proto = h[9];
     let (sport, dport, udp_len) = udp_ports(frame, off + ihl, proto);
     Some(IpInfo {
-        offset: off,
-        l4: off + ihl,
+        offset: off as u16,
+        l4: (off + ihl) as u16,
         udp_len,
         v6: false,
-        src: ipv4_key(src.into()),
-        dst: ipv4_key(dst.into()),
+        src: ipv4_key(src.into()).into(),
+        dst: ipv4_key(dst.into()).into(),
         dscp: h[1] >> 2,
         ecn: h[1] & 3,
         proto,
@@ -137,12 +161,12 @@ fn ipv6_info(frame: &[u8], off: usize) -> Option<IpInfo> {
     let proto = h[6];
     let (sport, dport, udp_len) = udp_ports(frame, off + 40, proto);
     Some(IpInfo {
-        offset: off,
-        l4: off + 40,
+        offset: off as u16,
+        l4: (off + 40) as u16,
         udp_len,
         v6: true,
-        src: u128::from_be_bytes(src),
-        dst: u128::from_be_bytes(dst),
+        src: u128::from_be_bytes(src).into(),
+        dst: u128::from_be_bytes(dst).into(),
         dscp: tclass >> 2,
         ecn: tclass & 3,
         proto,
@@ -177,18 +201,19 @@ pub struct BthInfo {
 
 /// Reads the BTH of a RoCEv2 frame (UDP port 4791) through the wire layer's views.
 pub fn bth_info(frame: &[u8], ip: &IpInfo) -> Option<BthInfo> {
-    if ip.l4 == 0 {
+    let l4 = usize::from(ip.l4);
+    if l4 == 0 {
         return None;
     }
     // An INT shim (HPCC telemetry) sits between the UDP header and the BTH.
     let shim = match ip.dport {
         ROCE_UDP_PORT => 0,
-        int::INT_UDP_PORT => int::Packet::new_checked(frame.get(ip.l4 + 8..)?)
+        int::INT_UDP_PORT => int::Packet::new_checked(frame.get(l4 + 8..)?)
             .ok()?
             .shim_len(),
         _ => return None,
     };
-    let bth = bth::Packet::new_checked(frame.get(ip.l4 + 8 + shim..)?).ok()?;
+    let bth = bth::Packet::new_checked(frame.get(l4 + 8 + shim..)?).ok()?;
     let opcode = bth.opcode();
     let ext = opcode.info()?.ext_len;
     let payload_len = usize::from(ip.udp_len)
@@ -218,7 +243,7 @@ pub fn mark_ce(head: &mut [u8], ip: &mut IpInfo) -> bool {
 /// IPv4 header checksum) from the header alone: `head` may be only the frame's leading bytes.
 fn set_header_ce(head: &mut [u8], ip: &IpInfo) -> bool {
     use roce_proto::wire::{ipv4, ipv6, Ecn};
-    let Some(h) = head.get_mut(ip.offset..) else {
+    let Some(h) = head.get_mut(usize::from(ip.offset)..) else {
         return false;
     };
     if ip.v6 {
@@ -245,10 +270,10 @@ fn set_header_ce(head: &mut [u8], ip: &IpInfo) -> bool {
 pub fn flow_hash(ip: &IpInfo, salt: u64) -> u64 {
     let mut h = salt ^ 0x9e37_79b9_7f4a_7c15;
     for word in [
-        ip.src as u64,
-        (ip.src >> 64) as u64,
-        ip.dst as u64,
-        (ip.dst >> 64) as u64,
+        ip.src.lo,
+        ip.src.hi,
+        ip.dst.lo,
+        ip.dst.hi,
         (u64::from(ip.sport) << 24) | (u64::from(ip.dport) << 8) | u64::from(ip.proto),
     ] {
         h = mix64(h ^ word);
@@ -343,7 +368,7 @@ mod tests {
             let info = classify(&f);
             let mut ip = info.ip.unwrap();
             assert_eq!((ip.dscp, ip.ecn, ip.sport, ip.dport), (26, 2, 0xc123, 4791));
-            assert_eq!(ip.dst, ip_key(dst));
+            assert_eq!(ip.dst.key(), ip_key(dst));
             let b = bth_info(&f, &ip).unwrap();
             assert_eq!(
                 (b.opcode, b.dest_qpn, b.psn, b.payload_len),
@@ -359,7 +384,7 @@ mod tests {
             // Too short for the IP header: not marked, no panic.
             let mut cut = classify(&head).ip.unwrap();
             cut.ecn = 2;
-            assert!(!mark_ce(&mut head[..ip.offset + 19], &mut cut));
+            assert!(!mark_ce(&mut head[..usize::from(ip.offset) + 19], &mut cut));
             let p = parse_frame(&f).expect("ICRC still valid after CE marking");
             assert_eq!(p.repr.ip.ecn(), Ecn::Ce);
             assert_eq!(p.payload, &[7u8; 37]);

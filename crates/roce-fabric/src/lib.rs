@@ -58,6 +58,7 @@ pub mod hpcc;
 pub mod hpcc_run;
 mod observe;
 pub mod outage;
+mod pool;
 mod port;
 pub mod reroute;
 pub mod rt_switch;

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::frame::{ip_key, BthInfo, FrameInfo, IpKey, MixMap};
+use super::frame::{ip_key, BthInfo, IpInfo, IpKey, MixMap};
 use roce_proto::psn::Psn;
 use roce_proto::time::Instant;
 use roce_proto::wire::Opcode;
@@ -85,9 +85,9 @@ impl FlowTap {
         }
     }
 
-    /// A frame whose header fields are `info` and `bth` reached host `host` at `now`.
-    pub fn on_rx(&mut self, host: usize, now: Instant, info: &FrameInfo, bth: Option<&BthInfo>) {
-        let (Some(ip), Some(bth)) = (info.ip.as_ref(), bth) else {
+    /// A frame whose IP and BTH fields are `ip` and `bth` reached host `host` at `now`.
+    pub fn on_rx(&mut self, host: usize, now: Instant, ip: Option<&IpInfo>, bth: Option<&BthInfo>) {
+        let (Some(ip), Some(bth)) = (ip, bth) else {
             return;
         };
         if bth.opcode == Opcode::CNP {
@@ -97,7 +97,7 @@ impl FlowTap {
         if bth.payload_len == 0 || self.index.is_empty() {
             return;
         }
-        let Some(&id) = self.index.get(&(host, ip.src, bth.dest_qpn)) else {
+        let Some(&id) = self.index.get(&(host, ip.src.key(), bth.dest_qpn)) else {
             return;
         };
         let (Some(prog), Some(spec)) = (self.progress.get_mut(id), self.specs.get(id)) else {

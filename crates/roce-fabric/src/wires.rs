@@ -7,12 +7,10 @@ use rand_pcg::Pcg64;
 
 use super::capture::PortCapture;
 use super::event::{sort_key, tie, tie_last, EventQueue};
-use super::frame::{bth_info, BthInfo, FrameInfo, IpInfo};
+use super::pool::{PacketPool, Slot};
 use super::port::TxPort;
 use super::stats::Lost;
-use super::switch::Arrival;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
-use roce_proto::cc::IntHop;
 use roce_proto::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug)]
@@ -103,175 +101,6 @@ pub(super) struct Link {
     pub(super) detected: bool,
     /// Bumped when the link dies: frames sent in an earlier epoch are lost on arrival.
     pub(super) epoch: u32,
-}
-
-/// A frame and what the fabric read from it once, when it entered the fabric.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Slot {
-    /// The frame's bytes, compact when `zeros` is not 0: the first [`Slot::KEEP`] bytes, then
-    /// (left out) `zeros` zero bytes, then the rest (see [`Slot::fill`]).
-    buf: Vec<u8>,
-    /// Zero bytes of the frame not stored, from offset [`Slot::KEEP`] on.
-    zeros: u32,
-    pub(super) fcs_bad: bool,
-    pub(super) info: FrameInfo,
-    /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
-    /// switch changes them, and a corrupted frame never reaches the tap).
-    pub(super) bth: Option<BthInfo>,
-    pub(super) prio: u8,
-    /// The host its IP destination belongs to, resolved once by the sending host (switches
-    /// route on it at every hop; no switch rewrites the destination).
-    pub(super) dst_host: Option<u32>,
-    /// The epoch of the link it was sent on (see [`Link::epoch`]), set only when the frame
-    /// leaves the partition (a local delivery carries it in its event).
-    pub(super) epoch: u32,
-    /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
-    pub(super) int: Vec<IntHop>,
-}
-
-impl Slot {
-    /// Leading bytes a compact frame keeps: every header a switch or host reads or writes in
-    /// flight (Ethernet, VLAN, IPv4/IPv6, UDP, BTH and its extension headers) lies within them.
-    const KEEP: usize = 128;
-    /// Bytes kept at the end of a compact frame: its ICRC.
-    const TAIL: usize = 4;
-    /// The fewest zero bytes worth leaving out.
-    const MIN_ZEROS: usize = 64;
-
-    /// Stores `frame`. A frame whose bytes between the first [`Slot::KEEP`] and the last
-    /// [`Slot::TAIL`] are all zero (the payload of a flow whose data nobody verifies) is stored
-    /// without them: a kilobyte copied into a cold buffer and read back at the far end was most
-    /// of what a frame cost the cache.
-    fn fill(&mut self, frame: &[u8]) {
-        self.buf.clear();
-        self.zeros = 0;
-        let gap = frame.len().saturating_sub(Self::KEEP + Self::TAIL);
-        match frame.split_at_checked(Self::KEEP) {
-            Some((head, rest)) if gap >= Self::MIN_ZEROS && all_zero(&rest[..gap]) => {
-                self.buf.extend_from_slice(head);
-                self.buf.extend_from_slice(&rest[gap..]);
-                self.zeros = gap as u32;
-            }
-            _ => self.buf.extend_from_slice(frame),
-        }
-    }
-
-    /// The frame's length on the wire.
-    pub(super) fn wire_len(&self) -> usize {
-        self.buf.len() + self.zeros as usize
-    }
-
-    /// The frame's leading bytes, which hold its headers: the whole frame unless compact.
-    pub(super) fn head(&self) -> &[u8] {
-        match self.zeros {
-            0 => &self.buf,
-            _ => self.buf.get(..Self::KEEP).unwrap_or_default(),
-        }
-    }
-
-    /// [`Slot::head`] and the IP fields read from it, to change both in place (ECN).
-    pub(super) fn head_and_ip(&mut self) -> (&mut [u8], Option<&mut IpInfo>) {
-        let head = match self.zeros {
-            0 => &mut self.buf[..],
-            _ => self.buf.get_mut(..Self::KEEP).unwrap_or_default(),
-        };
-        (head, self.info.ip.as_mut())
-    }
-
-    /// The whole frame: the stored bytes, or a compact frame written out into `out`.
-    pub(super) fn frame<'a>(&'a self, out: &'a mut Vec<u8>) -> &'a [u8] {
-        if self.zeros == 0 {
-            return &self.buf;
-        }
-        let (head, tail) = self.buf.split_at(Self::KEEP.min(self.buf.len()));
-        out.clear();
-        out.extend_from_slice(head);
-        out.resize(head.len() + self.zeros as usize, 0);
-        out.extend_from_slice(tail);
-        out
-    }
-
-    /// The whole frame's bytes, stored in full from now on (before a change that may reach
-    /// the bytes a compact frame leaves out).
-    pub(super) fn bytes_mut(&mut self) -> &mut Vec<u8> {
-        if self.zeros != 0 {
-            let at = Self::KEEP.min(self.buf.len());
-            let zeros = std::iter::repeat(0).take(self.zeros as usize);
-            self.buf.splice(at..at, zeros);
-            self.zeros = 0;
-        }
-        &mut self.buf
-    }
-}
-
-/// Whether every byte of `b` is zero (in 64-byte strides the compiler vectorises).
-fn all_zero(b: &[u8]) -> bool {
-    let mut chunks = b.chunks_exact(64);
-    let wide = chunks.all(|c| c.iter().fold(0, |acc, &x| acc | x) == 0);
-    wide && chunks.remainder().iter().all(|&x| x == 0)
-}
-
-/// Frames in flight or queued, by index; buffers are reused.
-#[derive(Clone, Debug, Default)]
-pub(super) struct PacketPool {
-    pub(super) slots: Vec<Slot>,
-    pub(super) free: Vec<PktId>,
-}
-
-impl PacketPool {
-    pub(super) fn alloc(&mut self, data: &[u8]) -> PktId {
-        let id = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(Slot::default());
-            (self.slots.len() - 1) as PktId
-        });
-        if let Some(s) = self.slots.get_mut(id as usize) {
-            s.fill(data);
-            s.fcs_bad = false;
-            s.int.clear();
-            let a = Arrival::of(data);
-            s.info = a.info;
-            s.bth = a.info.ip.as_ref().and_then(|ip| bth_info(data, ip));
-            s.prio = a.prio as u8;
-            s.dst_host = None;
-        }
-        id
-    }
-    pub(super) fn slot(&self, id: PktId) -> Option<&Slot> {
-        self.slots.get(id as usize)
-    }
-    pub(super) fn prio(&self, id: PktId) -> usize {
-        self.slot(id).map_or(0, |s| usize::from(s.prio))
-    }
-    pub(super) fn release(&mut self, id: PktId) {
-        self.free.push(id);
-    }
-    pub(super) fn slot_mut(&mut self, id: PktId) -> Option<&mut Slot> {
-        self.slots.get_mut(id as usize)
-    }
-    pub(super) fn len(&self, id: PktId) -> u64 {
-        self.slot(id).map_or(0, |s| s.wire_len() as u64)
-    }
-    /// Takes the frame out of the pool (it moves to another partition's pool).
-    pub(super) fn take(&mut self, id: PktId) -> Slot {
-        let slot = self.slot_mut(id).map(std::mem::take).unwrap_or_default();
-        self.release(id);
-        slot
-    }
-    /// Puts a frame from another partition's pool into this one.
-    pub(super) fn adopt(&mut self, slot: Slot) -> PktId {
-        match self.free.pop() {
-            Some(id) => {
-                if let Some(s) = self.slot_mut(id) {
-                    *s = slot;
-                }
-                id
-            }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as PktId
-            }
-        }
-    }
 }
 
 /// What moves frames: the clock, the queue, the links, the packet pool and the RNGs.
@@ -366,17 +195,13 @@ impl Wires {
     /// events before, and missed the cache on every delivery.
     #[inline]
     pub(super) fn touch(&self, l: u32, pkt: PktId) {
-        let link = self.links.get(l as usize).map_or(0, |k| k.epoch);
-        // A field from each of the slot's cache lines.
-        let slot = self.pool.slot(pkt).map_or(0, |s| {
-            let ip = s
-                .info
-                .ip
-                .as_ref()
-                .map_or(0, |ip| u32::from(ip.dport) ^ ip.l4 as u32);
-            let bth = s.bth.as_ref().map_or(0, |b| b.dest_qpn);
-            s.epoch ^ s.buf.len() as u32 ^ u32::from(s.info.ethertype) ^ ip ^ bth
-        });
+        let (link, to_host) = self
+            .links
+            .get(l as usize)
+            .map_or((0, false), |k| (k.epoch, matches!(k.to.0, Node::Host(_))));
+        // The slot's first line (all a hop reads), and for a host, which reads the frame next,
+        // its bytes.
+        let slot = self.pool.slot(pkt).map_or(0, |s| s.touch(to_host));
         std::hint::black_box(link ^ slot);
     }
 
@@ -559,10 +384,12 @@ impl Wires {
             return;
         }
         if let Some(s) = self.pool.slot_mut(pkt) {
-            let at = rng.random_range(0..s.buf.len().max(1));
-            if let Some(b) = s.buf.get_mut(at) {
-                *b ^= 0x10;
-            }
+            let at = rng.random_range(0..s.wire_len().max(1));
+            s.edit(|frame| {
+                if let Some(b) = frame.get_mut(at) {
+                    *b ^= 0x10;
+                }
+            });
             s.fcs_bad = true;
         }
     }
@@ -619,58 +446,5 @@ impl Crossings {
             link: link.0 as u32,
             slot,
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(zeros: usize, tail: [u8; 4]) -> Vec<u8> {
-        let mut f: Vec<u8> = (1..=Slot::KEEP as u8).collect();
-        f.extend(std::iter::repeat(0).take(zeros));
-        f.extend(tail);
-        f
-    }
-
-    #[test]
-    fn a_zero_payload_is_left_out_and_written_back_whole() {
-        let f = frame(900, [9, 8, 7, 6]);
-        let mut s = Slot::default();
-        s.fill(&f);
-        assert_eq!((s.buf.len(), s.zeros, s.wire_len()), (132, 900, f.len()));
-        assert_eq!(s.head(), &f[..Slot::KEEP]);
-        let mut out = Vec::new();
-        assert_eq!(s.frame(&mut out), &f[..]);
-        // A change that may reach the left-out bytes stores the frame in full first.
-        assert_eq!(&s.bytes_mut()[..], &f[..]);
-        assert_eq!((s.zeros, s.wire_len(), s.head()), (0, f.len(), &f[..]));
-        // Reused for a frame that is not compact: nothing of the last one remains.
-        let short = frame(Slot::MIN_ZEROS - 1, [1, 2, 3, 4]);
-        s.fill(&short);
-        assert_eq!(
-            (s.zeros, s.head(), s.frame(&mut out)),
-            (0, &short[..], &short[..])
-        );
-    }
-
-    #[test]
-    fn a_frame_with_any_byte_set_between_head_and_tail_is_kept_whole() {
-        for at in [
-            Slot::KEEP,
-            Slot::KEEP + 63,
-            Slot::KEEP + 64,
-            Slot::KEEP + 899,
-        ] {
-            let mut f = frame(900, [0; 4]);
-            f[at] = 1;
-            let mut s = Slot::default();
-            s.fill(&f);
-            assert_eq!((s.zeros, &s.buf[..]), (0, &f[..]), "byte {at} set");
-        }
-        // All zero but for the head: the ICRC may be zero too.
-        let mut s = Slot::default();
-        s.fill(&frame(64, [0; 4]));
-        assert_eq!((s.zeros, s.wire_len()), (64, Slot::KEEP + 68));
     }
 }

@@ -16,11 +16,6 @@ use roce_proto::wire::pfc::{self, PauseRepr};
 /// Events between two calls of a run's progress callback.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
-/// Events whose delivered frames are touched together (see [`Wires::touch`]): a load that
-/// misses holds up the core until it returns (a touch is no prefetch), but loads issued
-/// together wait together, so one wait serves this many events.
-const TOUCH_BATCH: usize = 8;
-
 impl<E: Engine> Fabric<E> {
     /// Runs until virtual time `end` (events at `end` included), then sets the clock to `end`.
     pub fn run_until(&mut self, end: Instant) {
@@ -50,7 +45,6 @@ impl<E: Engine> Fabric<E> {
 
     /// Handles the events due before `stop` (ns), earliest (then lowest-keyed) first.
     pub(super) fn run_before(&mut self, stop: u64, mut progress: impl FnMut(Instant)) {
-        let mut untouched = 0;
         while let Some(t) = self.w.queue.peek_time() {
             if t.as_nanos() >= stop {
                 break;
@@ -60,16 +54,7 @@ impl<E: Engine> Fabric<E> {
             };
             self.w.enter(t.as_nanos(), key);
             self.w.origin = ev.target(&self.w.links);
-            if untouched == 0 {
-                // The next few deliveries' frames at once: their misses overlap each other.
-                for n in 0..TOUCH_BATCH {
-                    if let Some(&Event::Deliver(l, pkt, _)) = self.w.queue.upcoming(n) {
-                        self.w.touch(l, pkt);
-                    }
-                }
-                untouched = TOUCH_BATCH;
-            }
-            untouched -= 1;
+            self.w.prefetch_ahead();
             if self.dispatch(ev) {
                 self.w.events += 1;
                 if self.w.events % PROGRESS_EVERY == 0 {

@@ -259,7 +259,7 @@ impl<T> EventQueue<T> {
     }
 
     /// The event that pops `n` pops from now if nothing is pushed before it and no late insert
-    /// comes first, within the current bucket (a hint: the fabric touches what that event
+    /// comes first, within the current bucket (a hint: the fabric prefetches what that event
     /// will read).
     pub fn upcoming(&self, n: usize) -> Option<&T> {
         let i = self.near.len().checked_sub(n + 1)?;

@@ -4,6 +4,8 @@
 
 use std::num::NonZeroU32;
 
+use prefetch_index::prefetch_index;
+
 use super::frame::{bth_info, BthInfo, IpInfo};
 use super::switch::Arrival;
 use super::PktId;
@@ -141,12 +143,19 @@ impl Slot {
         r
     }
 
-    /// Reads a field of the slot's first cache line and, when `bytes`, a byte of each line of
-    /// the stored frame, and discards them (see [`crate::wires::Wires::touch`]).
-    pub(super) fn touch(&self, bytes: bool) -> u32 {
-        let frame: &[u8] = if bytes { &self.buf } else { &[] };
-        let read = frame.iter().step_by(64).chain(frame.last());
-        self.len ^ u32::from(read.fold(0, |a, &b| a ^ b))
+    /// Prefetches the slot's lines, or (`bytes`) the stored frame's.
+    fn prefetch(&self, bytes: bool) {
+        if bytes {
+            for at in (0..self.buf.len())
+                .step_by(64)
+                .chain(self.buf.len().checked_sub(1))
+            {
+                prefetch_index(&self.buf, at);
+            }
+        } else {
+            prefetch_index(std::slice::from_ref(self), 0);
+            prefetch_index(std::slice::from_ref(&self.buf), 0);
+        }
     }
 }
 
@@ -174,6 +183,12 @@ impl PacketPool {
             s.fill(data);
         }
         id
+    }
+    /// Prefetches slot `id` (see [`Slot::prefetch`]): a hint, and a no-op for a bad id.
+    pub(super) fn prefetch(&self, id: PktId, bytes: bool) {
+        if let Some(s) = self.slot(id) {
+            s.prefetch(bytes);
+        }
     }
     pub(super) fn slot(&self, id: PktId) -> Option<&Slot> {
         self.slots.get(id as usize)

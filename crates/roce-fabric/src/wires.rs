@@ -2,6 +2,7 @@
 //! frames) and the packet pool, plus the act of putting a frame on a wire (serialization time,
 //! loss, corruption, propagation). Queues and decisions live in the switch and the hosts.
 
+use prefetch_index::prefetch_index;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -103,6 +104,11 @@ pub(super) struct Link {
     pub(super) epoch: u32,
 }
 
+/// How many events ahead a delivery's slot is prefetched (about a cache miss's worth of work).
+const PREFETCH_SLOT: usize = 8;
+/// How many events ahead a host-bound delivery's frame bytes are prefetched.
+const PREFETCH_BYTES: usize = 4;
+
 /// What moves frames: the clock, the queue, the links, the packet pool and the RNGs.
 pub(super) struct Wires {
     pub(super) now: u64,
@@ -189,20 +195,23 @@ impl Wires {
         }
     }
 
-    /// Reads what delivering `pkt` over link `l` reads first (the link, the frame's slot),
-    /// discarding it (safe code has no prefetch; see `TOUCH_BATCH` in dispatch.rs for why the
-    /// touches are batched). A delivered slot was last written at transmit, thousands of
-    /// events before, and missed the cache on every delivery.
+    /// Prefetches what the deliveries a few events ahead will read: the slot (and link) of
+    /// the one [`PREFETCH_SLOT`] events ahead, and the frame bytes of the one
+    /// [`PREFETCH_BYTES`] ahead if it is for a host (its slot, which says where the bytes
+    /// are, was prefetched events ago). A delivered frame was last touched at the previous
+    /// hop, thousands of events before, and missed the cache on every delivery.
     #[inline]
-    pub(super) fn touch(&self, l: u32, pkt: PktId) {
-        let (link, to_host) = self
-            .links
-            .get(l as usize)
-            .map_or((0, false), |k| (k.epoch, matches!(k.to.0, Node::Host(_))));
-        // The slot's first line (all a hop reads), and for a host, which reads the frame next,
-        // its bytes.
-        let slot = self.pool.slot(pkt).map_or(0, |s| s.touch(to_host));
-        std::hint::black_box(link ^ slot);
+    pub(super) fn prefetch_ahead(&self) {
+        if let Some(&Event::Deliver(l, pkt, _)) = self.queue.upcoming(PREFETCH_SLOT) {
+            prefetch_index(&self.links, l as usize);
+            self.pool.prefetch(pkt, false);
+        }
+        if let Some(&Event::Deliver(l, pkt, _)) = self.queue.upcoming(PREFETCH_BYTES) {
+            let to = self.links.get(l as usize).map(|k| k.to.0);
+            if let Some(Node::Host(_)) = to {
+                self.pool.prefetch(pkt, true);
+            }
+        }
     }
 
     /// Starts handling the event due at `at` (ns) with tie key `key`.

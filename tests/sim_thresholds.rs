@@ -159,11 +159,11 @@ fn a_port_uses_the_marking_of_its_rate() {
     for egress in [slow, fast] {
         sw.enqueue(0, 0, egress, 3, 10_000);
     }
-    // Both thresholds are certainties (probability 1 and 0): the RNG is never consulted.
-    let mut rng = <rand_pcg::Pcg64 as rand::SeedableRng>::seed_from_u64(0);
-    assert!(
-        sw.ecn_mark(slow, 3, &mut rng),
+    // Both thresholds are certainties: probability 1 and 0.
+    assert_eq!(
+        sw.ecn_probability(slow, 3),
+        1.0,
         "100G marks with the base ramp"
     );
-    assert!(!sw.ecn_mark(fast, 3, &mut rng), "400G uses its own map");
+    assert_eq!(sw.ecn_probability(fast, 3), 0.0, "400G uses its own map");
 }

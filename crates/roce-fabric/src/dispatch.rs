@@ -5,7 +5,7 @@
 use super::fabric::{Fabric, PfcEvent};
 use super::port::TxPort;
 use super::stats::{Lost, PRIORITIES};
-use super::switch::{DropReason, FabricSwitch, MarkPoint};
+use super::switch::{mark_ce, DropReason, FabricSwitch, MarkPoint};
 use super::wires::{code, node_rng, Event, Wires};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
@@ -500,13 +500,14 @@ impl Wires {
         prio: usize,
     ) {
         // No chance of a mark (below Kmin): no draw either, so the frame is not read.
-        if sw.ecn_probability(egress, prio) <= 0.0 {
+        let p = sw.ecn_probability(egress, prio);
+        if p <= 0.0 {
             return;
         }
         let rng = node_rng(&mut self.rngs, self.seed, code(Node::Switch(s)));
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
             let (head, ip) = slot.head_and_ip();
-            ip.is_some_and(|ip| sw.mark_ce(egress, prio, head, ip, rng))
+            ip.is_some_and(|ip| mark_ce(p, head, ip, rng))
         });
         if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
             c.ecn_marked += 1;

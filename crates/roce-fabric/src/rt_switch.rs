@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::port::WIRE_OVERHEAD;
 use crate::switch::{
-    Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort, PRIORITIES,
+    mark_ce, Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort, PRIORITIES,
 };
 use roce_proto::cc::Rate;
 use roce_proto::pause::PauseState;
@@ -376,10 +376,8 @@ impl<P: Port> RtSwitch<P> {
         // the loop, whose momentary backlog within one burst is no congestion.
         let limited = self.sw.port(to).is_some_and(|p| p.tx.drain.is_some());
         if let Some(ip) = info.ip.as_mut().filter(|_| limited) {
-            if self
-                .sw
-                .mark_ce(to, prio, buf.frame_mut(), ip, &mut self.rng)
-            {
+            let p = self.sw.ecn_probability(to, prio);
+            if mark_ce(p, buf.frame_mut(), ip, &mut self.rng) {
                 self.counters.ecn_marked += 1;
             }
         }

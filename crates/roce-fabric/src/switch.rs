@@ -110,6 +110,18 @@ pub fn priority(pcp: Option<u8>, ip: Option<&IpInfo>) -> usize {
     }
 }
 
+/// ECN with marking probability `p` ([`Switch::ecn_probability`] of the egress queue now): sets
+/// CE in `frame`, whose IP fields `ip` were read on arrival, when it is ECN-capable and the RED
+/// ramp or the step says so. Only ECT packets draw from `rng` (and only on the ramp), so marking
+/// replays. Returns whether the frame was marked (an already CE-marked one is not).
+pub fn mark_ce(p: f64, frame: &mut [u8], ip: &mut IpInfo, rng: &mut impl rand::Rng) -> bool {
+    if !ip.ect() {
+        return false;
+    }
+    let marks = p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p);
+    marks && super::frame::mark_ce(frame, ip)
+}
+
 /// What a switch reads from a frame once, when it arrives: the header fields it acts on and
 /// the priority they give.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -556,13 +568,6 @@ impl<T, X> Switch<T, X> {
             .unwrap_or(0)
     }
 
-    /// Whether to mark an ECT packet at `egress`'s queue `prio` now (drawing from `rng` only
-    /// on the RED ramp).
-    pub fn ecn_mark(&self, egress: u16, prio: usize, rng: &mut impl rand::Rng) -> bool {
-        let p = self.ecn_probability(egress, prio);
-        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
-    }
-
     /// The probability of marking an ECT packet at `egress`'s queue `prio` now (0 without
     /// ECN there): at 0 (below Kmin, most packets) nothing is marked and nothing is drawn.
     pub fn ecn_probability(&self, egress: u16, prio: usize) -> f64 {
@@ -574,21 +579,6 @@ impl<T, X> Switch<T, X> {
             .and_then(|p| p.ecn.as_ref())
             .unwrap_or(ecn);
         ecn.probability(self.queue_depth(egress, prio))
-    }
-
-    /// ECN at `egress`'s queue `prio`: sets CE in `frame`, whose IP fields `ip` were read on
-    /// arrival, when it is ECN-capable and the RED ramp or the step says so at the queue's depth
-    /// now. Only ECT packets draw from `rng` (and only on the ramp), so marking replays.
-    /// Returns whether the frame was marked (an already CE-marked one is not).
-    pub fn mark_ce(
-        &self,
-        egress: u16,
-        prio: usize,
-        frame: &mut [u8],
-        ip: &mut IpInfo,
-        rng: &mut impl rand::Rng,
-    ) -> bool {
-        ip.ect() && self.ecn_mark(egress, prio, rng) && super::frame::mark_ce(frame, ip)
     }
 
     /// The 802.1Qbb frame a port with MAC `src` sends upstream for `prio`: XOFF with the

@@ -75,6 +75,8 @@ impl Slot {
         let gap = frame.len().saturating_sub(Self::KEEP + Self::TAIL);
         match frame.split_at_checked(Self::KEEP) {
             Some((head, rest)) if gap >= Self::MIN_ZEROS && all_zero(&rest[..gap]) => {
+                // One allocation for a slot whose buffer went to another partition.
+                self.buf.reserve(Self::KEEP + Self::TAIL);
                 self.buf.extend_from_slice(head);
                 self.buf.extend_from_slice(&rest[gap..]);
             }

@@ -34,7 +34,7 @@ pub(super) struct Slot {
     /// the frame leaves the partition (a local delivery carries it in its event).
     pub(super) epoch: u32,
     /// The frame's bytes; compact (shorter than `len`) when its zero payload is left out: the
-    /// first [`Slot::KEEP`] bytes, then the last (see [`Slot::fill`]).
+    /// first [`Slot::KEEP`] bytes, then the last [`Slot::TAIL`] (see [`Slot::store`]).
     buf: Vec<u8>,
     /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
     /// switch changes them, and a corrupted frame never reaches the tap).

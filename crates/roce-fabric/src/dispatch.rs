@@ -373,10 +373,19 @@ impl<E: Engine> Fabric<E> {
                 };
                 if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
                     // A frame with an INT shim gets the record in its bytes (the endpoint
-                    // strips and echoes it); any other frame carries it out of band.
-                    if roce_proto::wire::int::shim_offset(slot.head()).is_some() {
-                        slot.edit(|b| roce_proto::wire::int::push_hop(b, &hop.into()));
-                    } else {
+                    // strips and echoes it); any other frame carries it out of band. Only a
+                    // frame to the INT port can hold one: the shim check reads the whole frame.
+                    use roce_proto::wire::int;
+                    let to_int = slot.ip.is_some_and(|ip| ip.dport == int::INT_UDP_PORT);
+                    let in_band = to_int
+                        && slot.edit(|b| {
+                            let shim = int::shim_offset(b).is_some();
+                            if shim {
+                                int::push_hop(b, &hop.into());
+                            }
+                            shim
+                        });
+                    if !in_band {
                         slot.int.push(hop);
                     }
                 }

@@ -102,21 +102,23 @@ impl Slot {
         self.dst_host = host.and_then(|h| NonZeroU32::new(u32::try_from(h).ok()?.checked_add(1)?));
     }
 
+    /// How many stored bytes [`Slot::head`] gives: all of them unless the frame is compact.
+    fn head_len(&self) -> usize {
+        match self.compact() {
+            false => self.buf.len(),
+            true => Self::KEEP.min(self.buf.len()),
+        }
+    }
+
     /// The frame's leading bytes, which hold its headers: the whole frame unless compact.
     pub(super) fn head(&self) -> &[u8] {
-        match self.compact() {
-            false => &self.buf,
-            true => self.buf.get(..Self::KEEP).unwrap_or_default(),
-        }
+        self.buf.get(..self.head_len()).unwrap_or_default()
     }
 
     /// [`Slot::head`] and the IP fields read from it, to change both in place (ECN).
     pub(super) fn head_and_ip(&mut self) -> (&mut [u8], Option<&mut IpInfo>) {
-        let head = match self.compact() {
-            false => &mut self.buf[..],
-            true => self.buf.get_mut(..Self::KEEP).unwrap_or_default(),
-        };
-        (head, self.ip.as_mut())
+        let n = self.head_len();
+        (self.buf.get_mut(..n).unwrap_or_default(), self.ip.as_mut())
     }
 
     /// The whole frame: the stored bytes, or a compact frame written out into `out`.
@@ -124,7 +126,7 @@ impl Slot {
         if !self.compact() {
             return &self.buf;
         }
-        let (head, tail) = self.buf.split_at(Self::KEEP.min(self.buf.len()));
+        let (head, tail) = self.buf.split_at(self.head_len());
         out.clear();
         out.extend_from_slice(head);
         out.resize(self.wire_len() - tail.len(), 0);
@@ -136,28 +138,13 @@ impl Slot {
     /// the bytes a compact frame leaves out, or change the length).
     pub(super) fn edit<R>(&mut self, edit: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         if self.compact() {
-            let at = Self::KEEP.min(self.buf.len());
+            let at = self.head_len();
             let zeros = std::iter::repeat(0).take(self.wire_len() - self.buf.len());
             self.buf.splice(at..at, zeros);
         }
         let r = edit(&mut self.buf);
         self.len = self.buf.len() as u32;
         r
-    }
-
-    /// Prefetches the slot's lines, or (`bytes`) the stored frame's.
-    fn prefetch(&self, bytes: bool) {
-        if bytes {
-            for at in (0..self.buf.len())
-                .step_by(64)
-                .chain(self.buf.len().checked_sub(1))
-            {
-                prefetch_index(&self.buf, at);
-            }
-        } else {
-            prefetch_index(std::slice::from_ref(self), 0);
-            prefetch_index(std::slice::from_ref(&self.buf), 0);
-        }
     }
 }
 
@@ -186,10 +173,21 @@ impl PacketPool {
         }
         id
     }
-    /// Prefetches slot `id` (see [`Slot::prefetch`]): a hint, and a no-op for a bad id.
-    pub(super) fn prefetch(&self, id: PktId, bytes: bool) {
+    /// Prefetches slot `id`'s first two cache lines: what a hop reads, and where the frame's
+    /// bytes are. A hint; a bad id is ignored.
+    pub(super) fn prefetch_slot(&self, id: PktId) {
         if let Some(s) = self.slot(id) {
-            s.prefetch(bytes);
+            prefetch_index(std::slice::from_ref(s), 0);
+            prefetch_index(std::slice::from_ref(&s.buf), 0);
+        }
+    }
+    /// Prefetches the stored bytes of frame `id` (reading where they are from its slot).
+    pub(super) fn prefetch_bytes(&self, id: PktId) {
+        let Some(buf) = self.slot(id).map(|s| &s.buf) else {
+            return;
+        };
+        for at in (0..buf.len()).step_by(64).chain(buf.len().checked_sub(1)) {
+            prefetch_index(buf, at);
         }
     }
     pub(super) fn slot(&self, id: PktId) -> Option<&Slot> {

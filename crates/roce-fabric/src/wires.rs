@@ -204,12 +204,12 @@ impl Wires {
     pub(super) fn prefetch_ahead(&self) {
         if let Some(&Event::Deliver(l, pkt, _)) = self.queue.upcoming(PREFETCH_SLOT) {
             prefetch_index(&self.links, l as usize);
-            self.pool.prefetch(pkt, false);
+            self.pool.prefetch_slot(pkt);
         }
         if let Some(&Event::Deliver(l, pkt, _)) = self.queue.upcoming(PREFETCH_BYTES) {
             let to = self.links.get(l as usize).map(|k| k.to.0);
             if let Some(Node::Host(_)) = to {
-                self.pool.prefetch(pkt, true);
+                self.pool.prefetch_bytes(pkt);
             }
         }
     }

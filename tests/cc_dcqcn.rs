@@ -93,17 +93,17 @@ fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
         ("rpg_threshold", "1"),
         ("rpg_ai_rate", "5"),
         ("rpg_hai_rate", "50"),
-        ("rpg_byte_reset", "10000"),
+        ("rpg_byte_reset", "160"), // 10240 bytes
         ("rpg_time_reset", "300"),
     ]);
     d.on_cnp(us(0)); // RT 100, RC 50
     d.on_cnp(us(1)); // RT 50, RC 25
     assert_eq!(rates(&d), (gbps(50.0), gbps(25.0)));
     // Byte event 1 (T=0, BC=0): fast recovery.
-    d.on_sent(us(2), 10_000);
+    d.on_sent(us(2), 10_240);
     assert_eq!(rates(&d), (gbps(50.0), gbps(37.5)));
     // Byte event 2 (T=0, BC=1): additive, RT += 5 Mbit/s.
-    d.on_sent(us(3), 10_000);
+    d.on_sent(us(3), 10_240);
     assert_eq!(rates(&d), (gbps(50.005), gbps(43.7525)));
     // Timer event 1 at 301 us (T=0, BC=2): additive again.
     d.handle_timeout(us(301));
@@ -112,7 +112,7 @@ fn additive_then_hyper_additive_steps_by_the_configured_amounts() {
     d.handle_timeout(us(601));
     assert_eq!(rates(&d), (gbps(50.060), gbps(48.470625)));
     // Byte event 3 (T=2, BC=2): hyper with i = 2, RT += 100 Mbit/s.
-    d.on_sent(us(602), 10_000);
+    d.on_sent(us(602), 10_240);
     assert_eq!(rates(&d), (gbps(50.160), gbps(49.3153125)));
 }
 
@@ -121,7 +121,7 @@ fn byte_counter_alone_drives_increases_when_timers_are_disabled() {
     let mut d = paper(&[
         ("rpg_time_reset", "0"),
         ("dce_tcp_rtt", "0"),
-        ("rpg_byte_reset", "1000000"),
+        ("rpg_byte_reset", "15625"), // 1,000,000 bytes
     ]);
     d.on_cnp(us(0));
     assert_eq!(d.poll_timeout(), None);
@@ -360,12 +360,12 @@ fn after_hyper_step(line: u64, set: &[&str]) -> (Rate, Rate) {
 fn after_additive_step(line: u64, set: &[&str]) -> (Rate, Rate) {
     let base = [
         "rpg_threshold=1",
-        "rpg_byte_reset=10000",
+        "rpg_byte_reset=160",
         "rpg_time_reset=300",
     ];
     let mut d = paper_config(line, &[&base[..], set].concat());
-    d.on_sent(us(2), 10_000);
-    d.on_sent(us(3), 10_000);
+    d.on_sent(us(2), 10_240);
+    d.on_sent(us(3), 10_240);
     rates(&d)
 }
 

@@ -13,13 +13,14 @@
 //!   `rate_reduce_monitor_period` P > 0 the first CNP of a quiet period cuts at once and opens a
 //!   period; further CNPs inside it are coalesced into exactly one cut when it closes.
 //! - No CNP for `dce_tcp_rtt`: alpha ← (1 − g)·alpha, repeated every `dce_tcp_rtt`.
-//! - Increase events: every `rpg_time_reset` (timer, T) and every `rpg_byte_reset` bytes sent
-//!   (byte counter, BC). With T and BC counting the *earlier* events since the last cut and F =
-//!   `rpg_threshold`: fast recovery while max(T, BC) < F (RC ← (RT + RC)/2, so the first F events
-//!   are fast recovery); additive increase while min(T, BC) < F (RT += `rpg_ai_rate`, then RC ←
-//!   (RT + RC)/2); otherwise hyper increase with i = min(T, BC) − F + 1 (RT += i·`rpg_hai_rate`,
-//!   RC ← (RT + RC)/2), as in QCN and the authors' ns-3 model (bobzhuyb/ns3-rdma,
-//!   `qbb-net-device.cc`, `rpr_hyper_increase`). A disabled trigger (0) mirrors the other's count.
+//! - Increase events: every `rpg_time_reset` (timer, T) and every `rpg_byte_reset` units of 64
+//!   bytes sent (byte counter, BC; see [`BYTE_RESET_UNIT`]). With T and BC counting the
+//!   *earlier* events since the last cut and F = `rpg_threshold`: fast recovery while max(T,
+//!   BC) < F (RC ← (RT + RC)/2, so the first F events are fast recovery); additive increase
+//!   while min(T, BC) < F (RT += `rpg_ai_rate`, then RC ← (RT + RC)/2); otherwise hyper
+//!   increase with i = min(T, BC) − F + 1 (RT += i·`rpg_hai_rate`, RC ← (RT + RC)/2), as in
+//!   QCN and the authors' ns-3 model (bobzhuyb/ns3-rdma, `qbb-net-device.cc`,
+//!   `rpr_hyper_increase`). A disabled trigger (0) mirrors the other's count.
 //! - Target reset (`target_reset`, IEEE 802.1Qau's reaction point, which DCQCN's increase is
 //!   built on; the DCQCN authors' ns-3 `AdjustRates`): at the first increase event after a cut
 //!   (either counter reaching 1), if RT > 10·RC then RT ← RT/8 instead of the step, and RC ←
@@ -53,8 +54,9 @@ crate::cc_params! {
         base win: WindowParams,
         /// Period of the rate-increase timer; 0 disables timer-driven increases.
         rpg_time_reset: u32 = "us",
-        /// Bytes sent between byte-counter rate increases; 0 disables them.
-        rpg_byte_reset: u64 = "bytes",
+        /// Data sent between byte-counter rate increases, in 64-byte units as the NIC counts
+        /// (32767 = 2 MiB); 0 disables them.
+        rpg_byte_reset: u64 = "x64 B",
         /// F: increase events spent in fast recovery before additive increase.
         rpg_threshold: u32 = "events",
         /// Additive-increase step of the target rate.
@@ -96,9 +98,19 @@ crate::cc_params! {
     }
 }
 
+/// Bytes per unit of `rpg_byte_reset`. NVIDIA documents `RPG_BYTE_RESET` as "given in bytes",
+/// but the field is 15 bits wide and its default, 32767, is also its maximum: read as bytes, a
+/// 400 Gbit/s flow would raise its target every 0.7 us, so the byte counter would outrun the
+/// 300 us timer by 450x and make the increase proportional to the rate (two flows keep their
+/// ratio: Jain 0.55 in the 2:1 incast at 400 Gbit/s, `tests/cc_validation.rs`). Google's Isekai
+/// simulator models this firmware with the same defaults and counts the field in 64-byte units
+/// (`isekai/host/rdma/rdma_roce_cc_dcqcn.cc`: `byte_reset * 64`), 2 MiB by default, the order of
+/// the DCQCN paper's B = 10 MB; so does this model.
+pub const BYTE_RESET_UNIT: u64 = 64;
+
 impl DcqcnParams {
     /// The SIGCOMM'15 paper's setting: g = 1/256, alpha timer K = 55 us, rate-increase timer
-    /// T = 55 us, byte counter B = 10 MB (10 MiB here), F = 5, R_AI = 40 Mbit/s, R_HAI = 200 Mbit/s
+    /// T = 55 us, byte counter B = 10 MB (10 MiB here: 163840 units of 64 B), F = 5, R_AI = 40 Mbit/s, R_HAI = 200 Mbit/s
     /// (the authors' ns-3 configuration, bobzhuyb/ns3-rdma `mix/config.txt`: `RATE_AI 40Mb/s`,
     /// `RATE_HAI 200Mb/s`, `FAST_RECOVERY_TIMES 5`, `ALPHA_RESUME_INTERVAL 55`, `DCTCP_GAIN
     /// 0.00390625`), CNP interval N = 50 us, RT ← RC on every CNP, a cut on every CNP, alpha
@@ -110,7 +122,7 @@ impl DcqcnParams {
         DcqcnParams {
             win: WindowParams::OFF,
             rpg_time_reset: 55,
-            rpg_byte_reset: 10 * 1024 * 1024,
+            rpg_byte_reset: 10 * 1024 * 1024 / BYTE_RESET_UNIT,
             rpg_threshold: 5,
             rpg_ai_rate: 40,
             rpg_hai_rate: 200,
@@ -132,8 +144,8 @@ impl DcqcnParams {
     }
 
     /// NVIDIA ConnectX defaults as `mlxconfig -d <dev> query` reports them (`RPG_TIME_RESET_P1
-    /// 300`, `RPG_BYTE_RESET_P1 32767`, `RPG_THRESHOLD_P1 1`, `RPG_MAX_RATE_P1 0`,
-    /// `RPG_AI_RATE_P1 5`, `RPG_HAI_RATE_P1 50`, `RPG_GD_P1 11`, `RPG_MIN_DEC_FAC_P1 50`,
+    /// 300`, `RPG_BYTE_RESET_P1 32767` (in 64-byte units: [`BYTE_RESET_UNIT`]),
+    /// `RPG_THRESHOLD_P1 1`, `RPG_MAX_RATE_P1 0`, `RPG_AI_RATE_P1 5`, `RPG_HAI_RATE_P1 50`, `RPG_GD_P1 11`, `RPG_MIN_DEC_FAC_P1 50`,
     /// `RPG_MIN_RATE_P1 1`, `RATE_TO_SET_ON_FIRST_CNP_P1 0`, `DCE_TCP_G_P1 1019`,
     /// `DCE_TCP_RTT_P1 1`, `RATE_REDUCE_MONITOR_PERIOD_P1 4`, `INITIAL_ALPHA_VALUE_P1 1023`,
     /// `CLAMP_TGT_RATE_P1 False`, `CLAMP_TGT_RATE_AFTER_TIME_INC_P1 True`, `CNP_DSCP_P1 48`,
@@ -537,9 +549,10 @@ impl CongestionControl for Dcqcn {
             return;
         }
         self.bytes += bytes;
-        if self.bytes >= self.p.rpg_byte_reset {
-            while self.active && self.bytes >= self.p.rpg_byte_reset {
-                self.bytes -= self.p.rpg_byte_reset;
+        let reset = self.p.rpg_byte_reset.saturating_mul(BYTE_RESET_UNIT);
+        if self.bytes >= reset {
+            while self.active && self.bytes >= reset {
+                self.bytes -= reset;
                 self.increase(now, Trigger::Bytes);
             }
             self.refresh();

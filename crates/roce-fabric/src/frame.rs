@@ -25,7 +25,7 @@ pub fn ip_key(addr: std::net::IpAddr) -> IpKey {
 
 /// An [`IpKey`] kept as two 64-bit halves: 8-byte aligned (a `u128` is 16), so that an
 /// [`IpInfo`] takes 48 bytes and a pooled frame's per-hop fields fit one cache line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SplitKey {
     lo: u64,
     hi: u64,

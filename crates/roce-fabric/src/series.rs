@@ -126,8 +126,8 @@ impl<E: Engine> Recorder<E> {
             .iter()
             .zip(self.last_bytes.iter_mut())
             .map(|(p, last)| {
-                let d = p.bytes - (*last).min(p.bytes);
-                *last = p.bytes;
+                let d = p.bytes() - (*last).min(p.bytes());
+                *last = p.bytes();
                 d as f64 * 8.0 / secs / 1e9
             })
             .collect();

@@ -226,17 +226,17 @@ impl Summary {
                     .engine(HostId(spec.src_host))
                     .and_then(|e| e.completed_at(spec.src_index))
                     .map(|t| t.as_nanos())
-                    .or(p.completed_ns);
+                    .or(p.completed_ns());
                 let completion_ns = done.map(|c| c.saturating_sub(spec.start_ns));
                 let goodput = match (spec.size_bytes, completion_ns) {
                     (Some(size), Some(c)) => size as f64 * 8.0 / c.max(1) as f64,
-                    _ => (p.bytes - p.bytes_at_warmup) as f64 * 8.0 / window / 1e9,
+                    _ => p.bytes_since_warmup() as f64 * 8.0 / window / 1e9,
                 };
                 let transport = f
                     .engine(HostId(spec.src_host))
                     .map(|e| e.flow_transport(spec.src_index))
                     .unwrap_or_default();
-                let idle_since = p.last_ns.unwrap_or(spec.start_ns).max(spec.start_ns);
+                let idle_since = p.last_ns().unwrap_or(spec.start_ns).max(spec.start_ns);
                 let stall_ns = STALL_NS.max(end_ns.saturating_sub(warm_ns) / 2);
                 let state = if done.is_some() {
                     FlowState::Done
@@ -254,7 +254,7 @@ impl Summary {
                     name: spec.name.clone(),
                     goodput_gbps: goodput,
                     completion_us: completion_ns.map(|c| c as f64 / 1e3),
-                    bytes: p.bytes,
+                    bytes: p.bytes(),
                     state,
                     error: transport.error,
                     recovery: transport.recovery,
@@ -301,7 +301,7 @@ impl Summary {
         let delivered_gbps: f64 = tap
             .progress
             .iter()
-            .map(|p| (p.bytes - p.bytes_at_warmup) as f64 * 8.0 / window / 1e9)
+            .map(|p| p.bytes_since_warmup() as f64 * 8.0 / window / 1e9)
             .sum();
         let qp_errors = (0..f.host_count())
             .filter_map(|h| f.engine(HostId(h)))

@@ -33,9 +33,16 @@ fn ps_per_byte(rate_bps: u64) -> u64 {
     }
 }
 
-/// One transmitter.
+/// One transmitter. `repr(C)`, in the order a frame's hop reads it: what `transmit` and
+/// `settle` touch first (one cache line), then the pause state, the counters last. The default
+/// layout put `busy` after the 1.2 KB of counters, a line of its own on every hop.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct TxPort {
+    /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
+    /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
+    /// the port first settles it (`Wires::settle`).
+    pub done: Option<u128>,
     /// The link this port sends on.
     pub link: Option<LinkId>,
     /// Line rate, bits per second (set it with [`TxPort::set_rate`]).
@@ -45,23 +52,19 @@ pub(crate) struct TxPort {
     /// Picoseconds per wire byte when the rate divides 8 Tbit/s evenly (every standard rate):
     /// the serialization time is then a multiply, not a division per frame. 0 otherwise.
     ps_per_byte: u64,
-    /// A frame is on the wire (or its end was not scheduled: see `done`).
-    pub busy: bool,
-    /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
-    /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
-    /// the port first settles it (`Wires::settle`).
-    pub done: Option<u128>,
-    /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
-    pause: PauseState,
     /// A scheduled wake-up for the end of a pause, if any.
     pub pause_wake: Option<u64>,
+    /// A frame is on the wire (or its end was not scheduled: see `done`).
+    pub busy: bool,
+    /// The port's MAC address (source of its PFC frames).
+    pub mac: [u8; 6],
     /// (Switch ports) bumped at every XOFF sent per priority, so that stale refreshes can be
     /// told apart.
     pub xoff_gen: [u32; PRIORITIES],
     /// Control frames (PFC) waiting; they go before any data and ignore pauses.
     pub ctrl: VecDeque<PktId>,
-    /// The port's MAC address (source of its PFC frames).
-    pub mac: [u8; 6],
+    /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
+    pause: PauseState,
     /// Counters.
     pub counters: PortCounters,
 }

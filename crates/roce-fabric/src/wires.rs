@@ -14,7 +14,12 @@ use super::stats::Lost;
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::time::{Duration, Instant};
 
+/// `repr(C)`: a 4-byte tag, then every variant's fields from byte 4. In the default layout a
+/// `u8` or `bool` field sits at byte 1, so a popped event was copied as 15 bytes in two
+/// overlapping 8-byte moves, and reading it back could not be forwarded from the store buffer
+/// (10% of the 320-host run's samples waited there).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub(super) enum Event {
     /// A frame reaches the far end of a link (one event per frame, so that a link's two ends
     /// share no state while it is in flight), with the link's epoch when it was sent (see

@@ -172,8 +172,10 @@ hpcc_keys! {
     "KMIN_MAP" => kmin_kb: BTreeMap<u64, u64> = BTreeMap::new(), |t| rate_map(t, "Kmin in KB");
     /// `PMAX_MAP`: link rate (bit/s) to Pmax.
     "PMAX_MAP" => pmax: BTreeMap<u64, f64> = BTreeMap::new(), |t| rate_map(t, "a probability");
-    /// `BUFFER_SIZE`, MB (2^20 bytes) per switch.
-    "BUFFER_SIZE" => buffer_size_mb: u64 = 16, |t| t.num("a size in MB");
+    /// `BUFFER_SIZE`, MB (2^20 bytes) per switch. A decimal counts its whole part, as
+    /// `third.cc` reads it into an integer: run.py under Python 3 writes `16 * bw / 50` as
+    /// `32.0`.
+    "BUFFER_SIZE" => buffer_size_mb: u64 = 16, whole_mb;
     /// `USE_DYNAMIC_PFC_THRESHOLD`.
     "USE_DYNAMIC_PFC_THRESHOLD" => dynamic_pfc_threshold: bool = true, flag;
     /// `PACKET_PAYLOAD_SIZE`, bytes.
@@ -188,6 +190,19 @@ hpcc_keys! {
 fn flag(t: &mut Tokens) -> Result<bool, HpccError> {
     let on = |v: &str| v.parse::<u32>().ok().map(|v| v != 0);
     Ok(t.value("0 or 1", on)?.1)
+}
+
+/// A size in MB: a whole number, or a decimal whose fraction is dropped.
+fn whole_mb(t: &mut Tokens) -> Result<u64, HpccError> {
+    let whole = |v: &str| match v.parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64)
+            .map(|f| f as u64),
+    };
+    Ok(t.value("a size in MB", whole)?.1)
 }
 
 /// A data rate as ns-3 writes it.
@@ -387,6 +402,24 @@ QLEN_MON_END 3000000000
                 "QLEN_MON_START",
                 "QLEN_MON_END",
             ]
+        );
+    }
+
+    #[test]
+    fn a_decimal_buffer_size_counts_its_whole_part_as_third_cc_reads_it() {
+        for (text, mb) in [("BUFFER_SIZE 32.0\n", 32), ("BUFFER_SIZE 12.8\n", 12)] {
+            let c = HpccConfig::parse("c.txt", text).unwrap();
+            assert_eq!(c.buffer_size_mb, mb, "{text}");
+        }
+        crate::hpcc::assert_malformed(
+            |t| HpccConfig::parse("c.txt", t),
+            &[
+                ("BUFFER_SIZE -1\n", "c.txt:1: \"-1\" is not a size in MB"),
+                (
+                    "BUFFER_SIZE 32MB\n",
+                    "c.txt:1: \"32MB\" is not a size in MB",
+                ),
+            ],
         );
     }
 

@@ -248,47 +248,49 @@ fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
 }
 
 /// dcqcn-mlx's increase steps as the HPCC authors' ns-3 `run.py` scales them with the link
-/// (`ai = 5 * bw / 25`, `hai = 50 * bw / 25`: R_AI 5 Mbit/s and R_HAI 50 Mbit/s per 25 Gbit/s),
-/// and QCN's target reset.
+/// (`ai = 5 * bw / 25`, `hai = 50 * bw / 25`: R_AI 5 Mbit/s and R_HAI 50 Mbit/s per 25 Gbit/s);
+/// everything else as the preset ships.
 fn mlx_params(gbps: u64) -> Vec<String> {
     vec![
         format!("rpg_ai_rate={}", 5 * gbps / 25),
         format!("rpg_hai_rate={}", 50 * gbps / 25),
-        "target_reset=1".to_owned(),
     ]
 }
 
-/// dcqcn-mlx (ConnectX defaults, 4 us between CNPs, the byte counter at 32767 units of 64 B =
-/// 2 MiB) with its increase steps scaled from 25 Gbit/s as the HPCC authors' ns-3 `run.py`
-/// scales them (R_AI 5 Mbit/s and R_HAI 50 Mbit/s per 25 Gbit/s of link, [`mlx_params`]) and
-/// QCN's target reset (`target_reset=1`, the DCQCN authors' ns-3). Every flow collapses in the
-/// synchronized start (a cut per 4 us while the start-up queue drains); the target reset then
-/// restarts them near line/16 each instead of half the line rate each, and they converge.
-/// Without it (the preset as shipped, the HPCC authors' model) 16 flows jump back to half the
-/// line rate each on the first 300 us timer, in sync, overshoot into PFC and oscillate (Jain
-/// 0.3 to 1.0). Every bar is met with 8 flows at 25, 100 and 400 Gbit/s and 16 at 400
-/// (utilisation 0.918 or more, Jain 0.963 or more). Short of a bar in this window, with the
-/// queue below Kmax and no PFC in every cell:
-/// - 16 flows at 25 and 100 Gbit/s, 2 at 100 and 400: utilisation 0.73, 0.71, 0.24 and 0.27
-///   (Jain 0.97 or more). After the start-up cuts the target reset leaves each flow near
-///   line/(8N); the rest is refilled by one R_AI or R_HAI step per 300 us timer event and per
-///   2 MiB sent, which takes milliseconds: `long_window` holds these cells to every bar.
-/// - 2 flows at 25 Gbit/s: Jain 0.64 (utilisation 0.967), and `long_window` says why.
+/// [`mlx_params`] without the byte counter, as the HPCC authors' ns-3 models this firmware
+/// (increases on the 300 us timer only, `RateIncEventTimerMlx`).
+fn mlx_timer_only(gbps: u64) -> Vec<String> {
+    let mut p = mlx_params(gbps);
+    p.push("rpg_byte_reset=0".to_owned());
+    p
+}
+
+/// dcqcn-mlx as it ships (ConnectX defaults: 4 us between CNPs, the 300 us timer and the byte
+/// counter at 32767 units of 64 B = 2 MiB, no QCN target reset) with its increase steps scaled
+/// from 25 Gbit/s as the HPCC authors' ns-3 `run.py` scales them ([`mlx_params`]). In this
+/// window 2 flows meet every bar at 25 and 100 Gbit/s (utilisation 0.957 or more, Jain 0.999).
+/// 8 and 16 flows are still draining the synchronized start: every flow is cut while the
+/// start-up queue drains, the clamp rules leave each target near the line rate, so the first
+/// 300 us timer event sends every flow back to half of it at once and the queue overshoots
+/// (up to 6 Kmax with 16 flows at 100 Gbit/s, PFC with 16 at 25); utilisation 0.488 or more,
+/// Jain 0.96 or more. 2 flows at 400 Gbit/s share 0.891 (the byte counter, see `long_window`).
+/// `long_window` holds every cell to every bar once the start has settled.
 #[test]
 fn dcqcn_mlx_runs_every_cell_without_errors() {
-    let full = [(8, 25), (8, 100), (8, 400), (16, 400)];
-    check_in(SHORT, "dcqcn-mlx", mlx_params, &full, &FULL);
-    let refilling = Expect {
-        min_util: 0.2,
+    check_in(SHORT, "dcqcn-mlx", mlx_params, &[(2, 25), (2, 100)], &FULL);
+    let draining = Expect {
+        min_util: 0.45,
+        max_queue: |g| 8.0 * kmax(g) as f64,
+        pfc_free: false,
         ..FULL
     };
-    let rest = [(16, 25), (2, 100), (16, 100), (2, 400)];
-    check_in(SHORT, "dcqcn-mlx", mlx_params, &rest, &refilling);
-    let unfair = Expect {
-        min_jain: 0.6,
+    let many = [(8, 25), (16, 25), (8, 100), (16, 100), (8, 400), (16, 400)];
+    check_in(SHORT, "dcqcn-mlx", mlx_params, &many, &draining);
+    let byte_counter = Expect {
+        min_jain: 0.85,
         ..FULL
     };
-    check_in(SHORT, "dcqcn-mlx", mlx_params, &[(2, 25)], &unfair);
+    check_in(SHORT, "dcqcn-mlx", mlx_params, &[(2, 400)], &byte_counter);
 }
 
 /// dcqcn-paper (SIGCOMM'15, R_AI and R_HAI scaled from its 40 Gbit/s with the line rate)
@@ -397,17 +399,25 @@ fn timely_variants_keep_the_queue_empty_and_never_pause() {
 ///   target once per 32 KB sent, 450 times as often as the 300 us timer at 400 Gbit/s, so a
 ///   flow's increase was proportional to its rate and the fast flow kept its lead. Read in
 ///   64-byte units as Google's Isekai models this firmware (`dcqcn::BYTE_RESET_UNIT`: 2 MiB),
-///   the cells reach Jain 0.999 and 0.984 (`dcqcn_mlx_meets_the_issue_bars_but_at_2x25`).
-/// - dcqcn-mlx, 2 flows at 25 Gbit/s: Jain 0.64 (0.65 over 30 to 40 ms, 0.68 over 90 to 100
-///   ms), the link full (0.997) and the queue at half Kmin: one flow holds 20 Gbit/s. Marks are
-///   rare at that depth and split by rate: in 10 ms the big flow gets 70 CNPs (one per 143 us),
-///   the small one 13 (one per 770 us). Every CNP restarts the increase counters, so the small
-///   flow (2.9 Gbit/s) never sends the 2 MiB its byte counter needs, never reaches hyper
-///   increase, and gains one R_AI (5 Mbit/s) per 300 us timer event: closing a 9 Gbit/s gap
-///   takes seconds, while ConnectX's alpha (g = 5/1024 per 1 us) has decayed to nothing between
-///   CNPs, so the cuts are fractions of a percent. The HPCC authors' ns-3 model of this
-///   firmware (timer-only increases, `rpg_byte_reset=0`) does the same: Jain 0.665, 0.81 over
-///   30 to 40 ms. Held to every other bar and Jain >= 0.6.
+///   the cells reached Jain 0.999 and 0.984 with QCN's target reset, which these tests then
+///   added (see the next two entries).
+/// - (closed) dcqcn-mlx, 2 flows at 25 Gbit/s: Jain 0.64 while these tests added QCN's target
+///   reset (`target_reset=1`) to the preset, which the firmware documents nowhere and the HPCC
+///   authors' ns-3 model does not have: after a cut it sent the small flow's target to an
+///   eighth, and the small flow never got back. The claim here that ns-3 did the same (0.665)
+///   came from our fabric with the reset left on, not from ns-3. The authors' ns-3 itself,
+///   built and run beside ours on one HPCC config (2 hosts to 1 at 25 Gbit/s, run.py's DCQCN
+///   settings with these thresholds, 40 MB each), finishes the two flows within 1% of each
+///   other (27.09 and 27.33 ms; with the second starting 1 ms later 26.44 and 27.97 ms), and
+///   `roce sim hpcc` of the same files within 3% (27.80 and 28.57 ms). Without the reset the
+///   cell runs at Jain 0.9997 (`dcqcn_mlx_meets_every_bar_as_its_reference_model`).
+/// - dcqcn-mlx, 2 flows at 400 Gbit/s with the byte counter on (as shipped): Jain 0.835 over
+///   10 to 20 ms, every other bar met. At 200 Gbit/s a flow sends 2 MiB every 84 us, so its
+///   byte counter raises its target 3.6 times as often as the 300 us timer, and the faster
+///   flow raises its target faster; the flows keep their split. The reference model raises on
+///   the timer only, and so does the cell with `rpg_byte_reset=0` (Jain 0.9997); ns-3 and
+///   `roce sim hpcc` finish 2 x 400 MB at 400 Gbit/s within 0.4% and 2% of each other. Held
+///   to every other bar and Jain >= 0.8.
 /// - (closed) patched-timely, 2 flows at 25 Gbit/s, ran at 0.895 while RTT samples came one
 ///   per ACK request (every 32 packets: 21 us at 12.5 Gbit/s, twice the RTT): the queue
 ///   oscillated around the patch's fixed point with a period of about 2 ms and ran empty in
@@ -460,48 +470,28 @@ mod long_window {
         check_in(LONG, "hpcc", |_| fixed(&["base_rtt=5"]), &cells(&[]), &e);
     }
 
-    /// dcqcn-mlx: every cell but 2 flows at 25 Gbit/s (see the module docs) meets every bar:
-    /// utilisation 0.968 or more, Jain 0.961 or more (16 flows at 400 Gbit/s; 2 at 400 0.999,
-    /// 16 at 100 0.984), the queue at most 0.43 Kmax. 2 flows at 100 Gbit/s, which refill the
-    /// link from line/16 each by timer and 2 MiB byte-counter steps (0.589 over 5 to 10 ms), are
-    /// measured over 10 to 20 ms: 0.983, Jain 1.000. 2 flows at 25 Gbit/s keep the link full
-    /// (0.997) below Kmax without PFC, at Jain 0.64.
+    /// dcqcn-mlx as the HPCC authors' ns-3 models this firmware (its increases on the 300 us
+    /// timer only, `rpg_byte_reset=0`, [`mlx_timer_only`]) meets every bar in every cell:
+    /// utilisation 0.966 or more, Jain 0.998 or more, the queue at most 0.33 Kmax, PFC only
+    /// while the start drains.
     #[test]
     #[ignore = "long window: tools/test.sh runs it optimised (see the module docs)"]
-    fn dcqcn_mlx_meets_the_issue_bars_but_at_2x25() {
-        let later = [(2, 25), (2, 100)];
-        check_in(LONG, "dcqcn-mlx", mlx_params, &cells(&later), &FULL);
-        let w = Window {
-            duration_us: 20_000.0,
-            warmup_us: 10_000.0,
-        };
-        check_in(w, "dcqcn-mlx", mlx_params, &[(2, 100)], &FULL);
-        let unfair = Expect {
-            min_jain: 0.6,
-            ..FULL
-        };
-        check_in(LONG, "dcqcn-mlx", mlx_params, &[(2, 25)], &unfair);
+    fn dcqcn_mlx_meets_every_bar_as_its_reference_model() {
+        check_in(LONG, "dcqcn-mlx", mlx_timer_only, &cells(&[]), &FULL);
     }
 
-    /// dcqcn-mlx as the HPCC authors' ns-3 models this firmware, without its byte counter
-    /// (`rpg_byte_reset=0`: increases on the 300 us timer only, `RateIncEventTimerMlx`): 16
-    /// flows at 100 Gbit/s and 2 at 400 meet every bar (Jain 0.991 and 1.000, utilisation
-    /// 0.983 and 0.945), as with the byte counter; 2 flows at 25 Gbit/s stay unfair as with it
-    /// (Jain 0.665, held to 0.6).
+    /// dcqcn-mlx as shipped, its byte counter on: every cell but 2 flows at 400 Gbit/s meets
+    /// every bar (utilisation 0.972 or more, Jain 0.998 or more, the queue at most 0.34 Kmax);
+    /// that cell keeps the link full at Jain 0.86 (see the module docs).
     #[test]
     #[ignore = "long window: tools/test.sh runs it optimised (see the module docs)"]
-    fn dcqcn_mlx_without_its_byte_counter_as_the_hpcc_model() {
-        let params = |g| {
-            let mut p = mlx_params(g);
-            p.push("rpg_byte_reset=0".to_owned());
-            p
-        };
-        check_in(LONG, "dcqcn-mlx", params, &[(16, 100), (2, 400)], &FULL);
-        let unfair = Expect {
-            min_jain: 0.6,
+    fn dcqcn_mlx_with_its_byte_counter_meets_every_bar_but_at_2x400() {
+        check_in(LONG, "dcqcn-mlx", mlx_params, &cells(&[(2, 400)]), &FULL);
+        let byte_counter = Expect {
+            min_jain: 0.8,
             ..FULL
         };
-        check_in(LONG, "dcqcn-mlx", params, &[(2, 25)], &unfair);
+        check_in(LONG, "dcqcn-mlx", mlx_params, &[(2, 400)], &byte_counter);
     }
 
     /// dcqcn-paper: 8 and 16 flows (0.2 to 0.35 in 1 ms) meet every bar once the additive

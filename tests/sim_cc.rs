@@ -176,3 +176,53 @@ fn dctcp_scenarios_mark_with_a_step_at_kmin_unless_the_scenario_sets_one() {
     assert_eq!(red.step_bytes, None);
     assert!(red.probability(200_000) < 0.1);
 }
+
+/// A row keeps only what moves: before a flow starts and after it ends, its goodput is left out
+/// of the rows (once no later flow moved) and its controller out of the CC samples, so that a
+/// run of thousands of mostly idle flows over seconds of virtual time (an HPCC flow file starts
+/// at 2 s) does not keep a sample of every flow every interval.
+#[test]
+fn the_recorder_keeps_only_flows_that_move() {
+    let text = r#"
+        name = "sparse-rows"
+        duration_us = 400
+        sample_us = 10
+        cc = "dcqcn-mlx"
+        topology = { kind = "star", hosts = 3, link = { gbps = 100, delay_ns = 1000 } }
+        workloads = [
+            { kind = "flow", src = 0, dst = 2, bytes = 200000, start_us = 0 },
+            { kind = "flow", src = 1, dst = 2, bytes = 200000, start_us = 200 },
+        ]
+    "#;
+    let s = roce_fabric::scenario::Scenario::from_toml(text).expect("parses");
+    let (sum, built) = s.run(|_| {}).expect("runs");
+    assert_eq!(sum.failed_flows, 0);
+    let done: Vec<f64> = sum
+        .flows
+        .iter()
+        .map(|f| f.completion_us.expect("both flows finish"))
+        .collect();
+    // The first flow ends (200 KB at 100 Gbit/s: about 20 us) before the second starts.
+    assert!(done[0] < 100.0, "{done:?}");
+    let rec = built.fabric.recorder().expect("scenarios record");
+    let at = |us: u64| {
+        rec.rows
+            .iter()
+            .find(|r| r.t_ns == us * 1000)
+            .expect("a row every 10 us")
+    };
+    // While the first flow sends: its goodput, one CC sample.
+    assert_eq!(at(10).flow_gbps.len(), 1);
+    assert!(at(10).flow_gbps[0] > 10.0, "{:?}", at(10));
+    assert_eq!(at(10).cc.len(), 1);
+    // Between the flows: nothing.
+    assert!(at(150).flow_gbps.is_empty(), "{:?}", at(150));
+    assert!(at(150).cc.is_empty(), "{:?}", at(150));
+    // The second flow: both columns (the first at 0), its CC sample alone.
+    assert_eq!(at(210).flow_gbps.len(), 2);
+    assert_eq!(at(210).flow_gbps[0], 0.0);
+    assert!(at(210).flow_gbps[1] > 10.0, "{:?}", at(210));
+    assert_eq!(at(210).cc.len(), 1);
+    // After both: nothing again.
+    assert!(at(390).flow_gbps.is_empty() && at(390).cc.is_empty());
+}

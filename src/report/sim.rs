@@ -138,10 +138,24 @@ fn time_csv<E, V: std::fmt::Display>(
 
 /// `t_us,flow0_gbps,flow1_gbps,...`
 pub fn flows_csv<E>(rec: &Recorder<E>) -> String {
-    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+    let n = flow_columns(rec);
     time_csv(rec, (0..n).map(|i| format!("flow{i}_gbps")), |r| {
-        r.flow_gbps.iter().map(|g| format!("{g:.4}")).collect()
+        (0..n).map(|i| format!("{:.4}", flow_gbps(r, i))).collect()
     })
+}
+
+/// How many flows the rows cover (a row leaves out the flows after the last that moved).
+fn flow_columns<E>(rec: &Recorder<E>) -> usize {
+    rec.rows
+        .iter()
+        .map(|r| r.flow_gbps.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Flow `i`'s goodput in row `r` (0 where the row leaves it out).
+fn flow_gbps(r: &Row, i: usize) -> f64 {
+    r.flow_gbps.get(i).copied().unwrap_or(0.0)
 }
 
 /// `bin_start_us,flow0_gbps,...`: each flow's rate in the outage report's bins (a stall is a
@@ -245,13 +259,13 @@ pub(crate) fn line_chart(
 }
 
 fn plot_flows<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
-    let n = rec.rows.first().map_or(0, |r| r.flow_gbps.len());
+    let n = flow_columns(rec);
     let series: Vec<(String, Vec<(f64, f64)>)> = (0..n.min(64))
         .map(|i| {
             let pts = rec
                 .rows
                 .iter()
-                .filter_map(|r| r.flow_gbps.get(i).map(|g| (r.t_ns as f64 / 1e3, *g)))
+                .map(|r| (r.t_ns as f64 / 1e3, flow_gbps(r, i)))
                 .collect();
             (format!("flow {i}"), pts)
         })

@@ -42,7 +42,9 @@ pub type CcProbe<E> = fn(&E, &mut Vec<CcSample>);
 pub struct Row {
     /// Virtual time, ns.
     pub t_ns: u64,
-    /// Per registered flow: goodput over the last interval, Gbit/s.
+    /// Per registered flow: goodput over the last interval, Gbit/s. Flows after the last one
+    /// that moved are left out (they moved nothing): before the first flow starts and after
+    /// the last one ends a row holds none.
     pub flow_gbps: Vec<f64>,
     /// Per monitored port: bytes queued.
     pub queue_bytes: Vec<u64>,
@@ -122,9 +124,16 @@ impl<E: Engine> Recorder<E> {
     {
         let secs = self.interval.as_secs_f64().max(1e-12);
         self.last_bytes.resize(progress.len(), 0);
+        let mut moved = 0;
+        for (i, (p, last)) in progress.iter().zip(self.last_bytes.iter_mut()).enumerate() {
+            if p.bytes() != *last {
+                moved = i + 1;
+            }
+        }
         let flow_gbps = progress
             .iter()
             .zip(self.last_bytes.iter_mut())
+            .take(moved)
             .map(|(p, last)| {
                 let d = p.bytes() - (*last).min(p.bytes());
                 *last = p.bytes();

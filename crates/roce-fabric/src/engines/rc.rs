@@ -408,9 +408,14 @@ impl RcEngine {
         self.ep.cc_metrics(self.flows.get(i)?.qpn)
     }
 
-    /// Congestion-control state of every flow with a controller (for the fabric's recorder).
+    /// Congestion-control state of every sending flow with a controller (for the fabric's
+    /// recorder): started and not finished, so that a run of thousands of flows, most of them
+    /// idle at any time, keeps samples of the few that are not.
     pub fn cc_samples(&self, out: &mut Vec<CcSample>) {
         for (i, f) in self.flows.iter().enumerate() {
+            if !(f.started && f.running()) {
+                continue;
+            }
             if let Some(m) = self.cc_metrics(i) {
                 out.push(CcSample::of(f.dst_qpn, &m));
             }

@@ -274,7 +274,7 @@ fn mlx_timer_only(gbps: u64) -> Vec<String> {
 /// 300 us timer event sends every flow back to half of it at once and the queue overshoots
 /// (up to 6 Kmax with 16 flows at 100 Gbit/s, PFC with 16 at 25); utilisation 0.488 or more,
 /// Jain 0.96 or more. 2 flows at 400 Gbit/s share 0.891 (the byte counter, see `long_window`).
-/// `long_window` holds every cell to every bar once the start has settled.
+/// `long_window` holds the cells to the bars once the start has settled.
 #[test]
 fn dcqcn_mlx_runs_every_cell_without_errors() {
     check_in(SHORT, "dcqcn-mlx", mlx_params, &[(2, 25), (2, 100)], &FULL);

@@ -3,13 +3,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
 /// jemalloc, built to back the heap with transparent huge pages (`.cargo/config.toml`): a
 /// datacenter-sized simulation is memory-bound, and on 4 KB pages the 320-host run took a third
 /// more CPU time (BENCHMARKS.md, session 17).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod cc;

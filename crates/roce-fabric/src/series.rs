@@ -133,6 +133,7 @@ impl<E: Engine> Recorder<E> {
         let flow_gbps = progress
             .iter()
             .zip(self.last_bytes.iter_mut())
+            // The flows past `moved` have `last` equal to their bytes already.
             .take(moved)
             .map(|(p, last)| {
                 let d = p.bytes() - (*last).min(p.bytes());

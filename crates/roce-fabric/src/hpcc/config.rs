@@ -192,15 +192,15 @@ fn flag(t: &mut Tokens) -> Result<bool, HpccError> {
     Ok(t.value("0 or 1", on)?.1)
 }
 
-/// A size in MB: a whole number, or a decimal whose fraction is dropped.
+/// A size in MB: a whole number, or a decimal (`32.0`) whose fraction is dropped.
 fn whole_mb(t: &mut Tokens) -> Result<u64, HpccError> {
-    let whole = |v: &str| match v.parse::<u64>() {
-        Ok(n) => Some(n),
-        Err(_) => v
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64)
-            .map(|f| f as u64),
+    let whole = |v: &str| {
+        let (whole, fraction) = v.split_once('.').unwrap_or((v, ""));
+        fraction
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| whole.parse().ok())
+            .flatten()
     };
     Ok(t.value("a size in MB", whole)?.1)
 }
@@ -419,6 +419,8 @@ QLEN_MON_END 3000000000
                     "BUFFER_SIZE 32MB\n",
                     "c.txt:1: \"32MB\" is not a size in MB",
                 ),
+                ("BUFFER_SIZE 1e3\n", "c.txt:1: \"1e3\" is not a size in MB"),
+                ("BUFFER_SIZE inf\n", "c.txt:1: \"inf\" is not a size in MB"),
             ],
         );
     }

@@ -171,16 +171,16 @@ impl Endpoint {
         self.mrs.register_discard(pd, len, access)
     }
 
-    /// Registers `len` zeroed bytes owned by the endpoint at address `addr` (see
-    /// [`MrTable::register_at`]).
-    pub fn reg_mr_at(
+    /// Registers `memory`, lent by the caller, at address `addr`: zero-copy (see
+    /// [`MrTable::register_lent`]).
+    pub fn reg_mr_lent(
         &mut self,
         pd: PdHandle,
         addr: u64,
-        len: usize,
+        memory: Box<dyn crate::mr::RegionMemory>,
         access: AccessFlags,
-    ) -> MrInfo {
-        self.mrs.register_at(pd, addr, len, access)
+    ) -> Result<MrInfo, MrError> {
+        self.mrs.register_lent(pd, addr, memory, access)
     }
 
     /// Registers `len` zeroed bytes owned by the endpoint, or says why not.

@@ -26,15 +26,29 @@
 //! # Keys
 //!
 //! A key is `index << 8 | key byte`, as in IB. The index names the slot (slot + 1, so no key
-//! below 0x100 names anything). The key byte rotates by one with every registration in that slot,
-//! from a start drawn per slot from an OS-seeded CSPRNG (or from a seed, for deterministic runs),
-//! so a slot hands out the same key again only after 256 registrations. The lkey and rkey of a
-//! region differ in the top bit of the key byte.
+//! below 0x100 names anything). The key byte of a slot's n-th registration is a secret
+//! permutation of n, drawn per slot from an OS-seeded CSPRNG (or from a seed, for deterministic
+//! runs; see [`key`]), so a slot hands out the same key again only after 256 registrations and
+//! its next key cannot be read off its last. The lkey and rkey of a region differ in the top bit
+//! of the key byte.
+//!
+//! # Bytes
+//!
+//! A region's bytes are the table's own, nowhere (a discarding region), or memory its user lent
+//! ([`RegionMemory`]: an application's buffer, zero-copy). They are reached only through
+//! [`MrTable::load`], [`MrTable::store`], [`MrTable::gather`] and [`MrTable::scatter`], after
+//! every check passed.
+
+mod key;
+mod memory;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use thiserror::Error;
 
+pub use self::memory::RegionMemory;
+use self::key::KeySequence;
+use self::memory::Backing;
 pub use crate::verbs::PdHandle;
 use crate::verbs::{AccessFlags, Sge};
 
@@ -81,6 +95,9 @@ pub enum MrError {
     /// Every key index is in use.
     #[error("no free memory-region slot (at most {MAX_REGIONS} regions)")]
     TableFull,
+    /// Lent memory refused an access inside the region's bounds (it is shorter than it said).
+    #[error("the memory behind region {0:#x} refused an access inside its bounds")]
+    Memory(u32),
 }
 
 /// Most regions an endpoint holds at once (the 24-bit index of a key, less index 0).
@@ -91,10 +108,8 @@ pub const MAX_REGIONS: usize = (1 << 24) - 1;
 pub struct MemoryRegion {
     pd: PdHandle,
     info: MrInfo,
-    /// The bytes; empty for a discarding region (see [`MrTable::register_discard`]).
-    buf: Vec<u8>,
-    /// Reads give zeros and writes are dropped: no bytes are kept.
-    discard: bool,
+    /// Where the bytes live.
+    bytes: Backing,
     /// Cleared by invalidation: the keys no longer resolve (the bytes stay the owner's).
     valid: bool,
 }
@@ -104,14 +119,14 @@ impl MemoryRegion {
     pub fn info(&self) -> MrInfo {
         self.info
     }
-    /// The region's bytes (none for a discarding region).
+    /// The bytes the table keeps for the region (none for a discarding region or lent memory).
     pub fn bytes(&self) -> &[u8] {
-        &self.buf
+        self.bytes.owned()
     }
-    /// The region's bytes, writable (for the application to fill or inspect; none for a
-    /// discarding region).
+    /// The bytes the table keeps for the region, writable (for the application to fill or
+    /// inspect; none for a discarding region or lent memory).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.buf
+        self.bytes.owned_mut()
     }
     /// The keys still resolve (not invalidated).
     pub fn is_valid(&self) -> bool {
@@ -167,8 +182,8 @@ const LKEY_BIT: u32 = 0x80;
 struct Slot {
     /// Changes with every registration, invalidation and deregistration here.
     generation: u64,
-    /// The key byte of the next registration here.
-    next_key: u8,
+    /// The key bytes of the registrations here.
+    keys: KeySequence,
     mr: Option<MemoryRegion>,
 }
 
@@ -178,17 +193,9 @@ pub struct MrTable {
     slots: Vec<Slot>,
     next_addr: u64,
     next_pd: u32,
-    /// Draws the first key byte of each new slot.
+    /// Draws the key permutation of each new slot.
     keys: StdRng,
-    /// Where writes into discarding regions go (one access at a time).
-    sink: Vec<u8>,
 }
-
-/// The longest single access a discarding region serves: one packet at the largest MTU.
-pub const DISCARD_ACCESS_MAX: usize = 4096;
-
-/// What reads of a discarding region return.
-static ZEROS: [u8; DISCARD_ACCESS_MAX] = [0; DISCARD_ACCESS_MAX];
 
 impl Default for MrTable {
     /// A table whose key bytes start from the OS's randomness.
@@ -209,7 +216,6 @@ impl MrTable {
             slots: Vec::new(),
             next_addr: BASE_ADDR,
             next_pd: 1,
-            sink: Vec::new(),
             keys: match key_seed {
                 Some(seed) => StdRng::seed_from_u64(seed),
                 None => rand::make_rng(),
@@ -263,7 +269,7 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
-        self.place(pd, length, access, false)
+        self.place(pd, length, access, Backing::Owned(vec![0; length]))
     }
 
     /// The address the next region registered without one gets: regions the table places
@@ -278,15 +284,28 @@ impl MrTable {
     /// Registers a region of `length` bytes in `pd` with `access` that keeps no bytes: every
     /// read gives zeros and writes are dropped, while keys, bounds, rights and invalidation
     /// are checked as for any region. For traffic whose bytes nobody looks at (a simulated
-    /// flow): the same frames as a zeroed region never written, in no memory. Accesses longer
-    /// than [`DISCARD_ACCESS_MAX`] through [`MrTable::read`] and [`MrTable::write`] fail.
+    /// flow): the same frames as a zeroed region never written, in no memory.
     pub fn register_discard(
         &mut self,
         pd: PdHandle,
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
-        self.place(pd, length, access, true)
+        self.place(pd, length, access, Backing::Discard)
+    }
+
+    /// Registers `memory` (all of it) in `pd` with `access` at address `addr`: the region's
+    /// bytes are the lender's, read and written through [`RegionMemory`] only after every check
+    /// of an access passed. The table keeps no copy.
+    pub fn register_lent(
+        &mut self,
+        pd: PdHandle,
+        addr: u64,
+        memory: Box<dyn RegionMemory>,
+        access: AccessFlags,
+    ) -> Result<MrInfo, MrError> {
+        let length = memory.len();
+        self.insert(pd, addr, length, access, Backing::Lent(memory))
     }
 
     /// Registers a region at the next address the table gives out.
@@ -295,10 +314,10 @@ impl MrTable {
         pd: PdHandle,
         length: usize,
         access: AccessFlags,
-        discard: bool,
+        bytes: Backing,
     ) -> Result<MrInfo, MrError> {
         let addr = self.next_addr(length);
-        self.insert(pd, addr, length, access, discard)
+        self.insert(pd, addr, length, access, bytes)
     }
 
     /// Registers `length` zeroed bytes in `pd` with `access` at address `addr`.
@@ -309,7 +328,7 @@ impl MrTable {
         length: usize,
         access: AccessFlags,
     ) -> Result<MrInfo, MrError> {
-        self.insert(pd, addr, length, access, false)
+        self.insert(pd, addr, length, access, Backing::Owned(vec![0; length]))
     }
 
     fn insert(
@@ -318,15 +337,14 @@ impl MrTable {
         addr: u64,
         length: usize,
         access: AccessFlags,
-        discard: bool,
+        bytes: Backing,
     ) -> Result<MrInfo, MrError> {
         let slot = match self.slots.iter().position(|s| s.mr.is_none()) {
             Some(s) => s,
             None if self.slots.len() < MAX_REGIONS => {
-                let next_key = self.keys.random();
                 self.slots.push(Slot {
                     generation: 0,
-                    next_key,
+                    keys: KeySequence::new(self.keys.random()),
                     mr: None,
                 });
                 self.slots.len() - 1
@@ -334,8 +352,7 @@ impl MrTable {
             None => return Err(MrError::TableFull),
         };
         let s = self.slots.get_mut(slot).ok_or(MrError::TableFull)?;
-        let key = s.next_key;
-        s.next_key = key.wrapping_add(1);
+        let key = s.keys.next_key();
         s.generation = s.generation.wrapping_add(1);
         let index = (slot as u32 + 1) << 8;
         let info = MrInfo {
@@ -348,8 +365,7 @@ impl MrTable {
         s.mr = Some(MemoryRegion {
             pd,
             info,
-            buf: if discard { Vec::new() } else { vec![0; length] },
-            discard,
+            bytes,
             valid: true,
         });
         Ok(info)
@@ -486,52 +502,46 @@ impl MrTable {
         }
     }
 
-    /// The bytes of a resolved range, while its region is the one it was resolved in.
-    pub fn read(&self, r: MrRange) -> Result<&[u8], MrError> {
+    /// The region of `r`, writable, if it is still the one `r` was resolved in.
+    fn current_mut(&mut self, r: &MrRange) -> Result<&mut MemoryRegion, MrError> {
+        match self.slots.get_mut(r.slot as usize) {
+            Some(s) if s.generation == r.generation => s.mr.as_mut().ok_or(MrError::Stale(r.key)),
+            _ => Err(MrError::Stale(r.key)),
+        }
+    }
+
+    /// `Ok` while the region of `r` is still the one it was resolved in.
+    pub fn check(&self, r: MrRange) -> Result<(), MrError> {
+        self.current(&r).map(|_| ())
+    }
+
+    /// Copies a resolved range into `dst`, while its region is the one it was resolved in.
+    /// `Ok(false)` (nothing copied) when `dst` is not the range's length.
+    pub fn load(&self, r: MrRange, dst: &mut [u8]) -> Result<bool, MrError> {
         let mr = self.current(&r)?;
-        if mr.discard {
-            return ZEROS.get(..r.len).ok_or(MrError::Stale(r.key));
-        }
-        mr.buf
-            .get(r.offset..r.offset + r.len)
-            .ok_or(MrError::Stale(r.key))
-    }
-
-    /// The bytes of a resolved range, writable, while its region is the one it was resolved in.
-    pub fn write(&mut self, r: MrRange) -> Result<&mut [u8], MrError> {
-        if self.current(&r)?.discard {
-            if r.len > DISCARD_ACCESS_MAX {
-                return Err(MrError::Stale(r.key));
-            }
-            self.sink.clear();
-            self.sink.resize(r.len, 0);
-            return Ok(&mut self.sink);
-        }
-        self.slots
-            .get_mut(r.slot as usize)
-            .and_then(|s| s.mr.as_mut())
-            .and_then(|m| m.buf.get_mut(r.offset..r.offset + r.len))
-            .ok_or(MrError::Stale(r.key))
-    }
-
-    /// Copies `src` into a resolved range, while its region is the one it was resolved in, as
-    /// [`Self::write`] then a copy would. `Ok(false)` (nothing written) when the range is not
-    /// `src.len()` bytes long. A discarding region takes the bytes without a copy: a simulated
-    /// flow's every data packet lands in one, and the sink's clearing and the copy were both
-    /// wasted.
-    pub fn store(&mut self, r: MrRange, src: &[u8]) -> Result<bool, MrError> {
-        if self.current(&r)?.discard {
-            if r.len > DISCARD_ACCESS_MAX {
-                return Err(MrError::Stale(r.key));
-            }
-            return Ok(r.len == src.len());
-        }
-        let dst = self.write(r)?;
-        if dst.len() != src.len() {
+        if dst.len() != r.len {
             return Ok(false);
         }
-        dst.copy_from_slice(src);
-        Ok(true)
+        if mr.bytes.read(r.offset, mr.info.length, dst) {
+            Ok(true)
+        } else {
+            Err(MrError::Memory(r.key))
+        }
+    }
+
+    /// Copies `src` into a resolved range, while its region is the one it was resolved in.
+    /// `Ok(false)` (nothing written) when `src` is not the range's length. A discarding region
+    /// takes the bytes without a copy.
+    pub fn store(&mut self, r: MrRange, src: &[u8]) -> Result<bool, MrError> {
+        let mr = self.current_mut(&r)?;
+        if src.len() != r.len {
+            return Ok(false);
+        }
+        if mr.bytes.write(r.offset, mr.info.length, src) {
+            Ok(true)
+        } else {
+            Err(MrError::Memory(r.key))
+        }
     }
 
     /// Where bytes `offset..offset + len` of the message `sgl` describes live: per piece, the
@@ -575,43 +585,28 @@ impl MrTable {
     pub(crate) fn gather_zeros(&self, sgl: &[Sge], offset: u64, dst: &mut [u8]) -> Option<bool> {
         // One entry (the common case): one lookup, one copy.
         if let [sge] = sgl {
-            // Outer None: refused; inner None: a discarding region (reads as zeros).
-            let src = self.live(sge.lkey, false).and_then(|(_, _, m)| {
-                let base = sge.addr.checked_sub(m.info.addr)?;
-                let start = base.checked_add(offset)?;
-                let end = start.checked_add(dst.len() as u64)?;
-                if end > base + u64::from(sge.length) || end > m.info.length {
-                    return None;
-                }
-                if m.discard {
-                    return Some(None);
-                }
-                m.buf
-                    .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
-                    .map(Some)
-            });
-            return match src {
-                Some(Some(src)) => {
-                    dst.copy_from_slice(src);
-                    Some(false)
-                }
-                Some(None) => {
-                    dst.fill(0);
-                    Some(true)
-                }
-                None => None,
-            };
+            let (_, _, m) = self.live(sge.lkey, false)?;
+            let base = sge.addr.checked_sub(m.info.addr)?;
+            let start = base.checked_add(offset)?;
+            let end = start.checked_add(dst.len() as u64)?;
+            if end > base + u64::from(sge.length) || end > m.info.length {
+                return None;
+            }
+            let start = usize::try_from(start).ok()?;
+            return m
+                .bytes
+                .read(start, m.info.length, dst)
+                .then_some(m.bytes.is_discard());
         }
         let segs = self.segments(sgl, offset, dst.len())?;
         for (slot, start, at, n) in segs {
-            let mr = self.slots.get(slot).and_then(|s| s.mr.as_ref());
-            let src = mr.and_then(|m| m.buf.get(start..start + n));
-            match (src, dst.get_mut(at..at + n)) {
-                (_, Some(out)) if mr.is_some_and(|m| m.discard) => out.fill(0),
-                (Some(src), Some(out)) => out.copy_from_slice(src),
-                _ => return None,
+            let mr = self.slots.get(slot).and_then(|s| s.mr.as_ref())?;
+            let out = dst.get_mut(at..at + n)?;
+            if !mr.bytes.read(start, mr.info.length, out) {
+                return None;
             }
         }
+        // Several pieces are hashed whatever they hold (only one piece is worth the check).
         Some(false)
     }
 
@@ -624,13 +619,12 @@ impl MrTable {
         };
         for (slot, start, at, n) in segs {
             let mr = self.slots.get_mut(slot).and_then(|s| s.mr.as_mut());
-            if mr.as_ref().is_some_and(|m| m.discard) {
-                continue;
-            }
-            let dst = mr.and_then(|m| m.buf.get_mut(start..start + n));
-            match (dst, src.get(at..at + n)) {
-                (Some(out), Some(from)) => out.copy_from_slice(from),
-                _ => return false,
+            let written = match (mr, src.get(at..at + n)) {
+                (Some(mr), Some(from)) => mr.bytes.write(start, mr.info.length, from),
+                _ => false,
+            };
+            if !written {
+                return false;
             }
         }
         true

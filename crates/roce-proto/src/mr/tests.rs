@@ -94,12 +94,14 @@ fn gather_and_scatter_walk_the_sgl_across_entries() {
 fn a_range_goes_stale_when_its_slot_is_reused() {
     let (mut t, pd, mr) = table();
     let r = read_head(&t, pd, &mr).unwrap();
-    assert_eq!(t.read(r).map(<[u8]>::len), Ok(8));
+    let mut head = [0u8; 8];
+    assert_eq!(t.load(r, &mut head), Ok(true));
     t.deregister(mr.lkey).unwrap();
     let next = t.register(pd, 100, AccessFlags::LOCAL_WRITE);
     assert_eq!(next.rkey >> 8, mr.rkey >> 8, "the same slot");
-    assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
-    assert_eq!(t.write(r).map(|b| b.len()), Err(MrError::Stale(mr.rkey)));
+    assert_eq!(t.load(r, &mut head), Err(MrError::Stale(mr.rkey)));
+    assert_eq!(t.store(r, &head), Err(MrError::Stale(mr.rkey)));
+    assert_eq!(t.check(r), Err(MrError::Stale(mr.rkey)));
 }
 
 #[test]
@@ -117,7 +119,7 @@ fn invalidation_stops_both_keys_and_stales_ranges_but_keeps_the_bytes() {
         "a remote invalidate names the rkey"
     );
     assert_eq!(t.invalidate(pd, mr.rkey, true), Ok(()));
-    assert_eq!(t.read(r), Err(MrError::Stale(mr.rkey)));
+    assert_eq!(t.load(r, &mut [0; 8]), Err(MrError::Stale(mr.rkey)));
     assert_eq!(read_head(&t, pd, &mr), Err(MrError::UnknownKey(mr.rkey)));
     let sge = Sge {
         addr: mr.addr,
@@ -215,14 +217,17 @@ fn a_discarding_region_reads_zeros_drops_writes_and_still_checks_bounds() {
     let r = t
         .resolve_remote(pd, mr.rkey, mr.addr + 8, 4096, AccessFlags::REMOTE_WRITE)
         .unwrap();
-    t.write(r).unwrap().fill(0xee);
-    // What was written is gone: the next write and every read see zeros.
-    assert_eq!(t.write(r).unwrap(), &[0u8; 4096][..]);
-    assert_eq!(t.read(r).unwrap(), &[0u8; 4096][..]);
+    assert_eq!(t.store(r, &[0xee; 4096]), Ok(true));
+    // What was written is gone: every read sees zeros, however long.
+    let mut back = vec![0xa5u8; 4096];
+    assert_eq!(t.load(r, &mut back), Ok(true));
+    assert_eq!(back, [0u8; 4096]);
     let long = t
-        .resolve_remote(pd, mr.rkey, mr.addr, 4097, AccessFlags::REMOTE_READ)
+        .resolve_remote(pd, mr.rkey, mr.addr, 1 << 20, AccessFlags::REMOTE_READ)
         .unwrap();
-    assert_eq!(t.read(long), Err(MrError::Stale(mr.rkey)));
+    let mut back = vec![0xa5u8; 1 << 20];
+    assert_eq!(t.load(long, &mut back), Ok(true));
+    assert!(back.iter().all(|&b| b == 0));
     assert_eq!(
         t.resolve_remote(
             pd,
@@ -244,7 +249,7 @@ fn a_discarding_region_reads_zeros_drops_writes_and_still_checks_bounds() {
 }
 
 #[test]
-fn store_copies_into_a_region_drops_into_a_discarding_one_and_checks_like_write() {
+fn store_copies_into_a_region_drops_into_a_discarding_one_and_checks_like_load() {
     let mut t = MrTable::new(Some(1));
     let pd = t.alloc_pd();
     let rights = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
@@ -255,19 +260,137 @@ fn store_copies_into_a_region_drops_into_a_discarding_one_and_checks_like_write(
             .unwrap()
     };
     let r = range(&t, &kept, 4, 3);
+    let mut back = [0u8; 3];
     assert_eq!(t.store(r, &[1, 2, 3]), Ok(true));
-    assert_eq!(t.read(r).unwrap(), &[1, 2, 3]);
-    // A length that is not the range's writes nothing.
+    assert_eq!(t.load(r, &mut back), Ok(true));
+    assert_eq!(back, [1, 2, 3]);
+    // A length that is not the range's moves nothing.
     assert_eq!(t.store(r, &[9; 2]), Ok(false));
-    assert_eq!(t.read(r).unwrap(), &[1, 2, 3]);
+    assert_eq!(t.load(r, &mut [0; 2]), Ok(false));
+    assert_eq!(t.load(r, &mut back), Ok(true));
+    assert_eq!(back, [1, 2, 3]);
     let d = range(&t, &gone, 100, 3);
     assert_eq!(t.store(d, &[1, 2, 3]), Ok(true));
-    assert_eq!(t.read(d).unwrap(), &[0, 0, 0]);
+    assert_eq!(t.load(d, &mut back), Ok(true));
+    assert_eq!(back, [0, 0, 0]);
     assert_eq!(t.store(d, &[1, 2]), Ok(false));
-    // Longer than a discarding region serves, and gone regions: the errors of `write`.
-    let long = range(&t, &gone, 0, DISCARD_ACCESS_MAX as u64 + 1);
-    let bytes = vec![0u8; DISCARD_ACCESS_MAX + 1];
-    assert_eq!(t.store(long, &bytes), Err(MrError::Stale(gone.rkey)));
     t.deregister(kept.lkey).unwrap();
     assert_eq!(t.store(r, &[1, 2, 3]), Err(MrError::Stale(kept.rkey)));
+}
+
+/// The accesses a [`Logged`] saw: (read or write, offset, length).
+type AccessLog = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, usize, usize)>>>;
+
+/// Lent memory that logs every access, and counts the lenders alive.
+#[derive(Debug)]
+struct Logged {
+    bytes: Vec<u8>,
+    log: AccessLog,
+    _alive: std::sync::Arc<()>,
+}
+
+impl RegionMemory for Logged {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    fn read(&self, offset: usize, dst: &mut [u8]) -> bool {
+        self.log.lock().unwrap().push(("read", offset, dst.len()));
+        match self.bytes.get(offset..offset + dst.len()) {
+            Some(src) => {
+                dst.copy_from_slice(src);
+                true
+            }
+            None => false,
+        }
+    }
+    fn write(&mut self, offset: usize, src: &[u8]) -> bool {
+        self.log.lock().unwrap().push(("write", offset, src.len()));
+        match self.bytes.get_mut(offset..offset + src.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(src);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[test]
+fn lent_memory_is_reached_only_by_accesses_that_passed_every_check() {
+    let mut t = MrTable::new(Some(5));
+    let pd = t.alloc_pd();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let alive = std::sync::Arc::new(());
+    let mem = Logged {
+        bytes: (0..64).collect(),
+        log: log.clone(),
+        _alive: alive.clone(),
+    };
+    let addr = 0x7f00_0000_1000;
+    let mr = t
+        .register_lent(pd, addr, Box::new(mem), AccessFlags::LOCAL_WRITE)
+        .unwrap();
+    assert_eq!((mr.addr, mr.length), (addr, 64));
+    // The table keeps no copy.
+    assert_eq!(t.get(mr.lkey).map(|m| m.bytes().len()), Some(0));
+    // Refused before any byte is touched: rights, key, bounds, PD.
+    let other = t.alloc_pd();
+    for (pd, key, at, len) in [
+        (pd, mr.rkey, addr, 8),
+        (pd, mr.rkey ^ 1, addr, 8),
+        (other, mr.rkey, addr, 8),
+    ] {
+        assert!(t
+            .resolve_remote(pd, key, at, len, AccessFlags::REMOTE_READ)
+            .is_err());
+    }
+    let sge = |addr, length| Sge {
+        addr,
+        length,
+        lkey: mr.lkey,
+    };
+    let mut out = [0u8; 4];
+    assert!(!t.gather(&[sge(addr + 62, 4)], 0, &mut out));
+    assert!(!t.scatter(&[sge(addr + 62, 4)], 0, &out));
+    assert!(log.lock().unwrap().is_empty(), "{:?}", log.lock().unwrap());
+    // Accesses that pass go to the lender, exactly as asked.
+    assert!(t.gather(&[sge(addr + 10, 4)], 0, &mut out));
+    assert_eq!(out, [10, 11, 12, 13]);
+    assert!(t.scatter(&[sge(addr, 2), sge(addr + 40, 2)], 1, &[0xaa, 0xbb]));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("read", 10, 4), ("write", 1, 1), ("write", 40, 1)]
+    );
+    // Deregistration drops the lender: nothing can reach its memory afterwards.
+    t.deregister(mr.lkey).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&alive), 1);
+    assert!(!t.gather(&[sge(addr + 10, 4)], 0, &mut out));
+    assert_eq!(log.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn lent_memory_shorter_than_it_said_is_an_error_not_a_panic() {
+    #[derive(Debug)]
+    struct Liar;
+    impl RegionMemory for Liar {
+        fn len(&self) -> usize {
+            1 << 20
+        }
+        fn read(&self, _: usize, _: &mut [u8]) -> bool {
+            false
+        }
+        fn write(&mut self, _: usize, _: &[u8]) -> bool {
+            false
+        }
+    }
+    let mut t = MrTable::new(Some(5));
+    let pd = t.alloc_pd();
+    let mr = t
+        .register_lent(pd, 0x1000, Box::new(Liar), AccessFlags::REMOTE_WRITE)
+        .unwrap();
+    let r = t
+        .resolve_remote(pd, mr.rkey, 0x1000, 8, AccessFlags::REMOTE_WRITE)
+        .unwrap();
+    assert_eq!(t.store(r, &[1; 8]), Err(MrError::Memory(mr.rkey)));
+    assert_eq!(t.load(r, &mut [0; 8]), Err(MrError::Memory(mr.rkey)));
 }

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use crate::counters::QpCounters;
-use crate::mr::{MrRange, MrTable, PdHandle};
+use crate::mr::{MrError, MrRange, MrTable, PdHandle};
 use crate::psn::{Msn, Psn};
 use crate::verbs::{
     sgl_len, AccessFlags, CompletionQueue, RecvWr, WcOpcode, WcStatus, WorkCompletion,
@@ -439,7 +439,7 @@ impl Responder {
             let at = r.narrow(offset as usize, len as usize);
             match c.mrs.store(at, pkt.payload()) {
                 Ok(true) => {}
-                Ok(false) => {
+                Ok(false) | Err(MrError::Memory(_)) => {
                     return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr)
                 }
                 Err(_) => return access_err,
@@ -553,12 +553,14 @@ impl Responder {
         else {
             return access_err;
         };
-        let Ok(cell) = c.mrs.write(range) else {
-            return access_err;
-        };
-        let Ok(bytes) = <[u8; 8]>::try_from(&*cell) else {
-            return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
-        };
+        let mut bytes = [0u8; 8];
+        match c.mrs.load(range, &mut bytes) {
+            Ok(true) => {}
+            Ok(false) | Err(MrError::Memory(_)) => {
+                return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr)
+            }
+            Err(_) => return access_err,
+        }
         let orig = u64::from_le_bytes(bytes);
         let new = if pkt.bth.opcode == Opcode::RC_COMPARE_SWAP {
             if orig == a.compare {
@@ -569,7 +571,9 @@ impl Responder {
         } else {
             orig.wrapping_add(a.swap_add)
         };
-        cell.copy_from_slice(&new.to_le_bytes());
+        if c.mrs.store(range, &new.to_le_bytes()) != Ok(true) {
+            return Check::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr);
+        }
         let psn = pkt.bth.psn;
         if self.atomic_replay.len() >= usize::from(MAX_RD_ATOMIC) {
             self.atomic_replay.pop_front();
@@ -694,7 +698,7 @@ impl Responder {
                 let skip = u64::from(k) * u64::from(mtu);
                 let n = len.saturating_sub(skip).min(u64::from(mtu)) as usize;
                 let piece = range.filter(|_| n > 0).map(|r| r.narrow(skip as usize, n));
-                if piece.is_some_and(|r| mrs.read(r).is_err()) {
+                if piece.is_some_and(|r| mrs.check(r).is_err()) {
                     // Checked per packet, as rxe re-checks the MR for each response.
                     o.reset(Opcode::RC_ACKNOWLEDGE, psn);
                     o.fields.ext.aeth = Some(aeth::Repr {

@@ -304,10 +304,7 @@ impl QueuePair {
                 zeros.unwrap_or(false)
             }
             Payload::Mr { range } => {
-                match mrs.read(*range) {
-                    Ok(src) if src.len() == dst.len() => dst.copy_from_slice(src),
-                    _ => readable = false,
-                }
+                readable = mrs.load(*range, dst) == Ok(true);
                 false
             }
         });

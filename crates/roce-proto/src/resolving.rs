@@ -236,6 +236,17 @@ impl ResolvingEndpoint {
         self.modify_qp(now, qpn, &rts)
     }
 
+    /// Destroys `qpn` with what is held for it: modifications waiting for ARP/NDP and events
+    /// not yet polled. A QP created later with the same number starts clean.
+    pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), QpError> {
+        self.pending.retain(|p| p.qpn != qpn);
+        self.events.retain(|e| match *e {
+            ResolutionEvent::QpResolved { qpn: q, .. }
+            | ResolutionEvent::QpUnreachable { qpn: q, .. } => q != qpn,
+        });
+        self.endpoint.destroy_qp(qpn)
+    }
+
     /// Whether `qpn` has modifications waiting for address resolution.
     pub fn is_deferred(&self, qpn: u32) -> bool {
         self.pending.iter().any(|p| p.qpn == qpn)

@@ -231,3 +231,44 @@ fn modify_of_a_missing_qp_is_an_error() {
         Err(QpError::UnknownQp(1234))
     );
 }
+
+#[test]
+fn a_destroyed_qps_pending_connect_never_reaches_the_next_qp_with_its_number() {
+    let (mut a, mut b) = (host(MAC_A, IP_A), host(MAC_B, IP_B));
+    let old = qp(&mut a);
+    let silent = Ipv4Addr::new(198, 18, 0, 99);
+    assert_eq!(connect_to_99(&mut a, old.qpn, silent), Modify::Deferred);
+    a.destroy_qp(old.qpn).unwrap();
+    assert!(!a.is_deferred(old.qpn));
+    // The next QP takes the same number and connects to a peer that answers.
+    let new = a
+        .endpoint_mut()
+        .create_qp(QpInit::shared_cq(old.pd, old.cq, 16, 16))
+        .unwrap();
+    assert_eq!(new, old.qpn);
+    let sb = qp(&mut b);
+    let o = RcOptions::default();
+    let mut now = Instant::ZERO;
+    let _ = a
+        .connect_qp(now, new, &peer(IP_B, None, sb.qpn), Psn::new(1), &o)
+        .unwrap();
+    let _ = b
+        .connect_qp(now, sb.qpn, &peer(IP_A, None, new), Psn::new(1), &o)
+        .unwrap();
+    let mut events = Vec::new();
+    // Run until nothing is left to happen: past the silent address's three ARP requests.
+    assert!(run(&mut a, &mut b, &mut now, |a, b| {
+        events.extend(std::iter::from_fn(|| a.poll_event()));
+        a.poll_timeout().is_none() && b.poll_timeout().is_none()
+    }));
+    assert!(now >= Instant::from_nanos(3_000_000_000), "{now:?}");
+    assert_eq!(a.counters().arp_tx_requests, 4, "B once, the silent address 3 times");
+    assert_eq!(
+        events,
+        [ResolutionEvent::QpResolved {
+            qpn: new,
+            mac: MAC_B
+        }]
+    );
+    assert_eq!(a.endpoint().qp(new).unwrap().state(), QpState::Rts);
+}

@@ -26,7 +26,7 @@ pub(crate) enum Command {
         mem: AppMemory,
         iova: u64,
         access: AccessFlags,
-        reply: Reply<MrInfo>,
+        reply: Reply<Result<MrInfo, VerbsError>>,
     },
     /// Deregisters a region; once answered, the application memory is no longer touched.
     DeregMr {
@@ -35,8 +35,11 @@ pub(crate) enum Command {
     },
     /// Gives a CQ its transport queue.
     CreateCq { cq: Arc<Cq>, reply: Reply<()> },
-    /// Stops delivering to a CQ.
-    DestroyCq { cq: Arc<Cq>, reply: Reply<()> },
+    /// Stops delivering to a CQ (refused while a QP uses it).
+    DestroyCq {
+        cq: Arc<Cq>,
+        reply: Reply<Result<(), VerbsError>>,
+    },
     /// A new RC QP in RESET.
     CreateQp {
         spec: QpSpec,

@@ -35,6 +35,10 @@ impl Device {
     }
 
     fn send(&self, cmd: Command) -> Result<(), VerbsError> {
+        // The progress thread stayed with the parent: nobody here would ever answer.
+        if crate::sys::fork::forked() {
+            return Err(VerbsError::Forked);
+        }
         self.tx.send(cmd).map_err(|_| VerbsError::Gone)?;
         // The progress thread may be parked after a quiet spell.
         self.waker.unpark();
@@ -66,7 +70,7 @@ impl Device {
             iova,
             access,
             reply,
-        })
+        })?
     }
 
     /// `ibv_dereg_mr`: once it returns, the application memory is no longer touched.
@@ -89,7 +93,7 @@ impl Device {
     /// `ibv_destroy_cq`.
     pub fn destroy_cq(&self, cq: &Arc<Cq>) -> Result<(), VerbsError> {
         let cq = cq.clone();
-        self.call(|reply| Command::DestroyCq { cq, reply })
+        self.call(|reply| Command::DestroyCq { cq, reply })?
     }
 
     /// `ibv_create_qp` for an RC QP.

@@ -13,12 +13,11 @@
 //!   loop; it starts the process's [`device`].
 //! - [`device`]: the verbs as safe Rust, the application side of the progress thread;
 //!   `worker`: the progress thread's work without the thread.
-//! - `command`: what application threads ask of the progress thread; `engine`: the host plus
-//!   the application memory of each region.
+//! - `command`: what application threads ask of the progress thread.
 //! - [`objects`]: CQs, channels, QPs and work requests shared between the application's
 //!   threads and the progress thread through lock-free queues and atomics.
-//! - `sys`: [`AppMemory`] (the application memory behind a region) and the eventfd of
-//!   completion channels.
+//! - `sys`: [`AppMemory`] (the application memory a region's bytes are: the transport reads
+//!   and writes it in place, zero-copy) and the eventfd of completion channels.
 //!
 //! Beside them, used by any: [`config`] (`ROCE_VERBS_*` variables or a `ROCE_VERBS_CONFIG`
 //! file), [`info`] (what the query verbs report; GID index 1 is the IPv4-mapped GID, as with
@@ -36,7 +35,6 @@ mod abi;
 mod command;
 pub mod config;
 pub mod device;
-mod engine;
 pub mod error;
 pub mod info;
 pub mod objects;

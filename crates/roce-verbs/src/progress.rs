@@ -12,14 +12,13 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use roce_dpdk::clock::MonotonicClock;
 use roce_dpdk::{pin_current_thread, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig};
 use roce_proto::cc::{CcConfig, Rate};
-use roce_proto::endpoint::EndpointConfig;
+use roce_proto::endpoint::{EndpointConfig, FIRST_QPN};
 use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::wire::EthernetAddress;
 
 use crate::command::{Command, Reply};
 use crate::config::Config;
 use crate::device::Device;
-use crate::engine::VerbsEngine;
 use crate::error::VerbsError;
 use crate::info::{self, DeviceInfo};
 use crate::worker::Worker;
@@ -58,6 +57,7 @@ pub(crate) fn started_device() -> Option<Arc<Device>> {
 
 /// Starts the progress thread and waits until its port is up.
 pub fn start(config: Config) -> Result<Device, String> {
+    crate::sys::fork::watch();
     let (tx, rx) = crossbeam_channel::unbounded();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
     let timeout = Duration::from_secs(config.timeout.max(1));
@@ -91,6 +91,7 @@ fn run(config: Config, rx: Receiver<Command>, ready: Reply<Result<DeviceInfo, St
     }
     let mut cfg = EndpointConfig::ipv4(info.mac, info.ip);
     cfg.ipv6 = Some(info::link_local(info.mac));
+    cfg.first_qpn = random_first_qpn(cfg.max_qps);
     let mut host = ResolvingEndpoint::new(cfg);
     host.announce();
     let cc = config.cc.as_deref().and_then(|name| {
@@ -104,13 +105,7 @@ fn run(config: Config, rx: Receiver<Command>, ready: Reply<Result<DeviceInfo, St
             .ok()
     });
     let Port { port, _pool, _eal } = port;
-    let mut worker = Worker::new(
-        port,
-        MonotonicClock::new(),
-        VerbsEngine::new(host),
-        cc,
-        info.active_mtu,
-    );
+    let mut worker = Worker::new(port, MonotonicClock::new(), host, cc, info.active_mtu);
     tracing::info!(port = %config.port, mac = %info.mac, ip = %info.ip, "roce-verbs: port up");
     if ready.send(Ok(info)).is_err() {
         return;
@@ -247,4 +242,12 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
         },
         info,
     ))
+}
+
+/// The first QP number of the process, drawn from the OS's randomness: an off-path attacker
+/// cannot count on QP numbers starting at 17 (they still go up by one from here).
+fn random_first_qpn(max_qps: usize) -> u32 {
+    // 24-bit QPNs; 0xffffff is the multicast QPN.
+    let last = 0x00ff_fffe_u32.saturating_sub(u32::try_from(max_qps).unwrap_or(u32::MAX));
+    rand::random_range(FIRST_QPN..=last.max(FIRST_QPN))
 }

@@ -3,9 +3,9 @@
 //! the tests run two workers over an in-memory port pair.
 //!
 //! Every transport work request carries our own id (and is signaled), so a completion finds its
-//! record: the application's id, whether it wanted a completion, and the gather/scatter list
-//! whose landed bytes must be stored back into application memory before it sees the
-//! completion.
+//! record: the application's id and whether it wanted a completion. Registered regions are the
+//! application's own memory, lent to the transport (zero-copy): the transport reads and writes it
+//! only for accesses that passed every check, so there is nothing to copy back and forth here.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -16,15 +16,14 @@ use roce_proto::cc::CcConfig;
 use roce_proto::counters::{QpCounters, RdmaCounters};
 use roce_proto::port::Port;
 use roce_proto::qp::QpError;
-use roce_proto::resolving::{Modify, ResolutionEvent};
+use roce_proto::resolving::{Modify, ResolutionEvent, ResolvingEndpoint};
 use roce_proto::verbs::{
-    AccessFlags, CqHandle, Mtu, QpAttr, QpInit, QpState, RecvWr, SendFlags, SendWr, Sge, Sgl,
-    WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CqHandle, Mtu, QpAttr, QpInit, QpState, RecvWr, SendFlags, SendWr, Sge, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 use roce_proto::wire::EthernetAddress;
 
 use crate::command::Command;
-use crate::engine::VerbsEngine;
 use crate::error::VerbsError;
 use crate::objects::{Completion, Cq, Qp, RecvRequest, SendRequest};
 
@@ -34,8 +33,6 @@ struct SendRecord {
     id: u64,
     wr_id: u64,
     signaled: bool,
-    /// READ/atomic: where the response lands (stored back on completion).
-    store: Option<Sgl>,
 }
 
 /// A receive in the transport's queue.
@@ -43,7 +40,6 @@ struct SendRecord {
 struct RecvRecord {
     id: u64,
     wr_id: u64,
-    sgl: Sgl,
 }
 
 /// A transport-owned region holding the bytes of inline sends, one slot per send-queue entry
@@ -75,7 +71,7 @@ const PLACEHOLDER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 1]);
 pub(crate) struct Worker<P: Port, C: Clock + Clone> {
     runtime: Runtime<P, C>,
     clock: C,
-    engine: VerbsEngine,
+    host: ResolvingEndpoint,
     qps: HashMap<u32, QpEntry>,
     cqs: Vec<(CqHandle, Arc<Cq>)>,
     cc: Option<CcConfig>,
@@ -85,18 +81,18 @@ pub(crate) struct Worker<P: Port, C: Clock + Clone> {
 }
 
 impl<P: Port, C: Clock + Clone> Worker<P, C> {
-    /// A worker driving `engine` over `port`.
+    /// A worker driving `host` over `port`.
     pub(crate) fn new(
         port: P,
         clock: C,
-        engine: VerbsEngine,
+        host: ResolvingEndpoint,
         cc: Option<CcConfig>,
         active_mtu: Mtu,
     ) -> Self {
         Worker {
             runtime: Runtime::new(port, clock.clone(), RuntimeConfig::default()),
             clock,
-            engine,
+            host,
             qps: HashMap::new(),
             cqs: Vec::new(),
             cc,
@@ -108,7 +104,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     /// One turn: frames in and out, timers, completions delivered, ARP results applied.
     /// Returns how much happened (0: idle).
     pub(crate) fn poll(&mut self) -> usize {
-        let moved = self.runtime.poll_once(&mut self.engine);
+        let moved = self.runtime.poll_once(&mut self.host);
         let delivered = self.harvest();
         self.host_events();
         moved + delivered
@@ -119,7 +115,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
         // A dropped reply channel means the caller gave up (it cannot, today); nothing to do.
         match cmd {
             Command::AllocPd(reply) => {
-                let _ = reply.send(self.engine.host_mut().endpoint_mut().alloc_pd());
+                let _ = reply.send(self.host.endpoint_mut().alloc_pd());
             }
             Command::RegMr {
                 pd,
@@ -128,25 +124,32 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
                 access,
                 reply,
             } => {
-                let ep = self.engine.host_mut().endpoint_mut();
-                let info = ep.reg_mr_at(pd, iova, mem.len(), access);
-                self.engine.add_region(info, mem);
-                let _ = reply.send(info);
+                let ep = self.host.endpoint_mut();
+                let info = ep.reg_mr_lent(pd, iova, Box::new(mem), access);
+                let _ = reply.send(info.map_err(VerbsError::from));
             }
             Command::DeregMr { lkey, reply } => {
-                let r = self.engine.host_mut().endpoint_mut().dereg_mr(lkey);
-                self.engine.remove_region(lkey);
+                // The region (and with it the application memory) is gone before the answer.
+                let r = self.host.endpoint_mut().dereg_mr(lkey);
                 let _ = reply.send(r.map_err(VerbsError::from));
             }
             Command::CreateCq { cq, reply } => {
                 let cap = cq.cqe as usize;
-                let handle = self.engine.host_mut().endpoint_mut().create_cq(cap);
+                let handle = self.host.endpoint_mut().create_cq(cap);
                 self.cqs.push((handle, cq));
                 let _ = reply.send(());
             }
             Command::DestroyCq { cq, reply } => {
-                self.cqs.retain(|(_, c)| !Arc::ptr_eq(c, &cq));
-                let _ = reply.send(());
+                let used = self.qps.values().any(|e| {
+                    Arc::ptr_eq(&e.qp.spec.send_cq, &cq) || Arc::ptr_eq(&e.qp.spec.recv_cq, &cq)
+                });
+                let r = if used {
+                    Err(VerbsError::Busy("completion queue"))
+                } else {
+                    self.cqs.retain(|(_, c)| !Arc::ptr_eq(c, &cq));
+                    Ok(())
+                };
+                let _ = reply.send(r);
             }
             Command::CreateQp { spec, reply } => {
                 let _ = reply.send(self.create_qp(spec));
@@ -184,7 +187,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             .cq_handle(&spec.recv_cq)
             .ok_or(VerbsError::Unknown("completion queue"))?;
         let caps = spec.caps;
-        let ep = self.engine.host_mut().endpoint_mut();
+        let ep = self.host.endpoint_mut();
         let qpn = ep.create_qp(QpInit {
             pd: spec.pd,
             send_cq,
@@ -235,7 +238,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
         }
         let to = roce_proto::qp::state::validate(qp.state(), &probe)?;
         let now = self.clock.now();
-        let applied = self.engine.host_mut().modify_qp(now, qp.qpn, &attr)?;
+        let applied = self.host.modify_qp(now, qp.qpn, &attr)?;
         qp.set_state(to);
         if to == QpState::Reset {
             if let Some(e) = self.qps.get_mut(&qp.qpn) {
@@ -252,21 +255,20 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn destroy_qp(&mut self, qpn: u32) {
-        let ep = self.engine.host_mut().endpoint_mut();
-        if let Some(q) = ep.qp(qpn) {
+        if let Some(q) = self.host.endpoint().qp(qpn) {
             self.retired.accumulate(q.counters());
         }
-        if let Err(e) = ep.destroy_qp(qpn) {
+        // Through the resolving host: a connect still waiting for ARP dies with its QP.
+        if let Err(e) = self.host.destroy_qp(qpn) {
             tracing::warn!(qpn, error = %e, "destroying a QP");
         }
         if let Some(slots) = self.qps.remove(&qpn).and_then(|e| e.inline) {
-            let _ = ep.dereg_mr(slots.lkey);
+            let _ = self.host.endpoint_mut().dereg_mr(slots.lkey);
         }
-        self.engine.forget_qp(qpn);
     }
 
     fn post_send(&mut self, qpn: u32, wrs: Vec<SendRequest>) {
-        let deferred = self.engine.host().is_deferred(qpn);
+        let deferred = self.host.is_deferred(qpn);
         let Some(e) = self.qps.get_mut(&qpn) else {
             return;
         };
@@ -281,7 +283,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
 
     /// Sends held for ARP go out once the QP is connected (or flush once it failed).
     fn release_held(&mut self, qpn: u32) {
-        if self.engine.host().is_deferred(qpn) {
+        if self.host.is_deferred(qpn) {
             return;
         }
         let held = match self.qps.get_mut(&qpn) {
@@ -294,7 +296,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn submit_send(&mut self, qpn: u32, req: SendRequest) {
-        let Worker { qps, engine, .. } = self;
+        let Worker { qps, host, .. } = self;
         let Some(e) = qps.get_mut(&qpn) else {
             return;
         };
@@ -307,7 +309,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             };
             let off = slots.next * slots.slot;
             slots.next = (slots.next + 1) % slots.count;
-            let ep = engine.host_mut().endpoint_mut();
+            let ep = host.endpoint_mut();
             if let Some(dst) = ep
                 .mr_mut(slots.lkey)
                 .and_then(|m| m.bytes_mut().get_mut(off..off + bytes.len()))
@@ -322,25 +324,18 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
                     lkey: slots.lkey,
                 });
             }
-        } else if !req.opcode.is_read_or_atomic() {
-            for sge in &sgl {
-                // An lkey that is not ours fails in the transport's check (LocProtErr).
-                let _ = engine.load(sge.lkey, sge.addr, sge.length as usize);
-            }
         }
-        let store = req.opcode.is_read_or_atomic().then(|| sgl.clone());
         let wr = SendWr {
             wr_id: id,
             opcode: req.opcode,
             sgl,
             flags: req.flags | SendFlags::SIGNALED,
         };
-        match engine.host_mut().endpoint_mut().post_send(qpn, wr) {
+        match host.endpoint_mut().post_send(qpn, wr) {
             Ok(()) => e.sends.push_back(SendRecord {
                 id,
                 wr_id: req.wr_id,
                 signaled: req.signaled,
-                store,
             }),
             Err(err) => {
                 tracing::debug!(qpn, error = %err, "post_send refused by the transport");
@@ -350,7 +345,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn post_recv(&mut self, qpn: u32, wrs: Vec<RecvRequest>) {
-        let Worker { qps, engine, .. } = self;
+        let Worker { qps, host, .. } = self;
         let Some(e) = qps.get_mut(&qpn) else {
             return;
         };
@@ -361,11 +356,10 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
                 wr_id: id,
                 sgl: req.sgl.clone(),
             };
-            match engine.host_mut().endpoint_mut().post_recv(qpn, wr) {
+            match host.endpoint_mut().post_recv(qpn, wr) {
                 Ok(()) => e.recvs.push_back(RecvRecord {
                     id,
                     wr_id: req.wr_id,
-                    sgl: req.sgl,
                 }),
                 Err(err) => {
                     tracing::debug!(qpn, error = %err, "post_recv refused by the transport");
@@ -391,7 +385,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             let Some(&(handle, _)) = self.cqs.get(i) else {
                 break;
             };
-            while let Some(wc) = self.engine.host_mut().endpoint_mut().poll_cq_one(handle) {
+            while let Some(wc) = self.host.endpoint_mut().poll_cq_one(handle) {
                 self.deliver(wc);
                 n += 1;
             }
@@ -400,11 +394,11 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn deliver(&mut self, wc: WorkCompletion) {
-        let Worker { qps, engine, .. } = self;
+        let Worker { qps, host, .. } = self;
         let Some(e) = qps.get_mut(&wc.qp_num) else {
             return;
         };
-        let ep = engine.host().endpoint();
+        let ep = host.endpoint();
         let (src_qp, transport_state) = ep
             .qp(wc.qp_num)
             .map_or((0, QpState::Err), |q| (q.dest_qpn(), q.state()));
@@ -425,9 +419,6 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             if r.id != wc.wr_id {
                 tracing::error!(qpn = wc.qp_num, "receive completions out of order");
             }
-            if wc.status == WcStatus::Success && wc.opcode == WcOpcode::Recv {
-                store_sgl(engine, &r.sgl, wc.byte_len as usize);
-            }
             e.qp.recv_done();
             done.wr_id = r.wr_id;
             done.src_qp = src_qp;
@@ -439,9 +430,6 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             };
             if s.id != wc.wr_id {
                 tracing::error!(qpn = wc.qp_num, "send completions out of order");
-            }
-            if let (WcStatus::Success, Some(sgl)) = (wc.status, &s.store) {
-                store_sgl(engine, sgl, usize::MAX);
             }
             e.qp.send_done();
             if s.signaled || wc.status != WcStatus::Success {
@@ -455,7 +443,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn host_events(&mut self) {
-        while let Some(ev) = self.engine.host_mut().poll_event() {
+        while let Some(ev) = self.host.poll_event() {
             match ev {
                 ResolutionEvent::QpResolved { qpn, .. } => self.release_held(qpn),
                 ResolutionEvent::QpUnreachable { qpn, ip } => {
@@ -471,7 +459,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
 
     /// The port's counters (mlx5 / rxe names) and the loop's.
     pub(crate) fn counters(&self) -> Vec<(&'static str, u64)> {
-        let host = self.engine.host();
+        let host = &self.host;
         let ep = host.endpoint();
         let mut port = ep.counters();
         port.qp.accumulate(&self.retired);
@@ -493,19 +481,6 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     #[cfg(test)]
     pub(crate) fn qp_count(&self) -> usize {
         self.qps.len()
-    }
-}
-
-/// Stores up to `len` bytes that landed in the transport's copy of `sgl` into the application.
-fn store_sgl(engine: &mut VerbsEngine, sgl: &[Sge], len: usize) {
-    let mut left = len;
-    for sge in sgl {
-        if left == 0 {
-            break;
-        }
-        let n = (sge.length as usize).min(left);
-        let _ = engine.store(sge.lkey, sge.addr, n);
-        left -= n;
     }
 }
 

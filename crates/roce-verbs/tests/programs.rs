@@ -156,6 +156,29 @@ fn a_multithreaded_program_gets_every_byte_and_every_completion() {
 }
 
 #[test]
+fn local_misuse_fails_as_libibverbs_reports_it() {
+    let prog = c_program("verbs_misuse");
+    let Some(mut ns) = Netns::up("misuse") else {
+        return;
+    };
+    let i = ns.spawn(Side::A, &[prog.as_str()]);
+    let out = ns.wait(i);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("verbs_misuse: 0 failed"), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        17,
+        "{stdout}"
+    );
+    let fork = "roce-verbs: ibv_alloc_pd: this process was forked from the one that opened the device; verbs work only there";
+    assert_eq!(stderr.lines().filter(|l| *l == fork).count(), 1, "{stderr}");
+}
+
+#[test]
 fn unsupported_calls_fail_with_eopnotsupp_and_one_line_naming_them() {
     let prog = c_program("verbs_refuse");
     let Some(mut ns) = Netns::up("refuse") else {

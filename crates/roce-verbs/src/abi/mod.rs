@@ -57,11 +57,15 @@ fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
-/// Reports a failed call the way libibverbs does: `errno` set; for an unsupported call or a
-/// device that cannot start, also one line on stderr naming the call. Returns the errno.
+/// Reports a failed call the way libibverbs does: `errno` set; for an unsupported call, a
+/// device that cannot start or is not this process's (after `fork()`), also one line on stderr
+/// naming the call. Returns the errno.
 fn fail(call: &str, e: &VerbsError) -> i32 {
     match e {
-        VerbsError::Unsupported(_) | VerbsError::Start(_) | VerbsError::Gone => {
+        VerbsError::Unsupported(_)
+        | VerbsError::Start(_)
+        | VerbsError::Gone
+        | VerbsError::Forked => {
             eprintln!("roce-verbs: {call}: {e}");
         }
         _ => tracing::debug!(call, error = %e, "verb failed"),

@@ -9,6 +9,7 @@ use roce_proto::verbs::AccessFlags;
 use super::objects::{Context, MrBox, PdBox};
 use super::{export, fail_errno, fail_null, ffi, unsupported};
 use crate::error::VerbsError;
+use crate::sys::mapping;
 use crate::sys::memory::AppMemory;
 
 export!(
@@ -120,9 +121,18 @@ fn reg(
     } else {
         iova
     };
-    // SAFETY: libibverbs' contract: addr..addr+length is the program's memory and stays valid
-    // until ibv_dereg_mr returns, which removes the progress thread's copy of this handle
-    // before it answers.
+    if addr.is_null() {
+        return fail_null(call, &VerbsError::Invalid("NULL address".into()));
+    }
+    // What the kernel's pinning refuses, we refuse: a range that is not mapped (or not
+    // writable where the region may be written), or larger than the machine's memory.
+    let write = flags.intersects(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE);
+    if let Err(e) = mapping::check(addr as u64, length as u64, write) {
+        return fail_null(call, &VerbsError::Mapping(e));
+    }
+    // SAFETY: libibverbs' contract: addr..addr+length is the program's memory (checked mapped
+    // above) and stays valid until ibv_dereg_mr returns, which drops the transport's handle
+    // before the progress thread answers.
     let Some(mem) = (unsafe { AppMemory::from_raw(addr.cast(), length) }) else {
         return fail_null(call, &VerbsError::Invalid("NULL address".into()));
     };

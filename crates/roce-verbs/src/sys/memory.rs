@@ -1,12 +1,14 @@
 //! Application memory behind a registered region: a pointer and a length the program handed to
-//! `ibv_reg_mr`, read and written by the progress thread with plain copies. The transport keeps
-//! its own copy of each region (the sans-IO core owns its buffers); the engine copies between
-//! the two at the moments verbs semantics make the application's bytes matter (see
-//! `crate::engine`).
+//! `ibv_reg_mr`, lent to the transport as the region's bytes ([`RegionMemory`]: zero-copy). The
+//! progress thread reads and writes it with plain copies, only for accesses the transport has
+//! checked (key, rights, PD, bounds, the region still registered), and never after
+//! `ibv_dereg_mr` returns: deregistration drops the transport's handle before it answers.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+use roce_proto::mr::RegionMemory;
 
 /// Memory of an application (or, for tests, owned by this value) that the progress thread may
 /// read and write.
@@ -99,6 +101,18 @@ impl AppMemory {
 
     fn covers(&self, offset: usize, len: usize) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.len)
+    }
+}
+
+impl RegionMemory for AppMemory {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn read(&self, offset: usize, dst: &mut [u8]) -> bool {
+        AppMemory::read(self, offset, dst)
+    }
+    fn write(&mut self, offset: usize, src: &[u8]) -> bool {
+        AppMemory::write(self, offset, src)
     }
 }
 

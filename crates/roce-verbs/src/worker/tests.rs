@@ -1,6 +1,8 @@
 //! Two workers over an in-memory port pair, driven turn by turn on one thread: what the
 //! application memory holds after each verb, on the active and the passive side.
 
+mod hostile;
+
 use std::net::Ipv4Addr;
 
 use crossbeam_channel::bounded;
@@ -11,7 +13,7 @@ use roce_proto::loopback::{loopback_pair, LoopbackPort};
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
 use roce_proto::resolving::ResolvingEndpoint;
-use roce_proto::verbs::{AddressVector, QpState, WrOpcode};
+use roce_proto::verbs::{AddressVector, QpState, Sgl, WrOpcode};
 
 use super::*;
 use crate::command::Reply;
@@ -23,6 +25,7 @@ type W = Worker<LoopbackPort, MonotonicClock>;
 struct Side {
     w: W,
     ip: Ipv4Addr,
+    mac: EthernetAddress,
     pd: PdHandle,
     cq: Arc<Cq>,
     qp: Arc<Qp>,
@@ -37,8 +40,8 @@ fn call<T>(w: &mut W, make: impl FnOnce(Reply<T>) -> Command) -> T {
 fn side(port: LoopbackPort, last: u8, max_inline: u32) -> Side {
     let ip = Ipv4Addr::new(198, 18, 0, last);
     let mac = EthernetAddress([2, 0, 0, 0, 0, last]);
-    let engine = VerbsEngine::new(ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip)));
-    let mut w = Worker::new(port, MonotonicClock::new(), engine, None, Mtu::Mtu1024);
+    let host = ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip));
+    let mut w = Worker::new(port, MonotonicClock::new(), host, None, Mtu::Mtu1024);
     let pd = call(&mut w, Command::AllocPd);
     let cq = Arc::new(Cq::new(64, None));
     let c = cq.clone();
@@ -57,7 +60,14 @@ fn side(port: LoopbackPort, last: u8, max_inline: u32) -> Side {
         sq_sig_all: false,
     };
     let qp = call(&mut w, |reply| Command::CreateQp { spec, reply }).expect("a QP");
-    Side { w, ip, pd, cq, qp }
+    Side {
+        w,
+        ip,
+        mac,
+        pd,
+        cq,
+        qp,
+    }
 }
 
 fn modify(s: &mut Side, attr: QpAttr) {
@@ -110,6 +120,7 @@ fn reg(s: &mut Side, mem: &AppMemory, access: AccessFlags) -> MrInfo {
         access,
         reply,
     })
+    .expect("registered")
 }
 
 fn sge(mr: &MrInfo, offset: u64, length: u32) -> Sgl {

@@ -4,7 +4,8 @@
 //! interleaved (posts, polls, timers, region registration, invalidation and deregistration), and
 //! the invariants checked after every step:
 //! - a region that grants no remote write or atomic right, and is never a local write target,
-//!   never changes;
+//!   never changes; every other region's bytes are lent by the harness (as the verbs library
+//!   lends an application's buffer), and such a region is never even asked to write;
 //! - no byte of a deregistered or invalidated region is ever sent (each region is filled with its
 //!   own byte, never reused; the peer only ever writes 0xff), and nothing is sent as zeros;
 //! - every work request completes at most once, and all of them once the QP is in error;
@@ -14,11 +15,17 @@
 //! Depends on `roce_proto` only (the fuzz crate includes this file by path).
 #![allow(dead_code)]
 
-// hostile_props.rs loads both harnesses, so it compiles this small module twice.
-#[allow(clippy::duplicate_mod)]
-#[path = "action_bytes.rs"]
-mod action_bytes;
+#[path = "hostile_action.rs"]
+mod hostile_action;
+#[path = "lent_memory.rs"]
+mod lent_memory;
 
+use hostile_action::action_bytes;
+// The fuzz target uses `Action` only.
+#[allow(unused_imports)]
+pub use hostile_action::{Action, ACTION_BYTES};
+
+use lent_memory::Lent;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -39,9 +46,6 @@ use roce_proto::wire::{
     ExtRepr, IpRepr, RoceRepr,
 };
 
-/// Bytes one action is decoded from.
-pub const ACTION_BYTES: usize = 8;
-
 const MAC_PEER: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 0xa]);
 const MAC_US: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 0xb]);
 const IP_PEER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 10);
@@ -55,124 +59,13 @@ const LAST_FILL: u8 = 0xf0;
 /// More frames than any drain can honestly produce.
 const DRAIN_LIMIT: usize = 100_000;
 
-/// One step: the peer sends a frame, or the endpoint's owner does something.
-#[derive(Clone, Copy, Debug)]
-pub enum Action {
-    /// Register a region (`target`: may receive local writes: receives, READ/atomic results).
-    Register {
-        len: usize,
-        access: AccessFlags,
-        target: bool,
-    },
-    /// Deregister the `which`-th live region.
-    Deregister { which: u8 },
-    /// Post a local invalidate of the `which`-th live region (by rkey or lkey).
-    LocalInv { which: u8, by_rkey: bool },
-    /// Post a receive into a target region.
-    PostRecv { which: u8, len: u8 },
-    /// Post a send work request (kind 0 SEND, 1 SEND with Invalidate, 2 WRITE, 3 READ, 4 FETCH_ADD).
-    PostSend { kind: u8, which: u8, len: u8 },
-    /// The peer sends a request: `op` picks the opcode, the rest its fields.
-    PeerRequest {
-        op: u8,
-        key: u8,
-        off: u8,
-        len: u8,
-        psn: u8,
-        flags: u8,
-    },
-    /// The peer sends a response (ACK/NAK, READ response, atomic ACK) to our requests.
-    PeerResponse {
-        op: u8,
-        psn_back: u8,
-        syndrome: u8,
-        len: u8,
-    },
-    /// A CNP, from the peer or a stranger.
-    PeerCnp { stranger: bool },
-    /// Drain `poll_transmit` and check every frame.
-    Poll,
-    /// Poll the completion queue.
-    PollCq,
-    /// Let time pass and fire due timers.
-    Advance { nanos: u64 },
-    /// Take the QP through RESET back to RTS (after an error, most likely).
-    Reconnect,
-}
-
-impl Action {
-    /// The action `b` encodes (every byte string is some action).
-    pub fn decode(b: &[u8; ACTION_BYTES]) -> Action {
-        // Three regions in four grant every remote right, the rest what the bits say.
-        let access = |x: u8| {
-            let bits = AccessFlags::from_bits_truncate(u32::from(x & 0xf));
-            if x & 0x30 == 0 {
-                bits
-            } else {
-                bits | AccessFlags::REMOTE_WRITE
-                    | AccessFlags::REMOTE_READ
-                    | AccessFlags::REMOTE_ATOMIC
-            }
-        };
-        match b[0] % 16 {
-            0 | 1 if b[3] % 4 == 0 => Action::Deregister { which: b[1] },
-            0 | 1 => Action::Register {
-                len: 64 << (b[1] % 4),
-                access: access(b[2]),
-                target: b[3] & 1 == 1,
-            },
-            2 if b[3] % 2 == 0 => Action::LocalInv {
-                which: b[1],
-                by_rkey: b[2] & 1 == 1,
-            },
-            2 | 3 => Action::PostRecv {
-                which: b[1],
-                len: b[2],
-            },
-            4 => Action::PostSend {
-                kind: b[1] % 5,
-                which: b[2],
-                len: b[3],
-            },
-            5..=9 => Action::PeerRequest {
-                op: b[1],
-                key: b[2],
-                off: b[3],
-                len: b[4],
-                psn: b[5],
-                flags: b[6],
-            },
-            10 => Action::PeerResponse {
-                op: b[1],
-                psn_back: b[2],
-                syndrome: b[3],
-                len: b[4],
-            },
-            11 => match b[1] % 3 {
-                0 => Action::PeerCnp {
-                    stranger: b[2] & 1 == 1,
-                },
-                _ => Action::PollCq,
-            },
-            12 | 13 => Action::Poll,
-            14 => Action::Advance {
-                nanos: (u64::from(b[1]) + 1) << (b[2] % 28),
-            },
-            _ => Action::Reconnect,
-        }
-    }
-
-    /// The actions a byte string encodes, `ACTION_BYTES` each (a short tail is dropped).
-    pub fn decode_all(data: &[u8]) -> Vec<Action> {
-        action_bytes::decode_chunks(data, Action::decode)
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Region {
     info: MrInfo,
     fill: u8,
     target: bool,
+    /// The bytes, when the harness lent them.
+    lent: Option<Lent>,
 }
 
 impl Region {
@@ -290,12 +183,12 @@ impl Harness {
 
     fn region(&self, which: u8) -> Option<Region> {
         let n = self.regions.len();
-        (n > 0).then(|| self.regions[usize::from(which) % n])
+        (n > 0).then(|| self.regions[usize::from(which) % n].clone())
     }
 
     fn target(&self, which: u8) -> Option<Region> {
-        let t: Vec<Region> = self.regions.iter().copied().filter(|r| r.target).collect();
-        (!t.is_empty()).then(|| t[usize::from(which) % t.len()])
+        let t: Vec<Region> = self.regions.iter().filter(|r| r.target).cloned().collect();
+        (!t.is_empty()).then(|| t[usize::from(which) % t.len()].clone())
     }
 
     fn wr_id(&mut self) -> u64 {
@@ -407,14 +300,36 @@ impl Harness {
         } else {
             access
         };
-        let info = self.ep.reg_mr(self.pd, len, access);
         let fill = self.next_fill;
         self.next_fill += 1;
-        if let Some(m) = self.ep.mr_mut(info.lkey) {
-            m.bytes_mut().fill(fill);
-        }
+        // Every other region is lent memory, as the verbs library registers an application's.
+        let lent = (fill % 2 == 1).then(|| Lent::filled(len, fill));
+        let info = match &lent {
+            Some(l) => {
+                let addr = 0x7f00_0000_0000 + (u64::from(fill) << 24);
+                let Ok(info) = self
+                    .ep
+                    .reg_mr_lent(self.pd, addr, Box::new(l.clone()), access)
+                else {
+                    return;
+                };
+                info
+            }
+            None => {
+                let info = self.ep.reg_mr(self.pd, len, access);
+                if let Some(m) = self.ep.mr_mut(info.lkey) {
+                    m.bytes_mut().fill(fill);
+                }
+                info
+            }
+        };
         self.rkeys.push(info.rkey);
-        self.regions.push(Region { info, fill, target });
+        self.regions.push(Region {
+            info,
+            fill,
+            target,
+            lent,
+        });
     }
 
     fn post_send(&mut self, wr: SendWr) {
@@ -477,10 +392,9 @@ impl Harness {
             _ => e.add(u32::from(psn % 5) + 1),
         };
         // A live region's rkey most of the time, else an old one or a made-up one.
-        let live: Vec<Region> = self
+        let live: Vec<&Region> = self
             .regions
             .iter()
-            .copied()
             .filter(|r| self.ep.mr(r.info.lkey).is_some_and(|m| m.is_valid()))
             .collect();
         let target =
@@ -750,7 +664,12 @@ impl Harness {
     fn check(&self) -> Result<(), String> {
         for r in self.regions.iter().filter(|r| r.sealed()) {
             let m = self.ep.mr(r.info.lkey).ok_or("a live region is gone")?;
-            if let Some(i) = m.bytes().iter().position(|&b| b != r.fill) {
+            let changed = match &r.lent {
+                // Sealed: not even asked to write.
+                Some(l) => l.unwritten_change(r.fill)?,
+                None => m.bytes().iter().position(|&b| b != r.fill),
+            };
+            if let Some(i) = changed {
                 return Err(format!(
                     "region {:#x} ({:?}) changed at byte {i}",
                     r.info.rkey, r.info.access

@@ -37,7 +37,10 @@ fn permute(secret: u32, x: u8) -> u8 {
     let (mut left, mut right) = (x >> 4, x & 0xf);
     for round in 0..8 {
         let k = ((secret >> (4 * round)) & 0xf) as u8;
-        let f = SBOX.get(usize::from((right ^ k) & 0xf)).copied().unwrap_or(0);
+        let f = SBOX
+            .get(usize::from((right ^ k) & 0xf))
+            .copied()
+            .unwrap_or(0);
         (left, right) = (right, left ^ f);
     }
     (left << 4) | right

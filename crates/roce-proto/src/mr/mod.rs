@@ -46,9 +46,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use thiserror::Error;
 
-pub use self::memory::RegionMemory;
 use self::key::KeySequence;
 use self::memory::Backing;
+pub use self::memory::RegionMemory;
 pub use crate::verbs::PdHandle;
 use crate::verbs::{AccessFlags, Sge};
 

@@ -262,7 +262,11 @@ fn a_destroyed_qps_pending_connect_never_reaches_the_next_qp_with_its_number() {
         a.poll_timeout().is_none() && b.poll_timeout().is_none()
     }));
     assert!(now >= Instant::from_nanos(3_000_000_000), "{now:?}");
-    assert_eq!(a.counters().arp_tx_requests, 4, "B once, the silent address 3 times");
+    assert_eq!(
+        a.counters().arp_tx_requests,
+        4,
+        "B once, the silent address 3 times"
+    );
     assert_eq!(
         events,
         [ResolutionEvent::QpResolved {

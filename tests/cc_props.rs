@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 use roce_proto::cc::params::ParamSet;
-use roce_proto::cc::{CcConfig, CongestionControl, Dcqcn, DcqcnParams, Pacer, Rate, CC_NAMES};
+use roce_proto::cc::registry::BUILTIN;
+use roce_proto::cc::{CcConfig, CongestionControl, Dcqcn, DcqcnParams, Pacer, Rate};
 use roce_proto::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -94,7 +95,7 @@ proptest! {
         inputs in prop::collection::vec(input(), 1..200),
     ) {
         let line = Rate::from_gbps(25);
-        let mut c = CcConfig::new(CC_NAMES[which], line).unwrap().build();
+        let mut c = CcConfig::new(BUILTIN[which].name, line).unwrap().build();
         let mut now = Instant::ZERO;
         for i in inputs {
             i.apply(&mut c, &mut now, |b| Some(Duration::from_nanos(b % 600_000 + 1)));

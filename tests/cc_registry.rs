@@ -10,22 +10,28 @@ mod my_cc;
 use cli_output::roce;
 use roce_fabric::compare::{with_overrides, Grid, Override};
 use roce_fabric::scenario::Scenario;
-use roce_proto::cc::registry::{self, register, CcEntry, REGISTRY};
+use roce_proto::cc::registry::{self, CcEntry, CcRegistry, BUILTIN};
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig, ReplayError};
 use roce_proto::cc::{
-    CcConfig, CcEvent, CongestionControl, HpccParams, Rate, Sample, TimelyParams, CC_NAMES,
+    CcConfig, CcEvent, CongestionControl, HpccParams, Rate, Sample, TimelyParams,
 };
 
-fn register_examples() {
-    register(&my_cc::AIMD).expect("aimd registers");
-    register(&my_cc::DCQCN_G64).expect("dcqcn-g64 registers");
+/// The built-ins plus the README's two examples.
+fn with_examples() -> CcRegistry {
+    let mut controllers = CcRegistry::builtin();
+    controllers.register(&my_cc::AIMD).expect("aimd registers");
+    controllers
+        .register(&my_cc::DCQCN_G64)
+        .expect("dcqcn-g64 registers");
+    controllers
 }
 
 #[test]
 fn every_name_comes_from_the_registry() {
-    let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-    assert_eq!(names, CC_NAMES);
-    let mut all: Vec<&str> = REGISTRY
+    let names: Vec<&str> = CcRegistry::builtin().names().collect();
+    let builtin: Vec<&str> = BUILTIN.iter().map(|e| e.name).collect();
+    assert_eq!(names, builtin);
+    let mut all: Vec<&str> = BUILTIN
         .iter()
         .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
         .collect();
@@ -33,7 +39,7 @@ fn every_name_comes_from_the_registry() {
     all.sort_unstable();
     all.dedup();
     assert_eq!(all.len(), n, "names and aliases are unique");
-    for e in REGISTRY {
+    for e in BUILTIN {
         let cfg = CcConfig::new(e.name, Rate::from_gbps(100)).unwrap();
         assert_eq!(cfg.name(), e.name);
         assert_eq!(cfg.describe(), e.params(), "{}", e.name);
@@ -53,10 +59,16 @@ fn every_name_comes_from_the_registry() {
 
 #[test]
 fn a_registered_controller_builds_by_name_and_takes_settings() {
-    register_examples();
-    register_examples(); // the same entries again: a no-op
-    assert!(registry::names().ends_with(&["aimd", "dcqcn-g64"]));
-    let mut cfg = CcConfig::new("aimd-toy", Rate::from_gbps(25)).unwrap();
+    let mut controllers = with_examples();
+    // The same entries again: a no-op.
+    controllers.register(&my_cc::AIMD).unwrap();
+    controllers.register(&my_cc::DCQCN_G64).unwrap();
+    let names: Vec<&str> = controllers.names().collect();
+    assert!(names.ends_with(&["aimd", "dcqcn-g64"]), "{names:?}");
+    // Nothing is process-wide: the built-ins alone know neither.
+    assert!(CcConfig::new("aimd", Rate::from_gbps(25)).is_err());
+    assert!(CcRegistry::builtin().find("dcqcn-g64").is_none());
+    let mut cfg = controllers.config("aimd-toy", Rate::from_gbps(25)).unwrap();
     assert_eq!(cfg.name(), "aimd");
     assert_eq!(cfg.cnp_interval().as_nanos(), 4_000);
     cfg.apply("md_factor=0.25").unwrap();
@@ -77,12 +89,14 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
     );
 
     // The preset builds the built-in DCQCN with its own gain.
-    let g64 = CcConfig::new("dcqcn-g64", Rate::from_gbps(100)).unwrap();
+    let g64 = controllers
+        .config("dcqcn-g64", Rate::from_gbps(100))
+        .unwrap();
     let g = g64.describe().into_iter().find(|p| p.name == "dce_tcp_g");
     assert_eq!(g.unwrap().value, "1008");
     assert!(matches!(g64.build(), roce_proto::cc::Controller::Dcqcn(_)));
 
-    let unknown = CcConfig::new("cubic", Rate::from_gbps(1)).unwrap_err();
+    let unknown = controllers.config("cubic", Rate::from_gbps(1)).unwrap_err();
     assert!(
         unknown.to_string().ends_with("hpcc, aimd, dcqcn-g64"),
         "{unknown}"
@@ -94,7 +108,7 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
         defaults: || Box::new(TimelyParams::default()),
     };
     assert_eq!(
-        register(&CLASH),
+        controllers.register(&CLASH),
         Err(registry::NameTaken {
             name: "timely".into()
         })
@@ -104,12 +118,15 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
 /// A 2:1 incast at 25 Gbit/s with ECN below PFC, `cc` on the senders.
 fn incast(cc: &str, params: &[&str]) -> Scenario {
     let params: Vec<String> = params.iter().map(|p| format!("{p:?}")).collect();
-    let cnp_us = CcConfig::new(cc, Rate::from_gbps(25))
+    let controllers = with_examples();
+    let cnp_us = controllers
+        .config(cc, Rate::from_gbps(25))
         .unwrap()
         .cnp_interval()
         .as_nanos()
         / 1000;
-    Scenario::from_toml(&format!(
+    Scenario::from_toml_with(
+        &format!(
         r#"
         name = "incast-{cc}"
         duration_us = 400
@@ -128,13 +145,14 @@ fn incast(cc: &str, params: &[&str]) -> Scenario {
         pfc_thresholds = {{ xoff_bytes = 64000, xon_bytes = 32000, headroom_bytes = 64000, quanta = 65535 }}
         "#,
         params = params.join(", ")
-    ))
+        ),
+        controllers,
+    )
     .expect("scenario parses")
 }
 
 #[test]
 fn a_registered_controller_runs_in_scenarios_and_compare() {
-    register_examples();
     let (none, _) = incast("none", &[]).run(|_| {}).unwrap();
     let (aimd, _) = incast("aimd", &["ai_rate=200"]).run(|_| {}).unwrap();
     assert_eq!(aimd.failed_flows, 0);
@@ -317,7 +335,7 @@ fn replay_file(cc: &str, text: &str, extra: &[&str]) -> (i32, String, String) {
 fn cli_lists_the_registry_and_replays_a_script_file() {
     let (code, out, _) = roce(&["cc", "list"]);
     assert_eq!(code, 0);
-    for name in CC_NAMES {
+    for name in BUILTIN.iter().map(|e| e.name) {
         assert!(out.lines().any(|l| l.starts_with(name)), "{name}: {out}");
     }
     assert!(out.contains("dcqcn-mlx (dcqcn)"));

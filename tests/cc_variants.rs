@@ -131,8 +131,9 @@ fn none_stays_at_line_rate_and_counts_ignored_cnps() {
 
 #[test]
 fn every_named_controller_builds_and_reports_its_name() {
-    let names: Vec<_> = roce_proto::cc::CC_NAMES
+    let names: Vec<_> = roce_proto::cc::registry::BUILTIN
         .iter()
+        .map(|e| e.name)
         .map(|n| {
             CcConfig::new(n, Rate::from_gbps(100))
                 .unwrap()

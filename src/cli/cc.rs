@@ -7,7 +7,7 @@ use std::io::Write as _;
 use anyhow::{anyhow, bail};
 use clap::Subcommand;
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
-use roce_proto::cc::{registry, CcConfig, Rate, Sample};
+use roce_proto::cc::{CcConfig, CcEntry, CcRegistry, Rate, Sample};
 
 /// `roce cc ...`
 #[derive(Subcommand, Debug)]
@@ -116,7 +116,8 @@ struct Listed {
 
 /// `roce cc list`: every registered controller.
 fn list(out: &mut impl std::io::Write, json: bool) -> anyhow::Result<()> {
-    let entries = registry::entries();
+    let controllers = CcRegistry::builtin();
+    let entries: Vec<&CcEntry> = controllers.entries().collect();
     if json {
         let listed: Vec<Listed> = entries
             .iter()

@@ -8,9 +8,10 @@
 //!   `--set`), its algorithm (`CongestionControl`), how it is built (`CcKind`) and its entry.
 //!   Built as `Controller::Custom` (one box per QP, a virtual call per input).
 //!
-//! `register(&AIMD)` makes `aimd` a name like `dcqcn-mlx` for the rest of the process:
-//! `CcConfig::new`, scenario files (`cc = "aimd"`, `cc_params = ["md_factor=0.5"]`), overrides
-//! (`--set cc.ai_rate=100`) and `roce sim compare --cc dcqcn-mlx,aimd`.
+//! `controllers.register(&AIMD)` makes `aimd` a name like `dcqcn-mlx` for whatever is handed
+//! that registry: `controllers.config`, scenario files read with it
+//! (`Scenario::from_toml_with`: `cc = "aimd"`, `cc_params = ["md_factor=0.5"]`), overrides
+//! (`--set cc.ai_rate=100`) and `compare` grids over such a scenario.
 
 use roce_proto::cc::registry::{CcEntry, CcKind};
 use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate, ScaledDcqcnParams};

@@ -126,6 +126,7 @@ impl Builtin {
             routing: Default::default(),
             bin_us: None,
             monitor_host: None,
+            controllers: Default::default(),
         }
     }
 

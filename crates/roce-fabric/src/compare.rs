@@ -175,9 +175,11 @@ pub fn with_overrides(base: &Scenario, overrides: &[Override]) -> Result<Scenari
     for o in overrides {
         o.apply(&mut doc)?;
     }
-    let s: Scenario = toml::Value::Table(doc)
+    let mut s: Scenario = toml::Value::Table(doc)
         .try_into()
         .map_err(|e: toml::de::Error| wrap(ScenarioError::Parse(e.message().to_owned())))?;
+    // Not in the file: the controllers the base scenario may name.
+    s.controllers = base.controllers.clone();
     s.validate().map_err(wrap)?;
     Ok(s)
 }

@@ -153,6 +153,7 @@ impl HpccRun {
             routing: Default::default(),
             bin_us: None,
             monitor_host: None,
+            controllers: Default::default(),
         };
         let mut not_modelled = notes;
         let mut note = |key: &str, why: &str| not_modelled.push(format!("{key}: {why}"));

@@ -27,7 +27,7 @@ use super::topology::{End, Topology};
 use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
-use roce_proto::cc::{CcConfig, Rate};
+use roce_proto::cc::{CcConfig, CcRegistry, Rate};
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
 use std::net::IpAddr;
@@ -204,13 +204,23 @@ pub struct Scenario {
     /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
     #[serde(default)]
     pub monitor_host: Option<usize>,
+    /// The controllers `cc` may name: the built-ins unless the program that runs the scenario
+    /// added its own ([`Scenario::from_toml_with`]). Not part of the file.
+    #[serde(skip)]
+    pub controllers: CcRegistry,
 }
 
 impl Scenario {
-    /// Parses a scenario from TOML text.
+    /// Parses a scenario from TOML text (its `cc` one of the built-in controllers).
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario =
+        Scenario::from_toml_with(text, CcRegistry::builtin())
+    }
+
+    /// Parses a scenario from TOML text whose `cc` may name any of `controllers`.
+    pub fn from_toml_with(text: &str, controllers: CcRegistry) -> Result<Scenario, ScenarioError> {
+        let mut s: Scenario =
             toml::from_str(text).map_err(|e| ScenarioError::Parse(e.message().to_owned()))?;
+        s.controllers = controllers;
         s.validate()?;
         Ok(s)
     }
@@ -303,8 +313,10 @@ impl Scenario {
             return Ok(None);
         }
         let line = Rate::from_bps(self.host_link().rate_bps());
-        let mut cfg =
-            CcConfig::new(&self.cc, line).map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        let mut cfg = self
+            .controllers
+            .config(&self.cc, line)
+            .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
         for setting in &self.cc_params {
             cfg.apply(setting)
                 .map_err(|e| ScenarioError::Invalid(e.to_string()))?;

@@ -1,16 +1,14 @@
 //! Building controllers by name, with `name=value` parameter overrides: what `--cc` and `--set`
 //! on the command line, scenario files and the endpoint's QP attributes use.
 //!
-//! Names come from the [`registry`]: `none`, `dcqcn-paper`, `dcqcn-mlx`,
-//! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`CC_NAMES`]) and whatever a program
-//! [registered](super::registry::register). Unknown names, parameters or values are
+//! Names come from a [`CcRegistry`]: the built-ins `none`, `dcqcn-paper`, `dcqcn-mlx`,
+//! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`BUILTIN`](super::registry::BUILTIN)), and
+//! whatever a program registered in its own registry. Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.
 
 use super::params::{CcKind, ParamError, ParamInfo};
-use super::registry;
+use super::registry::{CcEntry, CcRegistry};
 use super::{Controller, Rate};
-
-pub use super::registry::CC_NAMES;
 
 /// A configuration error, phrased for one line of CLI output.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -102,19 +100,21 @@ pub struct CcConfig {
 }
 
 impl CcConfig {
-    /// The preset called `name` (a registered name or alias) for a port of `line_rate`.
+    /// The built-in preset called `name` (a name or alias) for a port of `line_rate`; a
+    /// controller a program added is built by its registry ([`CcRegistry::config`]).
     pub fn new(name: &str, line_rate: Rate) -> Result<Self, CcError> {
-        let entry = registry::find(name).ok_or_else(|| CcError::UnknownController {
-            name: name.to_string(),
-            valid: registry::names().join(", "),
-        })?;
+        CcRegistry::builtin().config(name, line_rate)
+    }
+
+    /// `entry`'s defaults for a port of `line_rate`.
+    pub(crate) fn of_entry(entry: &'static CcEntry, line_rate: Rate) -> Self {
         let mut params = (entry.defaults)();
         params.scale_to(line_rate);
-        Ok(CcConfig {
+        CcConfig {
             name: entry.name,
             line_rate,
             params: CcParams(params),
-        })
+        }
     }
 
     /// The preset's name.

@@ -1,6 +1,6 @@
 //! Congestion control of a reaction point (one sending QP): the [`CongestionControl`] trait, the
 //! built-in controllers behind the statically dispatched [`Controller`] enum, their configuration
-//! by name ([`CcConfig`], every name from the one [`registry`]), the [`Pacer`] that turns a rate
+//! by name ([`CcConfig`], every name from a [`CcRegistry`]), the [`Pacer`] that turns a rate
 //! into departure times, a time-series [`Recorder`] and a [`replay`] of scripted signals. Sans-IO: every input carries `now`; nothing here reads a clock or sends a packet.
 //!
 //! Shaped after quinn-proto's `congestion.rs` (a small trait, a config that builds controllers,
@@ -49,7 +49,7 @@ pub mod replay;
 pub mod timely;
 pub mod window;
 
-pub use config::{CcConfig, CcError, CcParams, CC_NAMES};
+pub use config::{CcConfig, CcError, CcParams};
 pub use dcqcn::{Dcqcn, DcqcnParams, ScaledDcqcnParams};
 pub use dctcp::{Dctcp, DctcpParams};
 pub use hpcc::{Hpcc, HpccParams, IntHop};
@@ -58,7 +58,7 @@ pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
-pub use registry::{CcEntry, CcKind};
+pub use registry::{CcEntry, CcKind, CcRegistry};
 pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
 pub use window::{Window, WindowParams};
 

@@ -1,6 +1,8 @@
-//! The one list of congestion controllers: every name `--cc`, scenario files (`cc = "..."`,
+//! The congestion controllers a program can name: every name `--cc`, scenario files (`cc = "..."`,
 //! `cc_params`), `--set cc.PARAM=...`, `roce sim compare --cc/--param` and `roce cc list/show`
-//! accept comes from [`REGISTRY`] (built in) plus what a program adds with [`register`].
+//! accept comes from a [`CcRegistry`]: the built-in entries ([`BUILTIN`]) plus what its owner
+//! adds. A registry is a value the caller owns and passes where controllers are built by name
+//! (as quinn carries its controller factory in its config): there is no process-wide list.
 //!
 //! An entry ([`CcEntry`]) is a name, its aliases, a one-line description and a constructor of
 //! its default parameters. The parameters are a [`CcKind`]: a [`cc_params!`](crate::cc_params)
@@ -11,8 +13,8 @@
 //!
 //! A preset of an existing controller (other defaults) is one entry:
 //! ```
-//! use roce_proto::cc::registry::{register, CcEntry};
-//! use roce_proto::cc::{CcConfig, Rate, ScaledDcqcnParams};
+//! use roce_proto::cc::registry::{CcEntry, CcRegistry};
+//! use roce_proto::cc::{Rate, ScaledDcqcnParams};
 //!
 //! static DCQCN_G64: CcEntry = CcEntry {
 //!     name: "dcqcn-g64",
@@ -24,24 +26,24 @@
 //!         Box::new(p)
 //!     },
 //! };
-//! register(&DCQCN_G64).unwrap();
-//! let cfg = CcConfig::new("dcqcn-g64", Rate::from_gbps(100)).unwrap();
+//! let mut controllers = CcRegistry::builtin();
+//! controllers.register(&DCQCN_G64).unwrap();
+//! let cfg = controllers.config("dcqcn-g64", Rate::from_gbps(100)).unwrap();
 //! let value = |name: &str| cfg.describe().into_iter().find(|p| p.name == name).unwrap().value;
 //! assert_eq!(value("dce_tcp_g"), "1008");
 //! // The paper's R_AI (40 Mbit/s at 40 Gbit/s), rescaled to the port's 100 Gbit/s.
 //! assert_eq!(value("rpg_ai_rate"), "100");
 //! ```
 
-use std::sync::{PoisonError, RwLock};
-
+use super::config::{CcConfig, CcError};
 use super::params::ParamInfo;
 pub use super::params::{CcKind, CloneKind};
 use super::{
-    DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, ScaledDcqcnParams,
+    DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, Rate, ScaledDcqcnParams,
     TimelyParams,
 };
 
-/// [`register`] was given a name (or alias) another controller has.
+/// [`CcRegistry::register`] was given a name (or alias) another controller has.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("congestion control `{name}` is already registered")]
 pub struct NameTaken {
@@ -74,7 +76,8 @@ impl CcEntry {
     }
 }
 
-const BUILTIN: &[CcEntry] = &[
+/// The built-in controllers, in the order `roce cc list` prints them.
+pub static BUILTIN: &[CcEntry] = &[
     CcEntry {
         name: "none",
         aliases: &[],
@@ -119,64 +122,70 @@ const BUILTIN: &[CcEntry] = &[
     },
 ];
 
-/// The built-in controllers, in the order `roce cc list` prints them.
-pub static REGISTRY: &[CcEntry] = BUILTIN;
-
-const fn names_of<const N: usize>(entries: &[CcEntry]) -> [&'static str; N] {
-    let mut out = [""; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = entries[i].name;
-        i += 1;
-    }
-    out
+/// The built-in controllers plus those its owner registered.
+#[derive(Clone, Debug, Default)]
+pub struct CcRegistry {
+    /// Registered after the built-ins, in registration order.
+    added: Vec<&'static CcEntry>,
 }
 
-const BUILTIN_NAMES: [&str; BUILTIN.len()] = names_of(BUILTIN);
-
-/// The names of the built-in controllers ([`REGISTRY`]); [`names`] adds registered ones.
-pub const CC_NAMES: &[&str] = &BUILTIN_NAMES;
-
-/// Controllers added at run time, after the built-ins.
-static EXTRA: RwLock<Vec<&'static CcEntry>> = RwLock::new(Vec::new());
-
-/// Adds `entry` for the rest of the process: from then on it builds by name everywhere
-/// ([`CcConfig::new`](super::CcConfig::new), scenarios, `compare`). Registering the same entry
-/// again is a no-op; another entry with a taken name or alias is [`NameTaken`].
-pub fn register(entry: &'static CcEntry) -> Result<(), NameTaken> {
-    let mut extra = EXTRA.write().unwrap_or_else(PoisonError::into_inner);
-    if extra.iter().any(|e| core::ptr::eq(*e, entry)) {
-        return Ok(());
-    }
-    let taken = core::iter::once(entry.name)
-        .chain(entry.aliases.iter().copied())
-        .find(|n| {
-            REGISTRY
+impl PartialEq for CcRegistry {
+    /// The same entries in the same order.
+    fn eq(&self, other: &Self) -> bool {
+        self.added.len() == other.added.len()
+            && self
+                .added
                 .iter()
-                .chain(extra.iter().copied())
-                .any(|e| e.answers_to(n))
-        });
-    if let Some(name) = taken {
-        return Err(NameTaken {
-            name: name.to_string(),
-        });
+                .zip(&other.added)
+                .all(|(a, b)| core::ptr::eq(*a, *b))
     }
-    extra.push(entry);
-    Ok(())
 }
 
-/// Every controller: the built-ins, then the registered ones in registration order.
-pub fn entries() -> Vec<&'static CcEntry> {
-    let extra = EXTRA.read().unwrap_or_else(PoisonError::into_inner);
-    REGISTRY.iter().chain(extra.iter().copied()).collect()
-}
+impl CcRegistry {
+    /// The built-in controllers only.
+    pub fn builtin() -> Self {
+        CcRegistry::default()
+    }
 
-/// The entry answering to `name` (a name or an alias).
-pub fn find(name: &str) -> Option<&'static CcEntry> {
-    entries().into_iter().find(|e| e.answers_to(name))
-}
+    /// Adds `entry` after the controllers already here. Registering the same entry again is a
+    /// no-op; another entry with a taken name or alias is [`NameTaken`].
+    pub fn register(&mut self, entry: &'static CcEntry) -> Result<(), NameTaken> {
+        if self.added.iter().any(|e| core::ptr::eq(*e, entry)) {
+            return Ok(());
+        }
+        let taken = core::iter::once(entry.name)
+            .chain(entry.aliases.iter().copied())
+            .find(|n| self.find(n).is_some());
+        if let Some(name) = taken {
+            return Err(NameTaken {
+                name: name.to_string(),
+            });
+        }
+        self.added.push(entry);
+        Ok(())
+    }
 
-/// Every controller's name (not aliases), built-ins first.
-pub fn names() -> Vec<&'static str> {
-    entries().into_iter().map(|e| e.name).collect()
+    /// Every controller: the built-ins, then the registered ones in registration order.
+    pub fn entries(&self) -> impl Iterator<Item = &'static CcEntry> + '_ {
+        BUILTIN.iter().chain(self.added.iter().copied())
+    }
+
+    /// The entry answering to `name` (a name or an alias).
+    pub fn find(&self, name: &str) -> Option<&'static CcEntry> {
+        self.entries().find(|e| e.answers_to(name))
+    }
+
+    /// Every controller's name (not aliases), built-ins first.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.entries().map(|e| e.name)
+    }
+
+    /// The preset called `name` (a name or alias here) for a port of `line_rate`.
+    pub fn config(&self, name: &str, line_rate: Rate) -> Result<CcConfig, CcError> {
+        let entry = self.find(name).ok_or_else(|| CcError::UnknownController {
+            name: name.to_string(),
+            valid: self.names().collect::<Vec<_>>().join(", "),
+        })?;
+        Ok(CcConfig::of_entry(entry, line_rate))
+    }
 }

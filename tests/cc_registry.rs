@@ -1,5 +1,5 @@
 //! The controller registry (one registration point for `--cc`, scenarios, `--set cc.*` and
-//! `compare`), the README's worked example of adding a controller (`support/my_cc.rs`), and
+//! `compare`), docs/cc.md's worked example of adding a controller (`support/my_cc.rs`), and
 //! `roce cc replay` fed RTT samples (TIMELY) and INT records (HPCC).
 
 #[path = "support/cli_output.rs"]

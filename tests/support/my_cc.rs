@@ -1,4 +1,4 @@
-//! The README's worked example ("Adding a congestion controller"): two controllers a researcher
+//! The worked example of docs/cc.md ("Adding a congestion controller"): two controllers a researcher
 //! adds from outside roce-proto, compiled and exercised by `tests/cc_registry.rs`.
 //!
 //! - `DCQCN_G64`: a preset of a built-in controller (DCQCN with the paper's values but alpha

@@ -16,7 +16,7 @@ use roce_proto::cc::{
     CcConfig, CcEvent, CongestionControl, HpccParams, Rate, Sample, TimelyParams,
 };
 
-/// The built-ins plus the README's two examples.
+/// The built-ins plus the two examples of docs/cc.md.
 fn with_examples() -> CcRegistry {
     let mut controllers = CcRegistry::builtin();
     controllers.register(&my_cc::AIMD).expect("aimd registers");

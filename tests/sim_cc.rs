@@ -205,12 +205,14 @@ fn the_recorder_keeps_only_flows_that_move() {
     // The first flow ends (200 KB at 100 Gbit/s: about 20 us) before the second starts.
     assert!(done[0] < 100.0, "{done:?}");
     let rec = built.fabric.recorder().expect("scenarios record");
+    // The row of the sample at `us` (an idle stretch is one row with its repeats).
     let at = |us: u64| {
         rec.rows
             .iter()
-            .find(|r| r.t_ns == us * 1000)
-            .expect("a row every 10 us")
+            .find(|r| (r.t_ns..=rec.last_ns(r)).contains(&(us * 1000)))
+            .expect("a sample every 10 us")
     };
+    assert_eq!(rec.samples(), 40);
     // While the first flow sends: its goodput, one CC sample.
     assert_eq!(at(10).flow_gbps.len(), 1);
     assert!(at(10).flow_gbps[0] > 10.0, "{:?}", at(10));
@@ -223,6 +225,12 @@ fn the_recorder_keeps_only_flows_that_move() {
     assert_eq!(at(210).flow_gbps[0], 0.0);
     assert!(at(210).flow_gbps[1] > 10.0, "{:?}", at(210));
     assert_eq!(at(210).cc.len(), 1);
-    // After both: nothing again.
+    // After both: nothing again, one row for the rest of the run.
     assert!(at(390).flow_gbps.is_empty() && at(390).cc.is_empty());
+    assert_eq!(rec.rows.last().map(|r| rec.last_ns(r)), Some(400_000));
+    assert!(
+        rec.rows.last().is_some_and(|r| r.repeats > 10),
+        "{:?}",
+        rec.rows.last()
+    );
 }

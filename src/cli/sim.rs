@@ -16,12 +16,14 @@ use crate::cli::progress::sim_status;
 
 use roce::report::sim as report;
 use roce::report::speed::{RunSpeed, RunStart};
+use roce_fabric::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
 use roce_fabric::fabric::parallel::ParallelStats;
 use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
+use roce_fabric::input::read_text;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::{EcnConfig, MarkPoint};
 use roce_proto::size::parse_bytes;
@@ -71,6 +73,7 @@ pub enum SimCommand {
 
 mod capture;
 mod compare;
+mod memory;
 mod shard;
 
 use capture::CaptureArgs;
@@ -246,8 +249,9 @@ impl BuiltinArgs {
     }
 }
 
-/// The scenario a built-in experiment runs.
-fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
+/// The scenario a built-in experiment runs (`None` for the other commands); more senders than
+/// a scenario may have hosts are refused before the experiment lists them.
+fn builtin(cmd: &SimCommand) -> Option<Result<(Scenario, &BuiltinArgs)>> {
     let (kind, a) = match cmd {
         SimCommand::Run { .. } | SimCommand::Compare(_) | SimCommand::Hpcc { .. } => return None,
         SimCommand::Incast(a) => (BuiltinKind::Incast, a),
@@ -256,13 +260,17 @@ fn builtin(cmd: &SimCommand) -> Option<(Scenario, &BuiltinArgs)> {
         SimCommand::Allreduce(a) => (BuiltinKind::Allreduce, a),
         SimCommand::LinkFailure(a) => (BuiltinKind::LinkFailure, a),
     };
+    let senders = a.senders.unwrap_or(0) as u64;
+    if let Err(e) = at_most("senders (--senders)", senders, MAX_HOSTS as u64) {
+        return Some(Err(e.into()));
+    }
     let mut s = a.params().scenario(kind);
     s.cnp_interval_us = a.cnp_interval_us;
     s.switch.ecn_at = match a.ecn_at {
         EcnAt::Enqueue => MarkPoint::Enqueue,
         EcnAt::Dequeue => MarkPoint::Dequeue,
     };
-    Some((s, a))
+    Some(Ok((s, a)))
 }
 
 /// Runs `roce sim ...` (errors become one line in `main`).
@@ -271,13 +279,16 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         return compare::run(args);
     }
     let mut hpcc = None;
+    // What this machine holds: counts in the input are checked against it before anything
+    // is allocated for them.
+    let limits = memory::available().map_or_else(Limits::default, Limits::for_memory);
     let (scenario, out, capture) = match &cmd {
         SimCommand::Hpcc {
             config,
             out,
             capture,
         } => {
-            let run = HpccRun::load(config)?;
+            let run = HpccRun::load_within(config, &limits)?;
             if !run.config.ignored.is_empty() {
                 eprintln!(
                     "{}: keys that change nothing in this model: {}",
@@ -299,8 +310,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
             out,
             capture,
         } => {
-            let text = std::fs::read_to_string(scenario)
-                .with_context(|| format!("reading {}", scenario.display()))?;
+            let text = read_text(scenario, MAX_SCENARIO_BYTES)?;
             let mut s = set.apply(Scenario::from_toml(&text)?)?;
             if let Some(seed) = seed {
                 s.seed = *seed;
@@ -309,7 +319,10 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         }
 
         other => match builtin(other) {
-            Some((s, a)) => (apply_sets(s, a.sets.iter().cloned())?, &a.out, &a.capture),
+            Some(built) => {
+                let (s, a) = built?;
+                (apply_sets(s, a.sets.iter().cloned())?, &a.out, &a.capture)
+            }
             None => bail!("unknown experiment"),
         },
     };
@@ -324,7 +337,7 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     bar.set_prefix(scenario.name.clone());
     let mut shown = false;
     let mut calls = 0u64;
-    let mut built = scenario.build()?;
+    let mut built = scenario.build_within(&limits, capture.threads)?;
     capture.attach(&mut built)?;
     built.fabric.set_threads(capture.threads)?;
     let (summary, mut built) = scenario.run_built(built, |frac| {
@@ -344,9 +357,11 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         bar.set_position((frac * 1000.0) as u64);
     })?;
     bar.finish_and_clear();
-    let handled = summary.events - summary.events_elided;
+    let idle = built.fabric.idle_samples();
+    let handled = summary.events.saturating_sub(summary.events_elided + idle);
     let mut speed = RunSpeed::new(handled, scenario.duration_us / 1e6, &started);
     speed.events_elided = summary.events_elided;
+    speed.idle_samples = idle;
     capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
         report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
@@ -430,7 +445,9 @@ mod tests {
     fn ecn_of(args: &[&str]) -> EcnConfig {
         let cli = Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-        let (s, _) = builtin(&cli.sim).expect("a built-in experiment");
+        let (s, _) = builtin(&cli.sim)
+            .expect("a built-in experiment")
+            .expect("within the ceilings");
         s.switch.ecn.expect("ECN on")
     }
 

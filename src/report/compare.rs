@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use roce_fabric::compare::{metrics_of, Row, Run, Variant};
-use roce_fabric::series::Recorder;
+use roce_fabric::series::{Recorder, Row as SeriesRow};
 use roce_fabric::summary::Summary;
 
 use super::sim::{line_chart, write, ReportError};
@@ -25,16 +25,27 @@ impl Trace {
     /// Of a run's recorder.
     pub fn of<E>(rec: &Recorder<E>) -> Trace {
         let t = |ns: u64| ns as f64 / 1e3;
+        // A row and, when it stands for an idle stretch, the stretch's last sample.
+        let times = |r: &SeriesRow| {
+            let last = (r.repeats > 0).then(|| rec.last_ns(r));
+            std::iter::once(r.t_ns).chain(last).map(t)
+        };
         Trace {
             goodput: rec
                 .rows
                 .iter()
-                .map(|r| (t(r.t_ns), r.flow_gbps.iter().sum()))
+                .flat_map(|r| {
+                    let g: f64 = r.flow_gbps.iter().sum();
+                    times(r).map(move |x| (x, g))
+                })
                 .collect(),
             queue_kb: rec
                 .rows
                 .iter()
-                .filter_map(|r| r.queue_bytes.first().map(|q| (t(r.t_ns), *q as f64 / 1e3)))
+                .flat_map(|r| {
+                    let q = r.queue_bytes.first().map(|q| *q as f64 / 1e3);
+                    times(r).filter_map(move |x| q.map(|q| (x, q)))
+                })
                 .collect(),
         }
     }

@@ -222,6 +222,7 @@ impl Series {
             flow_gbps,
             queue_bytes: vec![queue_bytes],
             cc,
+            repeats: 0,
         });
     }
 

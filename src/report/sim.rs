@@ -114,8 +114,15 @@ pub fn text(summary: &Summary) -> String {
     s
 }
 
+/// The times a row's samples are written at: its first, and the last of its repeats (a
+/// stretch where nothing changed is its first and last sample, not one line per sample).
+fn row_times<E>(rec: &Recorder<E>, r: &Row) -> impl Iterator<Item = u64> {
+    let last = (r.repeats > 0).then(|| rec.last_ns(r));
+    std::iter::once(r.t_ns).chain(last)
+}
+
 /// A CSV with a `t_us` column, then one column per `columns` name, one row per sample with the
-/// values `cells(row)` gives.
+/// values `cells(row)` gives (an idle stretch as its first and last sample).
 fn time_csv<E, V: std::fmt::Display>(
     rec: &Recorder<E>,
     columns: impl Iterator<Item = String>,
@@ -127,11 +134,14 @@ fn time_csv<E, V: std::fmt::Display>(
     }
     s.push('\n');
     for r in &rec.rows {
-        let _ = write!(s, "{:.3}", r.t_ns as f64 / 1e3);
-        for v in cells(r) {
-            let _ = write!(s, ",{v}");
+        let values = cells(r);
+        for t in row_times(rec, r) {
+            let _ = write!(s, "{:.3}", t as f64 / 1e3);
+            for v in &values {
+                let _ = write!(s, ",{v}");
+            }
+            s.push('\n');
         }
-        s.push('\n');
     }
     s
 }
@@ -189,10 +199,12 @@ pub fn queue_csv<E>(rec: &Recorder<E>) -> String {
 /// `t_us,host,qpn,rate_gbps,alpha` (empty when the engines have no probe).
 pub fn cc_csv<E>(rec: &Recorder<E>) -> String {
     let lines = rec.rows.iter().flat_map(|r| {
-        let t_us = r.t_ns as f64 / 1e3;
-        r.cc.iter().map(move |(h, c)| {
-            let (qpn, rate, alpha) = (c.qpn, c.rate_gbps, c.alpha);
-            format!("{t_us:.3},{h},{qpn},{rate:.4},{alpha:.6}")
+        row_times(rec, r).flat_map(move |t| {
+            let t_us = t as f64 / 1e3;
+            r.cc.iter().map(move |(h, c)| {
+                let (qpn, rate, alpha) = (c.qpn, c.rate_gbps, c.alpha);
+                format!("{t_us:.3},{h},{qpn},{rate:.4},{alpha:.6}")
+            })
         })
     });
     csv("t_us,host,qpn,rate_gbps,alpha", lines)
@@ -265,7 +277,7 @@ fn plot_flows<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
             let pts = rec
                 .rows
                 .iter()
-                .map(|r| (r.t_ns as f64 / 1e3, flow_gbps(r, i)))
+                .flat_map(|r| row_times(rec, r).map(move |t| (t as f64 / 1e3, flow_gbps(r, i))))
                 .collect();
             (format!("flow {i}"), pts)
         })
@@ -282,10 +294,9 @@ fn plot_queue<E>(path: &Path, rec: &Recorder<E>) -> Result<(), String> {
             let pts = rec
                 .rows
                 .iter()
-                .filter_map(|r| {
-                    r.queue_bytes
-                        .get(i)
-                        .map(|q| (r.t_ns as f64 / 1e3, *q as f64 / 1e3))
+                .flat_map(|r| {
+                    let q = r.queue_bytes.get(i).map(|q| *q as f64 / 1e3);
+                    row_times(rec, r).filter_map(move |t| q.map(|q| (t as f64 / 1e3, q)))
                 })
                 .collect();
             (format!("switch {} port {}", sw.0, p), pts)

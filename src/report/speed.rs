@@ -16,6 +16,9 @@ pub struct RunSpeed {
     /// Events of the model the run had no need to handle (a switch port's end of frame with
     /// nothing queued behind it); the summary's `events` counts them, `events` here does not.
     pub events_elided: u64,
+    /// Samples of the time series taken at once because nothing was left to happen (the
+    /// summary's `events` counts them, `events` here does not).
+    pub idle_samples: u64,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
     /// Virtual seconds simulated.
@@ -92,6 +95,7 @@ impl RunSpeed {
         RunSpeed {
             events,
             events_elided: 0,
+            idle_samples: 0,
             wall_s,
             virtual_s,
             events_per_sec: per(events as f64, wall_s),
@@ -119,10 +123,16 @@ impl RunSpeed {
             ),
             _ => "\n".to_owned(),
         };
-        let elided = match self.events_elided {
+        let mut elided = match self.events_elided {
             0 => String::new(),
             n => format!("; {n} idle-port events elided"),
         };
+        if self.idle_samples > 0 {
+            elided.push_str(&format!(
+                "; {} idle samples taken at once",
+                self.idle_samples
+            ));
+        }
         format!(
             "speed: {} events in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{elided}{steal}",
             self.events,

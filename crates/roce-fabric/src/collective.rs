@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::MAX_SCHEDULE_ENTRIES;
 use super::fct::{ideal_delivery_ns, Paths};
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
@@ -55,6 +56,28 @@ pub enum CollectiveError {
     /// A host in two collectives (each host runs one).
     #[error("host {0} is a member of two collectives")]
     TwoCollectives(usize),
+    /// A schedule too large to hold.
+    #[error("{algo} among {members} hosts has {entries} schedule entries, more than this build supports (at most {max})", max = MAX_SCHEDULE_ENTRIES)]
+    TooLarge {
+        /// The algorithm's name.
+        algo: &'static str,
+        /// Members.
+        members: usize,
+        /// Sends and receives over all members' steps.
+        entries: u64,
+    },
+}
+
+/// The sends and receives of every member's steps in [`schedule`]'s answer for `k` members,
+/// counted without making it.
+pub fn schedule_entries(algo: Algorithm, k: usize) -> u64 {
+    let k = k as u64;
+    let per_member = match algo {
+        Algorithm::Ring => 2 * 2 * k.saturating_sub(1),
+        Algorithm::HalvingDoubling => 2 * 2 * u64::from(k.max(1).ilog2()),
+        Algorithm::AllToAll => 2 * k.saturating_sub(1),
+    };
+    k.saturating_mul(per_member)
 }
 
 /// One step of one member: bytes to send to each peer and to receive from each (peers by
@@ -73,6 +96,14 @@ pub struct Step {
 pub fn schedule(algo: Algorithm, k: usize, bytes: u64) -> Result<Vec<Vec<Step>>, CollectiveError> {
     if k < 2 {
         return Err(CollectiveError::TooFew(k));
+    }
+    let entries = schedule_entries(algo, k);
+    if entries > MAX_SCHEDULE_ENTRIES {
+        return Err(CollectiveError::TooLarge {
+            algo: algo.name(),
+            members: k,
+            entries,
+        });
     }
     let unit = (bytes / k as u64).max(1);
     let step = |send: (usize, u64), recv: (usize, u64)| Step {
@@ -231,7 +262,8 @@ impl MemberGate {
 
     /// Bytes out-slot `out` sends over all iterations.
     pub fn out_total(&self, out: usize) -> u64 {
-        self.out_per_iter.get(out).copied().unwrap_or(0) * u64::from(self.iterations)
+        let per_iter = self.out_per_iter.get(out).copied().unwrap_or(0);
+        per_iter.saturating_mul(u64::from(self.iterations))
     }
 
     /// Bytes this member receives per iteration.

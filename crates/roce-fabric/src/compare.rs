@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 
+use crate::bounds::{at_most, clip_quoted, LimitError};
 use crate::fct::SlowdownBin;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::summary::Summary;
@@ -35,17 +36,23 @@ pub enum CompareError {
         what: String,
     },
     /// The scenario does not take the overridden value.
-    #[error("with {overrides}: {source}")]
+    #[error("with {overrides}: {error}")]
     Scenario {
         /// The overrides of the run, as given.
         overrides: String,
-        /// What the scenario said.
-        source: ScenarioError,
+        /// What the scenario said (part of this error's one line, not a cause of its own).
+        error: ScenarioError,
     },
     /// The grid is empty.
     #[error("nothing to compare: give --cc with at least one controller and --seeds >= 1")]
     Empty,
+    /// The grid has more runs than [`MAX_RUNS`].
+    #[error("{0}")]
+    TooLarge(LimitError),
 }
+
+/// Runs a grid may have (each holds its scenario until the table is made).
+pub const MAX_RUNS: u64 = 100_000;
 
 /// One setting changed: a path into the scenario and its new value.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,13 +169,13 @@ fn show(v: &toml::Value) -> String {
 
 /// The scenario `base` with `overrides` applied in order (later ones win).
 pub fn with_overrides(base: &Scenario, overrides: &[Override]) -> Result<Scenario, CompareError> {
-    let wrap = |source| CompareError::Scenario {
+    let wrap = |error| CompareError::Scenario {
         overrides: overrides
             .iter()
             .map(Override::label)
             .collect::<Vec<_>>()
             .join(" "),
-        source,
+        error,
     };
     let mut doc =
         toml::Table::try_from(base).map_err(|e| wrap(ScenarioError::Parse(e.to_string())))?;
@@ -177,7 +184,7 @@ pub fn with_overrides(base: &Scenario, overrides: &[Override]) -> Result<Scenari
     }
     let mut s: Scenario = toml::Value::Table(doc)
         .try_into()
-        .map_err(|e: toml::de::Error| wrap(ScenarioError::Parse(e.message().to_owned())))?;
+        .map_err(|e: toml::de::Error| wrap(ScenarioError::Parse(clip_quoted(e.message()))))?;
     // Not in the file: the controllers the base scenario may name.
     s.controllers = base.controllers.clone();
     s.validate().map_err(wrap)?;
@@ -238,6 +245,15 @@ impl Grid {
         if self.seeds == 0 || self.sweeps.iter().any(|s| s.values.is_empty()) {
             return Err(CompareError::Empty);
         }
+        let count = self
+            .sweeps
+            .iter()
+            .fold(ccs.len() as u64, |n, s| {
+                n.saturating_mul(s.values.len() as u64)
+            })
+            .saturating_mul(self.seeds);
+        at_most("runs (controls x values x seeds)", count, MAX_RUNS)
+            .map_err(CompareError::TooLarge)?;
         // Every combination of sweep values, the last sweep varying fastest.
         let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
         for sweep in &self.sweeps {

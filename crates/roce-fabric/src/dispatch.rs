@@ -45,6 +45,7 @@ impl<E: Engine> Fabric<E> {
 
     /// Handles the events due before `stop` (ns), earliest (then lowest-keyed) first.
     pub(super) fn run_before(&mut self, stop: u64, mut progress: impl FnMut(Instant)) {
+        self.w.stop = stop;
         while let Some(t) = self.w.queue.peek_time() {
             if t.as_nanos() >= stop {
                 break;
@@ -121,6 +122,12 @@ impl<E: Engine> Fabric<E> {
                     );
                     if let Some(t) = rec.telemetry.as_mut() {
                         self.sample_telemetry(t);
+                    }
+                    let idle = self.w.queue.is_empty()
+                        && self.w.idle_elsewhere
+                        && rec.rows.last().is_some_and(|r| r.flow_gbps.is_empty());
+                    if idle {
+                        self.sample_idle_until(&mut rec, self.w.stop);
                     }
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);

@@ -74,7 +74,14 @@ pub enum FabricError {
     /// Two hosts share an IP address.
     #[error("duplicate IP address {0}")]
     DuplicateIp(IpAddr),
+    /// A link's delay above [`MAX_LINK_DELAY_NS`].
+    #[error("link delay {0} ns is more than this build supports (at most {MAX_LINK_DELAY_NS})")]
+    BadDelay(u64),
 }
+
+/// The longest one-way link delay, ns (one second: events stay far from the end of the 64-bit
+/// clock whatever the run's length).
+pub const MAX_LINK_DELAY_NS: u64 = 1_000_000_000;
 
 /// The two directions of a cable and the ports at its ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,6 +221,9 @@ impl<E: Engine> Fabric<E> {
     pub fn connect(&mut self, a: Node, b: Node, cfg: LinkConfig) -> Result<Cable, FabricError> {
         if !(1.0..=800.0).contains(&cfg.gbps) {
             return Err(FabricError::BadRate(cfg.gbps));
+        }
+        if cfg.delay_ns > MAX_LINK_DELAY_NS {
+            return Err(FabricError::BadDelay(cfg.delay_ns));
         }
         for p in [cfg.loss, cfg.corrupt] {
             if !(0.0..=1.0).contains(&p) {

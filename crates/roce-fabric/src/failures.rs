@@ -1,6 +1,7 @@
 //! A scenario's failures: cables going down and up (`link_events`), flapping cables, switch
 //! reboots and lossy cables, applied to a built fabric by the names the topology gives.
 
+use super::bounds::{at_most, excerpt, MAX_FLAPS};
 use serde::{Deserialize, Serialize};
 
 use super::engines::ScenarioEngine;
@@ -89,6 +90,9 @@ impl Failure {
             } if !(ok_time(*at_us) && ok_time(*down_us) && ok_time(*up_us)) || *count == 0 => {
                 Err("flap needs at_us, down_us, up_us >= 0 and count >= 1".into())
             }
+            Failure::Flap { count, .. } => at_most("flaps", u64::from(*count), MAX_FLAPS)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             Failure::Reboot { at_us, down_us, .. } if !(ok_time(*at_us) && ok_time(*down_us)) => {
                 Err("reboot needs at_us, down_us >= 0".into())
             }
@@ -120,7 +124,7 @@ fn cable<'c>(topo: &Topology, cables: &'c [Cable], a: &str, b: &str) -> Result<&
             (nx == Some(a) && ny == Some(b)) || (nx == Some(b) && ny == Some(a))
         })
         .map(|(_, c)| c)
-        .ok_or_else(|| format!("no cable between {a:?} and {b:?}"))
+        .ok_or_else(|| format!("no cable between {} and {}", excerpt(a), excerpt(b)))
 }
 
 /// Schedules `events` and `failures` on `fabric`, built from `topo` with `cables`.
@@ -168,7 +172,7 @@ pub(super) fn apply(
                     .switches
                     .iter()
                     .position(|(n, _)| n == switch)
-                    .ok_or_else(|| format!("no switch {switch:?}"))?;
+                    .ok_or_else(|| format!("no switch {}", excerpt(switch)))?;
                 let down = Duration::from_nanos((down_us * 1000.0) as u64);
                 fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
             }

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use roce_proto::cc::DcqcnParams;
 
+use crate::bounds::Limits;
 use crate::hpcc::config::{CcMode, HpccConfig};
 use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
 use crate::hpcc::flow_file::{self, FlowLine};
 use crate::hpcc::pfc_file::{self, PfcRecord};
 use crate::hpcc::topology_file::TopologyFile;
-use crate::hpcc::{read_text, HpccError};
+use crate::hpcc::HpccError;
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::summary::Summary;
 use crate::switch::{DynamicPfc, EcnConfig, MarkPoint, PfcConfig, RateEcn};
@@ -76,8 +77,14 @@ fn resolve(config: &Path, path: &Path) -> PathBuf {
 impl HpccRun {
     /// Reads the config at `path` and the files it names.
     pub fn load(path: &Path) -> Result<HpccRun, HpccRunError> {
+        Self::load_within(path, &Limits::default())
+    }
+
+    /// Reads the config at `path` and the files it names, each within its bounds (see
+    /// [`crate::bounds`]), no more flows than `limits` allow.
+    pub fn load_within(path: &Path, limits: &Limits) -> Result<HpccRun, HpccRunError> {
         let name = path.display().to_string();
-        let config = HpccConfig::parse(&name, &read_text(path)?)?;
+        let config = HpccConfig::load(path)?;
         let unsupported = |msg: String| HpccRunError::Unsupported {
             file: name.clone(),
             msg,
@@ -88,7 +95,7 @@ impl HpccRun {
         let topo_path = resolve(path, topo);
         let flow_path = resolve(path, flow);
         let topology = TopologyFile::load(&topo_path)?;
-        let flows = flow_file::parse(&flow_path.display().to_string(), &read_text(&flow_path)?)?;
+        let flows = flow_file::load(&flow_path, limits)?;
         // The output files go where the inputs were found (the simulator's working directory).
         let base = topo_path
             .to_string_lossy()

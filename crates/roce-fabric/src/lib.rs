@@ -41,6 +41,7 @@
 //! assert_eq!(rx.rx_packets, 220);
 //! ```
 
+pub mod bounds;
 pub mod builtin;
 pub mod capture;
 pub mod collective;
@@ -56,6 +57,7 @@ pub mod fct;
 pub mod frame;
 pub mod hpcc;
 pub mod hpcc_run;
+pub mod input;
 mod observe;
 pub mod outage;
 mod pool;
@@ -63,6 +65,7 @@ mod port;
 pub mod reroute;
 pub mod rt_switch;
 pub mod scenario;
+mod scenario_size;
 pub mod sched;
 pub mod series;
 mod slots;

@@ -38,13 +38,22 @@ pub struct Outage {
 }
 
 /// Per flow, the mean of the sampled rates in each `bin_ns` bin (a sample belongs to the bin
-/// its interval ends in).
-pub fn bins(rows: &[Row], flows: usize, bin_ns: u64, end_ns: u64) -> Vec<Vec<f64>> {
-    let n = end_ns.div_ceil(bin_ns.max(1)) as usize;
+/// its interval ends in); a row's repeats are samples `interval_ns` apart that moved nothing.
+pub fn bins(
+    rows: &[Row],
+    interval_ns: u64,
+    flows: usize,
+    bin_ns: u64,
+    end_ns: u64,
+) -> Vec<Vec<f64>> {
+    let bin_ns = bin_ns.max(1);
+    let iv = interval_ns.max(1);
+    let n = end_ns.div_ceil(bin_ns) as usize;
     let mut sum = vec![vec![0.0; n]; flows];
-    let mut count = vec![0u32; n];
+    let mut count = vec![0u64; n];
+    let bin_of = |t: u64| (t.saturating_sub(1) / bin_ns) as usize;
     for r in rows {
-        let b = (r.t_ns.saturating_sub(1) / bin_ns.max(1)) as usize;
+        let b = bin_of(r.t_ns);
         if b >= n {
             continue;
         }
@@ -52,10 +61,21 @@ pub fn bins(rows: &[Row], flows: usize, bin_ns: u64, end_ns: u64) -> Vec<Vec<f64
         for (f, g) in r.flow_gbps.iter().enumerate().take(flows) {
             sum[f][b] += g;
         }
+        // The repeats, bin by bin.
+        let mut j = 1;
+        while j <= r.repeats {
+            let t = r.t_ns.saturating_add(j.saturating_mul(iv));
+            let b = bin_of(t);
+            let Some(c) = count.get_mut(b) else { break };
+            let bin_end = (b as u64 + 1).saturating_mul(bin_ns);
+            let last = r.repeats.min((bin_end - r.t_ns) / iv);
+            *c += last - j + 1;
+            j = last + 1;
+        }
     }
     for per_flow in &mut sum {
         for (v, c) in per_flow.iter_mut().zip(&count) {
-            *v /= f64::from((*c).max(1));
+            *v /= (*c).max(1) as f64;
         }
     }
     sum
@@ -164,12 +184,29 @@ mod tests {
                 row(t, &[f0, f1])
             })
             .collect();
-        let b = bins(&rows, 2, 200_000, 1_000_000);
+        let b = bins(&rows, 100_000, 2, 200_000, 1_000_000);
         assert_eq!(b[1], [40.0, 40.0, 0.0, 0.0, 40.0]);
         let o = Outage::new(b, 200.0, 400.0, 0.0);
         assert_eq!(o.before_gbps, [40.0, 40.0]);
         assert_eq!(o.stalled_flows, [1]);
         assert_eq!(o.longest_stall_us, 400.0);
         assert_eq!(o.time_to_recover_us, 400.0);
+    }
+
+    #[test]
+    fn repeated_rows_count_as_the_samples_they_stand_for() {
+        // One flow at 30 Gbit/s for 300 us, then idle to 1 ms, sampled every 100 us, bins of
+        // 250 us: written out, and as one idle row repeated six times.
+        let mut rows: Vec<Row> = (1..=3).map(|i| row(i * 100, &[30.0])).collect();
+        let idle: Vec<Row> = (4..=10).map(|i| row(i * 100, &[])).collect();
+        let mut expanded = rows.clone();
+        expanded.extend(idle.iter().cloned());
+        rows.push(Row {
+            repeats: 6,
+            ..idle[0].clone()
+        });
+        let b = bins(&expanded, 100_000, 1, 250_000, 1_000_000);
+        assert_eq!(b, bins(&rows, 100_000, 1, 250_000, 1_000_000));
+        assert_eq!(b[0], [30.0, 10.0, 0.0, 0.0]);
     }
 }

@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
+use super::bounds::{MAX_BINS, MAX_DURATION_US, MAX_SAMPLES, MAX_THREADS};
 use super::collective::{self, CollectivePlan, CollectiveReport};
 use super::ecmp::{self, EcmpLoad, RailLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
@@ -45,6 +47,15 @@ pub enum ScenarioError {
     /// The fabric refused the topology.
     #[error("scenario: {0}")]
     Fabric(#[from] FabricError),
+    /// It asks for more than this build or the memory allows (see [`crate::bounds`]).
+    #[error("scenario: {0}")]
+    Limit(LimitError),
+}
+
+impl From<LimitError> for ScenarioError {
+    fn from(e: LimitError) -> Self {
+        ScenarioError::Limit(e)
+    }
 }
 
 fn d_sample() -> f64 {
@@ -219,13 +230,14 @@ impl Scenario {
     /// Parses a scenario from TOML text whose `cc` may name any of `controllers`.
     pub fn from_toml_with(text: &str, controllers: CcRegistry) -> Result<Scenario, ScenarioError> {
         let mut s: Scenario =
-            toml::from_str(text).map_err(|e| ScenarioError::Parse(e.message().to_owned()))?;
+            toml::from_str(text).map_err(|e| ScenarioError::Parse(clip_quoted(e.message())))?;
         s.controllers = controllers;
         s.validate()?;
         Ok(s)
     }
 
-    /// Checks ranges.
+    /// Checks ranges, and that the topology and the time series stay within the ceilings
+    /// of [`crate::bounds`] (before anything is built).
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.duration_us.is_nan() || self.duration_us <= 0.0 {
@@ -234,6 +246,12 @@ impl Scenario {
                 self.duration_us
             ));
         }
+        at_most_f64(
+            "µs of virtual time (duration_us)",
+            self.duration_us,
+            MAX_DURATION_US,
+        )?;
+        self.size()?;
         if self
             .warmup_us
             .is_some_and(|w| !(0.0..self.duration_us).contains(&w))
@@ -243,6 +261,19 @@ impl Scenario {
         if self.sample_us.is_nan() || self.sample_us <= 0.0 {
             return bad("sample_us must be positive".into());
         }
+        at_most_f64(
+            "samples of the time series (duration_us / sample_us)",
+            self.duration_us / self.sample_us,
+            MAX_SAMPLES,
+        )?;
+        if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
+            return bad("bin_us must be positive".into());
+        }
+        at_most_f64(
+            "telemetry bins (duration_us / bin_us)",
+            self.bins(),
+            MAX_BINS,
+        )?;
         if !(64..=9000).contains(&self.mtu) {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
@@ -262,9 +293,6 @@ impl Scenario {
         }
         self.check_collectives().or_else(bad)?;
         self.shape().map_err(ScenarioError::Invalid)?;
-        if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
-            return bad("bin_us must be positive".into());
-        }
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
@@ -313,13 +341,14 @@ impl Scenario {
             return Ok(None);
         }
         let line = Rate::from_bps(self.host_link().rate_bps());
+        let invalid =
+            |e: &dyn std::fmt::Display| ScenarioError::Invalid(clip_quoted(&e.to_string()));
         let mut cfg = self
             .controllers
             .config(&self.cc, line)
-            .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+            .map_err(|e| invalid(&e))?;
         for setting in &self.cc_params {
-            cfg.apply(setting)
-                .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+            cfg.apply(setting).map_err(|e| invalid(&e))?;
         }
         Ok(Some(cfg))
     }
@@ -523,7 +552,22 @@ impl Scenario {
 
     /// Builds the fabric with its engines, ready to run.
     pub fn build(&self) -> Result<Built, ScenarioError> {
+        self.build_within(&Limits::default(), 1)
+    }
+
+    /// [`Scenario::build`] within `limits`: given a memory, the scenario's [`crate::bounds::Footprint`] on
+    /// `threads` threads is checked against it before the topology is made, and again with
+    /// the flows once the workloads made them, before their engines are.
+    pub fn build_within(&self, limits: &Limits, threads: usize) -> Result<Built, ScenarioError> {
         self.validate()?;
+        at_most("threads", threads as u64, MAX_THREADS as u64)?;
+        let fits = |flows: usize| -> Result<(), ScenarioError> {
+            match limits.memory_bytes {
+                Some(m) => Ok(self.footprint(flows, threads)?.check(m)?),
+                None => Ok(()),
+            }
+        };
+        fits(0)?;
         let topo = self.topology();
         let ips: Vec<_> = topo.hosts.iter().map(|h| h.1).collect();
         let defaults = FlowDefaults {
@@ -532,8 +576,16 @@ impl Scenario {
             link_gbps: self.host_link().gbps,
         };
         let nodes = self.hpcc_nodes()?.map(|f| f.hosts());
-        let mut plan = Plan::new_over(&self.workloads, &ips, nodes.as_deref(), defaults, self.seed)
-            .map_err(ScenarioError::Invalid)?;
+        let mut plan = Plan::new_over(
+            &self.workloads,
+            &ips,
+            nodes.as_deref(),
+            defaults,
+            self.seed,
+            limits,
+        )
+        .map_err(ScenarioError::Invalid)?;
+        fits(plan.flows.len())?;
         let cc = self.cc_config()?;
         for f in plan.host_flows.iter_mut().flatten() {
             f.cc.clone_from(&cc);
@@ -719,6 +771,7 @@ impl Scenario {
         let end_ns = (self.duration_us * 1000.0) as u64;
         let bins = outage::bins(
             &rec.rows,
+            rec.interval.as_nanos(),
             summary.flows.len(),
             (bin_us * 1000.0) as u64,
             end_ns,

@@ -2,7 +2,9 @@
 //! control state (rate, alpha) read through a probe, and PFC pause periods.
 //!
 //! Sampling is an event in the fabric's queue, so recording changes no outcome and stays
-//! deterministic. Writing files is the CLI's job (`roce::report::sim`).
+//! deterministic. A stretch where nothing moves and nothing changes is kept as one row and a
+//! count ([`Row::repeats`]): a run's memory does not grow with its length once its flows are
+//! done. Writing files is the CLI's job (`roce::report::sim`).
 
 use serde::Serialize;
 
@@ -50,6 +52,25 @@ pub struct Row {
     pub queue_bytes: Vec<u64>,
     /// Probe output: (host index, sample).
     pub cc: Vec<(usize, CcSample)>,
+    /// The same sample was taken this many more times, one interval apart after `t_ns` (an
+    /// idle stretch: no flow moved, no queue or controller changed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub repeats: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Row {
+    /// Whether `other` is this row's sample again: nothing moved in either, and the queues
+    /// and controllers are as they were.
+    fn same_idle(&self, other: &Row) -> bool {
+        self.flow_gbps.is_empty()
+            && other.flow_gbps.is_empty()
+            && self.queue_bytes == other.queue_bytes
+            && self.cc == other.cc
+    }
 }
 
 /// A PFC frame a switch sent.
@@ -82,6 +103,24 @@ pub struct Recorder<E> {
     pub telemetry: Option<Telemetry<E>>,
     last_bytes: Vec<u64>,
     scratch: Vec<CcSample>,
+}
+
+impl<E> Recorder<E> {
+    /// When the sample after `row`'s last repeat is due, ns.
+    pub fn next_ns(&self, row: &Row) -> u64 {
+        self.last_ns(row).saturating_add(self.interval.as_nanos())
+    }
+
+    /// When `row`'s last repeat was taken, ns.
+    pub fn last_ns(&self, row: &Row) -> u64 {
+        row.t_ns
+            .saturating_add(row.repeats.saturating_mul(self.interval.as_nanos()))
+    }
+
+    /// Samples taken: rows and their repeats.
+    pub fn samples(&self) -> u64 {
+        self.rows.iter().map(|r| r.repeats.saturating_add(1)).sum()
+    }
 }
 
 impl<E: Engine> Recorder<E> {
@@ -156,12 +195,26 @@ impl<E: Engine> Recorder<E> {
                 }
             }
         }
-        self.rows.push(Row {
+        let row = Row {
             t_ns: now.as_nanos(),
             flow_gbps,
             queue_bytes,
             cc,
-        });
+            repeats: 0,
+        };
+        let due = self.rows.last().map(|last| self.next_ns(last));
+        match self.rows.last_mut() {
+            Some(last) if last.same_idle(&row) && due == Some(row.t_ns) => last.repeats += 1,
+            _ => self.rows.push(row),
+        }
+    }
+
+    /// Takes the last sample again `n` more times, one interval apart (the fabric has nothing
+    /// left to do: nothing can move or change).
+    pub(crate) fn repeat_last(&mut self, n: u64) {
+        if let Some(last) = self.rows.last_mut() {
+            last.repeats = last.repeats.saturating_add(n);
+        }
     }
 
     pub(crate) fn on_pfc(&mut self, t_ns: u64, s: SwitchId, port: u16, prio: usize, xoff: bool) {
@@ -177,18 +230,76 @@ impl<E: Engine> Recorder<E> {
     /// Mean and 99th percentile of monitor `i`'s queue depth over samples taken at or after
     /// `from_ns`.
     pub fn queue_stats(&self, i: usize, from_ns: u64) -> (f64, u64) {
-        let mut v: Vec<u64> = self
+        let iv = self.interval.as_nanos().max(1);
+        // (depth, samples at or after `from_ns`) of each row.
+        let mut v: Vec<(u64, u64)> = self
             .rows
             .iter()
-            .filter(|r| r.t_ns >= from_ns)
-            .filter_map(|r| r.queue_bytes.get(i).copied())
+            .filter(|r| self.last_ns(r) >= from_ns)
+            .filter_map(|r| {
+                let skipped = from_ns.saturating_sub(r.t_ns).div_ceil(iv);
+                let n = r.repeats.saturating_add(1).saturating_sub(skipped);
+                r.queue_bytes.get(i).map(|&q| (q, n))
+            })
+            .filter(|&(_, n)| n > 0)
             .collect();
-        if v.is_empty() {
+        let n: u64 = v.iter().map(|&(_, c)| c).sum();
+        if n == 0 {
             return (0.0, 0);
         }
         v.sort_unstable();
-        let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
-        let idx = ((v.len() as f64 * 0.99).ceil() as usize).clamp(1, v.len()) - 1;
-        (mean, v.get(idx).copied().unwrap_or(0))
+        let sum: u64 = v.iter().map(|&(q, c)| q.saturating_mul(c)).sum();
+        let mean = sum as f64 / n as f64;
+        let idx = ((n as f64 * 0.99).ceil() as u64).clamp(1, n) - 1;
+        let mut seen = 0;
+        let p99 = v
+            .iter()
+            .find(|&&(_, c)| {
+                seen += c;
+                seen > idx
+            })
+            .map_or(0, |&(q, _)| q);
+        (mean, p99)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::StandInEngine;
+
+    fn row(t_us: u64, queue: u64, repeats: u64) -> Row {
+        Row {
+            t_ns: t_us * 1000,
+            queue_bytes: vec![queue],
+            repeats,
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn repeated_rows_weigh_as_the_samples_they_stand_for() {
+        let rec = |rows: Vec<Row>| {
+            let mut r = Recorder::<StandInEngine>::new(Duration::from_micros(1), Vec::new());
+            r.rows = rows;
+            r
+        };
+        // Samples every microsecond: 5000 B for 10 us, then 0 B for 990 us.
+        let mut expanded: Vec<Row> = (1..=10).map(|t| row(t, 5000, 0)).collect();
+        expanded.extend((11..=1000).map(|t| row(t, 0, 0)));
+        let mut compressed: Vec<Row> = (1..=10).map(|t| row(t, 5000, 0)).collect();
+        compressed.push(row(11, 0, 989));
+        let (a, b) = (rec(expanded), rec(compressed));
+        assert_eq!(b.samples(), 1000);
+        assert_eq!(b.last_ns(&b.rows[10]), 1_000_000);
+        for from_us in [0, 5, 10, 11, 12, 500, 999, 1000, 1001] {
+            assert_eq!(
+                a.queue_stats(0, from_us * 1000),
+                b.queue_stats(0, from_us * 1000),
+                "from {from_us} us"
+            );
+        }
+        assert_eq!(b.queue_stats(0, 0), (50.0, 0));
+        assert_eq!(b.queue_stats(0, 995_000), (0.0, 0));
     }
 }

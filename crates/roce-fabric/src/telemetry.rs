@@ -124,8 +124,9 @@ pub struct HostTelemetry {
 #[derive(Clone, Debug, Default)]
 struct QueueSamples {
     sum: u64,
-    /// Non-zero samples (zeros are the rest of the sample count), for the percentile.
-    nonzero: Vec<u32>,
+    /// Non-zero samples (zeros are the rest of the sample count), for the percentile: each
+    /// depth with how many samples in a row found it.
+    nonzero: Vec<(u32, u64)>,
     bin_sum: u64,
     bin_max: u64,
 }
@@ -209,22 +210,37 @@ impl<E: Engine> Telemetry<E> {
     /// Takes one queue sample of every series at `now` (`depth(node, port, prio)`); true when
     /// the bin has ended (the caller then closes it with [`Telemetry::close_bin`]).
     pub(crate) fn sample(&mut self, now: u64, depth: impl Fn(Node, u16, usize) -> u64) -> bool {
-        self.samples += 1;
-        self.bin_samples += 1;
+        self.sample_n(1, depth);
+        now >= self.bin_end()
+    }
+
+    /// When the open bin ends, ns.
+    pub(crate) fn bin_end(&self) -> u64 {
+        (self.bins.len() as u64 + 1).saturating_mul(self.bin_ns)
+    }
+
+    /// Takes `n` samples of every series that all find `depth(node, port, prio)` (the queues
+    /// stand still), closing no bin.
+    pub(crate) fn sample_n(&mut self, n: u64, depth: impl Fn(Node, u16, usize) -> u64) {
+        self.samples += n;
+        self.bin_samples += n;
         for (i, &(node, port, _)) in self.nodes.iter().enumerate() {
             for prio in 0..PRIORITIES {
                 let depth = depth(node, port, prio);
                 if let Some(q) = self.queues.get_mut(i * PRIORITIES + prio) {
-                    q.sum += depth;
-                    q.bin_sum += depth;
+                    q.sum = q.sum.saturating_add(depth.saturating_mul(n));
+                    q.bin_sum = q.bin_sum.saturating_add(depth.saturating_mul(n));
                     q.bin_max = q.bin_max.max(depth);
                     if depth > 0 {
-                        q.nonzero.push(u32::try_from(depth).unwrap_or(u32::MAX));
+                        let d = u32::try_from(depth).unwrap_or(u32::MAX);
+                        match q.nonzero.last_mut() {
+                            Some((last, c)) if *last == d => *c += n,
+                            _ => q.nonzero.push((d, n)),
+                        }
                     }
                 }
             }
         }
-        now >= (self.bins.len() as u64 + 1) * self.bin_ns
     }
 
     /// Whether a run ending at `now` leaves a bin open.
@@ -281,11 +297,16 @@ impl<E: Engine> Telemetry<E> {
         let mut nz = q.nonzero.clone();
         nz.sort_unstable();
         let idx = ((n as f64 * 0.99).ceil() as u64).clamp(1, n) - 1;
-        let zeros = n - nz.len() as u64;
-        let p99 = idx
-            .checked_sub(zeros)
-            .and_then(|k| nz.get(k as usize))
-            .map_or(0, |&v| u64::from(v));
+        let zeros = n.saturating_sub(nz.iter().map(|&(_, c)| c).sum());
+        let p99 = idx.checked_sub(zeros).map_or(0, |k| {
+            let mut seen = 0;
+            nz.iter()
+                .find(|&&(_, c)| {
+                    seen += c;
+                    seen > k
+                })
+                .map_or(0, |&(v, _)| u64::from(v))
+        });
         (q.sum as f64 / n as f64, p99)
     }
 
@@ -349,5 +370,48 @@ impl<E: Engine> Telemetry<E> {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::StandInEngine;
+    use crate::SwitchId;
+
+    /// One switch port sampled with `depths` one by one, and with runs of equal depths at
+    /// once: the same mean and p99 as the depths sorted one by one.
+    #[test]
+    fn runs_of_equal_samples_keep_mean_and_p99() {
+        let depths: Vec<u64> = [vec![0; 50], vec![7000; 60], vec![300; 5], vec![7000; 3]]
+            .concat()
+            .into_iter()
+            .chain((1..=200).map(|d| d * 10))
+            .collect();
+        let new = || {
+            let mut t = Telemetry::<StandInEngine>::new(1_000_000, None);
+            t.learn(
+                vec![(Node::Switch(SwitchId(0)), 0, "sw0".into())],
+                Vec::new(),
+            );
+            t
+        };
+        let mut one = new();
+        for &d in &depths {
+            one.sample(1, |_, _, p| if p == 3 { d } else { 0 });
+        }
+        let mut runs = new();
+        for chunk in depths.chunk_by(|a, b| a == b) {
+            let d = chunk[0];
+            runs.sample_n(chunk.len() as u64, |_, _, p| if p == 3 { d } else { 0 });
+        }
+        let mut sorted = depths.clone();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let p99 = sorted[(n as f64 * 0.99).ceil() as usize - 1];
+        let mean = depths.iter().sum::<u64>() as f64 / n as f64;
+        assert_eq!(one.queue_stats(3), (mean, p99));
+        assert_eq!(runs.queue_stats(3), (mean, p99));
+        assert!(runs.queues[3].nonzero.len() < 210);
     }
 }

@@ -31,6 +31,8 @@ pub struct Topology {
     pub cables: Vec<(End, End, LinkConfig)>,
     /// The egress port whose queue reports watch: (switch, port).
     pub bottleneck: Option<(usize, u16)>,
+    /// Cables on each switch so far (the next port's number), kept by [`Topology::cable`].
+    ports: Vec<usize>,
 }
 
 /// The address of host `i`: 10.x.y.z counting from 10.0.0.1.
@@ -47,6 +49,7 @@ impl Topology {
             switches: Vec::new(),
             cables: Vec::new(),
             bottleneck: None,
+            ports: Vec::new(),
         }
     }
 
@@ -68,17 +71,24 @@ impl Topology {
         let pa = self.next_port(a);
         let pb = self.next_port(b);
         self.cables.push((a, b, link));
+        for (i, end) in [a, b].into_iter().enumerate() {
+            if let (End::Switch(s), false) = (end, i == 1 && a == b) {
+                if self.ports.len() <= s {
+                    self.ports.resize(s + 1, 0);
+                }
+                if let Some(n) = self.ports.get_mut(s) {
+                    *n += 1;
+                }
+            }
+        }
         (pa, pb)
     }
 
+    /// The port number the next cable gets on `end`: the cables it has so far.
     fn next_port(&self, end: End) -> u16 {
         match end {
             End::Host(_) => 0,
-            End::Switch(s) => self
-                .cables
-                .iter()
-                .filter(|(a, b, _)| *a == End::Switch(s) || *b == End::Switch(s))
-                .count() as u16,
+            End::Switch(s) => self.ports.get(s).copied().unwrap_or(0) as u16,
         }
     }
 

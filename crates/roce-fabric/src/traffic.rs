@@ -9,8 +9,15 @@
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
+use std::io::BufRead;
+
+use super::bounds::{excerpt, MAX_LINE_BYTES};
 use super::hpcc::flow_file::FlowLine;
 use super::hpcc::HpccError;
+use super::input::Lines;
+
+/// Bytes of a CDF file (the shipped tables have a dozen lines).
+const MAX_CDF_BYTES: u64 = 1 << 20;
 
 /// A flow-size distribution: (bytes, cumulative percent) points, linear in between.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,36 +29,41 @@ impl SizeCdf {
     /// Parses `size percent` lines (the file named `file`), checked as `custom_rand.py`
     /// checks them: from 0 %, to 100 %, both columns strictly increasing.
     pub fn parse(file: &str, text: &str) -> Result<SizeCdf, HpccError> {
+        Self::read(Lines::new(file, text.as_bytes(), usize::MAX))
+    }
+
+    fn read(mut lines: Lines<impl BufRead>) -> Result<SizeCdf, HpccError> {
+        let file = lines.file().to_owned();
         let err = |line: usize, msg: String| HpccError::Malformed {
-            file: file.to_owned(),
+            file: file.clone(),
             line,
             msg,
         };
         let mut points: Vec<(f64, f64)> = Vec::new();
         let mut last = 0;
-        for (i, l) in text.lines().enumerate() {
+        while let Some((n, l)) = lines.next_line()? {
             let mut it = l.split_whitespace();
             let (Some(x), Some(y)) = (it.next(), it.next()) else {
                 if l.trim().is_empty() {
                     continue;
                 }
-                return Err(err(i + 1, format!("{l:?} is not `size percent`")));
+                return Err(err(n, format!("{} is not `size percent`", excerpt(l))));
             };
             let (Ok(x), Ok(y)) = (x.parse::<f64>(), y.parse::<f64>()) else {
-                return Err(err(i + 1, format!("{l:?} is not `size percent`")));
+                return Err(err(n, format!("{} is not `size percent`", excerpt(l))));
             };
             if it.next().is_some() {
-                return Err(err(i + 1, format!("{l:?} has more than two columns")));
+                return Err(err(n, format!("{} has more than two columns", excerpt(l))));
             }
             if let Some(&(px, py)) = points.last() {
                 if x <= px || y <= py {
-                    return Err(err(i + 1, "sizes and percentages must increase".into()));
+                    return Err(err(n, "sizes and percentages must increase".into()));
                 }
             } else if y != 0.0 {
-                return Err(err(i + 1, "the first point must be at 0 %".into()));
+                return Err(err(n, "the first point must be at 0 %".into()));
             }
             points.push((x, y));
-            last = i + 1;
+            last = n;
         }
         if points.last().map(|p| p.1) != Some(100.0) {
             return Err(err(last.max(1), "the last point must be at 100 %".into()));
@@ -81,7 +93,10 @@ impl SizeCdf {
         match name {
             "websearch" | "web_search" => Ok(Self::web_search()),
             "fb_hadoop" | "fbhdp" => Ok(Self::fb_hadoop()),
-            path => Self::parse(path, &super::hpcc::read_text(path.as_ref())?),
+            path => {
+                let lines = super::hpcc::lines(path.as_ref(), MAX_LINE_BYTES)?;
+                Self::read(lines.with_max_bytes(MAX_CDF_BYTES))
+            }
         }
     }
 
@@ -126,11 +141,22 @@ pub struct PoissonSpec {
 /// Flows arriving per host as a Poisson process at `spec.load` with sizes from `cdf`, in
 /// start order, as `traffic_gen.py` writes them (priority group 3, port 100).
 pub fn poisson_flows(cdf: &SizeCdf, spec: &PoissonSpec, seed: u64) -> Vec<FlowLine> {
+    poisson_flows_within(cdf, spec, seed, usize::MAX).unwrap_or_default()
+}
+
+/// [`poisson_flows`], or `None` as soon as more than `max` flows arrive (a load and duration
+/// that would make too many are refused while they are drawn, before they take memory).
+pub fn poisson_flows_within(
+    cdf: &SizeCdf,
+    spec: &PoissonSpec,
+    seed: u64,
+    max: usize,
+) -> Option<Vec<FlowLine>> {
     let mut rng = Pcg64::seed_from_u64(seed ^ 0x7a11_c0de);
     let n = spec.hosts.len();
     let positive = |x: f64| x.is_finite() && x > 0.0;
     if n < 2 || !positive(spec.load) || !positive(spec.link_bps) {
-        return Vec::new();
+        return Some(Vec::new());
     }
     // Mean gap between one host's flows, ns.
     let gap = cdf.mean() * 8.0 / (spec.link_bps * spec.load) * 1e9;
@@ -147,6 +173,9 @@ pub fn poisson_flows(cdf: &SizeCdf, spec: &PoissonSpec, seed: u64) -> Vec<FlowLi
         .filter(|(_, t)| **t <= end)
         .min_by(|a, b| a.1.total_cmp(b.1))
     {
+        if flows.len() == max {
+            return None;
+        }
         let mut d = rng.random_range(0..n - 1);
         if d >= i {
             d += 1;
@@ -161,7 +190,7 @@ pub fn poisson_flows(cdf: &SizeCdf, spec: &PoissonSpec, seed: u64) -> Vec<FlowLi
         });
         next[i] = t + exp(&mut rng);
     }
-    flows
+    Some(flows)
 }
 
 #[cfg(test)]

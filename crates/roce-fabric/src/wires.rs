@@ -146,6 +146,13 @@ pub(super) struct Wires {
     pub(super) capture: Option<PortCapture>,
     /// Where a compact frame is written out in full (for a host or a capture).
     pub(super) unpacked: Vec<u8>,
+    /// Where the run in progress stops: events due before this are handled (ns).
+    pub(super) stop: u64,
+    /// Whether the other partitions of a split fabric have nothing to do either (always true
+    /// for a whole fabric): with this queue empty too, nothing can happen any more.
+    pub(super) idle_elsewhere: bool,
+    /// Samples taken at once because nothing was left to happen (counted in `events` too).
+    pub(super) idle_samples: u64,
 }
 
 /// How fast the fabric notices failures and reroutes around them.
@@ -197,6 +204,9 @@ impl Wires {
             lost: LostTraffic::default(),
             capture: None,
             unpacked: Vec::new(),
+            stop: u64::MAX,
+            idle_elsewhere: true,
+            idle_samples: 0,
         }
     }
 

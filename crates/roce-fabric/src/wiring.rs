@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::excerpt;
 use super::fabric::LinkConfig;
 use super::switch::SwitchConfig;
 use super::topology::{End, Topology};
@@ -40,7 +41,12 @@ pub fn build(
         name.strip_prefix('h')
             .and_then(|i| i.parse::<usize>().ok())
             .and_then(|i| hs.get(i).copied())
-            .ok_or_else(|| format!("cable end {name:?} is neither a switch nor one of the {hosts} hosts h0, h1, ..."))
+            .ok_or_else(|| {
+                format!(
+                    "cable end {} is neither a switch nor one of the {hosts} hosts h0, h1, ...",
+                    excerpt(name)
+                )
+            })
     };
     for c in cables {
         let (a, b) = (end(&c.a)?, end(&c.b)?);

@@ -10,13 +10,13 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
+use super::bounds::Limits;
 use super::collective::{
     schedule, Collective, CollectiveError, CollectivePlan, GateSlots, MemberGate,
 };
 use super::hpcc::flow_file::{self, FlowLine};
-use super::hpcc::read_text;
 use super::tap::FlowSpec;
-use super::traffic::{poisson_flows, PoissonSpec, SizeCdf};
+use super::traffic::{poisson_flows_within, PoissonSpec, SizeCdf};
 use roce_proto::cc::CcConfig;
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
@@ -303,6 +303,8 @@ pub struct Plan {
     /// The collective gate of each host that is a member of one, indexed by host.
     pub gates: Vec<Option<MemberGate>>,
     next_qpn: u32,
+    /// What the workloads may make.
+    limits: Limits,
 }
 
 impl Plan {
@@ -313,22 +315,26 @@ impl Plan {
         defaults: FlowDefaults,
         seed: u64,
     ) -> Result<Plan, String> {
-        Self::new_over(workloads, ips, None, defaults, seed)
+        Self::new_over(workloads, ips, None, defaults, seed, &Limits::default())
     }
 
     /// [`Plan::new`] where flow files name host `i` by `nodes[i]` (an HPCC topology's node
-    /// ids); `None` names hosts by index.
+    /// ids); `None` names hosts by index. Workloads that make more flows than `limits` allow
+    /// are refused, before their flows are made where the count is known up front (a flow
+    /// file, bursts, `flow_sizes`), else as they are drawn.
     pub fn new_over(
         workloads: &[Workload],
         ips: &[IpAddr],
         nodes: Option<&[usize]>,
         defaults: FlowDefaults,
         seed: u64,
+        limits: &Limits,
     ) -> Result<Plan, String> {
         let mut plan = Plan {
             host_flows: vec![Vec::new(); ips.len()],
             gates: vec![None; ips.len()],
             next_qpn: 0x11,
+            limits: *limits,
             ..Plan::default()
         };
         let mut rng = Pcg64::seed_from_u64(seed ^ 0x5eed_f10e);
@@ -342,7 +348,18 @@ impl Plan {
                 ))
             }
         };
-        for w in workloads {
+        // A flow file names hosts by node id: the host of each node, looked up once.
+        let host_of: Option<Vec<Option<usize>>> = nodes.map(|n| {
+            let mut v = vec![None; n.iter().max().map_or(0, |&m| m + 1)];
+            for (h, &node) in n.iter().enumerate() {
+                if let Some(slot) = v.get_mut(node) {
+                    *slot = Some(h);
+                }
+            }
+            v
+        });
+        for (i, w) in workloads.iter().enumerate() {
+            let too_many = |e: crate::bounds::LimitError| format!("workload {i}: {e}");
             match w {
                 Workload::Flow {
                     src,
@@ -354,6 +371,7 @@ impl Plan {
                     send,
                 } => {
                     let (s, d) = (check(*src)?, check(*dst)?);
+                    plan.room(1).map_err(too_many)?;
                     plan.add(ips, s, d, defaults, *bytes, *start_us, |f| {
                         f.rate_gbps = *rate_gbps;
                         f.dscp = *dscp;
@@ -367,6 +385,7 @@ impl Plan {
                     start_us,
                 } => {
                     let d = check(*receiver)?;
+                    plan.room(senders.len() as u64).map_err(too_many)?;
                     for &s in senders {
                         plan.add(ips, check(s)?, d, defaults, *bytes, *start_us, |_| {});
                     }
@@ -380,6 +399,8 @@ impl Plan {
                     start_us,
                 } => {
                     let d = check(*receiver)?;
+                    let n = u64::from(*count).saturating_mul(senders.len() as u64);
+                    plan.room(n).map_err(too_many)?;
                     for k in 0..*count {
                         for &s in senders {
                             let at = start_us + f64::from(k) * period_us;
@@ -408,7 +429,7 @@ impl Plan {
                         collective: collective.clone(),
                     };
                     plan.add_collective(ips, defaults, c)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| format!("workload {i}: {e}"))?;
                 }
                 Workload::FlowSizes {
                     hosts,
@@ -419,6 +440,7 @@ impl Plan {
                     if hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
                         return Err("flow_sizes needs 2+ hosts and 0 < load <= 1".into());
                     }
+                    plan.room(u64::from(*flows)).map_err(too_many)?;
                     // Arrivals per second over all hosts: load * n * link rate / mean size.
                     let bps = defaults.link_gbps * 1e9 * load * hosts.len() as f64;
                     let lambda = bps / 8.0 / sizes.mean().max(1.0);
@@ -465,21 +487,30 @@ impl Plan {
                     if spec.hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
                         return Err("poisson_cdf needs 2+ hosts and 0 < load <= 1".into());
                     }
-                    for f in poisson_flows(&cdf, &spec, seed) {
+                    let room = plan.limits.max_flows().saturating_sub(plan.flows.len());
+                    let Some(flows) = poisson_flows_within(&cdf, &spec, seed, room) else {
+                        let e = plan.room(room as u64 + 1).err();
+                        return Err(format!(
+                            "workload {i}: poisson_cdf draws more flows than allowed: {}",
+                            e.map_or_else(String::new, |e| e.to_string())
+                        ));
+                    };
+                    for f in flows {
                         let (s, d) = (check(f.src)?, check(f.dst)?);
                         plan.add_line(ips, s, d, defaults, &f);
                     }
                 }
                 Workload::FlowFile { path } => {
-                    let text = read_text(path).map_err(|e| e.to_string())?;
                     let name = path.display().to_string();
-                    let host = |node: usize| match nodes {
-                        Some(n) => n.iter().position(|&x| x == node).ok_or_else(|| {
+                    let host = |node: usize| match &host_of {
+                        Some(h) => h.get(node).copied().flatten().ok_or_else(|| {
                             format!("{name}: node {node} is not a host of the topology")
                         }),
                         None => check(node),
                     };
-                    for f in flow_file::parse(&name, &text).map_err(|e| e.to_string())? {
+                    let flows = flow_file::load(path, &plan.limits).map_err(|e| e.to_string())?;
+                    plan.room(flows.len() as u64).map_err(too_many)?;
+                    for f in flows {
                         let (s, d) = (host(f.src)?, host(f.dst)?);
                         plan.add_line(ips, s, d, defaults, &f);
                     }
@@ -487,6 +518,12 @@ impl Plan {
             }
         }
         Ok(plan)
+    }
+
+    /// Refuses `more` flows beyond those planned so far that `limits` do not allow.
+    fn room(&self, more: u64) -> Result<(), crate::bounds::LimitError> {
+        self.limits
+            .flows((self.flows.len() as u64).saturating_add(more))
     }
 
     /// Adds one HPCC-format flow line from host `src` to host `dst`.
@@ -511,7 +548,7 @@ impl Plan {
         ips: &[IpAddr],
         defaults: FlowDefaults,
         c: CollectivePlan,
-    ) -> Result<(), CollectiveError> {
+    ) -> Result<(), String> {
         let hosts = &c.collective.hosts;
         let compute = Duration::from_nanos((c.collective.compute_us * 1e3).round() as u64);
         let mut gates: Vec<MemberGate> = c
@@ -521,12 +558,14 @@ impl Plan {
             .collect();
         for (i, &h) in hosts.iter().enumerate() {
             if hosts[..i].contains(&h) {
-                return Err(CollectiveError::Repeated(h));
+                return Err(CollectiveError::Repeated(h).to_string());
             }
             if self.gates.get(h).is_some_and(Option::is_some) {
-                return Err(CollectiveError::TwoCollectives(h));
+                return Err(CollectiveError::TwoCollectives(h).to_string());
             }
         }
+        let flows = gates.iter().map(|g| g.out_peers().len() as u64).sum();
+        self.room(flows).map_err(|e| e.to_string())?;
         for m in 0..gates.len() {
             for (out, &p) in gates[m].out_peers().to_vec().iter().enumerate() {
                 let inbound = gates[p].in_peers().iter().position(|&x| x == m);

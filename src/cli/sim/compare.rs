@@ -75,8 +75,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
         .clone()
         .context("a scenario file is required")?;
     let spec = GridSpec {
-        scenario_toml: std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?,
+        scenario_toml: roce_fabric::input::read_text(
+            &path,
+            roce_fabric::bounds::MAX_SCENARIO_BYTES,
+        )?,
         ccs: args.cc.clone(),
         seeds: args.seeds,
         sets: args.sets.clone(),

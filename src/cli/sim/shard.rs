@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use roce::report::compare::Trace;
 use roce_fabric::summary::Summary;
 
+/// Bytes of a shard file (summaries of every run of the shard, with their traces).
+const MAX_SHARD_BYTES: u64 = 1 << 30;
+
 /// What a shard file says it is.
 const FORMAT: &str = "roce-compare-shard/1";
 
@@ -132,8 +135,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(GridSpec, Vec<ShardRun>)> {
         } else {
             dir.clone()
         };
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text = roce_fabric::input::read_text(&path, MAX_SHARD_BYTES)?;
         let file: ShardFile = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a compare shard", path.display()))?;
         ensure!(

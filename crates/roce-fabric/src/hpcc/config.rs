@@ -7,10 +7,19 @@
 //! the file and the line.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::tokens::Tokens;
 use super::{parse_rate, HpccError};
+use crate::bounds::{excerpt, MAX_CONFIG_BYTES, MAX_CONFIG_LINE_BYTES};
+
+/// The longest `SIMULATOR_STOP_TIME`, s: a scenario's longest run,
+/// [`crate::bounds::MAX_DURATION_US`] (the run samples its time series every millisecond, at
+/// most [`crate::bounds::MAX_SAMPLES`] times).
+pub const MAX_STOP_TIME_S: f64 = crate::bounds::MAX_DURATION_US / 1e6;
+
+/// The largest `BUFFER_SIZE`, MB (64 GiB of switch buffer; switches have tens of MB).
+pub const MAX_BUFFER_MB: u64 = 65_536;
 
 /// `CC_MODE`: the controller the simulator runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,10 +117,10 @@ macro_rules! hpcc_keys {
 
         impl HpccConfig {
             /// Reads the values of `key` into its field; `false` for a key not in the table.
-            fn set(&mut self, key: &str, t: &mut Tokens) -> Result<bool, HpccError> {
+            fn set(&mut self, key: &str, t: &mut Tokens<'_>) -> Result<bool, HpccError> {
                 match key {
                     $($key => {
-                        let parse: fn(&mut Tokens) -> Result<$ty, HpccError> = $parse;
+                        let parse: fn(&mut Tokens<'_>) -> Result<$ty, HpccError> = $parse;
                         self.$field = parse(t)?;
                     })*
                     _ => return Ok(false),
@@ -187,13 +196,13 @@ hpcc_keys! {
 }
 
 /// A `0` or `1` (any other whole number counts as on, as `third.cc` reads it).
-fn flag(t: &mut Tokens) -> Result<bool, HpccError> {
+fn flag(t: &mut Tokens<'_>) -> Result<bool, HpccError> {
     let on = |v: &str| v.parse::<u32>().ok().map(|v| v != 0);
     Ok(t.value("0 or 1", on)?.1)
 }
 
 /// A size in MB: a whole number, or a decimal (`32.0`) whose fraction is dropped.
-fn whole_mb(t: &mut Tokens) -> Result<u64, HpccError> {
+fn whole_mb(t: &mut Tokens<'_>) -> Result<u64, HpccError> {
     let whole = |v: &str| {
         let (whole, fraction) = v.split_once('.').unwrap_or((v, ""));
         fraction
@@ -206,22 +215,32 @@ fn whole_mb(t: &mut Tokens) -> Result<u64, HpccError> {
 }
 
 /// A data rate as ns-3 writes it.
-fn rate(t: &mut Tokens) -> Result<u64, HpccError> {
+fn rate(t: &mut Tokens<'_>) -> Result<u64, HpccError> {
     Ok(t.value("a data rate (e.g. 100Gb/s)", parse_rate)?.1)
 }
 
 /// A path, as written.
-fn path(t: &mut Tokens) -> Result<PathBuf, HpccError> {
+fn path(t: &mut Tokens<'_>) -> Result<PathBuf, HpccError> {
     Ok(t.value("a path", |p| Some(PathBuf::from(p)))?.1)
 }
 
 impl HpccConfig {
     /// Parses the config text of the file named `file`.
     pub fn parse(file: &str, text: &str) -> Result<HpccConfig, HpccError> {
+        Self::read(Tokens::of_text(file, text))
+    }
+
+    /// Reads the config file at `path`, within [`MAX_CONFIG_BYTES`] and lines of
+    /// [`MAX_CONFIG_LINE_BYTES`].
+    pub fn load(path: &Path) -> Result<HpccConfig, HpccError> {
+        let lines = super::lines(path, MAX_CONFIG_LINE_BYTES)?.with_max_bytes(MAX_CONFIG_BYTES);
+        Self::read(Tokens::new(lines))
+    }
+
+    fn read(mut t: Tokens<'_>) -> Result<HpccConfig, HpccError> {
         let mut c = HpccConfig::default();
-        let mut t = Tokens::new(file, text);
-        while let Some((line, key)) = t.next() {
-            match key {
+        while let Some((line, key)) = t.next_owned()? {
+            match key.as_str() {
                 "LINK_DOWN" => {
                     let after_us: u64 = t.num("a time in µs")?;
                     let a = t.num("a node id")?;
@@ -237,16 +256,35 @@ impl HpccConfig {
                 }
                 k => {
                     if !c.set(k, &mut t)? {
-                        return Err(t.error(line, format!("unknown key {k:?}")));
+                        return Err(t.error(line, format!("unknown key {}", excerpt(k))));
                     }
                 }
             }
         }
+        let end = t.line()?;
         if !(c.stop_time_s.is_finite() && c.stop_time_s > 0.0) {
-            return Err(t.error(t.line(), "SIMULATOR_STOP_TIME must be positive"));
+            return Err(t.error(end, "SIMULATOR_STOP_TIME must be positive"));
+        }
+        if c.stop_time_s > MAX_STOP_TIME_S {
+            return Err(t.error(
+                end,
+                format!(
+                    "SIMULATOR_STOP_TIME {} s is more than this build supports (at most {MAX_STOP_TIME_S} s)",
+                    c.stop_time_s
+                ),
+            ));
         }
         if c.packet_payload_size == 0 {
-            return Err(t.error(t.line(), "PACKET_PAYLOAD_SIZE must be positive"));
+            return Err(t.error(end, "PACKET_PAYLOAD_SIZE must be positive"));
+        }
+        if c.buffer_size_mb > MAX_BUFFER_MB {
+            return Err(t.error(
+                end,
+                format!(
+                    "BUFFER_SIZE {} MB is more than this build supports (at most {MAX_BUFFER_MB})",
+                    c.buffer_size_mb
+                ),
+            ));
         }
         Ok(c)
     }
@@ -255,8 +293,8 @@ impl HpccConfig {
     /// maps have the rate (the simulator asserts they do for every switch port).
     pub fn ecn_for(&self, rate_bps: u64) -> Option<(u64, u64, f64)> {
         Some((
-            self.kmin_kb.get(&rate_bps)? * 1000,
-            self.kmax_kb.get(&rate_bps)? * 1000,
+            self.kmin_kb.get(&rate_bps)?.saturating_mul(1000),
+            self.kmax_kb.get(&rate_bps)?.saturating_mul(1000),
             *self.pmax.get(&rate_bps)?,
         ))
     }
@@ -264,7 +302,7 @@ impl HpccConfig {
 
 /// `N rate value rate value ...` as the *_MAP keys write it.
 fn rate_map<V: std::str::FromStr>(
-    t: &mut Tokens,
+    t: &mut Tokens<'_>,
     what: &str,
 ) -> Result<BTreeMap<u64, V>, HpccError> {
     let n: usize = t.num("the number of entries")?;

@@ -78,10 +78,10 @@ pub fn write(records: &[FctRecord]) -> String {
 
 /// Parses an FCT file (ours or the simulator's).
 pub fn parse(file: &str, text: &str) -> Result<Vec<FctRecord>, HpccError> {
-    let mut t = Tokens::new(file, text);
+    let mut t = Tokens::of_text(file, text);
     let hex = |s: &str| u32::from_str_radix(s, 16).ok();
     let mut out = Vec::new();
-    while t.next_is_some() {
+    while t.next_is_some()? {
         out.push(FctRecord {
             sip: t.value("a hex address", hex)?.1,
             dip: t.value("a hex address", hex)?.1,

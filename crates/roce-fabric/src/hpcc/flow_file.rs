@@ -4,9 +4,11 @@
 //! own `mix/flow.txt` has more lines and a description after them.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::tokens::Tokens;
 use super::HpccError;
+use crate::bounds::{Limits, MAX_LINE_BYTES};
 
 /// One flow line.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,11 +36,26 @@ impl FlowLine {
 
 /// Parses the flow text of the file named `file`.
 pub fn parse(file: &str, text: &str) -> Result<Vec<FlowLine>, HpccError> {
-    let mut t = Tokens::new(file, text);
-    let n: usize = t.num("the number of flows")?;
-    let mut flows = Vec::with_capacity(n.min(1 << 20));
+    read(Tokens::of_text(file, text), &Limits::default())
+}
+
+/// Reads the flow file at `path` (lines of at most [`MAX_LINE_BYTES`]), refusing more flows
+/// than `limits` allow before reading them.
+pub fn load(path: &Path, limits: &Limits) -> Result<Vec<FlowLine>, HpccError> {
+    read(Tokens::new(super::lines(path, MAX_LINE_BYTES)?), limits)
+}
+
+fn read(mut t: Tokens, limits: &Limits) -> Result<Vec<FlowLine>, HpccError> {
+    let (line, n) = t.value("the number of flows", |s| s.parse::<u64>().ok())?;
+    limits.flows(n).map_err(|limit| HpccError::Limit {
+        file: t.file().to_owned(),
+        line,
+        limit,
+    })?;
+    // Only lines that are there take memory: the count is checked, not trusted.
+    let mut flows = Vec::with_capacity(n.min(1 << 16) as usize);
     for _ in 0..n {
-        let line = t.line();
+        let line = t.line()?;
         let src = t.num("a source node id")?;
         let dst = t.num("a destination node id")?;
         let pg = t.num("a priority group (0..7)")?;

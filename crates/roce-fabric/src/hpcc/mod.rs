@@ -15,7 +15,12 @@ pub mod pfc_file;
 mod tokens;
 pub mod topology_file;
 
+use std::fs::File;
+use std::io::BufReader;
 use std::path::Path;
+
+use crate::bounds::LimitError;
+use crate::input::{self, InputError, Lines};
 
 /// An error reading one of the HPCC simulator's files: always names the file and the line.
 #[derive(Debug, thiserror::Error)]
@@ -30,22 +35,28 @@ pub enum HpccError {
         /// What is wrong.
         msg: String,
     },
-    /// The file could not be read.
-    #[error("reading {file}: {source}")]
-    Io {
+    /// The file could not be read, or not within its bounds (a line too long, not text).
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A count above what is allowed (nodes, links, flows).
+    #[error("{file}:{line}: {limit}")]
+    Limit {
         /// The file.
         file: String,
-        /// Why.
-        source: std::io::Error,
+        /// 1-based line number of the count.
+        line: usize,
+        /// Which limit (part of this error's one line, not a cause of its own).
+        limit: LimitError,
     },
 }
 
-/// Reads `path` to a string, the error naming the file.
-pub fn read_text(path: &Path) -> Result<String, HpccError> {
-    std::fs::read_to_string(path).map_err(|source| HpccError::Io {
-        file: path.display().to_string(),
-        source,
-    })
+/// The lines of the file at `path`, each at most `max_line` bytes.
+pub fn lines(path: &Path, max_line: usize) -> Result<Lines<BufReader<File>>, HpccError> {
+    Ok(Lines::new(
+        path.display().to_string(),
+        input::open(path)?,
+        max_line,
+    ))
 }
 
 /// SI and IEC prefixes of ns-3 data rates.

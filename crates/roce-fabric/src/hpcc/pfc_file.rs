@@ -69,14 +69,14 @@ pub fn write(records: &[PfcRecord]) -> String {
 
 /// Parses a PFC file (ours or the simulator's).
 pub fn parse(file: &str, text: &str) -> Result<Vec<PfcRecord>, HpccError> {
-    let mut t = Tokens::new(file, text);
+    let mut t = Tokens::of_text(file, text);
     let flag = |s: &str| match s {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
     };
     let mut out = Vec::new();
-    while t.next_is_some() {
+    while t.next_is_some()? {
         out.push(PfcRecord {
             t_ns: t.num("a time in ns")?,
             node: t.num("a node id")?,

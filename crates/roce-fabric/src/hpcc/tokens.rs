@@ -1,50 +1,95 @@
 //! Whitespace-separated tokens with their line numbers: the HPCC simulator reads its files
-//! with `std::istream >>`, so values may wrap lines; errors still name the line.
+//! with `std::istream >>`, so values may wrap lines; errors still name the line. Lines are
+//! read as the tokens are taken (a flow file's trailing description is never read), each
+//! within its file's bounds ([`crate::input::Lines`]).
+
+use std::io::BufRead;
 
 use super::HpccError;
+use crate::bounds::excerpt;
+use crate::input::Lines;
 
 /// A cursor over the tokens of one file.
 pub(crate) struct Tokens<'a> {
-    file: &'a str,
-    toks: Vec<(usize, &'a str)>,
+    lines: Lines<Box<dyn BufRead + 'a>>,
+    /// The line being read, its number, and where its next token starts at the earliest.
+    line: String,
+    line_no: usize,
     pos: usize,
-    last_line: usize,
+    eof: bool,
 }
 
 impl<'a> Tokens<'a> {
-    /// Splits `text` (of the file named `file`).
-    pub(crate) fn new(file: &'a str, text: &'a str) -> Self {
-        let toks: Vec<(usize, &str)> = text
-            .lines()
-            .enumerate()
-            .flat_map(|(i, l)| l.split_whitespace().map(move |t| (i + 1, t)))
-            .collect();
+    /// The tokens of `text` (of the file named `file`), lines of any length.
+    pub(crate) fn of_text(file: &str, text: &'a str) -> Self {
+        Tokens::new(Lines::new(file, text.as_bytes(), usize::MAX))
+    }
+
+    /// The tokens of `lines`.
+    pub(crate) fn new(lines: Lines<impl BufRead + 'a>) -> Self {
         Tokens {
-            file,
-            toks,
+            lines: lines.boxed(),
+            line: String::new(),
+            line_no: 0,
             pos: 0,
-            last_line: text.lines().count().max(1),
+            eof: false,
         }
     }
 
-    /// The next token and its line, if any.
-    pub(crate) fn next(&mut self) -> Option<(usize, &'a str)> {
-        let t = self.toks.get(self.pos).copied();
-        if t.is_some() {
-            self.pos += 1;
+    /// The next token's line and byte range in `self.line`, reading lines as needed; `None`
+    /// at the end of the file.
+    fn peek(&mut self) -> Result<Option<(usize, usize, usize)>, HpccError> {
+        loop {
+            let rest = self.line.get(self.pos..).unwrap_or_default();
+            if let Some(off) = rest.find(|c: char| !c.is_whitespace()) {
+                let start = self.pos + off;
+                let tail = self.line.get(start..).unwrap_or_default();
+                let end = start + tail.find(char::is_whitespace).unwrap_or(tail.len());
+                self.pos = start;
+                return Ok(Some((self.line_no, start, end)));
+            }
+            self.line.clear();
+            self.pos = 0;
+            if self.eof {
+                return Ok(None);
+            }
+            match self.lines.next_line()? {
+                Some((n, text)) => {
+                    self.line.push_str(text);
+                    self.line_no = n;
+                }
+                None => self.eof = true,
+            }
         }
-        t
+    }
+
+    /// The next token and its line, taken, if any.
+    pub(crate) fn next_owned(&mut self) -> Result<Option<(usize, String)>, HpccError> {
+        let Some((line, start, end)) = self.peek()? else {
+            return Ok(None);
+        };
+        let tok = self.line.get(start..end).unwrap_or_default().to_owned();
+        self.pos = end;
+        Ok(Some((line, tok)))
     }
 
     /// The line of the next token (or the last line at the end).
-    pub(crate) fn line(&self) -> usize {
-        self.toks.get(self.pos).map_or(self.last_line, |t| t.0)
+    pub(crate) fn line(&mut self) -> Result<usize, HpccError> {
+        Ok(match self.peek()? {
+            Some((line, ..)) => line,
+            None => self.lines.count().max(1),
+        })
+    }
+
+    /// The file's name.
+    pub(crate) fn file(&self) -> &str {
+        self.lines.file()
     }
 
     /// An error at `line`.
     pub(crate) fn error(&self, line: usize, msg: impl Into<String>) -> HpccError {
         HpccError::Malformed {
-            file: self.file.to_owned(),
+            file: self.lines.file().to_owned(),
             line,
             msg: msg.into(),
         }
@@ -56,24 +101,27 @@ impl<'a> Tokens<'a> {
         what: &str,
         parse: impl FnOnce(&str) -> Option<T>,
     ) -> Result<(usize, T), HpccError> {
-        let line = self.line();
-        let Some((line, tok)) = self.next() else {
+        let Some((line, start, end)) = self.peek()? else {
+            let line = self.line()?;
             return Err(self.error(line, format!("file ends where {what} was expected")));
         };
-        parse(tok)
-            .map(|v| (line, v))
-            .ok_or_else(|| self.error(line, format!("{tok:?} is not {what}")))
+        let tok = self.line.get(start..end).unwrap_or_default();
+        match parse(tok) {
+            Some(v) => {
+                self.pos = end;
+                Ok((line, v))
+            }
+            None => Err(self.error(line, format!("{} is not {what}", excerpt(tok)))),
+        }
     }
 
     /// The next token as a number (`what` naming it in errors).
     pub(crate) fn num<T: std::str::FromStr>(&mut self, what: &str) -> Result<T, HpccError> {
         self.value(what, |t| t.parse().ok()).map(|(_, v)| v)
     }
-}
 
-impl Tokens<'_> {
     /// Whether a token is left.
-    pub(crate) fn next_is_some(&self) -> bool {
-        self.pos < self.toks.len()
+    pub(crate) fn next_is_some(&mut self) -> Result<bool, HpccError> {
+        Ok(self.peek()?.is_some())
     }
 }

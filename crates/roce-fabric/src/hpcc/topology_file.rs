@@ -8,6 +8,9 @@ use std::collections::VecDeque;
 
 use super::tokens::Tokens;
 use super::{parse_rate, parse_time_ns, HpccError};
+use crate::bounds::{
+    at_most, excerpt, MAX_CABLES, MAX_HOSTS, MAX_PORTS, MAX_SWITCHES, MAX_TOPOLOGY_LINE_BYTES,
+};
 use crate::fabric::LinkConfig;
 use crate::switch::SwitchConfig;
 use crate::topology::{End, Topology};
@@ -55,20 +58,37 @@ pub struct PathInfo {
 impl PathInfo {
     /// `third.cc`'s base RTT: twice the delay plus one payload's serialization per hop.
     pub fn base_rtt_ns(&self) -> u64 {
-        2 * self.delay_ns + self.tx_delay_ns
+        self.delay_ns
+            .saturating_mul(2)
+            .saturating_add(self.tx_delay_ns)
     }
 }
 
 impl TopologyFile {
     /// Parses the topology text of the file named `file`.
     pub fn parse(file: &str, text: &str) -> Result<TopologyFile, HpccError> {
-        let mut t = Tokens::new(file, text);
-        let nodes: usize = t.num("the number of nodes")?;
-        let switches: usize = t.num("the number of switches")?;
-        let links: usize = t.num("the number of links")?;
+        Self::read(Tokens::of_text(file, text))
+    }
+
+    fn read(mut t: Tokens) -> Result<TopologyFile, HpccError> {
+        let count = |t: &mut Tokens, what: &str| t.value(what, |s| s.parse::<u64>().ok());
+        let (line, nodes) = count(&mut t, "the number of nodes")?;
+        let (_, switches) = count(&mut t, "the number of switches")?;
+        let (_, links) = count(&mut t, "the number of links")?;
         if switches > nodes {
-            return Err(t.error(1, format!("{switches} switches but only {nodes} nodes")));
+            return Err(t.error(line, format!("{switches} switches but only {nodes} nodes")));
         }
+        let limit = |limit| HpccError::Limit {
+            file: t.file().to_owned(),
+            line,
+            limit,
+        };
+        at_most("nodes", nodes, (MAX_HOSTS + MAX_SWITCHES) as u64).map_err(limit)?;
+        at_most("switches", switches, MAX_SWITCHES as u64).map_err(limit)?;
+        at_most("hosts", nodes - switches, MAX_HOSTS as u64).map_err(limit)?;
+        at_most("links", links, MAX_CABLES as u64).map_err(limit)?;
+        // Within the ceilings, which fit in usize.
+        let (nodes, switches, links) = (nodes as usize, switches as usize, links as usize);
         let mut is_switch = vec![false; nodes];
         for _ in 0..switches {
             let (line, id) = t.value("a switch id", |s| s.parse::<usize>().ok())?;
@@ -78,9 +98,10 @@ impl TopologyFile {
                 None => return Err(t.error(line, format!("switch id {id} is not below {nodes}"))),
             }
         }
-        let mut out = Vec::with_capacity(links);
+        let mut ports = vec![0usize; nodes];
+        let mut out = Vec::with_capacity(links.min(1 << 16));
         for _ in 0..links {
-            let line = t.line();
+            let line = t.line()?;
             let a: usize = t.num("a node id")?;
             let b: usize = t.num("a node id")?;
             let (_, rate_bps) = t.value("a data rate (e.g. 100Gbps)", parse_rate)?;
@@ -95,6 +116,18 @@ impl TopologyFile {
             if rate_bps == 0 || !(0.0..=1.0).contains(&error_rate) {
                 return Err(t.error(line, "link rate must be positive and error rate in 0..=1"));
             }
+            for n in [a, b] {
+                if let Some(p) = ports.get_mut(n) {
+                    *p += 1;
+                    at_most("ports on one node", *p as u64, MAX_PORTS as u64).map_err(|limit| {
+                        HpccError::Limit {
+                            file: t.file().to_owned(),
+                            line,
+                            limit,
+                        }
+                    })?;
+                }
+            }
             out.push(LinkLine {
                 a,
                 b,
@@ -104,8 +137,8 @@ impl TopologyFile {
                 line,
             });
         }
-        if let Some((line, tok)) = t.next() {
-            return Err(t.error(line, format!("{tok:?} after the {links} links")));
+        if let Some((line, tok)) = t.next_owned()? {
+            return Err(t.error(line, format!("{} after the {links} links", excerpt(&tok))));
         }
         Ok(TopologyFile {
             nodes,
@@ -144,10 +177,10 @@ impl TopologyFile {
                 if info[next].is_some() {
                     continue;
                 }
+                let tx_ns = u64::from(payload).saturating_mul(8_000_000_000) / l.rate_bps;
                 info[next] = Some(PathInfo {
-                    delay_ns: here.delay_ns + l.delay_ns,
-                    tx_delay_ns: here.tx_delay_ns
-                        + u64::from(payload) * 1_000_000_000 * 8 / l.rate_bps,
+                    delay_ns: here.delay_ns.saturating_add(l.delay_ns),
+                    tx_delay_ns: here.tx_delay_ns.saturating_add(tx_ns),
                     bw_bps: here.bw_bps.min(l.rate_bps),
                 });
                 if self.is_switch[next] {
@@ -160,9 +193,10 @@ impl TopologyFile {
 }
 
 impl TopologyFile {
-    /// Loads and parses the file at `path`.
+    /// Loads and parses the file at `path`, its lines and counts within the bounds of
+    /// [`crate::bounds`].
     pub fn load(path: &std::path::Path) -> Result<TopologyFile, HpccError> {
-        Self::parse(&path.display().to_string(), &super::read_text(path)?)
+        Self::read(Tokens::new(super::lines(path, MAX_TOPOLOGY_LINE_BYTES)?))
     }
 
     /// The rate of the first link that touches a host (the NIC rate `third.cc` takes), bit/s.

@@ -62,9 +62,16 @@ impl<E: Engine> Fabric<E> {
                 Some(p) => self.in_partition(p, ev),
                 None => {
                     self.gather(parts, layout, g);
+                    // Whether the partitions have anything left to do (a sample that finds
+                    // nothing anywhere takes the rest of the run's samples at once).
+                    self.w.idle_elsewhere = parts.iter().all(|p| {
+                        p.w.queue.is_empty()
+                            && p.w.cross.as_ref().map_or(true, |c| c.out.is_empty())
+                    });
                     if self.dispatch(ev) {
                         self.w.events += 1;
                     }
+                    self.w.idle_elsewhere = true;
                     self.scatter(parts, layout);
                 }
             }

@@ -40,6 +40,9 @@ pub enum ParallelError {
     /// A link between partitions has no delay, so no window can be run apart.
     #[error("--threads > 1 needs links between switches to have a delay (one has 0 ns)")]
     NoLookahead,
+    /// More threads than [`crate::bounds::MAX_THREADS`].
+    #[error("--threads {0} is more than this build supports (at most {max})", max = crate::bounds::MAX_THREADS)]
+    TooMany(usize),
 }
 
 /// How a fabric runs: the fields only one of the modes has live here, so that a partition
@@ -204,6 +207,7 @@ impl<E: Engine + Send> Fabric<E> {
             self.scatter(&mut p, layout);
         }
         let stop = end.as_nanos().saturating_add(1);
+        self.w.stop = stop;
         let cells: Vec<Mutex<&mut Fabric<E>>> = parts.iter_mut().map(Mutex::new).collect();
         let shared = Shared::new(&cells, layout.lookahead, stop);
         shared.publish(&cells, self.w.queue.peek_time(), 0);

@@ -17,6 +17,9 @@ impl<E: Engine> Fabric<E> {
         if threads == 0 {
             return Err(ParallelError::NoThreads);
         }
+        if threads > crate::bounds::MAX_THREADS {
+            return Err(ParallelError::TooMany(threads));
+        }
         if let RunMode::Split(par) = &self.mode {
             return Ok(par.parts.len());
         }

@@ -1,0 +1,3 @@
+//! The crate's integration tests, in one binary.
+
+mod input_bounds;

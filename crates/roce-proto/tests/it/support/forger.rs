@@ -318,12 +318,11 @@ impl Forger {
             Kind::Request => self.request(Dir::AtoB, psn, rng),
             Kind::Reverse => self.request(Dir::BtoA, psn, rng),
             Kind::Replay => {
-                let ring = if rng.random_bool(0.5) {
+                let (dir, ring) = if rng.random_bool(0.5) {
                     (Dir::AtoB, &self.a_to_b)
                 } else {
                     (Dir::BtoA, &self.b_to_a)
                 };
-                let (dir, ring) = ring;
                 let i = rng.random_range(0..ring.len().max(1));
                 ring.get(i).map(|s| (dir, s.frame.clone()))
             }

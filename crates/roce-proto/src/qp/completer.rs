@@ -184,9 +184,16 @@ impl Requester {
         }
     }
 
-    /// A response PSN this requester could have caused: sent, and not older than `una` allows.
+    /// A response PSN this requester could have caused: one it sent and has not seen
+    /// acknowledged (`una` up to `high_psn`), or the one just before `una`, which a duplicate ACK
+    /// carries. Measured as an offset from there, not by serial comparison with `high_psn`
+    /// alone: a PSN half the ring away from `high_psn` compares as before it and as after every
+    /// PSN not yet sent, so a forged ACK carrying one would complete work requests never sent.
+    /// (rxe's completer likewise drops a response that reaches a WQE its requester has not
+    /// started.)
     fn response_in_window(&self, psn: Psn) -> bool {
-        psn.before(self.high_psn)
+        let from = self.una.sub(1);
+        psn.sub(from.value()).value() < self.high_psn.sub(from.value()).value()
     }
 
     /// An ACK or NAK (opcode ACKNOWLEDGE) for `psn`.

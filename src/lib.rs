@@ -13,7 +13,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "dpdk")]
 pub mod metrics;
 pub mod oob;
 pub mod payload;

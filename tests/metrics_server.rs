@@ -220,6 +220,25 @@ fn accepts_are_paced_by_the_token_bucket() {
     assert!(took >= Duration::from_millis(480), "25 accepts in {took:?}");
 }
 
+#[test]
+fn a_rendering_that_panics_is_answered_503_not_left_hanging() {
+    let server = MetricsServer::serve(
+        "127.0.0.1:0".parse().expect("addr"),
+        CONTENT_TYPE,
+        Limits::default(),
+        Box::new(|| panic!("the exposition cannot be rendered")),
+    )
+    .expect("serve");
+    let addr = server.addr();
+    let (r, _) = scrape(addr);
+    assert_eq!(
+        (r.status, r.body.as_slice()),
+        (503, &b"metrics unavailable\n"[..])
+    );
+    assert_eq!(scrape(addr).0.status, 503);
+    assert_eq!(exchange(addr, b"GET / HTTP/1.1\r\n\r\n").status, 404);
+}
+
 /// In a helper process: a default server of the stub, or `n` slow clients of `addr`.
 fn helper_role() -> bool {
     if http_attack::slow_helper_role(ROLE) {

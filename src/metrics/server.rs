@@ -5,9 +5,9 @@
 //! asks it at most once per [`MIN_COLLECT_INTERVAL`](super::MIN_COLLECT_INTERVAL)).
 //!
 //! It is built to be exposed to hostile clients; its bounds ([`Limits::default`]) are:
-//! - **Threads: two**, whatever the clients do: one I/O thread (a `mio` event loop over
-//!   nonblocking sockets, never a thread per connection) and one collector that takes and
-//!   renders expositions, so a scrape waiting on the data path ([`PUBLISH_WAIT`]
+//! - **Threads: two**, whatever the clients do: one I/O thread (`roce-metrics`, a `mio` event
+//!   loop over nonblocking sockets, never a thread per connection) and one collector
+//!   (`roce-metrics-collector`) that takes and renders expositions, so a scrape waiting on the data path ([`PUBLISH_WAIT`]
 //!   (super::PUBLISH_WAIT) at most) never stalls the I/O. Concurrent scrapes share one rendering.
 //! - **Connections: at most [`MAX_CONNECTIONS`]** open. When full, accepting another closes
 //!   the least useful one: one already answered and lingering, else the oldest still sending
@@ -176,16 +176,23 @@ impl MetricsServer {
         let (want_tx, want_rx) = crossbeam::channel::bounded::<()>(1);
         let (body_tx, body_rx) = crossbeam::channel::unbounded::<Arc<[u8]>>();
 
-        let w = waker.clone();
+        let collecting = Collecting {
+            bodies: Some(body_tx),
+            waker: waker.clone(),
+        };
         let collector = std::thread::Builder::new()
-            .name("roce-metrics-co".into())
+            .name("roce-metrics-collector".into())
             .spawn(move || {
                 // Ends when the I/O thread drops its side.
                 while want_rx.recv().is_ok() {
-                    if body_tx.send(render()).is_err() {
+                    let body = render();
+                    let Some(bodies) = &collecting.bodies else {
+                        break;
+                    };
+                    if bodies.send(body).is_err() {
                         break;
                     }
-                    let _ = w.wake();
+                    let _ = collecting.waker.wake();
                 }
             })
             .map_err(|e| anyhow!("cannot start the metrics collector thread: {e}"))?;
@@ -216,6 +223,21 @@ impl MetricsServer {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+}
+
+/// The collector's end of the channel to the I/O thread. However the collector ends (a panic in
+/// `render` included), the channel is closed and the I/O thread woken, so it answers 503 from
+/// then on instead of waiting for an exposition that will not come.
+struct Collecting {
+    bodies: Option<crossbeam::channel::Sender<Arc<[u8]>>>,
+    waker: Arc<Waker>,
+}
+
+impl Drop for Collecting {
+    fn drop(&mut self) {
+        drop(self.bodies.take());
+        let _ = self.waker.wake();
     }
 }
 

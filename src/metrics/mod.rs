@@ -12,6 +12,9 @@
 //! [`request`] and [`server`] need no DPDK (the fuzz targets and tests use them alone); the rest
 //! is under the `dpdk` feature.
 
+// Without DPDK the links above to the hub, exposition and telemetry have nothing to point at.
+#![cfg_attr(not(feature = "dpdk"), allow(rustdoc::broken_intra_doc_links))]
+
 #[cfg(feature = "dpdk")]
 pub mod exposition;
 #[cfg(feature = "dpdk")]

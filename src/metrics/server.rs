@@ -1,14 +1,16 @@
 //! The `--metrics ADDR:PORT` endpoint: `GET /metrics` (or `HEAD`) answers the newest exposition
 //! as OpenMetrics text; other paths are 404, other methods 405, a request with a body 413,
-//! malformed heads 400, heads too large 431. Every response closes its connection. Not here:
-//! what is exposed ([`super::exposition`]) and when the data path snapshots ([`super::MetricsHub`]
-//! asks it at most once per [`MIN_COLLECT_INTERVAL`](super::MIN_COLLECT_INTERVAL)).
+//! malformed heads 400, heads too large 431, and 503 if expositions cannot be had. Every
+//! response closes its connection. Not here: what is exposed (`metrics::exposition`) and when
+//! the data path snapshots (`MetricsHub` asks it at most once per `MIN_COLLECT_INTERVAL`,
+//! 100 ms, however many scrapes come).
 //!
 //! It is built to be exposed to hostile clients; its bounds ([`Limits::default`]) are:
 //! - **Threads: two**, whatever the clients do: one I/O thread (`roce-metrics`, a `mio` event
 //!   loop over nonblocking sockets, never a thread per connection) and one collector
-//!   (`roce-metrics-collector`) that takes and renders expositions, so a scrape waiting on the data path ([`PUBLISH_WAIT`]
-//!   (super::PUBLISH_WAIT) at most) never stalls the I/O. Concurrent scrapes share one rendering.
+//!   (`roce-metrics-collector`) that takes and renders expositions, so a scrape waiting on the
+//!   data path (`PUBLISH_WAIT`, 250 ms, at most) never stalls the I/O. Scrapes waiting at the
+//!   same time share one rendering, and an unchanged exposition is not rendered again.
 //! - **Connections: at most [`MAX_CONNECTIONS`]** open. When full, accepting another closes
 //!   the least useful one: one already answered and lingering, else the oldest still sending
 //!   its head, else the oldest being answered. A flood of slow connections therefore cannot
@@ -33,7 +35,8 @@
 //!   resets the connection); then the connection is closed.
 //! - **Memory:** a head buffer of [`MAX_HEAD_BYTES`](super::request::MAX_HEAD_BYTES) per
 //!   connection (2 MiB at most in all), plus the rendered expositions that unfinished responses
-//!   still hold (one per collection, so at most `WRITE_DEADLINE / MIN_COLLECT_INTERVAL` + 1).
+//!   still hold, shared (from a `MetricsHub`, a new one at most every `MIN_COLLECT_INTERVAL`:
+//!   at most 101 within a `WRITE_DEADLINE`; the demo's is 40 KB).
 //! - **Out of file descriptors** (`EMFILE`, `ENFILE`) or buffers on accept: the least useful
 //!   connection is closed (as when full) and the accept tried again; if it fails again,
 //!   accepting pauses for [`ACCEPT_BACKOFF`]. The loop goes on.

@@ -2,8 +2,8 @@
 //!
 //! What the `roce` commands share beyond the transport: the out-of-band exchanges of
 //! ibv_rc_pingpong, perftest and the pyverbs peer ([`oob`]), packet captures ([`pcap`]), counter
-//! reports ([`stats`]), verifiable payloads ([`payload`]) and the tables, CSV and plots runs leave
-//! ([`report`]).
+//! reports ([`stats`]), verifiable payloads ([`payload`]), the tables, CSV and plots runs leave
+//! ([`report`]) and live metrics for Prometheus and DPDK telemetry ([`metrics`]).
 //!
 //! The transport itself lives in the workspace's crates, which import only downward:
 //! - `roce-proto`: the sans-IO protocol core (wire, QPs, congestion control, endpoint);
@@ -13,7 +13,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "dpdk")]
 pub mod metrics;
 pub mod oob;
 pub mod payload;

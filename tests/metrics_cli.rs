@@ -1,9 +1,12 @@
 //! `--metrics` end to end: a running `roce demo` serves OpenMetrics text that a Prometheus parser
 //! reads, whose values are the counters of the run's `--json` output; the same counters answer
-//! on DPDK's telemetry socket.
+//! on DPDK's telemetry socket. Under attack (huge bodies, garbage, a thousand slow clients) the
+//! demo still verifies every message, answers scrapes, and keeps its threads and memory.
 
 #[path = "support/cli_output.rs"]
 mod cli_output;
+#[path = "support/http_attack.rs"]
+mod http_attack;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -204,4 +207,153 @@ fn metrics_endpoint_parses_and_equals_the_runs_json_counters_and_telemetry() {
         );
         assert!(t.contains("Counters per QP"), "{t}");
     }
+}
+
+/// The role of this test binary's helper processes (slow clients).
+const ROLE: &str = "ROCE_METRICS_CLI_TEST_ROLE";
+
+/// How far a demo under attack may grow beyond its peak memory before the attack: the server's
+/// own worst case is 2 MiB of head buffers plus the renderings unfinished answers hold.
+const ATTACK_MEMORY_BOUND_KB: u64 = 32 * 1024;
+
+#[test]
+fn a_demo_under_http_attack_verifies_every_message_and_answers_scrapes() {
+    const TEST: &str = "a_demo_under_http_attack_verifies_every_message_and_answers_scrapes";
+    if http_attack::slow_helper_role(ROLE) {
+        return;
+    }
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let child = Command::new(env!("CARGO_BIN_EXE_roce"))
+        .args([
+            "demo",
+            "--duration",
+            "4s",
+            "--bottleneck-gbps",
+            "0.2",
+            "--seed",
+            "5",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "2s",
+            // No telemetry socket: it would be shared with the other test's demo.
+            "--eal=--no-telemetry",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run roce demo");
+    let mut child = Running(child);
+    let pid = child.0.id();
+    let mut err = BufReader::new(child.0.stderr.take().expect("stderr"));
+    let addr: std::net::SocketAddr = loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).expect("stderr") > 0,
+            "no metrics address on stderr"
+        );
+        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
+            break a
+                .strip_suffix("/metrics")
+                .and_then(|a| a.parse().ok())
+                .expect("address");
+        }
+    };
+    let stderr = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    let parses = |r: &http_attack::Response| {
+        assert_eq!(r.status, 200, "{}", r.head);
+        let text = String::from_utf8_lossy(&r.body);
+        let s = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+            .expect("the exposition parses");
+        assert!(s.samples.len() > 50, "{} samples", s.samples.len());
+    };
+    parses(&http_attack::scrape(addr).0);
+    let threads = http_attack::proc_status(pid, "Threads");
+    let hwm = http_attack::proc_status(pid, "VmHWM");
+
+    // Huge bodies, garbage and oversize heads, over and over, until the run ends.
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let noise = std::thread::spawn(move || {
+        let mut post = b"POST /metrics HTTP/1.1\r\nContent-Length: 99999999999999\r\n\r\n".to_vec();
+        post.resize(post.len() + 64 * 1024, b'x');
+        let mut long = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        long.resize(32 * 1024, b'a');
+        let attacks: [(&[u8], u16); 4] = [
+            (&post, 405),
+            (
+                b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n",
+                400,
+            ),
+            (&long, 431),
+            (
+                b"GET /metrics HTTP/1.1\r\nContent-Length: 99999999999999\r\n\r\n",
+                413,
+            ),
+        ];
+        let mut rounds = 0;
+        while !s.load(Ordering::Relaxed) {
+            for (bytes, status) in &attacks {
+                let r = http_attack::exchange(addr, bytes);
+                assert_eq!(r.status, *status, "{}", r.head);
+            }
+            rounds += 1;
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        rounds
+    });
+    let (slow, connected) = http_attack::slow_helpers(TEST, ROLE, addr, 1000);
+    assert!(
+        connected >= 900,
+        "{connected} of 1000 slow clients connected"
+    );
+    let (r, took) = http_attack::scrape(addr);
+    parses(&r);
+    let attacked_threads = http_attack::proc_status(pid, "Threads");
+    let names = http_attack::proc_thread_names(pid);
+    assert_eq!(attacked_threads, threads, "threads under attack: {names:?}");
+    assert_eq!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("roce-metrics"))
+            .count(),
+        2,
+        "{names:?}"
+    );
+
+    // The run ends on its own, every message verified.
+    let mut stdout = BufReader::new(child.0.stdout.take().expect("stdout"));
+    let mut out = String::new();
+    while !out.lines().any(|l| l.starts_with("Verified: ")) {
+        assert!(
+            stdout.read_line(&mut out).expect("stdout") > 0,
+            "no verdict: {out}"
+        );
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("Verified: all ") && l.ends_with("; no transport errors.")),
+        "{out}"
+    );
+    // Still lingering: its peak memory is there to read.
+    let attacked_hwm = http_attack::proc_status(pid, "VmHWM");
+    stop.store(true, Ordering::Relaxed);
+    let rounds = noise.join().expect("the noise thread's answers");
+    drop(slow);
+    let status = child.0.wait().expect("wait");
+    let err = stderr.join().expect("stderr");
+    assert!(status.success(), "{status}: {err}");
+    assert!(
+        attacked_hwm <= hwm + ATTACK_MEMORY_BOUND_KB,
+        "peak memory {attacked_hwm} kB under attack, {hwm} kB before"
+    );
+    assert!(rounds > 0);
+    println!(
+        "under attack: scrape answered in {took:?}; {rounds} rounds of hostile requests; threads {attacked_threads} (before: {threads}); VmHWM {attacked_hwm} kB (before: {hwm} kB)"
+    );
 }

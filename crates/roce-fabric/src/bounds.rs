@@ -6,7 +6,7 @@
 //! duration in ns where µs were meant) must end in one line naming it, not in an allocation
 //! that eats the machine. Every count is checked here before anything is allocated for it.
 //! The library knows no machine: a caller that does (the CLI reads `/proc/meminfo`) passes its
-//! memory to [`Footprint::check`] or [`Limits::for_memory`].
+//! memory to `scenario_size::Footprint::check` or [`Limits::for_memory`].
 
 /// Hosts a scenario may have: 6x the largest plan run so far (10,240 hosts). Each costs about
 /// [`HOST_BYTES`] and a route entry in every switch.
@@ -255,96 +255,6 @@ impl Limits {
     }
 }
 
-/// What a scenario holds in memory, counted before it is built.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Footprint {
-    /// Hosts.
-    pub hosts: u64,
-    /// Switches.
-    pub switches: u64,
-    /// Cables.
-    pub cables: u64,
-    /// Flows.
-    pub flows: u64,
-    /// Whether hosts run the RC engine (else the stand-in).
-    pub rc: bool,
-    /// Telemetry bins the run closes.
-    pub bins: u64,
-    /// Threads the fabric runs on (each partition copies the links and the flows' tap).
-    pub threads: u64,
-    /// Whether the run has failures (then its outage report keeps every flow's rate in every
-    /// bin).
-    pub outage: bool,
-}
-
-impl Footprint {
-    /// The estimate, bytes: per host, cable and flow, a route per switch and host, the
-    /// telemetry bins (every port's eight priorities and every host's counters each), per
-    /// partition of a split run the copied links and tap, and the outage report's rate of
-    /// every flow in every bin.
-    pub fn bytes(&self) -> u64 {
-        let prio = std::mem::size_of::<crate::stats::PrioCounters>() as u64 + 16;
-        let host = std::mem::size_of::<crate::telemetry::HostCounters>() as u64;
-        let flow = if self.rc {
-            RC_FLOW_BYTES
-        } else {
-            STAND_IN_FLOW_BYTES
-        };
-        let ports = self.cables.saturating_mul(2);
-        let bin = ports
-            .saturating_mul(8 * prio)
-            .saturating_add(self.hosts.saturating_mul(host));
-        // A partition's copies: links, the tap's flows, and per node a slot and an RNG.
-        let per_thread = self
-            .cables
-            .saturating_mul(256)
-            .saturating_add(self.flows.saturating_mul(128))
-            .saturating_add(self.hosts.saturating_add(self.switches).saturating_mul(64));
-        [
-            self.hosts.saturating_mul(HOST_BYTES),
-            self.cables.saturating_mul(CABLE_BYTES),
-            self.flows.saturating_mul(flow),
-            self.switches
-                .saturating_mul(self.hosts)
-                .saturating_mul(ROUTE_BYTES),
-            self.bins.saturating_add(1).saturating_mul(bin),
-            self.threads.saturating_sub(1).saturating_mul(per_thread),
-            if self.outage {
-                self.flows
-                    .saturating_mul(self.bins.saturating_add(1))
-                    .saturating_mul(8)
-            } else {
-                0
-            },
-        ]
-        .into_iter()
-        .fold(0u64, u64::saturating_add)
-    }
-
-    /// Refuses a footprint above `memory_bytes`, naming what needs it.
-    pub fn check(&self, memory_bytes: u64) -> Result<(), LimitError> {
-        let need = self.bytes();
-        if need <= memory_bytes {
-            return Ok(());
-        }
-        let mut what = format!(
-            "{} hosts, {} switches, {} cables, {} flows",
-            self.hosts, self.switches, self.cables, self.flows
-        );
-        if self.bins > 100 {
-            what.push_str(&format!(", {} telemetry bins", self.bins));
-        }
-        if self.threads > 1 {
-            what.push_str(&format!(" on {} threads", self.threads));
-        }
-        Err(LimitError::Memory {
-            what,
-            need: human_bytes(need),
-            have: human_bytes(memory_bytes),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,26 +298,6 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "inf samples is more than this build supports (at most 10000000)"
-        );
-        let f = Footprint {
-            hosts: 20_000,
-            switches: 1,
-            cables: 20_000,
-            flows: 1_000_000,
-            rc: true,
-            bins: 12,
-            threads: 1,
-            outage: false,
-        };
-        assert!(f.check(64_000_000_000).is_ok());
-        let e = f.check(16_000_000_000).unwrap_err().to_string();
-        assert!(
-            e.starts_with("20000 hosts, 1 switches, 20000 cables, 1000000 flows need about 27."),
-            "{e}"
-        );
-        assert!(
-            e.ends_with(" GB, more than the 16.0 GB of memory here"),
-            "{e}"
         );
         assert_eq!(Limits::for_memory(24 << 20).max_flows(), 945);
         assert_eq!(Limits::for_memory(u64::MAX).max_flows(), MAX_FLOWS);

@@ -376,8 +376,9 @@ impl<E: Engine> Telemetry<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::StandInEngine;
+    // Any engine will do: these tests feed samples, not frames.
     use crate::SwitchId;
+    use roce_proto::endpoint::Endpoint;
 
     /// One switch port sampled with `depths` one by one, and with runs of equal depths at
     /// once: the same mean and p99 as the depths sorted one by one.
@@ -389,7 +390,7 @@ mod tests {
             .chain((1..=200).map(|d| d * 10))
             .collect();
         let new = || {
-            let mut t = Telemetry::<StandInEngine>::new(1_000_000, None);
+            let mut t = Telemetry::<Endpoint>::new(1_000_000, None);
             t.learn(
                 vec![(Node::Switch(SwitchId(0)), 0, "sw0".into())],
                 Vec::new(),

@@ -6,8 +6,8 @@
 //! whatever a program registered in its own registry. Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.
 
+use super::entry::{CcEntry, BUILTIN};
 use super::params::{CcKind, ParamError, ParamInfo};
-use super::registry::{CcEntry, CcRegistry};
 use super::{Controller, Rate};
 
 /// A configuration error, phrased for one line of CLI output.
@@ -101,20 +101,33 @@ pub struct CcConfig {
 
 impl CcConfig {
     /// The built-in preset called `name` (a name or alias) for a port of `line_rate`; a
-    /// controller a program added is built by its registry ([`CcRegistry::config`]).
+    /// controller a program added is built by its registry
+    /// ([`CcRegistry::config`](super::CcRegistry::config)).
     pub fn new(name: &str, line_rate: Rate) -> Result<Self, CcError> {
-        CcRegistry::builtin().config(name, line_rate)
+        CcConfig::from_entries(BUILTIN.iter(), name, line_rate)
     }
 
-    /// `entry`'s defaults for a port of `line_rate`.
-    pub(crate) fn of_entry(entry: &'static CcEntry, line_rate: Rate) -> Self {
+    /// The defaults of the entry among `entries` answering to `name`, for a port of
+    /// `line_rate`; the error lists the entries' names.
+    pub(crate) fn from_entries<'a>(
+        entries: impl Iterator<Item = &'a CcEntry> + Clone,
+        name: &str,
+        line_rate: Rate,
+    ) -> Result<Self, CcError> {
+        let entry = entries
+            .clone()
+            .find(|e| e.answers_to(name))
+            .ok_or_else(|| CcError::UnknownController {
+                name: name.to_string(),
+                valid: entries.map(|e| e.name).collect::<Vec<_>>().join(", "),
+            })?;
         let mut params = (entry.defaults)();
         params.scale_to(line_rate);
-        CcConfig {
+        Ok(CcConfig {
             name: entry.name,
             line_rate,
             params: CcParams(params),
-        }
+        })
     }
 
     /// The preset's name.

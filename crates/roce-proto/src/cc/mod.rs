@@ -37,6 +37,7 @@
 pub mod config;
 pub mod dcqcn;
 pub mod dctcp;
+pub mod entry;
 pub mod hpcc;
 pub mod none;
 pub mod pacer;

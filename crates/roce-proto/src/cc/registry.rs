@@ -36,12 +36,9 @@
 //! ```
 
 use super::config::{CcConfig, CcError};
-use super::params::ParamInfo;
+pub use super::entry::{CcEntry, BUILTIN};
 pub use super::params::{CcKind, CloneKind};
-use super::{
-    DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, Rate, ScaledDcqcnParams,
-    TimelyParams,
-};
+use super::Rate;
 
 /// [`CcRegistry::register`] was given a name (or alias) another controller has.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,77 +47,6 @@ pub struct NameTaken {
     /// The name.
     pub name: String,
 }
-
-/// One registered controller (or preset of one).
-#[derive(Debug)]
-pub struct CcEntry {
-    /// The name `--cc` and scenario files use, and reports print.
-    pub name: &'static str,
-    /// Other names accepted for it.
-    pub aliases: &'static [&'static str],
-    /// One line for `roce cc list`.
-    pub about: &'static str,
-    /// Its default parameters (units, help and values come with them).
-    pub defaults: fn() -> Box<dyn CcKind>,
-}
-
-impl CcEntry {
-    /// Whether `name` is this entry's name or one of its aliases.
-    pub fn answers_to(&self, name: &str) -> bool {
-        self.name == name || self.aliases.contains(&name)
-    }
-
-    /// Every parameter with its default, unit and help.
-    pub fn params(&self) -> Vec<ParamInfo> {
-        (self.defaults)().list()
-    }
-}
-
-/// The built-in controllers, in the order `roce cc list` prints them.
-pub static BUILTIN: &[CcEntry] = &[
-    CcEntry {
-        name: "none",
-        aliases: &[],
-        about: "no congestion control: always the line rate (congestion is left to PFC)",
-        defaults: || Box::new(NoParams {}),
-    },
-    CcEntry {
-        name: "dcqcn-paper",
-        aliases: &[],
-        about: "DCQCN with the SIGCOMM'15 paper's values (g = 1/256, T = K = 55 us, B = 10 MiB)",
-        defaults: || Box::new(ScaledDcqcnParams::paper()),
-    },
-    CcEntry {
-        name: "dcqcn-mlx",
-        aliases: &["dcqcn"],
-        about: "DCQCN with NVIDIA ConnectX firmware defaults (mlxconfig RPG_*/DCE_TCP_* values)",
-        defaults: || Box::new(DcqcnParams::mlx()),
-    },
-    CcEntry {
-        name: "dctcp",
-        aliases: &[],
-        about: "rate-based DCTCP (SIGCOMM'10): cut by alpha/2 per marked window, CNPs as ECN echo",
-        defaults: || Box::new(DctcpParams::default()),
-    },
-    CcEntry {
-        name: "timely",
-        aliases: &[],
-        about: "TIMELY (SIGCOMM'15): rate follows the RTT gradient of ACKs; ignores CNPs",
-        defaults: || Box::new(TimelyParams::default()),
-    },
-    CcEntry {
-        name: "patched-timely",
-        aliases: &[],
-        about: "patched TIMELY (CoNEXT'16): gradient weighed against the RTT error, a fixed point",
-        defaults: || Box::new(PatchedTimelyParams::default()),
-    },
-    CcEntry {
-        name: "hpcc",
-        aliases: &[],
-        about: "HPCC (SIGCOMM'19): rate from per-hop INT (queue, tx bytes, link rate); needs INT",
-        defaults: || Box::new(HpccParams::default()),
-    },
-];
 
 /// The built-in controllers plus those its owner registered.
 #[derive(Clone, Debug, Default)]
@@ -166,7 +92,7 @@ impl CcRegistry {
     }
 
     /// Every controller: the built-ins, then the registered ones in registration order.
-    pub fn entries(&self) -> impl Iterator<Item = &'static CcEntry> + '_ {
+    pub fn entries(&self) -> impl Iterator<Item = &'static CcEntry> + Clone + '_ {
         BUILTIN.iter().chain(self.added.iter().copied())
     }
 
@@ -182,10 +108,6 @@ impl CcRegistry {
 
     /// The preset called `name` (a name or alias here) for a port of `line_rate`.
     pub fn config(&self, name: &str, line_rate: Rate) -> Result<CcConfig, CcError> {
-        let entry = self.find(name).ok_or_else(|| CcError::UnknownController {
-            name: name.to_string(),
-            valid: self.names().collect::<Vec<_>>().join(", "),
-        })?;
-        Ok(CcConfig::of_entry(entry, line_rate))
+        CcConfig::from_entries(self.entries(), name, line_rate)
     }
 }

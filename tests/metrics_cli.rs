@@ -272,7 +272,23 @@ fn a_demo_under_http_attack_verifies_every_message_and_answers_scrapes() {
             .expect("the exposition parses");
         assert!(s.samples.len() > 50, "{} samples", s.samples.len());
     };
-    parses(&http_attack::scrape(addr).0);
+    // The run publishes its first snapshot once its loops turn (EAL and ports come up first,
+    // slowly on a loaded machine): until then a scrape is a valid but empty exposition.
+    let started = std::time::Instant::now();
+    let first = loop {
+        let r = http_attack::scrape(addr).0;
+        let samples = prometheus_parse::Scrape::parse(
+            String::from_utf8_lossy(&r.body)
+                .lines()
+                .map(|l| Ok(l.to_owned())),
+        )
+        .map_or(0, |s| s.samples.len());
+        if samples > 0 || started.elapsed() > std::time::Duration::from_secs(20) {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    parses(&first);
     let threads = http_attack::proc_status(pid, "Threads");
     let hwm = http_attack::proc_status(pid, "VmHWM");
 

@@ -44,6 +44,23 @@ fn scrape(addr: &str) -> String {
 }
 
 /// The value of `name` with labels `labels` in a parsed scrape.
+/// `scrape` again until its exposition has samples: the run publishes its first snapshot when
+/// its loops turn (EAL and the ports come up after the address is printed, slowly on a loaded
+/// machine), and until then a scrape is a valid, empty exposition. Gives up after 20 s
+/// (returning the last scrape, which the caller's assertions then reject).
+fn populated<T>(mut scrape: impl FnMut() -> T, text: impl Fn(&T) -> String) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        let got = scrape();
+        let samples = prometheus_parse::Scrape::parse(text(&got).lines().map(|l| Ok(l.to_owned())))
+            .map_or(0, |s| s.samples.len());
+        if samples > 0 || started.elapsed() > std::time::Duration::from_secs(20) {
+            return got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 fn value(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     scrape
         .samples
@@ -96,9 +113,11 @@ fn metrics_endpoint_parses_and_equals_the_runs_json_counters_and_telemetry() {
         }
     }
     let addr = addr.expect("address");
-    // A scrape while traffic runs already shows CNPs.
-    let live = prometheus_parse::Scrape::parse(scrape(&addr).lines().map(|l| Ok(l.to_owned())))
-        .expect("parses");
+    // A scrape while traffic runs already shows CNPs (once the run's loops published their
+    // first snapshot: before, a scrape is a valid, empty exposition).
+    let live = populated(|| scrape(&addr), String::clone);
+    let live =
+        prometheus_parse::Scrape::parse(live.lines().map(|l| Ok(l.to_owned()))).expect("parses");
     assert!(live.samples.len() > 50, "{} samples", live.samples.len());
     // The JSON document comes when the run is over; the endpoint keeps serving (--metrics-linger).
     let mut out = BufReader::new(child.0.stdout.take().expect("stdout"));
@@ -272,22 +291,10 @@ fn a_demo_under_http_attack_verifies_every_message_and_answers_scrapes() {
             .expect("the exposition parses");
         assert!(s.samples.len() > 50, "{} samples", s.samples.len());
     };
-    // The run publishes its first snapshot once its loops turn (EAL and ports come up first,
-    // slowly on a loaded machine): until then a scrape is a valid but empty exposition.
-    let started = std::time::Instant::now();
-    let first = loop {
-        let r = http_attack::scrape(addr).0;
-        let samples = prometheus_parse::Scrape::parse(
-            String::from_utf8_lossy(&r.body)
-                .lines()
-                .map(|l| Ok(l.to_owned())),
-        )
-        .map_or(0, |s| s.samples.len());
-        if samples > 0 || started.elapsed() > std::time::Duration::from_secs(20) {
-            break r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let first = populated(
+        || http_attack::scrape(addr).0,
+        |r| String::from_utf8_lossy(&r.body).into_owned(),
+    );
     parses(&first);
     let threads = http_attack::proc_status(pid, "Threads");
     let hwm = http_attack::proc_status(pid, "VmHWM");

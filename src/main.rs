@@ -30,6 +30,8 @@ mod cli {
     pub mod port;
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     pub mod progress;
+    #[cfg(feature = "dpdk")]
+    pub mod session;
     pub mod sim;
     pub mod stats;
 }

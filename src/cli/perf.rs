@@ -4,14 +4,12 @@
 //! perftest's format with `--peer-format perftest`, either side, so a real perftest tool can be
 //! the peer). Whatever the peer asks for is checked against the same bounds as our own flags
 //! before anything is allocated, and refused with one line to both sides. Not here: the
-//! transport (`roce_proto::resolving`), the port and TCP plumbing ([`session`]), the output
+//! transport (`roce_proto::resolving`), the port and TCP plumbing ([`crate::cli::session`]), the output
 //! formatting ([`report`]).
 
-mod faults;
 mod lanes;
 mod perftest;
 pub mod report;
-pub mod session;
 mod traffic;
 pub mod verbs;
 
@@ -29,8 +27,8 @@ use roce_proto::resolving::PeerQp;
 use roce_proto::size::parse_bytes;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
+use crate::cli::session::{self, Ask, Oob, PortArgs, Req, Session};
 use report::{Bw, LAT_HEADER, RESULT_LINE};
-use session::{Ask, Oob, PortArgs, Req, Session};
 use traffic::{client_run, next_size, post_recvs, Server};
 
 /// `roce perf` tests.
@@ -251,7 +249,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             .context("creating a QP")?;
         qps.push(q);
     }
-    let ip = session::parse_ip(&args.port.ip)?;
+    let ip = args.port.ip()?.address();
     let mine: Vec<Dest> = qps.iter().map(|q| q.dest(ip)).collect();
     let theirs: Vec<Dest> = if perftest {
         let mut t = Vec::new();

@@ -15,7 +15,7 @@ use roce_proto::verbs::{
     AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
 };
 
-use super::perf::session::{self, PortArgs, Req, Session};
+use super::session::{self, PortArgs, Req, Session};
 
 /// Options of `roce pingpong` (ibv_rc_pingpong's).
 #[derive(Args, Debug)]
@@ -92,7 +92,7 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     if args.rx_depth == 0 || args.rx_depth > 4096 {
         bail!("-r {}: the receive depth must be 1..=4096", args.rx_depth);
     }
-    let ip = session::parse_ip(&args.port.ip)?;
+    let ip = args.port.ip()?.address();
     let is_client = args.server.is_some();
     let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
 

@@ -29,9 +29,9 @@ use roce_proto::time::Instant;
 use roce_proto::verbs::{WcOpcode, WcStatus};
 
 use super::report::{Bw, BwMeter, RESULT_LINE};
-use super::session::{self, Ask, Blocking, Oob, Req};
 use super::traffic::{refill, send_wr};
 use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
+use crate::cli::session::{self, Ask, Blocking, Oob, Req};
 
 type Engine = VerbsShard<ResolvingEndpoint>;
 type Handle = ShardHandle<Engine>;

@@ -9,8 +9,8 @@ use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::report::{Bw, BwMeter, Lat};
-use super::session::Session;
 use super::{End, Hello, Qp, Test};
+use crate::cli::session::Session;
 
 pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
     let h = &mut s.host;

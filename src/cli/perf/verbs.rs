@@ -19,7 +19,7 @@ use roce_proto::verbs::{
     WrOpcode,
 };
 
-use super::session::{self, PortArgs, Req, Session};
+use crate::cli::session::{self, PortArgs, Req, Session};
 
 const MR_LEN: usize = 128 * 1024;
 const ATOMIC_OFF: usize = 16 * 1024;
@@ -163,7 +163,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
-    let ip = session::parse_ip(&args.port.ip)?;
+    let ip = args.port.ip()?.address();
     let is_client = args.server.is_some();
     let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
     let ep = s.host.endpoint_mut();

@@ -15,6 +15,7 @@ mod cli {
     pub mod cc;
     #[cfg(feature = "dpdk")]
     pub mod demo;
+    pub mod faults;
     pub mod loopback;
     #[cfg(feature = "dpdk")]
     pub mod metrics;

@@ -24,13 +24,22 @@ use roce_proto::port::{FrameBuf, Port};
 use roce_proto::psn::Psn;
 use roce_proto::size::parse_bytes_as;
 
+use super::faults::FaultArgs;
 use super::ops::Op;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 use roce_proto::wire::EthernetAddress;
 
-/// Options of `roce loopback`.
+/// Options of `roce loopback`. The fault flags say what they do to the link between the two
+/// endpoints, and the seed is the injector's alone (the PSNs are `--start-psn`).
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("loss", |a| a.help("Fraction of frames dropped, each direction (0..1)")),
+    mut_arg("dup", |a| a.help("Fraction of frames duplicated")),
+    mut_arg("reorder", |a| a.help("Fraction of frames held back behind later ones")),
+    mut_arg("corrupt", |a| a.help("Fraction of frames with a flipped bit")),
+    mut_arg("seed", |a| a.help("Seed of the fault injector").default_value("1")),
+)]
 pub struct LoopbackArgs {
     /// Link between the endpoints: `memory` (in-process queues) or `ring` (two DPDK net_ring
     /// ports joined back to back).
@@ -61,21 +70,9 @@ pub struct LoopbackArgs {
     /// First PSN of every QP (try 16777200 to cross the 24-bit wrap).
     #[arg(long, default_value_t = 0)]
     start_psn: u32,
-    /// Fraction of frames dropped, each direction (0..1).
-    #[arg(long, default_value_t = 0.0)]
-    loss: f64,
-    /// Fraction of frames duplicated.
-    #[arg(long, default_value_t = 0.0)]
-    dup: f64,
-    /// Fraction of frames held back behind later ones.
-    #[arg(long, default_value_t = 0.0)]
-    reorder: f64,
-    /// Fraction of frames with a flipped bit.
-    #[arg(long, default_value_t = 0.0)]
-    corrupt: f64,
-    /// Seed of the fault injector.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Fault injection on the link.
+    #[command(flatten)]
+    faults: FaultArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -254,13 +251,7 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     if ops.is_empty() {
         bail!("--ops needs at least one operation");
     }
-    let faults = FaultConfig {
-        loss: args.loss,
-        duplicate: args.dup,
-        reorder: args.reorder,
-        corrupt: args.corrupt,
-    };
-    faults.check()?;
+    let faults = args.faults.config()?;
     if args.count == 0 {
         // Nothing sent is nothing verified: a run that moves no message cannot report success.
         bail!("--count 0: at least one message per QP (nothing sent is nothing verified)");
@@ -313,8 +304,8 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
     let mut pair: EndpointPair<LinkPort<P>> = EndpointPair::new(
         a,
         b,
-        wrap(port_a, args.seed),
-        wrap(port_b, args.seed.wrapping_add(0x5eed)),
+        wrap(port_a, args.faults.injector_seed()),
+        wrap(port_b, args.faults.injector_seed().wrapping_add(0x5eed)),
     );
     let depth = args.count.clamp(1, 128);
     let opts = RcOptions {

@@ -61,7 +61,7 @@ impl Session {
                 args.cores
             );
         }
-        let faults = args.faults()?;
+        let faults = args.faults.config()?;
         let device::Device {
             port,
             pool,
@@ -74,7 +74,7 @@ impl Session {
         let hub = Arc::new(MetricsHub::new());
         let metrics = args.metrics.start(&eal, &hub)?;
         let clock = MonotonicClock::new();
-        let seed = args.seed.unwrap_or(args::DEFAULT_FAULT_SEED);
+        let seed = args.faults.injector_seed();
         Ok(Session {
             device: port.info().name.clone(),
             runtime: Runtime::new(

@@ -59,7 +59,7 @@ pub(super) fn run(
     if hello.bidir {
         return Err(one_core("-b"));
     }
-    if args.port.faults()? != FaultConfig::default() {
+    if args.port.faults.config()? != FaultConfig::default() {
         return Err(one_core(
             "fault injection (--loss, --dup, --reorder, --corrupt)",
         ));

@@ -12,11 +12,11 @@ use rand::{RngExt, SeedableRng};
 
 use roce_dpdk::lcore::Cores;
 use roce_dpdk::PortSpec;
-use roce_proto::fault::FaultConfig;
 use roce_proto::psn::{Psn, PSN_MASK};
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::{EthernetAddress, Ipv4Cidr};
 
+use crate::cli::faults::FaultArgs;
 use crate::cli::metrics::MetricsArgs;
 
 /// The DPDK port options of `roce perf` and `roce pingpong`.
@@ -53,22 +53,9 @@ pub struct PortArgs {
     /// peer; at most a day).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub timeout: u64,
-    /// Fraction of frames dropped, each direction (0..1): fault injection on our port.
-    #[arg(long, default_value_t = 0.0)]
-    pub loss: f64,
-    /// Fraction of frames duplicated, each direction.
-    #[arg(long, default_value_t = 0.0)]
-    pub dup: f64,
-    /// Fraction of frames held back behind later ones, each direction.
-    #[arg(long, default_value_t = 0.0)]
-    pub reorder: f64,
-    /// Fraction of frames with a flipped bit, each direction.
-    #[arg(long, default_value_t = 0.0)]
-    pub corrupt: f64,
-    /// Seed of the starting PSNs and of the fault injector, for a run that repeats (default:
-    /// PSNs from the OS-seeded random generator, faults from seed 1).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Fault injection on our port, and the seed of it and of the starting PSNs.
+    #[command(flatten)]
+    pub faults: FaultArgs,
     /// Lcores: a count (2) or CPUs (0,2-3). With more than one, the port gets a queue pair per
     /// lcore and the QPs (`-q`) are spread over them (bandwidth tests).
     #[arg(long, alias = "lcores", default_value = "1")]
@@ -77,9 +64,6 @@ pub struct PortArgs {
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }
-
-/// The fault injector's seed without `--seed`.
-pub(super) const DEFAULT_FAULT_SEED: u64 = 1;
 
 /// Starting PSNs: unpredictable to anyone off the host (from the OS-seeded CSPRNG, so a blind
 /// peer cannot guess the window of a QP), or reproducible from `--seed`.
@@ -103,18 +87,6 @@ impl PsnSource {
 }
 
 impl PortArgs {
-    /// The fault knobs, checked.
-    pub fn faults(&self) -> anyhow::Result<FaultConfig> {
-        let faults = FaultConfig {
-            loss: self.loss,
-            duplicate: self.dup,
-            reorder: self.reorder,
-            corrupt: self.corrupt,
-        };
-        faults.check()?;
-        Ok(faults)
-    }
-
     /// `--ip`, parsed: our address and its network.
     pub fn ip(&self) -> anyhow::Result<Ipv4Cidr> {
         let text = &self.ip;
@@ -134,7 +106,7 @@ impl PortArgs {
 
     /// Where starting PSNs come from (`--seed`).
     pub fn psns(&self) -> PsnSource {
-        PsnSource::new(self.seed)
+        PsnSource::new(self.faults.seed)
     }
 
     /// Where a server listens: `--bind`, else this host's own address on the RoCE port's
@@ -187,11 +159,7 @@ mod tests {
             mac: None,
             peer_mac: None,
             timeout: 1,
-            loss: 0.0,
-            dup: 0.0,
-            reorder: 0.0,
-            corrupt: 0.0,
-            seed: None,
+            faults: FaultArgs::default(),
             cores: Cores::one(),
             metrics: MetricsArgs::default(),
         }

@@ -190,7 +190,7 @@ struct Host<'c> {
 }
 
 mod flows;
-mod lanes;
+mod lcores;
 mod summary;
 use flows::{Eps, Flow};
 use summary::{exposition, summarize, with_switch};
@@ -406,7 +406,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         cores.len() > 1,
     )?;
     let mut run = if cores.len() > 1 {
-        Run::Lanes(lanes::Lanes::start(&eal, &cores, hosts, flows, clock)?)
+        Run::Lcores(lcores::ShardedHosts::start(
+            &eal, &cores, hosts, flows, clock,
+        )?)
     } else {
         Run::Inline { hosts, flows }
     };
@@ -423,7 +425,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut drained_at = None;
     let mut timed_out = false;
     // Frames the lcores' hosts moved, and when that number last changed.
-    let mut lane_frames = (0u64, start);
+    let mut lcore_frames = (0u64, start);
     let mut idle_rounds = 0u32;
     let mut rounds = 0u64;
     loop {
@@ -456,7 +458,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                     work += switch.poll(clock.now(), &mut on_egress);
                 }
             }
-            Run::Lanes(l) => {
+            Run::Lcores(l) => {
                 if !posting {
                     l.stop_posting();
                 }
@@ -510,13 +512,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
             let quiet = match &run {
                 Run::Inline { .. } => true,
-                Run::Lanes(l) => {
+                Run::Lcores(l) => {
                     let frames = l.frames();
-                    if frames != lane_frames.0 {
-                        lane_frames = (frames, now);
+                    if frames != lcore_frames.0 {
+                        lcore_frames = (frames, now);
                     }
                     idle_rounds >= 1000
-                        && now.saturating_since(lane_frames.1) > Duration::from_millis(50)
+                        && now.saturating_since(lcore_frames.1) > Duration::from_millis(50)
                 }
             };
             if (idle_rounds >= 1000 && matches!(run, Run::Inline { .. }))
@@ -612,7 +614,7 @@ enum Run<'c> {
         flows: Vec<Flow>,
     },
     /// Each host on an lcore, the application as in-lcore tasks.
-    Lanes(lanes::Lanes),
+    Lcores(lcores::ShardedHosts),
 }
 
 impl Run<'_> {
@@ -620,7 +622,7 @@ impl Run<'_> {
     fn flows(&mut self) -> &[Flow] {
         match self {
             Run::Inline { flows, .. } => flows,
-            Run::Lanes(l) => l.flows(),
+            Run::Lcores(l) => l.flows(),
         }
     }
 
@@ -628,7 +630,7 @@ impl Run<'_> {
     fn flow(&self, i: usize) -> Option<&Flow> {
         match self {
             Run::Inline { flows, .. } => flows.get(i),
-            Run::Lanes(l) => l.flow(i),
+            Run::Lcores(l) => l.flow(i),
         }
     }
 
@@ -639,23 +641,23 @@ impl Run<'_> {
                 .get(i)
                 .map(|f| flows::cc_metrics(&views(hosts), f))
                 .unwrap_or_default(),
-            Run::Lanes(l) => l.cc(i),
+            Run::Lcores(l) => l.cc(i),
         }
     }
 
     /// Every flow has nothing outstanding (and, on lcores, every WRITE is verified).
     fn finished(&mut self) -> bool {
-        let lanes = matches!(self, Run::Lanes(_));
+        let on_lcores = matches!(self, Run::Lcores(_));
         self.flows()
             .iter()
-            .all(|f| f.finished() && (!lanes || f.op != Op::Write || f.verified >= f.completed))
+            .all(|f| f.finished() && (!on_lcores || f.op != Op::Write || f.verified >= f.completed))
     }
 
     /// CNPs sent so far.
     fn cnps(&self) -> u64 {
         match self {
             Run::Inline { hosts, .. } => hosts.iter().map(|h| h.ep.counters().cnps_sent).sum(),
-            Run::Lanes(l) => l.cnps(),
+            Run::Lcores(l) => l.cnps(),
         }
     }
 
@@ -663,7 +665,7 @@ impl Run<'_> {
     fn exposition(&self, switch: &RtSwitch<DpdkPort>, now: Instant) -> Exposition {
         match self {
             Run::Inline { hosts, .. } => exposition(&views(hosts), switch, now),
-            Run::Lanes(l) => with_switch(l.ports(), None, switch),
+            Run::Lcores(l) => with_switch(l.ports(), None, switch),
         }
     }
 
@@ -692,7 +694,7 @@ impl Run<'_> {
             Run::Inline { hosts, flows } => {
                 Ok((hosts.into_iter().map(|h| (h.name, h.ep)).collect(), flows))
             }
-            Run::Lanes(l) => l.finish(),
+            Run::Lcores(l) => l.finish(),
         }
     }
 }

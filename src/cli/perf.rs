@@ -7,7 +7,7 @@
 //! transport (`roce_proto::resolving`), the port and TCP plumbing ([`crate::cli::session`]), the output
 //! formatting ([`report`]).
 
-mod lanes;
+mod lcores;
 mod perftest;
 pub mod report;
 mod traffic;
@@ -222,7 +222,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
     if args.port.cores.len() > 1 {
-        return lanes::run(test, &args, hello, cc.as_ref(), max_memory);
+        return lcores::run(test, &args, hello, cc.as_ref(), max_memory);
     }
     let flow = perftest::Flow::of(test);
     let is_client = args.server.is_some();

@@ -36,8 +36,8 @@ use crate::cli::session::{self, Ask, Blocking, Oob, Req};
 type Engine = VerbsShard<ResolvingEndpoint>;
 type Handle = ShardHandle<Engine>;
 
-/// What one lcore's part of a size came to.
-type LaneResult = Result<(usize, Bw, u64), String>;
+/// What one shard's part of a size came to: its index, bandwidth and completions.
+type ShardResult = Result<(usize, Bw, u64), String>;
 
 /// Runs `test` with the QPs of `hello` over `args.port.cores` lcores.
 pub(super) fn run(
@@ -180,13 +180,13 @@ pub(super) fn run(
         let _: Vec<u64> = swap(&mut b, &oob, is_client, &[size], "start")?;
         let gbits = args.report_gbits;
         if is_client {
-            let (total, lanes) = client_size(&h, &qps, test, &hello, size, depth, timeout)?;
+            let (total, per_shard) = client_size(&h, &qps, test, &hello, size, depth, timeout)?;
             b.ask(&oob, Req::Send("send results", json_line(&total)?))?;
             let _: End = recv_checked(&mut b, &oob, ("read results", "results"), |_: &End| Ok(()))?;
             if let Some(bw) = &total.bw {
                 println!("{}", bw.line(gbits));
             }
-            for (i, bw) in lanes.iter().enumerate() {
+            for (i, bw) in per_shard.iter().enumerate() {
                 println!(" lcore {i}:{}", bw.line(gbits));
             }
         } else {
@@ -253,7 +253,7 @@ fn client_size(
     depth: u32,
     timeout: std::time::Duration,
 ) -> anyhow::Result<(End, Vec<Bw>)> {
-    let (tx, rx) = channel::unbounded::<LaneResult>();
+    let (tx, rx) = channel::unbounded::<ShardResult>();
     for (shard, handle) in h.iter().enumerate() {
         let mut mine: Vec<Qp> = qps
             .iter()
@@ -327,13 +327,13 @@ fn client_size(
         })?;
     }
     drop(tx);
-    let mut lanes: Vec<(usize, Bw, u64)> = Vec::new();
+    let mut shards: Vec<(usize, Bw, u64)> = Vec::new();
     for r in rx.iter() {
-        lanes.push(r.map_err(|e| anyhow!(e))?);
+        shards.push(r.map_err(|e| anyhow!(e))?);
     }
-    lanes.sort_by_key(|l| l.0);
-    let completed = lanes.iter().map(|l| l.2).sum();
-    let bws: Vec<Bw> = lanes.into_iter().map(|l| l.1).collect();
+    shards.sort_by_key(|s| s.0);
+    let completed = shards.iter().map(|s| s.2).sum();
+    let bws: Vec<Bw> = shards.into_iter().map(|s| s.1).collect();
     let total = bws.iter().copied().reduce(|a, b| Bw {
         iters: a.iters.min(b.iters),
         peak: a.peak + b.peak,

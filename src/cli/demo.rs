@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use std::io::Write as _;
+use std::io::Write;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -36,6 +36,7 @@ use roce_proto::wire::EthernetAddress;
 
 use crate::cli::metrics::MetricsArgs;
 use crate::cli::ops::Op;
+use crate::cli::output::{write_json, Json};
 use crate::cli::progress::{parse_interval, Progress};
 use roce::metrics::{Exposition, MetricsHub, Publisher};
 
@@ -302,8 +303,8 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Runs `roce demo`.
-pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+/// Runs `roce demo`, the report written to `out`.
+pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let plan = check(&args)?;
     if let Some(dir) = &args.out {
         // Before the run, not after it: a bad directory costs the user nothing.
@@ -575,22 +576,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             .write(dir, &names)
             .map_err(|e| anyhow::anyhow!("--out: {e}"))?;
     }
-    let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &summary)?;
-        writeln!(out)?;
+        write_json(out, &summary, Json::Pretty)?;
     } else {
         let files = Files {
             pcap: args.pcap.clone(),
             out: args.out.clone(),
         };
-        text::print(&mut out, &summary, &series, &files)?;
+        text::print(out, &summary, &series, &files)?;
         if args.stats {
-            crate::cli::stats::print_report(&mut out, &summary.stats, false, false)?;
+            crate::cli::stats::print_report(out, &summary.stats, false, false)?;
         }
     }
+    // The report is out before the metrics linger.
     out.flush()?;
-    drop(out);
     args.metrics.linger();
     if !summary.verified {
         let why = summary

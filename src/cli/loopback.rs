@@ -5,6 +5,7 @@
 //! Virtual time on both links: the run is deterministic for a given `--seed`.
 
 use std::cell::{Cell, RefCell};
+use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -26,6 +27,7 @@ use roce_proto::size::parse_bytes_as;
 
 use super::faults::FaultArgs;
 use super::ops::Op;
+use super::output::{write_json, Json};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 use roce_proto::wire::EthernetAddress;
@@ -179,27 +181,27 @@ fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
     }
 }
 
-/// Runs `roce loopback`.
-pub fn run(args: LoopbackArgs) -> anyhow::Result<()> {
+/// Runs `roce loopback`, the summary written to `out`.
+pub fn run(args: LoopbackArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let plan = check(&args)?;
     match args.port.as_str() {
         "memory" => {
             let (pa, pb) = loopback_pair(9000, 1 << 16);
-            run_on(&args, &plan, pa, pb)
+            run_on(&args, &plan, pa, pb, out)
         }
-        "ring" => run_on_ring(&args, &plan),
+        "ring" => run_on_ring(&args, &plan, out),
         other => bail!("--port {other:?} is not one of memory, ring"),
     }
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn run_on_ring(_: &LoopbackArgs, _: &Plan) -> anyhow::Result<()> {
+fn run_on_ring(_: &LoopbackArgs, _: &Plan, _: &mut dyn Write) -> anyhow::Result<()> {
     bail!("--port ring needs DPDK: this roce was built without the `dpdk` feature")
 }
 
 /// Two net_ring ports joined back to back in this process, one mbuf pool for both.
 #[cfg(feature = "dpdk")]
-fn run_on_ring(args: &LoopbackArgs, plan: &Plan) -> anyhow::Result<()> {
+fn run_on_ring(args: &LoopbackArgs, plan: &Plan, out: &mut dyn Write) -> anyhow::Result<()> {
     use roce_dpdk::PortConfig;
     use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig};
     let eal = Eal::init(&EalConfig {
@@ -220,7 +222,7 @@ fn run_on_ring(args: &LoopbackArgs, plan: &Plan) -> anyhow::Result<()> {
     };
     let pa = DpdkPort::new(&eal, ia, pool.clone(), &cfg).context("--port ring: starting port A")?;
     let pb = DpdkPort::new(&eal, ib, pool.clone(), &cfg).context("--port ring: starting port B")?;
-    run_on(args, plan, pa, pb)?;
+    run_on(args, plan, pa, pb, out)?;
     tracing::debug!(in_use = pool.in_use(), "mbufs still out after the run");
     Ok(())
 }
@@ -269,7 +271,13 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
 }
 
 /// Runs the plan over two connected ports (`port_a` sends to `port_b` and back).
-fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> anyhow::Result<()> {
+fn run_on<P: Port>(
+    args: &LoopbackArgs,
+    plan: &Plan,
+    port_a: P,
+    port_b: P,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let (mtu, ops, faults) = (plan.mtu, &plan.ops, plan.faults);
     let writer = match &args.pcap {
         Some(path) => Some(
@@ -531,9 +539,9 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
         stats,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        write_json(out, &summary, Json::Pretty)?;
     } else {
-        print_summary(&summary);
+        write_summary(out, &summary)?;
     }
     if !summary.verified {
         bail!(
@@ -544,40 +552,44 @@ fn run_on<P: Port>(args: &LoopbackArgs, plan: &Plan, port_a: P, port_b: P) -> an
     Ok(())
 }
 
-fn print_summary(s: &Summary) {
-    println!("verified          {}", s.verified);
-    println!("link              {}", s.port);
-    println!("messages          {}", s.messages);
-    println!("bytes verified    {}", s.bytes_verified);
-    println!("virtual time      {:.1} us", s.virtual_time_us);
-    println!("retransmissions   {}", s.retransmissions);
-    println!("NAKs sent         {}", s.naks);
-    println!("RNR NAKs sent     {}", s.rnr_naks);
-    println!("ACK timeouts      {}", s.timeouts);
+fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
+    writeln!(out, "verified          {}", s.verified)?;
+    writeln!(out, "link              {}", s.port)?;
+    writeln!(out, "messages          {}", s.messages)?;
+    writeln!(out, "bytes verified    {}", s.bytes_verified)?;
+    writeln!(out, "virtual time      {:.1} us", s.virtual_time_us)?;
+    writeln!(out, "retransmissions   {}", s.retransmissions)?;
+    writeln!(out, "NAKs sent         {}", s.naks)?;
+    writeln!(out, "RNR NAKs sent     {}", s.rnr_naks)?;
+    writeln!(out, "ACK timeouts      {}", s.timeouts)?;
     let f = |c: &FaultCounters| {
         format!(
             "{} frames: {} dropped, {} duplicated, {} reordered, {} corrupted, {} refused by the port",
             c.frames, c.dropped, c.duplicated, c.reordered, c.corrupted, c.refused
         )
     };
-    println!("faults A->B       {}", f(&s.faults_a_to_b));
-    println!("faults B->A       {}", f(&s.faults_b_to_a));
+    writeln!(out, "faults A->B       {}", f(&s.faults_a_to_b))?;
+    writeln!(out, "faults B->A       {}", f(&s.faults_b_to_a))?;
     let q = &s.counters_a.qp;
-    println!(
+    writeln!(
+        out,
         "requester A       packet_seq_err {} implied_nak_seq_err {} local_ack_timeout_err {} rnr_nak_retry_err {}",
         q.packet_seq_err, q.implied_nak_seq_err, q.local_ack_timeout_err, q.rnr_nak_retry_err
-    );
+    )?;
     let r = &s.counters_b.qp;
-    println!(
+    writeln!(
+        out,
         "responder B       out_of_sequence {} duplicate_request {} rx_write {} rx_read {} rx_atomic {}",
         r.out_of_sequence, r.duplicate_request, r.rx_write_requests, r.rx_read_requests, r.rx_atomic_requests
-    );
+    )?;
     let d = &s.counters_b.drops;
-    println!(
+    writeln!(
+        out,
         "drops at B        bad_icrc {} malformed {} bad_ip_checksum {} wrong_destination {}",
         d.bad_icrc, d.malformed, d.bad_ip_checksum, d.wrong_destination
-    );
+    )?;
     for e in &s.errors {
-        println!("error             {e}");
+        writeln!(out, "error             {e}")?;
     }
+    Ok(())
 }

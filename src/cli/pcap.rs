@@ -13,6 +13,8 @@ use roce::pcap::links::{find_links, FrameFacts, Links};
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
+use crate::cli::output::{write_json, Json};
+
 /// Subcommands of `roce pcap`.
 #[derive(Subcommand, Debug)]
 pub enum PcapCommand {
@@ -73,11 +75,11 @@ impl FilterArgs {
     }
 }
 
-/// Runs a `roce pcap` subcommand.
-pub fn run(cmd: PcapCommand) -> anyhow::Result<()> {
+/// Runs a `roce pcap` subcommand, writing to `out`.
+pub fn run(cmd: PcapCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match cmd {
-        PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter()),
-        PcapCommand::Explain { file, frame, links } => explain(file, frame, links),
+        PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter(), out),
+        PcapCommand::Explain { file, frame, links } => explain(file, frame, links, out),
     }
 }
 
@@ -167,8 +169,12 @@ struct FrameLine {
     comment: Option<String>,
 }
 
-fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+fn check(
+    file: PathBuf,
+    json: bool,
+    filter: &FrameFilter,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let reader = CaptureReader::open(&file)?;
     let mut summary = Summary {
         summary: true,
@@ -251,7 +257,7 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
             continue;
         }
         if json {
-            writeln!(out, "{}", serde_json::to_string(&line)?)?;
+            write_json(out, &line, Json::Line)?;
         } else if let Some(c) = &frame.comment {
             writeln!(out, "{n:>6} {time:>12.6}  {text}  [{c}]")?;
         } else {
@@ -259,11 +265,10 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
         }
     }
     if json {
-        writeln!(out, "{}", serde_json::to_string(&summary)?)?;
+        write_json(out, &summary, Json::Line)?;
     } else {
         writeln!(out, "{summary}")?;
     }
-    out.flush()?;
     if let Some(e) = damage {
         return Err(e).with_context(|| format!("{}", file.display()));
     }
@@ -322,9 +327,13 @@ fn capture_links(file: &PathBuf) -> anyhow::Result<Links> {
     Ok(find_links(facts))
 }
 
-fn explain(file: PathBuf, only: Option<usize>, links_only: bool) -> anyhow::Result<()> {
+fn explain(
+    file: PathBuf,
+    only: Option<usize>,
+    links_only: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let links = capture_links(&file)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if links_only {
         for (n, link) in links.all() {
             writeln!(out, "frame {n}: {link}")?;
@@ -336,7 +345,6 @@ fn explain(file: PathBuf, only: Option<usize>, links_only: bool) -> anyhow::Resu
              resent for a NAK, {} without one",
             c.ce_marked, c.ce_with_cnp, c.cnps, c.naks, c.resent_for_nak, c.resent_without_nak
         )?;
-        out.flush()?;
         return Ok(());
     }
     let reader = CaptureReader::open(&file)?;

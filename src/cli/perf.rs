@@ -13,6 +13,8 @@ pub mod report;
 mod traffic;
 pub mod verbs;
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::de::DeserializeOwned;
@@ -27,6 +29,7 @@ use roce_proto::resolving::PeerQp;
 use roce_proto::size::parse_bytes;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
+use crate::cli::output::Live;
 use crate::cli::session::{self, Ask, Oob, PortArgs, Req, Session};
 use report::{Bw, LAT_HEADER, RESULT_LINE};
 use traffic::{client_run, next_size, post_recvs, Server};
@@ -195,8 +198,9 @@ impl Qp {
     }
 }
 
-/// Runs a `roce perf` test.
-pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
+/// Runs a `roce perf` test, perftest's lines written to `out` as they come.
+pub fn run(cmd: PerfCommand, out: &mut dyn Write) -> anyhow::Result<()> {
+    let out = &mut Live(out);
     let (test, args) = match cmd {
         PerfCommand::WriteBw(a) => (Test::WriteBw, a),
         PerfCommand::ReadBw(a) => (Test::ReadBw, a),
@@ -205,7 +209,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         PerfCommand::ReadLat(a) => (Test::ReadLat, a),
         PerfCommand::SendLat(a) => (Test::SendLat, a),
         PerfCommand::AtomicLat(a) => (Test::AtomicLat, a),
-        PerfCommand::VerbsPeer(a) => return verbs::run(a),
+        PerfCommand::VerbsPeer(a) => return verbs::run(a, out),
     };
     let mtu = session::parse_mtu(args.mtu)?;
     let max_memory = args.max_memory.saturating_mul(1 << 20);
@@ -222,7 +226,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
     if args.port.cores.len() > 1 {
-        return lcores::run(test, &args, hello, cc.as_ref(), max_memory);
+        return lcores::run(test, &args, hello, cc.as_ref(), max_memory, out);
     }
     let flow = perftest::Flow::of(test);
     let is_client = args.server.is_some();
@@ -285,7 +289,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         }
     }
     s.connect_all(&plan, &opts)?;
-    print_banner(test, &hello, depth, &qps, ip, args.report_gbits);
+    print_banner(out, test, &hello, depth, &qps, ip, args.report_gbits)?;
     if test.uses_recv() {
         for q in qps.iter_mut() {
             post_recvs(&mut s, q, max_size, depth)?;
@@ -308,23 +312,25 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         next_size(&s.host, test, &mut qps, size)?;
         if perftest {
             perftest_size(
-                &mut s, &oob, test, &hello, size, depth, &mut qps, &first, flow, &args,
+                &mut s, &oob, test, &hello, size, depth, &mut qps, &first, flow, &args, out,
             )?;
             continue;
         }
         let _: Vec<u64> = swap(&mut s, &oob, is_client, &[size], "start")?;
         let gbits = args.report_gbits;
         if is_client {
-            let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
+            let end = client_run(&mut s, test, &hello, size, depth, &mut qps, out)?;
             s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
             let theirs: End =
                 recv_checked(&mut s, &oob, ("read results", "results"), |_: &End| Ok(()))?;
             if let Some(bw) = combined(end.bw, theirs.bw, hello.bidir) {
-                println!("{}", bw.line(gbits));
+                writeln!(out, "{}", bw.line(gbits))?;
             }
         } else {
             let ours = if hello.bidir {
-                Some(client_run(&mut s, test, &hello, size, depth, &mut qps)?)
+                Some(client_run(
+                    &mut s, test, &hello, size, depth, &mut qps, out,
+                )?)
             } else {
                 None
             };
@@ -339,14 +345,14 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
             };
             s.ask(&oob, Req::Send("send results", json_line(&mine)?))?;
             if let Some(bw) = combined(end.bw, mine.bw, hello.bidir) {
-                println!("{}", bw.line(gbits));
+                writeln!(out, "{}", bw.line(gbits))?;
             }
             if let Some(lat) = server.lat() {
-                println!("{}", lat.line());
+                writeln!(out, "{}", lat.line())?;
             }
         }
     }
-    println!("{RESULT_LINE}");
+    writeln!(out, "{RESULT_LINE}")?;
     s.report_counters();
     Ok(())
 }
@@ -418,12 +424,13 @@ fn perftest_size(
     mine: &Dest,
     flow: perftest::Flow,
     args: &PerfArgs,
+    out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let gbits = args.report_gbits;
     if s_is_client(args) {
-        let end = client_run(s, test, hello, size, depth, qps)?;
+        let end = client_run(s, test, hello, size, depth, qps, out)?;
         if let Some(bw) = &end.bw {
-            println!("{}", bw.line(gbits));
+            writeln!(out, "{}", bw.line(gbits))?;
         }
         perftest::finish(s, oob, mine, flow, end.bw.as_ref(), gbits, &mut |_| Ok(()))?;
         return Ok(());
@@ -455,14 +462,14 @@ fn perftest_size(
             server.step(h, qps, max_size, depth)
         })?;
         if let Some(r) = theirs {
-            println!("{}", perftest::bw_from_report(&r, gbits).line(gbits));
+            writeln!(out, "{}", perftest::bw_from_report(&r, gbits).line(gbits))?;
         }
     }
     if let Some(bw) = server.bw() {
-        println!("{}", bw.line(gbits));
+        writeln!(out, "{}", bw.line(gbits))?;
     }
     if let Some(lat) = server.lat() {
-        println!("{}", lat.line());
+        writeln!(out, "{}", lat.line())?;
     }
     Ok(())
 }
@@ -580,43 +587,52 @@ fn perftest_gid(gid: std::net::Ipv6Addr) -> String {
     parts.join(":")
 }
 
+/// perftest's banner: the test, its parameters, each QP's keys and ours, the result header.
 fn print_banner(
+    out: &mut dyn Write,
     test: Test,
     hello: &Hello,
     depth: u32,
     qps: &[Qp],
     ip: std::net::Ipv4Addr,
     gbits: bool,
-) {
-    println!("{RESULT_LINE}");
-    println!("                    {}", test.title());
-    println!(" Number of qps   : {}\t\tTransport type : IB", hello.qps);
-    println!(" Connection type : RC\t\tUsing SRQ      : OFF");
-    println!(" TX depth        : {depth}");
-    println!(" Mtu             : {}[B]", hello.mtu);
-    println!(" Link type       : Ethernet");
-    println!(" Data ex. method : Ethernet");
-    println!("{RESULT_LINE}");
+) -> std::io::Result<()> {
+    writeln!(out, "{RESULT_LINE}")?;
+    writeln!(out, "                    {}", test.title())?;
+    writeln!(
+        out,
+        " Number of qps   : {}\t\tTransport type : IB",
+        hello.qps
+    )?;
+    writeln!(out, " Connection type : RC\t\tUsing SRQ      : OFF")?;
+    writeln!(out, " TX depth        : {depth}")?;
+    writeln!(out, " Mtu             : {}[B]", hello.mtu)?;
+    writeln!(out, " Link type       : Ethernet")?;
+    writeln!(out, " Data ex. method : Ethernet")?;
+    writeln!(out, "{RESULT_LINE}")?;
     for q in qps {
-        println!(
+        writeln!(
+            out,
             " local address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
             q.qpn,
             q.psn.value(),
             q.dst.rkey,
             q.dst.addr
-        );
-        println!(" GID: {}", perftest_gid(ip.to_ipv6_mapped()));
-        println!(
+        )?;
+        writeln!(out, " GID: {}", perftest_gid(ip.to_ipv6_mapped()))?;
+        writeln!(
+            out,
             " remote address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
             q.peer.qpn, q.peer.psn, q.peer.rkey, q.peer.addr
-        );
-        println!(" GID: {}", perftest_gid(q.peer.gid));
+        )?;
+        writeln!(out, " GID: {}", perftest_gid(q.peer.gid))?;
         let _ = q.pd;
     }
-    println!("{RESULT_LINE}");
+    writeln!(out, "{RESULT_LINE}")?;
     if test.is_bw() {
-        println!("{}", report::bw_header(gbits));
+        writeln!(out, "{}", report::bw_header(gbits))?;
     } else {
-        println!("{LAT_HEADER}");
+        writeln!(out, "{LAT_HEADER}")?;
     }
+    Ok(())
 }

@@ -2,6 +2,8 @@
 //! 52-byte TCP exchange (so the real tool can be either peer), the same ping-pong of SENDs and the
 //! same closing lines. Not here: UD/XRC/SRQ variants, ODP, events (`-e`).
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
@@ -15,6 +17,7 @@ use roce_proto::verbs::{
     AccessFlags, Mtu, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
 };
 
+use super::output::Live;
 use super::session::{self, PortArgs, Req, Session};
 
 /// Options of `roce pingpong` (ibv_rc_pingpong's).
@@ -80,8 +83,9 @@ pub(crate) fn rc_pingpong_options(mtu: Mtu, max_rd_atomic: u8, access: AccessFla
     }
 }
 
-/// Runs `roce pingpong`.
-pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
+/// Runs `roce pingpong`, rc_pingpong's lines written to `out` as they come.
+pub fn run(args: PingpongArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let out = &mut Live(out);
     let mtu = session::parse_mtu(args.mtu)?;
     if args.size == 0 || args.size > 1 << 30 {
         bail!("-s {}: the size must be 1..=2^30 bytes", args.size);
@@ -181,20 +185,22 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
         Some(v4) => format!("::ffff:{v4}"),
         None => g.to_string(),
     };
-    println!(
+    writeln!(
+        out,
         "  local address:  LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
         0,
         qpn,
         my_psn,
         gid(mine.gid)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  remote address: LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
         theirs.lid,
         theirs.qpn,
         theirs.psn.value(),
         gid(theirs.gid)
-    );
+    )?;
 
     // rc_pingpong's loop: the client sends first; each side sends again once its last SEND and
     // a receive have both completed.
@@ -263,15 +269,17 @@ pub fn run(args: PingpongArgs) -> anyhow::Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     let bytes = u64::from(args.size) * u64::from(args.iters) * 2;
-    println!(
+    writeln!(
+        out,
         "{bytes} bytes in {secs:.2} seconds = {:.2} Mbit/sec",
         bytes as f64 * 8.0 / secs / 1e6
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{} iters in {secs:.2} seconds = {:.2} usec/iter",
         args.iters,
         secs * 1e6 / f64::from(args.iters)
-    );
+    )?;
     // Let the last ACKs leave before the port goes away.
     s.drain(std::time::Duration::from_millis(100));
     s.report_counters();

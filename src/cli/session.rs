@@ -29,6 +29,8 @@ use roce_proto::resolving::{PeerQp, ResolutionEvent, ResolvingEndpoint};
 use roce_proto::time::Instant;
 use roce_proto::verbs::Mtu;
 
+use crate::cli::output;
+
 pub use args::{parse_mtu, PortArgs};
 pub use device::open_device;
 pub use exchange::{connect, gid_ip, Ask, Blocking, Oob, Req};
@@ -136,11 +138,11 @@ impl Session {
         )
     }
 
-    /// Prints the counters (and the fault injector's, when it ran) on stderr.
+    /// Says the counters (and the fault injector's, when it ran) on stderr.
     pub fn report_counters(&self) {
-        eprintln!("{}", self.counters_line());
+        output::note(self.counters_line());
         if self.faults_on {
-            eprintln!("{}", self.fault_summary());
+            output::note(self.fault_summary());
         }
     }
 

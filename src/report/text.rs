@@ -18,7 +18,7 @@ pub struct Files {
 
 /// Prints the whole report: setup, perftest-style flows, the congestion story, the counters and
 /// the verdict.
-pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
+pub fn print(out: &mut dyn Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
     let u = &s.setup;
     let senders: Vec<&str> = u.senders.iter().map(String::as_str).collect();
     writeln!(

@@ -7,6 +7,7 @@
 //!
 //! Not here: latency tests, `-b`, perftest peers and fault injection (one core: `--cores 1`).
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -31,6 +32,7 @@ use roce_proto::verbs::{WcOpcode, WcStatus};
 use super::report::{Bw, BwMeter, RESULT_LINE};
 use super::traffic::{refill, send_wr};
 use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
+use crate::cli::output;
 use crate::cli::session::{self, Ask, Blocking, Oob, Req};
 
 type Engine = VerbsShard<ResolvingEndpoint>;
@@ -46,6 +48,7 @@ pub(super) fn run(
     hello: Hello,
     cc: Option<&CcConfig>,
     max_memory: u64,
+    out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let cores = args.port.cores.clone();
     let n = cores.len();
@@ -76,10 +79,10 @@ pub(super) fn run(
     let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
     let device = dev.port.info().name.clone();
     // How frames reach their lcore on this port, said once (as `roce port info --cores` does).
-    eprintln!(
+    output::note(format_args!(
         "lcores: {n} on CPUs {cores}; steering={}",
         roce_dpdk::steer::Steering::probe(&dev.port)
-    );
+    ));
     let mut shards = Vec::new();
     for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
         .into_iter()
@@ -167,7 +170,7 @@ pub(super) fn run(
             .context("connecting a QP")?;
     }
     let banner: Vec<Qp> = qps.iter().map(|(_, q)| Qp { ..*q }).collect();
-    print_banner(test, &hello, depth, &banner, ip, args.report_gbits);
+    print_banner(out, test, &hello, depth, &banner, ip, args.report_gbits)?;
     if test.uses_recv() {
         for (shard, q) in &qps {
             let mut q = Qp { ..*q };
@@ -184,10 +187,10 @@ pub(super) fn run(
             b.ask(&oob, Req::Send("send results", json_line(&total)?))?;
             let _: End = recv_checked(&mut b, &oob, ("read results", "results"), |_: &End| Ok(()))?;
             if let Some(bw) = &total.bw {
-                println!("{}", bw.line(gbits));
+                writeln!(out, "{}", bw.line(gbits))?;
             }
             for (i, bw) in per_shard.iter().enumerate() {
-                println!(" lcore {i}:{}", bw.line(gbits));
+                writeln!(out, " lcore {i}:{}", bw.line(gbits))?;
             }
         } else {
             let seen = server_size(&mut b, &oob, &h, &qps, test, max_size, depth)?;
@@ -203,17 +206,17 @@ pub(super) fn run(
                 ),
             )?;
             if let Some(bw) = &end.bw {
-                println!("{}", bw.line(gbits));
+                writeln!(out, "{}", bw.line(gbits))?;
             }
         }
     }
-    println!("{RESULT_LINE}");
+    writeln!(out, "{RESULT_LINE}")?;
     let snaps = lcores.snapshots(std::time::Duration::from_secs(2));
     let mut port = RdmaCounters::default();
     for s in snaps.into_iter().flatten() {
         port.accumulate(&s.port);
     }
-    eprintln!("{}", counters_line(&port));
+    output::note(counters_line(&port));
     let exits = lcores.stop()?;
     drop(exits);
     drop(pool);

@@ -2,6 +2,8 @@
 //! requests, latency with one request in flight) and the server's part (echoes, receives).
 //! Not here: setup, exchange, output.
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 
 use roce_proto::mr::MrInfo;
@@ -10,6 +12,7 @@ use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::report::{Bw, BwMeter, Lat};
 use super::{End, Hello, Qp, Test};
+use crate::cli::output;
 use crate::cli::session::Session;
 
 pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
@@ -189,6 +192,7 @@ pub(super) fn client_run(
     size: u64,
     depth: u32,
     qps: &mut [Qp],
+    out: &mut dyn Write,
 ) -> anyhow::Result<End> {
     let start = s.now();
     let ns = |s: &Session| s.now().saturating_since(start).as_nanos();
@@ -234,17 +238,14 @@ pub(super) fn client_run(
             if let Some(d) = stop_at {
                 if t >= next_status && t < d {
                     let done: u64 = qps.iter().map(|q| q.done).sum();
-                    eprintln!(
-                        "{}",
-                        status_line(
-                            t,
-                            d,
-                            done,
-                            size,
-                            done.saturating_sub(last_done),
-                            t - last_status
-                        )
-                    );
+                    output::note(status_line(
+                        t,
+                        d,
+                        done,
+                        size,
+                        done.saturating_sub(last_done),
+                        t - last_status,
+                    ));
                     last_done = done;
                     last_status = t;
                     next_status += STATUS_EVERY_NS;
@@ -328,7 +329,7 @@ pub(super) fn client_run(
     let one_way = matches!(test, Test::WriteLat | Test::SendLat);
     let mut lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
     lat.iters = hello.iters;
-    println!("{}", lat.line());
+    writeln!(out, "{}", lat.line())?;
     Ok(End {
         bw: None,
         completed: taken,

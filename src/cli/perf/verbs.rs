@@ -5,6 +5,8 @@
 //! CMP_SWAP) and the same output lines, so either side can be the real script. Not here: other
 //! verbs tests (`roce perf`), the TCP framing ([`roce::oob::verbs_peer`]).
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
@@ -19,6 +21,7 @@ use roce_proto::verbs::{
     WrOpcode,
 };
 
+use crate::cli::output::Live;
 use crate::cli::session::{self, PortArgs, Req, Session};
 
 const MR_LEN: usize = 128 * 1024;
@@ -152,8 +155,9 @@ impl Peer {
     }
 }
 
-/// Runs `roce perf verbs-peer`.
-pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
+/// Runs `roce perf verbs-peer`, the script's lines written to `out` as they come.
+pub fn run(args: VerbsPeerArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let out = &mut Live(out);
     let mtu = session::parse_mtu(args.mtu)?;
     if args.nrecv > 8 {
         bail!("--nrecv {}: 0..=8 receives", args.nrecv);
@@ -213,12 +217,12 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         s.ask(&oob, Req::Send("send verbs peer line", mine.encode()))?;
         let theirs = decode(&s.ask(&oob, Req::RecvLine("read verbs peer line"))?)?;
         connect(&mut s, &theirs)?;
-        print_infos(&mine, &theirs);
-        run_ops(&mut s, &peer, &theirs, &ops)?;
+        print_infos(out, &mine, &theirs)?;
+        run_ops(&mut s, &peer, &theirs, &ops, out)?;
         s.ask(&oob, Req::Send("send done", verbs_peer::DONE.to_vec()))?;
         s.drain(std::time::Duration::from_millis(300));
     } else {
-        println!("server listening on {}", args.tcp_port);
+        writeln!(out, "server listening on {}", args.tcp_port)?;
         let theirs = decode(&s.ask(&oob, Req::RecvLine("read verbs peer line"))?)?;
         connect(&mut s, &theirs)?;
         for i in 0..args.nrecv {
@@ -233,7 +237,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
                 .context("posting a receive")?;
         }
         s.ask(&oob, Req::Send("send verbs peer line", mine.encode()))?;
-        print_infos(&mine, &theirs);
+        print_infos(out, &mine, &theirs)?;
         // Serve until the client's "done" (its operations can take long under emulation).
         s.ask(&oob, Req::IoTimeout(s.timeout * 4))?;
         let mut failed = None;
@@ -241,7 +245,7 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
             match peer.poll(h) {
                 Ok(wcs) => {
                     for wc in wcs {
-                        println!("{} status 0", wc_line(&wc));
+                        writeln!(out, "{} status 0", wc_line(&wc))?;
                     }
                 }
                 Err(e) => failed = failed.take().or(Some(e)),
@@ -259,26 +263,32 @@ pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
         }
         s.drain(std::time::Duration::from_millis(100));
         for wc in peer.poll(&mut s.host)? {
-            println!("{} status 0", wc_line(&wc));
+            writeln!(out, "{} status 0", wc_line(&wc))?;
         }
         let val = peer
             .u64_at(&s.host, ATOMIC_OFF)
             .ok_or_else(|| anyhow!("internal: no atomic target"))?;
-        println!("atomic target now {val}");
-        println!(
+        writeln!(out, "atomic target now {val}")?;
+        writeln!(
+            out,
             "write target[0:8]={} [8184:8192]={}",
             peer.hex_at(&s.host, 0),
             peer.hex_at(&s.host, 8184)
-        );
+        )?;
     }
     s.report_counters();
     Ok(())
 }
 
-fn print_infos(mine: &VerbsPeerInfo, theirs: &VerbsPeerInfo) {
+fn print_infos(
+    out: &mut dyn Write,
+    mine: &VerbsPeerInfo,
+    theirs: &VerbsPeerInfo,
+) -> std::io::Result<()> {
     let line = |i: &VerbsPeerInfo| String::from_utf8_lossy(&i.encode()).trim_end().to_owned();
-    println!("local  {}", line(mine));
-    println!("remote {}", line(theirs));
+    writeln!(out, "local  {}", line(mine))?;
+    writeln!(out, "remote {}", line(theirs))?;
+    Ok(())
 }
 
 /// The client's operations, one at a time, each waited for (as the script does).
@@ -287,6 +297,7 @@ fn run_ops(
     peer: &Peer,
     theirs: &VerbsPeerInfo,
     ops: &[(String, Op)],
+    out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mr = peer.mr;
     let local = |off: usize, len: u32| Sge {
@@ -360,7 +371,7 @@ fn run_ops(
         } else {
             String::new()
         };
-        println!("{text}: {}{extra}", wc_line(&wc));
+        writeln!(out, "{text}: {}{extra}", wc_line(&wc))?;
     }
     Ok(())
 }

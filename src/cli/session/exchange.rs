@@ -91,7 +91,7 @@ fn listen(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::new(addr, port));
     if let Some(warning) = every_interface_warning(at) {
-        eprintln!("{warning}");
+        crate::cli::output::note(warning);
     }
     tracing::info!(%at, "listening for the TCP exchange");
     Ok(listener)

@@ -4,33 +4,34 @@
 //!
 //! Virtual time on both links: the run is deterministic for a given `--seed`.
 
-use std::cell::{Cell, RefCell};
+mod flows;
+mod link;
+
 use std::io::Write;
 use std::path::PathBuf;
-use std::rc::Rc;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
-use roce::pcap::CaptureWriter;
 use roce::stats::StatsReport;
-use roce_proto::connect::{connect_rc, RcOptions, RcSide};
+use roce_proto::connect::RcOptions;
 use roce_proto::counters::{EndpointCounters, RdmaCounters};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
-use roce_proto::fault::{FaultConfig, FaultCounters, FaultPort};
+use roce_proto::fault::{FaultConfig, FaultCounters};
 use roce_proto::loopback::{loopback_pair, EndpointPair};
-use roce_proto::mr::MrInfo;
-use roce_proto::port::{FrameBuf, Port};
+use roce_proto::port::Port;
 use roce_proto::psn::Psn;
 use roce_proto::size::parse_bytes_as;
+use roce_proto::time::{Duration, Instant};
+use roce_proto::verbs::Mtu;
+use roce_proto::wire::EthernetAddress;
 
 use super::faults::FaultArgs;
 use super::ops::Op;
 use super::output::{write_json, Json};
-use roce_proto::time::{Duration, Instant};
-use roce_proto::verbs::{AccessFlags, Mtu, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
-use roce_proto::wire::EthernetAddress;
+use flows::{Flow, Schedule, Verified};
+use link::{Capture, LinkPort};
 
 /// Options of `roce loopback`. The fault flags say what they do to the link between the two
 /// endpoints, and the seed is the injector's alone (the PSNs are `--start-psn`).
@@ -85,70 +86,6 @@ pub struct LoopbackArgs {
     pcap: Option<PathBuf>,
 }
 
-/// One end of the link as the run sees it: the fault injector over the real port, with every
-/// frame the endpoint sends written to the capture (before the faults, so a dropped frame is
-/// still there), each frame the injector touched carrying a comment that says what it did.
-struct LinkPort<P: Port> {
-    inner: FaultPort<P>,
-    writer: Rc<RefCell<Option<CaptureWriter>>>,
-    clock: Rc<Cell<Instant>>,
-    /// Frames of the burst in flight, copied back to back before the injector takes them
-    /// (one buffer reused for every burst), and where each ends.
-    staged: Vec<u8>,
-    staged_ends: Vec<usize>,
-}
-
-impl<P: Port> Port for LinkPort<P> {
-    type Buf = P::Buf;
-    roce_proto::port_caps_and_pool_of!(inner);
-    fn rx_burst(&mut self, out: &mut Vec<P::Buf>, max: usize) -> usize {
-        self.inner.rx_burst(out, max)
-    }
-    fn tx_burst(&mut self, bufs: &mut Vec<P::Buf>) -> usize {
-        let mut writer = self.writer.borrow_mut();
-        let Some(w) = writer.as_mut() else {
-            return self.inner.tx_burst(bufs);
-        };
-        self.staged.clear();
-        self.staged_ends.clear();
-        for b in bufs.iter() {
-            self.staged.extend_from_slice(b.frame());
-            self.staged_ends.push(self.staged.len());
-        }
-        let sent = self.inner.tx_burst(bufs);
-        let ts = std::time::Duration::from_nanos(self.clock.get().as_nanos());
-        let fates = self.inner.take_fates();
-        let starts = std::iter::once(0).chain(self.staged_ends.iter().copied());
-        for (i, (start, end)) in starts.zip(self.staged_ends.iter().copied()).enumerate() {
-            let frame = &self.staged[start..end];
-            let comment = fates
-                .get(i)
-                .filter(|f| !f.is_clean())
-                .map(ToString::to_string);
-            if let Err(e) = w.write_annotated(ts, frame, comment.as_deref()) {
-                tracing::warn!(error = %e, "pcap write failed");
-            }
-        }
-        sent
-    }
-}
-
-/// Per-QP plan and buffers.
-struct Flow {
-    a: RcSide,
-    b: RcSide,
-    a_src: MrInfo,
-    a_dst: MrInfo,
-    b_src: MrInfo,
-    b_dst: MrInfo,
-    counter: MrInfo,
-    posted: u32,
-    recvs_posted: u32,
-    completed: u32,
-    recvs_done: u32,
-    errors: Vec<String>,
-}
-
 #[derive(Serialize)]
 struct Summary {
     verified: bool,
@@ -169,16 +106,6 @@ struct Summary {
     counters: RdmaCounters,
     /// Per port (`a/1`, `b/1`) and per QP, under the same names (`roce stats` reads it).
     stats: StatsReport,
-}
-
-fn fill_pattern(ep: &mut Endpoint, mr: &MrInfo, seed: u8) {
-    if let Some(m) = ep.mr_mut(mr.lkey) {
-        for (i, b) in m.bytes_mut().iter_mut().enumerate() {
-            *b = seed
-                .wrapping_add((i as u8).wrapping_mul(31))
-                .wrapping_add((i >> 8) as u8);
-        }
-    }
 }
 
 /// Runs `roce loopback`, the summary written to `out`.
@@ -270,7 +197,8 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     Ok(Plan { mtu, ops, faults })
 }
 
-/// Runs the plan over two connected ports (`port_a` sends to `port_b` and back).
+/// Runs the plan over two connected ports (`port_a` sends to `port_b` and back), then checks
+/// and reports.
 fn run_on<P: Port>(
     args: &LoopbackArgs,
     plan: &Plan,
@@ -278,30 +206,8 @@ fn run_on<P: Port>(
     port_b: P,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let (mtu, ops, faults) = (plan.mtu, &plan.ops, plan.faults);
-    let writer = match &args.pcap {
-        Some(path) => Some(
-            CaptureWriter::create_pcapng(path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let writer = Rc::new(RefCell::new(writer));
-    let clock = Rc::new(Cell::new(Instant::ZERO));
-    let capturing = writer.borrow().is_some();
-    let wrap = |p: P, seed: u64| {
-        let mut inner = FaultPort::new(p, faults, seed);
-        if capturing {
-            inner.record_fates();
-        }
-        LinkPort {
-            inner,
-            writer: writer.clone(),
-            clock: clock.clone(),
-            staged: Vec::new(),
-            staged_ends: Vec::new(),
-        }
-    };
+    let capture = Capture::create(args.pcap.as_deref())?;
+    let seed = args.faults.injector_seed();
     // Guests a and b: MACs 52:54:00:12:00:11 and :12, addresses 198.18.0.11 and .12.
     let [a, b] = [(0x11, 11), (0x12, 12)].map(|(mac, ip)| {
         Endpoint::new(EndpointConfig::ipv4(
@@ -309,15 +215,16 @@ fn run_on<P: Port>(
             [198, 18, 0, ip].into(),
         ))
     });
-    let mut pair: EndpointPair<LinkPort<P>> = EndpointPair::new(
+    let mut pair = EndpointPair::new(
         a,
         b,
-        wrap(port_a, args.faults.injector_seed()),
-        wrap(port_b, args.faults.injector_seed().wrapping_add(0x5eed)),
+        capture.wrap(port_a, plan.faults, seed),
+        capture.wrap(port_b, plan.faults, seed.wrapping_add(0x5eed)),
     );
     let depth = args.count.clamp(1, 128);
+    let sched = Schedule::new(&plan.ops, args.size, args.count, depth);
     let opts = RcOptions {
-        mtu,
+        mtu: plan.mtu,
         a_psn: Psn::new(args.start_psn),
         b_psn: Psn::new(args.start_psn),
         max_send_wr: depth,
@@ -325,143 +232,16 @@ fn run_on<P: Port>(
         timeout: 10,
         ..RcOptions::default()
     };
-    let span = u64::from(args.size.max(8)) * u64::from(args.count);
-    let access = AccessFlags::all();
     let mut flows = Vec::new();
     for q in 0..args.qps {
-        let (sa, sb) = connect_rc(&mut pair.a, &mut pair.b, &opts).context("connecting the QPs")?;
-        let reg =
-            |ep: &mut Endpoint, side: &RcSide, len: u64| ep.reg_mr(side.pd, len as usize, access);
-        let a_src = reg(&mut pair.a, &sa, span);
-        let a_dst = reg(&mut pair.a, &sa, span);
-        let b_src = reg(&mut pair.b, &sb, span);
-        let b_dst = reg(&mut pair.b, &sb, span);
-        let counter = reg(&mut pair.b, &sb, 8);
-        fill_pattern(&mut pair.a, &a_src, q as u8);
-        fill_pattern(&mut pair.b, &b_src, q as u8 ^ 0x5a);
-        flows.push(Flow {
-            a: sa,
-            b: sb,
-            a_src,
-            a_dst,
-            b_src,
-            b_dst,
-            counter,
-            posted: 0,
-            recvs_posted: 0,
-            completed: 0,
-            recvs_done: 0,
-            errors: vec![],
-        });
+        flows.push(Flow::connect(&mut pair.a, &mut pair.b, q, &opts, &sched)?);
     }
-    let size = args.size;
-    let count = args.count;
-    let op_of = |i: u32| ops[i as usize % ops.len()];
-    let consuming: Vec<u32> = (0..count).filter(|&i| op_of(i).consumes_recv()).collect();
-    let recvs_wanted = consuming.len() as u32;
-    let slot = |i: u32| u64::from(size.max(8)) * u64::from(i);
     let deadline = Instant::ZERO + Duration::from_secs(3600);
     let done = pair.run_until(deadline, |now, a, b| {
-        clock.set(now);
+        capture.set_time(now);
         let mut all = true;
         for f in flows.iter_mut() {
-            // Keep the receive queue stocked in message order.
-            while f.recvs_posted < recvs_wanted && f.recvs_posted - f.recvs_done < depth {
-                let i = consuming[f.recvs_posted as usize];
-                let len = if op_of(i) == Op::WriteImm { 0 } else { size };
-                let wr = RecvWr::new(
-                    u64::from(i),
-                    Sge {
-                        addr: f.b_dst.addr + slot(i),
-                        length: len,
-                        lkey: f.b_dst.lkey,
-                    },
-                );
-                if b.post_recv(f.b.qpn, wr).is_err() {
-                    break;
-                }
-                f.recvs_posted += 1;
-            }
-            while f.posted < count && f.posted - f.completed < depth {
-                let i = f.posted;
-                let at = slot(i);
-                let sge = |m: &MrInfo, len: u32| Sge {
-                    addr: m.addr + at,
-                    length: len,
-                    lkey: m.lkey,
-                };
-                let (opcode, local) = match op_of(i) {
-                    Op::Write => (
-                        WrOpcode::RdmaWrite {
-                            remote_addr: f.b_dst.addr + at,
-                            rkey: f.b_dst.rkey,
-                        },
-                        sge(&f.a_src, size),
-                    ),
-                    Op::WriteImm => (
-                        WrOpcode::RdmaWriteWithImm {
-                            remote_addr: f.b_dst.addr + at,
-                            rkey: f.b_dst.rkey,
-                            imm: i,
-                        },
-                        sge(&f.a_src, size),
-                    ),
-                    Op::Read => (
-                        WrOpcode::RdmaRead {
-                            remote_addr: f.b_src.addr + at,
-                            rkey: f.b_src.rkey,
-                        },
-                        sge(&f.a_dst, size),
-                    ),
-                    Op::Send => (WrOpcode::Send, sge(&f.a_src, size)),
-                    Op::SendImm => (WrOpcode::SendWithImm { imm: i }, sge(&f.a_src, size)),
-                    Op::Atomic => (
-                        WrOpcode::AtomicFetchAndAdd {
-                            remote_addr: f.counter.addr,
-                            rkey: f.counter.rkey,
-                            add: u64::from(i) + 1,
-                        },
-                        sge(&f.a_dst, 8),
-                    ),
-                };
-                if a.post_send(f.a.qpn, SendWr::new(u64::from(i), opcode, local))
-                    .is_err()
-                {
-                    break;
-                }
-                f.posted += 1;
-            }
-            while let Some(wc) = a.poll_cq_one(f.a.cq) {
-                if wc.status != WcStatus::Success || wc.wr_id != u64::from(f.completed) {
-                    f.errors.push(format!(
-                        "qp {}: send completion {:?} for wr {} (expected wr {})",
-                        f.a.qpn, wc.status, wc.wr_id, f.completed
-                    ));
-                }
-                f.completed += 1;
-            }
-            while let Some(wc) = b.poll_cq_one(f.b.cq) {
-                let want = consuming.get(f.recvs_done as usize).copied();
-                let i = want.unwrap_or(u32::MAX);
-                let (op, imm) = match op_of(i) {
-                    Op::WriteImm => (WcOpcode::RecvRdmaWithImm, Some(i)),
-                    Op::SendImm => (WcOpcode::Recv, Some(i)),
-                    _ => (WcOpcode::Recv, None),
-                };
-                if wc.status != WcStatus::Success
-                    || Some(wc.wr_id) != want.map(u64::from)
-                    || wc.opcode != op
-                    || wc.imm_data != imm
-                    || wc.byte_len != size
-                {
-                    f.errors.push(format!(
-                        "qp {}: receive completion {wc:?} (expected wr {want:?})",
-                        f.b.qpn
-                    ));
-                }
-                f.recvs_done += 1;
-            }
-            all &= f.completed >= count && f.recvs_done >= recvs_wanted;
+            all &= f.step(a, b, &sched);
         }
         all || flows.iter().any(|f| !f.errors.is_empty())
     });
@@ -469,84 +249,68 @@ fn run_on<P: Port>(
     if !done {
         errors.push("the run did not finish in an hour of virtual time".into());
     }
-    let mut bytes_verified = 0u64;
-    let mut messages = 0u64;
+    let mut verified = Verified {
+        errors,
+        ..Verified::default()
+    };
     for f in &flows {
-        let view = |ep: &Endpoint, m: &MrInfo, at: u64, len: u64| {
-            ep.mr(m.lkey)
-                .and_then(|r| r.bytes().get(at as usize..(at + len) as usize))
-                .map(<[u8]>::to_vec)
-        };
-        let mut expected_counter = 0u64;
-        for i in 0..f.completed.min(count) {
-            let at = slot(i);
-            let len = u64::from(size);
-            let ok = match op_of(i) {
-                Op::Write | Op::WriteImm | Op::Send | Op::SendImm => {
-                    view(&pair.a, &f.a_src, at, len) == view(&pair.b, &f.b_dst, at, len)
-                }
-                Op::Read => view(&pair.a, &f.a_dst, at, len) == view(&pair.b, &f.b_src, at, len),
-                Op::Atomic => {
-                    let orig = view(&pair.a, &f.a_dst, at, 8)
-                        .and_then(|v| v.try_into().ok())
-                        .map(u64::from_le_bytes);
-                    let ok = orig == Some(expected_counter);
-                    expected_counter += u64::from(i) + 1;
-                    ok
-                }
-            };
-            if ok {
-                messages += 1;
-                bytes_verified += if op_of(i) == Op::Atomic { 8 } else { len };
-            } else {
-                errors.push(format!(
-                    "qp {}: message {i} ({:?}) has wrong bytes at its destination",
-                    f.a.qpn,
-                    op_of(i)
-                ));
-            }
-        }
-        let counter = view(&pair.b, &f.counter, 0, 8)
-            .and_then(|v| v.try_into().ok())
-            .map(u64::from_le_bytes);
-        if counter != Some(expected_counter) {
-            errors.push(format!("qp {}: atomic counter is {counter:?}, expected {expected_counter} (each atomic exactly once)", f.a.qpn));
-        }
+        let v = f.verify(&pair.a, &pair.b, &sched);
+        verified.messages += v.messages;
+        verified.bytes += v.bytes;
+        verified.errors.extend(v.errors);
     }
-    if let Some(w) = writer.borrow_mut().take() {
-        w.finish().context("finishing the pcap file")?;
-    }
+    capture.finish()?;
+    let summary = summarize(args, &pair, &flows, verified, done);
+    report(out, &summary, args.json)
+}
+
+/// The summary of a finished run over `pair`: what `verified` found, the faults, the counters.
+fn summarize<P: Port>(
+    args: &LoopbackArgs,
+    pair: &EndpointPair<LinkPort<P>>,
+    flows: &[Flow],
+    verified: Verified,
+    done: bool,
+) -> Summary {
     let (ca, cb) = (pair.a.counters(), pair.b.counters());
     let mut stats = StatsReport::default();
     stats.add_endpoint("a", &pair.a, flows.iter().map(|f| f.a.qpn));
     stats.add_endpoint("b", &pair.b, flows.iter().map(|f| f.b.qpn));
-    let summary = Summary {
-        verified: errors.is_empty() && done,
+    Summary {
+        verified: verified.errors.is_empty() && done,
         port: args.port.clone(),
-        messages,
-        bytes_verified,
+        messages: verified.messages,
+        bytes_verified: verified.bytes,
         virtual_time_us: pair.now.as_nanos() as f64 / 1e3,
         retransmissions: ca.qp.retransmitted_packets + cb.qp.retransmitted_packets,
         naks: ca.qp.naks_sent + cb.qp.naks_sent,
         rnr_naks: ca.qp.send_rnr_err + cb.qp.send_rnr_err,
         timeouts: ca.qp.local_ack_timeout_err + cb.qp.local_ack_timeout_err,
-        faults_a_to_b: pair.port_a.inner.counters(),
-        faults_b_to_a: pair.port_b.inner.counters(),
-        errors: errors.iter().take(20).cloned().collect(),
+        faults_a_to_b: pair.port_a.fault_counters(),
+        faults_b_to_a: pair.port_b.fault_counters(),
+        errors: verified.errors.iter().take(20).cloned().collect(),
         counters_a: ca,
         counters_b: cb,
         counters: stats.total(),
         stats,
-    };
-    if args.json {
-        write_json(out, &summary, Json::Pretty)?;
+    }
+}
+
+/// The summary on `out` (JSON or lines); a run that is not verified is an error naming the
+/// first thing wrong.
+fn report(out: &mut dyn Write, summary: &Summary, json: bool) -> anyhow::Result<()> {
+    if json {
+        write_json(out, summary, Json::Pretty)?;
     } else {
-        write_summary(out, &summary)?;
+        write_summary(out, summary)?;
     }
     if !summary.verified {
         bail!(
             "verification failed: {}",
-            errors.first().map_or("incomplete run", String::as_str)
+            summary
+                .errors
+                .first()
+                .map_or("incomplete run", String::as_str)
         );
     }
     Ok(())

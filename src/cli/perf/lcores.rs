@@ -29,9 +29,11 @@ use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::time::Instant;
 use roce_proto::verbs::{WcOpcode, WcStatus};
 
+use super::exchange::{agree, json_line, recv_checked, swap};
+use super::report::print_banner;
 use super::report::{Bw, BwMeter, RESULT_LINE};
 use super::traffic::{refill, send_wr};
-use super::{agree, json_line, print_banner, recv_checked, swap, End, PeerFormat, PerfArgs, Qp};
+use super::{End, PeerFormat, PerfArgs, Qp};
 use crate::cli::output;
 use crate::cli::session::{self, Ask, Blocking, Oob, Req};
 

@@ -33,7 +33,7 @@ use crate::cli::output;
 
 pub use args::{parse_mtu, PortArgs};
 pub use device::open_device;
-pub use exchange::{connect, gid_ip, Ask, Blocking, Oob, Req};
+pub use exchange::{connect, gid_ip, Ask, Blocking, Connect, Oob, Req};
 use faults::Faulty;
 
 /// A DPDK port, the runtime loop and the host it drives.

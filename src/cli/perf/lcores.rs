@@ -21,13 +21,14 @@ use roce_dpdk::lcore::shard::{EndpointSnapshot, VerbsShard};
 use roce_dpdk::lcore::{LcoreConfig, Lcores, Shard, ShardHandle, SnapshotSource};
 use roce_dpdk::TscClock;
 use roce_proto::cc::CcConfig;
+use roce_proto::connect::RcOptions;
 use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
 use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::time::Instant;
-use roce_proto::verbs::{WcOpcode, WcStatus};
+use roce_proto::verbs::{Mtu, WcOpcode, WcStatus};
 
 use super::exchange::{agree, json_line, recv_checked, swap};
 use super::report::print_banner;
@@ -52,8 +53,54 @@ pub(super) fn run(
     max_memory: u64,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let cores = args.port.cores.clone();
-    let n = cores.len();
+    refuse_one_core_only(test, args, &hello)?;
+    let mtu = session::parse_mtu(args.mtu)?;
+    let connect = session::connect(args.server.as_deref(), args.tcp_port, &args.port)?;
+    let is_client = args.server.is_some();
+    let rig = Rig::start(args, mtu, connect)?;
+    let mut b = Blocking;
+    let hello = agree(&mut b, &rig.oob, is_client, hello, max_memory)?;
+    let mtu = roce_proto::verbs::Mtu::from_bytes(hello.mtu)
+        .ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
+    let max_size = hello.max_size();
+    let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
+    let depth = args.tx_depth.clamp(1, 1024);
+    let mut qps = rig.create_qps(args, hello.qps, cc, depth, mr_len)?;
+    let mine: Vec<Dest> = qps.iter().map(|(_, q)| q.dest(rig.ip)).collect();
+    if !is_client && hello.duration > 0 {
+        let run = std::time::Duration::from_secs(hello.duration);
+        b.ask(&rig.oob, Req::IoTimeout(rig.timeout.saturating_add(run)))?;
+    }
+    let theirs: Vec<Dest> = swap(&mut b, &rig.oob, is_client, &mine, "keys")?;
+    rig.connect_qps(args, &mut qps, &theirs, &args.rc_options(mtu))?;
+    let banner: Vec<Qp> = qps.iter().map(|(_, q)| Qp { ..*q }).collect();
+    print_banner(out, test, &hello, depth, &banner, rig.ip, args.report_gbits)?;
+    if test.uses_recv() {
+        for (shard, q) in &qps {
+            let mut q = Qp { ..*q };
+            rig.handles[*shard]
+                .call(move |e, _| refill(e.engine_mut(), &mut q, max_size, depth))??;
+        }
+    }
+    let _: Vec<bool> = swap(&mut b, &rig.oob, is_client, &[true], "ready")?;
+    let run = Sizes {
+        test,
+        hello: &hello,
+        qps: &qps,
+        depth,
+        is_client,
+        gbits: args.report_gbits,
+    };
+    for &size in &hello.sizes {
+        run.size(&rig, size, out)?;
+    }
+    writeln!(out, "{RESULT_LINE}")?;
+    rig.finish()
+}
+
+/// Refuses what runs on one core only: latency tests, perftest peers, `-b`, fault injection.
+fn refuse_one_core_only(test: Test, args: &PerfArgs, hello: &Hello) -> anyhow::Result<()> {
+    let cores = &args.port.cores;
     let one_core = |what: &str| anyhow!("--cores {cores}: {what} runs on one core (--cores 1)");
     if !test.is_bw() {
         return Err(one_core("a latency test"));
@@ -69,161 +116,223 @@ pub(super) fn run(
             "fault injection (--loss, --dup, --reorder, --corrupt)",
         ));
     }
-    let mtu = session::parse_mtu(args.mtu)?;
-    let connect = session::connect(args.server.as_deref(), args.tcp_port, &args.port)?;
-    let is_client = args.server.is_some();
-    let timeout = std::time::Duration::from_secs(args.port.timeout.max(1));
-    let dev = session::open_device(
-        &args.port,
-        mtu.bytes(),
-        u16::try_from(n).unwrap_or(u16::MAX),
-    )?;
-    let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
-    let device = dev.port.info().name.clone();
-    // How frames reach their lcore on this port, said once (as `roce port info --cores` does).
-    output::note(format_args!(
-        "lcores: {n} on CPUs {cores}; steering={}",
-        roce_dpdk::steer::Steering::probe(&dev.port)
-    ));
-    let mut shards = Vec::new();
-    for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
-        .into_iter()
-        .enumerate()
-    {
-        let cfg = shard_config(EndpointConfig::ipv4(mac, ip), i);
-        shards.push(Shard {
-            engine: VerbsShard::new(ResolvingEndpoint::new(cfg)),
-            port: p,
-            lcore: i,
-        });
-    }
-    let lcores = Lcores::spawn(
-        Some(&eal),
-        &cores,
-        shards,
-        TscClock::new(&eal),
-        LcoreConfig::default(),
-    )?;
-    let hub = Arc::new(MetricsHub::new());
-    let source = lcores.snapshot_source();
-    let name = device.clone();
-    hub.set_source(Some(Box::new(move || exposition(&source, &name))));
-    let _metrics = args.port.metrics.start(&eal, &hub)?;
-    let h: Vec<Handle> = lcores.handles().to_vec();
-    h[0].call(|e, _| e.engine_mut().announce())?;
-    let oob = Oob::start(connect, timeout);
-    let mut b = Blocking;
-    let hello = agree(&mut b, &oob, is_client, hello, max_memory)?;
-    let mtu = roce_proto::verbs::Mtu::from_bytes(hello.mtu)
-        .ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
-    let max_size = hello.max_size();
-    let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
-    let depth = args.tx_depth.clamp(1, 1024);
+    Ok(())
+}
 
-    // QPs, round-robin over the shards.
-    let mut psns = args.port.psns();
-    let mut qps: Vec<(usize, Qp)> = Vec::new();
-    for k in 0..hello.qps as usize {
-        let shard = k % n;
-        let cc = cc.cloned();
-        let psn = psns.next_psn();
-        let q = h[shard]
-            .call(move |e, _| {
-                let ep = e.engine_mut().endpoint_mut();
-                let q = Qp::create(ep, depth, mr_len, psn)?;
-                if let Some(c) = cc {
-                    ep.set_congestion_control(q.qpn, c.build(), 64 * 1024)?;
-                }
-                Ok::<_, roce_proto::qp::QpError>(q)
-            })?
-            .context("creating a QP")?;
-        qps.push((shard, q));
-    }
-    let mine: Vec<Dest> = qps.iter().map(|(_, q)| q.dest(ip)).collect();
-    if !is_client && hello.duration > 0 {
-        let run = std::time::Duration::from_secs(hello.duration);
-        b.ask(&oob, Req::IoTimeout(timeout.saturating_add(run)))?;
-    }
-    let theirs: Vec<Dest> = swap(&mut b, &oob, is_client, &mine, "keys")?;
-    let peer_ip = theirs
-        .first()
-        .map(|d| session::gid_ip(d.gid))
-        .ok_or_else(|| anyhow!("no QP"))?;
-    let peer_mac = match args.port.peer_mac()? {
-        Some(m) => m,
-        None => resolve(&h[0], peer_ip, timeout)?,
-    };
-    let opts = args.rc_options(mtu);
-    for ((shard, q), d) in qps.iter_mut().zip(&theirs) {
-        q.peer = *d;
-        let peer = PeerQp {
-            ip: session::gid_ip(d.gid),
-            mac: Some(peer_mac),
-            qpn: d.qpn,
-            psn: Psn::new(d.psn),
-        };
-        let (qpn, psn) = (q.qpn, q.psn);
-        h[*shard]
-            .call(move |e, now| {
-                e.engine_mut()
-                    .connect_qp(now, qpn, &peer, psn, &opts)
-                    .map(|_| ())
-            })?
-            .context("connecting a QP")?;
-    }
-    let banner: Vec<Qp> = qps.iter().map(|(_, q)| Qp { ..*q }).collect();
-    print_banner(out, test, &hello, depth, &banner, ip, args.report_gbits)?;
-    if test.uses_recv() {
-        for (shard, q) in &qps {
-            let mut q = Qp { ..*q };
-            h[*shard].call(move |e, _| refill(e.engine_mut(), &mut q, max_size, depth))??;
+/// The port split over the lcores, a shard on each, and the TCP exchange beside them.
+struct Rig {
+    // Field order is drop order: the exchange, the metrics, then the lcores (and their port
+    // queues) before the pool before EAL.
+    oob: Oob,
+    handles: Vec<Handle>,
+    _metrics: Option<roce::metrics::server::MetricsServer>,
+    lcores: Lcores<Engine>,
+    pool: Arc<roce_dpdk::Mempool>,
+    eal: roce_dpdk::Eal,
+    ip: std::net::Ipv4Addr,
+    timeout: std::time::Duration,
+}
+
+impl Rig {
+    /// Opens the port with a queue pair per lcore, spawns a shard on each (shard 0 announces
+    /// us), serves their metrics, and starts the exchange over `connect`.
+    fn start(args: &PerfArgs, mtu: Mtu, connect: session::Connect) -> anyhow::Result<Rig> {
+        let cores = args.port.cores.clone();
+        let n = cores.len();
+        let timeout = std::time::Duration::from_secs(args.port.timeout.max(1));
+        let dev = session::open_device(
+            &args.port,
+            mtu.bytes(),
+            u16::try_from(n).unwrap_or(u16::MAX),
+        )?;
+        let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
+        let device = dev.port.info().name.clone();
+        // How frames reach their lcore on this port, said once (as `roce port info --cores`
+        // does).
+        output::note(format_args!(
+            "lcores: {n} on CPUs {cores}; steering={}",
+            roce_dpdk::steer::Steering::probe(&dev.port)
+        ));
+        let mut shards = Vec::new();
+        for (i, p) in shard_ports(dev.port.into_queues(), INBOX_FRAMES)
+            .into_iter()
+            .enumerate()
+        {
+            let cfg = shard_config(EndpointConfig::ipv4(mac, ip), i);
+            shards.push(Shard {
+                engine: VerbsShard::new(ResolvingEndpoint::new(cfg)),
+                port: p,
+                lcore: i,
+            });
         }
+        let lcores = Lcores::spawn(
+            Some(&eal),
+            &cores,
+            shards,
+            TscClock::new(&eal),
+            LcoreConfig::default(),
+        )?;
+        let hub = Arc::new(MetricsHub::new());
+        let source = lcores.snapshot_source();
+        hub.set_source(Some(Box::new(move || exposition(&source, &device))));
+        let metrics = args.port.metrics.start(&eal, &hub)?;
+        let handles: Vec<Handle> = lcores.handles().to_vec();
+        handles[0].call(|e, _| e.engine_mut().announce())?;
+        Ok(Rig {
+            oob: Oob::start(connect, timeout),
+            handles,
+            _metrics: metrics,
+            lcores,
+            pool,
+            eal,
+            ip,
+            timeout,
+        })
     }
-    let _: Vec<bool> = swap(&mut b, &oob, is_client, &[true], "ready")?;
 
-    for &size in &hello.sizes {
-        let _: Vec<u64> = swap(&mut b, &oob, is_client, &[size], "start")?;
-        let gbits = args.report_gbits;
-        if is_client {
-            let (total, per_shard) = client_size(&h, &qps, test, &hello, size, depth, timeout)?;
-            b.ask(&oob, Req::Send("send results", json_line(&total)?))?;
-            let _: End = recv_checked(&mut b, &oob, ("read results", "results"), |_: &End| Ok(()))?;
+    /// `count` QPs round-robin over the shards, each with `cc` if given.
+    fn create_qps(
+        &self,
+        args: &PerfArgs,
+        count: u32,
+        cc: Option<&CcConfig>,
+        depth: u32,
+        mr_len: usize,
+    ) -> anyhow::Result<Vec<(usize, Qp)>> {
+        let mut psns = args.port.psns();
+        let mut qps = Vec::new();
+        for k in 0..count as usize {
+            let shard = k % self.handles.len();
+            let cc = cc.cloned();
+            let psn = psns.next_psn();
+            let q = self.handles[shard]
+                .call(move |e, _| {
+                    let ep = e.engine_mut().endpoint_mut();
+                    let q = Qp::create(ep, depth, mr_len, psn)?;
+                    if let Some(c) = cc {
+                        ep.set_congestion_control(q.qpn, c.build(), 64 * 1024)?;
+                    }
+                    Ok::<_, roce_proto::qp::QpError>(q)
+                })?
+                .context("creating a QP")?;
+            qps.push((shard, q));
+        }
+        Ok(qps)
+    }
+
+    /// Connects each QP to its peer's (`theirs`, in order) on its shard, with the peer's MAC
+    /// from `--peer-mac` or resolved by shard 0.
+    fn connect_qps(
+        &self,
+        args: &PerfArgs,
+        qps: &mut [(usize, Qp)],
+        theirs: &[Dest],
+        opts: &RcOptions,
+    ) -> anyhow::Result<()> {
+        let peer_ip = theirs
+            .first()
+            .map(|d| session::gid_ip(d.gid))
+            .ok_or_else(|| anyhow!("no QP"))?;
+        let peer_mac = match args.port.peer_mac()? {
+            Some(m) => m,
+            None => resolve(&self.handles[0], peer_ip, self.timeout)?,
+        };
+        for ((shard, q), d) in qps.iter_mut().zip(theirs) {
+            q.peer = *d;
+            let peer = PeerQp {
+                ip: session::gid_ip(d.gid),
+                mac: Some(peer_mac),
+                qpn: d.qpn,
+                psn: Psn::new(d.psn),
+            };
+            let (qpn, psn, opts) = (q.qpn, q.psn, *opts);
+            self.handles[*shard]
+                .call(move |e, now| {
+                    e.engine_mut()
+                        .connect_qp(now, qpn, &peer, psn, &opts)
+                        .map(|_| ())
+                })?
+                .context("connecting a QP")?;
+        }
+        Ok(())
+    }
+
+    /// The counters summed over the shards (stderr), then the lcores stopped before the pool
+    /// and EAL go.
+    fn finish(self) -> anyhow::Result<()> {
+        let snaps = self.lcores.snapshots(std::time::Duration::from_secs(2));
+        let mut port = RdmaCounters::default();
+        for s in snaps.into_iter().flatten() {
+            port.accumulate(&s.port);
+        }
+        output::note(counters_line(&port));
+        let Rig {
+            oob,
+            handles,
+            _metrics,
+            lcores,
+            pool,
+            eal,
+            ..
+        } = self;
+        // What the shards ended with is not needed: dropped before the pool and EAL.
+        let stopped = lcores.stop().map(drop);
+        drop(pool);
+        drop(eal);
+        drop((oob, handles, _metrics));
+        Ok(stopped?)
+    }
+}
+
+/// The sizes of a run: what each side does per size and prints.
+struct Sizes<'a> {
+    test: Test,
+    hello: &'a Hello,
+    qps: &'a [(usize, Qp)],
+    depth: u32,
+    is_client: bool,
+    gbits: bool,
+}
+
+impl Sizes<'_> {
+    /// One size: the client runs it on every shard and prints the total and a line per lcore;
+    /// the server keeps receives posted until the client's results come and prints them.
+    fn size(&self, rig: &Rig, size: u64, out: &mut dyn Write) -> anyhow::Result<()> {
+        let (b, oob, h) = (&mut Blocking, &rig.oob, rig.handles.as_slice());
+        let _: Vec<u64> = swap(b, oob, self.is_client, &[size], "start")?;
+        let gbits = self.gbits;
+        if self.is_client {
+            let (total, per_shard) = client_size(
+                h,
+                self.qps,
+                self.test,
+                self.hello,
+                size,
+                self.depth,
+                rig.timeout,
+            )?;
+            b.ask(oob, Req::Send("send results", json_line(&total)?))?;
+            let _: End = recv_checked(b, oob, ("read results", "results"), |_: &End| Ok(()))?;
             if let Some(bw) = &total.bw {
                 writeln!(out, "{}", bw.line(gbits))?;
             }
             for (i, bw) in per_shard.iter().enumerate() {
                 writeln!(out, " lcore {i}:{}", bw.line(gbits))?;
             }
-        } else {
-            let seen = server_size(&mut b, &oob, &h, &qps, test, max_size, depth)?;
-            let end: End = seen.0;
-            b.ask(
-                &oob,
-                Req::Send(
-                    "send results",
-                    json_line(&End {
-                        bw: None,
-                        completed: seen.1,
-                    })?,
-                ),
-            )?;
-            if let Some(bw) = &end.bw {
-                writeln!(out, "{}", bw.line(gbits))?;
-            }
+            return Ok(());
         }
+        let max_size = self.hello.max_size();
+        let (end, seen) = server_size(b, oob, h, self.qps, self.test, max_size, self.depth)?;
+        let mine = End {
+            bw: None,
+            completed: seen,
+        };
+        b.ask(oob, Req::Send("send results", json_line(&mine)?))?;
+        if let Some(bw) = &end.bw {
+            writeln!(out, "{}", bw.line(gbits))?;
+        }
+        Ok(())
     }
-    writeln!(out, "{RESULT_LINE}")?;
-    let snaps = lcores.snapshots(std::time::Duration::from_secs(2));
-    let mut port = RdmaCounters::default();
-    for s in snaps.into_iter().flatten() {
-        port.accumulate(&s.port);
-    }
-    output::note(counters_line(&port));
-    let exits = lcores.stop()?;
-    drop(exits);
-    drop(pool);
-    drop(eal);
-    Ok(())
 }
 
 /// The peer's MAC, resolved by shard 0 (the shard that receives ARP).
@@ -258,9 +367,17 @@ fn client_size(
     depth: u32,
     timeout: std::time::Duration,
 ) -> anyhow::Result<(End, Vec<Bw>)> {
+    let work = ClientWork {
+        test,
+        size,
+        depth,
+        iters: hello.iters,
+        duration: (hello.duration > 0).then(|| hello.duration.saturating_mul(1_000_000_000)),
+        wait: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+    };
     let (tx, rx) = channel::unbounded::<ShardResult>();
     for (shard, handle) in h.iter().enumerate() {
-        let mut mine: Vec<Qp> = qps
+        let mine: Vec<Qp> = qps
             .iter()
             .filter(|(s, _)| *s == shard)
             .map(|(_, q)| Qp {
@@ -272,64 +389,7 @@ fn client_size(
         if mine.is_empty() {
             continue;
         }
-        let (iters, duration) = (
-            hello.iters,
-            (hello.duration > 0).then(|| hello.duration.saturating_mul(1_000_000_000)),
-        );
-        let wait = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        let mut meter = BwMeter::new(size, depth as usize);
-        let (mut start, mut last_progress) = (None::<Instant>, 0u64);
-        let tx = tx.clone();
-        handle.run_task(move |e, now| {
-            let t0 = *start.get_or_insert(now);
-            let t = now.saturating_since(t0).as_nanos();
-            let running = duration.map_or(true, |d| t < d);
-            let mut all_done = true;
-            let h = e.engine_mut();
-            for q in mine.iter_mut() {
-                while running
-                    && (duration.is_some() || q.posted < iters)
-                    && q.posted - q.done < u64::from(depth)
-                {
-                    if let Err(err) = h
-                        .endpoint_mut()
-                        .post_send(q.qpn, send_wr(test, q, size, q.posted))
-                    {
-                        let _ = tx.send(Err(format!("QP {:#x}: posting a request: {err}", q.qpn)));
-                        return false;
-                    }
-                    q.posted += 1;
-                }
-                while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
-                    if wc.status != WcStatus::Success {
-                        let _ = tx.send(Err(format!(
-                            "QP {:#x}: completion {:?} ({:?}); the peer stopped answering?",
-                            q.qpn, wc.status, wc.opcode
-                        )));
-                        return false;
-                    }
-                    if !matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
-                        q.done += 1;
-                        meter.record(t);
-                        last_progress = t;
-                    }
-                }
-                all_done &= q.done == q.posted && (!running || q.posted >= iters);
-            }
-            if all_done && (duration.is_none() || !running) {
-                let iters = mine.iter().map(|q| q.done).min().unwrap_or(0);
-                let _ = tx.send(Ok((shard, meter.finish(iters), meter.count())));
-                return false;
-            }
-            if t.saturating_sub(last_progress) > wait {
-                let done: u64 = mine.iter().map(|q| q.done).sum();
-                let _ = tx.send(Err(format!(
-                    "the peer stopped answering (lcore {shard}: {done} requests done)"
-                )));
-                return false;
-            }
-            true
-        })?;
+        handle.run_task(client_task(shard, mine, work, tx.clone()))?;
     }
     drop(tx);
     let mut shards: Vec<(usize, Bw, u64)> = Vec::new();
@@ -353,6 +413,90 @@ fn client_size(
         },
         bws,
     ))
+}
+
+/// What every shard's client task runs.
+#[derive(Clone, Copy)]
+struct ClientWork {
+    test: Test,
+    size: u64,
+    depth: u32,
+    /// Requests per QP (without a duration).
+    iters: u64,
+    /// How long to run, ns (`-D`).
+    duration: Option<u64>,
+    /// How long without a completion before the peer counts as gone, ns.
+    wait: u64,
+}
+
+/// Shard `shard`'s client task over its QPs `mine`: posts and reaps each turn, and says on
+/// `tx` what the shard measured once done (or why it stopped).
+fn client_task(
+    shard: usize,
+    mut mine: Vec<Qp>,
+    work: ClientWork,
+    tx: channel::Sender<ShardResult>,
+) -> impl FnMut(&mut Engine, Instant) -> bool + Send + 'static {
+    let ClientWork {
+        test,
+        size,
+        depth,
+        iters,
+        duration,
+        wait,
+    } = work;
+    let mut meter = BwMeter::new(size, depth as usize);
+    let (mut start, mut last_progress) = (None::<Instant>, 0u64);
+    move |e, now| {
+        let t0 = *start.get_or_insert(now);
+        let t = now.saturating_since(t0).as_nanos();
+        let running = duration.map_or(true, |d| t < d);
+        let mut all_done = true;
+        let h = e.engine_mut();
+        for q in mine.iter_mut() {
+            while running
+                && (duration.is_some() || q.posted < iters)
+                && q.posted - q.done < u64::from(depth)
+            {
+                if let Err(err) = h
+                    .endpoint_mut()
+                    .post_send(q.qpn, send_wr(test, q, size, q.posted))
+                {
+                    let _ = tx.send(Err(format!("QP {:#x}: posting a request: {err}", q.qpn)));
+                    return false;
+                }
+                q.posted += 1;
+            }
+            while let Some(wc) = h.endpoint_mut().poll_cq_one(q.cq) {
+                if wc.status != WcStatus::Success {
+                    let _ = tx.send(Err(format!(
+                        "QP {:#x}: completion {:?} ({:?}); the peer stopped answering?",
+                        q.qpn, wc.status, wc.opcode
+                    )));
+                    return false;
+                }
+                if !matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                    q.done += 1;
+                    meter.record(t);
+                    last_progress = t;
+                }
+            }
+            all_done &= q.done == q.posted && (!running || q.posted >= iters);
+        }
+        if all_done && (duration.is_none() || !running) {
+            let iters = mine.iter().map(|q| q.done).min().unwrap_or(0);
+            let _ = tx.send(Ok((shard, meter.finish(iters), meter.count())));
+            return false;
+        }
+        if t.saturating_sub(last_progress) > wait {
+            let done: u64 = mine.iter().map(|q| q.done).sum();
+            let _ = tx.send(Err(format!(
+                "the peer stopped answering (lcore {shard}: {done} requests done)"
+            )));
+            return false;
+        }
+        true
+    }
 }
 
 /// The server's part of one size: for send-bw a task per lcore keeping receives posted and

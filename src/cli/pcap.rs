@@ -195,64 +195,7 @@ fn check(
         let n = summary.frames;
         let t0 = *start.get_or_insert(frame.timestamp);
         let time = frame.timestamp.saturating_sub(t0).as_secs_f64();
-        let mut line = FrameLine {
-            frame: n,
-            time,
-            opcode: None,
-            opcode_name: None,
-            psn: None,
-            dest_qpn: None,
-            payload_len: None,
-            ecn: None,
-            fecn: None,
-            becn: None,
-            icrc: None,
-            roce: false,
-            error: None,
-            comment: frame.comment.clone(),
-        };
-        let verdict = judge(&frame.data);
-        let shown = filter.is_empty()
-            || matches!(&verdict, Verdict::Roce { packet, .. } if filter.matches(packet));
-        if shown {
-            if let Some(m) = summary.matched.as_mut() {
-                *m += 1;
-            }
-        }
-        let text = match verdict {
-            Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
-            Verdict::Malformed(e) => {
-                summary.roce += 1;
-                summary.malformed += 1;
-                line.roce = true;
-                line.error = Some(e.to_string());
-                format!("MALFORMED: {e}")
-            }
-            Verdict::Roce { packet, icrc_ok } => {
-                summary.roce += 1;
-                if icrc_ok {
-                    summary.icrc_ok += 1;
-                } else {
-                    summary.icrc_bad += 1;
-                }
-                let bth = &packet.repr.bth;
-                line.roce = true;
-                line.opcode = Some(bth.opcode.0);
-                line.opcode_name = Some(bth.opcode.name());
-                line.psn = Some(bth.psn.value());
-                line.dest_qpn = Some(bth.dest_qpn);
-                line.payload_len = Some(packet.repr.payload_len);
-                line.ecn = Some(packet.repr.ip.ecn().to_string());
-                line.fecn = Some(bth.fecn);
-                line.becn = Some(bth.becn);
-                line.icrc = Some(if icrc_ok { "ok" } else { "bad" });
-                format!(
-                    "{} icrc {}",
-                    pretty::summary(&packet),
-                    if icrc_ok { "ok" } else { "BAD" }
-                )
-            }
-        };
+        let (line, text, shown) = examine(n, time, &frame, filter, &mut summary);
         if !shown {
             continue;
         }
@@ -282,6 +225,76 @@ fn check(
         );
     }
     Ok(())
+}
+
+/// Frame `n`, `time` seconds into the capture: its JSON line and its text line, counted into
+/// `summary`; and whether the filters show it.
+fn examine(
+    n: usize,
+    time: f64,
+    frame: &CapturedFrame,
+    filter: &FrameFilter,
+    summary: &mut Summary,
+) -> (FrameLine, String, bool) {
+    let mut line = FrameLine {
+        frame: n,
+        time,
+        opcode: None,
+        opcode_name: None,
+        psn: None,
+        dest_qpn: None,
+        payload_len: None,
+        ecn: None,
+        fecn: None,
+        becn: None,
+        icrc: None,
+        roce: false,
+        error: None,
+        comment: frame.comment.clone(),
+    };
+    let verdict = judge(&frame.data);
+    let shown = filter.is_empty()
+        || matches!(&verdict, Verdict::Roce { packet, .. } if filter.matches(packet));
+    if shown {
+        if let Some(m) = summary.matched.as_mut() {
+            *m += 1;
+        }
+    }
+    let text = match verdict {
+        Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
+        Verdict::Malformed(e) => {
+            summary.roce += 1;
+            summary.malformed += 1;
+            line.roce = true;
+            line.error = Some(e.to_string());
+            format!("MALFORMED: {e}")
+        }
+        Verdict::Roce { packet, icrc_ok } => {
+            summary.roce += 1;
+            if icrc_ok {
+                summary.icrc_ok += 1;
+            } else {
+                summary.icrc_bad += 1;
+            }
+            let bth = &packet.repr.bth;
+            line.roce = true;
+            line.opcode = Some(bth.opcode.0);
+            line.opcode_name = Some(bth.opcode.name());
+            line.psn = Some(bth.psn.value());
+            line.dest_qpn = Some(bth.dest_qpn);
+            line.payload_len = Some(packet.repr.payload_len);
+            line.ecn = Some(packet.repr.ip.ecn().to_string());
+            line.fecn = Some(bth.fecn);
+            line.becn = Some(bth.becn);
+            line.icrc = Some(if icrc_ok { "ok" } else { "bad" });
+            format!(
+                "{} icrc {}",
+                pretty::summary(&packet),
+                if icrc_ok { "ok" } else { "BAD" }
+            )
+        }
+    };
+    (line, text, shown)
 }
 
 /// Names a frame that is not RoCEv2 (ARP, the TCP exchange of QP numbers, ...) for the listing.

@@ -20,6 +20,7 @@ pub fn stdout() -> BufWriter<StdoutLock<'static>> {
 
 /// A writer that flushes after every line it passes on, for output a person (or a script)
 /// watches while the command runs.
+#[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 pub struct Live<'a>(pub &'a mut dyn Write);
 
 impl Write for Live<'_> {

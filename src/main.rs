@@ -1,6 +1,6 @@
 //! The `roce` command line.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -15,12 +15,14 @@ mod cli {
     pub mod cc;
     #[cfg(feature = "dpdk")]
     pub mod demo;
+    pub mod faults;
     pub mod loopback;
     #[cfg(feature = "dpdk")]
     pub mod metrics;
     pub mod oob;
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     pub mod ops;
+    pub mod output;
     pub mod pcap;
     #[cfg(feature = "dpdk")]
     pub mod perf;
@@ -30,6 +32,8 @@ mod cli {
     pub mod port;
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     pub mod progress;
+    #[cfg(feature = "dpdk")]
+    pub mod session;
     pub mod sim;
     pub mod stats;
 }
@@ -82,28 +86,28 @@ enum Command {
     Limits,
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+/// Runs the command, its results written to `out`.
+fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
     match cli.command {
-        Command::Pcap(cmd) => cli::pcap::run(cmd)?,
-        Command::Cc { cmd } => cli::cc::run(cmd)?,
-        Command::Oob(cmd) => cli::oob::run(cmd)?,
-        Command::Loopback(args) => cli::loopback::run(args)?,
-        Command::Sim(cmd) => cli::sim::run(cmd)?,
+        Command::Pcap(cmd) => cli::pcap::run(cmd, out)?,
+        Command::Cc { cmd } => cli::cc::run(cmd, out)?,
+        Command::Oob(cmd) => cli::oob::run(cmd, out)?,
+        Command::Loopback(args) => cli::loopback::run(args, out)?,
+        Command::Sim(cmd) => cli::sim::run(cmd, out)?,
         #[cfg(feature = "dpdk")]
-        Command::Demo(args) => cli::demo::run(args)?,
-        Command::Stats(args) => cli::stats::run(args)?,
+        Command::Demo(args) => cli::demo::run(args, out)?,
+        Command::Stats(args) => cli::stats::run(args, out)?,
         Command::Limits => {
-            let mut out = std::io::stdout().lock();
             writeln!(out, "burst_size {}", roce_proto::limits::BURST_SIZE)?;
             writeln!(out, "max_frame {}", roce_proto::limits::MAX_FRAME)?;
             writeln!(out, "max_qps {}", roce_proto::limits::MAX_QPS)?;
         }
         #[cfg(feature = "dpdk")]
-        Command::Port(cmd) => cli::port::run(cmd)?,
+        Command::Port(cmd) => cli::port::run(cmd, out)?,
         #[cfg(feature = "dpdk")]
-        Command::Perf(cmd) => cli::perf::run(cmd)?,
+        Command::Perf(cmd) => cli::perf::run(cmd, out)?,
         #[cfg(feature = "dpdk")]
-        Command::Pingpong(args) => cli::pingpong::run(args)?,
+        Command::Pingpong(args) => cli::pingpong::run(args, out)?,
     }
     Ok(())
 }
@@ -120,8 +124,8 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// `println!` panics when stdout is a closed pipe. Commands write through `io::Write` and return
-/// the error (ended quietly below); this hook is the backstop for any `println!` left: such a
-/// panic ends the process quietly with status 0 instead of printing a panic message.
+/// the error (ended quietly below); this hook is the backstop for a `println!` in a dependency:
+/// such a panic ends the process quietly with status 0 instead of printing a panic message.
 fn end_quietly_on_closed_stdout() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -164,7 +168,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .collect();
     let msg = para.join(" ");
     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-    eprintln!("roce: {msg} (see --help)");
+    cli::output::error(format_args!("{msg} (see --help)"));
     ExitCode::from(2)
 }
 
@@ -178,13 +182,18 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    match run(cli) {
+    let mut out = cli::output::stdout();
+    let result = run(cli, &mut out);
+    // What the command wrote comes out before its error line, if any.
+    let flushed = out.flush();
+    drop(out);
+    match result.and_then(|()| Ok(flushed?)) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that went away (`roce pcap check f | head`) is not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // One clear line: the error and its causes, joined.
-            eprintln!("roce: {e:#}");
+            cli::output::error(format_args!("{e:#}"));
             ExitCode::FAILURE
         }
     }

@@ -2,12 +2,14 @@
 //! scripted sequence of CNPs, ACKs with RTT samples, INT records and losses against it and print
 //! how rate, target rate and alpha evolve.
 
-use std::io::Write as _;
+use std::io::Write;
 
 use anyhow::{anyhow, bail};
 use clap::Subcommand;
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig};
 use roce_proto::cc::{CcConfig, CcEntry, CcRegistry, Rate, Sample};
+
+use crate::cli::output::{write_json, Json};
 
 /// `roce cc ...`
 #[derive(Subcommand, Debug)]
@@ -115,7 +117,7 @@ struct Listed {
 }
 
 /// `roce cc list`: every registered controller.
-fn list(out: &mut impl std::io::Write, json: bool) -> anyhow::Result<()> {
+fn list(out: &mut dyn Write, json: bool) -> anyhow::Result<()> {
     let controllers = CcRegistry::builtin();
     let entries: Vec<&CcEntry> = controllers.entries().collect();
     if json {
@@ -128,7 +130,7 @@ fn list(out: &mut impl std::io::Write, json: bool) -> anyhow::Result<()> {
                 params: e.params(),
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
+        write_json(out, &listed, Json::Pretty)?;
         return Ok(());
     }
     for e in entries {
@@ -141,16 +143,15 @@ fn list(out: &mut impl std::io::Write, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs one `roce cc` command.
-pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+/// Runs one `roce cc` command, writing to `out`.
+pub fn run(cmd: CcCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match cmd {
-        CcCommand::List { json } => list(&mut out, json)?,
+        CcCommand::List { json } => list(out, json)?,
         CcCommand::Show { name, set, json } => {
             let cfg = config(&name, Rate::from_gbps(100), &set)?;
             let params = cfg.describe();
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&params)?)?;
+                write_json(out, &params, Json::Pretty)?;
             } else {
                 writeln!(out, "{} ({} parameters)", cfg.name(), params.len())?;
                 for p in params {
@@ -209,7 +210,7 @@ pub fn run(cmd: CcCommand) -> anyhow::Result<()> {
                 })
                 .collect();
             if json {
-                writeln!(out, "{}", serde_json::to_string(&points)?)?;
+                write_json(out, &points, Json::Line)?;
             } else {
                 writeln!(
                     out,

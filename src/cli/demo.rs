@@ -4,40 +4,37 @@
 //! monotonic clock, one thread polling hosts and switch in turn; ECN marks, CNPs and DCQCN rate
 //! cuts happen for real, and every message is verified byte for byte.
 //!
-//! Not here: the switch, payloads and reports ([`roce::report`]); real NICs (see `roce perf`).
+//! Here: the flags and their checks ([`Plan`]), then the run: the ports, switch and hosts
+//! ([`rig`]), the flows ([`flows`]), the polling loop ([`drive`], or [`lcores`] with `--cores`),
+//! the summary ([`summary`]). Not here: the switch, payloads and reports ([`roce::report`]);
+//! real NICs (see `roce perf`).
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use std::io::Write as _;
 
 use anyhow::{bail, Context};
 use clap::Args;
 
 use roce::pcap::CaptureWriter;
-use roce::report::demo::{HostPause, Series};
+use roce::report::demo::{Series, Summary};
 use roce::report::text;
 use roce::report::text::Files;
 use roce_dpdk::clock::{Clock, MonotonicClock};
-use roce_dpdk::runtime::{Runtime, RuntimeConfig};
-use roce_dpdk::{
-    ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig, PortSpec,
-};
-use roce_fabric::rt_switch::{RtSwitch, RtSwitchConfig};
+use roce_dpdk::runtime::Runtime;
+use roce_dpdk::{DpdkPort, PortSpec};
 use roce_fabric::EcnConfig;
 use roce_fabric::PfcConfig;
 use roce_proto::cc::{CcConfig, Rate};
-use roce_proto::endpoint::{Endpoint, EndpointConfig};
-use roce_proto::port::{FrameBuf, Port};
+use roce_proto::endpoint::Endpoint;
 use roce_proto::size::parse_bytes;
-use roce_proto::time::{Duration, Instant};
+use roce_proto::time::Duration;
 use roce_proto::verbs::Mtu;
 use roce_proto::wire::EthernetAddress;
 
 use crate::cli::metrics::MetricsArgs;
 use crate::cli::ops::Op;
-use crate::cli::progress::{parse_interval, Progress};
-use roce::metrics::{Exposition, MetricsHub, Publisher};
+use crate::cli::output::{write_json, Json};
+use crate::cli::progress::parse_interval;
 
 /// Options of `roce demo`.
 #[derive(Args, Debug)]
@@ -189,11 +186,15 @@ struct Host<'c> {
     rt: Runtime<DpdkPort, &'c MonotonicClock>,
 }
 
+mod drive;
 mod flows;
-mod lanes;
+mod lcores;
+mod rig;
 mod summary;
-use flows::{Eps, Flow};
-use summary::{exposition, summarize, with_switch};
+use drive::Run;
+use flows::Eps;
+use rig::Rig;
+use summary::{exposition, summarize};
 
 /// The hosts as the reports read them.
 fn views<'a>(hosts: &'a [Host]) -> Vec<Eps<'a>> {
@@ -302,8 +303,8 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Runs `roce demo`.
-pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+/// Runs `roce demo`, the report written to `out`.
+pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let plan = check(&args)?;
     if let Some(dir) = &args.out {
         // Before the run, not after it: a bad directory costs the user nothing.
@@ -318,222 +319,31 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         None => None,
     };
     let tap_if = tap_name(&plan.spec);
-    let mut eal_args = format!("--log-level=3 -m 256 {}", args.eal);
-    if let Some(ifname) = &tap_if {
-        eal_args.push_str(&format!(" --vdev=net_tap0,iface={ifname}"));
-    }
-    let eal = Eal::init(&EalConfig {
-        require_ports: false,
-        ..EalConfig::new(eal_args)
-    })
-    .context("starting DPDK")?;
-    let hub = Arc::new(MetricsHub::new());
-    let _metrics = args.metrics.start(&eal, &hub)?;
-    let mut publisher = Publisher::default();
-    let pool = Arc::new(
-        Mempool::new(
-            &eal,
-            &MempoolConfig {
-                size: 16383,
-                ..MempoolConfig::default()
-            },
-        )
-        .context("creating the mbuf pool")?,
-    );
-    let port_cfg = PortConfig {
-        link_timeout: std::time::Duration::from_secs(2),
-        ..PortConfig::default()
-    };
+    let mut rig = Rig::open(&args, &plan, tap_if.as_deref())?;
     let clock = MonotonicClock::new();
-    let bottleneck = Rate::from_bps_f64(args.bottleneck_gbps * 1e9);
-    let mut switch = RtSwitch::new(RtSwitchConfig {
-        buffer_bytes: args.buffer,
-        ecn: Some(plan.ecn),
-        seed: args.seed,
-    });
-    if args.pfc {
-        switch = switch.with_pfc(demo_pfc(args.buffer, args.senders));
+    let mut hosts = rig.hosts(&args, &clock)?;
+    if tap_if.is_some() {
+        rig.start_mirror()?;
     }
-    let runtime = RuntimeConfig {
-        pfc_link_bps: args.pfc.then_some((args.host_gbps * 1e9) as u64),
-        ..RuntimeConfig::default()
-    };
-    let mut hosts = Vec::new();
-    for i in 0..=args.senders {
-        let (host_id, sw_id) = ring_pair(&eal, &format!("demo{i}"), 1024)
-            .with_context(|| format!("creating the ring ports of host {i}"))?;
-        let host_port = DpdkPort::new(&eal, host_id, pool.clone(), &port_cfg)?;
-        let sw_port = DpdkPort::new(&eal, sw_id, pool.clone(), &port_cfg)?;
-        let (name, ip) = if i == 0 {
-            ("r".to_owned(), [198, 18, 0, 1])
-        } else {
-            (format!("s{i}"), [198, 18, 0, 10 + i as u8])
-        };
-        let m = mac(i as u8 + 1);
-        let rate = (i == 0).then_some(bottleneck);
-        switch.add_port(sw_port, Some(m), rate);
-        let mut cfg = EndpointConfig::ipv4(m, ip.into());
-        cfg.udp_port_seed = i as u16;
-        cfg.cnp_interval = Duration::from_micros(args.cnp_interval_us);
-        hosts.push(Host {
-            name,
-            ep: Endpoint::new(cfg),
-            rt: Runtime::new(host_port, &clock, runtime),
-        });
-    }
-    let mut mirror = match &tap_if {
-        Some(_) => {
-            let id = eal
-                .port_by_name("net_tap0")
-                .context("finding the tap port")?;
-            let cfg = PortConfig {
-                link_timeout: std::time::Duration::ZERO,
-                ..PortConfig::default()
-            };
-            Some(DpdkPort::new(&eal, id, pool.clone(), &cfg).context("starting the tap port")?)
-        }
-        None => None,
-    };
-    let cores = args.cores.clone();
+    let on_lcores = args.cores.len() > 1;
     let flows = flows::connect(
-        &mut hosts,
-        &plan.ops,
-        plan.size,
-        args.depth,
-        plan.mtu,
-        &plan.cc,
-        args.seed,
-        cores.len() > 1,
+        &mut hosts, &plan.ops, plan.size, args.depth, plan.mtu, &plan.cc, args.seed, on_lcores,
     )?;
-    let mut run = if cores.len() > 1 {
-        Run::Lanes(lanes::Lanes::start(&eal, &cores, hosts, flows, clock)?)
+    let mut run = if on_lcores {
+        Run::Lcores(lcores::ShardedHosts::start(
+            &rig.eal,
+            &args.cores,
+            hosts,
+            flows,
+            clock,
+        )?)
     } else {
         Run::Inline { hosts, flows }
     };
-    let mut progress = Progress::new("roce demo", Some(plan.duration), !args.json, plan.status);
-
-    let mut series = Series::new(SAMPLE_EVERY, 0);
-    let mut mirror_out: Vec<Mbuf> = Vec::new();
-    let mut mirror_in: Vec<Mbuf> = Vec::new();
-    let mut scratch = Vec::new();
-    let start = clock.now();
-    let end = start + Duration::from(plan.duration);
-    let deadline = end + DRAIN_TIMEOUT;
-    let mut next_sample = start + SAMPLE_EVERY;
-    let mut drained_at = None;
-    let mut timed_out = false;
-    // Frames the lcores' hosts moved, and when that number last changed.
-    let mut lane_frames = (0u64, start);
-    let mut idle_rounds = 0u32;
-    let mut rounds = 0u64;
-    loop {
-        rounds += 1;
-        let now = clock.now();
-        let posting = now < end;
-        let mut work = 0;
-        let mut on_egress = |frame: &[u8]| {
-            if let Some(w) = writer.as_mut() {
-                let ts = std::time::Duration::from_nanos(clock.now().as_nanos());
-                if let Err(e) = w.write_frame(ts, frame) {
-                    tracing::warn!(error = %e, "pcap write failed");
-                }
-            }
-            if mirror.is_some() {
-                if let Some(mut m) = pool.alloc() {
-                    if m.set_frame_len(frame.len()) {
-                        m.frame_mut().copy_from_slice(frame);
-                        mirror_out.push(m);
-                    }
-                }
-            }
-        };
-        match &mut run {
-            Run::Inline { hosts, flows } => {
-                for i in 0..hosts.len() {
-                    let Some(h) = hosts.get_mut(i) else { continue };
-                    work += h.rt.poll_once(&mut h.ep);
-                    flows::drive(i, hosts, flows, posting, &mut scratch, &clock);
-                    work += switch.poll(clock.now(), &mut on_egress);
-                }
-            }
-            Run::Lanes(l) => {
-                if !posting {
-                    l.stop_posting();
-                }
-                work += switch.poll(clock.now(), &mut on_egress);
-            }
-        }
-        publisher.offer(&hub, || run.exposition(&switch, now));
-        if let Some(m) = mirror.as_mut() {
-            m.tx_burst(&mut mirror_out);
-            mirror_out.clear();
-            // Whatever the kernel sends into the mirror (router solicitations...) is dropped.
-            let _ = m.rx_burst(&mut mirror_in, 32);
-            mirror_in.clear();
-        }
-        if now >= next_sample && drained_at.is_none() {
-            next_sample = now + SAMPLE_EVERY;
-            let delivered: Vec<u64> = run
-                .flows()
-                .iter()
-                .map(|f| f.verified * u64::from(plan.size))
-                .collect();
-            let cc: Vec<(usize, u32, f64, f64)> = (0..delivered.len())
-                .filter_map(|i| {
-                    let f = run.flow(i)?;
-                    let m = run.cc(i);
-                    Some((f.sender, f.src_qpn, m.rate.as_gbps_f64(), m.alpha))
-                })
-                .collect();
-            series.sample(
-                now.saturating_since(start).as_nanos(),
-                &delivered,
-                switch.queue_bytes(0),
-                &cc,
-            );
-        }
-        if drained_at.is_none() {
-            let elapsed = now.saturating_since(start);
-            progress.update(elapsed.into(), || {
-                status_line(&mut run, &switch, &series, plan.size)
-            });
-        }
-        let finished = run.finished();
-        if !posting && finished && drained_at.is_none() {
-            drained_at = Some(now);
-        }
-        if drained_at.is_some() {
-            // Let CNPs and ACKs still in flight land before reading counters (on lcores they
-            // may be in flight while the switch is idle: only the time counts there).
-            idle_rounds = if work == 0 { idle_rounds + 1 } else { 0 };
-            let settled =
-                drained_at.is_some_and(|t| now.saturating_since(t) > Duration::from_millis(200));
-            let quiet = match &run {
-                Run::Inline { .. } => true,
-                Run::Lanes(l) => {
-                    let frames = l.frames();
-                    if frames != lane_frames.0 {
-                        lane_frames = (frames, now);
-                    }
-                    idle_rounds >= 1000
-                        && now.saturating_since(lane_frames.1) > Duration::from_millis(50)
-                }
-            };
-            if (idle_rounds >= 1000 && matches!(run, Run::Inline { .. }))
-                || (settled && quiet)
-                || now > deadline + DRAIN_TIMEOUT
-            {
-                break;
-            }
-        } else if now > deadline {
-            timed_out = true;
-            break;
-        }
-    }
-    progress.finish();
+    let driven = drive::drive(&mut rig, &mut run, &clock, &mut writer, &plan, !args.json);
     let pauses = run.pauses(clock.now());
     let (hosts, mut flows) = run.finish()?;
-    if timed_out {
+    if driven.timed_out {
         for f in flows.iter_mut() {
             if f.completed < f.posted {
                 f.errors.push(format!(
@@ -546,23 +356,45 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     let eps: Vec<Eps> = hosts.iter().map(|(n, ep)| (n.as_str(), ep)).collect();
-    hub.publish(u64::MAX, exposition(&eps, &switch, clock.now()));
-    let traffic_end = drained_at.unwrap_or_else(|| clock.now());
-    tracing::debug!(rounds, "polling rounds");
+    rig.hub
+        .publish(u64::MAX, exposition(&eps, &rig.switch, clock.now()));
+    let traffic_end = driven.drained_at.unwrap_or_else(|| clock.now());
     if let Some(w) = writer.take() {
         w.finish().context("finishing the pcap file")?;
     }
-
     let mut summary = summarize(
         &args,
         &plan,
         &eps,
         &flows,
-        &switch,
-        &series,
-        (start, traffic_end),
+        &rig.switch,
+        &driven.series,
+        (driven.start, traffic_end),
     );
     summary.host_pauses = pauses;
+    report(out, &args, &summary, &driven.series)?;
+    // The report is out before the metrics linger.
+    out.flush()?;
+    args.metrics.linger();
+    if !summary.verified {
+        let why = summary
+            .flows
+            .iter()
+            .find_map(|f| f.errors.first().cloned())
+            .unwrap_or_else(|| "transport errors (see counters)".into());
+        bail!("verification failed: {why}");
+    }
+    Ok(())
+}
+
+/// The series files in `--out`, then the summary on `out`: JSON, or the tables (with `--stats`,
+/// the per-QP counters after them).
+fn report(
+    out: &mut dyn Write,
+    args: &DemoArgs,
+    summary: &Summary,
+    series: &Series,
+) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         let names: Vec<String> = summary
             .flows
@@ -573,146 +405,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             .write(dir, &names)
             .map_err(|e| anyhow::anyhow!("--out: {e}"))?;
     }
-    let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &summary)?;
-        writeln!(out)?;
+        write_json(out, summary, Json::Pretty)?;
     } else {
         let files = Files {
             pcap: args.pcap.clone(),
             out: args.out.clone(),
         };
-        text::print(&mut out, &summary, &series, &files)?;
+        text::print(out, summary, series, &files)?;
         if args.stats {
-            crate::cli::stats::print_report(&mut out, &summary.stats, false, false)?;
+            crate::cli::stats::print_report(out, &summary.stats, false, false)?;
         }
     }
-    out.flush()?;
-    drop(out);
-    args.metrics.linger();
-    if !summary.verified {
-        let why = summary
-            .flows
-            .iter()
-            .find_map(|f| f.errors.first().cloned())
-            .unwrap_or_else(|| "transport errors (see counters)".into());
-        bail!("verification failed: {why}");
-    }
-    drop(mirror);
-    drop(eps);
-    drop(hosts);
     Ok(())
-}
-
-/// The hosts and flows, driven by the main thread or on lcores.
-enum Run<'c> {
-    /// One thread polls every host and runs the application after each.
-    Inline {
-        hosts: Vec<Host<'c>>,
-        flows: Vec<Flow>,
-    },
-    /// Each host on an lcore, the application as in-lcore tasks.
-    Lanes(lanes::Lanes),
-}
-
-impl Run<'_> {
-    /// The flows with their progress now.
-    fn flows(&mut self) -> &[Flow] {
-        match self {
-            Run::Inline { flows, .. } => flows,
-            Run::Lanes(l) => l.flows(),
-        }
-    }
-
-    /// Flow `i` (as of the last [`Run::flows`]).
-    fn flow(&self, i: usize) -> Option<&Flow> {
-        match self {
-            Run::Inline { flows, .. } => flows.get(i),
-            Run::Lanes(l) => l.flow(i),
-        }
-    }
-
-    /// The controller of flow `i`'s sending QP now.
-    fn cc(&self, i: usize) -> roce_proto::cc::CcMetrics {
-        match self {
-            Run::Inline { hosts, flows } => flows
-                .get(i)
-                .map(|f| flows::cc_metrics(&views(hosts), f))
-                .unwrap_or_default(),
-            Run::Lanes(l) => l.cc(i),
-        }
-    }
-
-    /// Every flow has nothing outstanding (and, on lcores, every WRITE is verified).
-    fn finished(&mut self) -> bool {
-        let lanes = matches!(self, Run::Lanes(_));
-        self.flows()
-            .iter()
-            .all(|f| f.finished() && (!lanes || f.op != Op::Write || f.verified >= f.completed))
-    }
-
-    /// CNPs sent so far.
-    fn cnps(&self) -> u64 {
-        match self {
-            Run::Inline { hosts, .. } => hosts.iter().map(|h| h.ep.counters().cnps_sent).sum(),
-            Run::Lanes(l) => l.cnps(),
-        }
-    }
-
-    /// The counters now, for the metrics.
-    fn exposition(&self, switch: &RtSwitch<DpdkPort>, now: Instant) -> Exposition {
-        match self {
-            Run::Inline { hosts, .. } => exposition(&views(hosts), switch, now),
-            Run::Lanes(l) => with_switch(l.ports(), None, switch),
-        }
-    }
-
-    /// What PFC did to each host's transmitter up to `now` (hosts on the main thread only).
-    fn pauses(&self, now: Instant) -> Vec<HostPause> {
-        let Run::Inline { hosts, .. } = self else {
-            return Vec::new();
-        };
-        hosts
-            .iter()
-            .filter_map(|h| {
-                let p = h.rt.pause()?;
-                Some(HostPause {
-                    host: h.name.clone(),
-                    rx_prio3_pause: p.frames(LOSSLESS),
-                    rx_prio3_pause_duration_us: p.paused(LOSSLESS, now).as_nanos() / 1_000,
-                    tx_pause_holds: h.rt.counters().tx_pause_holds,
-                })
-            })
-            .collect()
-    }
-
-    /// The hosts' names and endpoints, and the flows, once traffic is over.
-    fn finish(self) -> anyhow::Result<flows::Ended> {
-        match self {
-            Run::Inline { hosts, flows } => {
-                Ok((hosts.into_iter().map(|h| (h.name, h.ep)).collect(), flows))
-            }
-            Run::Lanes(l) => l.finish(),
-        }
-    }
-}
-
-/// The status line: time is prefixed by [`Progress`]; goodput so far over all flows, marks, CNPs,
-/// the lowest congestion-control rate now and the bottleneck queue.
-fn status_line(run: &mut Run, switch: &RtSwitch<DpdkPort>, series: &Series, size: u32) -> String {
-    let cnps = run.cnps();
-    let rate = (0..run.flows().len())
-        .map(|i| run.cc(i).rate.as_gbps_f64())
-        .fold(f64::INFINITY, f64::min);
-    let flows = run.flows();
-    let bytes: u64 = flows.iter().map(|f| f.verified * u64::from(size)).sum();
-    let msgs: u64 = flows.iter().map(|f| f.verified).sum();
-    let secs = series.rec.rows.last().map_or(0.0, |r| r.t_ns as f64 / 1e9);
-    format!(
-        "{:.3} Gbit/s, ecn_marked {}, np_cnp_sent {cnps}, cc rate min {:.3} Gbit/s, queue {:.1} KB, {msgs} msgs verified",
-        if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
-        switch.counters().ecn_marked,
-        if rate.is_finite() { rate } else { 0.0 },
-        switch.queue_bytes(0) as f64 / 1e3
-    )
 }

@@ -11,6 +11,7 @@ use roce::metrics::server::MetricsServer;
 use roce::metrics::MetricsHub;
 use roce_dpdk::Eal;
 
+use crate::cli::output::note;
 use crate::cli::progress::parse_interval;
 
 /// `--metrics` and `--metrics-linger`.
@@ -38,18 +39,18 @@ impl MetricsArgs {
             return Ok(None);
         };
         let server = MetricsServer::start(addr, hub.clone())?;
-        eprintln!("metrics: http://{}/metrics", server.addr());
+        note(format_args!("metrics: http://{}/metrics", server.addr()));
         let socket = roce_dpdk::telemetry::socket_path(eal);
         match roce_dpdk::telemetry::owner(&socket) {
-            Some(pid) if pid == std::process::id() => eprintln!(
+            Some(pid) if pid == std::process::id() => note(format_args!(
                 "telemetry: {} (dpdk-telemetry.py: /roce/ports, /roce/port,DEVICE, /roce/qp,DEVICE,QPN)",
                 socket.display()
-            ),
-            Some(pid) => eprintln!(
+            )),
+            Some(pid) => note(format_args!(
                 "telemetry: {} belongs to process {pid}; for a socket of this process's own, start it with --eal --file-prefix=NAME",
                 socket.display()
-            ),
-            None => eprintln!("telemetry: no DPDK telemetry socket (EAL started with --no-telemetry?)"),
+            )),
+            None => note("telemetry: no DPDK telemetry socket (EAL started with --no-telemetry?)"),
         }
         Ok(Some(server))
     }

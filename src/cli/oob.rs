@@ -2,6 +2,7 @@
 //! pyverbs peer against the real tool, and print what the peer sent as one JSON line. For
 //! debugging setups and for tools/interop/run.sh; no QP is created (the peer's traffic fails).
 
+use std::io::Write;
 use std::net::{Ipv6Addr, SocketAddr, TcpListener};
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use roce::oob::tcp;
 use roce::oob::tcp::{OobStream, PerftestConn, Timeouts};
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce_proto::psn::Psn;
+
+use crate::cli::output::{self, write_json, Json};
 
 /// Subcommands of `roce oob`.
 #[derive(Subcommand, Debug)]
@@ -93,8 +96,8 @@ impl Ours {
     }
 }
 
-/// Runs a `roce oob` subcommand.
-pub fn run(cmd: OobCommand) -> anyhow::Result<()> {
+/// Runs a `roce oob` subcommand: what the peer sent, as one JSON line on `out`.
+pub fn run(cmd: OobCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     let remote = match cmd {
         OobCommand::PingpongClient { addr, ours } => {
             let r = tcp::pingpong_client(addr, &ours.pingpong(), ours.timeouts())?;
@@ -104,7 +107,7 @@ pub fn run(cmd: OobCommand) -> anyhow::Result<()> {
             let listener =
                 TcpListener::bind(listen).with_context(|| format!("listen on {listen}"))?;
             if let Some(warning) = tcp::every_interface_warning(listen) {
-                eprintln!("{warning}");
+                output::note(warning);
             }
             let mine = ours.pingpong();
             let r = tcp::pingpong_server(&listener, ours.timeouts(), |_| Ok::<_, String>(mine))?;
@@ -148,6 +151,6 @@ pub fn run(cmd: OobCommand) -> anyhow::Result<()> {
                    "addr": r.addr, "rkey": r.rkey, "atomic_addr": r.atomic_addr})
         }
     };
-    println!("{remote}");
+    write_json(out, &remote, Json::Line)?;
     Ok(())
 }

@@ -13,6 +13,8 @@ use roce::pcap::links::{find_links, FrameFacts, Links};
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
+use crate::cli::output::{write_json, Json};
+
 /// Subcommands of `roce pcap`.
 #[derive(Subcommand, Debug)]
 pub enum PcapCommand {
@@ -73,11 +75,11 @@ impl FilterArgs {
     }
 }
 
-/// Runs a `roce pcap` subcommand.
-pub fn run(cmd: PcapCommand) -> anyhow::Result<()> {
+/// Runs a `roce pcap` subcommand, writing to `out`.
+pub fn run(cmd: PcapCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match cmd {
-        PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter()),
-        PcapCommand::Explain { file, frame, links } => explain(file, frame, links),
+        PcapCommand::Check { file, json, filter } => check(file, json, &filter.filter(), out),
+        PcapCommand::Explain { file, frame, links } => explain(file, frame, links, out),
     }
 }
 
@@ -167,8 +169,12 @@ struct FrameLine {
     comment: Option<String>,
 }
 
-fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+fn check(
+    file: PathBuf,
+    json: bool,
+    filter: &FrameFilter,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let reader = CaptureReader::open(&file)?;
     let mut summary = Summary {
         summary: true,
@@ -189,69 +195,12 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
         let n = summary.frames;
         let t0 = *start.get_or_insert(frame.timestamp);
         let time = frame.timestamp.saturating_sub(t0).as_secs_f64();
-        let mut line = FrameLine {
-            frame: n,
-            time,
-            opcode: None,
-            opcode_name: None,
-            psn: None,
-            dest_qpn: None,
-            payload_len: None,
-            ecn: None,
-            fecn: None,
-            becn: None,
-            icrc: None,
-            roce: false,
-            error: None,
-            comment: frame.comment.clone(),
-        };
-        let verdict = judge(&frame.data);
-        let shown = filter.is_empty()
-            || matches!(&verdict, Verdict::Roce { packet, .. } if filter.matches(packet));
-        if shown {
-            if let Some(m) = summary.matched.as_mut() {
-                *m += 1;
-            }
-        }
-        let text = match verdict {
-            Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
-            Verdict::Malformed(e) => {
-                summary.roce += 1;
-                summary.malformed += 1;
-                line.roce = true;
-                line.error = Some(e.to_string());
-                format!("MALFORMED: {e}")
-            }
-            Verdict::Roce { packet, icrc_ok } => {
-                summary.roce += 1;
-                if icrc_ok {
-                    summary.icrc_ok += 1;
-                } else {
-                    summary.icrc_bad += 1;
-                }
-                let bth = &packet.repr.bth;
-                line.roce = true;
-                line.opcode = Some(bth.opcode.0);
-                line.opcode_name = Some(bth.opcode.name());
-                line.psn = Some(bth.psn.value());
-                line.dest_qpn = Some(bth.dest_qpn);
-                line.payload_len = Some(packet.repr.payload_len);
-                line.ecn = Some(packet.repr.ip.ecn().to_string());
-                line.fecn = Some(bth.fecn);
-                line.becn = Some(bth.becn);
-                line.icrc = Some(if icrc_ok { "ok" } else { "bad" });
-                format!(
-                    "{} icrc {}",
-                    pretty::summary(&packet),
-                    if icrc_ok { "ok" } else { "BAD" }
-                )
-            }
-        };
+        let (line, text, shown) = examine(n, time, &frame, filter, &mut summary);
         if !shown {
             continue;
         }
         if json {
-            writeln!(out, "{}", serde_json::to_string(&line)?)?;
+            write_json(out, &line, Json::Line)?;
         } else if let Some(c) = &frame.comment {
             writeln!(out, "{n:>6} {time:>12.6}  {text}  [{c}]")?;
         } else {
@@ -259,11 +208,10 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
         }
     }
     if json {
-        writeln!(out, "{}", serde_json::to_string(&summary)?)?;
+        write_json(out, &summary, Json::Line)?;
     } else {
         writeln!(out, "{summary}")?;
     }
-    out.flush()?;
     if let Some(e) = damage {
         return Err(e).with_context(|| format!("{}", file.display()));
     }
@@ -277,6 +225,76 @@ fn check(file: PathBuf, json: bool, filter: &FrameFilter) -> anyhow::Result<()> 
         );
     }
     Ok(())
+}
+
+/// Frame `n`, `time` seconds into the capture: its JSON line and its text line, counted into
+/// `summary`; and whether the filters show it.
+fn examine(
+    n: usize,
+    time: f64,
+    frame: &CapturedFrame,
+    filter: &FrameFilter,
+    summary: &mut Summary,
+) -> (FrameLine, String, bool) {
+    let mut line = FrameLine {
+        frame: n,
+        time,
+        opcode: None,
+        opcode_name: None,
+        psn: None,
+        dest_qpn: None,
+        payload_len: None,
+        ecn: None,
+        fecn: None,
+        becn: None,
+        icrc: None,
+        roce: false,
+        error: None,
+        comment: frame.comment.clone(),
+    };
+    let verdict = judge(&frame.data);
+    let shown = filter.is_empty()
+        || matches!(&verdict, Verdict::Roce { packet, .. } if filter.matches(packet));
+    if shown {
+        if let Some(m) = summary.matched.as_mut() {
+            *m += 1;
+        }
+    }
+    let text = match verdict {
+        Verdict::NotRoce => format!("not RoCEv2: {}", describe_other(&frame.data)),
+        Verdict::Malformed(e) => {
+            summary.roce += 1;
+            summary.malformed += 1;
+            line.roce = true;
+            line.error = Some(e.to_string());
+            format!("MALFORMED: {e}")
+        }
+        Verdict::Roce { packet, icrc_ok } => {
+            summary.roce += 1;
+            if icrc_ok {
+                summary.icrc_ok += 1;
+            } else {
+                summary.icrc_bad += 1;
+            }
+            let bth = &packet.repr.bth;
+            line.roce = true;
+            line.opcode = Some(bth.opcode.0);
+            line.opcode_name = Some(bth.opcode.name());
+            line.psn = Some(bth.psn.value());
+            line.dest_qpn = Some(bth.dest_qpn);
+            line.payload_len = Some(packet.repr.payload_len);
+            line.ecn = Some(packet.repr.ip.ecn().to_string());
+            line.fecn = Some(bth.fecn);
+            line.becn = Some(bth.becn);
+            line.icrc = Some(if icrc_ok { "ok" } else { "bad" });
+            format!(
+                "{} icrc {}",
+                pretty::summary(&packet),
+                if icrc_ok { "ok" } else { "BAD" }
+            )
+        }
+    };
+    (line, text, shown)
 }
 
 /// Names a frame that is not RoCEv2 (ARP, the TCP exchange of QP numbers, ...) for the listing.
@@ -322,9 +340,13 @@ fn capture_links(file: &PathBuf) -> anyhow::Result<Links> {
     Ok(find_links(facts))
 }
 
-fn explain(file: PathBuf, only: Option<usize>, links_only: bool) -> anyhow::Result<()> {
+fn explain(
+    file: PathBuf,
+    only: Option<usize>,
+    links_only: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let links = capture_links(&file)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if links_only {
         for (n, link) in links.all() {
             writeln!(out, "frame {n}: {link}")?;
@@ -336,7 +358,6 @@ fn explain(file: PathBuf, only: Option<usize>, links_only: bool) -> anyhow::Resu
              resent for a NAK, {} without one",
             c.ce_marked, c.ce_with_cnp, c.cnps, c.naks, c.resent_for_nak, c.resent_without_nak
         )?;
-        out.flush()?;
         return Ok(());
     }
     let reader = CaptureReader::open(&file)?;

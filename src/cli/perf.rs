@@ -3,35 +3,37 @@
 //! with one; QPN/PSN/rkey/address go over TCP (roce's own JSON lines, [`roce::oob::perf`], or
 //! perftest's format with `--peer-format perftest`, either side, so a real perftest tool can be
 //! the peer). Whatever the peer asks for is checked against the same bounds as our own flags
-//! before anything is allocated, and refused with one line to both sides. Not here: the
-//! transport (`roce_proto::resolving`), the port and TCP plumbing ([`session`]), the output
-//! formatting ([`report`]).
+//! before anything is allocated, and refused with one line to both sides.
+//!
+//! Here: the flags, checked into the parameters a client proposes ([`plan`]); a run on one lcore
+//! ([`one_lcore`]) or several ([`lcores`]). Not here: the transport (`roce_proto::resolving`),
+//! the port and TCP plumbing ([`crate::cli::session`]), the exchange of parameters, keys and
+//! results ([`exchange`], [`perftest`]), the output formatting ([`report`]).
 
-mod faults;
-mod lanes;
+mod exchange;
+mod lcores;
+mod one_lcore;
 mod perftest;
 pub mod report;
-pub mod session;
 mod traffic;
 pub mod verbs;
 
-use anyhow::{anyhow, bail, Context};
+use std::io::Write;
+
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use roce::oob::perf::{decode_line, refusal_line, Dest, Hello, Test};
-use roce::oob::DecodeError;
+use roce::oob::perf::{Dest, Hello, Test};
 use roce_proto::connect::RcOptions;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
-use roce_proto::resolving::PeerQp;
 use roce_proto::size::parse_bytes;
 use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
 
-use report::{Bw, LAT_HEADER, RESULT_LINE};
-use session::{Ask, Oob, PortArgs, Req, Session};
-use traffic::{client_run, next_size, post_recvs, Server};
+use crate::cli::output::Live;
+use crate::cli::session::{self, PortArgs};
+use report::Bw;
 
 /// `roce perf` tests.
 #[derive(Subcommand, Debug)]
@@ -197,8 +199,9 @@ impl Qp {
     }
 }
 
-/// Runs a `roce perf` test.
-pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
+/// Runs a `roce perf` test, perftest's lines written to `out` as they come.
+pub fn run(cmd: PerfCommand, out: &mut dyn Write) -> anyhow::Result<()> {
+    let out = &mut Live(out);
     let (test, args) = match cmd {
         PerfCommand::WriteBw(a) => (Test::WriteBw, a),
         PerfCommand::ReadBw(a) => (Test::ReadBw, a),
@@ -207,7 +210,7 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         PerfCommand::ReadLat(a) => (Test::ReadLat, a),
         PerfCommand::SendLat(a) => (Test::SendLat, a),
         PerfCommand::AtomicLat(a) => (Test::AtomicLat, a),
-        PerfCommand::VerbsPeer(a) => return verbs::run(a),
+        PerfCommand::VerbsPeer(a) => return verbs::run(a, out),
     };
     let mtu = session::parse_mtu(args.mtu)?;
     let max_memory = args.max_memory.saturating_mul(1 << 20);
@@ -224,173 +227,13 @@ pub fn run(cmd: PerfCommand) -> anyhow::Result<()> {
         bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
     if args.port.cores.len() > 1 {
-        return lanes::run(test, &args, hello, cc.as_ref(), max_memory);
+        return lcores::run(test, &args, hello, cc.as_ref(), max_memory, out);
     }
-    let flow = perftest::Flow::of(test);
-    let is_client = args.server.is_some();
-    let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
-
-    // 1. Parameters: the client's rule, within the bounds of each side.
-    let hello = if perftest {
-        let mtu = perftest::preamble(&mut s, &oob, hello.mtu)?;
-        Hello { mtu, ..hello }
-    } else {
-        agree(&mut s, &oob, is_client, hello, max_memory)?
-    };
-    let mtu = Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
-    let max_size = hello.max_size();
-    // Checked against --max-memory above: it fits.
-    let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
-
-    // 2. QPs and buffers, then keys.
-    let depth = args.tx_depth.clamp(1, 1024);
-    let mut psns = args.port.psns();
-    let mut qps = Vec::new();
-    for _ in 0..hello.qps {
-        let q = Qp::create(s.host.endpoint_mut(), depth, mr_len, psns.next_psn())
-            .context("creating a QP")?;
-        qps.push(q);
-    }
-    let ip = session::parse_ip(&args.port.ip)?;
-    let mine: Vec<Dest> = qps.iter().map(|q| q.dest(ip)).collect();
-    let theirs: Vec<Dest> = if perftest {
-        let mut t = Vec::new();
-        for d in &mine {
-            t.push(perftest::keys(&mut s, &oob, d)?);
-        }
-        t
-    } else {
-        if !is_client && hello.duration > 0 {
-            // The client's results come after its whole run.
-            let run = std::time::Duration::from_secs(hello.duration);
-            s.ask(&oob, Req::IoTimeout(s.timeout.saturating_add(run)))?;
-        }
-        swap(&mut s, &oob, is_client, &mine, "keys")?
-    };
-    let peer_mac = args.port.peer_mac()?;
-    let opts = args.rc_options(mtu);
-    let mut plan = Vec::new();
-    for (q, d) in qps.iter_mut().zip(&theirs) {
-        q.peer = *d;
-        let peer = PeerQp {
-            ip: session::gid_ip(d.gid),
-            mac: peer_mac,
-            qpn: d.qpn,
-            psn: Psn::new(d.psn),
-        };
-        plan.push((q.qpn, peer, q.psn));
-        if let Some(c) = cc.as_ref() {
-            s.host
-                .endpoint_mut()
-                .set_congestion_control(q.qpn, c.build(), 64 * 1024)
-                .context("installing --cc")?;
-        }
-    }
-    s.connect_all(&plan, &opts)?;
-    print_banner(test, &hello, depth, &qps, ip, args.report_gbits);
-    if test.uses_recv() {
-        for q in qps.iter_mut() {
-            post_recvs(&mut s, q, max_size, depth)?;
-        }
-    }
-    let first = *mine.first().ok_or_else(|| anyhow!("internal: no QP"))?;
-    if perftest {
-        // The barriers after ctx_connect and before traffic.
-        for _ in 1..flow.pre {
-            perftest::keys(&mut s, &oob, &first)?;
-        }
-    } else {
-        let _: Vec<bool> = swap(&mut s, &oob, is_client, &[true], "ready")?;
-    }
-
-    // 3. One run per size.
-    for &size in &hello.sizes {
-        // Nothing is cleared: a peer may already have written this size's first mark (clearing
-        // the region here once wiped ib_write_lat's first write and both sides waited).
-        next_size(&s.host, test, &mut qps, size)?;
-        if perftest {
-            perftest_size(
-                &mut s, &oob, test, &hello, size, depth, &mut qps, &first, flow, &args,
-            )?;
-            continue;
-        }
-        let _: Vec<u64> = swap(&mut s, &oob, is_client, &[size], "start")?;
-        let gbits = args.report_gbits;
-        if is_client {
-            let end = client_run(&mut s, test, &hello, size, depth, &mut qps)?;
-            s.ask(&oob, Req::Send("send results", json_line(&end)?))?;
-            let theirs: End =
-                recv_checked(&mut s, &oob, ("read results", "results"), |_: &End| Ok(()))?;
-            if let Some(bw) = combined(end.bw, theirs.bw, hello.bidir) {
-                println!("{}", bw.line(gbits));
-            }
-        } else {
-            let ours = if hello.bidir {
-                Some(client_run(&mut s, test, &hello, size, depth, &mut qps)?)
-            } else {
-                None
-            };
-            let mut server = Server::new(test, size, hello.iters, depth);
-            let msg = s.converse(&oob, Req::RecvLine("read results"), |h| {
-                server.step(h, &mut qps, max_size, depth)
-            })?;
-            let end: End = decode_checked(&mut s, &oob, "results", &msg, |_: &End| Ok(()))?;
-            let mine = End {
-                bw: ours.as_ref().and_then(|o| o.bw),
-                completed: server.seen,
-            };
-            s.ask(&oob, Req::Send("send results", json_line(&mine)?))?;
-            if let Some(bw) = combined(end.bw, mine.bw, hello.bidir) {
-                println!("{}", bw.line(gbits));
-            }
-            if let Some(lat) = server.lat() {
-                println!("{}", lat.line());
-            }
-        }
-    }
-    println!("{RESULT_LINE}");
-    s.report_counters();
-    Ok(())
-}
-
-/// The parameters both sides run with: the client sends its own, the server checks them (same
-/// test, within its bounds) and answers with the agreed ones (the smaller MTU).
-fn agree(
-    s: &mut impl Ask,
-    oob: &Oob,
-    is_client: bool,
-    hello: Hello,
-    max_memory: u64,
-) -> anyhow::Result<Hello> {
-    let test = hello.test;
-    if is_client {
-        let line = json_line(&hello)?;
-        s.ask(oob, Req::Send("send parameters", line))?;
-        let theirs: Hello =
-            recv_checked(s, oob, ("read parameters", "parameters"), |t: &Hello| {
-                t.check(max_memory).map_err(|e| e.to_string())
-            })?;
-        return Ok(Hello {
-            mtu: theirs.mtu.min(hello.mtu),
-            ..hello
-        });
-    }
-    let theirs: Hello = recv_checked(s, oob, ("read parameters", "parameters"), |t: &Hello| {
-        if t.test != test {
-            return Err(format!(
-                "\"test\" {}: this server runs {}: start both with the same test",
-                t.test.name(),
-                test.name()
-            ));
-        }
-        t.check(max_memory).map_err(|e| e.to_string())
-    })?;
-    let agreed = Hello {
-        mtu: theirs.mtu.min(hello.mtu),
-        ..theirs
-    };
-    s.ask(oob, Req::Send("send parameters", json_line(&agreed)?))?;
-    Ok(agreed)
+    let mut run = one_lcore::Run::start(test, &args, hello, mtu, max_memory)?;
+    run.connect(&args, cc.as_ref())?;
+    run.banner(out, args.port.ip()?.address())?;
+    run.ready()?;
+    run.sizes(out)
 }
 
 /// The sum of both directions (`-b`), or the one measured.
@@ -404,73 +247,6 @@ fn combined(a: Option<Bw>, b: Option<Bw>, bidir: bool) -> Option<Bw> {
         }),
         (a, b) => a.or(b),
     }
-}
-
-/// One size against a perftest tool: the traffic (client) or serving it (server), then what
-/// the tool exchanges after it; prints perftest's result line for our side.
-#[allow(clippy::too_many_arguments)]
-fn perftest_size(
-    s: &mut Session,
-    oob: &Oob,
-    test: Test,
-    hello: &Hello,
-    size: u64,
-    depth: u32,
-    qps: &mut [Qp],
-    mine: &Dest,
-    flow: perftest::Flow,
-    args: &PerfArgs,
-) -> anyhow::Result<()> {
-    let gbits = args.report_gbits;
-    if s_is_client(args) {
-        let end = client_run(s, test, hello, size, depth, qps)?;
-        if let Some(bw) = &end.bw {
-            println!("{}", bw.line(gbits));
-        }
-        perftest::finish(s, oob, mine, flow, end.bw.as_ref(), gbits, &mut |_| Ok(()))?;
-        return Ok(());
-    }
-    let mut server = Server::new(test, size, hello.iters, depth);
-    let max_size = size.max(8);
-    if test == Test::WriteLat {
-        // No exchange after ib_write_lat's traffic: answer every write, then let the last ACK go.
-        let mut last = std::time::Instant::now();
-        let mut seen = 0;
-        while server.seen < hello.iters {
-            s.poll();
-            server.step(&mut s.host, qps, max_size, depth)?;
-            if server.seen != seen {
-                seen = server.seen;
-                last = std::time::Instant::now();
-            }
-            if last.elapsed() > s.timeout {
-                bail!(
-                    "the peer stopped writing ({} of {} iterations)",
-                    server.seen,
-                    hello.iters
-                );
-            }
-        }
-        s.drain(std::time::Duration::from_millis(200));
-    } else {
-        let theirs = perftest::finish(s, oob, mine, flow, None, gbits, &mut |h| {
-            server.step(h, qps, max_size, depth)
-        })?;
-        if let Some(r) = theirs {
-            println!("{}", perftest::bw_from_report(&r, gbits).line(gbits));
-        }
-    }
-    if let Some(bw) = server.bw() {
-        println!("{}", bw.line(gbits));
-    }
-    if let Some(lat) = server.lat() {
-        println!("{}", lat.line());
-    }
-    Ok(())
-}
-
-fn s_is_client(args: &PerfArgs) -> bool {
-    args.server.is_some()
 }
 
 /// The client's parameters from our flags, within the same bounds a server holds a client's to
@@ -508,117 +284,4 @@ fn plan(test: Test, args: &PerfArgs, max_memory: u64) -> anyhow::Result<Hello> {
         .check(max_memory)
         .map_err(|e| anyhow!(e.flag_line()))?;
     Ok(hello)
-}
-
-fn json_line<T: Serialize>(v: &T) -> anyhow::Result<Vec<u8>> {
-    let mut line = serde_json::to_vec(v)?;
-    line.push(b'\n');
-    Ok(line)
-}
-
-/// Reads the peer's next line as `T` and holds it to `check`; whatever we refuse (a line that
-/// is not roce's, a value out of bounds) is said to the peer in a refusal line before we give
-/// up, so both sides end with the same one line.
-fn recv_checked<T: DeserializeOwned>(
-    s: &mut impl Ask,
-    oob: &Oob,
-    (step, what): (&'static str, &'static str),
-    check: impl FnOnce(&T) -> Result<(), String>,
-) -> anyhow::Result<T> {
-    let line = s.ask(oob, Req::RecvLine(step))?;
-    decode_checked(s, oob, what, &line, check)
-}
-
-/// [`recv_checked`] for a line already read.
-fn decode_checked<T: DeserializeOwned>(
-    s: &mut impl Ask,
-    oob: &Oob,
-    what: &'static str,
-    line: &[u8],
-    check: impl FnOnce(&T) -> Result<(), String>,
-) -> anyhow::Result<T> {
-    let problem = match decode_line::<T>(what, line) {
-        Ok(v) => match check(&v) {
-            Ok(()) => return Ok(v),
-            Err(why) => format!("the {}'s {what}: {why}", oob.peer()),
-        },
-        // The peer gave up first and said why: nothing to tell it.
-        Err(e @ DecodeError::Refused { .. }) => bail!("{e}"),
-        Err(e) => format!("the {}'s {e}", oob.peer()),
-    };
-    // Best effort: the peer may be gone already.
-    let _ = s.ask(oob, Req::Send("send refusal", refusal_line(&problem)));
-    bail!("{problem}")
-}
-
-/// Client sends first, server answers: both get the other's `mine`, as many as ours.
-fn swap<T: Serialize + DeserializeOwned>(
-    s: &mut impl Ask,
-    oob: &Oob,
-    is_client: bool,
-    mine: &[T],
-    what: &'static str,
-) -> anyhow::Result<Vec<T>> {
-    let line = json_line(&mine)?;
-    if is_client {
-        s.ask(oob, Req::Send(what, line.clone()))?;
-    }
-    let theirs = recv_checked(s, oob, (what, what), |t: &Vec<T>| {
-        if t.len() == mine.len() {
-            Ok(())
-        } else {
-            Err(format!("{} entries, we have {}", t.len(), mine.len()))
-        }
-    })?;
-    if !is_client {
-        s.ask(oob, Req::Send(what, line))?;
-    }
-    Ok(theirs)
-}
-
-/// A GID as perftest prints it: sixteen bytes in decimal (`...:255:255:198:18:00:01`).
-fn perftest_gid(gid: std::net::Ipv6Addr) -> String {
-    let parts: Vec<String> = gid.octets().iter().map(|b| format!("{b:02}")).collect();
-    parts.join(":")
-}
-
-fn print_banner(
-    test: Test,
-    hello: &Hello,
-    depth: u32,
-    qps: &[Qp],
-    ip: std::net::Ipv4Addr,
-    gbits: bool,
-) {
-    println!("{RESULT_LINE}");
-    println!("                    {}", test.title());
-    println!(" Number of qps   : {}\t\tTransport type : IB", hello.qps);
-    println!(" Connection type : RC\t\tUsing SRQ      : OFF");
-    println!(" TX depth        : {depth}");
-    println!(" Mtu             : {}[B]", hello.mtu);
-    println!(" Link type       : Ethernet");
-    println!(" Data ex. method : Ethernet");
-    println!("{RESULT_LINE}");
-    for q in qps {
-        println!(
-            " local address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
-            q.qpn,
-            q.psn.value(),
-            q.dst.rkey,
-            q.dst.addr
-        );
-        println!(" GID: {}", perftest_gid(ip.to_ipv6_mapped()));
-        println!(
-            " remote address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
-            q.peer.qpn, q.peer.psn, q.peer.rkey, q.peer.addr
-        );
-        println!(" GID: {}", perftest_gid(q.peer.gid));
-        let _ = q.pd;
-    }
-    println!("{RESULT_LINE}");
-    if test.is_bw() {
-        println!("{}", report::bw_header(gbits));
-    } else {
-        println!("{LAT_HEADER}");
-    }
 }

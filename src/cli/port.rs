@@ -1,6 +1,6 @@
 //! `roce port ...`: look at the DPDK ports EAL finds. Not here: sending traffic (see `roce demo`).
 
-use std::io::Write as _;
+use std::io::Write;
 
 use clap::{Args, Subcommand};
 use std::sync::Arc;
@@ -34,10 +34,10 @@ pub struct InfoArgs {
     pub cores: Option<Cores>,
 }
 
-/// Runs a `roce port` subcommand.
-pub fn run(cmd: PortCommand) -> anyhow::Result<()> {
+/// Runs a `roce port` subcommand, writing to `out`.
+pub fn run(cmd: PortCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match cmd {
-        PortCommand::Info(args) => info(&args),
+        PortCommand::Info(args) => info(&args, out),
     }
 }
 
@@ -51,8 +51,7 @@ pub fn quiet_eal_args(user: &str) -> String {
     }
 }
 
-fn info(args: &InfoArgs) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+fn info(args: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut eal_args = quiet_eal_args(&args.eal);
     for (i, spec) in args.ports.iter().enumerate() {
         for a in spec.eal_args(i) {

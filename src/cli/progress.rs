@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::cli::output;
+
 /// How often the bar's message is rebuilt at most.
 const REDRAW_EVERY: Duration = Duration::from_millis(100);
 
@@ -94,7 +96,7 @@ impl Progress {
             }
             self.lines += 1;
             self.bar
-                .suspend(|| eprintln!("[{:>7.1}s] {text}", elapsed.as_secs_f64()));
+                .suspend(|| output::note(format_args!("[{:>7.1}s] {text}", elapsed.as_secs_f64())));
         }
     }
 

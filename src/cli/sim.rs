@@ -4,7 +4,7 @@
 //! Built-ins are scenarios made from flags; `--out DIR` saves the scenario they ran as TOML, so
 //! any run can be replayed with `roce sim run DIR/scenario.toml`.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration as WallDuration;
 
@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::cli::output::{self, Json};
 use crate::cli::progress::sim_status;
 
 use roce::report::sim as report;
@@ -24,7 +25,7 @@ use roce_fabric::fabric::parallel::ParallelStats;
 use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::input::read_text;
-use roce_fabric::scenario::Scenario;
+use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::{EcnConfig, MarkPoint};
 use roce_proto::size::parse_bytes;
 
@@ -273,31 +274,48 @@ fn builtin(cmd: &SimCommand) -> Option<Result<(Scenario, &BuiltinArgs)>> {
     Some(Ok((s, a)))
 }
 
-/// Runs `roce sim ...` (errors become one line in `main`).
-pub fn run(cmd: SimCommand) -> Result<()> {
+/// Runs `roce sim ...` (errors become one line in `main`), the results written to `stdout`.
+pub fn run(cmd: SimCommand, stdout: &mut dyn Write) -> Result<()> {
     if let SimCommand::Compare(args) = cmd {
-        return compare::run(args);
+        return compare::run(args, stdout);
     }
-    let mut hpcc = None;
     // What this machine holds: counts in the input are checked against it before anything
     // is allocated for them.
     let limits = memory::available().map_or_else(Limits::default, Limits::for_memory);
-    let (scenario, out, capture) = match &cmd {
+    let plan = plan(&cmd, &limits)?;
+    let done = execute(&plan, &limits)?;
+    report(stdout, &plan, done)
+}
+
+/// What a `roce sim` command runs: the scenario, where its results go, what it captures, and
+/// the HPCC configuration it came from (`roce sim hpcc`).
+struct Plan<'a> {
+    scenario: Scenario,
+    out: &'a OutputArgs,
+    capture: &'a CaptureArgs,
+    hpcc: Option<HpccRun>,
+}
+
+/// The scenario of `cmd` (a file, an HPCC configuration or a built-in experiment) with its
+/// overrides, validated.
+fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
+    let mut hpcc = None;
+    let (scenario, out, capture) = match cmd {
         SimCommand::Hpcc {
             config,
             out,
             capture,
         } => {
-            let run = HpccRun::load_within(config, &limits)?;
+            let run = HpccRun::load_within(config, limits)?;
             if !run.config.ignored.is_empty() {
-                eprintln!(
+                output::note(format_args!(
                     "{}: keys that change nothing in this model: {}",
                     config.display(),
                     run.config.ignored.join(" ")
-                );
+                ));
             }
             for n in &run.not_modelled {
-                eprintln!("{}: not modelled: {n}", config.display());
+                output::note(format_args!("{}: not modelled: {n}", config.display()));
             }
             let s = run.scenario.clone();
             hpcc = Some(run);
@@ -328,6 +346,25 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     };
     scenario.validate()?;
     tracing::info!(seed = scenario.seed, name = %scenario.name, "running scenario (replay with --seed)");
+    Ok(Plan {
+        scenario,
+        out,
+        capture,
+        hpcc,
+    })
+}
+
+/// A finished run: its summary, the fabric as it ended, and how fast it went.
+struct Done {
+    summary: roce_fabric::summary::Summary,
+    built: Built,
+    speed: RunSpeed,
+}
+
+/// Builds the fabric within `limits`, starts the capture and runs the scenario, with a progress
+/// bar after a second of wall time (on a terminal, never beside JSON).
+fn execute(plan: &Plan, limits: &Limits) -> Result<Done> {
+    let (scenario, capture) = (&plan.scenario, plan.capture);
     let started = RunStart::now();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
     bar.set_style(
@@ -337,15 +374,15 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     bar.set_prefix(scenario.name.clone());
     let mut shown = false;
     let mut calls = 0u64;
-    let mut built = scenario.build_within(&limits, capture.threads)?;
+    let mut built = scenario.build_within(limits, capture.threads)?;
     capture.attach(&mut built)?;
     built.fabric.set_threads(capture.threads)?;
-    let (summary, mut built) = scenario.run_built(built, |frac| {
+    let (summary, built) = scenario.run_built(built, |frac| {
         calls += 1;
         let wall = started.elapsed();
         // Shown after a second of wall time, on a terminal only (indicatif checks), never
         // beside JSON output.
-        if !shown && !out.json && wall > WallDuration::from_secs(1) {
+        if !shown && !plan.out.json && wall > WallDuration::from_secs(1) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
         }
@@ -362,11 +399,27 @@ pub fn run(cmd: SimCommand) -> Result<()> {
     let mut speed = RunSpeed::new(handled, scenario.duration_us / 1e6, &started);
     speed.events_elided = summary.events_elided;
     speed.idle_samples = idle;
-    capture.write(&mut built.fabric)?;
+    Ok(Done {
+        summary,
+        built,
+        speed,
+    })
+}
+
+/// The capture, the `--out` files and the HPCC output files, then the summary (table or JSON)
+/// on `stdout`; a run with failed or stalled flows is an error unless `--allow-failures`.
+fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
+    let Done {
+        summary,
+        mut built,
+        speed,
+    } = done;
+    let out = plan.out;
+    plan.capture.write(&mut built.fabric)?;
     if let Some(dir) = &out.out {
-        report::write_all(dir, &scenario, &summary, built.fabric.recorder())?;
+        report::write_all(dir, &plan.scenario, &summary, built.fabric.recorder())?;
     }
-    if let Some(run) = &hpcc {
+    if let Some(run) = &plan.hpcc {
         let text = fct_file::write(&run.fct_records(&summary));
         std::fs::write(&run.fct_output, text)
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
@@ -374,23 +427,32 @@ pub fn run(cmd: SimCommand) -> Result<()> {
         std::fs::write(&run.pfc_output, pfc)
             .with_context(|| format!("writing {}", run.pfc_output.display()))?;
     }
-    let text = if out.json && out.speed {
-        serde_json::to_string_pretty(&SummaryWithSpeed {
+    let parallel = built.fabric.parallel_stats();
+    let written = if out.json && out.speed {
+        let with_speed = SummaryWithSpeed {
             summary: &summary,
             speed,
-            parallel: built.fabric.parallel_stats(),
-        })? + "\n"
+            parallel,
+        };
+        output::write_json(stdout, &with_speed, Json::Pretty)
     } else if out.json {
-        serde_json::to_string_pretty(&summary)? + "\n"
+        output::write_json(stdout, &summary, Json::Pretty)
     } else {
-        let parallel = built.fabric.parallel_stats();
-        report::text(&summary) + &speed.line() + &parallel.map_or_else(String::new, parallel_line)
+        let text = report::text(&summary)
+            + &speed.line()
+            + &parallel.map_or_else(String::new, parallel_line);
+        stdout.write_all(text.as_bytes())
     };
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    // Failed flows are said even when the reader went away (`| head`).
+    failed_flows(&summary, out.allow_failures)?;
+    Ok(written?)
+}
+
+/// The error of a run with failed or stalled flows, unless they are allowed.
+fn failed_flows(summary: &roce_fabric::summary::Summary, allowed: bool) -> Result<()> {
     let mut failures = summary.failures();
     match failures.next() {
-        Some(first) if !out.allow_failures => bail!(
+        Some(first) if !allowed => bail!(
             "{} of {} flows failed or stalled ({} QPs in the error state); first: flow {} {} {}: {} (--allow-failures accepts this)",
             summary.failed_flows,
             summary.flows.len(),

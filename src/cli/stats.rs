@@ -41,12 +41,18 @@ pub struct StatsArgs {
     rdma: bool,
 }
 
-/// Runs `roce stats`.
-pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+/// Runs `roce stats`, writing to `out`.
+pub fn run(args: StatsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if let Some(w) = &args.watch {
         let interval = crate::cli::progress::parse_interval(&args.interval)
             .map_err(|e| anyhow::anyhow!("--interval {e}"))?;
-        return watch::watch(&watch::Source::parse(w)?, interval, args.count, args.all);
+        return watch::watch(
+            out,
+            &watch::Source::parse(w)?,
+            interval,
+            args.count,
+            args.all,
+        );
     }
     let (name, text) = match args.file.as_deref() {
         Some(p) if p != Path::new("-") => (
@@ -78,9 +84,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
             "{name} has no counters (expected the --json output of a roce command, e.g. roce demo --json)"
         ),
     };
-    let mut out = std::io::stdout().lock();
     out.write_all(body.as_bytes())?;
-    out.flush()?;
     Ok(())
 }
 
@@ -219,7 +223,7 @@ fn rdma_sections(cols: &[Column]) -> String {
 /// and per-QP tables (`ports: false` leaves out the per-port one, for a report that showed it).
 #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 pub fn print_report(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     report: &StatsReport,
     ports: bool,
     all: bool,

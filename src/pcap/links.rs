@@ -266,136 +266,169 @@ struct PendingNak {
 
 /// Finds the links among `frames` (in capture order).
 pub fn find_links(frames: impl IntoIterator<Item = FrameFacts>) -> Links {
-    let mut links = Links::default();
-    // CE-marked frames from A to B (frame, time, destination QP) not yet answered by a CNP.
-    let mut unanswered: HashMap<(IpAddr, IpAddr), Vec<CeFrame>> = HashMap::new();
-    let mut flows: HashMap<FlowKey, Flow> = HashMap::new();
-    // NAKs from B to A, keyed by (A, B): the sender and its peer.
-    let mut naks: HashMap<(IpAddr, IpAddr), Vec<PendingNak>> = HashMap::new();
-    let mut answered: Vec<PendingNak> = Vec::new();
+    let mut linker = Linker::default();
     for f in frames {
+        linker.frame(&f);
+    }
+    linker.finish()
+}
+
+/// One pass over a capture: the links found so far and what still waits for its answer.
+#[derive(Default)]
+struct Linker {
+    links: Links,
+    /// CE-marked frames from A to B (frame, time, destination QP) not yet answered by a CNP.
+    unanswered: HashMap<(IpAddr, IpAddr), Vec<CeFrame>>,
+    flows: HashMap<FlowKey, Flow>,
+    /// NAKs from B to A, keyed by (A, B): the sender and its peer.
+    naks: HashMap<(IpAddr, IpAddr), Vec<PendingNak>>,
+    /// NAKs whose resends have started.
+    answered: Vec<PendingNak>,
+}
+
+impl Linker {
+    /// The next frame of the capture.
+    fn frame(&mut self, f: &FrameFacts) {
         if f.ce && f.kind != FrameKind::Cnp {
-            links.counts.ce_marked += 1;
-            unanswered
+            self.links.counts.ce_marked += 1;
+            self.unanswered
                 .entry((f.src, f.dst))
                 .or_default()
                 .push((f.frame, f.time, f.dest_qpn));
         }
         match f.kind {
-            FrameKind::Cnp => {
-                links.counts.cnps += 1;
-                let waiting = unanswered.entry((f.dst, f.src)).or_default();
-                let Some(&(trigger, at, qpn)) = waiting.first() else {
-                    links.add(f.frame, Link::CnpWithoutCe);
-                    continue;
-                };
-                let mut covered = Vec::new();
-                waiting.retain(|&(n, _, q)| {
-                    let answered = q == qpn;
-                    if answered && n != trigger {
-                        covered.push(n);
-                    }
-                    !answered
-                });
-                links.counts.ce_with_cnp += 1;
-                links.add(
-                    trigger,
-                    Link::CausedCnp {
-                        cnp: f.frame,
-                        after: f.time.saturating_sub(at),
-                    },
-                );
-                for &n in &covered {
-                    links.add(
-                        n,
-                        Link::CoveredByCnp {
-                            cnp: f.frame,
-                            trigger,
-                        },
-                    );
-                }
-                links.add(
-                    f.frame,
-                    Link::CnpFor {
-                        ce: trigger,
-                        covered: covered.len(),
-                    },
-                );
-            }
+            FrameKind::Cnp => self.cnp(f),
             FrameKind::Nak => {
-                links.counts.naks += 1;
-                naks.entry((f.dst, f.src)).or_default().push(PendingNak {
-                    frame: f.frame,
-                    psn: f.psn,
-                    resent: Vec::new(),
-                    original: None,
-                });
+                self.links.counts.naks += 1;
+                self.naks
+                    .entry((f.dst, f.src))
+                    .or_default()
+                    .push(PendingNak {
+                        frame: f.frame,
+                        psn: f.psn,
+                        resent: Vec::new(),
+                        original: None,
+                    });
             }
-            FrameKind::Request => {
-                let flow = flows.entry((f.src, f.dst, f.dest_qpn)).or_default();
-                let resent = flow.highest.is_some_and(|h| !f.psn.after(h));
-                if !resent {
-                    flow.highest = Some(f.psn);
-                    flow.first_sent.insert(f.psn.value(), f.frame);
-                    flow.answering = None;
-                    continue;
-                }
-                let original = flow.first_sent.get(&f.psn.value()).copied();
-                // A resend at a NAK's PSN starts answering that NAK; later resends up to the
-                // highest PSN sent continue it.
-                let pending = naks.entry((f.src, f.dst)).or_default();
-                if let Some(i) = pending.iter().position(|n| n.psn == f.psn) {
-                    let mut nak = pending.remove(i);
-                    nak.original = original;
-                    flow.answering = Some((answered.len(), flow.highest.unwrap_or(f.psn)));
-                    answered.push(nak);
-                }
-                match flow.answering {
-                    Some((i, upto)) if !f.psn.after(upto) => {
-                        let nak = &mut answered[i];
-                        nak.resent.push(f.frame);
-                        links.add(
-                            f.frame,
-                            Link::ResentForNak {
-                                nak: nak.frame,
-                                original,
-                            },
-                        );
-                        links.counts.resent_for_nak += 1;
-                    }
-                    _ => {
-                        flow.answering = None;
-                        links.add(f.frame, Link::ResentWithoutNak { original });
-                        links.counts.resent_without_nak += 1;
-                    }
-                }
-            }
+            FrameKind::Request => self.request(f),
             FrameKind::Response => {}
         }
     }
-    for waiting in unanswered.into_values() {
-        for (frame, _, _) in waiting {
-            links.add(frame, Link::NoCnp);
-        }
-    }
-    for nak in answered {
-        let (Some(&first), Some(&last)) = (nak.resent.first(), nak.resent.last()) else {
-            continue;
+
+    /// A CNP answers the oldest CE-marked frame toward its sender, and covers the later ones to
+    /// the same QP.
+    fn cnp(&mut self, f: &FrameFacts) {
+        let links = &mut self.links;
+        links.counts.cnps += 1;
+        let waiting = self.unanswered.entry((f.dst, f.src)).or_default();
+        let Some(&(trigger, at, qpn)) = waiting.first() else {
+            links.add(f.frame, Link::CnpWithoutCe);
+            return;
         };
+        let mut covered = Vec::new();
+        waiting.retain(|&(n, _, q)| {
+            let answered = q == qpn;
+            if answered && n != trigger {
+                covered.push(n);
+            }
+            !answered
+        });
+        links.counts.ce_with_cnp += 1;
         links.add(
-            nak.frame,
-            Link::NakResends {
-                first,
-                last,
-                count: nak.resent.len(),
-                original: nak.original,
+            trigger,
+            Link::CausedCnp {
+                cnp: f.frame,
+                after: f.time.saturating_sub(at),
+            },
+        );
+        for &n in &covered {
+            links.add(
+                n,
+                Link::CoveredByCnp {
+                    cnp: f.frame,
+                    trigger,
+                },
+            );
+        }
+        links.add(
+            f.frame,
+            Link::CnpFor {
+                ce: trigger,
+                covered: covered.len(),
             },
         );
     }
-    for nak in naks.into_values().flatten() {
-        links.add(nak.frame, Link::NakNoResend);
+
+    /// A request: new, or a resend (for a NAK, or without one).
+    fn request(&mut self, f: &FrameFacts) {
+        let flow = self.flows.entry((f.src, f.dst, f.dest_qpn)).or_default();
+        let resent = flow.highest.is_some_and(|h| !f.psn.after(h));
+        if !resent {
+            flow.highest = Some(f.psn);
+            flow.first_sent.insert(f.psn.value(), f.frame);
+            flow.answering = None;
+            return;
+        }
+        let original = flow.first_sent.get(&f.psn.value()).copied();
+        // A resend at a NAK's PSN starts answering that NAK; later resends up to the highest
+        // PSN sent continue it.
+        let pending = self.naks.entry((f.src, f.dst)).or_default();
+        if let Some(i) = pending.iter().position(|n| n.psn == f.psn) {
+            let mut nak = pending.remove(i);
+            nak.original = original;
+            flow.answering = Some((self.answered.len(), flow.highest.unwrap_or(f.psn)));
+            self.answered.push(nak);
+        }
+        let links = &mut self.links;
+        match flow.answering {
+            Some((i, upto)) if !f.psn.after(upto) => {
+                let nak = &mut self.answered[i];
+                nak.resent.push(f.frame);
+                links.add(
+                    f.frame,
+                    Link::ResentForNak {
+                        nak: nak.frame,
+                        original,
+                    },
+                );
+                links.counts.resent_for_nak += 1;
+            }
+            _ => {
+                flow.answering = None;
+                links.add(f.frame, Link::ResentWithoutNak { original });
+                links.counts.resent_without_nak += 1;
+            }
+        }
     }
-    links
+
+    /// The links, with what never got its answer: CE marks without a CNP, NAKs without a
+    /// resend.
+    fn finish(self) -> Links {
+        let mut links = self.links;
+        for waiting in self.unanswered.into_values() {
+            for (frame, _, _) in waiting {
+                links.add(frame, Link::NoCnp);
+            }
+        }
+        for nak in self.answered {
+            let (Some(&first), Some(&last)) = (nak.resent.first(), nak.resent.last()) else {
+                continue;
+            };
+            links.add(
+                nak.frame,
+                Link::NakResends {
+                    first,
+                    last,
+                    count: nak.resent.len(),
+                    original: nak.original,
+                },
+            );
+        }
+        for nak in self.naks.into_values().flatten() {
+            links.add(nak.frame, Link::NakNoResend);
+        }
+        links
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,17 @@ pub struct Files {
 
 /// Prints the whole report: setup, perftest-style flows, the congestion story, the counters and
 /// the verdict.
-pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
+pub fn print(out: &mut dyn Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
+    print_setup(out, s)?;
+    writeln!(out, "Results per flow (perftest style)")?;
+    write!(out, "{}", flow_table(&s.flows))?;
+    writeln!(out)?;
+    print_story(out, s, series)?;
+    print_verdict(out, s, files)
+}
+
+/// The setup in plain words: ports, switch, hosts, flows, how long.
+fn print_setup(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
     let u = &s.setup;
     let senders: Vec<&str> = u.senders.iter().map(String::as_str).collect();
     writeln!(
@@ -63,9 +73,13 @@ pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) 
         "           READ: r reads from each sender, so the READ responses (the data) cross the bottleneck too, paced by the sender's congestion control")?;
     }
     writeln!(out, "  ran      {:.1} s of traffic\n", s.duration_s)?;
-    writeln!(out, "Results per flow (perftest style)")?;
-    write!(out, "{}", flow_table(&s.flows))?;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The congestion story: what the switch marked, dropped and paused, what the notification
+/// point and the senders did, and the sparklines.
+fn print_story(out: &mut dyn Write, s: &Summary, series: &Series) -> io::Result<()> {
+    let u = &s.setup;
     let c = &s.counters;
     writeln!(out, "The congestion story")?;
     writeln!(
@@ -105,6 +119,11 @@ pub fn print(out: &mut impl Write, s: &Summary, series: &Series, files: &Files) 
     )?;
     write!(out, "{}", story(series, &s.flows, 60))?;
     writeln!(out)?;
+    Ok(())
+}
+
+/// The counters per port, then the verdict and where the files are.
+fn print_verdict(out: &mut dyn Write, s: &Summary, files: &Files) -> io::Result<()> {
     write!(out, "{}", s.stats.port_table(false))?;
     writeln!(out)?;
     if s.verified {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use roce_dpdk::PortSpec;
 use roce_proto::verbs::Mtu;
-use roce_proto::wire::EthernetAddress;
+use roce_proto::wire::{EthernetAddress, Ipv4Cidr};
 use thiserror::Error;
 
 /// Keys of the configuration; `ROCE_VERBS_<KEY>` in the environment, `key = value` in the file.
@@ -125,10 +125,16 @@ impl Config {
             match name.to_ascii_lowercase().as_str() {
                 "port" => c.port = v.parse().map_err(|e| bad(&format!("{e}")))?,
                 "ip" => {
-                    c.ip = parse_ip(v).map_err(bad)?;
+                    // The prefix length is accepted and ignored: there is no routing.
+                    c.ip = Ipv4Cidr::parse_unicast(v)
+                        .map_err(|e| bad(&e.to_string()))?
+                        .address();
                     have_ip = true;
                 }
-                "mac" => c.mac = Some(parse_mac(v).map_err(bad)?),
+                "mac" => {
+                    c.mac =
+                        Some(EthernetAddress::parse_unicast(v).map_err(|e| bad(&e.to_string()))?)
+                }
                 "eal" => c.eal = v.to_owned(),
                 "cc" => c.cc = (!v.is_empty() && v != "none").then(|| v.to_owned()),
                 "counters" => c.counters = (!v.is_empty()).then(|| PathBuf::from(v)),
@@ -183,38 +189,6 @@ fn parse_file(path: &std::path::Path, text: &str) -> Result<Vec<(String, String)
         out.push((k.to_owned(), v.to_owned()));
     }
     Ok(out)
-}
-
-/// `a.b.c.d` or `a.b.c.d/len` (the prefix length is accepted and ignored: there is no routing).
-fn parse_ip(text: &str) -> Result<Ipv4Addr, &'static str> {
-    let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
-    let ip: Ipv4Addr = addr.parse().map_err(|_| "not an IPv4 address")?;
-    match len.parse::<u8>() {
-        Ok(l) if l <= 32 => {}
-        _ => return Err("the prefix length must be 0..=32"),
-    }
-    if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
-        return Err("not a unicast address");
-    }
-    Ok(ip)
-}
-
-/// `aa:bb:cc:dd:ee:ff`, unicast.
-fn parse_mac(text: &str) -> Result<EthernetAddress, &'static str> {
-    let mut bytes = [0u8; 6];
-    let mut parts = text.split(':');
-    for b in &mut bytes {
-        let p = parts.next().ok_or("not a MAC address (six bytes)")?;
-        *b = u8::from_str_radix(p, 16).map_err(|_| "not a MAC address")?;
-    }
-    if parts.next().is_some() {
-        return Err("not a MAC address (six bytes)");
-    }
-    let mac = EthernetAddress(bytes);
-    if mac.is_multicast() || bytes == [0; 6] {
-        return Err("not a unicast MAC address");
-    }
-    Ok(mac)
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use roce_proto::psn::Psn;
 use roce_proto::resolving::ResolvingEndpoint;
 
 use super::report::Bw;
-use super::session::{Oob, Req, Session};
 use super::{Dest, Test};
+use crate::cli::session::{Oob, Req, Session};
 
 /// What perftest 4.5-0.17 does around the traffic of one test (read from its `*_bw.c` /
 /// `*_lat.c`, checked against rxe-to-rxe captures).

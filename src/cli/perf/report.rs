@@ -3,6 +3,11 @@
 //! arithmetic only.
 
 use std::collections::VecDeque;
+use std::io::Write;
+
+use roce::oob::perf::{Hello, Test};
+
+use super::Qp;
 
 /// perftest's separator line.
 pub const RESULT_LINE: &str =
@@ -201,6 +206,62 @@ impl Lat {
             self.p999
         )
     }
+}
+
+/// A GID as perftest prints it: sixteen bytes in decimal (`...:255:255:198:18:00:01`).
+fn perftest_gid(gid: std::net::Ipv6Addr) -> String {
+    let parts: Vec<String> = gid.octets().iter().map(|b| format!("{b:02}")).collect();
+    parts.join(":")
+}
+
+/// perftest's banner: the test, its parameters, each QP's keys and ours, the result header.
+pub(super) fn print_banner(
+    out: &mut dyn Write,
+    test: Test,
+    hello: &Hello,
+    depth: u32,
+    qps: &[Qp],
+    ip: std::net::Ipv4Addr,
+    gbits: bool,
+) -> std::io::Result<()> {
+    writeln!(out, "{RESULT_LINE}")?;
+    writeln!(out, "                    {}", test.title())?;
+    writeln!(
+        out,
+        " Number of qps   : {}\t\tTransport type : IB",
+        hello.qps
+    )?;
+    writeln!(out, " Connection type : RC\t\tUsing SRQ      : OFF")?;
+    writeln!(out, " TX depth        : {depth}")?;
+    writeln!(out, " Mtu             : {}[B]", hello.mtu)?;
+    writeln!(out, " Link type       : Ethernet")?;
+    writeln!(out, " Data ex. method : Ethernet")?;
+    writeln!(out, "{RESULT_LINE}")?;
+    for q in qps {
+        writeln!(
+            out,
+            " local address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
+            q.qpn,
+            q.psn.value(),
+            q.dst.rkey,
+            q.dst.addr
+        )?;
+        writeln!(out, " GID: {}", perftest_gid(ip.to_ipv6_mapped()))?;
+        writeln!(
+            out,
+            " remote address: LID 0000 QPN {:#06x} PSN {:#08x} RKey {:#08x} VAddr {:#016x}",
+            q.peer.qpn, q.peer.psn, q.peer.rkey, q.peer.addr
+        )?;
+        writeln!(out, " GID: {}", perftest_gid(q.peer.gid))?;
+        let _ = q.pd;
+    }
+    writeln!(out, "{RESULT_LINE}")?;
+    if test.is_bw() {
+        writeln!(out, "{}", bw_header(gbits))?;
+    } else {
+        writeln!(out, "{LAT_HEADER}")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

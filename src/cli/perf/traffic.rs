@@ -2,6 +2,8 @@
 //! requests, latency with one request in flight) and the server's part (echoes, receives).
 //! Not here: setup, exchange, output.
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 
 use roce_proto::mr::MrInfo;
@@ -9,8 +11,9 @@ use roce_proto::resolving::ResolvingEndpoint;
 use roce_proto::verbs::{RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode};
 
 use super::report::{Bw, BwMeter, Lat};
-use super::session::Session;
 use super::{End, Hello, Qp, Test};
+use crate::cli::output;
+use crate::cli::session::Session;
 
 pub(super) fn post_recvs(s: &mut Session, q: &mut Qp, size: u64, depth: u32) -> anyhow::Result<()> {
     let h = &mut s.host;
@@ -182,7 +185,74 @@ fn status_line(t: u64, total: u64, done: u64, size: u64, recent: u64, span: u64)
     )
 }
 
+/// The client's traffic of one size: a bandwidth run (prints `-D`'s status lines) or a
+/// latency run (prints its result line on `out`). Returns what it measured.
 pub(super) fn client_run(
+    s: &mut Session,
+    test: Test,
+    hello: &Hello,
+    size: u64,
+    depth: u32,
+    qps: &mut [Qp],
+    out: &mut dyn Write,
+) -> anyhow::Result<End> {
+    if test.is_bw() {
+        return client_bw(s, test, hello, size, depth, qps);
+    }
+    let q = qps
+        .first_mut()
+        .ok_or_else(|| anyhow!("no QP for the latency test"))?;
+    let (lat, taken) = client_lat(s, test, hello, size, depth, q)?;
+    writeln!(out, "{}", lat.line())?;
+    Ok(End {
+        bw: None,
+        completed: taken,
+    })
+}
+
+/// `-D`'s status lines on stderr: one a second, with the rate since the last.
+struct Status {
+    /// The run's length, ns.
+    total: u64,
+    next: u64,
+    last_at: u64,
+    last_done: u64,
+}
+
+impl Status {
+    fn new(total: u64) -> Status {
+        Status {
+            total,
+            next: STATUS_EVERY_NS,
+            last_at: 0,
+            last_done: 0,
+        }
+    }
+
+    /// Whether a line is due at `t` ns.
+    fn due(&self, t: u64) -> bool {
+        t >= self.next && t < self.total
+    }
+
+    /// The line at `t` ns, `done` messages of `size` bytes so far.
+    fn say(&mut self, t: u64, done: u64, size: u64) {
+        output::note(status_line(
+            t,
+            self.total,
+            done,
+            size,
+            done.saturating_sub(self.last_done),
+            t - self.last_at,
+        ));
+        self.last_done = done;
+        self.last_at = t;
+        self.next += STATUS_EVERY_NS;
+    }
+}
+
+/// A bandwidth run: a window of `depth` requests on every QP, `hello.iters` each or for
+/// `hello.duration` seconds.
+fn client_bw(
     s: &mut Session,
     test: Test,
     hello: &Hello,
@@ -191,84 +261,76 @@ pub(super) fn client_run(
     qps: &mut [Qp],
 ) -> anyhow::Result<End> {
     let start = s.now();
-    let ns = |s: &Session| s.now().saturating_since(start).as_nanos();
     let stop_at = (hello.duration > 0).then(|| hello.duration.saturating_mul(1_000_000_000));
     let wait = s.timeout.as_nanos() as u64;
     let mut last_progress = 0u64;
-    if test.is_bw() {
-        let mut meter = BwMeter::new(size, depth as usize);
-        let (mut next_status, mut last_status, mut last_done) = (STATUS_EVERY_NS, 0, 0);
-        loop {
-            let t = ns(s);
-            let running = stop_at.map_or(true, |d| t < d);
-            let mut all_done = true;
-            for q in qps.iter_mut() {
-                while running
-                    && (stop_at.is_some() || q.posted < hello.iters)
-                    && q.posted - q.done < u64::from(depth)
-                {
-                    let wr = send_wr(test, q, size, q.posted);
-                    s.host
-                        .endpoint_mut()
-                        .post_send(q.qpn, wr)
-                        .context("posting a request")?;
-                    q.posted += 1;
-                }
-                let (sent, _) = reap(&mut s.host, q)?;
-                if test.uses_recv() {
-                    // -b send-bw: the peer sends to us too.
-                    refill(&mut s.host, q, size, depth)?;
-                }
-                q.done += sent;
-                for _ in 0..sent {
-                    meter.record(t);
-                }
-                if sent > 0 {
-                    last_progress = t;
-                }
-                all_done &= q.done == q.posted && (!running || q.posted >= hello.iters);
+    let mut meter = BwMeter::new(size, depth as usize);
+    let mut status = stop_at.map(Status::new);
+    loop {
+        let t = s.now().saturating_since(start).as_nanos();
+        let running = stop_at.map_or(true, |d| t < d);
+        let mut all_done = true;
+        for q in qps.iter_mut() {
+            while running
+                && (stop_at.is_some() || q.posted < hello.iters)
+                && q.posted - q.done < u64::from(depth)
+            {
+                let wr = send_wr(test, q, size, q.posted);
+                s.host
+                    .endpoint_mut()
+                    .post_send(q.qpn, wr)
+                    .context("posting a request")?;
+                q.posted += 1;
             }
-            if all_done && (stop_at.is_none() || !running) {
-                break;
+            let (sent, _) = reap(&mut s.host, q)?;
+            if test.uses_recv() {
+                // -b send-bw: the peer sends to us too.
+                refill(&mut s.host, q, size, depth)?;
             }
-            if let Some(d) = stop_at {
-                if t >= next_status && t < d {
-                    let done: u64 = qps.iter().map(|q| q.done).sum();
-                    eprintln!(
-                        "{}",
-                        status_line(
-                            t,
-                            d,
-                            done,
-                            size,
-                            done.saturating_sub(last_done),
-                            t - last_status
-                        )
-                    );
-                    last_done = done;
-                    last_status = t;
-                    next_status += STATUS_EVERY_NS;
-                }
+            q.done += sent;
+            for _ in 0..sent {
+                meter.record(t);
             }
-            if t.saturating_sub(last_progress) > wait {
-                bail!(
-                    "the peer stopped answering ({} of {} requests done)",
-                    qps.iter().map(|q| q.done).sum::<u64>(),
-                    qps.iter().map(|q| q.posted).sum::<u64>()
-                );
+            if sent > 0 {
+                last_progress = t;
             }
-            s.poll();
+            all_done &= q.done == q.posted && (!running || q.posted >= hello.iters);
         }
-        let iters = qps.iter().map(|q| q.done).min().unwrap_or(0);
-        return Ok(End {
-            bw: Some(meter.finish(iters)),
-            completed: meter.count(),
-        });
+        if all_done && (stop_at.is_none() || !running) {
+            break;
+        }
+        if let Some(st) = status.as_mut().filter(|st| st.due(t)) {
+            st.say(t, qps.iter().map(|q| q.done).sum(), size);
+        }
+        if t.saturating_sub(last_progress) > wait {
+            bail!(
+                "the peer stopped answering ({} of {} requests done)",
+                qps.iter().map(|q| q.done).sum::<u64>(),
+                qps.iter().map(|q| q.posted).sum::<u64>()
+            );
+        }
+        s.poll();
     }
-    // Latency: one request in flight.
-    let q = qps
-        .first_mut()
-        .ok_or_else(|| anyhow!("no QP for the latency test"))?;
+    let iters = qps.iter().map(|q| q.done).min().unwrap_or(0);
+    Ok(End {
+        bw: Some(meter.finish(iters)),
+        completed: meter.count(),
+    })
+}
+
+/// A latency run on `q`: one request in flight, `hello.iters` times (write-lat: a ping-pong of
+/// writes). Returns the latency and the samples taken.
+fn client_lat(
+    s: &mut Session,
+    test: Test,
+    hello: &Hello,
+    size: u64,
+    depth: u32,
+    q: &mut Qp,
+) -> anyhow::Result<(Lat, u64)> {
+    let start = s.now();
+    let ns = |s: &Session| s.now().saturating_since(start).as_nanos();
+    let wait = s.timeout.as_nanos() as u64;
     let mut samples = Vec::with_capacity(
         usize::try_from(hello.iters).map_or(MAX_SAMPLES, |n| n.min(MAX_SAMPLES)),
     );
@@ -328,11 +390,7 @@ pub(super) fn client_run(
     let one_way = matches!(test, Test::WriteLat | Test::SendLat);
     let mut lat = Lat::from_samples(size, &samples, if one_way { 2.0 } else { 1.0 });
     lat.iters = hello.iters;
-    println!("{}", lat.line());
-    Ok(End {
-        bw: None,
-        completed: taken,
-    })
+    Ok((lat, taken))
 }
 
 /// The server's part while the client runs: echoing (write-lat, send-lat), refilling receives.

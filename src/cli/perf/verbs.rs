@@ -5,21 +5,25 @@
 //! CMP_SWAP) and the same output lines, so either side can be the real script. Not here: other
 //! verbs tests (`roce perf`), the TCP framing ([`roce::oob::verbs_peer`]).
 
+use std::io::Write;
+
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 
 use roce::oob::verbs_peer;
 use roce::oob::verbs_peer::VerbsPeerInfo;
 use roce::oob::VERBS_PEER_PORT;
+use roce_proto::connect::RcOptions;
 use roce_proto::mr::MrInfo;
-use roce_proto::psn::Psn;
 use roce_proto::resolving::{PeerQp, ResolvingEndpoint};
 use roce_proto::verbs::{
     AccessFlags, CqHandle, QpInit, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     WrOpcode,
 };
+use roce_proto::wire::EthernetAddress;
 
-use super::session::{self, PortArgs, Req, Session};
+use crate::cli::output::Live;
+use crate::cli::session::{self, Oob, PortArgs, Req, Session};
 
 const MR_LEN: usize = 128 * 1024;
 const ATOMIC_OFF: usize = 16 * 1024;
@@ -152,133 +156,189 @@ impl Peer {
     }
 }
 
-/// Runs `roce perf verbs-peer`.
-pub fn run(args: VerbsPeerArgs) -> anyhow::Result<()> {
+/// Runs `roce perf verbs-peer`, the script's lines written to `out` as they come.
+pub fn run(args: VerbsPeerArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let out = &mut Live(out);
     let mtu = session::parse_mtu(args.mtu)?;
     if args.nrecv > 8 {
         bail!("--nrecv {}: 0..=8 receives", args.nrecv);
     }
-    let ops = if args.server.is_some() {
+    let is_client = args.server.is_some();
+    let ops = if is_client {
         parse_ops(&args.ops)?
     } else {
         Vec::new()
     };
-    let ip = session::parse_ip(&args.port.ip)?;
-    let is_client = args.server.is_some();
+    let ip = args.port.ip()?.address();
     let (mut s, oob) = session::start(args.server.as_deref(), args.tcp_port, &args.port, mtu)?;
-    let ep = s.host.endpoint_mut();
-    let pd = ep.alloc_pd();
-    let cq = ep.create_cq(64);
-    let qpn = ep
-        .create_qp(QpInit::shared_cq(pd, cq, 16, 16))
-        .context("creating the QP")?;
-    let access = AccessFlags::all();
-    let mr = ep.reg_mr(pd, MR_LEN, access);
-    if let Some(m) = ep.mr_mut(mr.lkey) {
-        let bytes = m.bytes_mut();
-        if is_client {
-            // The script's pattern: page i holds 0x40 + i % 26.
-            for (i, b) in bytes.iter_mut().enumerate() {
-                *b = 0x40 + (i / 4096 % 26) as u8;
-            }
-        } else if let Some(t) = bytes.get_mut(ATOMIC_OFF..ATOMIC_OFF + 8) {
-            t.copy_from_slice(&100u64.to_le_bytes());
-        }
-    }
-    let peer = Peer { qpn, cq, mr };
-    let my_psn = args.port.psns().next_psn().value();
-    let mine = VerbsPeerInfo {
-        qpn,
-        psn: Psn::new(my_psn),
-        gid: ip.to_ipv6_mapped(),
-        addr: mr.addr,
-        rkey: mr.rkey,
-        atomic_addr: mr.addr + ATOMIC_OFF as u64,
-    };
-    let opts = crate::cli::pingpong::rc_pingpong_options(mtu, 4, access);
-    let peer_mac = args.port.peer_mac()?;
-    let connect = |s: &mut Session, theirs: &VerbsPeerInfo| {
-        let p = PeerQp {
-            ip: session::gid_ip(theirs.gid),
-            mac: peer_mac,
-            qpn: theirs.qpn,
-            psn: theirs.psn,
-        };
-        s.connect_all(&[(qpn, p, Psn::new(my_psn))], &opts)
-    };
-    let decode = |line: &[u8]| {
-        VerbsPeerInfo::decode(line).map_err(|e| anyhow!("the peer's rc_verbs_peer line: {e}"))
+    let peer = Peer::create(&mut s, is_client)?;
+    let setup = Setup {
+        mine: VerbsPeerInfo {
+            qpn: peer.qpn,
+            psn: args.port.psns().next_psn(),
+            gid: ip.to_ipv6_mapped(),
+            addr: peer.mr.addr,
+            rkey: peer.mr.rkey,
+            atomic_addr: peer.mr.addr + ATOMIC_OFF as u64,
+        },
+        opts: crate::cli::pingpong::rc_pingpong_options(mtu, 4, AccessFlags::all()),
+        peer_mac: args.port.peer_mac()?,
     };
     if is_client {
-        s.ask(&oob, Req::Send("send verbs peer line", mine.encode()))?;
-        let theirs = decode(&s.ask(&oob, Req::RecvLine("read verbs peer line"))?)?;
-        connect(&mut s, &theirs)?;
-        print_infos(&mine, &theirs);
-        run_ops(&mut s, &peer, &theirs, &ops)?;
-        s.ask(&oob, Req::Send("send done", verbs_peer::DONE.to_vec()))?;
-        s.drain(std::time::Duration::from_millis(300));
+        client(&mut s, &oob, &peer, &setup, &ops, out)?;
     } else {
-        println!("server listening on {}", args.tcp_port);
-        let theirs = decode(&s.ask(&oob, Req::RecvLine("read verbs peer line"))?)?;
-        connect(&mut s, &theirs)?;
-        for i in 0..args.nrecv {
-            let sge = Sge {
-                addr: mr.addr + (RECV_OFF + i as usize * RECV_LEN) as u64,
-                length: RECV_LEN as u32,
-                lkey: mr.lkey,
-            };
-            s.host
-                .endpoint_mut()
-                .post_recv(qpn, RecvWr::new(100 + u64::from(i), sge))
-                .context("posting a receive")?;
-        }
-        s.ask(&oob, Req::Send("send verbs peer line", mine.encode()))?;
-        print_infos(&mine, &theirs);
-        // Serve until the client's "done" (its operations can take long under emulation).
-        s.ask(&oob, Req::IoTimeout(s.timeout * 4))?;
-        let mut failed = None;
-        let done = s.converse(&oob, Req::RecvLine("read done"), |h| {
-            match peer.poll(h) {
-                Ok(wcs) => {
-                    for wc in wcs {
-                        println!("{} status 0", wc_line(&wc));
-                    }
-                }
-                Err(e) => failed = failed.take().or(Some(e)),
-            }
-            Ok(())
-        })?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if done.as_slice() != verbs_peer::DONE {
-            bail!(
-                "the client ended with {:?}",
-                roce::oob::printable(&String::from_utf8_lossy(&done))
-            );
-        }
-        s.drain(std::time::Duration::from_millis(100));
-        for wc in peer.poll(&mut s.host)? {
-            println!("{} status 0", wc_line(&wc));
-        }
-        let val = peer
-            .u64_at(&s.host, ATOMIC_OFF)
-            .ok_or_else(|| anyhow!("internal: no atomic target"))?;
-        println!("atomic target now {val}");
-        println!(
-            "write target[0:8]={} [8184:8192]={}",
-            peer.hex_at(&s.host, 0),
-            peer.hex_at(&s.host, 8184)
-        );
+        writeln!(out, "server listening on {}", args.tcp_port)?;
+        server(&mut s, &oob, &peer, &setup, args.nrecv, out)?;
     }
     s.report_counters();
     Ok(())
 }
 
-fn print_infos(mine: &VerbsPeerInfo, theirs: &VerbsPeerInfo) {
+impl Peer {
+    /// The script's QP (16 deep each way, its own CQ) and its one MR with every access: the
+    /// client's filled with the script's pattern, the server's atomic target at 100.
+    fn create(s: &mut Session, is_client: bool) -> anyhow::Result<Peer> {
+        let ep = s.host.endpoint_mut();
+        let pd = ep.alloc_pd();
+        let cq = ep.create_cq(64);
+        let qpn = ep
+            .create_qp(QpInit::shared_cq(pd, cq, 16, 16))
+            .context("creating the QP")?;
+        let mr = ep.reg_mr(pd, MR_LEN, AccessFlags::all());
+        if let Some(m) = ep.mr_mut(mr.lkey) {
+            let bytes = m.bytes_mut();
+            if is_client {
+                // The script's pattern: page i holds 0x40 + i % 26.
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    *b = 0x40 + (i / 4096 % 26) as u8;
+                }
+            } else if let Some(t) = bytes.get_mut(ATOMIC_OFF..ATOMIC_OFF + 8) {
+                t.copy_from_slice(&100u64.to_le_bytes());
+            }
+        }
+        Ok(Peer { qpn, cq, mr })
+    }
+}
+
+/// What connecting our QP needs: the line we send, the QP attributes, the peer's MAC if given.
+struct Setup {
+    mine: VerbsPeerInfo,
+    opts: RcOptions,
+    peer_mac: Option<EthernetAddress>,
+}
+
+impl Setup {
+    /// Connects `peer`'s QP to the one `theirs` describes (ARP resolving it).
+    fn connect(&self, s: &mut Session, peer: &Peer, theirs: &VerbsPeerInfo) -> anyhow::Result<()> {
+        let p = PeerQp {
+            ip: session::gid_ip(theirs.gid),
+            mac: self.peer_mac,
+            qpn: theirs.qpn,
+            psn: theirs.psn,
+        };
+        s.connect_all(&[(peer.qpn, p, self.mine.psn)], &self.opts)
+    }
+}
+
+/// The peer's line.
+fn decode(line: &[u8]) -> anyhow::Result<VerbsPeerInfo> {
+    VerbsPeerInfo::decode(line).map_err(|e| anyhow!("the peer's rc_verbs_peer line: {e}"))
+}
+
+/// The script's client: our line, theirs, connect, the operations, "done".
+fn client(
+    s: &mut Session,
+    oob: &Oob,
+    peer: &Peer,
+    setup: &Setup,
+    ops: &[(String, Op)],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    s.ask(oob, Req::Send("send verbs peer line", setup.mine.encode()))?;
+    let theirs = decode(&s.ask(oob, Req::RecvLine("read verbs peer line"))?)?;
+    setup.connect(s, peer, &theirs)?;
+    print_infos(out, &setup.mine, &theirs)?;
+    run_ops(s, peer, &theirs, ops, out)?;
+    s.ask(oob, Req::Send("send done", verbs_peer::DONE.to_vec()))?;
+    s.drain(std::time::Duration::from_millis(300));
+    Ok(())
+}
+
+/// The script's server: the client's line, connect, `nrecv` receives, our line, then every
+/// completion until the client's "done", and what its operations left in our memory.
+fn server(
+    s: &mut Session,
+    oob: &Oob,
+    peer: &Peer,
+    setup: &Setup,
+    nrecv: u32,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let theirs = decode(&s.ask(oob, Req::RecvLine("read verbs peer line"))?)?;
+    setup.connect(s, peer, &theirs)?;
+    let mr = peer.mr;
+    for i in 0..nrecv {
+        let sge = Sge {
+            addr: mr.addr + (RECV_OFF + i as usize * RECV_LEN) as u64,
+            length: RECV_LEN as u32,
+            lkey: mr.lkey,
+        };
+        s.host
+            .endpoint_mut()
+            .post_recv(peer.qpn, RecvWr::new(100 + u64::from(i), sge))
+            .context("posting a receive")?;
+    }
+    s.ask(oob, Req::Send("send verbs peer line", setup.mine.encode()))?;
+    print_infos(out, &setup.mine, &theirs)?;
+    // Serve until the client's "done" (its operations can take long under emulation).
+    s.ask(oob, Req::IoTimeout(s.timeout * 4))?;
+    let mut failed = None;
+    let done = s.converse(oob, Req::RecvLine("read done"), |h| {
+        match peer.poll(h) {
+            Ok(wcs) => {
+                for wc in wcs {
+                    writeln!(out, "{} status 0", wc_line(&wc))?;
+                }
+            }
+            Err(e) => failed = failed.take().or(Some(e)),
+        }
+        Ok(())
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if done.as_slice() != verbs_peer::DONE {
+        bail!(
+            "the client ended with {:?}",
+            roce::oob::printable(&String::from_utf8_lossy(&done))
+        );
+    }
+    s.drain(std::time::Duration::from_millis(100));
+    for wc in peer.poll(&mut s.host)? {
+        writeln!(out, "{} status 0", wc_line(&wc))?;
+    }
+    let val = peer
+        .u64_at(&s.host, ATOMIC_OFF)
+        .ok_or_else(|| anyhow!("internal: no atomic target"))?;
+    writeln!(out, "atomic target now {val}")?;
+    writeln!(
+        out,
+        "write target[0:8]={} [8184:8192]={}",
+        peer.hex_at(&s.host, 0),
+        peer.hex_at(&s.host, 8184)
+    )?;
+    Ok(())
+}
+
+fn print_infos(
+    out: &mut dyn Write,
+    mine: &VerbsPeerInfo,
+    theirs: &VerbsPeerInfo,
+) -> std::io::Result<()> {
     let line = |i: &VerbsPeerInfo| String::from_utf8_lossy(&i.encode()).trim_end().to_owned();
-    println!("local  {}", line(mine));
-    println!("remote {}", line(theirs));
+    writeln!(out, "local  {}", line(mine))?;
+    writeln!(out, "remote {}", line(theirs))?;
+    Ok(())
 }
 
 /// The client's operations, one at a time, each waited for (as the script does).
@@ -287,6 +347,7 @@ fn run_ops(
     peer: &Peer,
     theirs: &VerbsPeerInfo,
     ops: &[(String, Op)],
+    out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mr = peer.mr;
     let local = |off: usize, len: u32| Sge {
@@ -360,7 +421,7 @@ fn run_ops(
         } else {
             String::new()
         };
-        println!("{text}: {}{extra}", wc_line(&wc));
+        writeln!(out, "{text}: {}{extra}", wc_line(&wc))?;
     }
     Ok(())
 }

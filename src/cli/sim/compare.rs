@@ -5,7 +5,7 @@
 //! Every run is deterministic on its own and results are put back in grid order, so the table is
 //! the same whatever the thread count and whichever run finishes first.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -18,6 +18,8 @@ use roce::report::sim::write_all;
 use roce_fabric::compare::{rows, run_grid, table, Grid, Override, Run, Sweep, Variant};
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
+
+use crate::cli::output::{write_json, Json};
 
 /// Flags of `roce sim compare`.
 #[derive(Args, Debug)]
@@ -62,13 +64,15 @@ struct Done {
     trace: Trace,
 }
 
-/// Runs `roce sim compare`.
-pub fn run(args: CompareArgs) -> Result<()> {
+/// Runs `roce sim compare`, the table (or JSON) written to `stdout`.
+pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<()> {
     if !args.merge.is_empty() {
         let (spec, done) = shard::merge(&args.merge)?;
         let (base, variants, runs) = expand(&spec, Path::new("<merged shards>"))?;
         let (summaries, traces) = done.into_iter().map(|r| (r.summary, r.trace)).unzip();
-        return report(&args.out, &base, &variants, &runs, summaries, traces);
+        return report(
+            stdout, &args.out, &base, &variants, &runs, summaries, traces,
+        );
     }
     let path = args
         .scenario
@@ -130,19 +134,22 @@ pub fn run(args: CompareArgs) -> Result<()> {
             })
             .collect();
         let file = shard::write(dir, &spec, shard, runs.len(), done)?;
-        println!(
+        writeln!(
+            stdout,
             "shard {shard}: {} of {} runs in {}; merge the shards with `roce sim compare --merge DIR...`",
             mine.len(),
             runs.len(),
             file.display()
-        );
+        )?;
         if failed > 0 && !args.out.allow_failures {
             bail!("{failed} of this shard's runs had failed or stalled flows (--allow-failures accepts this)");
         }
         return Ok(());
     }
     let (summaries, traces) = results.into_iter().map(|d| (d.summary, d.trace)).unzip();
-    report(&args.out, &base, &variants, &runs, summaries, traces)
+    report(
+        stdout, &args.out, &base, &variants, &runs, summaries, traces,
+    )
 }
 
 /// The scenario of `spec` (read from `path`, for messages) and its grid.
@@ -169,6 +176,7 @@ fn expand(spec: &GridSpec, path: &Path) -> Result<(Scenario, Vec<Variant>, Vec<R
 
 /// The table (or JSON) on stdout, the files in `--out`, and the exit status of a whole grid.
 fn report(
+    stdout: &mut dyn Write,
     out: &super::OutputArgs,
     base: &Scenario,
     variants: &[Variant],
@@ -181,8 +189,8 @@ fn report(
     if let Some(dir) = &out.out {
         write_compare(dir, &rows, &table, variants, runs, &summaries, &traces)?;
     }
-    let text = if out.json {
-        serde_json::to_string_pretty(&serde_json::json!({
+    let written = if out.json {
+        let doc = serde_json::json!({
             "scenario": base.name,
             "rows": rows,
             "runs": runs.iter().zip(&summaries).map(|(r, s)| serde_json::json!({
@@ -190,11 +198,11 @@ fn report(
                 "seed": r.seed,
                 "summary": s,
             })).collect::<Vec<_>>(),
-        }))? + "\n"
+        });
+        write_json(stdout, &doc, Json::Pretty)
     } else {
-        table
+        stdout.write_all(table.as_bytes())
     };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     let failed: Vec<String> = runs
         .iter()
         .zip(&summaries)
@@ -217,7 +225,8 @@ fn report(
             failed.join("; ")
         );
     }
-    Ok(())
+    // After the verdict: failed runs are said even when the reader went away (`| head`).
+    Ok(written?)
 }
 
 /// `label` as a directory name.

@@ -187,10 +187,15 @@ fn from_telemetry(path: &std::path::Path) -> anyhow::Result<StatsReport> {
     )
 }
 
-/// Prints the table from `source` every `interval`, `count` times (0: until interrupted); on a
+/// Writes the table from `source` to `out` (flushed) every `interval`, `count` times (0: until interrupted); on a
 /// terminal each refresh replaces the last.
-pub fn watch(source: &Source, interval: Duration, count: u64, all: bool) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+pub fn watch(
+    out: &mut dyn Write,
+    source: &Source,
+    interval: Duration,
+    count: u64,
+    all: bool,
+) -> anyhow::Result<()> {
     let clear = std::io::stdout().is_terminal();
     let mut n = 0u64;
     loop {

@@ -2,6 +2,7 @@
 //! No FCS: frames are seen as NICs and pcaps hand them over. Stacked tags (QinQ) are not parsed.
 
 use core::fmt;
+use core::str::FromStr;
 
 use zerocopy::byteorder::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
@@ -30,6 +31,58 @@ impl EthernetAddress {
     /// The group bit (multicast or broadcast).
     pub const fn is_multicast(&self) -> bool {
         self.0[0] & 1 != 0
+    }
+
+    /// Parses an address a host may own (`aa:bb:cc:dd:ee:ff`, as [`FromStr`]): neither a group
+    /// address nor all zeros.
+    pub fn parse_unicast(text: &str) -> Result<Self, ParseMacError> {
+        let mac: EthernetAddress = text.parse()?;
+        if mac.is_multicast() || mac.0 == [0; 6] {
+            return Err(ParseMacError::NotUnicast);
+        }
+        Ok(mac)
+    }
+}
+
+/// Why a text is not a MAC address (the messages are the ones the CLI and the verbs
+/// configuration print after the text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseMacError {
+    /// A group is not one or two hex digits.
+    #[error("not a MAC address")]
+    Digits,
+    /// Not six groups.
+    #[error("not a MAC address (six bytes)")]
+    Length,
+    /// A group address or all zeros where a host's own address was asked for.
+    #[error("not a unicast MAC address")]
+    NotUnicast,
+}
+
+impl FromStr for EthernetAddress {
+    type Err = ParseMacError;
+
+    /// Six groups of one or two hex digits, either case, separated by colons
+    /// (`52:54:00:12:00:0a`, `2:0:0:0:0:1`). A bad group is reported before a wrong count.
+    fn from_str(text: &str) -> Result<Self, ParseMacError> {
+        let mut bytes = [0u8; 6];
+        let mut groups = 0;
+        for group in text.split(':') {
+            let hex =
+                (1..=2).contains(&group.len()) && group.bytes().all(|b| b.is_ascii_hexdigit());
+            let byte = match u8::from_str_radix(group, 16) {
+                Ok(b) if hex => b,
+                _ => return Err(ParseMacError::Digits),
+            };
+            if let Some(slot) = bytes.get_mut(groups) {
+                *slot = byte;
+            }
+            groups += 1;
+        }
+        if groups != bytes.len() {
+            return Err(ParseMacError::Length);
+        }
+        Ok(EthernetAddress(bytes))
     }
 }
 
@@ -324,6 +377,79 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_addresses_parse_in_either_case_with_short_groups() {
+        let want = EthernetAddress([0x52, 0x54, 0x00, 0xab, 0xcd, 0x0e]);
+        assert_eq!("52:54:00:ab:cd:0e".parse(), Ok(want));
+        assert_eq!("52:54:00:AB:Cd:0E".parse(), Ok(want));
+        assert_eq!("52:54:0:ab:cd:e".parse(), Ok(want));
+        // Display and FromStr agree.
+        assert_eq!(want.to_string().parse(), Ok(want));
+        assert_eq!("ff:ff:ff:ff:ff:ff".parse(), Ok(EthernetAddress::BROADCAST));
+    }
+
+    #[test]
+    fn mac_addresses_of_the_wrong_length_are_refused_as_such() {
+        let length = Err(ParseMacError::Length);
+        assert_eq!("52:54:00:12:00".parse::<EthernetAddress>(), length);
+        assert_eq!("52:54:00:12:00:11:22".parse::<EthernetAddress>(), length);
+        assert_eq!("52".parse::<EthernetAddress>(), length);
+    }
+
+    #[test]
+    fn garbage_is_not_a_mac_address() {
+        for bad in [
+            "",
+            "zz:54:00:12:00:11",
+            "52:54:00:12:00:",
+            "52-54-00-12-00-11",
+            "52.54.00.12.00.11",
+            "525:54:00:12:00:11",
+            "+5:54:00:12:00:11",
+            " 52:54:00:12:00:11",
+            "52:54:00:12:00:11:zz",
+            "52:54:00:12:00:1é",
+        ] {
+            assert_eq!(
+                bad.parse::<EthernetAddress>(),
+                Err(ParseMacError::Digits),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            ParseMacError::Digits.to_string(),
+            "not a MAC address",
+            "the message the CLI prints after the text"
+        );
+        assert_eq!(
+            ParseMacError::Length.to_string(),
+            "not a MAC address (six bytes)"
+        );
+    }
+
+    #[test]
+    fn a_hosts_own_mac_is_neither_a_group_nor_zero() {
+        assert_eq!(
+            EthernetAddress::parse_unicast("02:00:00:00:00:01"),
+            Ok(EthernetAddress([2, 0, 0, 0, 0, 1]))
+        );
+        for group in [
+            "01:00:5e:00:00:01",
+            "ff:ff:ff:ff:ff:ff",
+            "00:00:00:00:00:00",
+        ] {
+            assert_eq!(
+                EthernetAddress::parse_unicast(group),
+                Err(ParseMacError::NotUnicast),
+                "{group}"
+            );
+        }
+        assert_eq!(
+            EthernetAddress::parse_unicast("02:00"),
+            Err(ParseMacError::Length)
+        );
+    }
 
     static TAGGED: [u8; 20] = [
         0x52, 0x54, 0x00, 0x12, 0x00, 0x11, // dst

@@ -2,7 +2,8 @@
 //! `Repr::parse` verifies the header checksum and rejects options and fragments (`Unsupported`)
 //! so that every parsed header can be re-emitted byte for byte.
 
-use std::net::Ipv4Addr;
+use std::net::{AddrParseError, Ipv4Addr};
+use std::str::FromStr;
 
 use zerocopy::byteorder::network_endian::U16;
 
@@ -269,9 +270,160 @@ impl Repr {
     }
 }
 
+/// An IPv4 address with the length of its network's prefix: `198.18.0.1/15`, as a host's address
+/// on a port is given (without `/LEN`, a /32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ipv4Cidr {
+    address: Ipv4Addr,
+    prefix_len: u8,
+}
+
+/// Why a text is not `ADDR[/LEN]` (the messages are the ones the CLI and the verbs configuration
+/// print after the text).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseCidrError {
+    /// The part before `/` is not a dotted-quad IPv4 address.
+    #[error("not an IPv4 address")]
+    Address(#[source] AddrParseError),
+    /// The part after `/` is not a number from 0 to 32.
+    #[error("prefix length must be 0..=32")]
+    PrefixLen,
+    /// The unspecified, a multicast or the broadcast address where a host's own was asked for.
+    #[error("not a unicast address")]
+    NotUnicast,
+}
+
+impl Ipv4Cidr {
+    /// `address/prefix_len`; `None` when the prefix is longer than 32 bits.
+    pub const fn new(address: Ipv4Addr, prefix_len: u8) -> Option<Self> {
+        if prefix_len > 32 {
+            return None;
+        }
+        Some(Ipv4Cidr {
+            address,
+            prefix_len,
+        })
+    }
+
+    /// Parses an address a host may own ([`FromStr`]'s `ADDR[/LEN]`): not the unspecified,
+    /// a multicast or the broadcast address.
+    pub fn parse_unicast(text: &str) -> Result<Self, ParseCidrError> {
+        let cidr: Ipv4Cidr = text.parse()?;
+        let ip = cidr.address;
+        if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+            return Err(ParseCidrError::NotUnicast);
+        }
+        Ok(cidr)
+    }
+
+    /// The address.
+    pub const fn address(&self) -> Ipv4Addr {
+        self.address
+    }
+
+    /// The prefix length, 0..=32.
+    pub const fn prefix_len(&self) -> u8 {
+        self.prefix_len
+    }
+
+    /// Whether `addr` shares this address's first `prefix_len` bits (is on its network).
+    pub fn contains_addr(&self, addr: Ipv4Addr) -> bool {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0);
+        u32::from(addr) & mask == u32::from(self.address) & mask
+    }
+}
+
+impl FromStr for Ipv4Cidr {
+    type Err = ParseCidrError;
+
+    /// `a.b.c.d` or `a.b.c.d/LEN` with LEN 0..=32.
+    fn from_str(text: &str) -> Result<Self, ParseCidrError> {
+        let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
+        let address: Ipv4Addr = addr.parse().map_err(ParseCidrError::Address)?;
+        len.parse::<u8>()
+            .ok()
+            .and_then(|l| Ipv4Cidr::new(address, l))
+            .ok_or(ParseCidrError::PrefixLen)
+    }
+}
+
+impl core::fmt::Display for Ipv4Cidr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.address, self.prefix_len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cidrs_parse_with_and_without_a_prefix() {
+        let ip = Ipv4Addr::new(198, 18, 0, 1);
+        assert_eq!("198.18.0.1/15".parse(), Ok(Ipv4Cidr::new(ip, 15).unwrap()));
+        assert_eq!("198.18.0.1".parse(), Ok(Ipv4Cidr::new(ip, 32).unwrap()));
+        assert_eq!(
+            "198.18.0.1/0".parse::<Ipv4Cidr>().map(|c| c.prefix_len()),
+            Ok(0)
+        );
+        let c: Ipv4Cidr = "198.18.0.1/15".parse().unwrap();
+        assert_eq!(
+            (c.address(), c.to_string()),
+            (ip, "198.18.0.1/15".to_owned())
+        );
+    }
+
+    #[test]
+    fn bad_cidrs_say_which_part_is_wrong() {
+        for bad in ["1.2.3", "", "198.18.0.256/15", "x/8", "198.18.0.1 /8"] {
+            assert!(
+                matches!(bad.parse::<Ipv4Cidr>(), Err(ParseCidrError::Address(_))),
+                "{bad:?}"
+            );
+        }
+        for bad in [
+            "198.18.0.1/40",
+            "198.18.0.1/33",
+            "198.18.0.1/",
+            "198.18.0.1/x",
+        ] {
+            assert_eq!(
+                bad.parse::<Ipv4Cidr>(),
+                Err(ParseCidrError::PrefixLen),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 33), None);
+        assert_eq!(
+            ParseCidrError::PrefixLen.to_string(),
+            "prefix length must be 0..=32"
+        );
+    }
+
+    #[test]
+    fn a_hosts_own_address_is_unicast() {
+        assert!(Ipv4Cidr::parse_unicast("198.18.0.1/15").is_ok());
+        for bad in ["0.0.0.0/8", "224.0.0.1/4", "255.255.255.255"] {
+            assert_eq!(
+                Ipv4Cidr::parse_unicast(bad),
+                Err(ParseCidrError::NotUnicast),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn networks_compare_on_the_prefix() {
+        let net = |s: &str| s.parse::<Ipv4Cidr>().unwrap();
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert!(net("198.18.0.1/15").contains_addr(ip("198.18.0.254")));
+        assert!(net("198.18.0.1/15").contains_addr(ip("198.19.7.7")));
+        assert!(!net("198.18.0.1/15").contains_addr(ip("198.20.0.1")));
+        assert!(!net("198.18.0.1/32").contains_addr(ip("198.18.0.254")));
+        assert!(net("198.18.0.1/0").contains_addr(ip("10.0.0.1")));
+    }
     use crate::wire::assert_emits;
 
     // The IPv4 header of the first SEND Only in rc_pingpong_send_64.pcap, shape-wise: TOS 0x02.

@@ -34,8 +34,9 @@ pub mod udp;
 pub mod view;
 
 pub use ecn::{dscp, traffic_class, Ecn};
-pub use ethernet::{EtherType, EthernetAddress, VlanTag};
+pub use ethernet::{EtherType, EthernetAddress, ParseMacError, VlanTag};
 pub use icrc::{compute_icrc, verify_icrc, Icrc};
+pub use ipv4::{Ipv4Cidr, ParseCidrError};
 pub use opcode::{ExtHeaders, Opcode, OpcodeInfo, Position, Transport};
 pub use roce::{set_frame_ecn, ExtRepr, IpRepr, RocePacket, RoceRepr};
 pub use template::{FrameTemplate, PacketFields};

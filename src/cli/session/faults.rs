@@ -1,7 +1,7 @@
 //! Fault injection on a command's own DPDK port, both ways: outgoing frames go through
 //! [`FaultPort`] (roce's middleware), incoming ones through [`Inbound`], which hands what the
 //! port receives to a second `FaultPort` whose "wire" is the host. Not here: the knobs' parsing
-//! ([`super::session::PortArgs`]).
+//! ([`super::PortArgs`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -56,8 +56,8 @@ enum Role {
     Pace,
 }
 
-/// The hosts running on lcores.
-pub(super) struct Lanes {
+/// The hosts running as shards on lcores.
+pub(super) struct ShardedHosts {
     rt: Lcores<VerbsShard<Endpoint>>,
     names: Vec<String>,
     flows: Vec<Flow>,
@@ -67,7 +67,7 @@ pub(super) struct Lanes {
     activity: Vec<Arc<[AtomicU64; 2]>>,
 }
 
-impl Lanes {
+impl ShardedHosts {
     /// Moves the hosts (their endpoints and ports) onto `cores`, with a task per host driving
     /// its part of `flows` while posting is on.
     pub fn start(
@@ -76,7 +76,7 @@ impl Lanes {
         hosts: Vec<Host>,
         flows: Vec<Flow>,
         clock: MonotonicClock,
-    ) -> anyhow::Result<Lanes> {
+    ) -> anyhow::Result<ShardedHosts> {
         let progress: Vec<Arc<Progress>> = flows
             .iter()
             .map(|f| {
@@ -124,7 +124,7 @@ impl Lanes {
         for ((h, parts), a) in rt.handles().iter().zip(parts_of).zip(&activity) {
             h.run_task(task(parts, posting.clone(), a.clone()))?;
         }
-        Ok(Lanes {
+        Ok(ShardedHosts {
             rt,
             names,
             flows,
@@ -154,7 +154,7 @@ impl Lanes {
         &self.flows
     }
 
-    /// Flow `i` as of the last [`Lanes::flows`].
+    /// Flow `i` as of the last [`ShardedHosts::flows`].
     pub fn flow(&self, i: usize) -> Option<&Flow> {
         self.flows.get(i)
     }

@@ -1,0 +1,108 @@
+//! Opening a session's DPDK port: EAL with the port the arguments name, an mbuf pool for frames
+//! of the path MTU, the port up with its queue pairs, and our MAC and IP on it. Not here: what
+//! runs on the port ([`super::Session`], or lcores in `roce perf --cores`).
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use anyhow::{anyhow, Context};
+
+use roce_dpdk::{
+    DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
+};
+use roce_proto::wire::EthernetAddress;
+
+use super::args::PortArgs;
+
+/// A started DPDK port with everything a session needs around it.
+pub struct Device {
+    // Field order is drop order: the port before the pool before EAL.
+    /// The port (queue 0; split it for more lcores).
+    pub port: DpdkPort,
+    /// Its mbuf pool.
+    pub pool: Arc<Mempool>,
+    /// EAL.
+    pub eal: Eal,
+    /// Our MAC on it.
+    pub mac: EthernetAddress,
+    /// Our IPv4 address.
+    pub ip: Ipv4Addr,
+}
+
+/// Our default MAC. A tap or af_packet port's MAC is the kernel interface's (a bridge delivers
+/// frames for it to the kernel), so we take a different, locally administered one derived from
+/// it; a NIC's MAC is ours.
+fn own_mac(spec: &PortSpec, port_mac: [u8; 6]) -> EthernetAddress {
+    let mut m = port_mac;
+    if matches!(spec, PortSpec::Tap(_) | PortSpec::AfPacket(_)) {
+        m[0] = (m[0] | 0x02) & !0x01;
+        m[1] ^= 0x5a;
+    }
+    EthernetAddress(m)
+}
+
+/// Starts EAL with the port of `args` and brings it up with `queues` queue pairs for frames of
+/// `roce_mtu` payload.
+pub fn open_device(args: &PortArgs, roce_mtu: u32, queues: u16) -> anyhow::Result<Device> {
+    let ip = args.ip()?.address();
+    let mac = args.mac()?;
+    let mut eal_args = crate::cli::port::quiet_eal_args(&args.eal);
+    let label = match &args.vdev {
+        Some(v) => format!("--vdev {v}"),
+        None => format!("--port {}", args.port),
+    };
+    let port_args = match &args.vdev {
+        Some(spec) => vec![format!("--vdev={spec}")],
+        None => args.port.eal_args(0),
+    };
+    for a in port_args {
+        eal_args.push(' ');
+        eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
+    }
+    let no_port = || {
+        // A vdev string names its driver first (`net_tap0,iface=x`).
+        let spec = match &args.vdev {
+            Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
+            Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+            Some(_) => PortSpec::Null,
+            None => args.port.clone(),
+        };
+        match spec.missing_privilege() {
+            Some(why) => anyhow!("no DPDK port: {label}: {why}"),
+            None => anyhow!("no DPDK port: {label} created nothing"),
+        }
+    };
+    let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
+        DpdkError::NoPorts => no_port(),
+        e => anyhow!("DPDK port {label}: {e}"),
+    })?;
+    let id = *eal.port_ids().first().ok_or_else(no_port)?;
+    // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
+    let l3 = roce_mtu as usize + 80;
+    // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
+    let pool = Arc::new(
+        Mempool::new(
+            &eal,
+            &MempoolConfig::for_frames(l3.max(1500) + 18 + 530, 8191),
+        )
+        .context("creating the mbuf pool")?,
+    );
+    let config = PortConfig {
+        mtu: (l3 > 1500).then_some(l3),
+        link_timeout: StdDuration::from_secs(args.timeout.min(10)),
+        queues,
+        ..PortConfig::default()
+    };
+    let port = DpdkPort::new(&eal, id, pool.clone(), &config)
+        .with_context(|| format!("bringing up DPDK port {label}"))?;
+    let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
+    tracing::info!(port = %args.port, %mac, %ip, queues, "port up");
+    Ok(Device {
+        port,
+        pool,
+        eal,
+        mac,
+        ip,
+    })
+}

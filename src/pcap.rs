@@ -18,6 +18,7 @@ use pcap_file::{DataLink, PcapError};
 
 pub mod filter;
 pub mod links;
+pub mod pairs;
 
 /// One frame read from a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]

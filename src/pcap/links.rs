@@ -2,13 +2,14 @@
 //! frame made the receiver send each CNP, and which frames a sender resent because a NAK asked
 //! for them (or with no NAK: its retransmit timer).
 //!
-//! Frames are matched by their IP address pair: a CNP from B to A answers a CE-marked frame from A
-//! to B; a NAK from B to A asks A to resend, on one of its request flows to B (a flow is A, B and
-//! the destination QP), from the NAK's PSN. The CNP's QPN names the sender's QP, which the data
-//! frames do not carry, so a CNP is linked to the earliest CE-marked frame from A to B not yet
-//! answered; the other unanswered CE-marked frames to the same destination QP are covered by it
-//! (the notification point sends at most one CNP per QP and interval); those to other QPs wait
-//! for their own CNP.
+//! A CNP from B to A answers a CE-marked frame from A to B; a NAK from B to A asks A to resend,
+//! on one of its request flows to B (a flow is A, B and the destination QP), from the NAK's PSN.
+//! The CNP and the NAK name A's QP, the frames they answer name B's, so which QPs are the two
+//! ends of one connection is inferred first ([`super::pairs`]); a CNP or a NAK is then linked
+//! only to frames of its QP's peer (to any of A's flows to B where the capture cannot tell). A
+//! CNP answers the earliest such CE-marked frame not yet answered, and covers the other
+//! unanswered CE-marked frames to the same destination QP (the notification point sends at most
+//! one CNP per QP and interval); a NAK is answered by the first resend of its PSN on its flow.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -17,6 +18,8 @@ use std::time::Duration;
 
 use roce_proto::psn::Psn;
 use roce_proto::wire::{Ecn, RocePacket};
+
+use super::pairs::Pairs;
 
 /// What a capture's frame is, as far as the links need it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,8 +110,10 @@ pub enum Link {
         /// Further CE-marked frames it answers.
         covered: usize,
     },
-    /// A CNP with no CE-marked frame before it in the capture (the mark happened elsewhere or
-    /// before the capture started).
+    /// A CNP with no unanswered CE-marked frame to its QP's peer before it in the capture: the
+    /// mark happened elsewhere or before the capture started, or the frame that caused it was
+    /// still on its way to the receiver when an earlier CNP was captured, which covered it
+    /// (a capture at the switch sees a frame before the receiver does).
     CnpWithoutCe,
     /// A NAK: the sender resent `count` frames, `first`..=`last`, starting at the NAK's PSN
     /// (first sent in frame `original`, when the capture has it).
@@ -143,8 +148,9 @@ impl fmt::Display for Link {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let first_sent = |o: &Option<usize>| match o {
             Some(n) => format!("first sent in frame {n}"),
-            None => "no earlier frame starts at this PSN (it lies inside an earlier READ \
-                     request's range, or was sent before the capture started)"
+            None => "no earlier frame starts at this PSN (it was dropped before it reached \
+                     the capture point, lies inside an earlier READ request's range, or was \
+                     sent before the capture started)"
                 .to_string(),
         };
         match self {
@@ -167,7 +173,10 @@ impl fmt::Display for Link {
                 "CNP: answers the CE-marked frame {ce} and {covered} more CE-marked frame(s) \
                  before it"
             ),
-            Link::CnpWithoutCe => write!(f, "CNP: no CE-marked frame before it in the capture"),
+            Link::CnpWithoutCe => write!(
+                f,
+                "CNP: no unanswered CE-marked frame to its QP before it in the capture"
+            ),
             Link::NakResends {
                 first,
                 last,
@@ -259,6 +268,8 @@ struct Flow {
 
 struct PendingNak {
     frame: usize,
+    /// The QP it was sent to, on the sender A.
+    qpn: u32,
     psn: Psn,
     resent: Vec<usize>,
     original: Option<usize>,
@@ -266,9 +277,13 @@ struct PendingNak {
 
 /// Finds the links among `frames` (in capture order).
 pub fn find_links(frames: impl IntoIterator<Item = FrameFacts>) -> Links {
-    let mut linker = Linker::default();
-    for f in frames {
-        linker.frame(&f);
+    let frames: Vec<FrameFacts> = frames.into_iter().collect();
+    let mut linker = Linker {
+        pairs: Pairs::learn(&frames),
+        ..Linker::default()
+    };
+    for f in &frames {
+        linker.frame(f);
     }
     linker.finish()
 }
@@ -276,6 +291,8 @@ pub fn find_links(frames: impl IntoIterator<Item = FrameFacts>) -> Links {
 /// One pass over a capture: the links found so far and what still waits for its answer.
 #[derive(Default)]
 struct Linker {
+    /// Which QPs are the two ends of a connection, learned from the whole capture.
+    pairs: Pairs,
     links: Links,
     /// CE-marked frames from A to B (frame, time, destination QP) not yet answered by a CNP.
     unanswered: HashMap<(IpAddr, IpAddr), Vec<CeFrame>>,
@@ -305,6 +322,7 @@ impl Linker {
                     .or_default()
                     .push(PendingNak {
                         frame: f.frame,
+                        qpn: f.dest_qpn,
                         psn: f.psn,
                         resent: Vec::new(),
                         original: None,
@@ -315,13 +333,18 @@ impl Linker {
         }
     }
 
-    /// A CNP answers the oldest CE-marked frame toward its sender, and covers the later ones to
-    /// the same QP.
+    /// A CNP answers the oldest CE-marked frame toward its sender's peer QP, and covers the
+    /// later ones to the same QP.
     fn cnp(&mut self, f: &FrameFacts) {
         let links = &mut self.links;
         links.counts.cnps += 1;
-        let waiting = self.unanswered.entry((f.dst, f.src)).or_default();
-        let Some(&(trigger, at, qpn)) = waiting.first() else {
+        let (a, b) = (f.dst, f.src);
+        let waiting = self.unanswered.entry((a, b)).or_default();
+        let pairs = &self.pairs;
+        let Some(&(trigger, at, qpn)) = waiting
+            .iter()
+            .find(|&&(_, _, q)| pairs.may_pair(a, b, f.dest_qpn, q))
+        else {
             links.add(f.frame, Link::CnpWithoutCe);
             return;
         };
@@ -373,7 +396,11 @@ impl Linker {
         // A resend at a NAK's PSN starts answering that NAK; later resends up to the highest
         // PSN sent continue it.
         let pending = self.naks.entry((f.src, f.dst)).or_default();
-        if let Some(i) = pending.iter().position(|n| n.psn == f.psn) {
+        let pairs = &self.pairs;
+        if let Some(i) = pending
+            .iter()
+            .position(|n| n.psn == f.psn && pairs.may_pair(f.src, f.dst, n.qpn, f.dest_qpn))
+        {
             let mut nak = pending.remove(i);
             nak.original = original;
             flow.answering = Some((self.answered.len(), flow.highest.unwrap_or(f.psn)));
@@ -533,6 +560,66 @@ mod tests {
         assert_eq!(links.of(10), [Link::ResentWithoutNak { original: Some(9) }]);
         let c = links.counts();
         assert_eq!((c.naks, c.resent_for_nak, c.resent_without_nak), (1, 3, 1));
+    }
+
+    /// Two connections between the same hosts, both from PSN 0: A's QP 17 talks to B's 33,
+    /// A's 18 to B's 34 (the ACKs show it: only 34's flow had sent PSN 3 when 18's ACK came).
+    fn two_connections() -> Vec<FrameFacts> {
+        use FrameKind::*;
+        let to = |f: FrameFacts, qpn| FrameFacts { dest_qpn: qpn, ..f };
+        vec![
+            to(fact(1, A, Request, 0, false), 33),
+            to(fact(2, A, Request, 0, false), 34),
+            to(fact(3, A, Request, 1, false), 34),
+            to(fact(4, A, Request, 2, false), 34),
+            to(fact(5, A, Request, 3, false), 34),
+            to(fact(6, B, Response, 3, false), 18),
+            to(fact(7, B, Response, 0, false), 17),
+        ]
+    }
+
+    #[test]
+    fn a_nak_is_answered_on_its_own_connection_only() {
+        use FrameKind::*;
+        let to = |f: FrameFacts, qpn| FrameFacts { dest_qpn: qpn, ..f };
+        let mut frames = two_connections();
+        frames.extend([
+            to(fact(8, A, Request, 1, false), 33), // lost on the way
+            to(fact(9, A, Request, 2, false), 33),
+            to(fact(10, B, Nak, 1, false), 17),
+            to(fact(11, A, Request, 4, true), 34), // the other connection goes on
+            to(fact(12, A, Request, 1, false), 34), // its timer: not for 17's NAK
+            to(fact(13, A, Request, 1, false), 33),
+            to(fact(14, A, Request, 2, false), 33),
+        ]);
+        let links = find_links(frames);
+        assert_eq!(
+            links.of(10),
+            [Link::NakResends {
+                first: 13,
+                last: 14,
+                count: 2,
+                original: Some(8)
+            }]
+        );
+        assert_eq!(links.of(12), [Link::ResentWithoutNak { original: Some(3) }]);
+    }
+
+    #[test]
+    fn a_cnp_answers_its_own_connection_even_when_another_was_marked_first() {
+        use FrameKind::*;
+        let to = |f: FrameFacts, qpn| FrameFacts { dest_qpn: qpn, ..f };
+        let mut frames = two_connections();
+        frames.extend([
+            to(fact(8, A, Request, 4, true), 34),
+            to(fact(9, A, Request, 1, true), 33),
+            to(fact(10, B, Cnp, 0, false), 17),
+            to(fact(11, B, Cnp, 0, false), 18),
+        ]);
+        let links = find_links(frames);
+        assert_eq!(links.of(10), [Link::CnpFor { ce: 9, covered: 0 }]);
+        assert_eq!(links.of(11), [Link::CnpFor { ce: 8, covered: 0 }]);
+        assert_eq!(links.counts().ce_with_cnp, 2);
     }
 
     #[test]

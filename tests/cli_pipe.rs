@@ -6,7 +6,10 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 
 fn vector(name: &str) -> String {
-    format!("{}/../shared/vectors/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/crates/roce-proto/tests/vectors/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// Runs `roce args` with its stdout a pipe whose reading end is closed at once; returns the exit

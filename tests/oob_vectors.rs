@@ -1,5 +1,5 @@
-//! The out-of-band exchanges captured from the real tools (../shared/vectors) decode with
-//! `roce::oob`, and our encoders reproduce every captured message byte for byte.
+//! The out-of-band exchanges captured from the real tools (crates/roce-proto/tests/vectors) decode
+//! with `roce::oob`, and our encoders reproduce every captured message byte for byte.
 
 mod oob_support;
 

@@ -1,5 +1,6 @@
 //! Responder rules, packet by packet: PSN check, duplicates, NAK codes, RNR, READ responses,
-//! atomics, immediate data. Expected bytes follow Linux rxe (see shared/vectors/README.md).
+//! atomics, immediate data. Expected bytes follow Linux rxe (see
+//! crates/roce-proto/tests/vectors/README.md).
 
 mod rc_support;
 

@@ -1,6 +1,6 @@
-//! Golden vectors: real Linux Soft-RoCE captures in ../shared/vectors (see its README) must parse,
-//! verify, match the README's table and re-emit byte for byte; the ICRC must cover exactly the
-//! invariant fields.
+//! Golden vectors: real Linux Soft-RoCE captures in crates/roce-proto/tests/vectors (see its
+//! README) must parse, verify, match the README's table and re-emit byte for byte; the ICRC must
+//! cover exactly the invariant fields.
 
 #[path = "support/vectors.rs"]
 mod vectors;

@@ -1,7 +1,7 @@
 //! The light receive view (`parse_view`) agrees with the full checked parser (`parse_frame`) on
-//! every frame of every real capture in ../shared/vectors and on generated frames: same packet
-//! when both accept, the same error otherwise, under truncation and bit flips too. The seed is
-//! printed; replay with WIRE_PROPTEST_SEED.
+//! every frame of every real capture in crates/roce-proto/tests/vectors and on generated frames:
+//! same packet when both accept, the same error otherwise, under truncation and bit flips too. The
+//! seed is printed; replay with WIRE_PROPTEST_SEED.
 
 #[path = "support/wire_strategies.rs"]
 mod wire_strategies;
@@ -15,7 +15,10 @@ use roce_proto::wire::{
 };
 use wire_strategies::{config, emit, frame_repr};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors");
+const VECTORS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/crates/roce-proto/tests/vectors"
+);
 
 /// What the view gives, as the full parser's type.
 fn via_view(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {

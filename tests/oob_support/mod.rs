@@ -16,7 +16,11 @@ use roce_proto::wire::ipv4;
 
 /// The shared vectors folder (real rxe captures).
 pub fn vector(name: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors")).join(name)
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/roce-proto/tests/vectors"
+    ))
+    .join(name)
 }
 
 /// One TCP segment with payload.

@@ -5,12 +5,7 @@
 //! Every 64 packets the stream is acknowledged (a real sender handles ACKs too); the same work
 //! runs in every variant. Prints the medians as Mpps and the ratios after criterion's report.
 
-#[path = "../tests/support/cc_pair.rs"]
-mod cc_pair;
-
 use std::sync::Arc;
-
-use cc_pair::Pair;
 
 use criterion::{Criterion, Throughput};
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
@@ -23,6 +18,7 @@ use roce_proto::psn::{Msn, Psn};
 use roce_proto::time::Instant;
 use roce_proto::verbs::{CqHandle, Mtu, SendWr};
 use roce_proto::wire::{aeth, bth, ethernet, EtherType, ExtRepr, IpRepr, Opcode, RoceRepr};
+use roce_testkit::cc_pair::{self, Pair};
 
 const BURST: usize = 32;
 const ACK_EVERY: u64 = 64;
@@ -151,8 +147,12 @@ impl Engine for Streamer {
 }
 
 fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
+    let path = roce_testkit::target_dir()
+        .join("criterion")
+        .join(group)
+        .join(function)
+        .join("new")
+        .join("estimates.json");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     v["median"]["point_estimate"].as_f64()
 }

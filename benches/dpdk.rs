@@ -10,22 +10,16 @@
 //! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios, then
 //! the TX cases again in thread CPU time (preemption on the shared machine excluded).
 
-#[path = "../tests/support/cpu_median.rs"]
-mod cpu_median;
-#[path = "../tests/support/criterion_median.rs"]
-mod criterion_median;
-#[path = "../tests/support/roce_frames.rs"]
-mod roce_frames;
-
 use std::hint::black_box;
 use std::sync::Arc;
 
-use cpu_median::cpu_median_ns;
 use criterion::{Criterion, Throughput};
-use criterion_median::median_ns;
 use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mbuf, Mempool, MempoolConfig, PortConfig};
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields};
+use roce_testkit::cpu_median::cpu_median_ns;
+use roce_testkit::criterion_median::{self, median_ns};
+use roce_testkit::roce_frames;
 
 const BURST: usize = 32;
 const SIZES: [usize; 2] = [64, 4096];

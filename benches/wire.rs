@@ -21,20 +21,15 @@
 //! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
 //! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
-#[path = "../tests/support/cpu_median.rs"]
-mod cpu_median;
-#[path = "../tests/support/roce_frames.rs"]
-mod roce_frames;
-
-use std::path::PathBuf;
-
-use cpu_median::cpu_paired;
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
+use roce_testkit::cpu_median::cpu_paired;
+use roce_testkit::criterion_median::{self, median_ns};
+use roce_testkit::roce_frames;
 
 const SIZES: [usize; 2] = [64, 4096];
 
-/// The RDMA WRITE Only the DPDK benches send (tests/support/roce_frames.rs), PSN 1.
+/// The RDMA WRITE Only the DPDK benches send (roce_testkit::roce_frames), PSN 1.
 fn write_only(payload_len: usize) -> RoceRepr {
     roce_frames::write_only(1, payload_len)
 }
@@ -161,31 +156,6 @@ fn parse(c: &mut Criterion) {
         group.finish();
     }
 }
-
-/// The median (ns) criterion stored for `group/function` in this run.
-fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let path = target
-        .join("criterion")
-        .join(group)
-        .join(function)
-        .join("new")
-        .join("estimates.json");
-    // Only estimates written by this process count: a row filtered out of this run must not
-    // show an older run's number beside this run's baseline.
-    let written = std::fs::metadata(&path).ok()?.modified().ok()?;
-    if written < *STARTED.get()? {
-        return None;
-    }
-    let text = std::fs::read_to_string(path).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json["median"]["point_estimate"].as_f64()
-}
-
-/// When this process started (set first thing in `main`).
-static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
 
 /// Rows printed after the run: (kind, subject, what it includes); the target applies to
 /// every emit row (64 B: 1.5x crc + 20 ns, 4096 B: 1.2x crc).
@@ -402,7 +372,7 @@ fn cpu_summary() {
 }
 
 fn main() {
-    let _ = STARTED.set(std::time::SystemTime::now());
+    criterion_median::mark_start();
     if let Some(n) = std::env::var("WIRE_ICOUNT")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -3,8 +3,7 @@
 //! of real endpoints sharing a bottleneck in the simulated fabric steer their rates from the
 //! echoed INT records alone (no ECN marking, no CNPs).
 
-#[path = "support/cc_pair.rs"]
-mod cc_pair;
+use roce_testkit::cc_pair;
 
 use std::net::{IpAddr, Ipv6Addr};
 

@@ -2,8 +2,7 @@
 //! with ECT(0) by default (ECT(1) / Not-ECT configurable), ACKs in the data class but not
 //! ECN-capable, CNPs DSCP 48 and priority 6, as NVIDIA NICs ship. Checked on the raw bytes.
 
-#[path = "support/cc_pair.rs"]
-mod cc_pair;
+use roce_testkit::cc_pair;
 
 use cc_pair::Pair;
 use roce_proto::connect::RcOptions;

@@ -5,8 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-#[path = "support/cc_pair.rs"]
-mod cc_pair;
+use roce_testkit::cc_pair;
 
 use cc_pair::{t, transmit, Pair};
 use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate};

@@ -2,8 +2,7 @@
 //! allows is no deadline (the loop must not fire timers on every poll of an unthrottled flow),
 //! a departure it holds back is.
 
-#[path = "support/cc_pair.rs"]
-mod cc_pair;
+use roce_testkit::cc_pair;
 
 use cc_pair::Pair;
 use roce_proto::cc::{CcConfig, Rate};

@@ -4,8 +4,7 @@
 //! every packet asking for its ACK, until ACKs open it again. RTT-driven controllers ask for an
 //! ACK per packet as well (`ack_each`), as the same model acknowledges every packet.
 
-#[path = "support/cc_pair.rs"]
-mod cc_pair;
+use roce_testkit::cc_pair;
 
 use cc_pair::{t, transmit, Pair};
 use roce_proto::cc::{CcConfig, CongestionControl, Dctcp, DctcpParams, Rate};

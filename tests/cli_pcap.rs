@@ -1,7 +1,6 @@
 //! `roce pcap check` / `explain` as a user runs them: real vectors, damaged files, bad paths.
 
-#[path = "support/vectors.rs"]
-mod vectors;
+use roce_testkit::vectors;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

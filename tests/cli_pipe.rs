@@ -5,11 +5,10 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+use roce_testkit::vectors;
+
 fn vector(name: &str) -> String {
-    format!(
-        "{}/crates/roce-proto/tests/vectors/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    vectors::path(name).display().to_string()
 }
 
 /// Runs `roce args` with its stdout a pipe whose reading end is closed at once; returns the exit

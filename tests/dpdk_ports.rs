@@ -7,8 +7,7 @@
 mod dpdk_harness;
 #[path = "support/netns.rs"]
 mod netns;
-#[path = "support/roce_frames.rs"]
-mod roce_frames;
+use roce_testkit::roce_frames;
 
 use std::net::UdpSocket;
 use std::process::Command;

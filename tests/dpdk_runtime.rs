@@ -6,9 +6,8 @@
 #[macro_use]
 #[path = "support/dpdk_harness.rs"]
 mod dpdk_harness;
-mod rc_support;
-#[path = "support/roce_frames.rs"]
-mod roce_frames;
+use roce_testkit::rc;
+use roce_testkit::roce_frames;
 
 use std::sync::Arc;
 
@@ -218,13 +217,13 @@ fn runtime_steady_state_allocates_nothing(eal: &Eal) -> anyhow::Result<()> {
     no_leak(&pool)
 }
 
-/// The randomized RC suite (tests/rc_support/random.rs) once over two net_ring ports: many QPs,
+/// The randomized RC suite (roce_testkit::rc::random) once over two net_ring ports: many QPs,
 /// every opcode, 0 B..1 MiB, 1-10% of every fault, start PSNs at the 24-bit wrap, exact
 /// verification; afterwards every mbuf is back in the pool. `ROCE_TEST_SEED` replays a seed.
 fn rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf(
     eal: &Eal,
 ) -> anyhow::Result<()> {
-    use rc_support::random::{run, Faults, Run};
+    use rc::random::{run, Faults, Run};
     let seed = std::env::var("ROCE_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -1,12 +1,10 @@
 //! Property tests against hostile peers (the stable-toolchain versions of the cargo-fuzz targets
 //! `endpoint` and `host`): random action sequences decoded from bytes drive an endpoint with a
 //! connected QP, or a host's ARP/NDP/INT paths, and the invariants of
-//! `support/hostile_peer.rs` and `support/hostile_host.rs` hold after every step.
+//! `roce_testkit::hostile_peer` and `roce_testkit::hostile_host` hold after every step.
 
-#[path = "support/hostile_host.rs"]
-mod hostile_host;
-#[path = "support/hostile_peer.rs"]
-mod hostile_peer;
+use roce_testkit::hostile_host;
+use roce_testkit::hostile_peer;
 
 use proptest::prelude::*;
 

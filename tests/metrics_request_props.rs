@@ -1,11 +1,10 @@
 //! Property tests of the metrics endpoint's request-head parser against what a hostile client
 //! sends: arbitrary bytes, well-formed scrapes (random headers, queries, versions) with damage,
-//! and bodies announced in every way. The contract is tests/support/metrics_request_invariants.rs
+//! and bodies announced in every way. The contract is roce_testkit::metrics_request_invariants
 //! (also the cargo-fuzz target `metrics_request`). The seed is printed; replay with
 //! METRICS_PROPTEST_SEED.
 
-#[path = "support/metrics_request_invariants.rs"]
-mod metrics_request_invariants;
+use roce_testkit::metrics_request_invariants;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};

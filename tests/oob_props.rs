@@ -1,12 +1,11 @@
 //! Property tests of the TCP exchanges' decoders against what a hostile peer sends: arbitrary
 //! bytes, valid messages with damage, JSON with out-of-range, negative, huge, mistyped, missing,
 //! repeated and deeply nested values; and the blocking driver fed arbitrary byte streams. Every
-//! decoder keeps the contract in tests/support/oob_invariants.rs (no panic, one short printable
+//! decoder keeps the contract in roce_testkit::oob_invariants (no panic, one short printable
 //! error line, bounded values) in memory bounded by its input. The seed is printed; replay with
 //! OOB_PROPTEST_SEED.
 
-#[path = "support/oob_invariants.rs"]
-mod oob_invariants;
+use roce_testkit::oob_invariants;
 
 use std::io::Write;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};

@@ -2,10 +2,10 @@
 //! response (the READ's data flows from the responder to us) makes our notification point send
 //! a CNP to the responder's QP, as on a request; a CE-marked ACK does not.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::script::*;
-use rc_support::send_wr;
+use rc::script::*;
+use rc::send_wr;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::verbs::{Mtu, WrOpcode};
@@ -13,7 +13,7 @@ use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::Ecn;
 
 fn read_of(s: &mut Script, len: u32) {
-    let mr = s.mr(8192, rc_support::ALL_ACCESS);
+    let mr = s.mr(8192, rc::ALL_ACCESS);
     let wr = send_wr(
         1,
         WrOpcode::RdmaRead {

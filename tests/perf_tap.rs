@@ -3,8 +3,7 @@
 //! runs as root); without it the tests say so and pass without running.
 #![cfg(feature = "dpdk")]
 
-#[path = "support/perftest_output.rs"]
-mod perftest_output;
+use roce_testkit::perftest_output;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;

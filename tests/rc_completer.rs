@@ -2,10 +2,10 @@
 //! implied ACKs, go-back-N on NAK and timeout, implied NAK for READs, RNR waits, and the error
 //! completions when retries run out.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::script::*;
-use rc_support::send_wr;
+use rc::script::*;
+use rc::send_wr;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::time::Duration;
@@ -28,7 +28,7 @@ fn opts(start: u32) -> RcOptions {
 
 fn setup(start: u32) -> (Script, roce_proto::mr::MrInfo) {
     let mut s = Script::new(&opts(start));
-    let mr = s.mr(8192, rc_support::ALL_ACCESS);
+    let mr = s.mr(8192, rc::ALL_ACCESS);
     (s, mr)
 }
 

@@ -1,9 +1,9 @@
 //! Error paths end to end: each fails the right work request with the right status, moves the
 //! requester's QP to ERR, flushes what follows, and moves the counters named after mlx5/rxe.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::*;
+use rc::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
 use roce_proto::verbs::{AccessFlags, QpState, WcStatus, WorkCompletion, WrOpcode};

@@ -3,11 +3,11 @@
 //! with Invalidate, CNPs from strangers, floods that would grow the responder's queue, and rkeys
 //! that come back. Each test is a regression test of issue 15.
 
-mod rc_support;
+use roce_testkit::rc;
 
 use std::net::Ipv4Addr;
 
-use rc_support::script::*;
+use rc::script::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::qp::MAX_QUEUED_RESPONSES;
@@ -63,7 +63,7 @@ const LOCAL_ONLY: AccessFlags = AccessFlags::LOCAL_WRITE;
 #[test]
 fn the_rest_of_a_write_never_lands_in_a_region_that_took_the_deregistered_slot() {
     let mut s = Script::new(&opts());
-    let a = s.mr(1024, rc_support::ALL_ACCESS);
+    let a = s.mr(1024, rc::ALL_ACCESS);
     send!(
         s,
         Pkt::new(Opcode::RC_RDMA_WRITE_FIRST, 100)
@@ -197,7 +197,7 @@ fn send_with_invalidate(psn: u32, rkey: u32) -> Pkt {
 #[test]
 fn send_with_invalidate_invalidates_the_named_rkey() {
     let mut s = Script::new(&opts());
-    let target = s.mr(64, rc_support::ALL_ACCESS);
+    let target = s.mr(64, rc::ALL_ACCESS);
     let rx = s.mr(64, LOCAL_ONLY);
     s.post_recv(1, &rx, 64);
     send!(s, send_with_invalidate(100, target.rkey));
@@ -235,12 +235,12 @@ fn send_with_invalidate_of_a_key_that_names_nothing_is_an_invalid_request() {
 
 fn cnp_frame(src: Ipv4Addr, pkey: u16, dest_qpn: u32) -> Vec<u8> {
     let eth = ethernet::Repr {
-        dst: rc_support::MAC_B,
+        dst: rc::MAC_B,
         src: EthernetAddress([2, 0, 0, 0, 0, 0x66]),
         vlan: None,
         ethertype: EtherType::Ipv4,
     };
-    let ip = IpRepr::new_roce(src.into(), rc_support::IP_B.into(), 48, Ecn::NotEct);
+    let ip = IpRepr::new_roce(src.into(), rc::IP_B.into(), 48, Ecn::NotEct);
     let mut repr = RoceRepr::cnp(eth, ip, 0xc001, dest_qpn);
     repr.bth.pkey = pkey;
     let mut buf = vec![0u8; repr.frame_len()];
@@ -254,12 +254,12 @@ fn a_cnp_from_a_stranger_or_another_partition_is_not_acted_on() {
     let mut s = Script::new(&opts());
     let stranger = Ipv4Addr::new(198, 18, 0, 66);
     s.ep.handle_frame(s.now, &cnp_frame(stranger, 0xffff, s.qpn));
-    s.ep.handle_frame(s.now, &cnp_frame(rc_support::IP_A, 0x8001, s.qpn));
+    s.ep.handle_frame(s.now, &cnp_frame(rc::IP_A, 0x8001, s.qpn));
     let c = s.ep.counters();
     assert_eq!(c.qp.rp_cnp_handled, 0);
     assert_eq!((c.drops.wrong_source, c.drops.bad_pkey), (1, 1));
     // The peer's own CNP is.
-    s.ep.handle_frame(s.now, &cnp_frame(rc_support::IP_A, 0xffff, s.qpn));
+    s.ep.handle_frame(s.now, &cnp_frame(rc::IP_A, 0xffff, s.qpn));
     assert_eq!(s.ep.counters().qp.rp_cnp_handled, 1);
 }
 
@@ -267,7 +267,7 @@ fn a_cnp_from_a_stranger_or_another_partition_is_not_acted_on() {
 fn a_cnp_to_a_qp_not_yet_connected_is_not_acted_on() {
     let mut s = Script::new(&opts());
     let qpn = s.idle_qp();
-    s.ep.handle_frame(s.now, &cnp_frame(rc_support::IP_A, 0xffff, qpn));
+    s.ep.handle_frame(s.now, &cnp_frame(rc::IP_A, 0xffff, qpn));
     let c = s.ep.counters();
     assert_eq!((c.qp.rp_cnp_handled, c.drops.bad_state), (0, 1));
 }
@@ -294,7 +294,7 @@ fn in_band_telemetry_from_a_stranger_reaches_no_controller() {
     s.ep.handle_frame(s.now, &forged);
     assert_eq!(s.ep.int_counters().echoes_received, 0);
     assert_eq!(s.ep.counters().drops.wrong_source, 1);
-    let real = echoed(&s, rc_support::IP_A);
+    let real = echoed(&s, rc::IP_A);
     s.ep.handle_frame(s.now, &real);
     assert_eq!(s.ep.int_counters().echoes_received, 1);
 }
@@ -309,7 +309,7 @@ fn drain_count(s: &mut Script) -> usize {
 #[test]
 fn a_flood_of_duplicate_atomics_queues_a_bounded_number_of_responses() {
     let mut s = Script::new(&opts());
-    let a = s.mr(64, rc_support::ALL_ACCESS);
+    let a = s.mr(64, rc::ALL_ACCESS);
     let fetch_add = Pkt::new(Opcode::RC_FETCH_ADD, 100).ack_req().ext(ExtRepr {
         atomic_eth: Some(atomic_eth::Repr {
             va: a.addr,
@@ -382,11 +382,11 @@ fn alternating_acks_and_sequence_naks_stay_bounded() {
 #[test]
 fn an_rkey_comes_back_only_after_256_registrations_of_its_slot() {
     let mut s = Script::new(&opts());
-    let first = s.mr(64, rc_support::ALL_ACCESS);
+    let first = s.mr(64, rc::ALL_ACCESS);
     s.ep.dereg_mr(first.lkey).unwrap();
     let mut keys = Vec::new();
     for _ in 1..256 {
-        let mr = s.mr(64, rc_support::ALL_ACCESS);
+        let mr = s.mr(64, rc::ALL_ACCESS);
         assert_eq!(mr.rkey >> 8, first.rkey >> 8, "the same slot");
         keys.push(mr.rkey);
         if keys.len() == 200 {
@@ -407,7 +407,7 @@ fn keys_repeat_with_a_key_seed_and_come_from_the_os_without_one() {
     let keys = |seed: Option<u64>| {
         let mut ep = Endpoint::new(EndpointConfig {
             key_seed: seed,
-            ..EndpointConfig::ipv4(rc_support::MAC_B, rc_support::IP_B)
+            ..EndpointConfig::ipv4(rc::MAC_B, rc::IP_B)
         });
         let pd = ep.alloc_pd();
         (0..4)

@@ -2,10 +2,10 @@
 //! has completed) and SEND with Invalidate (the responder invalidates the rkey it names), end to
 //! end and frame by frame.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::script::*;
-use rc_support::*;
+use rc::script::*;
+use rc::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
 use roce_proto::verbs::{

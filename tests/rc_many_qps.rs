@@ -2,9 +2,9 @@
 //! due. An endpoint keeps its QPs' deadlines one way up to 32 QPs and another way above
 //! (`qp/due.rs`); both must recover every write.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::*;
+use rc::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
 use roce_proto::verbs::WcStatus;

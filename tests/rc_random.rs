@@ -3,9 +3,9 @@
 //! execute exactly once, across the 24-bit PSN wrap. Each run prints its seed on failure; set
 //! `ROCE_TEST_SEED` to replay one.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::random::{run, Faults, Run};
+use rc::random::{run, Faults, Run};
 use roce_proto::fault::FaultConfig;
 use roce_proto::loopback::loopback_pair;
 

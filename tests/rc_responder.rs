@@ -2,9 +2,9 @@
 //! atomics, immediate data. Expected bytes follow Linux rxe (see
 //! crates/roce-proto/tests/vectors/README.md).
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::script::*;
+use rc::script::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::psn::Psn;
 use roce_proto::verbs::{AccessFlags, Mtu, QpState, WcOpcode, WcStatus};
@@ -23,7 +23,7 @@ fn opts() -> RcOptions {
 
 fn setup() -> (Script, roce_proto::mr::MrInfo) {
     let mut s = Script::new(&opts());
-    let mr = s.mr(4096, rc_support::ALL_ACCESS);
+    let mr = s.mr(4096, rc::ALL_ACCESS);
     (s, mr)
 }
 

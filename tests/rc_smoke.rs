@@ -1,8 +1,8 @@
 //! One of each operation over a clean link: the bytes land and every WR completes once.
 
-mod rc_support;
+use roce_testkit::rc;
 
-use rc_support::*;
+use rc::*;
 use roce_proto::connect::RcOptions;
 use roce_proto::fault::FaultConfig;
 use roce_proto::verbs::{RecvWr, Sge, WcOpcode, WcStatus, WrOpcode};

@@ -2,8 +2,7 @@
 //! README) must parse, verify, match the README's table and re-emit byte for byte; the ICRC must
 //! cover exactly the invariant fields.
 
-#[path = "support/vectors.rs"]
-mod vectors;
+use roce_testkit::vectors;
 
 use std::collections::BTreeMap;
 

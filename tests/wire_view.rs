@@ -13,12 +13,8 @@ use roce_proto::wire::{
     parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
     RocePacket, WireError,
 };
+use roce_testkit::vectors;
 use wire_strategies::{config, emit, frame_repr};
-
-const VECTORS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/crates/roce-proto/tests/vectors"
-);
 
 /// What the view gives, as the full parser's type.
 fn via_view(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {
@@ -75,7 +71,7 @@ fn accessors_agree(frame: &[u8]) {
 
 #[test]
 fn view_equals_full_parse_on_every_vector_frame() {
-    let mut names: Vec<_> = std::fs::read_dir(VECTORS)
+    let mut names: Vec<_> = std::fs::read_dir(vectors::DIR)
         .expect("vectors dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pcap"))

@@ -5,9 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/support/hostile_peer.rs"]
-mod hostile_peer;
-
+use roce_testkit::hostile_peer;
 fuzz_target!(|data: &[u8]| {
     hostile_peer::Harness::run_bytes(data).unwrap_or_else(|e| panic!("{e}"));
 });

@@ -5,9 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/support/hostile_host.rs"]
-mod hostile_host;
-
+use roce_testkit::hostile_host;
 fuzz_target!(|data: &[u8]| {
     hostile_host::HostHarness::run_bytes(data).unwrap_or_else(|e| panic!("{e}"));
 });

@@ -7,20 +7,16 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddrV4;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use roce::pcap::CaptureReader;
 use roce_proto::wire::ethernet;
 use roce_proto::wire::ethernet::EtherType;
 use roce_proto::wire::ipv4;
 
-/// The shared vectors folder (real rxe captures).
-pub fn vector(name: &str) -> PathBuf {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/crates/roce-proto/tests/vectors"
-    ))
-    .join(name)
+/// The golden vector `name` (a real rxe capture).
+pub fn vector(name: &str) -> std::path::PathBuf {
+    roce_testkit::vectors::path(name)
 }
 
 /// One TCP segment with payload.

@@ -2,4 +2,3 @@
 //! attacker on the link.
 
 mod spoofed_peer;
-mod support;

@@ -3,15 +3,12 @@
 //! progress core, and the C test programs built from `tests/c`.
 #![allow(dead_code)]
 
-#[path = "../../../../tests/support/perftest_output.rs"]
-mod perftest_output;
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-pub use perftest_output::result_row;
+pub use roce_testkit::perftest_output::result_row;
 
 /// The bridge's kernel address in the namespace: where TCP exchanges meet.
 pub const SERVER_ADDR: &str = "198.18.0.254";

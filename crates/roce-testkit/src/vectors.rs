@@ -1,14 +1,10 @@
 //! The golden vectors in crates/roce-proto/tests/vectors (real Linux Soft-RoCE captures): where
 //! they are and the README's table of them, for every test that reads them.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 /// The vectors' folder.
-pub const DIR: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/crates/roce-proto/tests/vectors"
-);
+pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../roce-proto/tests/vectors");
 
 /// The vector file `name`.
 pub fn path(name: &str) -> PathBuf {

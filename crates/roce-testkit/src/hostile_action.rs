@@ -1,11 +1,8 @@
 //! The steps of the hostile peer harness (`hostile_peer.rs`), decoded from bytes.
 
-// hostile_props.rs loads both harnesses, so it compiles this small module twice.
-#[allow(clippy::duplicate_mod)]
-#[path = "action_bytes.rs"]
-pub mod action_bytes;
-
 use roce_proto::verbs::AccessFlags;
+
+use crate::action_bytes;
 
 /// Bytes one action is decoded from.
 pub const ACTION_BYTES: usize = 8;
@@ -15,42 +12,82 @@ pub const ACTION_BYTES: usize = 8;
 pub enum Action {
     /// Register a region (`target`: may receive local writes: receives, READ/atomic results).
     Register {
+        /// Bytes.
         len: usize,
+        /// Rights granted.
         access: AccessFlags,
+        /// Whether it may be a local write target.
         target: bool,
     },
     /// Deregister the `which`-th live region.
-    Deregister { which: u8 },
+    Deregister {
+        /// Which live region (modulo their number).
+        which: u8,
+    },
     /// Post a local invalidate of the `which`-th live region (by rkey or lkey).
-    LocalInv { which: u8, by_rkey: bool },
+    LocalInv {
+        /// Which live region (modulo their number).
+        which: u8,
+        /// Invalidate its rkey, else its lkey.
+        by_rkey: bool,
+    },
     /// Post a receive into a target region.
-    PostRecv { which: u8, len: u8 },
+    PostRecv {
+        /// Which target region (modulo their number).
+        which: u8,
+        /// Bytes.
+        len: u8,
+    },
     /// Post a send work request (kind 0 SEND, 1 SEND with Invalidate, 2 WRITE, 3 READ, 4 FETCH_ADD).
-    PostSend { kind: u8, which: u8, len: u8 },
+    PostSend {
+        /// The kind of work request.
+        kind: u8,
+        /// Which region (modulo their number).
+        which: u8,
+        /// Bytes.
+        len: u8,
+    },
     /// The peer sends a request: `op` picks the opcode, the rest its fields.
     PeerRequest {
+        /// Picks the opcode.
         op: u8,
+        /// Picks the rkey (a live region's or another).
         key: u8,
+        /// Picks the offset into the region.
         off: u8,
+        /// Picks the length.
         len: u8,
+        /// Picks the PSN: the expected one, behind it or ahead of it.
         psn: u8,
+        /// Bits that vary the request (an address beyond the region, the opcode's variant, a DMA
+        /// length other than the payload's).
         flags: u8,
     },
     /// The peer sends a response (ACK/NAK, READ response, atomic ACK) to our requests.
     PeerResponse {
+        /// Picks the opcode.
         op: u8,
+        /// How far behind our next PSN (1 to 6).
         psn_back: u8,
+        /// The AETH syndrome.
         syndrome: u8,
+        /// Picks the MSN and the payload length.
         len: u8,
     },
     /// A CNP, from the peer or a stranger.
-    PeerCnp { stranger: bool },
+    PeerCnp {
+        /// From an address that is not the peer's.
+        stranger: bool,
+    },
     /// Drain `poll_transmit` and check every frame.
     Poll,
     /// Poll the completion queue.
     PollCq,
     /// Let time pass and fire due timers.
-    Advance { nanos: u64 },
+    Advance {
+        /// Nanoseconds.
+        nanos: u64,
+    },
     /// Take the QP through RESET back to RTS (after an error, most likely).
     Reconnect,
 }

@@ -5,8 +5,6 @@
 //! Shared by the property tests (tests/metrics_request_props.rs) and the cargo-fuzz target
 //! (fuzz/fuzz_targets/metrics_request.rs).
 
-#![allow(dead_code)]
-
 use roce::metrics::request::{
     parse, response_head, Method, Parsed, RequestError, Status, MAX_HEAD_BYTES,
 };

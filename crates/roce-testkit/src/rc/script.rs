@@ -19,8 +19,11 @@ pub const PEER_QPN: u32 = 0x99;
 /// AETH syndrome bytes: ACK (credits 31), NAKs for a PSN sequence error, an invalid request and
 /// a remote access error.
 pub const ACK: u8 = 0x1f;
+/// NAK: PSN sequence error.
 pub const NAK_SEQ: u8 = 0x60;
+/// NAK: invalid request.
 pub const NAK_INV: u8 = 0x61;
+/// NAK: remote access error.
 pub const NAK_ACCESS: u8 = 0x62;
 
 /// A path MTU of 256 bytes, the peer sending from PSN 100 and the QP under test from 500,
@@ -50,10 +53,15 @@ pub fn reth(mr: &roce_proto::mr::MrInfo, off: u64, len: u32) -> ExtRepr {
 /// One packet as the script sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pkt {
+    /// The BTH opcode.
     pub opcode: Opcode,
+    /// The BTH PSN.
     pub psn: Psn,
+    /// The BTH AckReq bit.
     pub ack_req: bool,
+    /// The extension headers.
     pub ext: ExtRepr,
+    /// The payload.
     pub payload: Vec<u8>,
     /// Overrides the destination QPN (default: the QP under test).
     pub dest_qpn: Option<u32>,
@@ -62,6 +70,7 @@ pub struct Pkt {
 }
 
 impl Pkt {
+    /// `opcode` at `psn`: no AckReq, no extension header, no payload, to the QP under test.
     pub fn new(opcode: Opcode, psn: u32) -> Self {
         Pkt {
             opcode,
@@ -73,14 +82,17 @@ impl Pkt {
             pkey: 0xffff,
         }
     }
+    /// With AckReq set.
     pub fn ack_req(mut self) -> Self {
         self.ack_req = true;
         self
     }
+    /// With the extension headers `ext`.
     pub fn ext(mut self, ext: ExtRepr) -> Self {
         self.ext = ext;
         self
     }
+    /// With the payload `p`.
     pub fn payload(mut self, p: &[u8]) -> Self {
         self.payload = p.to_vec();
         self
@@ -99,6 +111,7 @@ pub fn write_only(psn: u32, mr: &roce_proto::mr::MrInfo, data: &[u8]) -> Pkt {
         .payload(data)
 }
 
+/// An ACK (or NAK: `syndrome`) for `psn` with `msn`.
 pub fn ack(psn: u32, syndrome: u8, msn: u32) -> Pkt {
     Pkt::new(Opcode::RC_ACKNOWLEDGE, psn).ext(ExtRepr {
         aeth: Some(aeth::Repr {
@@ -109,11 +122,17 @@ pub fn ack(psn: u32, syndrome: u8, msn: u32) -> Pkt {
     })
 }
 
+/// The endpoint under test with its QP, talking to the imaginary peer, on virtual time.
 pub struct Script {
+    /// The endpoint under test (at B's addresses).
     pub ep: Endpoint,
+    /// Its QP, connected to [`PEER_QPN`].
     pub qpn: u32,
+    /// The QP's completion queue.
     pub cq: CqHandle,
+    /// The QP's protection domain.
     pub pd: roce_proto::mr::PdHandle,
+    /// The present, in virtual time.
     pub now: Instant,
 }
 
@@ -180,10 +199,12 @@ impl Script {
         self.ep.handle_frame(self.now, &frame);
     }
 
+    /// `p` as the peer sends it, ECT(0).
     pub fn frame(&self, p: &Pkt) -> Vec<u8> {
         self.frame_ecn(p, Ecn::Ect0)
     }
 
+    /// `p` as the peer sends it, with `ecn`.
     pub fn frame_ecn(&self, p: &Pkt, ecn: Ecn) -> Vec<u8> {
         self.frame_from(IP_A, p, ecn)
     }
@@ -257,6 +278,7 @@ impl Script {
         }
     }
 
+    /// Every completion waiting on the QP's completion queue.
     pub fn completions(&mut self) -> Vec<WorkCompletion> {
         std::iter::from_fn(|| self.ep.poll_cq_one(self.cq)).collect()
     }
@@ -290,6 +312,7 @@ impl Script {
         self.ep.post_send(self.qpn, wr).unwrap();
     }
 
+    /// A region of `len` bytes with `access` on the QP's protection domain.
     pub fn mr(
         &mut self,
         len: usize,
@@ -317,3 +340,6 @@ macro_rules! recv {
         $s.recv().expect("expected a packet")
     };
 }
+
+// `use roce_testkit::rc::script::*` brings the macros along with the rest.
+pub use crate::{recv, send};

@@ -1,5 +1,4 @@
 //! RoCEv2 RDMA WRITE Only frames for the DPDK tests and benches, built with `roce_proto::wire`.
-#![allow(dead_code)]
 
 use std::net::{IpAddr, Ipv4Addr};
 

@@ -12,20 +12,8 @@
 //! - a drain of `poll_transmit` ends, with at most `MAX_QUEUED_RESPONSES + 1` ACKs/NAKs;
 //! - nothing panics.
 //!
-//! Depends on `roce_proto` only (the fuzz crate includes this file by path).
-#![allow(dead_code)]
+//! Depends on `roce_proto` only.
 
-#[path = "hostile_action.rs"]
-mod hostile_action;
-#[path = "lent_memory.rs"]
-mod lent_memory;
-
-use hostile_action::action_bytes;
-// The fuzz target uses `Action` only.
-#[allow(unused_imports)]
-pub use hostile_action::{Action, ACTION_BYTES};
-
-use lent_memory::Lent;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -45,6 +33,10 @@ use roce_proto::wire::{
     atomic_ack_eth, atomic_eth, bth, ethernet, parse_frame, reth, Ecn, EtherType, EthernetAddress,
     ExtRepr, IpRepr, RoceRepr,
 };
+
+use crate::action_bytes;
+pub use crate::hostile_action::{Action, ACTION_BYTES};
+use crate::lent_memory::Lent;
 
 const MAC_PEER: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 0xa]);
 const MAC_US: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 0xb]);

@@ -1,7 +1,6 @@
 //! Two real endpoints with one connected RC QP each, for the congestion-control tests and the
 //! CC bench: endpoint `i` is MAC 02:00:00:00:00:i, IPv4 198.18.0.i; `a` writes into a region of
 //! `b`.
-#![allow(dead_code)]
 
 use std::net::Ipv4Addr;
 
@@ -12,12 +11,7 @@ use roce_proto::time::Instant;
 use roce_proto::verbs::{AccessFlags, SendWr};
 use roce_proto::wire::EthernetAddress;
 
-#[path = "work_requests.rs"]
-mod work_requests;
-
-// Not every test binary that includes this module posts both kinds.
-#[allow(unused_imports)]
-pub use work_requests::{send_wr, write_wr};
+pub use crate::work_requests::{send_wr, write_wr};
 
 /// The configuration of endpoint `i`.
 pub fn config(i: u8) -> EndpointConfig {

@@ -2,8 +2,6 @@
 //! is one short printable line; a success meets its format's bounds and re-encodes to itself.
 //! Shared by the property tests (tests/oob_props.rs) and the cargo-fuzz targets (fuzz/).
 
-#![allow(dead_code)]
-
 use std::fmt::Display;
 
 use roce::oob::perf::{self, decode_line, Dest, Hello};

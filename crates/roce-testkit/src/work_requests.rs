@@ -1,5 +1,4 @@
 //! Work requests the RC and congestion-control tests post, built in one place.
-#![allow(dead_code)]
 
 use roce_proto::mr::MrInfo;
 use roce_proto::verbs::{SendWr, Sge, WrOpcode};

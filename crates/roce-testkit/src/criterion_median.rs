@@ -11,8 +11,12 @@ pub fn mark_start() {
 
 /// Median nanoseconds per iteration criterion measured for `group/function` in this run.
 pub fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = format!("{dir}/criterion/{group}/{function}/new/estimates.json");
+    let path = crate::target_dir()
+        .join("criterion")
+        .join(group)
+        .join(function)
+        .join("new")
+        .join("estimates.json");
     // Only estimates written by this process count (not a filtered-out row's older run).
     let written = std::fs::metadata(&path).ok()?.modified().ok()?;
     if written < *STARTED.get()? {

@@ -1,5 +1,5 @@
-//! Reading what perftest-style programs (perftest itself, `roce perf`) print. Shared by this
-//! package's tests and roce-verbs' (`crates/roce-verbs/tests/support`).
+//! Reading what perftest-style programs (perftest itself, `roce perf`) print. Shared by the
+//! root tests (`roce perf`) and roce-verbs' (perftest on `libroce_verbs.so`).
 
 /// The numbers of the result line under perftest's `header`.
 pub fn result_row(stdout: &str, header: &str) -> Vec<f64> {

@@ -4,13 +4,7 @@
 //! cargo-fuzz target `fuzz/fuzz_targets/host.rs` drive the same thing. Invariants: nothing
 //! panics, a drain ends, and what one drain sends is bounded by the reply queues' limits.
 //!
-//! Depends on `roce_proto` only (the fuzz crate includes this file by path).
-#![allow(dead_code)]
-
-// hostile_props.rs loads both harnesses, so it compiles this small module twice.
-#[allow(clippy::duplicate_mod)]
-#[path = "action_bytes.rs"]
-mod action_bytes;
+//! Depends on `roce_proto` only.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -30,6 +24,8 @@ use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::{
     bth, ethernet, reth, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, RoceRepr,
 };
+
+use crate::action_bytes;
 
 /// Bytes one action is decoded from.
 pub const ACTION_BYTES: usize = 8;
@@ -71,29 +67,52 @@ impl Flood {
 pub enum Action {
     /// A flood of ARP packets (`op` 1 request, 2 reply, else other).
     Arp {
+        /// 1 request, 2 reply, else another operation.
         op: u8,
+        /// Whether the target address is ours.
         target_us: bool,
+        /// How many, and the damage.
         flood: Flood,
     },
     /// A flood of neighbour solicitations (or advertisements) for us or another address.
     Ndp {
+        /// Advertisements, else solicitations.
         advert: bool,
+        /// Whether the target address is ours.
         for_us: bool,
+        /// How many, and the damage.
         flood: Flood,
     },
     /// A RoCE frame to the host carrying an INT shim (echo or collecting), maybe damaged.
     Int {
+        /// An echo of hop records, else a shim collecting them.
         echo: bool,
+        /// Hop records in the shim.
         hops: u8,
+        /// The byte changed (`val` 0 leaves the frame intact).
         flip: u8,
+        /// What the byte is xored with.
         val: u8,
     },
     /// Raw bytes of the given length from a pattern.
-    Raw { len: u8, seed: u8 },
+    Raw {
+        /// Bytes.
+        len: u8,
+        /// The pattern's seed.
+        seed: u8,
+    },
     /// The owner asks for an address (ARP or NDP lookup).
-    Resolve { v6: bool, host: u8 },
+    Resolve {
+        /// An IPv6 address (NDP), else IPv4 (ARP).
+        v6: bool,
+        /// The address's last byte (198.18.0.`host`, 2001:db8::1:`host`).
+        host: u8,
+    },
     /// Time passes.
-    Advance { nanos: u64 },
+    Advance {
+        /// Nanoseconds.
+        nanos: u64,
+    },
     /// Drain `poll_transmit`.
     Poll,
 }

@@ -1,6 +1,5 @@
 //! Thread-CPU-time medians for the benches: preemption on a shared machine does not count
 //! (cache and SMT interference still do).
-#![allow(dead_code)]
 
 /// Median ns per call of `f` over `runs` runs of `iters` calls, in thread CPU time.
 pub fn cpu_median_ns(runs: usize, iters: u32, mut f: impl FnMut()) -> f64 {
@@ -22,8 +21,11 @@ pub fn cpu_median_ns(runs: usize, iters: u32, mut f: impl FnMut()) -> f64 {
 /// (a neighbour's load, frequency changes) that separate medians keep.
 #[derive(Clone, Copy, Debug)]
 pub struct Paired {
+    /// The subject's median, ns per call.
     pub subject_ns: f64,
+    /// The baseline's median, ns per call.
     pub baseline_ns: f64,
+    /// The median of the per-run ratios subject / baseline.
     pub ratio: f64,
 }
 

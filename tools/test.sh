@@ -16,6 +16,13 @@ if cargo tree -p roce-proto -e normal --prefix none | grep -E '^(roce-dpdk|roce-
     echo "layers: roce-proto must not depend on the crates above" >&2
     exit 1
 fi
+echo "== layers: roce-proto's and roce-fabric's tests and benches need neither DPDK nor the CLI"
+for crate in roce-proto roce-fabric; do
+    if cargo tree -p "$crate" -e normal,dev --prefix none | grep -E '^(roce|roce-dpdk|dpdk-bindings) '; then
+        echo "layers: $crate's tests must not depend on the crates above" >&2
+        exit 1
+    fi
+done
 echo "== layers: no import cycles between the modules of a crate"
 python3 tools/check-imports.py crates/* .
 echo "== layers: no source file over 800 lines"
@@ -25,8 +32,8 @@ if [ -n "$long" ]; then
     echo "$long" >&2
     exit 1
 fi
-echo "== cargo test (without DPDK: the sans-IO core)"
-cargo test --no-default-features
+echo "== cargo test (without DPDK: the sans-IO core, the simulator and the CLI)"
+cargo test --no-default-features -p roce -p roce-proto -p roce-fabric
 echo "== cargo test (everything, with DPDK)"
 cargo test --workspace
 echo "== benches compile"

@@ -1,6 +1,7 @@
-//! Fuzzes an endpoint against a hostile peer: the input is a sequence of actions (peer frames
-//! with valid ICRCs, posts, polls, timers, region churn), decoded and checked exactly as the
-//! stable-toolchain proptest `tests/hostile_props.rs` does; any invariant broken is a crash.
+//! Fuzzes an endpoint against a hostile peer: the input is a sequence of actions (peer frames with
+//! valid ICRCs, posts, polls, timers, region churn), decoded and checked exactly as the
+//! stable-toolchain proptest in roce-proto's `tests/it/hostile_props.rs` does; any invariant broken
+//! is a crash.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,6 +1,7 @@
 //! Fuzzes a host's ARP, NDP and INT frame paths: the input is a sequence of actions (frames from
 //! hostile neighbours, whole or damaged, lookups, timers, drains), decoded and checked exactly as
-//! the stable-toolchain proptest `tests/hostile_props.rs` does; any invariant broken is a crash.
+//! the stable-toolchain proptest in roce-proto's `tests/it/hostile_props.rs` does; any invariant
+//! broken is a crash.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,8 +1,9 @@
-//! A hostile neighbour against a [`ResolvingEndpoint`]: ARP and NDP frames (well-formed or with one byte
-//! changed), RoCE frames carrying INT shims, and raw bytes, interleaved with timers, lookups and
-//! drains. Actions are decoded from bytes, so the proptest in `tests/hostile_props.rs` and the
-//! cargo-fuzz target `fuzz/fuzz_targets/host.rs` drive the same thing. Invariants: nothing
-//! panics, a drain ends, and what one drain sends is bounded by the reply queues' limits.
+//! A hostile neighbour against a [`ResolvingEndpoint`]: ARP and NDP frames (well-formed or with one
+//! byte changed), RoCE frames carrying INT shims, and raw bytes, interleaved with timers, lookups
+//! and drains. Actions are decoded from bytes, so the proptest in roce-proto's
+//! `tests/it/hostile_props.rs` and the cargo-fuzz target `fuzz/fuzz_targets/host.rs` drive the same
+//! thing. Invariants: nothing panics, a drain ends, and what one drain sends is bounded by the
+//! reply queues' limits.
 //!
 //! Depends on `roce_proto` only.
 

@@ -1,8 +1,8 @@
 //! A hostile peer against one endpoint, as a state machine: actions decoded from bytes (so the
-//! proptest in `tests/hostile_props.rs` and the cargo-fuzz target `fuzz/fuzz_targets/endpoint.rs`
-//! drive the same thing), frames with valid ICRCs crafted from the peer's side, local verbs
-//! interleaved (posts, polls, timers, region registration, invalidation and deregistration), and
-//! the invariants checked after every step:
+//! proptest in roce-proto's `tests/it/hostile_props.rs` and the cargo-fuzz target
+//! `fuzz/fuzz_targets/endpoint.rs` drive the same thing), frames with valid ICRCs crafted from the
+//! peer's side, local verbs interleaved (posts, polls, timers, region registration, invalidation
+//! and deregistration), and the invariants checked after every step:
 //! - a region that grants no remote write or atomic right, and is never a local write target,
 //!   never changes; every other region's bytes are lent by the harness (as the verbs library
 //!   lends an application's buffer), and such a region is never even asked to write;

@@ -2,15 +2,12 @@
 //! opcode, both IP versions, with and without VLAN, payloads 0..=4096, any ECN set afterwards),
 //! and fails with exactly its errors. The seed is printed; replay with WIRE_PROPTEST_SEED.
 
-#[path = "support/wire_strategies.rs"]
-mod wire_strategies;
-
+use crate::wire_strategies::{config, ecn, emit, frame_repr};
 use proptest::prelude::*;
 use roce_proto::psn::Psn;
 use roce_proto::wire::{
     parse_frame, Ecn, ExtRepr, FrameTemplate, Opcode, PacketFields, RoceRepr, WireError,
 };
-use wire_strategies::{config, ecn, emit, frame_repr};
 
 /// What the template writes for `repr` into a buffer of `len` bytes (filled with `fill`).
 fn template_emit(

@@ -208,7 +208,7 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this quickly as a smoke test.
     let quick = !std::env::args().any(|a| a == "--bench");
     let scale = if quick { 100 } else { 1 };
-    // `cargo bench --bench qp -- 64B` runs only the rows whose label (spaces removed) has "64B".
+    // `cargo bench -p roce-proto --bench qp -- 64B` runs only the rows whose label (spaces removed) has "64B".
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -1,6 +1,5 @@
 //! Proptest strategies for whole RoCEv2 frames, shared by the wire property tests: every opcode
 //! of the table, both IP versions, with and without VLAN, payloads 0..=4096.
-#![allow(dead_code)]
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

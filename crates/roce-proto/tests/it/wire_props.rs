@@ -2,12 +2,9 @@
 //! parse is the identity for every opcode, both IP versions, with and without VLAN, and every
 //! truncation of a valid frame is an error. The seed is printed; replay with WIRE_PROPTEST_SEED.
 
-#[path = "support/wire_strategies.rs"]
-mod wire_strategies;
-
+use crate::wire_strategies::{config, emit, frame_repr};
 use proptest::prelude::*;
 use roce_proto::wire::{parse_frame, parse_frame_unverified};
-use wire_strategies::{config, emit, frame_repr};
 
 proptest! {
     #![proptest_config(config())]

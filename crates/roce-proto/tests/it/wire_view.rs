@@ -3,18 +3,15 @@
 //! same packet when both accept, the same error otherwise, under truncation and bit flips too. The
 //! seed is printed; replay with WIRE_PROPTEST_SEED.
 
-#[path = "support/wire_strategies.rs"]
-mod wire_strategies;
-
 use std::path::Path;
 
+use crate::wire_strategies::{config, emit, frame_repr};
 use proptest::prelude::*;
 use roce_proto::wire::{
     parse_frame, parse_frame_unverified, parse_view, parse_view_fast, parse_view_unverified,
     RocePacket, WireError,
 };
 use roce_testkit::vectors;
-use wire_strategies::{config, emit, frame_repr};
 
 /// What the view gives, as the full parser's type.
 fn via_view(frame: &[u8], verify: bool) -> Result<RocePacket<'_>, WireError> {

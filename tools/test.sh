@@ -40,7 +40,7 @@ echo "== benches compile"
 # Only whether they compile: the libraries they link need not be built as one LTO unit here.
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 cargo bench --workspace --no-run
 echo "== the CC validation matrix over its long windows (optimised, on the bench build's dependencies)"
-cargo test --profile bench --test cc_validation -- --ignored
+cargo test --profile bench -p roce-fabric --test it cc_validation -- --ignored
 echo "== fuzz targets compile (running them needs nightly: cargo +nightly fuzz run endpoint)"
 (cd fuzz && cargo check --quiet)
 if cargo +nightly fuzz --version >/dev/null 2>&1; then

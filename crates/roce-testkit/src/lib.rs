@@ -12,7 +12,7 @@
 //!   ([`lent_memory`]); [`spoofed`]: two endpoints under a spoofing attacker. The property tests
 //!   and the fuzz targets drive the same ones.
 //! - [`vectors`]: the golden Soft-RoCE captures; [`roce_frames`]: RoCEv2 frames built for
-//!   tests and benches.
+//!   tests and benches; [`fixtures`]: the scenarios and HPCC files the simulator's tests read.
 //! - [`perftest_output`]: reading perftest's result rows.
 //! - [`cpu_median`], [`criterion_median`]: the benches' own summaries.
 //! - With the `roce` feature, the contracts of the `roce` crate's decoders:
@@ -25,6 +25,7 @@ pub mod action_bytes;
 pub mod cc_pair;
 pub mod cpu_median;
 pub mod criterion_median;
+pub mod fixtures;
 pub mod hostile_action;
 pub mod hostile_host;
 pub mod hostile_peer;

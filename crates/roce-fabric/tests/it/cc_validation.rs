@@ -20,8 +20,8 @@
 //! model over 50 ms. Cells that had not settled in that window (their values moved with the
 //! order of same-nanosecond events) are held to the bars over longer windows by the
 //! `#[ignore]`d tests in `long_window`, which the test command (`tools/test.sh`) runs
-//! optimised (`cargo test --profile bench --test cc_validation -- --ignored`: about 10 s on 2
-//! cores); the one cell that does not settle there is listed with it.
+//! optimised (`cargo test --profile bench -p roce-fabric --test it cc_validation -- --ignored`:
+//! about 10 s on 2 cores); the one cell that does not settle there is listed with it.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
@@ -384,8 +384,8 @@ fn timely_variants_keep_the_queue_empty_and_never_pause() {
 /// it settles there. Debug builds run about 7.5 s of CPU per 25 or 100 Gbit/s cell, so these
 /// are `#[ignore]`d in the debug suite and `tools/test.sh` runs them optimised, as CI does
 /// (the bench profile, whose dependencies the bench compile check has already built: the whole
-/// module in about 10 s on 2 cores): `cargo test --profile bench --test cc_validation --
-/// --ignored --nocapture`.
+/// module in about 10 s on 2 cores): `cargo test --profile bench -p roce-fabric --test it
+/// cc_validation -- --ignored --nocapture`.
 ///
 /// Measured in this window and still short of a bar with the parameters of the short tests
 /// above, and why:

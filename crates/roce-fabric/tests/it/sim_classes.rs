@@ -8,7 +8,7 @@ use roce_fabric::scenario::Scenario;
 use roce_fabric::stats::PortCounters;
 use roce_fabric::summary::Summary;
 
-const MIXED: &str = include_str!("../scenarios/mixed.toml");
+const MIXED: &str = include_str!("../../../../scenarios/mixed.toml");
 
 fn run(text: &str) -> Summary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));

@@ -16,6 +16,7 @@ use roce_fabric::switch::SwitchConfig;
 use roce_fabric::Node;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
+use roce_testkit::fixtures;
 
 /// The JSON summary, the PFC log and the number of partitions of a run on `threads`.
 fn run(s: &Scenario, threads: usize) -> (serde_json::Value, usize, usize) {
@@ -107,7 +108,7 @@ fn a_leaf_spine_with_ecmp_and_websearch_is_the_same_on_two_and_three_threads() {
 
 #[test]
 fn the_hpcc_fixture_is_the_same_on_two_and_three_threads() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hpcc/mix");
+    let dir = Path::new(fixtures::HPCC).join("mix");
     let run = HpccRun::load(&dir.join("config_topo8_flow8_dcqcn.txt")).unwrap();
     // Its flows start at 2 s, as the simulator's flow files have them.
     assert!(same_on_threads(run.scenario.clone()) >= 2);
@@ -161,7 +162,7 @@ fn the_stats_count_windows_events_and_crossings() {
     assert!(st.balance_bound() > 1.0 && st.balance_bound() <= 2.0);
 }
 
-const LINK_FAILURE: &str = include_str!("../scenarios/link-failure.toml");
+const LINK_FAILURE: &str = include_str!("../../../../scenarios/link-failure.toml");
 
 /// scenarios/link-failure.toml cut to `duration_us`, with `failures` (a TOML line) instead of
 /// its link events.
@@ -262,7 +263,10 @@ fn a_lossy_cable_is_the_same_on_one_to_four_threads() {
 #[test]
 fn retries_running_out_behind_a_dead_cable_are_the_same_on_two_threads() {
     // One switch: one partition, whatever the threads.
-    let s = Scenario::from_toml(include_str!("scenarios/retries-exhausted.toml")).unwrap();
+    let s = Scenario::from_toml(include_str!(
+        "../../../../tests/scenarios/retries-exhausted.toml"
+    ))
+    .unwrap();
     let seed = s.seed;
     let (one, parts) = same_on(s, &[seed], &[2]);
     assert_eq!(parts, [1]);

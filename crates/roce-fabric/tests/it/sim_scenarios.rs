@@ -3,20 +3,20 @@
 //! a bottleneck once PFC headroom covers the longest cable (scenarios/fairness.toml), and the
 //! 2:1 oversubscribed uplink of scenarios/allreduce-leafspine.toml queueing and slowing the
 //! ring; the lossless incast, the RC incast that retransmits, and web-search flows that all
-//! finish. The other scenarios are asserted elsewhere: link-failure in tests/sim_outage.rs,
-//! ecmp-polarisation in tests/sim_ecmp.rs, mixed in tests/sim_classes.rs, fat-tree-fb-hadoop
-//! in tests/sim_hpcc_files.rs, the PFC victim in tests/sim_fabric.rs, allreduce-incast in
-//! tests/sim_collectives.rs.
+//! finish. The other scenarios are asserted elsewhere: link-failure in the root's
+//! tests/sim_outage.rs, ecmp-polarisation in sim_ecmp.rs, mixed in sim_classes.rs,
+//! fat-tree-fb-hadoop in the root's tests/sim_hpcc_files.rs, the PFC victim in sim_fabric.rs,
+//! allreduce-incast in sim_collectives.rs.
 
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
 
-const MICROBURST: &str = include_str!("../scenarios/microburst.toml");
-const FAIRNESS: &str = include_str!("../scenarios/fairness.toml");
-const ALLREDUCE: &str = include_str!("../scenarios/allreduce-leafspine.toml");
-const INCAST: &str = include_str!("../scenarios/incast.toml");
-const RC_INCAST: &str = include_str!("../scenarios/rc-incast.toml");
-const WEBSEARCH: &str = include_str!("../scenarios/websearch.toml");
+const MICROBURST: &str = include_str!("../../../../scenarios/microburst.toml");
+const FAIRNESS: &str = include_str!("../../../../scenarios/fairness.toml");
+const ALLREDUCE: &str = include_str!("../../../../scenarios/allreduce-leafspine.toml");
+const INCAST: &str = include_str!("../../../../scenarios/incast.toml");
+const RC_INCAST: &str = include_str!("../../../../scenarios/rc-incast.toml");
+const WEBSEARCH: &str = include_str!("../../../../scenarios/websearch.toml");
 
 fn run(text: &str) -> (Summary, Built) {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));

@@ -4,6 +4,7 @@
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::scenario::Scenario;
+use roce_testkit::fixtures;
 
 fn table(kind: BuiltinKind, senders: usize, duration_us: f64) -> String {
     let p = Builtin {
@@ -39,14 +40,14 @@ summary_snapshots! {
 /// pending flows (kept so an event costs what changed, not every QP) changes nothing.
 #[test]
 fn websearch_many_flows_per_host_summary_snapshot() {
-    let text = include_str!("../scenarios/websearch.toml");
+    let text = include_str!("../../../../scenarios/websearch.toml");
     let s = Scenario::from_toml(text).unwrap();
     insta::assert_snapshot!(s.run(|_| {}).expect("runs").0.table());
 }
 
 #[test]
 fn every_scenario_file_parses_and_builds() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let dir = fixtures::SCENARIOS;
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

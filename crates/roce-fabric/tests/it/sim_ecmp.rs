@@ -7,7 +7,7 @@ use roce_fabric::ecmp::EcmpLoad;
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
 
-const POLARISED: &str = include_str!("../scenarios/ecmp-polarisation.toml");
+const POLARISED: &str = include_str!("../../../../scenarios/ecmp-polarisation.toml");
 
 fn run(text: &str) -> Summary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));

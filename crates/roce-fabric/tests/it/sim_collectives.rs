@@ -6,7 +6,7 @@
 use roce_fabric::scenario::{Built, Scenario};
 use roce_fabric::summary::Summary;
 
-const INCAST: &str = include_str!("../scenarios/allreduce-incast.toml");
+const INCAST: &str = include_str!("../../../../scenarios/allreduce-incast.toml");
 
 fn run(text: &str) -> (Summary, Built) {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));

@@ -13,7 +13,8 @@
 //!   and the fuzz targets drive the same ones.
 //! - [`vectors`]: the golden Soft-RoCE captures; [`roce_frames`]: RoCEv2 frames built for
 //!   tests and benches; [`fixtures`]: the scenarios and HPCC files the simulator's tests read.
-//! - [`perftest_output`]: reading perftest's result rows.
+//! - [`filter`]: the test-name filter of the `harness = false` test binaries;
+//!   [`perftest_output`]: reading perftest's result rows.
 //! - [`cpu_median`], [`criterion_median`]: the benches' own summaries.
 //! - With the `roce` feature, the contracts of the `roce` crate's decoders:
 //!   `oob_invariants` (the TCP exchanges) and `metrics_request_invariants` (the metrics
@@ -25,6 +26,7 @@ pub mod action_bytes;
 pub mod cc_pair;
 pub mod cpu_median;
 pub mod criterion_median;
+pub mod filter;
 pub mod fixtures;
 pub mod hostile_action;
 pub mod hostile_host;

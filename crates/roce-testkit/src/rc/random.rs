@@ -1,7 +1,7 @@
 //! The randomized end-to-end run shared by the in-memory suite (roce-proto's rc_random tests) and
-//! the DPDK net_ring check (tests/dpdk_runtime.rs): many QPs, every opcode, 0 B..1 MiB messages,
-//! faults on both directions, start PSNs just below the 24-bit wrap, and exact verification of
-//! every byte, completion and atomic.
+//! the DPDK net_ring check (roce-dpdk's tests/it/runtime.rs): many QPs, every opcode, 0 B..1 MiB
+//! messages, faults on both directions, start PSNs just below the 24-bit wrap, and exact
+//! verification of every byte, completion and atomic.
 
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;

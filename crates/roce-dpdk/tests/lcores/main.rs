@@ -1,12 +1,9 @@
-//! The multi-lcore runtime over DPDK (one EAL per process, so its own binary and runner,
-//! `harness = false`, printing "N passed, N failed"): randomized RC runs with QPs spread over
-//! shards on 2 lcores and on more lcores than the machine has CPUs, through the queue API, with
-//! every completion and byte checked; frames crossing shards through the software dispatcher.
-//! `ROCE_TEST_SEED` replays a seed.
+//! The multi-lcore runtime over DPDK (one EAL per process, and this one takes no vdevs and 512 MB,
+//! so its own binary and runner, `harness = false`, printing "N passed, N failed"): randomized RC
+//! runs with QPs spread over shards on 2 lcores and on more lcores than the machine has CPUs,
+//! through the queue API, with every completion and byte checked; frames crossing shards through
+//! the software dispatcher. `ROCE_TEST_SEED` replays a seed.
 
-#[path = "support/dpdk_harness.rs"]
-mod dpdk_harness;
-#[path = "support/lcore_rc.rs"]
 mod lcore_rc;
 
 use std::sync::Arc;
@@ -48,7 +45,7 @@ fn seed() -> u64 {
 }
 
 fn main() {
-    let selected = dpdk_harness::name_filter();
+    let selected = roce_testkit::filter::name_filter();
     // Room for the lcore threads to register: EAL hands out lcore ids up to RTE_MAX_LCORE.
     let eal = match Eal::init(&EalConfig {
         require_ports: false,

@@ -1,6 +1,5 @@
 //! A network namespace the test owns (`ip netns add roce-test-...`), deleted on drop even when
 //! the test fails, and a capture of frames inside it with tcpdump.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};

@@ -1,13 +1,6 @@
 //! DPDK integration tests of the poll-mode runtime over ring pairs (mempool exhaustion, full TX
 //! rings, engines exchanging frames, no steady-state allocation, the randomized RC suite), under
-//! the runner in tests/support/dpdk_harness.rs.
-//! `cargo test --test dpdk_runtime -- WORD` runs the tests whose name contains WORD.
-
-#[macro_use]
-#[path = "support/dpdk_harness.rs"]
-mod dpdk_harness;
-use roce_testkit::rc;
-use roce_testkit::roce_frames;
+//! this binary's runner (`harness.rs`).
 
 use std::sync::Arc;
 
@@ -19,22 +12,20 @@ use roce_proto::engine::Engine;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time;
 use roce_proto::wire::parse_frame;
+use roce_testkit::rc;
+use roce_testkit::roce_frames;
 
-use dpdk_harness::{burst_of, no_leak, pool, port_config, ring_ports, rx_until};
+use crate::harness::{burst_of, no_leak, pool, port_config, ring_ports, rx_until, Test};
 use roce_frames::{FrameSource, TxOnly};
 
-fn main() {
-    dpdk_harness::run(
-        &[],
-        dpdk_tests![
-            mempool_exhaustion_is_counted_without_leak,
-            full_tx_ring_keeps_unsent_frames_in_order,
-            runtime_moves_frames_between_engines_over_ring_pair,
-            runtime_steady_state_allocates_nothing,
-            rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf,
-        ],
-    );
-}
+/// The tests (all with the EAL).
+pub const TESTS: &[(&str, Test)] = dpdk_tests![
+    mempool_exhaustion_is_counted_without_leak,
+    full_tx_ring_keeps_unsent_frames_in_order,
+    runtime_moves_frames_between_engines_over_ring_pair,
+    runtime_steady_state_allocates_nothing,
+    rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf,
+];
 
 fn mempool_exhaustion_is_counted_without_leak(eal: &Eal) -> anyhow::Result<()> {
     let pool = pool(eal, 63)?;

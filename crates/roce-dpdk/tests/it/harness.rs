@@ -1,9 +1,8 @@
-//! The runner and helpers the DPDK test binaries (tests/dpdk_ports.rs, tests/dpdk_runtime.rs)
-//! share; tests/dpdk_lcores.rs has a runner of its own but takes the same filter. One process
-//! holds one EAL (it cannot be re-initialised), so each binary has its own runner
-//! (`harness = false`) that runs its tests in sequence and prints "N passed, N failed".
-//! Runs as root without hugepages (`--no-huge` is added automatically).
-#![allow(dead_code, unused_macros)]
+//! The runner and helpers of the port and runtime tests. One process holds one EAL (it cannot be
+//! re-initialised), so this binary has its own runner (`harness = false`) that runs its tests in
+//! sequence and prints "N passed, N failed"; the lcores binary has a runner of its own but takes
+//! the same filter (`roce_testkit::filter`). Runs as root without hugepages (`--no-huge` is added
+//! automatically).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,25 +22,15 @@ pub type BeforeEal = fn() -> anyhow::Result<()>;
 /// `(name, test)` pairs from test function names.
 macro_rules! dpdk_tests {
     ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), $name as $crate::dpdk_harness::Test)),*]
+        &[$((stringify!($name), $name as $crate::harness::Test)),*]
     };
-}
-
-/// The command line's test filter: a test runs when no word is given (options aside) or its
-/// name contains one of them.
-pub fn name_filter() -> impl Fn(&str) -> bool {
-    let words: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    move |name| words.is_empty() || words.iter().any(|w| name.contains(w.as_str()))
 }
 
 /// Runs `before` (tests that need no EAL) and then, with the EAL started from [`EAL_ARGS`],
 /// `tests`; only the names containing a command-line word when any is given. Exits non-zero
 /// when a test failed.
 pub fn run(before: &[(&str, BeforeEal)], tests: &[(&str, Test)]) {
-    let selected = name_filter();
+    let selected = roce_testkit::filter::name_filter();
     let (mut passed, mut failed) = (0, 0);
     let mut report = |name: &str, result: anyhow::Result<()>| match result {
         Ok(()) => {

@@ -1,13 +1,5 @@
 //! DPDK integration tests of the EAL, mbufs and ports (net_null, net_ring, ring pairs, tap and
-//! af_packet against a kernel namespace), under the runner in tests/support/dpdk_harness.rs.
-//! `cargo test --test dpdk_ports -- WORD` runs the tests whose name contains WORD.
-
-#[macro_use]
-#[path = "support/dpdk_harness.rs"]
-mod dpdk_harness;
-#[path = "support/netns.rs"]
-mod netns;
-use roce_testkit::roce_frames;
+//! af_packet against a kernel namespace), under this binary's runner (`harness.rs`).
 
 use std::net::UdpSocket;
 use std::process::Command;
@@ -18,40 +10,46 @@ use roce_dpdk::clock::Clock;
 use roce_dpdk::{DpdkError, DpdkPort, Eal, EalConfig, TscClock};
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::wire::{parse_frame, EthernetAddress};
+use roce_testkit::roce_frames;
 
-use dpdk_harness::{
-    burst_of, mbuf_with, named_port, no_leak, pool, port_config, ring_ports, rx_until, EAL_ARGS,
+use crate::harness::{
+    burst_of, mbuf_with, named_port, no_leak, pool, port_config, ring_ports, rx_until, BeforeEal,
+    Test, EAL_ARGS,
 };
-use netns::NetNs;
+use crate::netns::{self, NetNs};
 
 /// Set in a child re-executed inside a namespace: send one UDP datagram "ADDR PAYLOAD" and exit.
 const CHILD_SEND_UDP: &str = "ROCE_DPDK_TEST_SEND_UDP";
 
-fn main() {
+/// In a child re-executed by [`af_packet_port_exchanges_frames_over_veth`]: sends its datagram
+/// and exits, before any test runs.
+pub fn child_role() {
     if let Ok(what) = std::env::var(CHILD_SEND_UDP) {
         std::process::exit(i32::from(child_send_udp(&what).is_err()));
     }
-    dpdk_harness::run(
-        &[(
-            "bad_eal_args_are_one_clear_error",
-            bad_eal_args_are_one_clear_error,
-        )],
-        dpdk_tests![
-            eal_comes_up_without_hugepages,
-            second_eal_init_is_refused,
-            tsc_clock_starts_at_zero_and_advances,
-            mbuf_frame_len_stays_within_room,
-            aligned_alloc_puts_the_icrc_bytes_on_a_cache_line,
-            ring_pair_delivers_roce_frames_byte_identical,
-            ring_vdev_loops_tx_back_to_its_rx,
-            null_port_sinks_tx_and_sources_rx,
-            missing_vdev_driver_is_one_clear_error,
-            out_of_range_port_id_is_one_clear_error,
-            tap_port_exchanges_frames_with_kernel_namespace,
-            af_packet_port_exchanges_frames_over_veth,
-        ],
-    );
 }
+
+/// The tests that run before the EAL exists.
+pub const BEFORE_EAL: &[(&str, BeforeEal)] = &[(
+    "bad_eal_args_are_one_clear_error",
+    bad_eal_args_are_one_clear_error,
+)];
+
+/// The tests that run with the EAL.
+pub const TESTS: &[(&str, Test)] = dpdk_tests![
+    eal_comes_up_without_hugepages,
+    second_eal_init_is_refused,
+    tsc_clock_starts_at_zero_and_advances,
+    mbuf_frame_len_stays_within_room,
+    aligned_alloc_puts_the_icrc_bytes_on_a_cache_line,
+    ring_pair_delivers_roce_frames_byte_identical,
+    ring_vdev_loops_tx_back_to_its_rx,
+    null_port_sinks_tx_and_sources_rx,
+    missing_vdev_driver_is_one_clear_error,
+    out_of_range_port_id_is_one_clear_error,
+    tap_port_exchanges_frames_with_kernel_namespace,
+    af_packet_port_exchanges_frames_over_veth,
+];
 
 fn bad_eal_args_are_one_clear_error() -> anyhow::Result<()> {
     match Eal::init(&EalConfig::new("--no-such-eal-option")) {

@@ -1,5 +1,5 @@
 //! Fuzzes the metrics endpoint's request-head parser (what `--metrics` clients send first).
-//! The contract is the one tests/metrics_request_props.rs checks on stable
+//! The contract is the one tests/it/metrics_request_props.rs checks on stable
 //! (roce_testkit::metrics_request_invariants): no panic, nothing read past the head limit, a
 //! complete head within it, an error answered 400 or 431 with one short line.
 #![no_main]

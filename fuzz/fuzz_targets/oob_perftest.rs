@@ -1,5 +1,5 @@
 //! Fuzzes the decoder of perftest's key messages (both formats), version, MTU and system data.
-//! The contract is the one tests/oob_props.rs checks on stable (roce_testkit::oob_invariants):
+//! The contract is the one tests/it/oob_props.rs checks on stable (roce_testkit::oob_invariants):
 //! no panic, one short printable error line, bounded values, re-encoding to itself.
 #![no_main]
 

@@ -1,5 +1,5 @@
 //! Fuzzes the decoder of ibv_rc_pingpong's 52-byte message and its `done`.
-//! The contract is the one tests/oob_props.rs checks on stable (roce_testkit::oob_invariants):
+//! The contract is the one tests/it/oob_props.rs checks on stable (roce_testkit::oob_invariants):
 //! no panic, one short printable error line, bounded values, re-encoding to itself.
 #![no_main]
 

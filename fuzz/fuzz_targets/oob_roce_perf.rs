@@ -1,5 +1,5 @@
 //! Fuzzes the decoder of `roce perf`'s own JSON lines (parameters held to their bounds, keys).
-//! The contract is the one tests/oob_props.rs checks on stable (roce_testkit::oob_invariants):
+//! The contract is the one tests/it/oob_props.rs checks on stable (roce_testkit::oob_invariants):
 //! no panic, one short printable error line, bounded values, re-encoding to itself.
 #![no_main]
 

@@ -2,7 +2,7 @@
 //! checked on one input: no panic; it looks at no more than MAX_HEAD_BYTES; a complete head
 //! lies within them and parses the same alone; a partial one is shorter than the limit; an
 //! error is one short printable line answered 400 or 431; the answer's head is bounded.
-//! Shared by the property tests (tests/metrics_request_props.rs) and the cargo-fuzz target
+//! Shared by the property tests (tests/it/metrics_request_props.rs) and the cargo-fuzz target
 //! (fuzz/fuzz_targets/metrics_request.rs).
 
 use roce::metrics::request::{

@@ -1,6 +1,6 @@
 //! The contract of every decoder of the TCP exchanges, checked on one input: no panic; an error
 //! is one short printable line; a success meets its format's bounds and re-encodes to itself.
-//! Shared by the property tests (tests/oob_props.rs) and the cargo-fuzz targets (fuzz/).
+//! Shared by the property tests (tests/it/oob_props.rs) and the cargo-fuzz targets (fuzz/).
 
 use std::fmt::Display;
 

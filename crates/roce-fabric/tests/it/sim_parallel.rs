@@ -2,8 +2,8 @@
 //! field, for the same seed: an incast, a leaf-spine with ECMP and WebSearch Poisson traffic,
 //! the small HPCC fixture config and a run with PFC, two seeds each, on 2 and 3 threads, and a
 //! port capture. Link failures, reboots, flaps and lossy cables (scenarios/link-failure.toml
-//! and the shapes of tests/sim_outage.rs and tests/sim_failures.rs) give it on 1 to 4 threads,
-//! with the failing cable between partitions. Zero threads are refused in one line.
+//! and the shapes of tests/it/sim_outage.rs and tests/it/sim_failures.rs) give it on 1 to 4
+//! threads, with the failing cable between partitions. Zero threads are refused in one line.
 
 use std::path::Path;
 

@@ -4,8 +4,8 @@
 //! 2:1 oversubscribed uplink of scenarios/allreduce-leafspine.toml queueing and slowing the
 //! ring; the lossless incast, the RC incast that retransmits, and web-search flows that all
 //! finish. The other scenarios are asserted elsewhere: link-failure in the root's
-//! tests/sim_outage.rs, ecmp-polarisation in sim_ecmp.rs, mixed in sim_classes.rs,
-//! fat-tree-fb-hadoop in the root's tests/sim_hpcc_files.rs, the PFC victim in sim_fabric.rs,
+//! tests/it/sim_outage.rs, ecmp-polarisation in sim_ecmp.rs, mixed in sim_classes.rs,
+//! fat-tree-fb-hadoop in the root's tests/it/sim_hpcc_files.rs, the PFC victim in sim_fabric.rs,
 //! allreduce-incast in sim_collectives.rs.
 
 use roce_fabric::scenario::{Built, Scenario};

@@ -61,19 +61,14 @@ fn bad_eal_flag_is_one_line_naming_it_without_dpdk_usage() {
 }
 
 #[cfg(feature = "dpdk")]
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    })
-}
-
-#[cfg(feature = "dpdk")]
 #[test]
 fn tap_port_without_cap_net_admin_names_the_missing_privilege() {
+    use roce_testkit::skip;
     let setpriv = std::path::Path::new("/usr/bin/setpriv");
-    if !is_root() || !setpriv.exists() {
-        eprintln!("skipping: dropping CAP_NET_ADMIN needs root and setpriv");
+    let why = "dropping CAP_NET_ADMIN needs root and setpriv (util-linux)";
+    if !skip::require("root", skip::is_root(), why)
+        || !skip::require("setpriv", skip::tool("/usr/bin/setpriv"), why)
+    {
         return;
     }
     // Root without CAP_NET_ADMIN (bounding and inheritable sets), as an unprivileged user is.

@@ -1,8 +1,8 @@
 //! `roce perf` end to end: two processes on DPDK net_tap ports bridged in a network namespace
 //! (tools/netns.sh), TCP for the exchange over the namespace's kernel address. Needs root (CI
-//! runs as root); without it the tests say so and pass without running.
+//! runs as root); without it the tests fail, unless `ROCE_TEST_SKIP=root` lets them skip.
 
-use roce_testkit::perftest_output;
+use roce_testkit::{perftest_output, skip};
 
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -14,13 +14,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const NETNS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/netns.sh");
 const ROCE: &str = env!("CARGO_BIN_EXE_roce");
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 /// The namespace and the processes in it; dropping it kills what is left and deletes the
 /// namespace (taps and bridge go with it), also when the test fails.
@@ -93,8 +86,11 @@ fn run_pair(test: &str, ns: &str, extra: &[&str]) -> Option<(Vec<f64>, String)> 
 /// Runs `cmd` as server and client in a fresh namespace; returns both stdouts and the client's
 /// stderr.
 fn run_processes(cmd: &[&str], ns: &str, extra: &[&str]) -> Option<(String, String, String)> {
-    if !is_root() {
-        eprintln!("skipping: creating namespaces and taps needs root");
+    if !skip::require(
+        "root",
+        skip::is_root(),
+        "creating namespaces and taps needs root",
+    ) {
         return None;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -13,7 +13,8 @@
 //!   and the fuzz targets drive the same ones.
 //! - [`vectors`]: the golden Soft-RoCE captures; [`roce_frames`]: RoCEv2 frames built for
 //!   tests and benches; [`fixtures`]: the scenarios and HPCC files the simulator's tests read.
-//! - [`filter`]: the test-name filter of the `harness = false` test binaries;
+//! - [`skip`]: the one rule for a test that cannot run here (it fails unless `ROCE_TEST_SKIP`
+//!   allows the skip); [`filter`]: the test-name filter of the `harness = false` test binaries;
 //!   [`perftest_output`]: reading perftest's result rows.
 //! - [`cpu_median`], [`criterion_median`]: the benches' own summaries.
 //! - With the `roce` feature, the contracts of the `roce` crate's decoders:
@@ -39,6 +40,7 @@ pub mod oob_invariants;
 pub mod perftest_output;
 pub mod rc;
 pub mod roce_frames;
+pub mod skip;
 pub mod spoofed;
 pub mod vectors;
 pub mod work_requests;

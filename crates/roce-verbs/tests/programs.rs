@@ -2,7 +2,7 @@
 //! `ibv_rc_pingpong`, perftest's `ib_write_bw` / `ib_read_bw` / `ib_send_lat`, and our C
 //! programs (`tests/c`), two processes on DPDK net_tap ports bridged in a network namespace
 //! (`tools/netns.sh`, 198.18.0.0/15), TCP for their exchanges over the bridge's kernel address.
-//! Needs root (CI runs as root); without it the tests say so and pass without running. The
+//! Needs root (CI runs as root); without it the tests fail, unless `ROCE_TEST_SKIP=root`. The
 //! programs come from the packages `ibverbs-utils` and `perftest` (tools/setup.sh).
 #![cfg(target_os = "linux")]
 

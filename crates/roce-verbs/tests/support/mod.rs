@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub use roce_testkit::perftest_output::result_row;
+use roce_testkit::skip;
 
 /// The bridge's kernel address in the namespace: where TCP exchanges meet.
 pub const SERVER_ADDR: &str = "198.18.0.254";
@@ -70,13 +71,6 @@ impl Side {
     }
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// The library under test: built next to this test binary.
 pub fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -130,10 +124,10 @@ pub struct Netns {
 }
 
 impl Netns {
-    /// A fresh namespace with its bridge, or `None` (and a note) without root.
+    /// A fresh namespace with its bridge; without root, a failure, or `None` (and a note) when
+    /// `ROCE_TEST_SKIP` lets the test skip (`roce_testkit::skip`).
     pub fn up(tag: &str) -> Option<Netns> {
-        if !is_root() {
-            eprintln!("skipping: namespaces and taps need root");
+        if !skip::require("root", skip::is_root(), "namespaces and taps need root") {
             return None;
         }
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

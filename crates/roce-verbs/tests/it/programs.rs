@@ -4,11 +4,8 @@
 //! (`tools/netns.sh`, 198.18.0.0/15), TCP for their exchanges over the bridge's kernel address.
 //! Needs root (CI runs as root); without it the tests fail, unless `ROCE_TEST_SKIP=root`. The
 //! programs come from the packages `ibverbs-utils` and `perftest` (tools/setup.sh).
-#![cfg(target_os = "linux")]
 
-mod support;
-
-use support::{
+use crate::support::{
     c_program, pair, pair_on, result_row, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR,
     TCP_PORT, WRITE_BW_64K,
 };

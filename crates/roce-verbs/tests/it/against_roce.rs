@@ -2,11 +2,8 @@
 //! --peer-format perftest`, `roce pingpong`), both roles, two processes on net_tap ports in a
 //! network namespace. Needs root and the `roce` CLI of the same build (`cargo test --workspace`
 //! builds it); without root the tests fail, unless `ROCE_TEST_SKIP=root` lets them skip.
-#![cfg(target_os = "linux")]
 
-mod support;
-
-use support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT, WRITE_BW_64K};
+use crate::support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT, WRITE_BW_64K};
 
 /// Runs `server` (a `roce` command when `roce_serves`, else a program on the library) and then
 /// `client` the other way round; asserts both succeeded and printed a bandwidth row of 200

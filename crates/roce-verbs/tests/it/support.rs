@@ -1,7 +1,6 @@
 //! The harness of the program tests: a network namespace with a bridge (`tools/netns.sh`), two
 //! sides each running a program on `libroce_verbs.so` with its own net_tap port, address and
 //! progress core, and the C test programs built from `tests/c`.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};

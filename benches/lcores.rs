@@ -15,19 +15,12 @@
 //! time includes); and the scraping overhead: scraped/unscraped pairs of one-second runs,
 //! interleaved, in lcore CPU time, beside what one scrape costs.
 
-#[path = "../tests/support/criterion_median.rs"]
-mod criterion_median;
-#[path = "../tests/support/roce_frames.rs"]
-mod roce_frames;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use criterion_median::median_ns;
 use crossbeam::channel::{self, Receiver, Sender};
-use roce_frames::{FrameSource, TxOnly};
 
 use roce::metrics::{exposition::render, Exposition, PortMetrics};
 use roce_dpdk::lcore::dispatch::{shard_config, shard_ports};
@@ -38,10 +31,13 @@ use roce_dpdk::{
 };
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
+use roce_proto::engine::Engine;
 use roce_proto::mr::MrInfo;
 use roce_proto::time;
 use roce_proto::verbs::{AccessFlags, CqHandle, QpInit, SendWr, Sge, WcStatus, WrOpcode};
 use roce_proto::wire::{EthernetAddress, FrameTemplate, PacketFields};
+use roce_testkit::criterion_median::{self, median_ns};
+use roce_testkit::roce_frames;
 
 /// Frames (TX bench) or messages (RC bench) per criterion iteration.
 const UNIT: u64 = 32768;
@@ -52,7 +48,8 @@ const RC_WINDOW: u64 = 32;
 // ---------------------------------------------------------------------------------------------
 // TX on net_null
 
-/// Emits WRITE Only frames from a per-QP template while its quota lasts.
+/// Emits WRITE Only frames from a per-QP template while its quota lasts; what arrives is
+/// ignored, and it has no timer.
 struct Generator {
     template: FrameTemplate,
     fields: PacketFields,
@@ -60,8 +57,10 @@ struct Generator {
     quota: u64,
 }
 
-impl FrameSource for Generator {
-    fn next_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
+impl Engine for Generator {
+    fn handle_frame(&mut self, _now: time::Instant, _frame: &[u8]) {}
+    fn handle_timeout(&mut self, _now: time::Instant) {}
+    fn poll_transmit(&mut self, _now: time::Instant, buf: &mut [u8]) -> Option<usize> {
         if self.quota == 0 {
             return None;
         }
@@ -69,9 +68,12 @@ impl FrameSource for Generator {
         self.fields.psn = self.fields.psn.add(1);
         self.template.emit(&self.fields, &self.payload, buf).ok()
     }
+    fn poll_timeout(&self) -> Option<time::Instant> {
+        None
+    }
 }
 
-impl ShardEngine for TxOnly<Generator> {
+impl ShardEngine for Generator {
     type Work = ();
     type Done = ();
     type Snapshot = ();
@@ -96,21 +98,17 @@ fn wait(start: Instant, tasks: usize, done: &Done) -> (Duration, Duration) {
 }
 
 /// Sends `n` frames from every shard; returns the wall time and the busiest lcore's CPU time.
-fn tx_quota(
-    handles: &[ShardHandle<TxOnly<Generator>>],
-    n: u64,
-    done: &Done,
-) -> (Duration, Duration) {
+fn tx_quota(handles: &[ShardHandle<Generator>], n: u64, done: &Done) -> (Duration, Duration) {
     let start = Instant::now();
     for h in handles {
         let tx = done.0.clone();
         let mut armed = None;
         let _ = h.run_task(move |g, _| {
             let t0 = *armed.get_or_insert_with(|| {
-                g.0.quota = n;
+                g.quota = n;
                 thread_cpu()
             });
-            if g.0.quota == 0 {
+            if g.quota == 0 {
                 let _ = tx.send(thread_cpu().saturating_sub(t0));
                 return false;
             }
@@ -164,12 +162,12 @@ fn tx_bench(c: &mut Criterion, eal: &Eal, pool: &Arc<Mempool>) {
             .into_iter()
             .enumerate()
             .map(|(i, p)| Shard {
-                engine: TxOnly(Generator {
+                engine: Generator {
                     template: FrameTemplate::new(&repr),
                     fields: PacketFields::from_repr(&repr),
                     payload: roce_frames::payload(1, 64),
                     quota: 0,
-                }),
+                },
                 port: p,
                 lcore: i,
             })

@@ -402,7 +402,10 @@ mod tests {
     use super::*;
 
     fn vectors() -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors"))
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/roce-proto/tests/vectors"
+        ))
     }
 
     #[test]

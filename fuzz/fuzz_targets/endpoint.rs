@@ -1,13 +1,12 @@
-//! Fuzzes an endpoint against a hostile peer: the input is a sequence of actions (peer frames
-//! with valid ICRCs, posts, polls, timers, region churn), decoded and checked exactly as the
-//! stable-toolchain proptest `tests/hostile_props.rs` does; any invariant broken is a crash.
+//! Fuzzes an endpoint against a hostile peer: the input is a sequence of actions (peer frames with
+//! valid ICRCs, posts, polls, timers, region churn), decoded and checked exactly as the
+//! stable-toolchain proptest in roce-proto's `tests/it/hostile_props.rs` does; any invariant broken
+//! is a crash.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/support/hostile_peer.rs"]
-mod hostile_peer;
-
+use roce_testkit::hostile_peer;
 fuzz_target!(|data: &[u8]| {
     hostile_peer::Harness::run_bytes(data).unwrap_or_else(|e| panic!("{e}"));
 });

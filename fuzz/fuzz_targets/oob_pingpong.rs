@@ -1,11 +1,9 @@
 //! Fuzzes the decoder of ibv_rc_pingpong's 52-byte message and its `done`.
-//! The contract is the one tests/oob_props.rs checks on stable (tests/support/oob_invariants.rs):
+//! The contract is the one tests/it/oob_props.rs checks on stable (roce_testkit::oob_invariants):
 //! no panic, one short printable error line, bounded values, re-encoding to itself.
 #![no_main]
 
-#[path = "../../tests/support/oob_invariants.rs"]
-mod oob_invariants;
-
+use roce_testkit::oob_invariants;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| oob_invariants::pingpong(data));

@@ -6,19 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// The harness's modules name each other as `super::`, so they sit at the crate root here as
-// under `tests/it/support` there.
-#[allow(dead_code)]
-#[path = "../../crates/roce-proto/tests/it/support/forger.rs"]
-mod forger;
-#[allow(dead_code)]
-#[path = "../../crates/roce-proto/tests/it/support/spoofed_pair.rs"]
-mod spoofed_pair;
-#[allow(dead_code)]
-#[path = "../../crates/roce-proto/tests/it/support/transfer.rs"]
-mod transfer;
-
-use spoofed_pair::{run, Scenario};
+use roce_testkit::spoofed::pair::{run, Scenario};
 
 fuzz_target!(|data: &[u8]| {
     if let Err(e) = run(&Scenario::from_bytes(data)) {

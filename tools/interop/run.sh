@@ -20,7 +20,7 @@
 #   rxe_rc_pingpong       ibv_rc_pingpong a (server) <-> b (client); `roce pcap check` is clean
 #   rxe_write_bw          ib_write_bw a <-> b; `roce pcap check` is clean
 #   rxe_verbs_peer        rc_verbs_peer.py a <-> b (SEND/WRITE with imm, atomics); pcap clean
-#   arp_capture           the guests' ARP frames on br-rxe (pcaps/arp.pcap) for tests/interop_rxe.rs
+#   arp_capture           the guests' ARP frames on br-rxe (pcaps/arp.pcap) for tests/it/interop_rxe.rs
 #   ndp_capture           IPv6 neighbour solicitation/advertisement between the guests
 #                         (pcaps/ndp.pcap; guests get 2001:db8::11 and ::12)
 # roce (a DPDK net_af_packet port on br-rxe, 198.18.0.2) against the tools on guest a, each

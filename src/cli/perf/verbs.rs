@@ -1,5 +1,5 @@
 //! `roce perf verbs-peer`: the counterpart of rc_verbs_peer.py (the pyverbs peer in
-//! ../shared/peers/rxe) on a DPDK port: the same JSON-line exchange on TCP 18516, the same memory
+//! tools/interop/rxe) on a DPDK port: the same JSON-line exchange on TCP 18516, the same memory
 //! layout (a 128 KiB MR: WRITE target at 0, a 64-bit atomic target at 16 KiB starting at 100,
 //! 8 KiB receive buffers from 64 KiB), the same operations (SEND/WRITE with immediate, FETCH_ADD,
 //! CMP_SWAP) and the same output lines, so either side can be the real script. Not here: other

@@ -13,6 +13,7 @@ use roce_fabric::hpcc::flow_file;
 use roce_fabric::hpcc::topology_file::TopologyFile;
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::scenario::Scenario;
+use roce_testkit::fixtures;
 
 /// Eight hosts under two switches joined by a third (the root fixture's topology).
 const TOPO: &str = "11 3 10
@@ -417,7 +418,7 @@ fn a_cable_end_that_does_not_exist_is_quoted_short() {
 /// its memory.
 #[test]
 fn shipped_scenarios_fit_the_ceilings() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
+    let dir = fixtures::SCENARIOS;
     let mut n = 0;
     for sub in ["", "hpcc"] {
         for entry in std::fs::read_dir(Path::new(dir).join(sub)).unwrap() {

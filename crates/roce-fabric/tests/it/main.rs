@@ -1,3 +1,20 @@
-//! The crate's integration tests, in one binary.
+//! Integration tests of roce-fabric, one binary: the simulator's scenarios and builtins end to
+//! end (congestion control, classes, collectives, ECMP, HPCC, outages run in parallel, RC over
+//! the fabric, thresholds), the CC validation matrix, INT through the fabric, summary snapshots
+//! (insta, in `snapshots/`) and the bounds on simulator inputs.
 
+mod cc_int;
+mod cc_validation;
 mod input_bounds;
+mod sim_cc;
+mod sim_classes;
+mod sim_collectives;
+mod sim_dcqcn_theory;
+mod sim_ecmp;
+mod sim_fabric;
+mod sim_hpcc;
+mod sim_parallel;
+mod sim_rc;
+mod sim_scenarios;
+mod sim_snapshots;
+mod sim_thresholds;

@@ -102,8 +102,9 @@ crate::cc_params! {
 /// but the field is 15 bits wide and its default, 32767, is also its maximum: read as bytes, a
 /// 400 Gbit/s flow would raise its target every 0.7 us, so the byte counter would outrun the
 /// 300 us timer by 450x and make the increase proportional to the rate (two flows keep their
-/// ratio: Jain 0.55 in the 2:1 incast at 400 Gbit/s, `tests/cc_validation.rs`). Google's Isekai
-/// simulator models this firmware with the same defaults and counts the field in 64-byte units
+/// ratio: Jain 0.55 in the 2:1 incast at 400 Gbit/s,
+/// `crates/roce-fabric/tests/it/cc_validation.rs`). Google's Isekai simulator models this firmware
+/// with the same defaults and counts the field in 64-byte units
 /// (`isekai/host/rdma/rdma_roce_cc_dcqcn.cc`: `byte_reset * 64`), 2 MiB by default, the order of
 /// the DCQCN paper's B = 10 MB; so does this model.
 pub const BYTE_RESET_UNIT: u64 = 64;

@@ -14,10 +14,11 @@
 //! ns-3 model (a = 0.875, min_rtt = 20 us). By default (`per_rtt`) a sample acts only if its
 //! packet left after the last update (the model's `HandleAckTimely`), and the gradient is then
 //! the change since that update: updating on every sample cuts again for each packet of one
-//! congestion episode (16 flows at 400 Gbit/s: Jain 0.727 in tests/cc_validation.rs). Every
-//! packet asks for its ACK (`ack_each`), as that model acknowledges each: with the NIC's
-//! coalescing (one ACK request per 32 packets) the sample that ends an RTT waits for the next
-//! request, and patched TIMELY's 2:1 incast at 25 Gbit/s oscillated at 0.895 utilisation.
+//! congestion episode (16 flows at 400 Gbit/s: Jain 0.727 in
+//! crates/roce-fabric/tests/it/cc_validation.rs). Every packet asks for its ACK (`ack_each`), as
+//! that model acknowledges each: with the NIC's coalescing (one ACK request per 32 packets) the
+//! sample that ends an RTT waits for the next request, and patched TIMELY's 2:1 incast at 25 Gbit/s
+//! oscillated at 0.895 utilisation.
 
 use tracing::trace;
 

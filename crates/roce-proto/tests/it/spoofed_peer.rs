@@ -12,9 +12,9 @@ use roce_proto::verbs::{Mtu, QpState};
 use roce_proto::wire::aeth::{NakCode, Syndrome};
 use roce_proto::wire::parse_frame;
 
-use crate::support::forger::{Dir, Forger, Mix};
-use crate::support::spoofed_pair::{run, Outcome, Scenario};
-use crate::support::transfer::{Transfer, DEPTH};
+use roce_testkit::spoofed::forger::{Dir, Forger, Mix};
+use roce_testkit::spoofed::pair::{run, Outcome, Scenario};
+use roce_testkit::spoofed::transfer::{Transfer, DEPTH};
 
 /// A's window of outstanding PSNs (the endpoint's default): no retransmission round resends
 /// more.

@@ -1,0 +1,135 @@
+//! ECMP polarisation (scenarios/ecmp-polarisation.toml): with the same hash salt on every
+//! switch the second ECMP stage repeats the first stage's choice, so half of its members carry
+//! nothing; a salt per switch spreads the flows over them and the goodput rises. The summary's
+//! per-member load shows both.
+
+use roce_fabric::ecmp::EcmpLoad;
+use roce_fabric::scenario::Scenario;
+use roce_fabric::summary::Summary;
+
+const POLARISED: &str = include_str!("../../../../scenarios/ecmp-polarisation.toml");
+
+fn run(text: &str) -> Summary {
+    let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
+    println!("scenario {} seed {}", s.name, s.seed);
+    s.run(|_| {}).expect("runs").0
+}
+
+/// Bytes the member `switch` -> `peer` sent.
+fn member(e: &EcmpLoad, switch: &str, peer: &str) -> u64 {
+    e.uplinks
+        .iter()
+        .find(|u| u.switch == switch && u.peer == peer)
+        .unwrap_or_else(|| panic!("no member {switch} -> {peer}"))
+        .bytes
+}
+
+#[test]
+fn equal_salts_polarise_the_second_stage_and_per_switch_salts_fix_it() {
+    let bad = run(POLARISED);
+    let e = bad.ecmp.as_ref().expect("ECMP load");
+    let t = bad.table();
+    // The first stage splits; the second repeats its choice: a0 only uses b0, a1 only b1.
+    assert!(
+        member(e, "t1", "a0") > 1_000_000 && member(e, "t1", "a1") > 1_000_000,
+        "{t}"
+    );
+    assert!(
+        member(e, "a0", "b0") > 1_000_000 && member(e, "a1", "b1") > 1_000_000,
+        "{t}"
+    );
+    assert_eq!(
+        (member(e, "a0", "b1"), member(e, "a1", "b0")),
+        (0, 0),
+        "{t}"
+    );
+    // The ACKs coming back polarise the same way at b0 and b1.
+    assert_eq!(e.idle_members, 4, "{t}");
+    assert!(t.contains("ecmp: 12 members, 4 idle"), "{t}");
+    // Two 50G middle cables carry everything.
+    assert!(bad.total_goodput_gbps < 100.0, "{t}");
+
+    let fixed = run(&POLARISED.replace(
+        "ecmp_salt_per_switch = false",
+        "ecmp_salt_per_switch = true",
+    ));
+    let f = fixed.ecmp.as_ref().expect("ECMP load");
+    let ft = fixed.table();
+    assert!(
+        member(f, "a0", "b0") > 1_000_000 && member(f, "a0", "b1") > 1_000_000,
+        "{ft}"
+    );
+    assert!(f.idle_members <= 1, "{ft}");
+    assert!(
+        fixed.total_goodput_gbps > 1.3 * bad.total_goodput_gbps,
+        "{t}\n{ft}"
+    );
+}
+
+#[test]
+fn a_written_out_topology_refuses_cables_to_nothing() {
+    let text = POLARISED.replace("{ a = \"b1\", b = \"r\" }", "{ a = \"b1\", b = \"r9\" }");
+    let err = Scenario::from_toml(&text)
+        .expect_err("r9 does not exist")
+        .to_string();
+    assert!(
+        err.contains("cable end \"r9\" is neither a switch nor one of the 16 hosts"),
+        "{err}"
+    );
+}
+
+/// Two rails of a 2-leaf, 2-spine leaf-spine (host `2 i + r` is server i's NIC on rail r): a
+/// 1 MiB flow on rail 0 and a 256 KiB flow on rail 1 (stand-in hosts send no ACKs, so the
+/// rails carry exactly the data frames: 1082 bytes per 1 KiB packet, 16 more for the RETH of
+/// the first). The rail ratio is 4:1; each flow's source leaf hashes it onto one of its two
+/// spines, so each rail has one busy data member and the ratio among busy data members is 1.
+/// A collective across rails is refused.
+#[test]
+fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail() {
+    let text = r#"
+        name = "rails"
+        duration_us = 200
+        engine = "test"
+        topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
+        workloads = [
+            { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
+            { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
+        ]
+    "#;
+    let sum = run(text);
+    let t = sum.table();
+    let r = sum.rails.as_ref().expect("rail load");
+    let (r0, r1) = (1024 * 1082 + 16, 256 * 1082 + 16);
+    assert_eq!(r.bytes, [r0, r1], "{t}");
+    assert_eq!(r.ratio, r0 as f64 / r1 as f64, "{t}");
+    assert_eq!(r.idle_rails, 0, "{t}");
+    assert!(
+        t.contains(&format!(
+            "rails: r0 {r0} B  r1 {r1} B  max/min 4.00, 0 idle\n"
+        )),
+        "{t}"
+    );
+    let e = sum.ecmp.as_ref().expect("ECMP load");
+    let busy: Vec<u64> = e
+        .uplinks
+        .iter()
+        .map(|u| u.bytes)
+        .filter(|&b| b > 0)
+        .collect();
+    assert_eq!(busy.len(), 2, "{t}");
+    assert_eq!(e.worst_ratio, 1.0, "{t}");
+
+    let across = text.replace(
+        r#"workloads = ["#,
+        r#"workloads = [{ kind = "all_reduce", hosts = [0, 2, 5], bytes = "1MiB", iterations = 1 },"#,
+    );
+    let err = Scenario::from_toml(&across)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.starts_with(
+            "scenario: workload 0: hosts 0 (rail 0) and 5 (rail 1) are on different rails"
+        ),
+        "{err}"
+    );
+}

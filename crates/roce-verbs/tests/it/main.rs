@@ -1,0 +1,9 @@
+//! Integration tests of roce-verbs, one binary: unmodified RDMA programs on `libroce_verbs.so`
+//! (`programs`) and programs on the library against roce's own perftest and rc_pingpong
+//! (`against_roce`), each pair of processes in a network namespace of its own, one namespace at a
+//! time (`support`). Linux only; needs root.
+#![cfg(target_os = "linux")]
+
+mod against_roce;
+mod programs;
+mod support;

@@ -1,0 +1,147 @@
+//! The counter table every command prints and `roce stats` reading a command's `--json` back:
+//! exact layout, zero rows hidden, `rdma statistic` lines, per-port counters from an endpoint.
+
+use crate::support::cli_output;
+
+use cli_output::{roce, scratch_dir};
+use roce::stats::{table, Column, PortStats, QpStats, StatsReport};
+use roce_proto::counters::{EndpointCounters, QpCounters, RdmaCounters};
+
+fn report() -> StatsReport {
+    let r = RdmaCounters {
+        np_cnp_sent: 7,
+        np_ecn_marked_roce_packets: 12,
+        ..RdmaCounters::default()
+    };
+    let s = RdmaCounters {
+        rp_cnp_handled: 7,
+        ..RdmaCounters::default()
+    };
+    StatsReport {
+        ports: vec![
+            PortStats {
+                link: "r/1".into(),
+                counters: r,
+            },
+            PortStats {
+                link: "s1/1".into(),
+                counters: s,
+            },
+        ],
+        qps: vec![QpStats {
+            link: "s1/1".into(),
+            lqpn: 17,
+            rqpn: 18,
+            counters: s,
+        }],
+    }
+}
+
+#[test]
+fn port_table_shows_nonzero_counters_per_link_and_a_total() {
+    let all_names = RdmaCounters::default().pairs().len();
+    let want = format!(
+        "Counters per port (mlx5 / rxe names)
+  counter                     r/1  s1/1  total
+  np_ecn_marked_roce_packets   12     0     12
+  np_cnp_sent                   7     0      7
+  rp_cnp_handled                0     7      7
+  ({} more counters are 0 everywhere)
+",
+        all_names - 3
+    );
+    assert_eq!(report().port_table(false), want);
+    assert_eq!(report().port_table(true).lines().count(), all_names + 2);
+}
+
+#[test]
+fn rdma_lines_name_every_counter_like_rdma_statistic() {
+    let lines = report().rdma_lines();
+    let first = lines.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "link r/1 sent_pkts 0 rcvd_pkts 0 np_ecn_marked_roce_packets 12 np_cnp_sent 7 "
+        ),
+        "{first}"
+    );
+    let qp = lines.lines().nth(2).unwrap_or_default();
+    assert!(
+        qp.starts_with("link s1/1 lqpn 17 rqpn 18 qp-type RC sent_pkts 0 "),
+        "{qp}"
+    );
+    assert_eq!(lines.lines().count(), 3);
+}
+
+#[test]
+fn wide_tables_wrap_into_blocks_of_six_columns() {
+    let cols: Vec<Column> = (0..8)
+        .map(|i| Column {
+            heading: format!("q{i}"),
+            cells: vec![("x".into(), i.to_string())],
+        })
+        .collect();
+    let t = table(&cols, false);
+    let headers: Vec<&str> = t
+        .lines()
+        .filter(|l| l.trim_start().starts_with("counter"))
+        .collect();
+    assert_eq!(
+        headers,
+        ["  counter  q0  q1  q2  q3  q4  q5", "  counter  q6  q7"]
+    );
+}
+
+#[test]
+fn port_counters_take_the_marks_and_drop_counts_of_the_endpoint() {
+    let mut c = EndpointCounters {
+        tx_frames: 5,
+        rx_frames: 9,
+        cnps_sent: 2,
+        ..Default::default()
+    };
+    c.drops.bad_icrc = 1;
+    c.drops.unknown_qp = 3;
+    c.qp = QpCounters {
+        rx_dropped: 1,
+        ecn_ce_received: 11,
+        packet_seq_err: 4,
+        rp_cnp_handled: 6,
+        ..Default::default()
+    };
+    let np = roce_proto::ecn::NpCounters {
+        np_ecn_marked_roce_packets: 8,
+        np_cnp_sent: 2,
+    };
+    let p = RdmaCounters::of_port(&c, &np);
+    assert_eq!(
+        (
+            p.sent_pkts,
+            p.rcvd_pkts,
+            p.np_cnp_sent,
+            p.np_ecn_marked_roce_packets
+        ),
+        // 11 CE-marked packets reached QPs, 8 of them requests the notification point saw.
+        (5, 9, 2, 11)
+    );
+    assert_eq!(
+        (
+            p.rx_icrc_errors,
+            p.rx_dropped,
+            p.packet_seq_err,
+            p.rp_cnp_handled
+        ),
+        (1, 4, 4, 6)
+    );
+}
+
+#[test]
+fn roce_stats_prints_the_stats_key_of_a_json_file() {
+    let dir = scratch_dir("cli-stats");
+    let file = dir.join("run.json");
+    let json = serde_json::json!({ "verified": true, "stats": report() });
+    std::fs::write(&file, json.to_string()).expect("write");
+    let (code, out, err) = roce(&["stats", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, report().table(false));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,204 @@
+//! Failures that reconverge (scenarios/link-failure.toml and variants): a dead cable stalls the
+//! flows hashed across it until routing reconverges, the summary's per-flow bins show the stall
+//! and the recovery, and the outage report counts what was lost. Reboots, flaps and lossy
+//! cables hurt the way they should.
+
+use crate::support::cli_output;
+
+use cli_output::{roce, scratch_dir};
+use roce_fabric::outage::Outage;
+use roce_fabric::scenario::Scenario;
+use roce_fabric::summary::Summary;
+
+const LINK_FAILURE: &str = include_str!("../../scenarios/link-failure.toml");
+
+fn run(text: &str) -> Summary {
+    let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    println!("scenario {} seed {}", s.name, s.seed);
+    s.run(|_| {}).expect("runs").0
+}
+
+fn outage(sum: &Summary) -> &Outage {
+    sum.outage
+        .as_ref()
+        .unwrap_or_else(|| panic!("no outage:\n{}", sum.table()))
+}
+
+/// scenarios/link-failure.toml with `failures` (a TOML line) instead of its link events.
+fn with_failures(failures: &str) -> String {
+    let mut text = LINK_FAILURE.to_string();
+    text.truncate(text.find("link_events = [").unwrap_or(text.len()));
+    text.push_str(failures);
+    text
+}
+
+/// The sum of the flows' rates in bin `b`.
+fn total(o: &Outage, b: usize) -> f64 {
+    o.flow_bins_gbps.iter().map(|f| f[b]).sum()
+}
+
+#[test]
+fn link_failure_stalls_flows_until_routing_reconverges_then_recovers() {
+    let sum = run(LINK_FAILURE);
+    let o = outage(&sum);
+    let t = sum.table();
+    assert_eq!((o.failure_at_us, o.bin_us), (1000.0, 250.0), "{t}");
+    assert_eq!(o.flow_bins_gbps.len(), 4);
+    assert!(o.flow_bins_gbps.iter().all(|f| f.len() == 12), "{t}");
+    // Before the failure each flow has half of the two 100G uplinks.
+    for f in &o.flow_bins_gbps {
+        assert!(f[1..4].iter().all(|&g| g > 40.0), "{t}");
+    }
+    // The stall: some flow moves (almost) nothing right after the cable dies.
+    assert!(!o.stalled_flows.is_empty(), "{t}");
+    let slowest = o
+        .flow_bins_gbps
+        .iter()
+        .map(|f| f[4].min(f[5]))
+        .fold(f64::MAX, f64::min);
+    assert!(slowest < 5.0, "{t}");
+    // Reconvergence (50 us detection + 250 us) ends it within two bins.
+    assert!(
+        o.time_to_recover_us > 0.0 && o.time_to_recover_us <= 500.0,
+        "{t}"
+    );
+    // Then all four share the one surviving uplink: nobody stalled, the uplink full.
+    for b in 6..8 {
+        assert!(o.flow_bins_gbps.iter().all(|f| f[b] > 15.0), "bin {b}\n{t}");
+        assert!((85.0..=100.0).contains(&total(o, b)), "bin {b}\n{t}");
+    }
+    // The cable comes back at 2 ms: both uplinks in use again.
+    for f in &o.flow_bins_gbps {
+        assert!(f[10..].iter().all(|&g| g > 40.0), "{t}");
+    }
+    assert!(
+        o.frames_lost > 0 && o.bytes_lost > o.frames_lost * 64,
+        "{t}"
+    );
+    assert!(o.retransmitted > 0, "{t}");
+    assert_eq!(o.failed_flows, 0, "{t}");
+    assert!(
+        t.contains("outage at 1000.0 us:") && t.contains("rate per 250 us bin"),
+        "{t}"
+    );
+}
+
+#[test]
+fn without_reconvergence_the_stall_lasts_until_the_cable_returns() {
+    let text = LINK_FAILURE.replace("converge_us = 250", "converge_us = 5000");
+    let sum = run(&text);
+    let o = outage(&sum);
+    let t = sum.table();
+    // The flows whose ACKs spine 0 sends over the dead cable stay stalled for the whole
+    // second (only leaf 0 noticed; nobody else withdrew the route).
+    assert!(o.longest_stall_us >= 750.0, "{t}");
+    assert!(o.time_to_recover_us >= 1000.0, "{t}");
+    for &f in &o.stalled_flows {
+        assert!(o.flow_bins_gbps[f][6..8].iter().all(|&g| g < 5.0), "{t}");
+    }
+}
+
+#[test]
+fn a_rebooting_spine_loses_its_buffer_and_traffic_reroutes_around_it() {
+    let text = with_failures(
+        "failures = [{ kind = \"reboot\", switch = \"spine0r0\", at_us = 1000, down_us = 1000 }]\n",
+    );
+    let sum = run(&text);
+    let o = outage(&sum);
+    let t = sum.table();
+    assert_eq!(o.failure_at_us, 1000.0, "{t}");
+    assert!(o.frames_lost > 0, "{t}");
+    for b in 6..8 {
+        assert!((85.0..=100.0).contains(&total(o, b)), "bin {b}\n{t}");
+    }
+    for f in &o.flow_bins_gbps {
+        assert!(f[10..].iter().all(|&g| g > 40.0), "{t}");
+    }
+}
+
+#[test]
+fn a_flapping_cable_stalls_flows_once_per_flap() {
+    let mut text = with_failures("failures = [{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 750, down_us = 250, up_us = 500, count = 3 }]\n");
+    text = text.replace(
+        "routing = { detect_us = 50, converge_us = 250 }",
+        "routing = { detect_us = 50, converge_us = 5000 }",
+    );
+    let sum = run(&text);
+    let o = outage(&sum);
+    let t = sum.table();
+    // Down in bins 3, 6 and 9 (750..1000, 1500..1750, 2250..2500), up in between: the flow
+    // last stalled one shows it (seed 0: flow 2; flow 0 keeps 11 Gbit/s in bins 3 and 9).
+    let stalled = *o.stalled_flows.last().unwrap();
+    let f = &o.flow_bins_gbps[stalled];
+    for b in [3, 6, 9] {
+        assert!(f[b] < 5.0, "bin {b}\n{t}");
+    }
+    for b in [5, 8, 11] {
+        assert!(f[b] > 20.0, "bin {b}\n{t}");
+    }
+}
+
+#[test]
+fn a_lossy_cable_costs_retransmissions_but_no_outage_frames() {
+    let text = with_failures(
+        "failures = [{ kind = \"loss\", a = \"leaf0r0\", b = \"spine0r0\", loss = 0.001 }]\n",
+    );
+    let sum = run(&text);
+    let t = sum.table();
+    assert!(sum.outage.is_none(), "loss alone is no outage\n{t}");
+    assert!(sum.recovery.retransmitted > 0 && sum.drops > 0, "{t}");
+    assert_eq!(sum.failed_flows, 0, "{t}");
+}
+
+#[test]
+fn failures_naming_what_does_not_exist_are_refused() {
+    let with = |f: &str| {
+        let s = Scenario::from_toml(&with_failures(&format!("failures = [{f}]\n")));
+        s.and_then(|s| s.build().map(|_| ()))
+            .expect_err(f)
+            .to_string()
+    };
+    assert!(
+        with("{ kind = \"reboot\", switch = \"spine9\", at_us = 1, down_us = 1 }")
+            .contains("no switch \"spine9\"")
+    );
+    assert!(
+        with("{ kind = \"loss\", a = \"h0\", b = \"spine0r0\", loss = 0.1 }")
+            .contains("no cable between")
+    );
+    assert!(
+        with("{ kind = \"loss\", a = \"leaf0r0\", b = \"spine0r0\", loss = 2 }").contains("0..=1")
+    );
+    assert!(with("{ kind = \"flap\", a = \"leaf0r0\", b = \"spine0r0\", at_us = 1, down_us = 1, up_us = 1, count = 0 }").contains("count >= 1"));
+}
+
+#[test]
+fn sim_run_out_writes_the_flow_bins_with_the_stall() {
+    let dir = scratch_dir("sim-outage");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/link-failure.toml");
+    let out_dir = dir.to_str().expect("a UTF-8 temp dir");
+    let (code, stdout, stderr) = roce(&["sim", "run", path, "--out", out_dir]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("outage at 1000.0 us: "), "{stdout}");
+    let csv = std::fs::read_to_string(dir.join("flow_bins.csv")).expect("flow_bins.csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "bin_start_us,flow0_gbps,flow1_gbps,flow2_gbps,flow3_gbps"
+    );
+    assert_eq!(lines.len(), 13, "{csv}");
+    let row = |start: &str| -> Vec<f64> {
+        let l = lines.iter().find(|l| l.starts_with(start)).expect(start);
+        l.split(',').skip(1).map(|v| v.parse().unwrap()).collect()
+    };
+    let at_failure = row("1000.0,");
+    assert!(
+        at_failure.iter().chain(&row("1250.0,")).any(|&g| g < 5.0),
+        "{csv}"
+    );
+    assert!(row("500.0,").iter().all(|&g| g > 40.0), "{csv}");
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert!(v["outage"]["bytes_lost"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

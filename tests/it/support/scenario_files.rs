@@ -1,0 +1,16 @@
+//! Scenario files that several simulator tests run, by path (one declaration each).
+
+/// The incast of `scenarios/incast.toml`.
+pub const INCAST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/incast.toml");
+
+/// The FB_Hadoop fat tree of `scenarios/fat-tree-fb-hadoop.toml` (finite flows).
+pub const FAT_TREE_FB_HADOOP: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scenarios/fat-tree-fb-hadoop.toml"
+);
+
+/// A scenario whose flows run out of retries (`tests/scenarios/retries-exhausted.toml`).
+pub const RETRIES_EXHAUSTED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/scenarios/retries-exhausted.toml"
+);

@@ -142,6 +142,100 @@ fn demo_marks_sends_cnps_and_verifies_every_flow_with_a_valid_capture() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One frame of `roce pcap check`'s listing: source, destination, destination QP and PSN.
+type Listed = (String, String, u32, u32);
+
+/// Every RoCE frame `roce pcap check` lists, by frame number.
+fn listed_frames(pcap: &str) -> std::collections::HashMap<usize, Listed> {
+    let (code, out, err) = roce(&["pcap", "check", pcap]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let mut frames = std::collections::HashMap::new();
+    for line in out.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let after = |key: &str| -> Option<u32> {
+            let i = w.iter().position(|x| *x == key)?;
+            w.get(i + 1)?.parse().ok()
+        };
+        if let (Some(n), Some(qpn), Some(psn)) = (
+            w.first().and_then(|n| n.parse().ok()),
+            after("QPN"),
+            after("PSN"),
+        ) {
+            frames.insert(n, (w[2].to_string(), w[4].to_string(), qpn, psn));
+        }
+    }
+    frames
+}
+
+/// docs/demo.md's teaching capture: a 16 KiB buffer gives CE marks, CNPs, rate cuts, drops,
+/// NAKs and resends in one short run, and `--links` ties each NAK to resends of its own PSN on
+/// its own connection (one peer QP per QP, whatever other QPs between the hosts do).
+#[test]
+fn demo_teaching_capture_links_every_nak_within_its_connection() {
+    let dir = scratch_dir("demo-teach");
+    let pcap = dir.join("teach.pcap");
+    let pcap_s = pcap.to_str().expect("utf-8 path");
+    let (code, out, err) = roce(&[
+        "demo",
+        "--json",
+        "--duration",
+        "300ms",
+        "--buffer",
+        "16KiB",
+        "--pcap",
+        pcap_s,
+    ]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let s = json(&out);
+    assert_eq!(s["verified"], true);
+    for (what, v) in [
+        ("CE marks", &s["switch"]["ecn_marked"]),
+        ("drops", &s["switch"]["drops"]),
+        ("rate cuts", &s["cc"]["rate_cuts"]),
+    ] {
+        assert!(v.as_u64().unwrap_or(0) > 0, "no {what}: {s}");
+    }
+
+    let frames = listed_frames(pcap_s);
+    let frame = |n: usize| {
+        frames
+            .get(&n)
+            .unwrap_or_else(|| panic!("frame {n} not listed"))
+    };
+    let links = explain_links(pcap_s);
+    // (host, QP) -> its peer (host, QP), as the NAKs' resends show it.
+    let mut peer = std::collections::HashMap::new();
+    let mut naks = 0;
+    for line in links
+        .lines()
+        .filter(|l| l.contains(": NAK: the sender resends"))
+    {
+        let nak = frame(numbers_after(line, "frame ")[0]);
+        let resend = frame(numbers_after(line, "frames ")[0]);
+        assert_eq!((&resend.0, &resend.1), (&nak.1, &nak.0), "{line}");
+        assert_eq!(
+            resend.3, nak.3,
+            "the first resend carries the NAK's PSN: {line}"
+        );
+        for (end, other) in [
+            ((nak.1.clone(), nak.2), (resend.1.clone(), resend.2)),
+            ((resend.1.clone(), resend.2), (nak.1.clone(), nak.2)),
+        ] {
+            let known = peer.entry(end.clone()).or_insert_with(|| other.clone());
+            assert_eq!(*known, other, "{end:?} has two peers: {line}");
+        }
+        naks += 1;
+    }
+    assert!(naks > 0, "{links}");
+    let last = links.lines().last().unwrap_or_default();
+    let answered_by_cnp = numbers_after(last, ", ").first().copied().unwrap_or(0);
+    assert!(
+        answered_by_cnp > 0,
+        "no CE-marked frame caused a CNP: {last}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn assert_one_line_error(args: &[&str], needle: &str) {
     let (code, out, err) = roce(args);
     assert_eq!(code, 1, "{args:?}: stdout {out} stderr {err}");

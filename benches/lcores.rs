@@ -15,6 +15,9 @@
 //! time includes); and the scraping overhead: scraped/unscraped pairs of one-second runs,
 //! interleaved, in lcore CPU time, beside what one scrape costs.
 
+// A benchmark may panic: its setup failing is a broken benchmark, not an input to handle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -197,6 +197,18 @@ fn system_lib_exists(name: &str) -> bool {
     })
 }
 
+/// A directory cargo names in a build script's environment (`OUT_DIR`, `CARGO_MANIFEST_DIR`).
+/// Run outside cargo there is none, and the build stops with one line saying so.
+fn cargo_dir(var: &str) -> PathBuf {
+    match env::var_os(var) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            eprintln!("error: {var} is not set: build dpdk-bindings with cargo");
+            process::exit(1);
+        }
+    }
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=shim.c");
@@ -250,7 +262,7 @@ fn main() {
         }
     }
 
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let manifest = cargo_dir("CARGO_MANIFEST_DIR");
     let mut build = cc::Build::new();
     build
         .file(manifest.join("shim.c"))
@@ -298,7 +310,7 @@ fn main() {
             process::exit(1);
         }
     };
-    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let out = cargo_dir("OUT_DIR");
     if let Err(e) = bindings.write_to_file(out.join("bindings.rs")) {
         eprintln!("error: cannot write bindings: {e}");
         process::exit(1);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command and what CI runs): formatting, lints,
-# the layering rules (roce-proto's dependencies, import cycles, file sizes), the full test suite
-# with DPDK, the sans-IO core without DPDK, and a compile check of the benches and fuzz targets.
+# the docs, the layering rules (roce-proto's dependencies, import cycles, file sizes), the full
+# test suite with DPDK, the sans-IO core without DPDK, and a compile check of the benches and fuzz
+# targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 "$(dirname "$0")/setup.sh"
@@ -13,6 +14,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --no-default-features --all-targets -- -D warnings
+echo "== cargo doc -D warnings (intra-doc links resolve, no private item linked from public docs)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --no-default-features --no-deps --quiet
 echo "== layers: roce-proto depends on no DPDK, plotting, TOML, pcap or CLI crate"
 if cargo tree -p roce-proto -e normal --prefix none | grep -E '^(roce-dpdk|roce-fabric|dpdk-bindings|plotters|toml|pcap-file|clap) '; then
     echo "layers: roce-proto must not depend on the crates above" >&2

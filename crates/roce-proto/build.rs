@@ -2,6 +2,7 @@
 //! `ROCE_BURST_SIZE=64 cargo build`. Bindgen lives in dpdk-bindings/build.rs, not here.
 
 use std::env;
+use std::error::Error;
 use std::fs;
 use std::path::PathBuf;
 
@@ -27,14 +28,14 @@ const LIMITS: &[(&str, &str, u64, &str)] = &[
     ),
 ];
 
-fn main() {
+fn main() -> Result<(), Box<dyn Error>> {
     let mut out = String::new();
     for (name, var, default, doc) in LIMITS {
         println!("cargo:rerun-if-env-changed={var}");
         let value = match env::var(var) {
             Ok(v) => v
                 .parse::<u64>()
-                .unwrap_or_else(|_| panic!("{var} must be a whole number, got {v:?}")),
+                .map_err(|_| format!("{var} must be a whole number, got {v:?}"))?,
             Err(_) => *default,
         };
         out.push_str(&format!(
@@ -42,7 +43,9 @@ fn main() {
         ));
         out.push_str(&format!("pub const {name}: usize = {value};\n"));
     }
-    let dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    fs::write(dir.join("limits.rs"), out).expect("OUT_DIR is writable");
+    let dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| format!("OUT_DIR: {e}"))?);
+    let path = dir.join("limits.rs");
+    fs::write(&path, out).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("cargo:rerun-if-changed=build.rs");
+    Ok(())
 }

@@ -5,6 +5,8 @@
 //! README for linking, PMD plugin loading and the tested DPDK version.
 
 #![no_std]
+// bindgen's output keeps DPDK's C names and carries no docs (build.rs turns bindgen's comment
+// copying off); DPDK's headers document these items. What is written here has rustdoc.
 #![allow(
     non_upper_case_globals,
     non_camel_case_types,

@@ -85,7 +85,7 @@ pub enum DecodeError {
 const MAX_QUOTE: usize = 160;
 
 /// A peer's text as an error may quote it: control characters escaped (no terminal escape
-/// sequences reach the user's screen), at most [`MAX_QUOTE`] characters, `...` when cut.
+/// sequences reach the user's screen), at most 160 characters (`MAX_QUOTE`), `...` when cut.
 pub fn printable(text: &str) -> String {
     let mut out = String::new();
     for (i, c) in text.chars().enumerate() {

@@ -9,6 +9,9 @@
 //! (`perf_tap`) take one namespace at a time, and the one test that reads a DPDK telemetry socket
 //! gives its EAL a file prefix of its own.
 
+// Tests may panic: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod cc_cli;

@@ -10,6 +10,9 @@
 //! After criterion's own report, a summary prints the medians as Mpps / Gbit/s and ratios, then
 //! the TX cases again in thread CPU time (preemption on the shared machine excluded).
 
+// A benchmark may panic: its setup failing is a broken benchmark, not an input to handle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 

@@ -54,7 +54,7 @@ impl Default for PortConfig {
     }
 }
 
-/// Offloads a device offers (or, in [`PortInfo::enabled`], that we turned on).
+/// Offloads a device offers (or, from [`DpdkPort::enabled_offloads`], that we turned on).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offloads {
     /// RX IPv4 header checksum check.

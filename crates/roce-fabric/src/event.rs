@@ -54,7 +54,7 @@ const BUCKET_SHIFT: u32 = 4;
 const BUCKETS: usize = 256;
 
 /// A deterministic queue of timed events: a calendar queue. Events due in the current bucket's
-/// time span sit in a small sorted vector; those of the next [`BUCKETS`] - 1 spans in
+/// time span sit in a small sorted vector; those of the next `BUCKETS` - 1 spans in
 /// unsorted buckets, one append each; later ones in a heap. Keys are unique, so the order in
 /// which entries pop is the same as any other correct priority queue's; what changes is where
 /// the memory traffic goes: a big heap missed the cache at every level of every pop.

@@ -555,7 +555,7 @@ impl Scenario {
         self.build_within(&Limits::default(), 1)
     }
 
-    /// [`Scenario::build`] within `limits`: given a memory, the scenario's [`crate::bounds::Footprint`] on
+    /// [`Scenario::build`] within `limits`: given a memory, the scenario's `Footprint` on
     /// `threads` threads is checked against it before the topology is made, and again with
     /// the flows once the workloads made them, before their engines are.
     pub fn build_within(&self, limits: &Limits, threads: usize) -> Result<Built, ScenarioError> {

@@ -164,7 +164,7 @@ impl Scenario {
     }
 
     /// What the scenario will hold in memory with `flows` flows on `threads` threads (see
-    /// [`Footprint::bytes`]); refused above the ceilings like [`Scenario::validate`].
+    /// `Footprint::bytes`); refused above the ceilings like [`Scenario::validate`].
     pub fn footprint(&self, flows: usize, threads: usize) -> Result<Footprint, ScenarioError> {
         let size = self.size()?;
         Ok(Footprint {

@@ -121,7 +121,7 @@ impl SchedState {
 
     /// [`SchedState::pick`] where `ready` (bit `p`) says exactly which classes `head` gives a
     /// length for: strict classes and round robin read the mask, not `head`. `strict` is
-    /// `cfg`'s [`Scheduling::strict_mask`] (the caller keeps it: this runs for every packet).
+    /// `cfg`'s `Scheduling::strict_mask` (the caller keeps it: this runs for every packet).
     pub fn pick_ready(
         &mut self,
         cfg: &Scheduling,

@@ -7,7 +7,7 @@
 //! the real-time switch between ports ([`crate::rt_switch`]) run: it decides what happens to
 //! a packet; moving frames and keeping time is their job. A driver reads a frame once on arrival
 //! ([`Arrival::of`]), picks the egress (its own forwarding, or [`Switch::route`]), then asks
-//! [`Switch::admit`], [`Switch::mark_ce`] and [`Switch::enqueue`]; on the way out
+//! [`Switch::admit`], [`mark_ce`] and [`Switch::enqueue`]; on the way out
 //! [`Switch::dequeue`] and [`Switch::should_resume`]; the pause frames to send come from
 //! [`Switch::pause_frame`].
 

@@ -6,6 +6,9 @@
 //! controller's rate back to the pacer. DCQCN is kept throttled (a CNP every 4096 packets) so the
 //! byte counter, increase events and timers are on the measured path.
 
+// A benchmark may panic: its setup failing is a broken benchmark, not an input to handle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use cpu_time::ThreadTime;
 use std::hint::black_box;
 

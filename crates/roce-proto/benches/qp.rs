@@ -4,6 +4,9 @@
 //! bytes, the least work any RoCE stack must do. A counting global allocator checks that the
 //! steady-state data path allocates nothing. Medians of several samples are printed with ratios.
 
+// A benchmark may panic: its setup failing is a broken benchmark, not an input to handle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

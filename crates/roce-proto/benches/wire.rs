@@ -21,6 +21,9 @@
 //! `WIRE_ICOUNT=10000 valgrind --tool=callgrind target/release/deps/wire-*` and
 //! `callgrind_annotate --inclusive=yes` (divide the `icount_*` totals by `n`).
 
+// A benchmark may panic: its setup failing is a broken benchmark, not an input to handle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use roce_proto::wire::{parse_frame, parse_view, FrameTemplate, PacketFields, RoceRepr};
 use roce_testkit::cpu_median::cpu_paired;

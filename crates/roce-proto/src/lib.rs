@@ -22,7 +22,6 @@
 //!   [`connect`]: in-memory ports, fault injection and RC connection helpers for tests and tools.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod arp;
 pub mod cc;

@@ -10,8 +10,8 @@
 //!   context's ops table and the extended QP's `ibv_wr_*` pointers.
 //! - `progress`: the progress thread (pinned, named `roce-verbs`) owning EAL, the port and the
 //!   [`roce_proto::resolving::ResolvingEndpoint`], driving them with the `roce-dpdk` runtime
-//!   loop; it starts the process's [`device`].
-//! - [`device`]: the verbs as safe Rust, the application side of the progress thread;
+//!   loop; it starts the process's [`device()`].
+//! - [`device`](mod@device): the verbs as safe Rust, the application side of the progress thread;
 //!   `worker`: the progress thread's work without the thread.
 //! - `command`: what application threads ask of the progress thread.
 //! - [`objects`]: CQs, channels, QPs and work requests shared between the application's
@@ -28,7 +28,6 @@
 //! line on stderr naming the call).
 
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 #[allow(unsafe_code)]
 mod abi;

@@ -5,6 +5,9 @@
 //! `cargo test -p roce-dpdk --test it -- WORD` runs the tests whose name contains WORD. Needs
 //! root (EAL without hugepages, namespaces, taps).
 
+// Tests may panic: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[macro_use]
 mod harness;
 mod netns;

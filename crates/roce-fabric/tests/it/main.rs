@@ -3,6 +3,9 @@
 //! the fabric, thresholds), the CC validation matrix, INT through the fabric, summary snapshots
 //! (insta, in `snapshots/`) and the bounds on simulator inputs.
 
+// Tests may panic: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cc_int;
 mod cc_validation;
 mod input_bounds;

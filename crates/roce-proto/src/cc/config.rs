@@ -1,8 +1,8 @@
 //! Building controllers by name, with `name=value` parameter overrides: what `--cc` and `--set`
 //! on the command line, scenario files and the endpoint's QP attributes use.
 //!
-//! Names come from a [`CcRegistry`]: the built-ins `none`, `dcqcn-paper`, `dcqcn-mlx`,
-//! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`BUILTIN`](super::registry::BUILTIN)), and
+//! Names come from a [`CcRegistry`](super::registry::CcRegistry): the built-ins `none`, `dcqcn-paper`, `dcqcn-mlx`,
+//! `dctcp`, `timely`, `patched-timely`, `hpcc` ([`BUILTIN`]), and
 //! whatever a program registered in its own registry. Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.
 

@@ -11,7 +11,7 @@
 //! - A remote request's first packet resolves its rkey, PD, rights and bounds into an [`MrRange`],
 //!   which also records the *generation* of the region's slot. Every later access through that
 //!   range (the rest of a multi-packet WRITE, each READ response packet) goes through
-//!   [`MrTable::read`] or [`MrTable::write`], which compare that generation with the slot's
+//!   [`MrTable::load`] or [`MrTable::store`], which compare that generation with the slot's
 //!   current one. A slot's generation changes whenever a region is registered there, invalidated
 //!   or deregistered, and a region's keys, bounds and rights never change while it lives, so the
 //!   compare is the whole check, and a cheap one. A range's fields are private and these two
@@ -28,7 +28,7 @@
 //! A key is `index << 8 | key byte`, as in IB. The index names the slot (slot + 1, so no key
 //! below 0x100 names anything). The key byte of a slot's n-th registration is a secret
 //! permutation of n, drawn per slot from an OS-seeded CSPRNG (or from a seed, for deterministic
-//! runs; see [`key`]), so a slot hands out the same key again only after 256 registrations and
+//! runs; see `mr/key.rs`), so a slot hands out the same key again only after 256 registrations and
 //! its next key cannot be read off its last. The lkey and rkey of a region differ in the top bit
 //! of the key byte.
 //!
@@ -135,7 +135,7 @@ impl MemoryRegion {
 }
 
 /// A resolved remote range: region slot, the slot's generation when it was resolved, and a byte
-/// range inside the region. Only [`MrTable::read`] and [`MrTable::write`] turn it into bytes,
+/// range inside the region. Only [`MrTable::load`] and [`MrTable::store`] turn it into bytes,
 /// and only while the generation still matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MrRange {

@@ -3,6 +3,9 @@
 //! congestion control, hostile and spoofing peers. Each module holds what one behaviour needs;
 //! the harnesses shared with other crates' tests and the fuzz targets come from roce-testkit.
 
+// Tests may panic: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cc_dcqcn;
 mod cc_ecn;
 mod cc_marking;

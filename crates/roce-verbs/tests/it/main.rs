@@ -3,6 +3,8 @@
 //! (`against_roce`), each pair of processes in a network namespace of its own, one namespace at a
 //! time (`support`). Linux only; needs root.
 #![cfg(target_os = "linux")]
+// Tests may panic: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod against_roce;
 mod programs;

@@ -16,7 +16,7 @@
 //! thread with the partitions stopped, in tie-key order with the node events of their
 //! nanosecond, as they do on one thread: samples and route recomputation with every node
 //! gathered back, link changes and switch reboots in the partition of the node they touch (see
-//! [`merge`]). What a node does to another partition's node (a frame lost in flight counts at
+//! `merge.rs`). What a node does to another partition's node (a frame lost in flight counts at
 //! its sender's port) is owed in the partition's journal and settled when the nodes come back.
 
 mod merge;

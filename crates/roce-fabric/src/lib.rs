@@ -59,6 +59,8 @@ pub mod hpcc;
 pub mod hpcc_run;
 pub mod input;
 mod observe;
+#[cfg(test)]
+mod observe_tests;
 pub mod outage;
 mod pool;
 mod port;

@@ -1,7 +1,7 @@
 //! A scenario's failures: cables going down and up (`link_events`), flapping cables, switch
 //! reboots and lossy cables, applied to a built fabric by the names the topology gives.
 
-use crate::limits::bounds::{at_most, excerpt, MAX_FLAPS};
+use crate::limits::bounds::{at_most, excerpt, LimitError, MAX_FLAPS};
 use serde::{Deserialize, Serialize};
 
 use crate::engines::ScenarioEngine;
@@ -78,7 +78,7 @@ impl Failure {
     }
 
     /// Why it cannot be applied, if it cannot (timing and probabilities).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), FailureError> {
         let ok_time = |t: f64| t.is_finite() && t >= 0.0;
         match self {
             Failure::Flap {
@@ -88,22 +88,50 @@ impl Failure {
                 count,
                 ..
             } if !(ok_time(*at_us) && ok_time(*down_us) && ok_time(*up_us)) || *count == 0 => {
-                Err("flap needs at_us, down_us, up_us >= 0 and count >= 1".into())
+                Err(FailureError::Flap)
             }
             Failure::Flap { count, .. } => at_most("flaps", u64::from(*count), MAX_FLAPS)
                 .map(|_| ())
-                .map_err(|e| e.to_string()),
+                .map_err(FailureError::TooManyFlaps),
             Failure::Reboot { at_us, down_us, .. } if !(ok_time(*at_us) && ok_time(*down_us)) => {
-                Err("reboot needs at_us, down_us >= 0".into())
+                Err(FailureError::Reboot)
             }
             Failure::Loss { loss, corrupt, .. }
                 if !(0.0..=1.0).contains(loss) || !(0.0..=1.0).contains(corrupt) =>
             {
-                Err("loss and corrupt must lie in 0..=1".into())
+                Err(FailureError::Loss)
             }
             _ => Ok(()),
         }
     }
+}
+
+/// Why a failure or link event cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FailureError {
+    /// A flap with a negative or non-finite time, or no flaps.
+    #[error("flap needs at_us, down_us, up_us >= 0 and count >= 1")]
+    Flap,
+    /// More flaps than this build supports.
+    #[error(transparent)]
+    TooManyFlaps(LimitError),
+    /// A reboot with a negative or non-finite time.
+    #[error("reboot needs at_us, down_us >= 0")]
+    Reboot,
+    /// A loss or corruption probability outside 0..=1.
+    #[error("loss and corrupt must lie in 0..=1")]
+    Loss,
+    /// No cable between the two nodes named (as errors quote them).
+    #[error("no cable between {a} and {b}")]
+    NoCable {
+        /// One end's name.
+        a: String,
+        /// The other end's name.
+        b: String,
+    },
+    /// No switch of that name (as errors quote it).
+    #[error("no switch {0}")]
+    NoSwitch(String),
 }
 
 fn at(us: f64) -> Instant {
@@ -111,7 +139,12 @@ fn at(us: f64) -> Instant {
 }
 
 /// Finds the cable between the nodes named `a` and `b`.
-fn cable<'c>(topo: &Topology, cables: &'c [Cable], a: &str, b: &str) -> Result<&'c Cable, String> {
+fn cable<'c>(
+    topo: &Topology,
+    cables: &'c [Cable],
+    a: &str,
+    b: &str,
+) -> Result<&'c Cable, FailureError> {
     let name_of = |e: End| match e {
         End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
         End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
@@ -124,7 +157,10 @@ fn cable<'c>(topo: &Topology, cables: &'c [Cable], a: &str, b: &str) -> Result<&
             (nx == Some(a) && ny == Some(b)) || (nx == Some(b) && ny == Some(a))
         })
         .map(|(_, c)| c)
-        .ok_or_else(|| format!("no cable between {} and {}", excerpt(a), excerpt(b)))
+        .ok_or_else(|| FailureError::NoCable {
+            a: excerpt(a),
+            b: excerpt(b),
+        })
 }
 
 /// Schedules `events` and `failures` on `fabric`, built from `topo` with `cables`.
@@ -134,7 +170,7 @@ pub(super) fn apply(
     cables: &[Cable],
     events: &[LinkEvent],
     failures: &[Failure],
-) -> Result<(), String> {
+) -> Result<(), FailureError> {
     let mut set = |c: &Cable, t: f64, up: bool| {
         fabric.schedule_link(c.ab, at(t), up);
         fabric.schedule_link(c.ba, at(t), up);
@@ -172,7 +208,7 @@ pub(super) fn apply(
                     .switches
                     .iter()
                     .position(|(n, _)| n == switch)
-                    .ok_or_else(|| format!("no switch {}", excerpt(switch)))?;
+                    .ok_or_else(|| FailureError::NoSwitch(excerpt(switch)))?;
                 let down = Duration::from_nanos((down_us * 1000.0) as u64);
                 fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
             }

@@ -117,7 +117,8 @@ impl HpccRun {
                     config.packet_payload_size
                 ))
             })?;
-        let (cc, cc_params) = controller(&config, &topology).map_err(unsupported)?;
+        let (cc, cc_params) =
+            controller(&config, &topology).map_err(|e| unsupported(e.to_string()))?;
         let (switch, notes) = switch_spec(&config, &topology, nic);
         let mut link_events = Vec::new();
         if let Some(d) = config.link_down {
@@ -308,8 +309,19 @@ fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Ve
     (spec, notes)
 }
 
+/// A `CC_MODE` with no controller of ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+enum CcModeError {
+    /// HPCC-PINT (10).
+    #[error("CC_MODE 10 (HPCC-PINT) is not implemented here")]
+    Pint,
+    /// Any mode but 1, 3, 7, 8 and 10.
+    #[error("CC_MODE {0} is not one of 1, 3, 7, 8")]
+    Other(u32),
+}
+
 /// Our controller and its parameters for the config's `CC_MODE`.
-fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), String> {
+fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), CcModeError> {
     let mbps = |bps: u64| (bps / 1_000_000).max(1);
     // The largest base RTT between hosts (third.cc's maxRtt): HPCC's T, and the RTT of the
     // window's BDP (maxBdp) under `GLOBAL_T 1`. A path search from every host, so made once
@@ -402,8 +414,8 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
             "dctcp"
         }
-        CcMode::HpccPint => return Err("CC_MODE 10 (HPCC-PINT) is not implemented here".into()),
-        CcMode::Other(n) => return Err(format!("CC_MODE {n} is not one of 1, 3, 7, 8")),
+        CcMode::HpccPint => return Err(CcModeError::Pint),
+        CcMode::Other(n) => return Err(CcModeError::Other(n)),
     };
     // The simulator runs a window under any CC mode when HAS_WIN is on, and none when off
     // (our DCTCP and HPCC have one by default, so off is said explicitly).
@@ -427,7 +439,7 @@ mod tests {
     fn mapped(config: &str) -> Result<(String, Vec<String>), String> {
         let c = HpccConfig::parse("config.txt", config).map_err(|e| e.to_string())?;
         let t = TopologyFile::parse("topo.txt", TOPO).map_err(|e| e.to_string())?;
-        let (name, params) = controller(&c, &t)?;
+        let (name, params) = controller(&c, &t).map_err(|e| e.to_string())?;
         let line = roce_proto::cc::Rate::from_bps(100_000_000_000);
         let mut cc = roce_proto::cc::CcConfig::new(&name, line).unwrap();
         for p in &params {

@@ -14,7 +14,7 @@ use super::summary::{self, Summary};
 use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use crate::flows::collective::{self, CollectivePlan, CollectiveReport};
 use crate::flows::fct::{FctReport, Finished, Paths};
-use crate::flows::workload::{FlowDefaults, Plan, Workload};
+use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::limits::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
 use crate::limits::bounds::{MAX_BINS, MAX_DURATION_US, MAX_SAMPLES, MAX_THREADS};
@@ -23,7 +23,7 @@ use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
 use crate::net::reroute::Routing;
 use crate::net::topology::{End, Topology};
-use crate::net::wiring::{self, CableSpec};
+use crate::net::wiring::{self, CableSpec, WiringError};
 use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
 use crate::switching::sched;
@@ -278,7 +278,7 @@ impl Scenario {
             return bad(format!("mtu {} is outside 64..=9000", self.mtu));
         }
         if let Some(shape) = self.three_tier() {
-            shape.check().map_err(ScenarioError::Invalid)?;
+            shape.check().or_else(|e| bad(e.to_string()))?;
         }
         self.hpcc_nodes()?;
         self.cc_config()?;
@@ -289,10 +289,10 @@ impl Scenario {
             ));
         }
         for f in &self.failures {
-            f.check().or_else(bad)?;
+            f.check().or_else(|e| bad(e.to_string()))?;
         }
-        self.check_collectives().or_else(bad)?;
-        self.shape().map_err(ScenarioError::Invalid)?;
+        self.check_collectives().or_else(|e| bad(e.to_string()))?;
+        self.shape().map(drop).or_else(|e| bad(e.to_string()))?;
         if let Some(e) = &self.switch.ecn {
             if e.kmax_bytes < e.kmin_bytes || !(0.0..=1.0).contains(&e.pmax) {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
@@ -302,7 +302,7 @@ impl Scenario {
     }
 
     /// Every collective can be scheduled and stays on one rail ([`collective::check`]).
-    fn check_collectives(&self) -> Result<(), String> {
+    fn check_collectives(&self) -> Result<(), WorkloadError> {
         let rails = match self.topology {
             TopologySpec::LeafSpine { rails, .. } => rails,
             _ => 1,
@@ -310,7 +310,7 @@ impl Scenario {
         for (i, w) in self.workloads.iter().enumerate() {
             if let Workload::AllReduce(c) = w {
                 collective::check(c.algorithm, &c.hosts, c.bytes, rails)
-                    .map_err(|e| format!("workload {i}: {e}"))?;
+                    .map_err(|e| WorkloadError::Collective(i, e))?;
             }
         }
         Ok(())
@@ -448,7 +448,7 @@ impl Scenario {
 
     /// The topology before per-switch settings; fails for a written-out one naming what does
     /// not exist.
-    fn shape(&self) -> Result<Topology, String> {
+    fn shape(&self) -> Result<Topology, WiringError> {
         let mut cfg = self.switch.config();
         cfg.int |= self.uses_int();
         if self.step_marking() {
@@ -584,7 +584,7 @@ impl Scenario {
             self.seed,
             limits,
         )
-        .map_err(ScenarioError::Invalid)?;
+        .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
         fits(plan.flows.len())?;
         let cc = self.cc_config()?;
         for f in plan.host_flows.iter_mut().flatten() {
@@ -621,7 +621,7 @@ impl Scenario {
             &self.link_events,
             &self.failures,
         )
-        .map_err(ScenarioError::Invalid)?;
+        .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
         let bottleneck = match self.monitor_host {
             Some(h) => topo
                 .cables

@@ -71,7 +71,9 @@ impl Size {
                 }
             }
             TopologySpec::ThreeTier(shape) => {
-                shape.check().map_err(ScenarioError::Invalid)?;
+                shape
+                    .check()
+                    .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
                 let pods = shape.pods.max(1);
                 let aggs_per_pod = (shape.aggs / pods).max(1);
                 let cores_per_agg = shape.cores / aggs_per_pod;

@@ -66,6 +66,16 @@ pub enum CollectiveError {
         /// Sends and receives over all members' steps.
         entries: u64,
     },
+    /// Members on different rails of a topology with `rails` rails.
+    #[error("hosts {a} (rail {}) and {b} (rail {}) are on different rails; a collective runs on one rail (hosts r, r + {rails}, r + {}, ...), one collective per rail", .a % .rails, .b % .rails, 2 * .rails)]
+    SplitRails {
+        /// A member.
+        a: usize,
+        /// A member on another rail than `a`'s.
+        b: usize,
+        /// Rails of the topology.
+        rails: usize,
+    },
 }
 
 /// The sends and receives of every member's steps in [`schedule`]'s answer for `k` members,
@@ -156,19 +166,19 @@ pub fn schedule(algo: Algorithm, k: usize, bytes: u64) -> Result<Vec<Vec<Step>>,
 /// Checks that a collective among `hosts` can be scheduled and, on a topology with `rails`
 /// rails (host `h` of a leaf-spine is on rail `h % rails`, each rail a network of its own),
 /// that its members share one rail.
-pub fn check(algo: Algorithm, hosts: &[usize], bytes: u64, rails: usize) -> Result<(), String> {
-    schedule(algo, hosts.len(), bytes).map_err(|e| e.to_string())?;
+pub fn check(
+    algo: Algorithm,
+    hosts: &[usize],
+    bytes: u64,
+    rails: usize,
+) -> Result<(), CollectiveError> {
+    schedule(algo, hosts.len(), bytes)?;
     let rails = rails.max(1);
     let Some(&a) = hosts.first() else {
         return Ok(());
     };
     match hosts.iter().find(|&&b| b % rails != a % rails) {
-        Some(&b) => Err(format!(
-            "hosts {a} (rail {}) and {b} (rail {}) are on different rails; a collective runs on one rail (hosts r, r + {rails}, r + {}, ...), one collective per rail",
-            a % rails,
-            b % rails,
-            2 * rails
-        )),
+        Some(&b) => Err(CollectiveError::SplitRails { a, b, rails }),
         None => Ok(()),
     }
 }

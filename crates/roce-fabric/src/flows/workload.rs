@@ -15,7 +15,8 @@ use super::collective::{
 };
 use super::traffic::{poisson_flows_within, PoissonSpec, SizeCdf};
 use crate::hpcc::flow_file::{self, FlowLine};
-use crate::limits::bounds::Limits;
+use crate::hpcc::HpccError;
+use crate::limits::bounds::{LimitError, Limits};
 use crate::record::tap::FlowSpec;
 use roce_proto::cc::CcConfig;
 use roce_proto::size;
@@ -307,6 +308,62 @@ pub struct Plan {
     limits: Limits,
 }
 
+/// Why workloads cannot be expanded into flows.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// A host index beyond the topology's hosts.
+    #[error("host {host} does not exist (the topology has {hosts})")]
+    NoHost {
+        /// The index named.
+        host: usize,
+        /// Hosts in the topology.
+        hosts: usize,
+    },
+    /// Workload `workload` makes more flows than allowed.
+    #[error("workload {workload}: {source}")]
+    TooMany {
+        /// Index of the workload.
+        workload: usize,
+        /// The ceiling passed.
+        source: LimitError,
+    },
+    /// A collective's compute phase is negative or not a number.
+    #[error("compute_us must be >= 0, got {0}")]
+    ComputeUs(f64),
+    /// A collective that cannot be scheduled.
+    #[error(transparent)]
+    Schedule(CollectiveError),
+    /// The collective of the workload of this index cannot be planned (members repeated or in
+    /// two collectives, on different rails).
+    #[error("workload {0}: {1}")]
+    Collective(usize, #[source] CollectiveError),
+    /// `flow_sizes` with fewer than two hosts or a load outside (0, 1].
+    #[error("flow_sizes needs 2+ hosts and 0 < load <= 1")]
+    FlowSizes,
+    /// `poisson_cdf` with fewer than two hosts or a load outside (0, 1].
+    #[error("poisson_cdf needs 2+ hosts and 0 < load <= 1")]
+    PoissonCdf,
+    /// Workload `workload`'s Poisson arrivals draw more flows than allowed.
+    #[error("workload {workload}: poisson_cdf draws more flows than allowed: {}", .limit.as_ref().map_or_else(String::new, ToString::to_string))]
+    PoissonTooMany {
+        /// Index of the workload.
+        workload: usize,
+        /// The ceiling passed.
+        limit: Option<LimitError>,
+    },
+    /// A size distribution or flow file that cannot be read.
+    #[error(transparent)]
+    File(#[from] HpccError),
+    /// A flow file names a node that is not a host.
+    #[error("{file}: node {node} is not a host of the topology")]
+    NotAHost {
+        /// The flow file.
+        file: String,
+        /// The node id.
+        node: usize,
+    },
+}
+
 impl Plan {
     /// Expands `workloads` over hosts with addresses `ips`.
     pub fn new(
@@ -314,7 +371,7 @@ impl Plan {
         ips: &[IpAddr],
         defaults: FlowDefaults,
         seed: u64,
-    ) -> Result<Plan, String> {
+    ) -> Result<Plan, WorkloadError> {
         Self::new_over(workloads, ips, None, defaults, seed, &Limits::default())
     }
 
@@ -329,7 +386,7 @@ impl Plan {
         defaults: FlowDefaults,
         seed: u64,
         limits: &Limits,
-    ) -> Result<Plan, String> {
+    ) -> Result<Plan, WorkloadError> {
         let mut plan = Plan {
             host_flows: vec![Vec::new(); ips.len()],
             gates: vec![None; ips.len()],
@@ -342,10 +399,10 @@ impl Plan {
             if h < ips.len() {
                 Ok(h)
             } else {
-                Err(format!(
-                    "host {h} does not exist (the topology has {})",
-                    ips.len()
-                ))
+                Err(WorkloadError::NoHost {
+                    host: h,
+                    hosts: ips.len(),
+                })
             }
         };
         // A flow file names hosts by node id: the host of each node, looked up once.
@@ -359,7 +416,10 @@ impl Plan {
             v
         });
         for (i, w) in workloads.iter().enumerate() {
-            let too_many = |e: crate::limits::bounds::LimitError| format!("workload {i}: {e}");
+            let too_many = |source| WorkloadError::TooMany {
+                workload: i,
+                source,
+            };
             match w {
                 Workload::Flow {
                     src,
@@ -420,16 +480,15 @@ impl Plan {
                         check(h)?;
                     }
                     if !(compute_us.is_finite() && *compute_us >= 0.0) {
-                        return Err(format!("compute_us must be >= 0, got {compute_us}"));
+                        return Err(WorkloadError::ComputeUs(*compute_us));
                     }
                     let c = CollectivePlan {
                         steps: schedule(*algorithm, hosts.len(), *bytes)
-                            .map_err(|e| e.to_string())?,
+                            .map_err(WorkloadError::Schedule)?,
                         message_bytes: (bytes / hosts.len() as u64).max(1),
                         collective: collective.clone(),
                     };
-                    plan.add_collective(ips, defaults, c)
-                        .map_err(|e| format!("workload {i}: {e}"))?;
+                    plan.add_collective(ips, defaults, c, i)?;
                 }
                 Workload::FlowSizes {
                     hosts,
@@ -438,7 +497,7 @@ impl Plan {
                     flows,
                 } => {
                     if hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
-                        return Err("flow_sizes needs 2+ hosts and 0 < load <= 1".into());
+                        return Err(WorkloadError::FlowSizes);
                     }
                     plan.room(u64::from(*flows)).map_err(too_many)?;
                     // Arrivals per second over all hosts: load * n * link rate / mean size.
@@ -472,7 +531,7 @@ impl Plan {
                     duration_us,
                     start_us,
                 } => {
-                    let cdf = SizeCdf::named_or_file(cdf).map_err(|e| e.to_string())?;
+                    let cdf = SizeCdf::named_or_file(cdf)?;
                     let spec = PoissonSpec {
                         hosts: if hosts.is_empty() {
                             (0..ips.len()).collect()
@@ -485,15 +544,14 @@ impl Plan {
                         duration_ns: (duration_us * 1e3).max(0.0) as u64,
                     };
                     if spec.hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
-                        return Err("poisson_cdf needs 2+ hosts and 0 < load <= 1".into());
+                        return Err(WorkloadError::PoissonCdf);
                     }
                     let room = plan.limits.max_flows().saturating_sub(plan.flows.len());
                     let Some(flows) = poisson_flows_within(&cdf, &spec, seed, room) else {
-                        let e = plan.room(room as u64 + 1).err();
-                        return Err(format!(
-                            "workload {i}: poisson_cdf draws more flows than allowed: {}",
-                            e.map_or_else(String::new, |e| e.to_string())
-                        ));
+                        return Err(WorkloadError::PoissonTooMany {
+                            workload: i,
+                            limit: plan.room(room as u64 + 1).err(),
+                        });
                     };
                     for f in flows {
                         let (s, d) = (check(f.src)?, check(f.dst)?);
@@ -502,13 +560,17 @@ impl Plan {
                 }
                 Workload::FlowFile { path } => {
                     let name = path.display().to_string();
-                    let host = |node: usize| match &host_of {
-                        Some(h) => h.get(node).copied().flatten().ok_or_else(|| {
-                            format!("{name}: node {node} is not a host of the topology")
-                        }),
-                        None => check(node),
-                    };
-                    let flows = flow_file::load(path, &plan.limits).map_err(|e| e.to_string())?;
+                    let host =
+                        |node: usize| match &host_of {
+                            Some(h) => h.get(node).copied().flatten().ok_or_else(|| {
+                                WorkloadError::NotAHost {
+                                    file: name.clone(),
+                                    node,
+                                }
+                            }),
+                            None => check(node),
+                        };
+                    let flows = flow_file::load(path, &plan.limits)?;
                     plan.room(flows.len() as u64).map_err(too_many)?;
                     for f in flows {
                         let (s, d) = (host(f.src)?, host(f.dst)?);
@@ -521,7 +583,7 @@ impl Plan {
     }
 
     /// Refuses `more` flows beyond those planned so far that `limits` do not allow.
-    fn room(&self, more: u64) -> Result<(), crate::limits::bounds::LimitError> {
+    fn room(&self, more: u64) -> Result<(), LimitError> {
         self.limits
             .flows((self.flows.len() as u64).saturating_add(more))
     }
@@ -548,7 +610,8 @@ impl Plan {
         ips: &[IpAddr],
         defaults: FlowDefaults,
         c: CollectivePlan,
-    ) -> Result<(), String> {
+        workload: usize,
+    ) -> Result<(), WorkloadError> {
         let hosts = &c.collective.hosts;
         let compute = Duration::from_nanos((c.collective.compute_us * 1e3).round() as u64);
         let mut gates: Vec<MemberGate> = c
@@ -558,14 +621,21 @@ impl Plan {
             .collect();
         for (i, &h) in hosts.iter().enumerate() {
             if hosts[..i].contains(&h) {
-                return Err(CollectiveError::Repeated(h).to_string());
+                return Err(WorkloadError::Collective(
+                    workload,
+                    CollectiveError::Repeated(h),
+                ));
             }
             if self.gates.get(h).is_some_and(Option::is_some) {
-                return Err(CollectiveError::TwoCollectives(h).to_string());
+                return Err(WorkloadError::Collective(
+                    workload,
+                    CollectiveError::TwoCollectives(h),
+                ));
             }
         }
         let flows = gates.iter().map(|g| g.out_peers().len() as u64).sum();
-        self.room(flows).map_err(|e| e.to_string())?;
+        self.room(flows)
+            .map_err(|source| WorkloadError::TooMany { workload, source })?;
         for m in 0..gates.len() {
             for (out, &p) in gates[m].out_peers().to_vec().iter().enumerate() {
                 let inbound = gates[p].in_peers().iter().position(|&x| x == m);

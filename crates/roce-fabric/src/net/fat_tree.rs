@@ -73,27 +73,50 @@ impl ThreeTier {
     }
 
     /// Why the shape cannot be built, if it cannot.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ShapeError> {
         let p = self.pods;
         if p == 0 || self.tors == 0 || self.aggs == 0 || self.cores == 0 || self.hosts_per_tor == 0
         {
-            return Err("a fat tree needs hosts, ToRs, aggregation and core switches, pods".into());
+            return Err(ShapeError::Empty);
         }
         if self.tors % p != 0 || self.aggs % p != 0 || self.cores % (self.aggs / p) != 0 {
-            return Err(format!(
-                "fat tree: {} ToRs and {} aggregation switches must split evenly into {p} pods, and {} cores evenly among {} aggregation switches per pod",
-                self.tors, self.aggs, self.cores, self.aggs / p
-            ));
+            return Err(ShapeError::Uneven {
+                tors: self.tors,
+                aggs: self.aggs,
+                pods: p,
+                cores: self.cores,
+            });
         }
         Ok(())
     }
+}
+
+/// Why a [`ThreeTier`] shape cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// A count is zero.
+    #[error("a fat tree needs hosts, ToRs, aggregation and core switches, pods")]
+    Empty,
+    /// ToRs or aggregation switches do not split evenly into pods, or cores among a pod's
+    /// aggregation switches.
+    #[error("fat tree: {tors} ToRs and {aggs} aggregation switches must split evenly into {pods} pods, and {cores} cores evenly among {} aggregation switches per pod", .aggs / .pods)]
+    Uneven {
+        /// ToR switches.
+        tors: usize,
+        /// Aggregation switches.
+        aggs: usize,
+        /// Pods.
+        pods: usize,
+        /// Core switches.
+        cores: usize,
+    },
 }
 
 impl Topology {
     /// A three-tier fat tree (see [`ThreeTier`]); hosts `h{i}` are numbered ToR by ToR,
     /// switches are `tor{i}`, `agg{i}`, `core{i}`. The bottleneck watched is ToR 0's port to
     /// host 0.
-    pub fn three_tier(shape: &ThreeTier, cfg: SwitchConfig) -> Result<Self, String> {
+    pub fn three_tier(shape: &ThreeTier, cfg: SwitchConfig) -> Result<Self, ShapeError> {
         shape.check()?;
         let mut t = Topology::new();
         let mut salt = 0u64;

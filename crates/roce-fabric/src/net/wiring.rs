@@ -22,6 +22,19 @@ pub struct CableSpec {
     pub link: Option<LinkConfig>,
 }
 
+/// Why a written-out topology cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WiringError {
+    /// A cable names an end that is neither a switch nor a host.
+    #[error("cable end {name} is neither a switch nor one of the {hosts} hosts h0, h1, ...")]
+    NoSuchEnd {
+        /// The name, as errors quote it.
+        name: String,
+        /// Hosts in the topology.
+        hosts: usize,
+    },
+}
+
 /// The topology of `switches` (names), `hosts` hosts and `cables`, each cable `link` unless it
 /// says otherwise; every switch gets `cfg`. Fails naming a cable end that does not exist.
 pub fn build(
@@ -30,22 +43,20 @@ pub fn build(
     cables: &[CableSpec],
     link: LinkConfig,
     cfg: &SwitchConfig,
-) -> Result<Topology, String> {
+) -> Result<Topology, WiringError> {
     let mut t = Topology::new();
     let hs: Vec<End> = (0..hosts).map(|i| t.host(format!("h{i}"))).collect();
     let ss: Vec<End> = switches.iter().map(|n| t.switch(n, cfg.clone())).collect();
-    let end = |name: &str| -> Result<End, String> {
+    let end = |name: &str| -> Result<End, WiringError> {
         if let Some(i) = switches.iter().position(|n| n == name) {
             return Ok(ss[i]);
         }
         name.strip_prefix('h')
             .and_then(|i| i.parse::<usize>().ok())
             .and_then(|i| hs.get(i).copied())
-            .ok_or_else(|| {
-                format!(
-                    "cable end {} is neither a switch nor one of the {hosts} hosts h0, h1, ...",
-                    excerpt(name)
-                )
+            .ok_or_else(|| WiringError::NoSuchEnd {
+                name: excerpt(name),
+                hosts,
             })
     };
     for c in cables {

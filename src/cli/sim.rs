@@ -17,15 +17,15 @@ use crate::cli::progress::sim_status;
 
 use roce::report::sim as report;
 use roce::report::speed::{RunSpeed, RunStart};
-use roce_fabric::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::compare::{with_overrides, Override};
 use roce_fabric::engines::EngineKind;
-use roce_fabric::fabric::parallel::ParallelStats;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::compare::{with_overrides, Override};
+use roce_fabric::experiment::hpcc_run::HpccRun;
+use roce_fabric::experiment::scenario::{Built, Scenario};
 use roce_fabric::hpcc::{fct_file, pfc_file};
-use roce_fabric::hpcc_run::HpccRun;
-use roce_fabric::input::read_text;
-use roce_fabric::scenario::{Built, Scenario};
+use roce_fabric::limits::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
+use roce_fabric::limits::input::read_text;
+use roce_fabric::net::fabric::parallel::ParallelStats;
 use roce_fabric::{EcnConfig, MarkPoint};
 use roce_proto::size::parse_bytes;
 
@@ -356,7 +356,7 @@ fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
 
 /// A finished run: its summary, the fabric as it ended, and how fast it went.
 struct Done {
-    summary: roce_fabric::summary::Summary,
+    summary: roce_fabric::experiment::summary::Summary,
     built: Built,
     speed: RunSpeed,
 }
@@ -449,7 +449,7 @@ fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
 }
 
 /// The error of a run with failed or stalled flows, unless they are allowed.
-fn failed_flows(summary: &roce_fabric::summary::Summary, allowed: bool) -> Result<()> {
+fn failed_flows(summary: &roce_fabric::experiment::summary::Summary, allowed: bool) -> Result<()> {
     let mut failures = summary.failures();
     match failures.next() {
         Some(first) if !allowed => bail!(
@@ -471,7 +471,7 @@ fn failed_flows(summary: &roce_fabric::summary::Summary, allowed: bool) -> Resul
 #[derive(serde::Serialize)]
 struct SummaryWithSpeed<'a> {
     #[serde(flatten)]
-    summary: &'a roce_fabric::summary::Summary,
+    summary: &'a roce_fabric::experiment::summary::Summary,
     speed: RunSpeed,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel: Option<&'a ParallelStats>,

@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use roce_fabric::compare::{metrics_of, Row, Run, Variant};
-use roce_fabric::series::{Recorder, Row as SeriesRow};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::compare::{metrics_of, Row, Run, Variant};
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::record::series::{Recorder, Row as SeriesRow};
 
 use super::sim::{line_chart, write, ReportError};
 

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::stats::StatsReport;
-use roce_fabric::series::{CcSample, Recorder, Row};
+use roce_fabric::record::series::{CcSample, Recorder, Row};
 use roce_fabric::SwitchId;
 use roce_proto::counters::RdmaCounters;
 use roce_proto::endpoint::Endpoint;

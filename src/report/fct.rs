@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use roce_fabric::fct::FctReport;
+use roce_fabric::flows::fct::FctReport;
 
 /// Draws `report` into the SVG file `path`.
 pub fn plot_slowdown(path: &Path, report: &FctReport) -> Result<(), String> {

@@ -11,9 +11,9 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use roce_fabric::scenario::Scenario;
-use roce_fabric::series::{Recorder, Row};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::record::series::{Recorder, Row};
 use roce_proto::engine::Engine;
 
 /// Why files could not be written.
@@ -82,7 +82,7 @@ pub fn write_all<E: Engine>(
         write(dir, "flow_bins.csv", &bins_csv(o))?;
     }
     if !summary.collectives.is_empty() {
-        let csv = roce_fabric::collective::CollectiveReport::csv(&summary.collectives);
+        let csv = roce_fabric::flows::collective::CollectiveReport::csv(&summary.collectives);
         write(dir, "collectives.csv", &csv)?;
     }
     let Some(rec) = rec else {
@@ -170,7 +170,7 @@ fn flow_gbps(r: &Row, i: usize) -> f64 {
 
 /// `bin_start_us,flow0_gbps,...`: each flow's rate in the outage report's bins (a stall is a
 /// row of zeros).
-pub fn bins_csv(o: &roce_fabric::outage::Outage) -> String {
+pub fn bins_csv(o: &roce_fabric::experiment::outage::Outage) -> String {
     let mut s = String::from("bin_start_us");
     for i in 0..o.flow_bins_gbps.len() {
         let _ = write!(s, ",flow{i}_gbps");

@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
-use roce_fabric::stats::{DropReasons, PrioCounters, PRIORITIES};
-use roce_fabric::telemetry::{HostCounters, Telemetry};
+use roce_fabric::record::telemetry::{HostCounters, Telemetry};
+use roce_fabric::switching::stats::{DropReasons, PrioCounters, PRIORITIES};
 use roce_proto::engine::Engine;
 
 /// The header of `ports.csv`.
@@ -78,7 +78,7 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
         }
         sum
     };
-    let mut prev: Option<&roce_fabric::telemetry::Bin> = None;
+    let mut prev: Option<&roce_fabric::record::telemetry::Bin> = None;
     for bin in &t.bins {
         for (h, name) in names.iter().enumerate() {
             let before = prev.and_then(|p| p.hosts.get(h)).unwrap_or(&zero);

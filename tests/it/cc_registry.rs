@@ -6,8 +6,8 @@ use crate::support::cli_output;
 use crate::support::my_cc;
 
 use cli_output::roce;
-use roce_fabric::compare::{with_overrides, Grid, Override};
-use roce_fabric::scenario::Scenario;
+use roce_fabric::experiment::compare::{with_overrides, Grid, Override};
+use roce_fabric::experiment::scenario::Scenario;
 use roce_proto::cc::registry::{self, CcEntry, CcRegistry, BUILTIN};
 use roce_proto::cc::replay::{parse_events, parse_time, replay, ReplayConfig, ReplayError};
 use roce_proto::cc::{

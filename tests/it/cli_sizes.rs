@@ -57,7 +57,7 @@ fn sim_incast_kmin_5kb_marks_where_10mb_does_not() {
 
 #[test]
 fn scenario_size_fields_take_strings_with_suffixes() {
-    use roce_fabric::scenario::Scenario;
+    use roce_fabric::experiment::scenario::Scenario;
     let with = |switch: &str, workload: &str| {
         let text = format!(
             "name = \"x\"\nduration_us = 10\nmessage_bytes = {m}\n\

@@ -5,15 +5,15 @@
 
 use std::process::Command;
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::FlowState;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::FlowState;
 
 use crate::support::scenario_files;
 
 use scenario_files::RETRIES_EXHAUSTED as FAILING;
 
-fn failing() -> roce_fabric::summary::Summary {
+fn failing() -> roce_fabric::experiment::summary::Summary {
     let text = std::fs::read_to_string(FAILING).unwrap();
     let s = Scenario::from_toml(&text).unwrap();
     println!("scenario {} seed {}", s.name, s.seed);

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use roce_fabric::experiment::hpcc_run::HpccRun;
 use roce_fabric::hpcc::fct_file::{self, node_ip};
 use roce_fabric::hpcc::pfc_file;
-use roce_fabric::hpcc_run::HpccRun;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hpcc")

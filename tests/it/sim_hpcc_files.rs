@@ -1,7 +1,7 @@
 //! The HPCC simulator's experiment in our scenario format: fat trees, flow files, Poisson
 //! arrivals from a size CDF, and FCT slowdown (a lone flow's is 1.0).
 
-use roce_fabric::scenario::Scenario;
+use roce_fabric::experiment::scenario::Scenario;
 
 use crate::support::scenario_files;
 
@@ -60,7 +60,7 @@ fn a_lone_flow_has_slowdown_one() {
 }
 
 /// FB_Hadoop flows at 50% load on a k = 4 fat tree with real RC endpoints.
-fn fb_hadoop_run() -> roce_fabric::fct::FctReport {
+fn fb_hadoop_run() -> roce_fabric::flows::fct::FctReport {
     let toml = r#"
 name = "fb-hadoop-k4"
 seed = 3
@@ -83,7 +83,7 @@ duration_us = 60.0
 
 #[test]
 fn fct_file_round_trips_through_the_python_port_of_fct_analysis() {
-    use roce_fabric::fct::slowdown_bins;
+    use roce_fabric::flows::fct::slowdown_bins;
     use roce_fabric::hpcc::fct_file;
 
     let report = fb_hadoop_run();

@@ -6,9 +6,9 @@
 use crate::support::cli_output;
 
 use cli_output::{roce, scratch_dir};
-use roce_fabric::outage::Outage;
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::outage::Outage;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
 
 const LINK_FAILURE: &str = include_str!("../../scenarios/link-failure.toml");
 

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use roce::pcap::CaptureReader;
 use roce::report::telemetry::{hosts_csv, ports_csv, ports_header};
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
-use roce_fabric::telemetry::{HostCounters, PortTelemetry};
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::record::telemetry::{HostCounters, PortTelemetry};
 use roce_proto::wire::parse_frame;
 
 fn incast(pfc: bool) -> Scenario {

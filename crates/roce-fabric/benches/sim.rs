@@ -17,12 +17,12 @@ use std::hint::black_box;
 use std::time::Instant as Wall;
 
 use criterion::{criterion_main, Criterion, Throughput};
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::compare::{run_grid, Grid, Run};
 use roce_fabric::engines::{EngineKind, StandInEngine};
-use roce_fabric::scenario::Scenario;
-use roce_fabric::topology::Topology;
-use roce_fabric::workload::FlowConfig;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::compare::{run_grid, Grid, Run};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::flows::workload::FlowConfig;
+use roce_fabric::net::topology::Topology;
 use roce_fabric::{LinkConfig, SwitchConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;

@@ -9,21 +9,34 @@
 //! seeded RNG, so a scenario and a seed replay bit for bit. It is not a packet-level model of
 //! any particular switch ASIC, and it does no I/O (the `roce` CLI writes reports).
 //!
-//! - [`fabric::Fabric`]: build (`add_host`, `add_switch`, `connect`), run (`run_until`), read
-//!   counters; [`topology::Topology`] builds common shapes.
+//! - [`net::fabric::Fabric`]: build (`add_host`, `add_switch`, `connect`), run (`run_until`),
+//!   read counters; [`net::topology::Topology`] builds common shapes.
 //! - A host's NIC serializes at its link rate and asks its engine for a frame only when free;
 //!   PFC pauses stop it per priority. Switches are output-queued with eight priorities over a
-//!   shared buffer ([`switch`], the sans-IO element the real-time [`rt_switch`] runs too);
-//!   `roce_proto::wire::pfc` has the 802.1Qbb frame.
-//! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
-//!   [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the default) or the
-//!   stand-in [`engines::StandInEngine`] (`engine = "test"`);
-//!   [`summary::Summary`] and the [`series`] are what a run leaves.
+//!   shared buffer ([`switching::switch`], the sans-IO element the real-time
+//!   [`switching::rt_switch`] runs too); `roce_proto::wire::pfc` has the 802.1Qbb frame.
+//! - [`experiment::scenario::Scenario`] (TOML) and [`experiment::builtin`] describe experiments
+//!   over the engines of [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the
+//!   default) or the stand-in [`engines::StandInEngine`] (`engine = "test"`);
+//!   [`experiment::summary::Summary`] and the [`record::series`] are what a run leaves.
+//!
+//! The modules, each using only those above it in this list:
+//! - [`limits`]: the ceilings on what a scenario and its input files may count; bounded reads.
+//! - [`switching`]: the sans-IO switch element (queues, thresholds, scheduler, counters), the
+//!   transmitter a switch port and a NIC share, and the real-time switch.
+//! - [`record`]: what a run records while it goes (flow meter, port capture, telemetry, series).
+//! - [`net`]: the discrete-event network (events, links, packet pool, fabric, parallel engine,
+//!   ECMP, rerouting) and the topologies it is built in.
+//! - [`hpcc`]: the file formats of the HPCC simulator.
+//! - [`flows`]: workloads, Poisson traffic, collectives and flow-completion times.
+//! - [`engines`]: what runs on a host (the RC endpoint or the stand-in engine).
+//! - [`experiment`]: scenario files and their runner, failures, summaries, the built-in
+//!   experiments, `compare` grids and HPCC runs.
 //!
 //! ```
 //! use roce_fabric::engines::StandInEngine;
-//! use roce_fabric::topology::Topology;
-//! use roce_fabric::workload::FlowConfig;
+//! use roce_fabric::flows::workload::FlowConfig;
+//! use roce_fabric::net::topology::Topology;
 //! use roce_fabric::{HostId, LinkConfig};
 //! use roce_proto::time::Instant;
 //!
@@ -41,51 +54,19 @@
 //! assert_eq!(rx.rx_packets, 220);
 //! ```
 
-pub mod bounds;
-pub mod builtin;
-pub mod capture;
-pub mod collective;
-pub mod compare;
-mod dispatch;
-pub mod ecmp;
 pub mod engines;
-pub mod event;
-pub mod fabric;
-pub mod failures;
-pub mod fat_tree;
-pub mod fct;
-pub mod frame;
+pub mod experiment;
+pub mod flows;
 pub mod hpcc;
-pub mod hpcc_run;
-pub mod input;
-mod observe;
-pub mod outage;
-mod pool;
-mod port;
-pub mod reroute;
-pub mod rt_switch;
-pub mod scenario;
-mod scenario_size;
-pub mod sched;
-pub mod series;
-mod slots;
-pub mod stats;
-pub mod summary;
-pub mod switch;
-pub mod switch_spec;
-pub mod tap;
-pub mod telemetry;
-pub mod thresholds;
-pub mod topology;
-pub mod traffic;
-mod wires;
-pub mod wiring;
-pub mod workload;
+pub mod limits;
+pub mod net;
+pub mod record;
+pub mod switching;
 
-pub use dispatch::PROGRESS_EVERY;
-pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig, PfcEvent};
-pub use port::wire_bytes;
-pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
+pub use net::dispatch::PROGRESS_EVERY;
+pub use net::fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig, PfcEvent};
+pub use switching::port::wire_bytes;
+pub use switching::switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
 
 /// Index of a frame in the fabric's packet pool.
 pub(crate) type PktId = u32;

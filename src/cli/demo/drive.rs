@@ -10,7 +10,7 @@ use roce::pcap::CaptureWriter;
 use roce::report::demo::{HostPause, Series};
 use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::{DpdkPort, Mbuf};
-use roce_fabric::rt_switch::RtSwitch;
+use roce_fabric::switching::rt_switch::RtSwitch;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time::{Duration, Instant};
 

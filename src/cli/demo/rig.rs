@@ -12,7 +12,7 @@ use roce::metrics::{MetricsHub, Publisher};
 use roce_dpdk::clock::MonotonicClock;
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
 use roce_dpdk::{ring_pair, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig};
-use roce_fabric::rt_switch::{RtSwitch, RtSwitchConfig};
+use roce_fabric::switching::rt_switch::{RtSwitch, RtSwitchConfig};
 use roce_proto::cc::Rate;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::time::Duration;

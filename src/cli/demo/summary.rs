@@ -5,7 +5,7 @@ use roce::metrics::{Exposition, PortMetrics, SwitchMetrics};
 use roce::report::demo::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
 use roce_dpdk::lcore::shard::EndpointSnapshot;
 use roce_dpdk::DpdkPort;
-use roce_fabric::rt_switch::RtSwitch;
+use roce_fabric::switching::rt_switch::RtSwitch;
 use roce_proto::endpoint::Endpoint;
 use roce_proto::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! `--pcap FILE --pcap-port NODE:PORT`: capture what crosses one simulated port into a pcapng
 //! file with nanosecond timestamps (virtual time from the start of the run) and each frame's
-//! direction as its comment. The fabric keeps the frames ([`roce_fabric::capture`]); writing
+//! direction as its comment. The fabric keeps the frames ([`roce_fabric::record::capture`]); writing
 //! the file is done here.
 
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use clap::Args;
 
 use roce::pcap::CaptureWriter;
 use roce_fabric::engines::ScenarioEngine;
-use roce_fabric::scenario::Built;
+use roce_fabric::experiment::scenario::Built;
 use roce_fabric::Fabric;
 
 /// Capture and engine flags of `roce sim run`, `roce sim hpcc` and the built-ins (not of

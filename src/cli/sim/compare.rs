@@ -1,5 +1,5 @@
 //! `roce sim compare SCENARIO --cc a,b,c [--seeds N] [--set P=V ...] [--param P=V1,V2 ...]`:
-//! the grid of runs (`roce_fabric::compare`), one run per thread, progress on stderr, one
+//! the grid of runs (`roce_fabric::experiment::compare`), one run per thread, progress on stderr, one
 //! table. `--shard I/N` and `--merge DIR...` split a grid over machines ([`super::shard`]).
 //!
 //! Every run is deterministic on its own and results are put back in grid order, so the table is
@@ -15,9 +15,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::shard::{self, GridSpec, Shard, ShardRun};
 use roce::report::compare::{write_compare, Trace};
 use roce::report::sim::write_all;
-use roce_fabric::compare::{rows, run_grid, table, Grid, Override, Run, Sweep, Variant};
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::compare::{
+    rows, run_grid, table, Grid, Override, Run, Sweep, Variant,
+};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
 
 use crate::cli::output::{write_json, Json};
 
@@ -79,9 +81,9 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<()> {
         .clone()
         .context("a scenario file is required")?;
     let spec = GridSpec {
-        scenario_toml: roce_fabric::input::read_text(
+        scenario_toml: roce_fabric::limits::input::read_text(
             &path,
-            roce_fabric::bounds::MAX_SCENARIO_BYTES,
+            roce_fabric::limits::bounds::MAX_SCENARIO_BYTES,
         )?,
         ccs: args.cc.clone(),
         seeds: args.seeds,

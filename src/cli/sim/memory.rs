@@ -1,7 +1,7 @@
 //! How much memory a simulation may take here: the machine's (`MemTotal` in /proc/meminfo),
 //! or less when the process runs under an address-space limit (`ulimit -v`, `prlimit --as`).
 //! The simulator library knows no machine; the CLI hands it this figure (see
-//! `roce_fabric::bounds::Limits`).
+//! `roce_fabric::limits::bounds::Limits`).
 
 /// The memory a run may take, bytes (`None` where neither figure can be read).
 pub fn available() -> Option<u64> {

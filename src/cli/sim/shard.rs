@@ -11,7 +11,7 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use roce::report::compare::Trace;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::summary::Summary;
 
 /// Bytes of a shard file (summaries of every run of the shard, with their traces).
 const MAX_SHARD_BYTES: u64 = 1 << 30;
@@ -135,7 +135,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(GridSpec, Vec<ShardRun>)> {
         } else {
             dir.clone()
         };
-        let text = roce_fabric::input::read_text(&path, MAX_SHARD_BYTES)?;
+        let text = roce_fabric::limits::input::read_text(&path, MAX_SHARD_BYTES)?;
         let file: ShardFile = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a compare shard", path.display()))?;
         ensure!(

@@ -11,10 +11,10 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::collective::MemberGate;
-use crate::frame::ip_key;
-use crate::series::CcSample;
-use crate::telemetry::HostCounters;
+use crate::flows::collective::MemberGate;
+use crate::record::series::CcSample;
+use crate::record::telemetry::HostCounters;
+use crate::switching::frame::ip_key;
 use roce_proto::cc::CcMetrics;
 use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;

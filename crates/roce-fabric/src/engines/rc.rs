@@ -25,9 +25,9 @@ use roce_proto::verbs::{
 use roce_proto::wire::Ecn;
 
 use super::{mac_of, FlowTransport, ReceivedBytes, Recovery};
-use crate::collective::MemberGate;
-use crate::series::CcSample;
-use crate::workload::FlowConfig;
+use crate::flows::collective::MemberGate;
+use crate::flows::workload::FlowConfig;
+use crate::record::series::CcSample;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;

@@ -20,11 +20,11 @@ use roce_proto::wire::{
 };
 
 use super::{mac_of, ReceivedBytes};
-use crate::collective::MemberGate;
-use crate::frame::MixMap;
-use crate::port::wire_bytes;
-use crate::series::CcSample;
-use crate::workload::FlowConfig;
+use crate::flows::collective::MemberGate;
+use crate::flows::workload::FlowConfig;
+use crate::record::series::CcSample;
+use crate::switching::frame::MixMap;
+use crate::switching::port::wire_bytes;
 
 /// One flow being sent.
 #[derive(Debug)]

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use super::tokens::Tokens;
 use super::{parse_rate, HpccError};
-use crate::bounds::{excerpt, MAX_CONFIG_BYTES, MAX_CONFIG_LINE_BYTES};
+use crate::limits::bounds::{excerpt, MAX_CONFIG_BYTES, MAX_CONFIG_LINE_BYTES};
 
 /// The longest `SIMULATOR_STOP_TIME`, s: a scenario's longest run,
-/// [`crate::bounds::MAX_DURATION_US`] (the run samples its time series every millisecond, at
-/// most [`crate::bounds::MAX_SAMPLES`] times).
-pub const MAX_STOP_TIME_S: f64 = crate::bounds::MAX_DURATION_US / 1e6;
+/// [`crate::limits::bounds::MAX_DURATION_US`] (the run samples its time series every millisecond, at
+/// most [`crate::limits::bounds::MAX_SAMPLES`] times).
+pub const MAX_STOP_TIME_S: f64 = crate::limits::bounds::MAX_DURATION_US / 1e6;
 
 /// The largest `BUFFER_SIZE`, MB (64 GiB of switch buffer; switches have tens of MB).
 pub const MAX_BUFFER_MB: u64 = 65_536;

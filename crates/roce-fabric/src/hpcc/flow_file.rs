@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::tokens::Tokens;
 use super::HpccError;
-use crate::bounds::{Limits, MAX_LINE_BYTES};
+use crate::limits::bounds::{Limits, MAX_LINE_BYTES};
 
 /// One flow line.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,7 +5,7 @@
 //! `scratch/third.cc` does.
 //!
 //! Readers take the text and the file's name (for errors) and do no I/O themselves except
-//! the `load` helpers; they do not run anything ([`crate::hpcc_run`] runs an experiment; it sits
+//! the `load` helpers; they do not run anything ([`crate::experiment::hpcc_run`] runs an experiment; it sits
 //! above the scenario, these readers below it).
 
 pub mod config;
@@ -19,8 +19,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use crate::bounds::LimitError;
-use crate::input::{self, InputError, Lines};
+use crate::limits::bounds::LimitError;
+use crate::limits::input::{self, InputError, Lines};
 
 /// An error reading one of the HPCC simulator's files: always names the file and the line.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::tokens::Tokens;
 use super::topology_file::TopologyFile;
 use super::HpccError;
-use crate::fabric::PfcEvent;
+use crate::net::fabric::PfcEvent;
 use crate::Node;
 
 /// One line of the file.

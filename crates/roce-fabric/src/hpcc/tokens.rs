@@ -1,13 +1,13 @@
 //! Whitespace-separated tokens with their line numbers: the HPCC simulator reads its files
 //! with `std::istream >>`, so values may wrap lines; errors still name the line. Lines are
 //! read as the tokens are taken (a flow file's trailing description is never read), each
-//! within its file's bounds ([`crate::input::Lines`]).
+//! within its file's bounds ([`crate::limits::input::Lines`]).
 
 use std::io::BufRead;
 
 use super::HpccError;
-use crate::bounds::excerpt;
-use crate::input::Lines;
+use crate::limits::bounds::excerpt;
+use crate::limits::input::Lines;
 
 /// A cursor over the tokens of one file.
 pub(crate) struct Tokens<'a> {

@@ -8,12 +8,12 @@ use std::collections::VecDeque;
 
 use super::tokens::Tokens;
 use super::{parse_rate, parse_time_ns, HpccError};
-use crate::bounds::{
+use crate::limits::bounds::{
     at_most, excerpt, MAX_CABLES, MAX_HOSTS, MAX_PORTS, MAX_SWITCHES, MAX_TOPOLOGY_LINE_BYTES,
 };
-use crate::fabric::LinkConfig;
-use crate::switch::SwitchConfig;
-use crate::topology::{End, Topology};
+use crate::net::fabric::LinkConfig;
+use crate::net::topology::{End, Topology};
+use crate::switching::switch::SwitchConfig;
 
 /// One link line.
 #[derive(Clone, Debug, PartialEq)]
@@ -194,7 +194,7 @@ impl TopologyFile {
 
 impl TopologyFile {
     /// Loads and parses the file at `path`, its lines and counts within the bounds of
-    /// [`crate::bounds`].
+    /// [`crate::limits::bounds`].
     pub fn load(path: &std::path::Path) -> Result<TopologyFile, HpccError> {
         Self::read(Tokens::new(super::lines(path, MAX_TOPOLOGY_LINE_BYTES)?))
     }

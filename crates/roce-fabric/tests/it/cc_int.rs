@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use cc_pair::Pair;
 
 use roce_fabric::engines::mac_of;
-use roce_fabric::topology::Topology;
+use roce_fabric::net::topology::Topology;
 use roce_fabric::{HostId, LinkConfig, SwitchConfig};
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
 use roce_proto::connect::{connect_rc, RcOptions, RcSide};

@@ -23,8 +23,8 @@
 //! optimised (`cargo test --profile bench -p roce-fabric --test it cc_validation -- --ignored`:
 //! about 10 s on 2 cores); the one cell that does not settle there is listed with it.
 
-use roce_fabric::scenario::{Built, Scenario};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::{Built, Scenario};
+use roce_fabric::experiment::summary::Summary;
 use roce_proto::cc::{CcConfig, Rate};
 
 const SENDERS: [usize; 3] = [2, 8, 16];

@@ -1,5 +1,5 @@
 //! A typo in a simulator input must not eat the machine: counts above the ceilings of
-//! `roce_fabric::bounds` (nodes, flows, hosts, durations, collectives, flaps), files that
+//! `roce_fabric::limits::bounds` (nodes, flows, hosts, durations, collectives, flaps), files that
 //! never end (`/dev/zero`, `/dev/urandom`) and binary files each end in one error naming the
 //! file and line, before anything is allocated for them; errors quote a short excerpt of what
 //! they refuse; and once its flows are done, a run's memory and time no longer grow with its
@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use roce_fabric::bounds::{Limits, MAX_FLOWS};
+use roce_fabric::experiment::hpcc_run::HpccRun;
+use roce_fabric::experiment::scenario::Scenario;
 use roce_fabric::hpcc::config::HpccConfig;
 use roce_fabric::hpcc::flow_file;
 use roce_fabric::hpcc::topology_file::TopologyFile;
-use roce_fabric::hpcc_run::HpccRun;
-use roce_fabric::scenario::Scenario;
+use roce_fabric::limits::bounds::{Limits, MAX_FLOWS};
 use roce_testkit::fixtures;
 
 /// Eight hosts under two switches joined by a third (the root fixture's topology).

@@ -3,11 +3,11 @@
 //! (and PFC) down compared with no congestion control; two DCQCN flows into one marking link
 //! converge to a fair share with a bounded queue, where without CC the queue fills until PFC.
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::summary::Summary;
 use roce_fabric::HostId;
 
-fn incast(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
+fn incast(cc: &str) -> (Summary, roce_fabric::experiment::scenario::Built) {
     let s = Builtin {
         senders: Some(4),
         duration_us: Some(1_000.0),
@@ -20,7 +20,10 @@ fn incast(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
 }
 
 /// The controller metrics of host `h`'s first flow.
-fn metrics(built: &roce_fabric::scenario::Built, h: usize) -> roce_proto::cc::CcMetrics {
+fn metrics(
+    built: &roce_fabric::experiment::scenario::Built,
+    h: usize,
+) -> roce_proto::cc::CcMetrics {
     let engine = built.fabric.engine(HostId(h)).expect("host exists");
     engine.cc_metrics(0).expect("the flow runs a controller")
 }
@@ -67,7 +70,9 @@ fn unknown_congestion_control_is_one_clear_error() {
 /// Two flows from two senders into one receiver over one 40 Gbit/s switch port that marks with
 /// the SIGCOMM'15 RED settings (at enqueue); the second flow starts 1 ms after the first. The
 /// last 10 of 20 ms are measured.
-fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
+fn two_flows_into_one_marking_link(
+    cc: &str,
+) -> (Summary, roce_fabric::experiment::scenario::Built) {
     let text = format!(
         r#"
         name = "two-flows-{cc}"
@@ -85,7 +90,7 @@ fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce_fabric::scenario:
         ]
         "#
     );
-    let s = roce_fabric::scenario::Scenario::from_toml(&text).expect("scenario parses");
+    let s = roce_fabric::experiment::scenario::Scenario::from_toml(&text).expect("scenario parses");
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs")
 }
@@ -138,7 +143,8 @@ fn the_notification_point_follows_the_controller_unless_the_scenario_says_otherw
             workloads = [{{ kind = "incast", senders = [0, 1, 2, 3], receiver = 4 }}]
             "#
         );
-        let s = roce_fabric::scenario::Scenario::from_toml(&text).expect("scenario parses");
+        let s =
+            roce_fabric::experiment::scenario::Scenario::from_toml(&text).expect("scenario parses");
         s.run(|_| {}).expect("runs").0.cnp_sent
     };
     let default = cnps("");
@@ -194,7 +200,7 @@ fn the_recorder_keeps_only_flows_that_move() {
             { kind = "flow", src = 1, dst = 2, bytes = 200000, start_us = 200 },
         ]
     "#;
-    let s = roce_fabric::scenario::Scenario::from_toml(text).expect("parses");
+    let s = roce_fabric::experiment::scenario::Scenario::from_toml(text).expect("parses");
     let (sum, built) = s.run(|_| {}).expect("runs");
     assert_eq!(sum.failed_flows, 0);
     let done: Vec<f64> = sum

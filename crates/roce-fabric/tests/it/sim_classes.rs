@@ -4,9 +4,9 @@
 //! goes to the others; a per-class buffer limit drops the class that exceeds it; CNPs in the
 //! strict class never wait behind data at a congested port.
 
-use roce_fabric::scenario::Scenario;
-use roce_fabric::stats::PortCounters;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::switching::stats::PortCounters;
 
 const MIXED: &str = include_str!("../../../../scenarios/mixed.toml");
 

@@ -3,8 +3,8 @@
 //! with and without congestion control (scenarios/allreduce-incast.toml); a run that completes
 //! no iteration says so.
 
-use roce_fabric::scenario::{Built, Scenario};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::{Built, Scenario};
+use roce_fabric::experiment::summary::Summary;
 
 const INCAST: &str = include_str!("../../../../scenarios/allreduce-incast.toml");
 

@@ -28,8 +28,8 @@
 //!   model) never starts because the byte counter never reaches F at these rates.
 //! - Alpha starts at 1 and relaxes with time constant τ'/g = 14 ms: the first 30 ms are warm-up.
 
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
 
 const FRAME: f64 = 1082.0;
 const WIRE: f64 = 1106.0;

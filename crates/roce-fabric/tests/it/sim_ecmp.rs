@@ -3,9 +3,9 @@
 //! nothing; a salt per switch spreads the flows over them and the goodput rises. The summary's
 //! per-member load shows both.
 
-use roce_fabric::ecmp::EcmpLoad;
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::net::ecmp::EcmpLoad;
 
 const POLARISED: &str = include_str!("../../../../scenarios/ecmp-polarisation.toml");
 

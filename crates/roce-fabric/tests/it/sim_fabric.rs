@@ -2,9 +2,9 @@
 //! PFC versus drops in an incast, congestion spreading, CE marking with valid ICRCs, link
 //! failure, ring AllReduce and a lossy class beside the lossless one.
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
 use roce_fabric::{wire_bytes, HostId, Node, SwitchId};
 
 fn run(s: &Scenario) -> Summary {
@@ -240,8 +240,8 @@ fn lossy_background_class_drops_while_the_lossless_class_is_paused_instead() {
 #[test]
 fn switches_with_int_stamp_one_hop_each_and_the_sink_sees_the_stack() {
     use roce_fabric::engines::StandInEngine;
-    use roce_fabric::topology::Topology;
-    use roce_fabric::workload::FlowConfig;
+    use roce_fabric::flows::workload::FlowConfig;
+    use roce_fabric::net::topology::Topology;
     use roce_fabric::{LinkConfig, SwitchConfig};
     use roce_proto::time::Instant;
 

@@ -4,10 +4,10 @@
 //! target (eta = 95%: the fabric gets ~77% wire utilisation here) nor its fairness: those are
 //! controller work still open in issue 14.
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::engines::EngineKind;
-use roce_fabric::scenario::Built;
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::scenario::Built;
+use roce_fabric::experiment::summary::Summary;
 use roce_fabric::HostId;
 
 fn incast(cc: &str) -> (Summary, Built) {

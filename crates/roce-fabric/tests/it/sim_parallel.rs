@@ -7,12 +7,12 @@
 
 use std::path::Path;
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::fabric::parallel::ParallelError;
-use roce_fabric::fabric::{Fabric, LinkConfig};
-use roce_fabric::hpcc_run::HpccRun;
-use roce_fabric::scenario::Scenario;
-use roce_fabric::switch::SwitchConfig;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::hpcc_run::HpccRun;
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::net::fabric::parallel::ParallelError;
+use roce_fabric::net::fabric::{Fabric, LinkConfig};
+use roce_fabric::switching::switch::SwitchConfig;
 use roce_fabric::Node;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;

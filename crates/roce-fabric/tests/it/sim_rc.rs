@@ -3,12 +3,17 @@
 //! PFC on nothing is dropped and nothing is retransmitted. SEND flows land in posted receives,
 //! and a zero CNP interval turns the endpoints' notification points off.
 
-use roce_fabric::scenario::Scenario;
+use roce_fabric::experiment::scenario::Scenario;
 use roce_fabric::HostId;
 
 // The endpoint marks its data and ACKs DSCP 26 (NVIDIA's default), so the RDMA class here is
 // priority 3.
-fn incast(pfc: bool) -> (roce_fabric::summary::Summary, roce_fabric::scenario::Built) {
+fn incast(
+    pfc: bool,
+) -> (
+    roce_fabric::experiment::summary::Summary,
+    roce_fabric::experiment::scenario::Built,
+) {
     let text = format!(
         r#"
         name = "rc-incast"
@@ -26,7 +31,7 @@ fn incast(pfc: bool) -> (roce_fabric::summary::Summary, roce_fabric::scenario::B
     s.run(|_| {}).unwrap()
 }
 
-fn retransmitted(built: &roce_fabric::scenario::Built, host: usize) -> u64 {
+fn retransmitted(built: &roce_fabric::experiment::scenario::Built, host: usize) -> u64 {
     let rc = built.fabric.engine(HostId(host)).unwrap().as_rc().unwrap();
     rc.endpoint().counters().qp.retransmitted_packets
 }
@@ -62,7 +67,10 @@ fn rc_write_flows_under_pfc_lose_nothing_and_never_retransmit() {
 fn star(
     extra: &str,
     workloads: &str,
-) -> (roce_fabric::summary::Summary, roce_fabric::scenario::Built) {
+) -> (
+    roce_fabric::experiment::summary::Summary,
+    roce_fabric::experiment::scenario::Built,
+) {
     let text = format!(
         r#"
         name = "rc-star"

@@ -8,8 +8,8 @@
 //! fat-tree-fb-hadoop in the root's tests/it/sim_hpcc_files.rs, the PFC victim in sim_fabric.rs,
 //! allreduce-incast in sim_collectives.rs.
 
-use roce_fabric::scenario::{Built, Scenario};
-use roce_fabric::summary::Summary;
+use roce_fabric::experiment::scenario::{Built, Scenario};
+use roce_fabric::experiment::summary::Summary;
 
 const MICROBURST: &str = include_str!("../../../../scenarios/microburst.toml");
 const FAIRNESS: &str = include_str!("../../../../scenarios/fairness.toml");

@@ -2,8 +2,8 @@
 //! behaviour shows up as a reviewed diff of these summaries. Also checks that every scenario
 //! file in scenarios/ parses and builds.
 
-use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::scenario::Scenario;
+use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
+use roce_fabric::experiment::scenario::Scenario;
 use roce_testkit::fixtures;
 
 fn table(kind: BuiltinKind, senders: usize, duration_us: f64) -> String {

@@ -2,9 +2,11 @@
 //! keeps an incast lossless and pauses sooner when the buffer is small; per-rate ECN maps mark
 //! on the ports of the listed rate only; and the switch element's thresholds themselves.
 
-use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
-use roce_fabric::switch::{DynamicPfc, EcnConfig, PfcConfig, RateEcn, Switch, SwitchConfig};
+use roce_fabric::experiment::scenario::Scenario;
+use roce_fabric::experiment::summary::Summary;
+use roce_fabric::switching::switch::{
+    DynamicPfc, EcnConfig, PfcConfig, RateEcn, Switch, SwitchConfig,
+};
 
 fn run(buffer: &str, extra_switch: &str) -> Summary {
     let text = format!(

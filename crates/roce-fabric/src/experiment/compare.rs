@@ -1,0 +1,600 @@
+//! Comparing variants: a scenario, overrides of its settings, and the grid of runs `roce sim
+//! compare` makes of them (congestion controls × parameter values × seeds), then one row per
+//! variant with the mean and spread of its runs' metrics.
+//!
+//! Runs are [`Scenario`]s, each deterministic on its own; [`run_grid`] runs them one per thread
+//! and hands results back in grid order, so a grid's table is the same however it was run.
+//!
+//! Overrides name a setting by its path in the scenario file (`switch.ecn.kmin_bytes=50000`,
+//! `duration_us=5ms` is not understood: values are TOML values, `duration_us=5000`), or a
+//! congestion-control parameter as `cc.NAME=VALUE` (`cc.rpg_ai_rate=40`, as `roce cc show` lists
+//! them), which becomes an entry of the scenario's `cc_params`.
+//!
+//! The table: goodput, bottleneck utilisation, Jain, queue mean and p99, PFC frames, ECN marks,
+//! CNPs, retransmissions, failed flows, and the FCT slowdown percentiles when the flows are
+//! finite.
+
+use serde::Serialize;
+
+use crate::experiment::scenario::{Scenario, ScenarioError};
+use crate::experiment::summary::Summary;
+use crate::flows::fct::SlowdownBin;
+use crate::limits::bounds::{at_most, clip_quoted, LimitError};
+
+/// Why a grid could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// An override is not `PATH=VALUE` (or `PATH=V1,V2` for a parameter).
+    #[error("{0:?} is not PATH=VALUE (e.g. switch.ecn.kmin_bytes=50000 or cc.rpg_ai_rate=40)")]
+    Syntax(String),
+    /// The path crosses a setting that is not a table.
+    #[error("{path}: {what} is not a table of settings")]
+    NotATable {
+        /// The override's path.
+        path: String,
+        /// The part that is a value, not a table.
+        what: String,
+    },
+    /// The scenario does not take the overridden value.
+    #[error("with {overrides}: {error}")]
+    Scenario {
+        /// The overrides of the run, as given.
+        overrides: String,
+        /// What the scenario said (part of this error's one line, not a cause of its own).
+        error: ScenarioError,
+    },
+    /// The grid is empty.
+    #[error("nothing to compare: give --cc with at least one controller and --seeds >= 1")]
+    Empty,
+    /// The grid has more runs than [`MAX_RUNS`].
+    #[error("{0}")]
+    TooLarge(LimitError),
+}
+
+/// Runs a grid may have (each holds its scenario until the table is made).
+pub const MAX_RUNS: u64 = 100_000;
+
+/// One setting changed: a path into the scenario and its new value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Override {
+    path: Vec<String>,
+    value: toml::Value,
+}
+
+impl Override {
+    /// Reads `PATH=VALUE`.
+    pub fn parse(text: &str) -> Result<Override, CompareError> {
+        let (path, values) = split(text)?;
+        Ok(Override {
+            path,
+            value: value(values),
+        })
+    }
+
+    /// `PATH=VALUE` as given.
+    pub fn label(&self) -> String {
+        format!("{}={}", self.path.join("."), show(&self.value))
+    }
+
+    /// Sets the value in `doc` (a scenario as a TOML table), creating missing tables.
+    pub fn apply(&self, doc: &mut toml::Table) -> Result<(), CompareError> {
+        if let [cc, name] = self.path.as_slice() {
+            if cc == "cc" {
+                let params = doc
+                    .entry("cc_params")
+                    .or_insert_with(|| toml::Value::Array(Vec::new()));
+                let entry = toml::Value::String(format!("{name}={}", show(&self.value)));
+                return match params {
+                    toml::Value::Array(list) => {
+                        list.push(entry);
+                        Ok(())
+                    }
+                    _ => Err(self.not_a_table("cc_params")),
+                };
+            }
+        }
+        let Some((last, parents)) = self.path.split_last() else {
+            return Err(CompareError::Syntax(self.label()));
+        };
+        let mut table = doc;
+        for part in parents {
+            let next = table
+                .entry(part.as_str())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = match next {
+                toml::Value::Table(t) => t,
+                _ => return Err(self.not_a_table(part)),
+            };
+        }
+        table.insert(last.clone(), self.value.clone());
+        Ok(())
+    }
+
+    fn not_a_table(&self, what: &str) -> CompareError {
+        CompareError::NotATable {
+            path: self.path.join("."),
+            what: what.to_owned(),
+        }
+    }
+}
+
+/// A setting swept over values: `PATH=V1,V2,...`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    path: Vec<String>,
+    values: Vec<toml::Value>,
+}
+
+impl Sweep {
+    /// Reads `PATH=V1,V2,...`.
+    pub fn parse(text: &str) -> Result<Sweep, CompareError> {
+        let (path, values) = split(text)?;
+        let values: Vec<toml::Value> = values.split(',').map(|v| value(v.trim())).collect();
+        Ok(Sweep { path, values })
+    }
+
+    fn at(&self, i: usize) -> Override {
+        Override {
+            path: self.path.clone(),
+            value: self.values[i].clone(),
+        }
+    }
+}
+
+fn split(text: &str) -> Result<(Vec<String>, &str), CompareError> {
+    let syntax = || CompareError::Syntax(text.to_owned());
+    let (path, value) = text.split_once('=').ok_or_else(syntax)?;
+    let path: Vec<String> = path.trim().split('.').map(str::to_owned).collect();
+    if value.trim().is_empty() || path.iter().any(|p| p.is_empty()) {
+        return Err(syntax());
+    }
+    Ok((path, value.trim()))
+}
+
+/// A TOML value (`40`, `0.5`, `true`, `"x"`, `[1, 2]`), or the text as a string (`dcqcn-mlx`).
+fn value(text: &str) -> toml::Value {
+    format!("v = {text}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(text.to_owned()))
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The scenario `base` with `overrides` applied in order (later ones win).
+pub fn with_overrides(base: &Scenario, overrides: &[Override]) -> Result<Scenario, CompareError> {
+    let wrap = |error| CompareError::Scenario {
+        overrides: overrides
+            .iter()
+            .map(Override::label)
+            .collect::<Vec<_>>()
+            .join(" "),
+        error,
+    };
+    let mut doc =
+        toml::Table::try_from(base).map_err(|e| wrap(ScenarioError::Parse(e.to_string())))?;
+    for o in overrides {
+        o.apply(&mut doc)?;
+    }
+    let mut s: Scenario = toml::Value::Table(doc)
+        .try_into()
+        .map_err(|e: toml::de::Error| wrap(ScenarioError::Parse(clip_quoted(e.message()))))?;
+    // Not in the file: the controllers the base scenario may name.
+    s.controllers = base.controllers.clone();
+    s.validate().map_err(wrap)?;
+    Ok(s)
+}
+
+/// What to compare.
+#[derive(Clone, Debug, Default)]
+pub struct Grid {
+    /// Congestion controls, by name; empty keeps the scenario's.
+    pub ccs: Vec<String>,
+    /// Runs per variant, seeded `seed`, `seed + 1`, ... from the scenario's seed.
+    pub seeds: u64,
+    /// Settings changed in every run.
+    pub sets: Vec<Override>,
+    /// Settings swept: every combination of their values is a variant.
+    pub sweeps: Vec<Sweep>,
+}
+
+/// One run of a grid.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Index of its variant in [`Grid::expand`]'s variant list.
+    pub variant: usize,
+    /// Its seed.
+    pub seed: u64,
+    /// The scenario to run.
+    pub scenario: Scenario,
+}
+
+/// A variant: a congestion control and one value of every sweep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Variant {
+    /// Congestion control.
+    pub cc: String,
+    /// The swept settings' values, `PATH=VALUE`.
+    pub params: Vec<String>,
+}
+
+impl Variant {
+    /// `cc` and the swept values, as the table shows it.
+    pub fn label(&self) -> String {
+        std::iter::once(self.cc.clone())
+            .chain(self.params.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl Grid {
+    /// The variants and their runs, variant by variant, seeds in order.
+    pub fn expand(&self, base: &Scenario) -> Result<(Vec<Variant>, Vec<Run>), CompareError> {
+        let ccs = if self.ccs.is_empty() {
+            vec![base.cc.clone()]
+        } else {
+            self.ccs.clone()
+        };
+        if self.seeds == 0 || self.sweeps.iter().any(|s| s.values.is_empty()) {
+            return Err(CompareError::Empty);
+        }
+        let count = self
+            .sweeps
+            .iter()
+            .fold(ccs.len() as u64, |n, s| {
+                n.saturating_mul(s.values.len() as u64)
+            })
+            .saturating_mul(self.seeds);
+        at_most("runs (controls x values x seeds)", count, MAX_RUNS)
+            .map_err(CompareError::TooLarge)?;
+        // Every combination of sweep values, the last sweep varying fastest.
+        let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
+        for sweep in &self.sweeps {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    (0..sweep.values.len()).map(move |i| {
+                        let mut c = c.clone();
+                        c.push(i);
+                        c
+                    })
+                })
+                .collect();
+        }
+        let mut variants = Vec::new();
+        let mut runs = Vec::new();
+        for cc in &ccs {
+            for combo in &combos {
+                let swept: Vec<Override> = combo
+                    .iter()
+                    .zip(&self.sweeps)
+                    .map(|(&i, s)| s.at(i))
+                    .collect();
+                let variant = variants.len();
+                variants.push(Variant {
+                    cc: cc.clone(),
+                    params: swept.iter().map(Override::label).collect(),
+                });
+                let mut overrides = self.sets.clone();
+                overrides.extend(swept);
+                overrides.push(Override {
+                    path: vec!["cc".into()],
+                    value: toml::Value::String(cc.clone()),
+                });
+                for k in 0..self.seeds {
+                    let seed = base.seed.wrapping_add(k);
+                    let mut all = overrides.clone();
+                    all.push(Override {
+                        path: vec!["seed".into()],
+                        value: toml::Value::Integer(seed as i64),
+                    });
+                    runs.push(Run {
+                        variant,
+                        seed,
+                        scenario: with_overrides(base, &all)?,
+                    });
+                }
+            }
+        }
+        Ok((variants, runs))
+    }
+}
+
+/// Calls `each(i, run)` for every item (a [`Run`], or a caller's record that holds one),
+/// `threads` at a time (a rayon pool of its own), and returns the results in grid order.
+pub fn run_grid<R: Sync, T: Send>(
+    runs: &[R],
+    threads: usize,
+    each: impl Fn(usize, &R) -> T + Sync + Send,
+) -> Result<Vec<T>, rayon::ThreadPoolBuildError> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("roce-grid{i}"))
+        .build()?;
+    Ok(pool.install(|| {
+        runs.par_iter()
+            .enumerate()
+            .map(|(i, r)| each(i, r))
+            .collect()
+    }))
+}
+
+/// Mean and spread of one metric over a variant's runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Stat {
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (0 for one run).
+    pub sd: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Stat {
+    /// Of `xs` (not empty).
+    pub fn of(xs: &[f64]) -> Stat {
+        let n = xs.len().max(1) as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = if xs.len() > 1 {
+            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Stat {
+            mean,
+            sd: var.sqrt(),
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// A metric of a comparison: its name and how to read it from a run's summary.
+pub type Metric = (&'static str, fn(&Summary) -> f64);
+
+/// The metrics a comparison shows, in table order.
+pub const METRICS: &[Metric] = &[
+    ("goodput_gbps", |s| s.total_goodput_gbps),
+    ("utilisation", |s| s.bottleneck_utilisation),
+    ("jain", |s| s.jain_fairness),
+    ("queue_mean_kb", |s| s.queue_mean_bytes / 1e3),
+    ("queue_p99_kb", |s| s.queue_p99_bytes as f64 / 1e3),
+    ("pfc_frames", |s| s.pfc_pause_frames as f64),
+    ("ecn_marked", |s| s.ecn_marked as f64),
+    ("cnp_sent", |s| s.cnp_sent as f64),
+    ("retransmitted", |s| s.recovery.retransmitted as f64),
+    ("failed_flows", |s| s.failed_flows as f64),
+];
+
+/// Slowdown percentiles over a run's finished flows (FCT over the flow's FCT alone on an idle
+/// fabric), shown when every run of a grid has finite flows that finished.
+pub const FCT_METRICS: &[Metric] = &[
+    ("slowdown_p50", |s| fct_pctl(s, |b| b.p50)),
+    ("slowdown_p95", |s| fct_pctl(s, |b| b.p95)),
+    ("slowdown_p99", |s| fct_pctl(s, |b| b.p99)),
+];
+
+fn fct_pctl(s: &Summary, pick: fn(&SlowdownBin) -> f64) -> f64 {
+    s.fct
+        .as_ref()
+        .and_then(|f| f.overall())
+        .map_or(f64::NAN, |b| pick(&b))
+}
+
+/// The metrics of a grid whose runs left `summaries`: [`METRICS`], and [`FCT_METRICS`] when
+/// every run has flow completion times.
+pub fn metrics_of(summaries: &[Summary]) -> Vec<Metric> {
+    let mut m = METRICS.to_vec();
+    if !summaries.is_empty() && summaries.iter().all(|s| s.fct.is_some()) {
+        m.extend_from_slice(FCT_METRICS);
+    }
+    m
+}
+
+/// One variant's row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The variant.
+    pub variant: Variant,
+    /// Runs (seeds).
+    pub runs: usize,
+    /// Per metric of [`METRICS`], by name.
+    pub metrics: Vec<(String, Stat)>,
+}
+
+/// The rows of `variants` from the summaries of `runs` (the same order as [`Grid::expand`]).
+pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> Vec<Row> {
+    let metrics = metrics_of(summaries);
+    variants
+        .iter()
+        .enumerate()
+        .map(|(v, variant)| {
+            let mine: Vec<&Summary> = runs
+                .iter()
+                .zip(summaries)
+                .filter(|(r, _)| r.variant == v)
+                .map(|(_, s)| s)
+                .collect();
+            let metrics = metrics
+                .iter()
+                .map(|(name, get)| {
+                    let xs: Vec<f64> = mine.iter().map(|s| get(s)).collect();
+                    ((*name).to_owned(), Stat::of(&xs))
+                })
+                .collect();
+            Row {
+                variant: variant.clone(),
+                runs: mine.len(),
+                metrics,
+            }
+        })
+        .collect()
+}
+
+/// The rows as a text table: `mean ±sd` per metric (the spread over seeds).
+pub fn table(rows: &[Row]) -> String {
+    let mut header = vec!["variant".to_owned(), "runs".to_owned()];
+    if let Some(first) = rows.first() {
+        header.extend(first.metrics.iter().map(|(n, _)| n.clone()));
+    }
+    let mut lines: Vec<Vec<String>> = vec![header];
+    for r in rows {
+        let mut cells = vec![r.variant.label(), r.runs.to_string()];
+        cells.extend(r.metrics.iter().map(|(_, s)| {
+            if r.runs > 1 {
+                format!("{} ±{}", num(s.mean), num(s.sd))
+            } else {
+                num(s.mean)
+            }
+        }));
+        lines.push(cells);
+    }
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|c| lines.iter().map(|l| l[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for l in &lines {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn num(x: f64) -> String {
+    if x == x.trunc() && x.abs() < 1e12 {
+        format!("{x:.0}")
+    } else if x.abs() >= 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Scenario {
+        Scenario::from_toml(
+            r#"
+name = "t"
+seed = 5
+duration_us = 100
+topology = { kind = "star", hosts = 3, link = { gbps = 100, delay_ns = 1000 } }
+[switch]
+buffer_bytes = 12582912
+queue_limit_bytes = 1048576
+lossless = [3]
+pfc = true
+pfc_thresholds = { xoff_bytes = 200000, xon_bytes = 180000, headroom_bytes = 150000, quanta = 65535 }
+ecn = { kmin_bytes = 100000, kmax_bytes = 400000, pmax = 0.2 }
+[[workloads]]
+kind = "incast"
+senders = [0, 1]
+receiver = 2
+"#,
+        )
+        .expect("scenario")
+    }
+
+    #[test]
+    fn overrides_reach_nested_settings_and_cc_parameters() {
+        let s = with_overrides(
+            &base(),
+            &[
+                Override::parse("switch.ecn.kmin_bytes=50000").unwrap(),
+                Override::parse("cc=dcqcn-mlx").unwrap(),
+                Override::parse("cc.rpg_ai_rate=40").unwrap(),
+                Override::parse("duration_us = 250.5").unwrap(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.switch.ecn.as_ref().map(|e| e.kmin_bytes), Some(50_000));
+        assert_eq!(s.cc, "dcqcn-mlx");
+        assert_eq!(s.cc_params, vec!["rpg_ai_rate=40".to_owned()]);
+        assert_eq!(s.duration_us, 250.5);
+    }
+
+    #[test]
+    fn bad_overrides_say_which_and_why() {
+        assert!(matches!(
+            Override::parse("kmin"),
+            Err(CompareError::Syntax(_))
+        ));
+        assert!(matches!(
+            Override::parse("a..b=1"),
+            Err(CompareError::Syntax(_))
+        ));
+        let err = with_overrides(&base(), &[Override::parse("name.x=1").unwrap()]).unwrap_err();
+        assert_eq!(err.to_string(), "name.x: name is not a table of settings");
+        let err = with_overrides(&base(), &[Override::parse("duration_us=-1").unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("with duration_us=-1: "), "{err}");
+        assert!(err.contains("duration_us must be positive"), "{err}");
+    }
+
+    #[test]
+    fn the_grid_is_every_cc_times_every_sweep_value_times_seeds() {
+        let grid = Grid {
+            ccs: vec!["none".into(), "dctcp".into()],
+            seeds: 2,
+            sets: vec![Override::parse("duration_us=200").unwrap()],
+            sweeps: vec![Sweep::parse("switch.ecn.pmax=0.1,0.5").unwrap()],
+        };
+        let (variants, runs) = grid.expand(&base()).unwrap();
+        let labels: Vec<String> = variants.iter().map(Variant::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "none switch.ecn.pmax=0.1",
+                "none switch.ecn.pmax=0.5",
+                "dctcp switch.ecn.pmax=0.1",
+                "dctcp switch.ecn.pmax=0.5"
+            ]
+        );
+        assert_eq!(runs.len(), 8);
+        let r = &runs[7];
+        assert_eq!((r.variant, r.seed), (3, 6));
+        assert_eq!(r.scenario.cc, "dctcp");
+        assert_eq!(r.scenario.seed, 6);
+        assert_eq!(r.scenario.duration_us, 200.0);
+        assert_eq!(r.scenario.switch.ecn.as_ref().map(|e| e.pmax), Some(0.5));
+        assert_eq!(runs[0].seed, 5);
+        assert!(matches!(
+            Grid { seeds: 0, ..grid }.expand(&base()),
+            Err(CompareError::Empty)
+        ));
+    }
+
+    #[test]
+    fn stats_are_mean_and_sample_spread() {
+        let s = Stat::of(&[1.0, 2.0, 3.0, 6.0]);
+        assert_eq!(s.mean, 3.0);
+        assert!((s.sd - (14.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!((s.min, s.max), (1.0, 6.0));
+        assert_eq!(Stat::of(&[4.0]).sd, 0.0);
+    }
+}

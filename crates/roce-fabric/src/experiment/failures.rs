@@ -1,0 +1,228 @@
+//! A scenario's failures: cables going down and up (`link_events`), flapping cables, switch
+//! reboots and lossy cables, applied to a built fabric by the names the topology gives.
+
+use crate::limits::bounds::{at_most, excerpt, LimitError, MAX_FLAPS};
+use serde::{Deserialize, Serialize};
+
+use crate::engines::ScenarioEngine;
+use crate::net::fabric::{Cable, Fabric};
+use crate::net::topology::{End, Topology};
+use crate::SwitchId;
+use roce_proto::time::{Duration, Instant};
+
+/// A cable going down or up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkEvent {
+    /// One end (host or switch name).
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// When, µs.
+    pub at_us: f64,
+    /// Up (true) or down.
+    pub up: bool,
+}
+
+/// A failure a scenario injects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Failure {
+    /// The cable between `a` and `b` goes down for `down_us`, up for `up_us`, `count` times,
+    /// starting at `at_us`.
+    Flap {
+        /// One end (host or switch name).
+        a: String,
+        /// The other end.
+        b: String,
+        /// First down, µs.
+        at_us: f64,
+        /// Each down period, µs.
+        down_us: f64,
+        /// Each up period between downs, µs.
+        up_us: f64,
+        /// How many times it goes down.
+        count: u32,
+    },
+    /// `switch` reboots at `at_us`: its buffer is lost, all its cables are down for `down_us`.
+    Reboot {
+        /// Switch name.
+        switch: String,
+        /// When, µs.
+        at_us: f64,
+        /// How long its ports stay down, µs.
+        down_us: f64,
+    },
+    /// The cable between `a` and `b` loses (and corrupts) this fraction of frames, both ways,
+    /// for the whole run.
+    Loss {
+        /// One end.
+        a: String,
+        /// The other end.
+        b: String,
+        /// Probability a frame is lost.
+        loss: f64,
+        /// Probability a frame is corrupted (dropped by the receiver's FCS check).
+        #[serde(default)]
+        corrupt: f64,
+    },
+}
+
+impl Failure {
+    /// When it first hurts traffic, µs (`None` for a lossy cable, which hurts all along).
+    pub fn starts_us(&self) -> Option<f64> {
+        match self {
+            Failure::Flap { at_us, .. } | Failure::Reboot { at_us, .. } => Some(*at_us),
+            Failure::Loss { .. } => None,
+        }
+    }
+
+    /// Why it cannot be applied, if it cannot (timing and probabilities).
+    pub fn check(&self) -> Result<(), FailureError> {
+        let ok_time = |t: f64| t.is_finite() && t >= 0.0;
+        match self {
+            Failure::Flap {
+                at_us,
+                down_us,
+                up_us,
+                count,
+                ..
+            } if !(ok_time(*at_us) && ok_time(*down_us) && ok_time(*up_us)) || *count == 0 => {
+                Err(FailureError::Flap)
+            }
+            Failure::Flap { count, .. } => at_most("flaps", u64::from(*count), MAX_FLAPS)
+                .map(|_| ())
+                .map_err(FailureError::TooManyFlaps),
+            Failure::Reboot { at_us, down_us, .. } if !(ok_time(*at_us) && ok_time(*down_us)) => {
+                Err(FailureError::Reboot)
+            }
+            Failure::Loss { loss, corrupt, .. }
+                if !(0.0..=1.0).contains(loss) || !(0.0..=1.0).contains(corrupt) =>
+            {
+                Err(FailureError::Loss)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why a failure or link event cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FailureError {
+    /// A flap with a negative or non-finite time, or no flaps.
+    #[error("flap needs at_us, down_us, up_us >= 0 and count >= 1")]
+    Flap,
+    /// More flaps than this build supports.
+    #[error(transparent)]
+    TooManyFlaps(LimitError),
+    /// A reboot with a negative or non-finite time.
+    #[error("reboot needs at_us, down_us >= 0")]
+    Reboot,
+    /// A loss or corruption probability outside 0..=1.
+    #[error("loss and corrupt must lie in 0..=1")]
+    Loss,
+    /// No cable between the two nodes named (as errors quote them).
+    #[error("no cable between {a} and {b}")]
+    NoCable {
+        /// One end's name.
+        a: String,
+        /// The other end's name.
+        b: String,
+    },
+    /// No switch of that name (as errors quote it).
+    #[error("no switch {0}")]
+    NoSwitch(String),
+}
+
+fn at(us: f64) -> Instant {
+    Instant::from_nanos((us * 1000.0) as u64)
+}
+
+/// Finds the cable between the nodes named `a` and `b`.
+fn cable<'c>(
+    topo: &Topology,
+    cables: &'c [Cable],
+    a: &str,
+    b: &str,
+) -> Result<&'c Cable, FailureError> {
+    let name_of = |e: End| match e {
+        End::Host(h) => topo.hosts.get(h).map(|x| x.0.as_str()),
+        End::Switch(s) => topo.switches.get(s).map(|x| x.0.as_str()),
+    };
+    topo.cables
+        .iter()
+        .zip(cables)
+        .find(|((x, y, _), _)| {
+            let (nx, ny) = (name_of(*x), name_of(*y));
+            (nx == Some(a) && ny == Some(b)) || (nx == Some(b) && ny == Some(a))
+        })
+        .map(|(_, c)| c)
+        .ok_or_else(|| FailureError::NoCable {
+            a: excerpt(a),
+            b: excerpt(b),
+        })
+}
+
+/// Schedules `events` and `failures` on `fabric`, built from `topo` with `cables`.
+pub(super) fn apply(
+    fabric: &mut Fabric<ScenarioEngine>,
+    topo: &Topology,
+    cables: &[Cable],
+    events: &[LinkEvent],
+    failures: &[Failure],
+) -> Result<(), FailureError> {
+    let mut set = |c: &Cable, t: f64, up: bool| {
+        fabric.schedule_link(c.ab, at(t), up);
+        fabric.schedule_link(c.ba, at(t), up);
+    };
+    for ev in events {
+        set(cable(topo, cables, &ev.a, &ev.b)?, ev.at_us, ev.up);
+    }
+    for f in failures {
+        if let Failure::Flap {
+            a,
+            b,
+            at_us,
+            down_us,
+            up_us,
+            count,
+        } = f
+        {
+            let c = cable(topo, cables, a, b)?;
+            for i in 0..*count {
+                let down = at_us + f64::from(i) * (down_us + up_us);
+                set(c, down, false);
+                set(c, down + down_us, true);
+            }
+        }
+    }
+    for f in failures {
+        match f {
+            Failure::Flap { .. } => {}
+            Failure::Reboot {
+                switch,
+                at_us,
+                down_us,
+            } => {
+                let s = topo
+                    .switches
+                    .iter()
+                    .position(|(n, _)| n == switch)
+                    .ok_or_else(|| FailureError::NoSwitch(excerpt(switch)))?;
+                let down = Duration::from_nanos((down_us * 1000.0) as u64);
+                fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
+            }
+            Failure::Loss {
+                a,
+                b,
+                loss,
+                corrupt,
+            } => {
+                let c = *cable(topo, cables, a, b)?;
+                fabric.set_link_loss(c.ab, *loss, *corrupt);
+                fabric.set_link_loss(c.ba, *loss, *corrupt);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! Experiments: the [`scenario`] file and its runner, its [`failures`] and its size, the
+//! [`summary`] and [`outage`] report a run leaves, the [`builtin`] experiments, grids of variants
+//! ([`compare`]) and an HPCC simulator experiment run as a scenario ([`hpcc_run`]).
+
+pub mod builtin;
+pub mod compare;
+pub mod failures;
+pub mod hpcc_run;
+#[cfg(test)]
+mod observe_tests;
+pub mod outage;
+pub mod scenario;
+mod scenario_size;
+pub mod summary;

@@ -1,0 +1,458 @@
+//! The summary of a run: per-flow goodput and completion time, Jain's fairness, bottleneck queue
+//! statistics and the fabric's counters (ECN marks, CNPs, PFC frames, drops, events).
+//!
+//! Read from a finished fabric; serialized as the `--json` output and the snapshot tables.
+
+use serde::{Deserialize, Serialize};
+
+use super::outage::Outage;
+use crate::engines::{Recovery, ScenarioEngine};
+use crate::flows::collective::{CollectivePlan, CollectiveReport};
+use crate::flows::fct::FctReport;
+use crate::net::ecmp::{EcmpLoad, RailLoad};
+use crate::net::fabric::Fabric;
+use crate::record::telemetry::{HostTelemetry, PortTelemetry};
+use crate::switching::port::WIRE_OVERHEAD;
+use crate::switching::sched::ClassShare;
+use crate::switching::stats::PrioCounters;
+use crate::{HostId, Node};
+
+/// A flow that has moved no payload for this long (and for half the measurement window) is
+/// stalled: longer than any PFC pause storm or RC retransmission timeout of the scenarios.
+const STALL_NS: u64 = 100_000;
+
+/// How a flow ended up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowState {
+    /// A finite flow that delivered every byte.
+    Done,
+    /// A flow without an end that was still moving payload.
+    #[default]
+    Running,
+    /// A finite flow still moving payload when the run ended.
+    Unfinished,
+    /// Not done and no payload for a while (see `error` for a cause, if the transport gave one).
+    Stalled,
+    /// Its transport failed (a QP in the error state, an error completion).
+    Failed,
+}
+
+impl FlowState {
+    /// Stalled and failed flows make a run fail.
+    pub fn is_failure(self) -> bool {
+        matches!(self, FlowState::Stalled | FlowState::Failed)
+    }
+
+    /// The name the JSON uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowState::Done => "done",
+            FlowState::Running => "running",
+            FlowState::Unfinished => "unfinished",
+            FlowState::Stalled => "stalled",
+            FlowState::Failed => "failed",
+        }
+    }
+}
+
+/// One flow's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    /// Flow index.
+    pub id: usize,
+    /// `src->dst#qpn`.
+    pub name: String,
+    /// Goodput, Gbit/s: over the measurement window for long flows; size over completion time
+    /// for finite flows that completed.
+    pub goodput_gbps: f64,
+    /// Completion time from the flow's start, µs (finite flows that completed).
+    pub completion_us: Option<f64>,
+    /// Payload bytes delivered in the whole run.
+    pub bytes: u64,
+    /// How the flow ended up.
+    #[serde(default)]
+    pub state: FlowState,
+    /// Why it failed, as the transport says (first error completion, QP state).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// How its sender recovered losses (retransmitted packets, NAKs received, ACK timeouts).
+    #[serde(flatten)]
+    pub recovery: Recovery,
+}
+
+/// A run's summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Scenario name.
+    pub name: String,
+    /// Seed (replay with `--seed`).
+    pub seed: u64,
+    /// Virtual run time, µs.
+    pub duration_us: f64,
+    /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
+    /// payload, where the index is undefined (the text says "undefined").
+    pub jain_fairness: f64,
+    /// Payload the flows delivered after warm-up over the measurement window, Gbit/s: for flows
+    /// that run through the window the sum of their goodputs; a flow that finishes counts the
+    /// bytes it delivered in the window, not its own rate (summing the rates of short flows
+    /// that never overlapped would add up to more than the fabric carried).
+    #[serde(default)]
+    pub total_goodput_gbps: f64,
+    /// Wire bytes (headers, preamble, gap and FCS included) the bottleneck egress sent after
+    /// warm-up over what its line rate allows, 0..=1 (0 without a bottleneck).
+    #[serde(default)]
+    pub bottleneck_utilisation: f64,
+    /// Retransmitted packets, NAKs and ACK timeouts over all flows.
+    #[serde(flatten)]
+    pub recovery: Recovery,
+    /// QPs (senders and receivers, all hosts) in the error state at the end.
+    #[serde(default)]
+    pub qp_errors: u64,
+    /// Flows that failed or stalled.
+    #[serde(default)]
+    pub failed_flows: usize,
+    /// Mean bytes queued at the bottleneck egress after warm-up (sampled).
+    pub queue_mean_bytes: f64,
+    /// 99th percentile of the same.
+    pub queue_p99_bytes: u64,
+    /// Packets marked CE by switches.
+    pub ecn_marked: u64,
+    /// CNPs sent by hosts.
+    pub cnp_sent: u64,
+    /// CNPs received by hosts.
+    pub cnp_handled: u64,
+    /// PFC frames sent by switches.
+    pub pfc_pause_frames: u64,
+    /// PFC frames received by hosts.
+    pub host_pause_frames: u64,
+    /// Total time host transmitters were paused, µs.
+    pub host_paused_us: f64,
+    /// Packets dropped anywhere (buffers, queues, headroom, links).
+    pub drops: u64,
+    /// Events processed, counting the transmitter wake-ups left unscheduled because they had
+    /// nothing to do (the count a run scheduling every event has).
+    pub events: u64,
+    /// Of `events`, those left unscheduled (not in the JSON: `events` minus it is the work done).
+    #[serde(skip)]
+    pub events_elided: u64,
+    /// Per-iteration (step) times of each collective, µs.
+    pub allreduce_iter_us: Vec<Vec<f64>>,
+    /// Each collective's step and communication times against the idle fabric's (set by the
+    /// scenario runner, which knows the paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveReport>,
+    /// Flows.
+    pub flows: Vec<FlowResult>,
+    /// Flow completion times, ideal FCTs and slowdown per size bin of the finished finite
+    /// flows (set by the scenario runner, which knows the paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fct: Option<FctReport>,
+    /// What the scenario's failures did (runs with failures only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<Outage>,
+    /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecmp: Option<EcmpLoad>,
+    /// What each rail carried (topologies with rails only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rails: Option<RailLoad>,
+    /// What each class sent through the bottleneck after warm-up (with ETS weights only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassShare>>,
+    /// Per port and priority that saw traffic: queue depth, drops by reason, PFC, ECN marks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortTelemetry>,
+    /// Per host: CNPs, retransmissions, timeouts, NAKs, QP errors, pauses received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostTelemetry>,
+}
+
+/// When each iteration of a collective among `members` ended, ns: the slowest member's mark,
+/// for the iterations every member completed.
+pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u64> {
+    let marks: Vec<&[_]> = members
+        .iter()
+        .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
+        .collect();
+    let iters = marks.iter().map(|m| m.len()).min().unwrap_or(0);
+    (0..iters)
+        .map(|i| {
+            marks
+                .iter()
+                .filter_map(|m| m.get(i))
+                .map(|t| t.as_nanos())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
+/// (nobody got anything, which is not fairness): 0 then, so such a run never looks fair.
+pub fn jain(x: &[f64]) -> f64 {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    if sq == 0.0 {
+        0.0
+    } else {
+        sum * sum / (x.len() as f64 * sq)
+    }
+}
+
+impl Summary {
+    /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
+    /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
+    /// egress with its counters when the measurement window opened.
+    pub fn collect(
+        name: &str,
+        seed: u64,
+        warm_ns: u64,
+        f: &Fabric<ScenarioEngine>,
+        collectives: &[CollectivePlan],
+        bottleneck: Option<(Node, u16, PrioCounters)>,
+    ) -> Summary {
+        let end_ns = f.now().as_nanos();
+        let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
+        let tap = &f.tap;
+        let flows: Vec<FlowResult> = tap
+            .specs
+            .iter()
+            .zip(&tap.progress)
+            .enumerate()
+            .map(|(id, (spec, p))| {
+                // The sender's own completion (RC work completions) beats the tap's count.
+                let done = f
+                    .engine(HostId(spec.src_host))
+                    .and_then(|e| e.completed_at(spec.src_index))
+                    .map(|t| t.as_nanos())
+                    .or(p.completed_ns());
+                let completion_ns = done.map(|c| c.saturating_sub(spec.start_ns));
+                let goodput = match (spec.size_bytes, completion_ns) {
+                    (Some(size), Some(c)) => size as f64 * 8.0 / c.max(1) as f64,
+                    _ => p.bytes_since_warmup() as f64 * 8.0 / window / 1e9,
+                };
+                let transport = f
+                    .engine(HostId(spec.src_host))
+                    .map(|e| e.flow_transport(spec.src_index))
+                    .unwrap_or_default();
+                let idle_since = p.last_ns().unwrap_or(spec.start_ns).max(spec.start_ns);
+                let stall_ns = STALL_NS.max(end_ns.saturating_sub(warm_ns) / 2);
+                let state = if done.is_some() {
+                    FlowState::Done
+                } else if transport.error.is_some() {
+                    FlowState::Failed
+                } else if spec.start_ns < end_ns && end_ns - idle_since > stall_ns {
+                    FlowState::Stalled
+                } else if spec.size_bytes.is_some() {
+                    FlowState::Unfinished
+                } else {
+                    FlowState::Running
+                };
+                FlowResult {
+                    id,
+                    name: spec.name.clone(),
+                    goodput_gbps: goodput,
+                    completion_us: completion_ns.map(|c| c as f64 / 1e3),
+                    bytes: p.bytes(),
+                    state,
+                    error: transport.error,
+                    recovery: transport.recovery,
+                }
+            })
+            .collect();
+        let mut sw = PrioCounters::default();
+        for (s, p) in f.switch_ports() {
+            sw.accumulate(&f.port_counters(Node::Switch(s), p).total());
+        }
+        let mut hosts = PrioCounters::default();
+        for h in 0..f.host_count() {
+            hosts.accumulate(&f.port_counters(Node::Host(HostId(h)), 0).total());
+        }
+        let (queue_mean_bytes, queue_p99_bytes) =
+            f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
+        let allreduce_iter_us = collectives
+            .iter()
+            .map(|c| {
+                let mut prev = 0u64;
+                iteration_ends_ns(f, &c.collective.hosts)
+                    .into_iter()
+                    .map(|done| {
+                        let d = done.saturating_sub(prev);
+                        prev = done;
+                        d as f64 / 1e3
+                    })
+                    .collect()
+            })
+            .collect();
+        let bottleneck_utilisation = bottleneck.map_or(0.0, |(node, port, at_warm)| {
+            let now = f.port_counters(node, port).total();
+            let rate = f.port_rate_bps(node, port).unwrap_or(0) as f64;
+            let packets = now.tx_packets.saturating_sub(at_warm.tx_packets);
+            // Counters hold frames without preamble, gap and FCS; the wire carries those too.
+            let bytes = now.tx_bytes.saturating_sub(at_warm.tx_bytes) + packets * WIRE_OVERHEAD;
+            if rate > 0.0 {
+                bytes as f64 * 8.0 / (rate * window)
+            } else {
+                0.0
+            }
+        });
+        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_gbps).collect();
+        let delivered_gbps: f64 = tap
+            .progress
+            .iter()
+            .map(|p| p.bytes_since_warmup() as f64 * 8.0 / window / 1e9)
+            .sum();
+        let qp_errors = (0..f.host_count())
+            .filter_map(|h| f.engine(HostId(h)))
+            .map(ScenarioEngine::qp_errors)
+            .sum();
+        Summary {
+            name: name.to_owned(),
+            seed,
+            duration_us: end_ns as f64 / 1e3,
+            jain_fairness: jain(&goodputs),
+            total_goodput_gbps: delivered_gbps,
+            bottleneck_utilisation,
+            recovery: flows.iter().map(|f| f.recovery).sum(),
+            qp_errors,
+            failed_flows: flows.iter().filter(|f| f.state.is_failure()).count(),
+            queue_mean_bytes,
+            queue_p99_bytes,
+            ecn_marked: sw.ecn_marked,
+            cnp_sent: tap.cnp_sent,
+            cnp_handled: tap.cnp_received,
+            pfc_pause_frames: sw.pause_sent,
+            host_pause_frames: hosts.pause_received,
+            host_paused_us: hosts.pause_ns as f64 / 1e3,
+            drops: sw.drops + hosts.drops,
+            events: f.events(),
+            events_elided: f.events_elided(),
+            allreduce_iter_us,
+            collectives: Vec::new(),
+            flows,
+            fct: None,
+            outage: None,
+            ecmp: None,
+            rails: None,
+            classes: None,
+            ports: Vec::new(),
+            hosts: Vec::new(),
+        }
+    }
+
+    /// A fixed-width table for humans and snapshot tests (floats rounded for stability).
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "scenario {} seed {} duration {:.1} us",
+            self.name, self.seed, self.duration_us
+        );
+        let jain = if self.flows.iter().any(|f| f.goodput_gbps > 0.0) {
+            format!("{:.4}", self.jain_fairness)
+        } else {
+            "undefined (no flow moved)".to_owned()
+        };
+        let _ = writeln!(
+            s,
+            "jain {jain}  queue mean {:.0} B p99 {} B  ecn {}  cnp {}/{}  pfc {} (hosts got {}, paused {:.1} us)  drops {}  events {}",
+            self.queue_mean_bytes,
+            self.queue_p99_bytes,
+            self.ecn_marked,
+            self.cnp_sent,
+            self.cnp_handled,
+            self.pfc_pause_frames,
+            self.host_pause_frames,
+            self.host_paused_us,
+            self.drops,
+            self.events
+        );
+        for (i, it) in self.allreduce_iter_us.iter().enumerate() {
+            let v: Vec<String> = it.iter().map(|x| format!("{x:.1}")).collect();
+            if v.is_empty() {
+                let _ = writeln!(s, "allreduce {i}: no iteration completed in the run");
+            } else {
+                let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
+            }
+        }
+        for f in &self.flows {
+            let c = f
+                .completion_us
+                .map_or("-".to_owned(), |c| format!("{c:.1}"));
+            let _ = writeln!(
+                s,
+                "flow {:>3} {:<16} {:>8.3} Gbit/s  done {:>10} us  {} B",
+                f.id, f.name, f.goodput_gbps, c, f.bytes
+            );
+        }
+        let _ = writeln!(
+            s,
+            "total {:.3} Gbit/s  bottleneck utilisation {:.1}%  retransmitted {}  naks {}  timeouts {}  qp_errors {}",
+            self.total_goodput_gbps,
+            self.bottleneck_utilisation * 100.0,
+            self.recovery.retransmitted,
+            self.recovery.naks,
+            self.recovery.timeouts,
+            self.qp_errors
+        );
+        let mut states: Vec<String> = Vec::new();
+        for st in [
+            FlowState::Done,
+            FlowState::Running,
+            FlowState::Unfinished,
+            FlowState::Stalled,
+            FlowState::Failed,
+        ] {
+            let n = self.flows.iter().filter(|f| f.state == st).count();
+            if n > 0 {
+                states.push(format!("{n} {}", st.name()));
+            }
+        }
+        let _ = writeln!(s, "flows {}: {}", self.flows.len(), states.join(", "));
+        for f in self
+            .flows
+            .iter()
+            .filter(|f| f.state != FlowState::Done && f.state != FlowState::Running)
+        {
+            let why = match (&f.error, f.state) {
+                (Some(e), _) => e.as_str(),
+                (None, FlowState::Unfinished) => "still moving when the run ended",
+                (None, _) => "no payload delivered for a while, no error reported",
+            };
+            let _ = writeln!(s, "flow {:>3} {} {}: {why}", f.id, f.name, f.state.name());
+        }
+        if let Some(o) = &self.outage {
+            s.push_str(&o.lines());
+        }
+        if let Some(e) = &self.ecmp {
+            s.push_str(&e.lines());
+        }
+        if let Some(r) = &self.rails {
+            s.push_str(&r.line());
+        }
+        if let Some(c) = &self.classes {
+            s.push_str(&crate::switching::sched::shares_line(c));
+        }
+        s
+    }
+
+    /// The flows that failed or stalled (a run with any is a failed run).
+    pub fn failures(&self) -> impl Iterator<Item = &FlowResult> {
+        self.flows.iter().filter(|f| f.state.is_failure())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_when_equal_lower_when_not_and_zero_when_nothing_moved() {
+        assert_eq!(jain(&[3.0, 3.0, 3.0]), 1.0);
+        assert_eq!(jain(&[1.0, 0.0]), 0.5);
+        assert_eq!(jain(&[0.0, 0.0]), 0.0);
+        assert_eq!(jain(&[]), 0.0);
+    }
+}

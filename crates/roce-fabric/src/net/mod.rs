@@ -1,0 +1,17 @@
+//! The discrete-event network: the event queue, the links and the packet pool, the
+//! [`fabric`] of hosts and switches with its event loop and parallel engine, ECMP and rerouting
+//! after failures, what it shows while it runs, and the topologies it is built in
+//! ([`topology`], [`fat_tree`], [`wiring`]).
+
+pub(crate) mod dispatch;
+pub mod ecmp;
+pub mod event;
+pub mod fabric;
+pub mod fat_tree;
+mod observe;
+mod pool;
+pub mod reroute;
+mod slots;
+pub mod topology;
+mod wires;
+pub mod wiring;

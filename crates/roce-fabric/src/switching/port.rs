@@ -1,0 +1,183 @@
+//! A transmitter: one port's side of a link, shared by host NICs and switch ports. It serializes
+//! one frame at a time at its line rate and keeps the per-priority PFC pause state others set
+//! (a [`PauseState`], the one home of pause bookkeeping).
+//!
+//! Queues are not here (a switch port has eight, a NIC asks its engine); this is the wire end.
+
+use std::collections::VecDeque;
+
+use super::stats::{PortCounters, PRIORITIES};
+use crate::{LinkId, PktId};
+use roce_proto::pause::PauseState;
+use roce_proto::time::Instant;
+
+/// Bytes on the wire around each frame besides the frame itself: preamble + SFD + IFG (20) + FCS (4).
+pub const WIRE_OVERHEAD: u64 = 24;
+/// Frames shorter than this (without FCS) are padded on the wire.
+pub const MIN_FRAME: u64 = 60;
+
+/// Wire bytes one frame of `len` bytes (without FCS) occupies.
+pub fn wire_bytes(len: usize) -> u64 {
+    (len as u64).max(MIN_FRAME) + WIRE_OVERHEAD
+}
+
+/// Picoseconds in a second times bits in a byte.
+const BIT_PS: u64 = 8 * 1_000_000_000_000;
+
+/// Picoseconds per byte at `rate_bps` when that is a whole number, else 0.
+fn ps_per_byte(rate_bps: u64) -> u64 {
+    match rate_bps {
+        0 => 0,
+        r if BIT_PS % r == 0 => BIT_PS / r,
+        _ => 0,
+    }
+}
+
+/// One transmitter. `repr(C)`, in the order a frame's hop reads it: what `transmit` and
+/// `settle` touch first (one cache line), then the pause state, the counters last. The default
+/// layout put `busy` after the 1.2 KB of counters, a line of its own on every hop.
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct TxPort {
+    /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
+    /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
+    /// the port first settles it (`Wires::settle`).
+    pub done: Option<u128>,
+    /// The link this port sends on.
+    pub link: Option<LinkId>,
+    /// Line rate, bits per second (set it with [`TxPort::set_rate`]).
+    pub rate_bps: u64,
+    /// Picoseconds of serialization time carried over between frames (keeps long runs exact).
+    carry_ps: u64,
+    /// Picoseconds per wire byte when the rate divides 8 Tbit/s evenly (every standard rate):
+    /// the serialization time is then a multiply, not a division per frame. 0 otherwise.
+    ps_per_byte: u64,
+    /// A scheduled wake-up for the end of a pause, if any.
+    pub pause_wake: Option<u64>,
+    /// A frame is on the wire (or its end was not scheduled: see `done`).
+    pub busy: bool,
+    /// The port's MAC address (source of its PFC frames).
+    pub mac: [u8; 6],
+    /// (Switch ports) bumped at every XOFF sent per priority, so that stale refreshes can be
+    /// told apart.
+    pub xoff_gen: [u32; PRIORITIES],
+    /// Control frames (PFC) waiting; they go before any data and ignore pauses.
+    pub ctrl: VecDeque<PktId>,
+    /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
+    pause: PauseState,
+    /// Counters.
+    pub counters: PortCounters,
+}
+
+impl TxPort {
+    pub fn new(rate_bps: u64, mac: [u8; 6]) -> Self {
+        TxPort {
+            link: None,
+            rate_bps,
+            carry_ps: 0,
+            ps_per_byte: ps_per_byte(rate_bps),
+            busy: false,
+            done: None,
+            pause: PauseState::new(rate_bps),
+            pause_wake: None,
+            xoff_gen: [0; PRIORITIES],
+            ctrl: VecDeque::new(),
+            mac,
+            counters: PortCounters::default(),
+        }
+    }
+
+    /// Sets the line rate (when the port is cabled, before any pause arrives).
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps;
+        self.ps_per_byte = ps_per_byte(rate_bps);
+        self.pause = PauseState::new(rate_bps);
+    }
+
+    /// Serialization time of a `len`-byte frame in whole nanoseconds, carrying the remainder.
+    pub fn serialize_ns(&mut self, len: usize) -> u64 {
+        let exact = match self.ps_per_byte {
+            0 => wire_bytes(len) * BIT_PS / self.rate_bps.max(1),
+            per_byte => wire_bytes(len) * per_byte,
+        };
+        let ps = exact + self.carry_ps;
+        self.carry_ps = ps % 1000;
+        ps / 1000
+    }
+
+    /// Whether `prio` may send at `now`.
+    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
+        self.pause.is_paused(prio, Instant::from_nanos(now))
+    }
+
+    /// Applies a received pause of `quanta` for `prio` (`0` resumes) and counts the frame.
+    pub fn apply_pause(&mut self, prio: usize, now: u64, quanta: u16) {
+        self.pause.apply(prio, Instant::from_nanos(now), quanta);
+        if let Some(c) = self.counters.prio.get_mut(prio) {
+            c.pause_received += 1;
+        }
+    }
+
+    /// Nanoseconds `prio` has been paused up to `now`.
+    pub fn pause_ns(&self, prio: usize, now: u64) -> u64 {
+        self.pause.paused(prio, Instant::from_nanos(now)).as_nanos()
+    }
+
+    /// Earliest end among the pauses of the priorities in `waiting` (bit mask), if any is paused.
+    pub fn earliest_resume(&self, waiting: u8, now: u64) -> Option<u64> {
+        let now = Instant::from_nanos(now);
+        (0..PRIORITIES)
+            .filter(|&p| waiting & (1 << p) != 0)
+            .filter_map(|p| self.pause.paused_until(p, now))
+            .map(Instant::as_nanos)
+            .min()
+    }
+
+    /// Counters with pause durations filled in up to `now`.
+    pub fn counters_at(&self, now: u64) -> PortCounters {
+        let mut c = self.counters;
+        for (p, pc) in c.prio.iter_mut().enumerate() {
+            pc.pause_ns = self.pause_ns(p, now);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialization_of_1500_byte_frames_at_100g_is_exact_over_many_frames() {
+        let mut port = TxPort::new(100_000_000_000, [0; 6]);
+        let total: u64 = (0..1000).map(|_| port.serialize_ns(1500)).sum();
+        // (1500 + 24) * 8 bits / 100 Gbit/s = 121.92 ns per frame.
+        assert_eq!(total, 121_920);
+        // The multiply (rates dividing 8 Tbit/s) and the division give the same times.
+        for rate in [400_000_000_000, 25_000_000_000, 3_000_000_000, 7] {
+            let mut port = TxPort::new(rate, [0; 6]);
+            let mut carry = 0;
+            for len in [60, 1500, 4096, 9000, 1] {
+                let ps = wire_bytes(len) * BIT_PS / rate + carry;
+                carry = ps % 1000;
+                assert_eq!(port.serialize_ns(len), ps / 1000, "{rate} {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn pause_time_accumulates_across_periods_and_resume() {
+        // One quantum is 512 bit times: 51.2 ns at 10 Gbit/s, rounded up to 52.
+        let mut port = TxPort::new(10_000_000_000, [0; 6]);
+        port.apply_pause(3, 100, 1);
+        assert!(port.is_paused(3, 120));
+        port.apply_pause(3, 120, 0); // XON at 120
+        assert!(!port.is_paused(3, 120));
+        port.apply_pause(3, 200, 1);
+        assert_eq!(port.pause_ns(3, 1000), 20 + 52);
+        assert_eq!(port.pause_ns(3, 210), 20 + 10);
+        assert_eq!(port.counters.prio[3].pause_received, 3);
+        assert_eq!(port.earliest_resume(1 << 3, 210), Some(252));
+        assert_eq!(port.earliest_resume(1 << 2, 210), None);
+    }
+}

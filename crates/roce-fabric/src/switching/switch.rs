@@ -1,0 +1,788 @@
+//! An output-queued switch: eight priority queues per egress port over one shared buffer, ECN
+//! marking at enqueue (RED ramp Kmin..Kmax up to Pmax, and/or a DCTCP step), PFC accounting per
+//! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
+//! ECMP by flow hash.
+//!
+//! This is the sans-IO switch element both the virtual-time fabric ([`crate::net::fabric`]) and
+//! the real-time switch between ports ([`crate::switching::rt_switch`]) run: it decides what happens to
+//! a packet; moving frames and keeping time is their job. A driver reads a frame once on arrival
+//! ([`Arrival::of`]), picks the egress (its own forwarding, or [`Switch::route`]), then asks
+//! [`Switch::admit`], [`mark_ce`] and [`Switch::enqueue`]; on the way out
+//! [`Switch::dequeue`] and [`Switch::should_resume`]; the pause frames to send come from
+//! [`Switch::pause_frame`].
+
+use std::collections::VecDeque;
+
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+
+use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
+use super::port::TxPort;
+use super::sched::{SchedState, Scheduling};
+use super::stats::PrioCounters;
+pub use super::thresholds::{DynamicPfc, EcnConfig, PfcConfig, RateEcn};
+use crate::PktId;
+use roce_proto::wire::pfc::{self, PauseRepr};
+
+pub use super::stats::{DropReason, PRIORITIES};
+
+/// When a switch decides whether to mark a packet CE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkPoint {
+    /// On arrival, from the egress queue depth the packet finds (most merchant ASICs' WRED).
+    #[default]
+    Enqueue,
+    /// On departure, from the depth the packet leaves behind (the DCQCN authors' ns-3 switch):
+    /// the mark skips the queueing delay on its way to the receiver.
+    Dequeue,
+}
+
+/// A switch's configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchConfig {
+    /// Shared packet buffer, bytes.
+    pub buffer_bytes: u64,
+    /// Largest egress queue of a lossy class (and of every class while PFC is off), bytes.
+    pub queue_limit_bytes: u64,
+    /// Priorities that are lossless (PFC-protected when `pfc` is set).
+    pub lossless: Vec<u8>,
+    /// PFC thresholds; `None` turns PFC off.
+    pub pfc: Option<PfcConfig>,
+    /// ECN marking per priority (index = priority); missing entries mark nothing.
+    pub ecn: Vec<Option<EcnConfig>>,
+    /// Whether ECN marking happens at enqueue or at dequeue.
+    #[serde(default)]
+    pub ecn_at: MarkPoint,
+    /// Salt of the ECMP hash (vary it per switch to avoid polarization).
+    pub ecmp_salt: u64,
+    /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
+    /// as HPCC switches do: into the frame's INT shim (`wire::int`) when it carries one, else
+    /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
+    #[serde(default)]
+    pub int: bool,
+    /// Egress scheduling (strict classes, ETS weights) and per-class buffer limits.
+    #[serde(default)]
+    pub sched: Scheduling,
+    /// Marking by port rate: a port whose rate is listed marks the ECN-enabled priorities with
+    /// that entry's thresholds instead of `ecn`'s.
+    #[serde(default)]
+    pub ecn_by_rate: Vec<RateEcn>,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            buffer_bytes: 12 * 1024 * 1024,
+            queue_limit_bytes: 1024 * 1024,
+            lossless: vec![3],
+            pfc: Some(PfcConfig::default()),
+            ecn: vec![None; PRIORITIES],
+            ecn_at: MarkPoint::Enqueue,
+            ecmp_salt: 0,
+            int: false,
+            sched: Scheduling::default(),
+            ecn_by_rate: Vec::new(),
+        }
+    }
+}
+
+impl SwitchConfig {
+    /// Whether `prio` is a lossless class with PFC on.
+    pub fn pfc_on(&self, prio: usize) -> bool {
+        self.pfc.is_some() && self.lossless.iter().any(|&p| usize::from(p) == prio)
+    }
+
+    /// Sets the same ECN marking on every priority.
+    pub fn with_ecn_all(mut self, ecn: Option<EcnConfig>) -> Self {
+        self.ecn = vec![ecn; PRIORITIES];
+        self
+    }
+}
+
+/// The priority (traffic class) of a frame: the 802.1Q PCP if tagged, else DSCP's class
+/// selector bits (DSCP >> 3, so DSCP 26 → 3), else 0.
+pub fn priority(pcp: Option<u8>, ip: Option<&IpInfo>) -> usize {
+    match (pcp, ip) {
+        (Some(pcp), _) => usize::from(pcp & 7),
+        (None, Some(ip)) => usize::from(ip.dscp >> 3),
+        _ => 0,
+    }
+}
+
+/// ECN with marking probability `p` ([`Switch::ecn_probability`] of the egress queue now): sets
+/// CE in `frame`, whose IP fields `ip` were read on arrival, when it is ECN-capable and the RED
+/// ramp or the step says so. Only ECT packets draw from `rng` (and only on the ramp), so marking
+/// replays. Returns whether the frame was marked (an already CE-marked one is not).
+pub fn mark_ce(p: f64, frame: &mut [u8], ip: &mut IpInfo, rng: &mut impl rand::Rng) -> bool {
+    if !ip.ect() {
+        return false;
+    }
+    let marks = p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p);
+    marks && super::frame::mark_ce(frame, ip)
+}
+
+/// What a switch reads from a frame once, when it arrives: the header fields it acts on and
+/// the priority they give.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// 802.1Q priority, ethertype, IP and UDP fields.
+    pub info: FrameInfo,
+    /// The frame's priority (see [`priority`]).
+    pub prio: usize,
+}
+
+impl Arrival {
+    /// Reads `frame` (never panics; what cannot be read is left out).
+    pub fn of(frame: &[u8]) -> Self {
+        let info = classify(frame);
+        let prio = priority(info.pcp, info.ip.as_ref());
+        Arrival { info, prio }
+    }
+}
+
+/// A packet waiting in an egress queue.
+#[derive(Debug)]
+struct Queued<T> {
+    pkt: T,
+    ingress: u16,
+    len: u32,
+}
+
+/// One switch port: the caller's transmit side `tx` (the fabric's serializer, the real-time
+/// switch's port and drain), eight egress queues, and the ingress PFC accounting.
+#[derive(Debug)]
+pub struct SwitchPort<T, X> {
+    /// What moves this port's frames (not this element's business).
+    pub tx: X,
+    queues: [VecDeque<Queued<T>>; PRIORITIES],
+    /// Bit `p` set while queue `p` holds a packet: the scheduler asks this byte for every
+    /// class it considers instead of reading eight queue headers spread over four lines.
+    nonempty: u8,
+    qbytes: [u64; PRIORITIES],
+    sched: SchedState,
+    /// Bytes buffered that arrived on this port, per priority (what PFC watches).
+    ingress_bytes: [u64; PRIORITIES],
+    /// Whether XOFF is standing upstream, per priority.
+    xoff: [bool; PRIORITIES],
+    /// This port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`).
+    ecn: Option<EcnConfig>,
+    /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
+    rate_bps: u64,
+}
+
+impl<T, X> SwitchPort<T, X> {
+    /// A port with empty queues around `tx`.
+    pub fn new(tx: X) -> Self {
+        SwitchPort {
+            tx,
+            queues: Default::default(),
+            nonempty: 0,
+            qbytes: [0; PRIORITIES],
+            sched: SchedState::default(),
+            ingress_bytes: [0; PRIORITIES],
+            xoff: [false; PRIORITIES],
+            ecn: None,
+            rate_bps: 0,
+        }
+    }
+
+    /// Whether this port's XOFF for `prio` stands upstream (sent, no XON since).
+    pub fn xoff(&self, prio: usize) -> bool {
+        self.xoff.get(prio).copied().unwrap_or(false)
+    }
+
+    /// Bytes queued over all priorities.
+    pub fn queued_bytes(&self) -> u64 {
+        self.qbytes.iter().sum()
+    }
+
+    /// Bit mask of the priorities with a packet waiting that `paused` does not hold back
+    /// (asked once per class with packets, not once per class the scheduler considers).
+    fn ready(&self, paused: impl Fn(&X, usize) -> bool) -> u8 {
+        let mut ready = self.nonempty;
+        let mut left = ready;
+        while left != 0 {
+            let prio = left.trailing_zeros() as usize;
+            left &= left - 1;
+            if paused(&self.tx, prio) {
+                ready &= !(1 << prio);
+            }
+        }
+        ready
+    }
+
+    /// Bit mask of priorities with packets waiting.
+    pub fn waiting(&self) -> u8 {
+        self.nonempty
+    }
+}
+
+/// The length of the packet at the head of `queues[prio]` if `prio` is in `ready` (a function
+/// of the queues alone, so that a port's scheduler can be borrowed beside them).
+#[inline]
+fn head_len<T>(queues: &[VecDeque<Queued<T>>; PRIORITIES], ready: u8, prio: usize) -> Option<u64> {
+    if ready & (1 << prio) == 0 {
+        return None;
+    }
+    let q = queues.get(prio)?.front()?;
+    Some(u64::from(q.len))
+}
+
+impl<T> SwitchPort<T, TxPort> {
+    /// Nothing waits behind the frame on the wire: no control frame, no data in any class.
+    pub fn drained(&self) -> bool {
+        self.tx.ctrl.is_empty() && self.nonempty == 0
+    }
+}
+
+/// A packet the egress scheduler picked.
+#[derive(Debug)]
+pub struct Dequeued<T> {
+    /// The packet.
+    pub pkt: T,
+    /// Its priority.
+    pub prio: usize,
+    /// The port it arrived on.
+    pub ingress: u16,
+    /// Its length, bytes.
+    pub len: u64,
+}
+
+/// The switch element: ports, routes and the shared buffer. `T` is a packet (a pool index in
+/// the fabric, a frame buffer in the real-time switch), `X` each port's transmit side.
+#[derive(Debug)]
+pub struct Switch<T, X> {
+    name: String,
+    cfg: SwitchConfig,
+    /// Ports, in the order they were added.
+    ports: Vec<SwitchPort<T, X>>,
+    /// The equal-cost group toward each destination (host index), an index into `groups`.
+    routes: Vec<u32>,
+    /// The distinct equal-cost groups (egress ports): a three-tier fabric's hundreds of
+    /// destinations share a handful, so the lookups stay in a few cache lines.
+    groups: Vec<Vec<u16>>,
+    /// Bit `p` set while port `p` has a link its sending end believes up (what `route` may
+    /// pick): one word per 64 ports, not a miss on every member's port and link.
+    live: Vec<u64>,
+    /// Per destination host, the live members of its group in `live_ports` (what
+    /// [`Switch::route`] reads): rebuilt whenever the routes or a port's liveness change, so
+    /// a pick is one or two loads instead of a chase through route, group, members and bits.
+    live_routes: Vec<LiveRoute>,
+    /// The live members of every group, group after group, in route order.
+    live_ports: Vec<u16>,
+    /// Bytes in the shared buffer.
+    used_bytes: u64,
+    /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
+    /// admission and enqueue, where the configuration's list is a pointer chase away.
+    pfc_mask: u64,
+    /// The scheduler's strict classes ([`Scheduling::strict_mask`]), asked at every dequeue.
+    strict_mask: u8,
+}
+
+/// The live members of one destination's equal-cost group: `len` ports from `start` in
+/// `Switch::live_ports`, the first of them (if any) kept inline.
+#[derive(Clone, Copy, Debug, Default)]
+struct LiveRoute {
+    start: u32,
+    len: u32,
+    first: u16,
+}
+
+/// The lossless priorities below 64 of `cfg` with PFC on, as a bit set.
+fn pfc_mask(cfg: &SwitchConfig) -> u64 {
+    if cfg.pfc.is_none() {
+        return 0;
+    }
+    cfg.lossless
+        .iter()
+        .filter(|&&p| p < 64)
+        .fold(0, |m, &p| m | 1 << p)
+}
+
+impl<T, X> Switch<T, X> {
+    /// A switch without ports or routes.
+    pub fn new(name: String, cfg: SwitchConfig) -> Self {
+        Switch {
+            pfc_mask: pfc_mask(&cfg),
+            strict_mask: (cfg.sched.strict_mask() & 0xff) as u8,
+            cfg,
+            ports: Vec::new(),
+            routes: Vec::new(),
+            groups: Vec::new(),
+            live: Vec::new(),
+            live_routes: Vec::new(),
+            live_ports: Vec::new(),
+            used_bytes: 0,
+            name,
+        }
+    }
+
+    /// Name, for logs.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.cfg
+    }
+
+    /// Turns PFC on with these thresholds, or off.
+    pub fn set_pfc(&mut self, pfc: Option<PfcConfig>) {
+        self.cfg.pfc = pfc;
+        self.pfc_mask = pfc_mask(&self.cfg);
+    }
+
+    /// [`SwitchConfig::pfc_on`] from the bit set (the list itself past 63).
+    fn pfc_on(&self, prio: usize) -> bool {
+        match u32::try_from(prio)
+            .ok()
+            .and_then(|p| self.pfc_mask.checked_shr(p))
+        {
+            Some(m) => m & 1 != 0,
+            None => self.cfg.pfc_on(prio),
+        }
+    }
+
+    /// Adds a port around the transmit side `tx`; returns its index.
+    pub fn add_port(&mut self, tx: X) -> u16 {
+        self.ports.push(SwitchPort::new(tx));
+        (self.ports.len() - 1) as u16
+    }
+
+    /// Tells port `port` its line rate: it picks its marking from `ecn_by_rate`, and its
+    /// dynamic PFC threshold scales with it.
+    pub fn set_port_rate(&mut self, port: u16, rate_bps: u64) {
+        let ecn = self
+            .cfg
+            .ecn_by_rate
+            .iter()
+            .find(|r| (r.gbps * 1e9 - rate_bps as f64).abs() <= 0.01 * rate_bps as f64)
+            .map(|r| r.ecn);
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.ecn = ecn;
+            p.rate_bps = rate_bps;
+        }
+    }
+
+    /// Bytes at which ingress (`port`, any lossless priority) sends XOFF now.
+    fn xoff_threshold(&self, port: u16) -> u64 {
+        let Some(pfc) = self.cfg.pfc else {
+            return u64::MAX;
+        };
+        let Some(dynamic) = pfc.dynamic else {
+            return pfc.xoff_bytes;
+        };
+        let shift = dynamic.shift_at(self.port(port).map_or(0, |p| p.rate_bps));
+        let reserved = pfc.headroom_bytes.saturating_mul(self.ports.len() as u64);
+        let free = self
+            .cfg
+            .buffer_bytes
+            .saturating_sub(reserved)
+            .saturating_sub(self.used_bytes);
+        free >> shift.min(63)
+    }
+
+    /// Bytes at or below which a paused ingress (`port`, priority) sends XON now.
+    fn xon_threshold(&self, port: u16) -> u64 {
+        match self.cfg.pfc {
+            Some(PfcConfig {
+                dynamic: Some(d), ..
+            }) => self
+                .xoff_threshold(port)
+                .saturating_sub(d.resume_offset_bytes),
+            Some(p) => p.xon_bytes,
+            None => 0,
+        }
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Port `i`.
+    pub fn port(&self, i: u16) -> Option<&SwitchPort<T, X>> {
+        self.ports.get(usize::from(i))
+    }
+
+    /// Port `i`, mutably (its transmit side is the driver's).
+    pub fn port_mut(&mut self, i: u16) -> Option<&mut SwitchPort<T, X>> {
+        self.ports.get_mut(usize::from(i))
+    }
+
+    /// The ports, in the order they were added.
+    pub fn ports(&self) -> &[SwitchPort<T, X>] {
+        &self.ports
+    }
+
+    /// Bytes in the shared buffer.
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes
+    }
+
+    /// Sets the equal-cost egress ports toward each destination (indexed by host).
+    pub fn set_routes(&mut self, routes: Vec<Vec<u16>>) {
+        let mut index = std::collections::HashMap::new();
+        self.groups.clear();
+        self.routes = routes
+            .into_iter()
+            .map(|r| {
+                *index.entry(r).or_insert_with_key(|r| {
+                    self.groups.push(r.clone());
+                    (self.groups.len() - 1) as u32
+                })
+            })
+            .collect();
+        self.relive();
+    }
+
+    /// Rebuilds `live_routes` and `live_ports` from the routes and the live-port bits.
+    fn relive(&mut self) {
+        let mut ports = std::mem::take(&mut self.live_ports);
+        ports.clear();
+        let spans: Vec<LiveRoute> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let start = ports.len();
+                ports.extend(g.iter().copied().filter(|&p| self.port_live(p)));
+                LiveRoute {
+                    start: start as u32,
+                    len: (ports.len() - start) as u32,
+                    first: ports.get(start).copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        self.live_ports = ports;
+        self.live_routes = self
+            .routes
+            .iter()
+            .map(|&g| spans.get(g as usize).copied().unwrap_or_default())
+            .collect();
+    }
+
+    /// Ports that are members of an equal-cost group (a route with more than one port).
+    pub fn ecmp_members(&self) -> Vec<u16> {
+        let mut m: Vec<u16> = self
+            .groups
+            .iter()
+            .filter(|r| r.len() > 1)
+            .flatten()
+            .copied()
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+
+    /// Records whether `port` has a link its sending end believes up (see [`Switch::port_live`]).
+    pub fn set_port_live(&mut self, port: u16, live: bool) {
+        let (word, bit) = (usize::from(port) / 64, port % 64);
+        if self.live.len() <= word {
+            self.live.resize(word + 1, 0);
+        }
+        if let Some(w) = self.live.get_mut(word) {
+            *w = (*w & !(1 << bit)) | (u64::from(live) << bit);
+        }
+        self.relive();
+    }
+
+    /// Whether `port` has a link its sending end believes up, as last set by
+    /// [`Switch::set_port_live`] (false for a port never set).
+    pub fn port_live(&self, port: u16) -> bool {
+        self.live
+            .get(usize::from(port) / 64)
+            .is_some_and(|w| w & (1 << (port % 64)) != 0)
+    }
+
+    /// Picks the egress port for a flow among the routes to `host` whose link its sending end
+    /// believes up ([`Switch::port_live`]).
+    pub fn route(&self, host: usize, ip: &IpInfo) -> Option<u16> {
+        let r = self.live_routes.get(host)?;
+        // A lone live member needs no hash (it is every pick); otherwise the hash modulo the
+        // live members indexes them in route order.
+        match r.len {
+            0 => None,
+            1 => Some(r.first),
+            n => {
+                let pick = flow_hash(ip, self.cfg.ecmp_salt) % u64::from(n);
+                self.live_ports
+                    .get(r.start as usize + pick as usize)
+                    .copied()
+            }
+        }
+    }
+
+    /// Admission: can a packet of `len` bytes from `ingress` join `egress`'s queue `prio`?
+    pub fn admit(
+        &self,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> Result<(), DropReason> {
+        if self.used_bytes + len > self.cfg.buffer_bytes {
+            return Err(DropReason::BufferFull);
+        }
+        if let Some(limit) = self.cfg.sched.class_limit(prio) {
+            let held: u64 = self.ports.iter().filter_map(|p| p.qbytes.get(prio)).sum();
+            if held + len > limit {
+                return Err(DropReason::ClassFull);
+            }
+        }
+        if self.pfc_on(prio) {
+            let pfc = self.cfg.pfc.unwrap_or_default();
+            let limit = self
+                .xoff_threshold(ingress)
+                .saturating_add(pfc.headroom_bytes);
+            if self.ingress_depth(ingress, prio) + len > limit {
+                return Err(DropReason::HeadroomOverrun);
+            }
+        } else if self.queue_depth(egress, prio) + len > self.cfg.queue_limit_bytes {
+            return Err(DropReason::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// Bytes in `egress`'s queue `prio`.
+    pub fn queue_depth(&self, egress: u16, prio: usize) -> u64 {
+        self.port_bytes(egress, |p| &p.qbytes, prio)
+    }
+
+    /// Bytes buffered that arrived on `ingress` with priority `prio`.
+    pub fn ingress_depth(&self, ingress: u16, prio: usize) -> u64 {
+        self.port_bytes(ingress, |p| &p.ingress_bytes, prio)
+    }
+
+    fn port_bytes(
+        &self,
+        port: u16,
+        which: impl Fn(&SwitchPort<T, X>) -> &[u64; PRIORITIES],
+        prio: usize,
+    ) -> u64 {
+        self.port(port)
+            .and_then(|p| which(p).get(prio))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The probability of marking an ECT packet at `egress`'s queue `prio` now (0 without
+    /// ECN there): at 0 (below Kmin, most packets) nothing is marked and nothing is drawn.
+    pub fn ecn_probability(&self, egress: u16, prio: usize) -> f64 {
+        let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
+            return 0.0;
+        };
+        let ecn = self
+            .port(egress)
+            .and_then(|p| p.ecn.as_ref())
+            .unwrap_or(ecn);
+        ecn.probability(self.queue_depth(egress, prio))
+    }
+
+    /// The 802.1Qbb frame a port with MAC `src` sends upstream for `prio`: XOFF with the
+    /// configured pause time, or XON (pause time 0). `None` with PFC off.
+    pub fn pause_frame(
+        &self,
+        src: [u8; 6],
+        prio: usize,
+        xoff: bool,
+    ) -> Option<[u8; pfc::FRAME_LEN]> {
+        let quanta = match self.cfg.pfc {
+            Some(p) if xoff => p.quanta,
+            Some(_) => 0,
+            None => return None,
+        };
+        let mut frame = [0u8; pfc::FRAME_LEN];
+        PauseRepr::single(src, prio as u8, quanta).emit(&mut frame)?;
+        Some(frame)
+    }
+
+    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
+    /// (the caller sends the pause frame upstream).
+    pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
+        self.used_bytes += len;
+        let pfc_on = self.pfc_on(prio);
+        // Only a lossless class needs the threshold (it depends on the buffer, not the queues).
+        let xoff_at = if pfc_on {
+            self.xoff_threshold(ingress)
+        } else {
+            u64::MAX
+        };
+        if let Some(out) = self.ports.get_mut(usize::from(egress)) {
+            if let (Some(q), Some(b)) = (out.queues.get_mut(prio), out.qbytes.get_mut(prio)) {
+                q.push_back(Queued {
+                    pkt,
+                    ingress,
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                });
+                *b += len;
+                out.nonempty |= 1 << prio;
+            }
+        }
+        let Some(inp) = self.ports.get_mut(usize::from(ingress)) else {
+            return false;
+        };
+        let (Some(b), Some(x)) = (inp.ingress_bytes.get_mut(prio), inp.xoff.get_mut(prio)) else {
+            return false;
+        };
+        *b += len;
+        if pfc_on && !*x && *b > xoff_at {
+            *x = true;
+            return true;
+        }
+        false
+    }
+
+    /// The priority [`Switch::dequeue`] would serve next at `egress`, and the length of the
+    /// packet it would hand out.
+    pub fn peek(&self, egress: u16, paused: impl Fn(&X, usize) -> bool) -> Option<(usize, u64)> {
+        let port = self.ports.get(usize::from(egress))?;
+        let ready = port.ready(paused);
+        let prio =
+            port.sched
+                .clone()
+                .pick_ready(&self.cfg.sched, self.strict_mask, ready, |p| {
+                    head_len(&port.queues, ready, p)
+                })?;
+        let len = port.queues.get(prio)?.front()?.len;
+        Some((prio, u64::from(len)))
+    }
+
+    /// Picks the next packet for `egress` (round robin over non-empty priorities that
+    /// `paused(tx, prio)` does not hold back) and releases its buffer.
+    pub fn dequeue(
+        &mut self,
+        egress: u16,
+        paused: impl Fn(&X, usize) -> bool,
+    ) -> Option<Dequeued<T>> {
+        let port = self.ports.get_mut(usize::from(egress))?;
+        let ready = port.ready(paused);
+        let queues = &port.queues;
+        let prio = port
+            .sched
+            .pick_ready(&self.cfg.sched, self.strict_mask, ready, |p| {
+                head_len(queues, ready, p)
+            })?;
+        let q = port.queues.get_mut(prio)?.pop_front()?;
+        if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
+            port.sched.emptied(prio);
+            port.nonempty &= !(1 << prio);
+        }
+        let len = u64::from(q.len);
+        if let Some(b) = port.qbytes.get_mut(prio) {
+            *b -= len.min(*b);
+        }
+        self.used_bytes -= len.min(self.used_bytes);
+        if let Some(b) = self
+            .ports
+            .get_mut(usize::from(q.ingress))
+            .and_then(|p| p.ingress_bytes.get_mut(prio))
+        {
+            *b -= len.min(*b);
+        }
+        Some(Dequeued {
+            pkt: q.pkt,
+            prio,
+            ingress: q.ingress,
+            len,
+        })
+    }
+
+    /// What a [`Switch::dequeue`] at `egress` does to the scheduler with every queue empty.
+    pub fn idle(&mut self, egress: u16) {
+        if let Some(port) = self.ports.get_mut(usize::from(egress)) {
+            port.sched.idle(&self.cfg.sched);
+        }
+    }
+
+    /// Empties every queue, as a reboot does: the buffer, the queue and ingress accounting and
+    /// the standing XOFFs are cleared; returns the packets that were buffered (lost), each with
+    /// its egress port and priority.
+    pub fn flush(&mut self) -> Vec<(u16, usize, T)> {
+        self.used_bytes = 0;
+        let mut lost = Vec::new();
+        for (i, port) in self.ports.iter_mut().enumerate() {
+            for (prio, q) in port.queues.iter_mut().enumerate() {
+                lost.extend(q.drain(..).map(|x| (i as u16, prio, x.pkt)));
+            }
+            port.nonempty = 0;
+            port.qbytes = [0; PRIORITIES];
+            port.ingress_bytes = [0; PRIORITIES];
+            port.xoff = [false; PRIORITIES];
+        }
+        lost
+    }
+
+    /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
+    /// its buffer again; PFC is not re-evaluated.
+    pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {
+        if let Some(p) = self.ports.get_mut(usize::from(d.ingress)) {
+            if let Some(b) = p.ingress_bytes.get_mut(d.prio) {
+                *b += d.len;
+            }
+        }
+        let Some(port) = self.ports.get_mut(usize::from(egress)) else {
+            return;
+        };
+        if let (Some(q), Some(b)) = (port.queues.get_mut(d.prio), port.qbytes.get_mut(d.prio)) {
+            q.push_front(Queued {
+                pkt: d.pkt,
+                ingress: d.ingress,
+                len: u32::try_from(d.len).unwrap_or(u32::MAX),
+            });
+            *b += d.len;
+            port.nonempty |= 1 << d.prio;
+            self.used_bytes += d.len;
+        }
+    }
+
+    /// After a dequeue: whether the ingress (port, prio) should now send XON.
+    pub fn should_resume(&mut self, ingress: u16, prio: usize) -> bool {
+        let xon = self.xon_threshold(ingress);
+        let Some(p) = self.ports.get_mut(usize::from(ingress)) else {
+            return false;
+        };
+        match (p.xoff.get_mut(prio), p.ingress_bytes.get(prio)) {
+            (Some(x), Some(&b)) if *x && b <= xon => {
+                *x = false;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.ports
+            .get_mut(usize::from(port))
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
+    }
+}
+
+#[cfg(test)]
+#[path = "switch_tests.rs"]
+mod tests;

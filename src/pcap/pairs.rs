@@ -93,7 +93,7 @@ impl Pairs {
     /// Whether `b`'s QP `peer` may be the peer of `a`'s QP `qpn` (yes when nothing is known).
     pub fn may_pair(&self, a: IpAddr, b: IpAddr, qpn: u32, peer: u32) -> bool {
         self.peers(a, b, qpn)
-            .map_or(true, |c| c.binary_search(&peer).is_ok())
+            .is_none_or(|c| c.binary_search(&peer).is_ok())
     }
 
     /// One response to `qpn` allows only the `consistent` flows. A response no flow explains

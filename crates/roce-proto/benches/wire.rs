@@ -259,7 +259,7 @@ fn icount(n: usize) {
     let only: Option<usize> = std::env::var("WIRE_ICOUNT_SIZE")
         .ok()
         .and_then(|v| v.parse().ok());
-    for size in SIZES.into_iter().filter(|s| only.map_or(true, |o| o == *s)) {
+    for size in SIZES.into_iter().filter(|s| only.is_none_or(|o| o == *s)) {
         let mut case = Case::new(size);
         icount_emit(&case.repr, &case.payload, &mut case.buf, n);
         icount_emit_template(

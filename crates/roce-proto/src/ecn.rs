@@ -128,9 +128,10 @@ impl NotificationPoint {
     pub fn on_ce(&mut self, now: Instant, local_qpn: u32, remote_qpn: u32) -> bool {
         self.counters.np_ecn_marked_roce_packets += 1;
         let due = self.enabled
-            && self.last_cnp.get(&local_qpn).map_or(true, |&last| {
-                now.saturating_since(last) >= self.min_interval
-            });
+            && self
+                .last_cnp
+                .get(&local_qpn)
+                .is_none_or(|&last| now.saturating_since(last) >= self.min_interval);
         if due {
             self.last_cnp.insert(local_qpn, now);
             self.queue.push_back(CnpRequest {

@@ -450,7 +450,7 @@ fn client_task(
     move |e, now| {
         let t0 = *start.get_or_insert(now);
         let t = now.saturating_since(t0).as_nanos();
-        let running = duration.map_or(true, |d| t < d);
+        let running = duration.is_none_or(|d| t < d);
         let mut all_done = true;
         let h = e.engine_mut();
         for q in mine.iter_mut() {

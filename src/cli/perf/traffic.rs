@@ -268,7 +268,7 @@ fn client_bw(
     let mut status = stop_at.map(Status::new);
     loop {
         let t = s.now().saturating_since(start).as_nanos();
-        let running = stop_at.map_or(true, |d| t < d);
+        let running = stop_at.is_none_or(|d| t < d);
         let mut all_done = true;
         for q in qps.iter_mut() {
             while running

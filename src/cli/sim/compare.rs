@@ -92,7 +92,7 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<()> {
     };
     let (base, variants, runs) = expand(&spec, &path)?;
     let mine: Vec<usize> = (0..runs.len())
-        .filter(|&i| args.shard.map_or(true, |s| s.takes(i)))
+        .filter(|&i| args.shard.is_none_or(|s| s.takes(i)))
         .collect();
     let threads = args
         .threads

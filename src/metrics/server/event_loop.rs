@@ -199,7 +199,7 @@ impl EventLoop {
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM.
                     if self
                         .fd_warned
-                        .map_or(true, |t| now.duration_since(t) >= FD_WARNING_EVERY)
+                        .is_none_or(|t| now.duration_since(t) >= FD_WARNING_EVERY)
                     {
                         tracing::warn!(error = %e, open = self.open(), "metrics endpoint: accept failed; closing the oldest client");
                         self.fd_warned = Some(now);

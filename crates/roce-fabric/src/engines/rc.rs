@@ -378,7 +378,7 @@ impl RcEngine {
             return FlowTransport::default();
         };
         let qp = self.ep.qp(f.qpn);
-        let in_error = qp.map_or(true, |q| q.state() == QpState::Err);
+        let in_error = qp.is_none_or(|q| q.state() == QpState::Err);
         let error = match (f.first_error, in_error) {
             (Some(status), true) => Some(format!("{status:?}, QP in the error state")),
             (Some(status), false) => Some(format!("{status:?}")),
@@ -399,7 +399,7 @@ impl RcEngine {
 
     /// QPs of this host (senders and receivers) in the error state.
     pub fn qp_errors(&self) -> u64 {
-        let failed = |&&qpn: &&u32| self.ep.qp(qpn).map_or(true, |q| q.state() == QpState::Err);
+        let failed = |&&qpn: &&u32| self.ep.qp(qpn).is_none_or(|q| q.state() == QpState::Err);
         self.qpns.iter().filter(failed).count() as u64
     }
 
@@ -515,7 +515,7 @@ fn visit_flow(ep: &mut Endpoint, f: &mut RcFlow, now: Instant, gate: Option<&Mem
             f.completed += u64::from(len);
         } else {
             f.errors += 1;
-            if f.first_error.map_or(true, |e| e == WcStatus::WrFlushErr) {
+            if f.first_error.is_none_or(|e| e == WcStatus::WrFlushErr) {
                 f.first_error = Some(wc.status);
             }
         }

@@ -536,7 +536,7 @@ impl Wires {
         let Some(t) = tx.earliest_resume(waiting, self.now) else {
             return;
         };
-        if tx.pause_wake.map_or(true, |w| t < w) {
+        if tx.pause_wake.is_none_or(|w| t < w) {
             tx.pause_wake = Some(t);
             self.schedule(t, Event::PauseEnd(node.into(), port));
         }

@@ -139,7 +139,7 @@ impl Slot {
     pub(super) fn edit<R>(&mut self, edit: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         if self.compact() {
             let at = self.head_len();
-            let zeros = std::iter::repeat(0).take(self.wire_len() - self.buf.len());
+            let zeros = std::iter::repeat_n(0, self.wire_len() - self.buf.len());
             self.buf.splice(at..at, zeros);
         }
         let r = edit(&mut self.buf);
@@ -234,7 +234,7 @@ mod tests {
 
     fn frame(zeros: usize, tail: [u8; 4]) -> Vec<u8> {
         let mut f: Vec<u8> = (1..=Slot::KEEP as u8).collect();
-        f.extend(std::iter::repeat(0).take(zeros));
+        f.extend(std::iter::repeat_n(0, zeros));
         f.extend(tail);
         f
     }

@@ -245,7 +245,7 @@ impl<E: Engine> Telemetry<E> {
 
     /// Whether a run ending at `now` leaves a bin open.
     pub(crate) fn open_at(&self, now: u64) -> bool {
-        self.bins.last().map_or(true, |b| b.end_ns < now)
+        self.bins.last().is_none_or(|b| b.end_ns < now)
     }
 
     /// Closes the bin at `now` with every port's counters (`counters(node, port)`) and every

@@ -173,7 +173,7 @@ impl Hpcc {
                 let tx_rate = hop.tx_bytes.saturating_sub(old.tx_bytes) as f64 * 8e9 / tau;
                 let q = hop.qlen_bytes.min(old.qlen_bytes) as f64 * 8e9;
                 let u = tx_rate / b + q / (b * t_ns);
-                if best.map_or(true, |(bu, _)| u > bu) {
+                if best.is_none_or(|(bu, _)| u > bu) {
                     best = Some((u, tau));
                 }
             }
@@ -218,7 +218,7 @@ impl CongestionControl for Hpcc {
         }
         self.rate = new_rate;
         let period = Duration::from_micros(u64::from(self.p.base_rtt));
-        let full = self.last_update.map_or(true, |at| now >= at + period);
+        let full = self.last_update.is_none_or(|at| now >= at + period);
         if full {
             self.reference = new_rate;
             self.inc_stage = new_stage;

@@ -121,7 +121,7 @@ impl<C: CongestionControl> Recorder<C> {
 
     fn note(&mut self, now: Instant, event: CcEvent) {
         let m = self.inner.metrics();
-        let changed = self.samples.last().map_or(true, |last| {
+        let changed = self.samples.last().is_none_or(|last| {
             last.rate_bps != m.rate.as_bps()
                 || last.target_bps != m.target_rate.as_bps()
                 || last.alpha != m.alpha

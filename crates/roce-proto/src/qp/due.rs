@@ -141,7 +141,7 @@ impl DueCache {
         slots.clear();
         match &self.order {
             // Nothing due (a host also wakes for its engine's own reasons): no walk.
-            Some(_) if self.head.map_or(true, |h| h > now) => {}
+            Some(_) if self.head.is_none_or(|h| h > now) => {}
             Some(order) => {
                 order.due_by(0, now, slots);
                 slots.sort_unstable();

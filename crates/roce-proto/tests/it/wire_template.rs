@@ -105,7 +105,7 @@ proptest! {
             bad.ext = ExtRepr::default();
         }
         bad.payload_len += extra;
-        let payload: Vec<u8> = payload.iter().copied().chain(std::iter::repeat(9).take(extra)).collect();
+        let payload: Vec<u8> = payload.iter().copied().chain(std::iter::repeat_n(9, extra)).collect();
         let template = FrameTemplate::new(&repr);
         let len = bad.frame_len().saturating_sub(short);
         let (generic, _) = generic_emit(&bad, &payload, len);

@@ -65,8 +65,7 @@ impl<E: Engine> Fabric<E> {
                     // Whether the partitions have anything left to do (a sample that finds
                     // nothing anywhere takes the rest of the run's samples at once).
                     self.w.idle_elsewhere = parts.iter().all(|p| {
-                        p.w.queue.is_empty()
-                            && p.w.cross.as_ref().map_or(true, |c| c.out.is_empty())
+                        p.w.queue.is_empty() && p.w.cross.as_ref().is_none_or(|c| c.out.is_empty())
                     });
                     if self.dispatch(ev) {
                         self.w.events += 1;

@@ -16,6 +16,7 @@ use pcap_file::pcapng::blocks::interface_description::{
 use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
 use pcap_file::{DataLink, PcapError};
 
+pub mod facts;
 pub mod filter;
 pub mod links;
 pub mod pairs;

@@ -8,8 +8,9 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use roce::pcap::facts::FrameFacts;
 use roce::pcap::filter::{parse_qpn, EcnMatch, FrameFilter, OpcodeMatch, PsnRange};
-use roce::pcap::links::{find_links, FrameFacts, Links};
+use roce::pcap::links::{find_links, Links};
 use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 

@@ -15,7 +15,7 @@ use std::net::IpAddr;
 
 use roce_proto::psn::Psn;
 
-use super::links::{FrameFacts, FrameKind};
+use super::facts::{FrameFacts, FrameKind};
 
 /// Two hosts, in the order the pair's map reads them: (A, B) holds A's QPs' peers on B.
 type Hosts = (IpAddr, IpAddr);

@@ -7,9 +7,10 @@
 
 use std::fmt::Write as _;
 
-use roce_fabric::stats::{DropReasons, PrioCounters, PRIORITIES};
+use roce_fabric::stats::{DropReasons, PrioCounters};
 use roce_fabric::telemetry::{HostCounters, Telemetry};
 use roce_proto::engine::Engine;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// The header of `ports.csv`.
 pub fn ports_header() -> String {

@@ -15,14 +15,15 @@ use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::slots::Slots;
-use super::stats::{PortCounters, PRIORITIES};
-use super::switch::{FabricSwitch, Switch, SwitchConfig};
+use super::stats::{PortCounters, PrioCounters};
+use super::switch::{Switch, SwitchConfig, SwitchPort};
 use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use parallel::RunMode;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// A link direction's properties.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -515,5 +516,40 @@ impl<E: Engine> Fabric<E> {
     /// IP address key of a host.
     pub fn host_ip(&self, host: HostId) -> Option<IpKey> {
         self.hosts.get(host.0).map(|h| h.ip)
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.port_mut(port)
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
+    }
+}
+
+impl<T> SwitchPort<T, TxPort> {
+    /// Nothing waits behind the frame on the wire: no control frame, no data in any class.
+    pub fn drained(&self) -> bool {
+        self.tx.ctrl.is_empty() && self.waiting() == 0
     }
 }

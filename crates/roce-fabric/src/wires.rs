@@ -28,7 +28,8 @@ pub(super) enum Event {
     TxDone(NodeRef, u16),
     HostWake(u32),
     PauseEnd(NodeRef, u16),
-    XoffRefresh(u32, u16, u8, u32),
+    /// A switch port's standing XOFF is due to be re-sent (if the switch still says so).
+    XoffRefresh(u32, u16, u8),
     LinkState(u32, bool),
     /// The sending end of a link notices it is down or up (after the detection delay).
     LinkDetect(u32, bool),

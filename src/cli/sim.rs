@@ -26,7 +26,7 @@ use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::hpcc_run::HpccRun;
 use roce_fabric::input::read_text;
 use roce_fabric::scenario::{Built, Scenario};
-use roce_fabric::{EcnConfig, MarkPoint};
+use roce_fabric::{EcnThresholds, MarkPoint};
 use roce_proto::size::parse_bytes;
 
 /// `roce sim` subcommands.
@@ -234,7 +234,7 @@ impl BuiltinArgs {
             senders: self.senders,
             link_gbps: self.link_gbps,
             delay_us: self.delay_us,
-            ecn: (self.pmax > 0.0).then_some(EcnConfig {
+            ecn: (self.pmax > 0.0).then_some(EcnThresholds {
                 kmin_bytes: self.kmin,
                 kmax_bytes: self.kmax,
                 pmax: self.pmax,
@@ -504,7 +504,7 @@ mod tests {
     }
 
     /// The ECN thresholds a `roce sim ...` command line gives its switches.
-    fn ecn_of(args: &[&str]) -> EcnConfig {
+    fn ecn_of(args: &[&str]) -> EcnThresholds {
         let cli = Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         let (s, _) = builtin(&cli.sim)

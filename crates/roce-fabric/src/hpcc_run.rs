@@ -18,7 +18,7 @@ use crate::hpcc::topology_file::TopologyFile;
 use crate::hpcc::HpccError;
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::summary::Summary;
-use crate::switch::{DynamicPfc, EcnConfig, MarkPoint, PfcConfig, RateEcn};
+use crate::switch::{DynamicPfc, EcnThresholds, MarkPoint, PfcConfig, RateEcn};
 use crate::workload::Workload;
 use crate::PfcEvent;
 
@@ -251,7 +251,7 @@ impl HpccRun {
 fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Vec<String>) {
     let mut notes = Vec::new();
     let ecn_at = |rate| {
-        c.ecn_for(rate).map(|(kmin, kmax, pmax)| EcnConfig {
+        c.ecn_for(rate).map(|(kmin, kmax, pmax)| EcnThresholds {
             kmin_bytes: kmin,
             kmax_bytes: kmax,
             pmax,
@@ -489,7 +489,7 @@ mod tests {
         let (spec, notes) = switch_spec(&c, &t, 100_000_000_000);
         assert_eq!(notes, Vec::<String>::new());
         assert_eq!(spec.buffer_bytes, 32 << 20);
-        let ecn = |kmin_bytes, kmax_bytes, pmax| EcnConfig {
+        let ecn = |kmin_bytes, kmax_bytes, pmax| EcnThresholds {
             kmin_bytes,
             kmax_bytes,
             pmax,

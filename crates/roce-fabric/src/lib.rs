@@ -85,7 +85,7 @@ pub mod workload;
 pub use dispatch::PROGRESS_EVERY;
 pub use fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig, PfcEvent};
 pub use port::wire_bytes;
-pub use switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
+pub use switch::{EcnThresholds, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
 
 /// Index of a frame in the fabric's packet pool.
 pub(crate) type PktId = u32;

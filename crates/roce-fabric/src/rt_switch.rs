@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::port::WIRE_OVERHEAD;
 use crate::switch::{
-    mark_ce, Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort,
+    mark_ce, Arrival, Dequeued, EcnThresholds, PfcConfig, Switch, SwitchConfig, SwitchPort,
 };
 use roce_proto::cc::Rate;
 use roce_proto::pause::PauseState;
@@ -46,7 +46,7 @@ pub struct RtSwitchConfig {
     /// Shared packet buffer, bytes (a frame that does not fit is dropped).
     pub buffer_bytes: u64,
     /// ECN marking of the rate-limited egress queues (`None`: no marking).
-    pub ecn: Option<EcnConfig>,
+    pub ecn: Option<EcnThresholds>,
     /// Seed of the marking decisions.
     pub seed: u64,
 }
@@ -456,7 +456,7 @@ mod tests {
         let (mut host_b, sw_b) = loopback_pair(9000, 1 << 10);
         let mut sw = RtSwitch::new(RtSwitchConfig {
             buffer_bytes: 1 << 20,
-            ecn: Some(EcnConfig {
+            ecn: Some(EcnThresholds {
                 kmin_bytes: 0,
                 kmax_bytes: 1,
                 pmax: 1.0,

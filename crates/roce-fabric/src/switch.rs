@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::sched::{SchedState, Scheduling};
-pub use super::thresholds::{DynamicPfc, EcnConfig, PfcConfig, RateEcn};
+pub use super::thresholds::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
@@ -49,7 +49,7 @@ pub struct SwitchConfig {
     /// PFC thresholds; `None` turns PFC off.
     pub pfc: Option<PfcConfig>,
     /// ECN marking per priority (index = priority); missing entries mark nothing.
-    pub ecn: Vec<Option<EcnConfig>>,
+    pub ecn: Vec<Option<EcnThresholds>>,
     /// Whether ECN marking happens at enqueue or at dequeue.
     #[serde(default)]
     pub ecn_at: MarkPoint,
@@ -93,7 +93,7 @@ impl SwitchConfig {
     }
 
     /// Sets the same ECN marking on every priority.
-    pub fn with_ecn_all(mut self, ecn: Option<EcnConfig>) -> Self {
+    pub fn with_ecn_all(mut self, ecn: Option<EcnThresholds>) -> Self {
         self.ecn = vec![ecn; PRIORITIES];
         self
     }
@@ -161,7 +161,7 @@ pub struct SwitchPort<T, X> {
     /// Whether XOFF is standing upstream, per priority.
     xoff: [bool; PRIORITIES],
     /// This port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`).
-    ecn: Option<EcnConfig>,
+    ecn: Option<EcnThresholds>,
     /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
     rate_bps: u64,
 }

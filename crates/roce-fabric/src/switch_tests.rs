@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
-    let ecn = EcnConfig {
+    let ecn = EcnThresholds {
         kmin_bytes: 100,
         kmax_bytes: 300,
         pmax: 0.2,
@@ -13,7 +13,7 @@ fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
     assert_eq!(ecn.probability(100), 0.0);
     assert_eq!(ecn.probability(200), 0.1);
     assert_eq!(ecn.probability(300), 1.0);
-    let step = EcnConfig {
+    let step = EcnThresholds {
         step_bytes: Some(150),
         ..ecn
     };

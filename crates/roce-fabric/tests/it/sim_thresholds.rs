@@ -4,7 +4,7 @@
 
 use roce_fabric::scenario::Scenario;
 use roce_fabric::summary::Summary;
-use roce_fabric::switch::{DynamicPfc, EcnConfig, PfcConfig, RateEcn, Switch, SwitchConfig};
+use roce_fabric::switch::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn, Switch, SwitchConfig};
 
 fn run(buffer: &str, extra_switch: &str) -> Summary {
     let text = format!(
@@ -133,13 +133,13 @@ fn the_400g_port_pauses_later_than_a_100g_port() {
 
 #[test]
 fn a_port_uses_the_marking_of_its_rate() {
-    let base = EcnConfig {
+    let base = EcnThresholds {
         kmin_bytes: 0,
         kmax_bytes: 1,
         pmax: 1.0,
         step_bytes: None,
     };
-    let never = EcnConfig {
+    let never = EcnThresholds {
         kmin_bytes: u64::MAX - 1,
         kmax_bytes: u64::MAX,
         ..base

@@ -356,7 +356,7 @@ fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
 
 /// A finished run: its summary, the fabric as it ended, and how fast it went.
 struct Done {
-    summary: roce_fabric::summary::Summary,
+    summary: roce_fabric::summary::RunSummary,
     built: Built,
     speed: RunSpeed,
 }
@@ -449,7 +449,7 @@ fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
 }
 
 /// The error of a run with failed or stalled flows, unless they are allowed.
-fn failed_flows(summary: &roce_fabric::summary::Summary, allowed: bool) -> Result<()> {
+fn failed_flows(summary: &roce_fabric::summary::RunSummary, allowed: bool) -> Result<()> {
     let mut failures = summary.failures();
     match failures.next() {
         Some(first) if !allowed => bail!(
@@ -471,7 +471,7 @@ fn failed_flows(summary: &roce_fabric::summary::Summary, allowed: bool) -> Resul
 #[derive(serde::Serialize)]
 struct SummaryWithSpeed<'a> {
     #[serde(flatten)]
-    summary: &'a roce_fabric::summary::Summary,
+    summary: &'a roce_fabric::summary::RunSummary,
     speed: RunSpeed,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel: Option<&'a ParallelStats>,

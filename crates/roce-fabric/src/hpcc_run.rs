@@ -17,7 +17,7 @@ use crate::hpcc::pfc_file::{self, PfcRecord};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::hpcc::HpccError;
 use crate::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
-use crate::summary::Summary;
+use crate::summary::RunSummary;
 use crate::switch::{DynamicPfc, EcnThresholds, MarkPoint, PfcConfig, RateEcn};
 use crate::workload::Workload;
 use crate::PfcEvent;
@@ -201,7 +201,7 @@ impl HpccRun {
     /// The FCT file's lines for the finished flows of `summary`, as `third.cc`'s
     /// `qp_finish` writes them: node addresses, source ports from 10000 per host in flow
     /// order, standalone FCT from its paths with `PACKET_PAYLOAD_SIZE` packets.
-    pub fn fct_records(&self, summary: &Summary) -> Vec<FctRecord> {
+    pub fn fct_records(&self, summary: &RunSummary) -> Vec<FctRecord> {
         let payload = self.config.packet_payload_size;
         let mut ports = std::collections::HashMap::new();
         let mut paths = std::collections::HashMap::new();

@@ -18,7 +18,7 @@
 //! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
 //!   [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the default) or the
 //!   stand-in [`engines::StandInEngine`] (`engine = "test"`);
-//!   [`summary::Summary`] and the [`series`] are what a run leaves.
+//!   [`summary::RunSummary`] and the [`series`] are what a run leaves.
 //!
 //! ```
 //! use roce_fabric::engines::StandInEngine;

@@ -22,7 +22,7 @@ use super::outage::{self, Outage};
 use super::reroute::Routing;
 use super::sched;
 use super::series::Recorder;
-use super::summary::{self, Summary};
+use super::summary::{self, RunSummary};
 pub use super::switch_spec::SwitchSpec;
 use super::telemetry::Telemetry;
 use super::topology::{End, Topology};
@@ -655,7 +655,7 @@ impl Scenario {
 
     /// Builds, runs and summarizes. `progress(fraction)` is called every
     /// [`crate::PROGRESS_EVERY`] events and once at the end.
-    pub fn run(&self, progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
+    pub fn run(&self, progress: impl FnMut(f64)) -> Result<(RunSummary, Built), ScenarioError> {
         self.run_built(self.build()?, progress)
     }
 
@@ -665,7 +665,7 @@ impl Scenario {
         &self,
         mut built: Built,
         mut progress: impl FnMut(f64),
-    ) -> Result<(Summary, Built), ScenarioError> {
+    ) -> Result<(RunSummary, Built), ScenarioError> {
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
         let warm = Instant::from_nanos(self.warmup_ns());
         let total = end.as_nanos().max(1) as f64;
@@ -686,7 +686,7 @@ impl Scenario {
         let f = &built.fabric;
         tracing::debug!(events = f.events(), elided = f.events_elided(), "events");
         built.fabric.finish_telemetry();
-        let mut summary = Summary::collect(
+        let mut summary = RunSummary::collect(
             &self.name,
             self.seed,
             self.warmup_ns(),
@@ -731,7 +731,7 @@ impl Scenario {
     }
 
     /// FCTs of the finished finite flows, `None` when there are none.
-    fn fct_report(&self, summary: &Summary, built: &Built) -> Option<FctReport> {
+    fn fct_report(&self, summary: &RunSummary, built: &Built) -> Option<FctReport> {
         let finished: Vec<Finished> = built
             .fabric
             .tap
@@ -764,7 +764,7 @@ impl Scenario {
     }
 
     /// The outage report of a finished run, when the scenario has failures.
-    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &Summary) -> Option<Outage> {
+    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &RunSummary) -> Option<Outage> {
         let at = self.failure_at_us()?;
         let rec = fabric.recorder()?;
         let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);

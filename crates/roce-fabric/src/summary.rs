@@ -83,7 +83,7 @@ pub struct FlowResult {
 
 /// A run's summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct RunSummary {
     /// Scenario name.
     pub name: String,
     /// Seed (replay with `--seed`).
@@ -200,7 +200,7 @@ pub fn jain(x: &[f64]) -> f64 {
     }
 }
 
-impl Summary {
+impl RunSummary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
     /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
     /// egress with its counters when the measurement window opened.
@@ -211,7 +211,7 @@ impl Summary {
         f: &Fabric<ScenarioEngine>,
         collectives: &[CollectivePlan],
         bottleneck: Option<(Node, u16, PrioCounters)>,
-    ) -> Summary {
+    ) -> RunSummary {
         let end_ns = f.now().as_nanos();
         let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
         let tap = &f.tap;
@@ -307,7 +307,7 @@ impl Summary {
             .filter_map(|h| f.engine(HostId(h)))
             .map(ScenarioEngine::qp_errors)
             .sum();
-        Summary {
+        RunSummary {
             name: name.to_owned(),
             seed,
             duration_us: end_ns as f64 / 1e3,

@@ -17,7 +17,7 @@ use roce::report::compare::{write_compare, Trace};
 use roce::report::sim::write_all;
 use roce_fabric::compare::{rows, run_grid, table, Grid, Override, Run, Sweep, Variant};
 use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::summary::RunSummary;
 
 use crate::cli::output::{write_json, Json};
 
@@ -60,7 +60,7 @@ pub struct CompareArgs {
 
 /// What one run gives back.
 struct Done {
-    summary: Summary,
+    summary: RunSummary,
     trace: Trace,
 }
 
@@ -181,7 +181,7 @@ fn report(
     base: &Scenario,
     variants: &[Variant],
     runs: &[Run],
-    summaries: Vec<Summary>,
+    summaries: Vec<RunSummary>,
     traces: Vec<Trace>,
 ) -> Result<()> {
     let rows = rows(variants, runs, &summaries);

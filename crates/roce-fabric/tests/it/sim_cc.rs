@@ -4,10 +4,10 @@
 //! converge to a fair share with a bounded queue, where without CC the queue fills until PFC.
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
-use roce_fabric::summary::Summary;
+use roce_fabric::summary::RunSummary;
 use roce_fabric::HostId;
 
-fn incast(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
+fn incast(cc: &str) -> (RunSummary, roce_fabric::scenario::Built) {
     let s = Builtin {
         senders: Some(4),
         duration_us: Some(1_000.0),
@@ -67,7 +67,7 @@ fn unknown_congestion_control_is_one_clear_error() {
 /// Two flows from two senders into one receiver over one 40 Gbit/s switch port that marks with
 /// the SIGCOMM'15 RED settings (at enqueue); the second flow starts 1 ms after the first. The
 /// last 10 of 20 ms are measured.
-fn two_flows_into_one_marking_link(cc: &str) -> (Summary, roce_fabric::scenario::Built) {
+fn two_flows_into_one_marking_link(cc: &str) -> (RunSummary, roce_fabric::scenario::Built) {
     let text = format!(
         r#"
         name = "two-flows-{cc}"

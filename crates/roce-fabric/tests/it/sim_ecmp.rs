@@ -5,11 +5,11 @@
 
 use roce_fabric::ecmp::EcmpLoad;
 use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::summary::RunSummary;
 
 const POLARISED: &str = include_str!("../../../../scenarios/ecmp-polarisation.toml");
 
-fn run(text: &str) -> Summary {
+fn run(text: &str) -> RunSummary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs").0

@@ -4,10 +4,10 @@
 
 use roce_fabric::builtin::{Builtin, BuiltinKind};
 use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::summary::RunSummary;
 use roce_fabric::{wire_bytes, HostId, Node, SwitchId};
 
-fn run(s: &Scenario) -> Summary {
+fn run(s: &Scenario) -> RunSummary {
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("scenario runs").0
 }

@@ -8,7 +8,12 @@ use roce_fabric::HostId;
 
 // The endpoint marks its data and ACKs DSCP 26 (NVIDIA's default), so the RDMA class here is
 // priority 3.
-fn incast(pfc: bool) -> (roce_fabric::summary::Summary, roce_fabric::scenario::Built) {
+fn incast(
+    pfc: bool,
+) -> (
+    roce_fabric::summary::RunSummary,
+    roce_fabric::scenario::Built,
+) {
     let text = format!(
         r#"
         name = "rc-incast"
@@ -62,7 +67,10 @@ fn rc_write_flows_under_pfc_lose_nothing_and_never_retransmit() {
 fn star(
     extra: &str,
     workloads: &str,
-) -> (roce_fabric::summary::Summary, roce_fabric::scenario::Built) {
+) -> (
+    roce_fabric::summary::RunSummary,
+    roce_fabric::scenario::Built,
+) {
     let text = format!(
         r#"
         name = "rc-star"

@@ -3,10 +3,10 @@
 //! on the ports of the listed rate only; and the switch element's thresholds themselves.
 
 use roce_fabric::scenario::Scenario;
-use roce_fabric::summary::Summary;
+use roce_fabric::summary::RunSummary;
 use roce_fabric::switch::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn, Switch, SwitchConfig};
 
-fn run(buffer: &str, extra_switch: &str) -> Summary {
+fn run(buffer: &str, extra_switch: &str) -> RunSummary {
     let text = format!(
         r#"
         name = "thresholds"

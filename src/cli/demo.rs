@@ -16,7 +16,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use roce::pcap::CaptureWriter;
-use roce::report::demo::{Series, Summary};
+use roce::report::demo::{DemoSummary, Series};
 use roce::report::text;
 use roce::report::text::Files;
 use roce_dpdk::clock::{Clock, MonotonicClock};
@@ -392,7 +392,7 @@ pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 fn report(
     out: &mut dyn Write,
     args: &DemoArgs,
-    summary: &Summary,
+    summary: &DemoSummary,
     series: &Series,
 ) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {

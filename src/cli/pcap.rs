@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use roce::pcap::filter::{parse_qpn, EcnMatch, FrameFilter, OpcodeMatch, PsnRange};
 use roce::pcap::links::{find_links, FrameFacts, Links};
-use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
+use roce::pcap::{CaptureError, CaptureReader, PcapRecord};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
 use crate::cli::output::{write_json, Json};
@@ -184,7 +184,7 @@ fn check(
     let mut damage: Option<CaptureError> = None;
     let mut start = None;
     for item in reader {
-        let frame: CapturedFrame = match item {
+        let frame: PcapRecord = match item {
             Ok(frame) => frame,
             Err(e) => {
                 damage = Some(e);
@@ -232,7 +232,7 @@ fn check(
 fn examine(
     n: usize,
     time: f64,
-    frame: &CapturedFrame,
+    frame: &PcapRecord,
     filter: &FrameFilter,
     summary: &mut Summary,
 ) -> (FrameLine, String, bool) {

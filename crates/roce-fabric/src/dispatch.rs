@@ -114,7 +114,7 @@ impl<E: Engine> Fabric<E> {
                 if let Some(mut rec) = self.recorder.take() {
                     rec.sample(
                         self.now(),
-                        &self.tap.progress,
+                        &self.flow_meter.progress,
                         |s, p| self.queue_bytes(s, p),
                         |h| self.engine(h),
                     );
@@ -226,7 +226,8 @@ impl<E: Engine> Fabric<E> {
             Node::Host(h) => {
                 let t = self.now();
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
-                    self.tap.on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
+                    self.flow_meter
+                        .on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -468,11 +469,11 @@ impl<E: Engine> Fabric<E> {
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
-            // One look at the new slot: its priority, the tap and the destination host.
+            // One look at the new slot: its priority, the flow meter and the destination host.
             let mut prio = 0;
             if let Some(slot) = self.w.pool.slot_mut(pkt) {
                 prio = usize::from(slot.prio);
-                self.tap.on_tx(slot.bth.as_ref());
+                self.flow_meter.on_tx(slot.bth.as_ref());
                 let dst = slot.ip.as_ref().map(|ip| ip.dst.key());
                 slot.set_dst_host(dst.and_then(|d| self.ip_to_host.get(&d)).copied());
             }

@@ -11,13 +11,13 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use super::frame::{ip_key, IpKey, MixMap};
 use super::port::TxPort;
 use super::series::Recorder;
 use super::slots::Slots;
 use super::stats::{PortCounters, PrioCounters};
 use super::switch::{Switch, SwitchConfig, SwitchPort};
-use super::tap::{FlowId, FlowSpec, FlowTap};
 use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use parallel::RunMode;
@@ -134,8 +134,8 @@ pub struct Fabric<E> {
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
     pub(super) started: bool,
-    /// The tap counting flows and CNPs at the host NICs.
-    pub tap: FlowTap,
+    /// The flow meter counting flows and CNPs at the host NICs.
+    pub flow_meter: FlowMeter,
     pub(super) recorder: Option<Recorder<E>>,
     pub(super) int_sink: Option<IntSink<E>>,
     pub(super) routing: Routing,
@@ -160,7 +160,7 @@ impl<E: Engine> Fabric<E> {
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: false,
             started: false,
-            tap: FlowTap::default(),
+            flow_meter: FlowMeter::default(),
             recorder: None,
             int_sink: None,
             pfc_log: None,
@@ -360,9 +360,9 @@ impl<E: Engine> Fabric<E> {
         self.pfc_log.as_deref().unwrap_or_default()
     }
 
-    /// Follows a flow in the tap (goodput, completion time).
+    /// Follows a flow in the flow meter (goodput, completion time).
     pub fn register_flow(&mut self, spec: FlowSpec) -> FlowId {
-        self.tap.register(spec)
+        self.flow_meter.register(spec)
     }
 
     /// Records time series every `interval` from now on.
@@ -510,7 +510,7 @@ impl<E: Engine> Fabric<E> {
 
     /// Marks the start of the measurement window (after warm-up).
     pub fn mark_warmup(&mut self) {
-        self.tap.mark_warmup();
+        self.flow_meter.mark_warmup();
     }
 
     /// IP address key of a host.

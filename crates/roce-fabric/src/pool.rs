@@ -36,8 +36,8 @@ pub(super) struct Slot {
     /// The frame's bytes; compact (shorter than `len`) when its zero payload is left out: the
     /// first [`Slot::KEEP`] bytes, then the last [`Slot::TAIL`] (see [`Slot::store`]).
     buf: Vec<u8>,
-    /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
-    /// switch changes them, and a corrupted frame never reaches the tap).
+    /// The RoCE BTH fields the flow meter reads, if it is a RoCEv2 frame (read once here: no
+    /// switch changes them, and a corrupted frame never reaches the flow meter).
     pub(super) bth: Option<BthInfo>,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
     pub(super) int: Vec<IntHop>,

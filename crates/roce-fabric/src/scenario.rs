@@ -353,8 +353,8 @@ impl Scenario {
         Ok(Some(cfg))
     }
 
-    /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
-    /// to the receiver's QP.
+    /// RC endpoints for every host, one connected QP pair per flow; sets the QPN the flow meter
+    /// follows for each flow to the receiver's QP.
     fn rc_engines(
         &self,
         ips: &[IpAddr],
@@ -734,7 +734,7 @@ impl Scenario {
     fn fct_report(&self, summary: &RunSummary, built: &Built) -> Option<FctReport> {
         let finished: Vec<Finished> = built
             .fabric
-            .tap
+            .flow_meter
             .specs
             .iter()
             .zip(&summary.flows)

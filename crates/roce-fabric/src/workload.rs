@@ -1,5 +1,5 @@
 //! Workloads: who sends what to whom and when. Each variant expands into per-host flows
-//! ([`FlowConfig`]) and the tap's flow list. Random workloads (flow-size distributions) draw
+//! ([`FlowConfig`]) and the flow meter's flow list. Random workloads (flow-size distributions) draw
 //! from their own RNG seeded from the scenario seed, so they replay too.
 //!
 //! Nothing here runs anything; [`crate::scenario`] builds and runs the fabric.
@@ -14,8 +14,8 @@ use super::bounds::Limits;
 use super::collective::{
     schedule, Collective, CollectiveError, CollectivePlan, GateSlots, MemberGate,
 };
+use super::flow_meter::FlowSpec;
 use super::hpcc::flow_file::{self, FlowLine};
-use super::tap::FlowSpec;
 use super::traffic::{poisson_flows_within, PoissonSpec, SizeCdf};
 use roce_proto::cc::CcConfig;
 use roce_proto::size;
@@ -291,12 +291,12 @@ pub struct FlowDefaults {
     pub link_gbps: f64,
 }
 
-/// The expansion of a set of workloads: flows per host and the tap's flow list.
+/// The expansion of a set of workloads: flows per host and the flow meter's flow list.
 #[derive(Debug, Default)]
 pub struct Plan {
     /// Flows each host sends, indexed by host.
     pub host_flows: Vec<Vec<FlowConfig>>,
-    /// What the tap follows (one per flow, same order as created).
+    /// What the flow meter follows (one per flow, same order as created).
     pub flows: Vec<FlowSpec>,
     /// Collectives, in workload order.
     pub collectives: Vec<CollectivePlan>,

@@ -81,10 +81,10 @@ fn on_an_idle_fabric_every_algorithm_runs_at_its_analytic_communication_time() {
     }
 }
 
-/// Bytes each host received from each other host over the run, from the tap.
+/// Bytes each host received from each other host over the run, from the flow meter.
 fn received(sum: &RunSummary, built: &Built, hosts: usize) -> Vec<Vec<u64>> {
     let mut m = vec![vec![0; hosts]; hosts];
-    for (spec, f) in built.fabric.tap.specs.iter().zip(&sum.flows) {
+    for (spec, f) in built.fabric.flow_meter.specs.iter().zip(&sum.flows) {
         m[spec.dst_host][spec.src_host] += f.bytes;
     }
     m

@@ -121,8 +121,8 @@ impl<E: Engine> Fabric<E> {
             far: far.collect(),
             out: Vec::new(),
         }));
-        let mut tap = self.tap.clone();
-        (tap.cnp_sent, tap.cnp_received) = (0, 0);
+        let mut meter = self.flow_meter.clone();
+        (meter.cnp_sent, meter.cnp_received) = (0, 0);
         Fabric {
             w,
             seed: self.seed,
@@ -132,7 +132,7 @@ impl<E: Engine> Fabric<E> {
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: true,
             started: true,
-            tap,
+            flow_meter: meter,
             recorder: None,
             int_sink: self.int_sink,
             routing: self.routing,

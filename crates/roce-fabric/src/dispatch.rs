@@ -6,7 +6,7 @@ use super::fabric::{Fabric, FabricSwitch, PfcEvent};
 use super::port::TxPort;
 use super::stats::Lost;
 use super::switch::{mark_ce, DropReason, MarkPoint};
-use super::wires::{code, node_rng, Event, Wires};
+use super::transit::{code, node_rng, Event, Transit};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
@@ -491,7 +491,7 @@ impl<E: Engine> Fabric<E> {
     }
 }
 
-impl Wires {
+impl Transit {
     /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
     /// current queue depth. Only ECT packets draw from the switch's RNG (on the RED ramp), so
     /// marking stays replayable.

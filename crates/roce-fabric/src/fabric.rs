@@ -18,7 +18,7 @@ use super::series::Recorder;
 use super::slots::Slots;
 use super::stats::{PortCounters, PrioCounters};
 use super::switch::{Switch, SwitchConfig, SwitchPort};
-use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
+use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
 use super::{HostId, LinkId, Node, PktId, SwitchId};
 use parallel::RunMode;
 use roce_proto::engine::Engine;
@@ -126,7 +126,7 @@ pub type IntSink<E> = fn(&mut E, Instant, &[roce_proto::cc::IntHop]);
 
 /// A simulated network of engines, switches and links.
 pub struct Fabric<E> {
-    pub(super) w: Wires,
+    pub(super) w: Transit,
     pub(super) seed: u64,
     pub(super) hosts: Slots<Host<E>>,
     pub(super) switches: Slots<FabricSwitch>,
@@ -151,7 +151,7 @@ impl<E: Engine> Fabric<E> {
     pub fn new(seed: u64) -> Self {
         tracing::info!(seed, "fabric seeded");
         Fabric {
-            w: Wires::new(seed),
+            w: Transit::new(seed),
             routing: Routing::default(),
             seed,
             hosts: Slots::default(),

@@ -78,7 +78,7 @@ pub mod telemetry;
 pub mod thresholds;
 pub mod topology;
 pub mod traffic;
-mod wires;
+mod transit;
 pub mod wiring;
 pub mod workload;
 

@@ -30,7 +30,7 @@ pub(super) struct Slot {
     dst_host: Option<NonZeroU32>,
     /// The frame's length (on the wire, without FCS).
     len: u32,
-    /// The epoch of the link it was sent on (see [`crate::wires::Link::epoch`]), set only when
+    /// The epoch of the link it was sent on (see [`crate::transit::Link::epoch`]), set only when
     /// the frame leaves the partition (a local delivery carries it in its event).
     pub(super) epoch: u32,
     /// The frame's bytes; compact (shorter than `len`) when its zero payload is left out: the

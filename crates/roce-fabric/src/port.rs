@@ -42,7 +42,7 @@ fn ps_per_byte(rate_bps: u64) -> u64 {
 pub(crate) struct TxPort {
     /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
     /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
-    /// the port first settles it (`Wires::settle`).
+    /// the port first settles it (`Transit::settle`).
     pub done: Option<u128>,
     /// The link this port sends on.
     pub link: Option<LinkId>,

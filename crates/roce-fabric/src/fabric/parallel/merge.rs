@@ -9,7 +9,7 @@
 
 use super::Layout;
 use crate::fabric::Fabric;
-use crate::wires::{code, Event, GLOBAL};
+use crate::transit::{code, Event, GLOBAL};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;

@@ -5,7 +5,7 @@
 use super::{Layout, ParallelError, ParallelStats, Partitions, RunMode};
 use crate::fabric::Fabric;
 use crate::slots::Slots;
-use crate::wires::{code, Crossings, Wires};
+use crate::transit::{code, Crossings, Transit};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 
@@ -107,7 +107,7 @@ impl<E: Engine> Fabric<E> {
     /// reads (links, routes to hosts, registered flows), and the packet pool as it is, so
     /// that frames queued anywhere keep their ids.
     fn partition(&self, k: usize, layout: &Layout) -> Fabric<E> {
-        let mut w = Wires::new(self.w.seed);
+        let mut w = Transit::new(self.w.seed);
         w.now = self.w.now;
         w.links.clone_from(&self.w.links);
         w.pool = self.w.pool.clone();

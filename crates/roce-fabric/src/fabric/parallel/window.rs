@@ -10,7 +10,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::{since, thread_times, ThreadTimes};
 use crate::fabric::Fabric;
-use crate::wires::{Crossing, Event};
+use crate::transit::{Crossing, Event};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 

@@ -46,6 +46,7 @@ pub mod builtin;
 pub mod capture;
 pub mod collective;
 pub mod compare;
+pub mod custom_topology;
 mod dispatch;
 pub mod ecmp;
 pub mod engines;
@@ -79,7 +80,6 @@ pub mod thresholds;
 pub mod topology;
 pub mod traffic;
 mod transit;
-pub mod wiring;
 pub mod workload;
 
 pub use dispatch::PROGRESS_EVERY;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
 use super::bounds::{MAX_BINS, MAX_DURATION_US, MAX_SAMPLES, MAX_THREADS};
 use super::collective::{self, CollectivePlan, CollectiveReport};
+use super::custom_topology::{self, CableSpec};
 use super::ecmp::{self, EcmpLoad, RailLoad};
 use super::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use super::fabric::{Fabric, FabricError, LinkConfig};
@@ -26,7 +27,6 @@ use super::summary::{self, RunSummary};
 pub use super::switch_spec::SwitchSpec;
 use super::telemetry::Telemetry;
 use super::topology::{End, Topology};
-use super::wiring::{self, CableSpec};
 use super::workload::{FlowDefaults, Plan, Workload};
 use super::{HostId, Node, SwitchId};
 use roce_proto::cc::{CcConfig, CcRegistry, Rate};
@@ -139,7 +139,7 @@ pub enum TopologySpec {
         #[serde(default)]
         loss: f64,
     },
-    /// Written out: named switches, hosts `h0..`, cables by name (see [`wiring`]).
+    /// Written out: named switches, hosts `h0..`, cables by name (see [`custom_topology`]).
     Custom {
         /// Switch names.
         switches: Vec<String>,
@@ -464,7 +464,7 @@ impl Scenario {
                 hosts,
                 cables,
                 link,
-            } => wiring::build(switches, *hosts, cables, *link, &cfg)?,
+            } => custom_topology::build(switches, *hosts, cables, *link, &cfg)?,
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
             TopologySpec::Dumbbell {

@@ -193,8 +193,8 @@ pub struct BuiltinArgs {
     /// PFC on the lossless class.
     #[arg(long, value_enum, default_value = "on")]
     pfc: OnOff,
-    /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `test`
-    /// (the fabric's stand-in senders, faster, never retransmit).
+    /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `stand-in`
+    /// (the fabric's stand-in senders, faster, never retransmit; `test` is its old name).
     #[arg(long, alias = "engine", default_value = "rc")]
     transport: EngineKind,
     /// A setting of the scenario the experiment builds: a path in the scenario file

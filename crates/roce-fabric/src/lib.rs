@@ -17,7 +17,7 @@
 //!   `roce_proto::wire::pfc` has the 802.1Qbb frame.
 //! - [`scenario::Scenario`] (TOML) and [`builtin`] describe experiments over the engines of
 //!   [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the default) or the
-//!   stand-in [`engines::StandInEngine`] (`engine = "test"`);
+//!   stand-in [`engines::StandInEngine`] (`engine = "stand-in"`);
 //!   [`summary::RunSummary`] and the [`series`] are what a run leaves.
 //!
 //! ```

@@ -1,6 +1,6 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
 //! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in
-//! engines with `engine = "test"`), runs it and summarizes it.
+//! engines with `engine = "stand-in"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.
@@ -174,8 +174,8 @@ pub struct Scenario {
     #[serde(default = "d_cc")]
     pub cc: String,
     /// Host engine: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
-    /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
-    /// as `transport`.
+    /// point) or "stand-in" (the fabric's stand-in senders, which never retransmit; its old
+    /// name "test" still reads). Also accepted as `transport`.
     #[serde(default, alias = "transport")]
     pub engine: EngineKind,
     /// Parameter overrides for `cc`, as `name=value`.

@@ -89,7 +89,7 @@ fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail()
     let text = r#"
         name = "rails"
         duration_us = 200
-        engine = "test"
+        engine = "stand-in"
         topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
         workloads = [
             { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },

@@ -21,9 +21,9 @@ pub mod filter;
 pub mod links;
 pub mod pairs;
 
-/// One frame read from a capture.
+/// One record (a frame) read from a pcap or pcapng file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CapturedFrame {
+pub struct PcapRecord {
     /// Capture timestamp since the Unix epoch (or since the start of a simulated run).
     pub timestamp: std::time::Duration,
     /// The captured bytes (possibly cut to the snap length).
@@ -150,11 +150,11 @@ impl<R: Read> CaptureReader<R> {
         self.frames
     }
 
-    fn next_frame(&mut self) -> Option<Result<CapturedFrame, CaptureError>> {
+    fn next_frame(&mut self) -> Option<Result<PcapRecord, CaptureError>> {
         match &mut self.format {
             Format::Pcap(r) => {
                 let packet = r.next_packet()?;
-                Some(packet.map(|p| CapturedFrame {
+                Some(packet.map(|p| PcapRecord {
                     timestamp: p.timestamp,
                     orig_len: p.orig_len,
                     data: p.data.into_owned(),
@@ -174,7 +174,7 @@ impl<R: Read> CaptureReader<R> {
                             _ => None,
                         });
                         let (id, raw_time) = (p.interface_id as usize, p.timestamp);
-                        let mut frame = CapturedFrame {
+                        let mut frame = PcapRecord {
                             timestamp: raw_time,
                             orig_len: p.original_len,
                             data: p.data.into_owned(),
@@ -190,7 +190,7 @@ impl<R: Read> CaptureReader<R> {
                     }
                     Block::SimplePacket(p) => {
                         let len = p.data.len() as u32;
-                        return Some(Ok(CapturedFrame {
+                        return Some(Ok(PcapRecord {
                             timestamp: std::time::Duration::ZERO,
                             orig_len: p.original_len.max(len),
                             data: p.data.into_owned(),
@@ -238,7 +238,7 @@ fn scale_timestamp(
 }
 
 impl<R: Read> Iterator for CaptureReader<R> {
-    type Item = Result<CapturedFrame, CaptureError>;
+    type Item = Result<PcapRecord, CaptureError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {

@@ -16,13 +16,13 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use roce::pcap::CaptureWriter;
-use roce::report::demo::{Series, Summary};
+use roce::report::demo::{DemoSummary, Series};
 use roce::report::text;
 use roce::report::text::Files;
 use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::runtime::Runtime;
 use roce_dpdk::{DpdkPort, PortSpec};
-use roce_fabric::EcnConfig;
+use roce_fabric::EcnThresholds;
 use roce_fabric::PfcConfig;
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::endpoint::Endpoint;
@@ -221,7 +221,7 @@ struct Plan {
     ops: Vec<Op>,
     cc: CcConfig,
     mtu: Mtu,
-    ecn: EcnConfig,
+    ecn: EcnThresholds,
     status: Option<std::time::Duration>,
 }
 
@@ -280,7 +280,7 @@ fn check(args: &DemoArgs) -> anyhow::Result<Plan> {
     for s in &args.set {
         cc.apply(s).map_err(|e| anyhow::anyhow!("--set: {e}"))?;
     }
-    let ecn = EcnConfig {
+    let ecn = EcnThresholds {
         kmin_bytes: args.kmin,
         kmax_bytes: args.kmax,
         pmax: args.pmax,
@@ -392,7 +392,7 @@ pub fn run(args: DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 fn report(
     out: &mut dyn Write,
     args: &DemoArgs,
-    summary: &Summary,
+    summary: &DemoSummary,
     series: &Series,
 ) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {

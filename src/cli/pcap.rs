@@ -11,7 +11,7 @@ use serde::Serialize;
 use roce::pcap::facts::FrameFacts;
 use roce::pcap::filter::{parse_qpn, EcnMatch, FrameFilter, OpcodeMatch, PsnRange};
 use roce::pcap::links::{find_links, Links};
-use roce::pcap::{CaptureError, CaptureReader, CapturedFrame};
+use roce::pcap::{CaptureError, CaptureReader, PcapRecord};
 use roce_proto::wire::{parse_frame, parse_frame_unverified, pretty, RocePacket, WireError};
 
 use crate::cli::output::{write_json, Json};
@@ -185,7 +185,7 @@ fn check(
     let mut damage: Option<CaptureError> = None;
     let mut start = None;
     for item in reader {
-        let frame: CapturedFrame = match item {
+        let frame: PcapRecord = match item {
             Ok(frame) => frame,
             Err(e) => {
                 damage = Some(e);
@@ -233,7 +233,7 @@ fn check(
 fn examine(
     n: usize,
     time: f64,
-    frame: &CapturedFrame,
+    frame: &PcapRecord,
     filter: &FrameFilter,
     summary: &mut Summary,
 ) -> (FrameLine, String, bool) {

@@ -26,7 +26,7 @@ use roce_fabric::hpcc::{fct_file, pfc_file};
 use roce_fabric::limits::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
 use roce_fabric::limits::input::read_text;
 use roce_fabric::net::fabric::parallel::ParallelStats;
-use roce_fabric::{EcnConfig, MarkPoint};
+use roce_fabric::{EcnThresholds, MarkPoint};
 use roce_proto::size::parse_bytes;
 
 /// `roce sim` subcommands.
@@ -193,8 +193,8 @@ pub struct BuiltinArgs {
     /// PFC on the lossless class.
     #[arg(long, value_enum, default_value = "on")]
     pfc: OnOff,
-    /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `test`
-    /// (the fabric's stand-in senders, faster, never retransmit).
+    /// Host transport: `rc` (the real endpoint: QPs, DCQCN, notification point) or `stand-in`
+    /// (the fabric's stand-in senders, faster, never retransmit; `test` is its old name).
     #[arg(long, alias = "engine", default_value = "rc")]
     transport: EngineKind,
     /// A setting of the scenario the experiment builds: a path in the scenario file
@@ -234,7 +234,7 @@ impl BuiltinArgs {
             senders: self.senders,
             link_gbps: self.link_gbps,
             delay_us: self.delay_us,
-            ecn: (self.pmax > 0.0).then_some(EcnConfig {
+            ecn: (self.pmax > 0.0).then_some(EcnThresholds {
                 kmin_bytes: self.kmin,
                 kmax_bytes: self.kmax,
                 pmax: self.pmax,
@@ -356,7 +356,7 @@ fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
 
 /// A finished run: its summary, the fabric as it ended, and how fast it went.
 struct Done {
-    summary: roce_fabric::experiment::summary::Summary,
+    summary: roce_fabric::experiment::summary::RunSummary,
     built: Built,
     speed: RunSpeed,
 }
@@ -449,7 +449,10 @@ fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
 }
 
 /// The error of a run with failed or stalled flows, unless they are allowed.
-fn failed_flows(summary: &roce_fabric::experiment::summary::Summary, allowed: bool) -> Result<()> {
+fn failed_flows(
+    summary: &roce_fabric::experiment::summary::RunSummary,
+    allowed: bool,
+) -> Result<()> {
     let mut failures = summary.failures();
     match failures.next() {
         Some(first) if !allowed => bail!(
@@ -471,7 +474,7 @@ fn failed_flows(summary: &roce_fabric::experiment::summary::Summary, allowed: bo
 #[derive(serde::Serialize)]
 struct SummaryWithSpeed<'a> {
     #[serde(flatten)]
-    summary: &'a roce_fabric::experiment::summary::Summary,
+    summary: &'a roce_fabric::experiment::summary::RunSummary,
     speed: RunSpeed,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel: Option<&'a ParallelStats>,
@@ -504,7 +507,7 @@ mod tests {
     }
 
     /// The ECN thresholds a `roce sim ...` command line gives its switches.
-    fn ecn_of(args: &[&str]) -> EcnConfig {
+    fn ecn_of(args: &[&str]) -> EcnThresholds {
         let cli = Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         let (s, _) = builtin(&cli.sim)

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use roce_fabric::experiment::compare::{metrics_of, Row, Run, Variant};
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::record::series::{Recorder, Row as SeriesRow};
 
 use super::sim::{line_chart, write, ReportError};
@@ -55,7 +55,7 @@ impl Trace {
 type Pick = fn(&Trace) -> &Vec<(f64, f64)>;
 
 /// One line per run: variant, seed, then every metric of the comparison.
-pub fn runs_csv(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> String {
+pub fn runs_csv(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) -> String {
     let metrics = metrics_of(summaries);
     let mut s = String::from("variant,seed");
     for (name, _) in &metrics {
@@ -79,7 +79,7 @@ pub fn write_compare(
     table: &str,
     variants: &[Variant],
     runs: &[Run],
-    summaries: &[Summary],
+    summaries: &[RunSummary],
     traces: &[Trace],
 ) -> Result<(), ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {

@@ -130,9 +130,9 @@ pub struct Setup {
     pub cnp_interval_us: u64,
 }
 
-/// Everything `--json` prints.
+/// What `roce demo` measured: everything `--json` prints.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Summary {
+pub struct DemoSummary {
     /// The run was verified end to end (every flow verified, no transport error).
     pub verified: bool,
     /// What ran.

@@ -12,7 +12,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::record::series::{Recorder, Row};
 use roce_proto::engine::Engine;
 
@@ -49,7 +49,7 @@ pub(crate) fn write(dir: &Path, name: &str, text: &str) -> Result<(), ReportErro
 pub fn write_all<E: Engine>(
     dir: &Path,
     scenario: &Scenario,
-    summary: &Summary,
+    summary: &RunSummary,
     rec: Option<&Recorder<E>>,
 ) -> Result<(), ReportError> {
     fs::create_dir_all(dir).map_err(|source| ReportError::Io {
@@ -103,7 +103,7 @@ pub fn write_all<E: Engine>(
 
 /// The summary table, each collective's step and communication times against the idle
 /// fabric's, then the FCT slowdown table when flows finished.
-pub fn text(summary: &Summary) -> String {
+pub fn text(summary: &RunSummary) -> String {
     let mut s = summary.table();
     for (i, c) in summary.collectives.iter().enumerate() {
         s.push_str(&c.lines(i));

@@ -8,8 +8,9 @@
 use std::fmt::Write as _;
 
 use roce_fabric::record::telemetry::{HostCounters, Telemetry};
-use roce_fabric::switching::stats::{DropReasons, PrioCounters, PRIORITIES};
+use roce_fabric::switching::stats::{DropReasons, PrioCounters};
 use roce_proto::engine::Engine;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// The header of `ports.csv`.
 pub fn ports_header() -> String {

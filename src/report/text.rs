@@ -1,11 +1,11 @@
 //! The human-readable report of `roce demo`: the setup in plain words, the perftest-style flow
 //! table, the congestion story (marks, CNPs, rate cuts, sparklines), the counters under their
-//! mlx5/rxe names and the verdict. Printing only; the numbers come from [`Summary`].
+//! mlx5/rxe names and the verdict. Printing only; the numbers come from [`DemoSummary`].
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::demo::{flow_table, story, Series, Summary};
+use super::demo::{flow_table, story, DemoSummary, Series};
 
 /// Files the run wrote, to point the reader at.
 #[derive(Clone, Debug, Default)]
@@ -18,7 +18,12 @@ pub struct Files {
 
 /// Prints the whole report: setup, perftest-style flows, the congestion story, the counters and
 /// the verdict.
-pub fn print(out: &mut dyn Write, s: &Summary, series: &Series, files: &Files) -> io::Result<()> {
+pub fn print(
+    out: &mut dyn Write,
+    s: &DemoSummary,
+    series: &Series,
+    files: &Files,
+) -> io::Result<()> {
     print_setup(out, s)?;
     writeln!(out, "Results per flow (perftest style)")?;
     write!(out, "{}", flow_table(&s.flows))?;
@@ -28,7 +33,7 @@ pub fn print(out: &mut dyn Write, s: &Summary, series: &Series, files: &Files) -
 }
 
 /// The setup in plain words: ports, switch, hosts, flows, how long.
-fn print_setup(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
+fn print_setup(out: &mut dyn Write, s: &DemoSummary) -> io::Result<()> {
     let u = &s.setup;
     let senders: Vec<&str> = u.senders.iter().map(String::as_str).collect();
     writeln!(
@@ -78,7 +83,7 @@ fn print_setup(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
 
 /// The congestion story: what the switch marked, dropped and paused, what the notification
 /// point and the senders did, and the sparklines.
-fn print_story(out: &mut dyn Write, s: &Summary, series: &Series) -> io::Result<()> {
+fn print_story(out: &mut dyn Write, s: &DemoSummary, series: &Series) -> io::Result<()> {
     let u = &s.setup;
     let c = &s.counters;
     writeln!(out, "The congestion story")?;
@@ -123,7 +128,7 @@ fn print_story(out: &mut dyn Write, s: &Summary, series: &Series) -> io::Result<
 }
 
 /// The counters per port, then the verdict and where the files are.
-fn print_verdict(out: &mut dyn Write, s: &Summary, files: &Files) -> io::Result<()> {
+fn print_verdict(out: &mut dyn Write, s: &DemoSummary, files: &Files) -> io::Result<()> {
     write!(out, "{}", s.stats.port_table(false))?;
     writeln!(out)?;
     if s.verified {

@@ -136,6 +136,6 @@ fn sim_with_an_unknown_engine_is_a_one_line_usage_error_naming_the_choices() {
     assert_one_line_error(
         &["sim", "incast", "--transport", "bogus"],
         2,
-        "engine \"bogus\" is not \"rc\" or \"test\"",
+        "engine \"bogus\" is not \"rc\" or \"stand-in\"",
     );
 }

@@ -13,7 +13,7 @@ use crate::support::scenario_files;
 
 use scenario_files::RETRIES_EXHAUSTED as FAILING;
 
-fn failing() -> roce_fabric::experiment::summary::Summary {
+fn failing() -> roce_fabric::experiment::summary::RunSummary {
     let text = std::fs::read_to_string(FAILING).unwrap();
     let s = Scenario::from_toml(&text).unwrap();
     println!("scenario {} seed {}", s.name, s.seed);

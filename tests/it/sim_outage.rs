@@ -8,17 +8,17 @@ use crate::support::cli_output;
 use cli_output::{roce, scratch_dir};
 use roce_fabric::experiment::outage::Outage;
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 const LINK_FAILURE: &str = include_str!("../../scenarios/link-failure.toml");
 
-fn run(text: &str) -> Summary {
+fn run(text: &str) -> RunSummary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs").0
 }
 
-fn outage(sum: &Summary) -> &Outage {
+fn outage(sum: &RunSummary) -> &Outage {
     sum.outage
         .as_ref()
         .unwrap_or_else(|| panic!("no outage:\n{}", sum.table()))

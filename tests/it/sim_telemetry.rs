@@ -11,7 +11,7 @@ use roce::pcap::CaptureReader;
 use roce::report::telemetry::{hosts_csv, ports_csv, ports_header};
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::record::telemetry::{HostCounters, PortTelemetry};
 use roce_proto::wire::parse_frame;
 
@@ -26,11 +26,11 @@ fn incast(pfc: bool) -> Scenario {
 }
 
 /// One transport counter of every host, added up.
-fn host_total(s: &Summary, counter: fn(&HostCounters) -> u64) -> u64 {
+fn host_total(s: &RunSummary, counter: fn(&HostCounters) -> u64) -> u64 {
     s.hosts.iter().map(|h| counter(&h.counters)).sum()
 }
 
-fn port<'a>(s: &'a Summary, node: &str, port: u16, prio: u8) -> &'a PortTelemetry {
+fn port<'a>(s: &'a RunSummary, node: &str, port: u16, prio: u8) -> &'a PortTelemetry {
     s.ports
         .iter()
         .find(|p| p.node == node && p.port == port && p.priority == prio)

@@ -35,7 +35,7 @@ pub use error::DpdkError;
 pub use mbuf::Mbuf;
 pub use mempool::{Mempool, MempoolConfig};
 pub use pmd::DEBIAN_PMD_DIR;
-pub use port::{DpdkPort, LinkStatus, Offloads, PortConfig, PortInfo, PortStats};
+pub use port::{DpdkPort, EthStats, LinkStatus, Offloads, PortConfig, PortInfo};
 pub use ring_pair::{ring_pair, ring_pair_queues};
 pub use spec::PortSpec;
 pub use tsc::TscClock;

@@ -143,9 +143,9 @@ pub struct PortInfo {
     pub max_tx_queues: u16,
 }
 
-/// Device counters (`rte_eth_stats_get`).
+/// A DPDK port's device counters (`rte_eth_stats_get`, DPDK's `struct rte_eth_stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortStats {
+pub struct EthStats {
     /// Frames received.
     pub rx_packets: u64,
     /// Frames sent.
@@ -468,13 +468,13 @@ impl DpdkPort {
     }
 
     /// Device counters.
-    pub fn stats(&self) -> Result<PortStats, DpdkError> {
+    pub fn stats(&self) -> Result<EthStats, DpdkError> {
         let mut s = sys::rte_eth_stats::default();
         // SAFETY: valid port; valid out pointer.
         check("rte_eth_stats_get", unsafe {
             sys::rte_eth_stats_get(self.id, &mut s)
         })?;
-        Ok(PortStats {
+        Ok(EthStats {
             rx_packets: s.ipackets,
             tx_packets: s.opackets,
             rx_bytes: s.ibytes,

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use smart_default::SmartDefault;
 
 use crate::clock::Clock;
-use roce_proto::pause::{priority, PauseState};
+use roce_proto::pause::PauseState;
 use roce_proto::port::{FrameBuf, Port};
+use roce_proto::wire::pfc::priority;
 
 pub use roce_proto::engine::Engine;
 

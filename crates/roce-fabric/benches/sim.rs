@@ -1,7 +1,7 @@
 //! Simulator throughput: fabric events per second on one core, beside a baseline measured in the
 //! same run (push + pop of as many entries on a bare `BinaryHeap`, the floor any event-driven
 //! simulator pays). Three fabrics: "fabric only" hosts replay one prebuilt frame and count what
-//! they get (the simulator's own cost); the test engines (which build every frame with its ICRC
+//! they get (the simulator's own cost); the stand-in engines (which build every frame with its ICRC
 //! and check every ICRC on receipt); and the real RC endpoints, the scenarios' default (QPs,
 //! ACKs, completions, payload copies). Also the wall time of a 16:1 incast at 100 Gbit/s for
 //! 10 ms of virtual time on each transport. And `roce sim compare`'s grid runner: a grid of 3
@@ -164,7 +164,7 @@ fn bench(c: &mut Criterion) {
     }
     let (fo, te, re, h) = (median(fo), median(te), median(re), median(heap));
     println!(
-        "sim events/s (median of 5): fabric only {:.2} M/s, test engines {:.2} M/s, \
+        "sim events/s (median of 5): fabric only {:.2} M/s, stand-in engines {:.2} M/s, \
          RC endpoints {:.2} M/s, BinaryHeap push+pop baseline {:.2} M/s; ratios to baseline \
          {:.3}, {:.3} and {:.3}",
         fo / 1e6,

@@ -17,8 +17,8 @@
 //!   [`switching::rt_switch`] runs too); `roce_proto::wire::pfc` has the 802.1Qbb frame.
 //! - [`experiment::scenario::Scenario`] (TOML) and [`experiment::builtin`] describe experiments
 //!   over the engines of [`engines::ScenarioEngine`]: the RC endpoint ([`engines::RcEngine`], the
-//!   default) or the stand-in [`engines::StandInEngine`] (`engine = "test"`);
-//!   [`experiment::summary::Summary`] and the [`record::series`] are what a run leaves.
+//!   default) or the stand-in [`engines::StandInEngine`] (`engine = "stand-in"`);
+//!   [`experiment::summary::RunSummary`] and the [`record::series`] are what a run leaves.
 //!
 //! The modules, each using only those above it in this list:
 //! - [`limits`]: the ceilings on what a scenario and its input files may count; bounded reads.
@@ -66,7 +66,9 @@ pub mod switching;
 pub use net::dispatch::PROGRESS_EVERY;
 pub use net::fabric::{Cable, Fabric, FabricError, IntSink, LinkConfig, PfcEvent};
 pub use switching::port::wire_bytes;
-pub use switching::switch::{EcnConfig, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort};
+pub use switching::switch::{
+    EcnThresholds, MarkPoint, PfcConfig, Switch, SwitchConfig, SwitchPort,
+};
 
 /// Index of a frame in the fabric's packet pool.
 pub(crate) type PktId = u32;

@@ -17,7 +17,7 @@ pub use crate::wire::Ecn;
 /// An endpoint applies it to every frame it emits; a QP whose address vector sets a non-zero
 /// traffic class keeps that class's DSCP (and its ECN bits, when non-zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EcnConfig {
+pub struct Marking {
     /// ECN codepoint of data packets (ECT(0) by default, as ConnectX sends; ECT(1) or Not-ECT
     /// are the alternatives).
     pub data_ecn: Ecn,
@@ -33,9 +33,9 @@ pub struct EcnConfig {
     pub vlan: Option<u16>,
 }
 
-impl Default for EcnConfig {
+impl Default for Marking {
     fn default() -> Self {
-        EcnConfig {
+        Marking {
             data_ecn: Ecn::Ect0,
             data_dscp: 26,
             data_pcp: 3,
@@ -46,7 +46,7 @@ impl Default for EcnConfig {
     }
 }
 
-impl EcnConfig {
+impl Marking {
     /// The IPv4 TOS / IPv6 traffic class byte of data packets.
     pub const fn data_tos(&self) -> u8 {
         (self.data_dscp << 2) | self.data_ecn.bits()
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn tos_bytes_match_nvidia_defaults() {
-        let c = EcnConfig::default();
+        let c = Marking::default();
         assert_eq!(c.data_tos(), (26 << 2) | 0b10);
         assert_eq!(c.cnp_tos(), 48 << 2);
     }

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::counters::{EndpointCounters, QpCounters};
-use crate::ecn::{EcnConfig, NotificationPoint};
+use crate::ecn::{Marking, NotificationPoint};
 use crate::mr::{MemoryRegion, MrError, MrInfo, MrTable, PdHandle};
 use crate::qp::paced::CcPacer;
 use crate::qp::{LocalAddr, QpError, QueuePair, RequesterConfig};
@@ -40,7 +40,7 @@ pub struct EndpointConfig {
     pub pkey: u16,
     /// DSCP, ECN and 802.1Q PCP of what the endpoint sends (data, ACKs, CNPs) where a QP's
     /// traffic class leaves them 0, and the VLAN to tag frames with.
-    pub marking: EcnConfig,
+    pub marking: Marking,
     /// Requester window and AckReq spacing.
     pub requester: RequesterConfig,
     /// Mixed into the per-QP UDP source port (flow entropy).
@@ -75,7 +75,7 @@ impl EndpointConfig {
             ipv4: Some(ip),
             ipv6: None,
             pkey: DEFAULT_PKEY,
-            marking: EcnConfig::default(),
+            marking: Marking::default(),
             requester: RequesterConfig::default(),
             udp_port_seed: 0,
             max_qps: crate::limits::MAX_QPS,

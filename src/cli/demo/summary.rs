@@ -2,7 +2,7 @@
 //! metrics exposition of the hosts and the switch.
 
 use roce::metrics::{Exposition, PortMetrics, SwitchMetrics};
-use roce::report::demo::{CcSummary, FlowResult, Series, Setup, Summary, SwitchSummary};
+use roce::report::demo::{CcSummary, DemoSummary, FlowResult, Series, Setup, SwitchSummary};
 use roce_dpdk::lcore::shard::EndpointSnapshot;
 use roce_dpdk::DpdkPort;
 use roce_fabric::switching::rt_switch::RtSwitch;
@@ -22,7 +22,7 @@ pub(super) fn summarize(
     switch: &RtSwitch<DpdkPort>,
     series: &Series,
     (start, end): (Instant, Instant),
-) -> Summary {
+) -> DemoSummary {
     let stats = flows::stats(hosts, flows);
     let counters = stats.total();
     let receiver = hosts.first().map_or("r", |h| h.0);
@@ -62,7 +62,7 @@ pub(super) fn summarize(
     let (queue_mean, queue_max) = series.queue_stats();
     let verified =
         results.iter().all(|f| f.verified) && counters.transport_errors() == 0 && sw.rx_frames > 0;
-    Summary {
+    DemoSummary {
         verified,
         setup: Setup {
             senders: hosts.iter().skip(1).map(|h| h.0.to_owned()).collect(),

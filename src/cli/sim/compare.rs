@@ -19,7 +19,7 @@ use roce_fabric::experiment::compare::{
     rows, run_grid, table, Grid, Override, Run, Sweep, Variant,
 };
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 use crate::cli::output::{write_json, Json};
 
@@ -62,7 +62,7 @@ pub struct CompareArgs {
 
 /// What one run gives back.
 struct Done {
-    summary: Summary,
+    summary: RunSummary,
     trace: Trace,
 }
 
@@ -183,7 +183,7 @@ fn report(
     base: &Scenario,
     variants: &[Variant],
     runs: &[Run],
-    summaries: Vec<Summary>,
+    summaries: Vec<RunSummary>,
     traces: Vec<Trace>,
 ) -> Result<()> {
     let rows = rows(variants, runs, &summaries);

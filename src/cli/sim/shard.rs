@@ -11,7 +11,7 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use roce::report::compare::Trace;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 /// Bytes of a shard file (summaries of every run of the shard, with their traces).
 const MAX_SHARD_BYTES: u64 = 1 << 30;
@@ -86,7 +86,7 @@ pub struct ShardRun {
     /// Index of the run in the grid.
     pub index: usize,
     /// Its summary.
-    pub summary: Summary,
+    pub summary: RunSummary,
     /// Its series for the overlay plots (empty without `--out`).
     pub trace: Trace,
 }

@@ -32,7 +32,7 @@ pub fn mac_of(ip: IpAddr) -> EthernetAddress {
 }
 
 /// Which engine a scenario runs on its hosts. In scenario files and on the command line:
-/// `"rc"` or `"test"`.
+/// `"rc"` or `"stand-in"` (also read under its old name, `"test"`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EngineKind {
     /// The RC endpoint ([`RcEngine`]): queue pairs, retransmission, DCQCN and the notification
@@ -41,7 +41,7 @@ pub enum EngineKind {
     #[serde(rename = "rc")]
     Rc,
     /// The stand-in ([`StandInEngine`]): paced streams that never retransmit; faster.
-    #[serde(rename = "test")]
+    #[serde(rename = "stand-in", alias = "test")]
     StandIn,
 }
 
@@ -53,10 +53,13 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Rc => "rc",
-            EngineKind::StandIn => "test",
+            EngineKind::StandIn => "stand-in",
         }
     }
 }
+
+/// The stand-in's old name, still read so that older scenario files and command lines work.
+const STAND_IN_ALIAS: &str = "test";
 
 impl std::fmt::Display for EngineKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,12 +69,15 @@ impl std::fmt::Display for EngineKind {
 
 /// A name that is no [`EngineKind`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("engine {0:?} is not \"rc\" or \"test\"")]
+#[error("engine {0:?} is not \"rc\" or \"stand-in\"")]
 pub struct UnknownEngine(pub String);
 
 impl std::str::FromStr for EngineKind {
     type Err = UnknownEngine;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == STAND_IN_ALIAS {
+            return Ok(EngineKind::StandIn);
+        }
         EngineKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
@@ -267,15 +273,22 @@ mod tests {
     }
 
     #[test]
-    fn engine_kinds_read_rc_and_test_by_either_key_and_name_the_choices_otherwise() {
+    fn engine_kinds_read_rc_and_stand_in_by_either_key_and_name_the_choices_otherwise() {
         assert_eq!(parse("engine = \"rc\""), Ok(EngineKind::Rc));
+        assert_eq!(parse("engine = \"stand-in\""), Ok(EngineKind::StandIn));
+        // The stand-in's old name still reads, in files and on the command line.
         assert_eq!(parse("transport = \"test\""), Ok(EngineKind::StandIn));
         let err = parse("engine = \"tcp\"").unwrap_err();
-        assert_eq!(err, "unknown variant `tcp`, expected `rc` or `test`");
+        assert_eq!(
+            err,
+            "unknown variant `tcp`, expected one of `rc`, `stand-in`, `test`"
+        );
         assert_eq!("test".parse(), Ok(EngineKind::StandIn));
+        assert_eq!("stand-in".parse(), Ok(EngineKind::StandIn));
+        assert_eq!(EngineKind::StandIn.to_string(), "stand-in");
         assert_eq!(
             "Rc".parse::<EngineKind>().unwrap_err().to_string(),
-            "engine \"Rc\" is not \"rc\" or \"test\""
+            "engine \"Rc\" is not \"rc\" or \"stand-in\""
         );
         for k in EngineKind::ALL {
             assert_eq!(k.to_string().parse(), Ok(k));

@@ -39,7 +39,7 @@ const RECV_DEPTH: u32 = 64;
 #[derive(Debug)]
 struct RcFlow {
     qpn: u32,
-    /// The receiver's QPN (what the tap and the recorder call the flow).
+    /// The receiver's QPN (what the flow meter and the recorder call the flow).
     dst_qpn: u32,
     cq: CqHandle,
     lkey: u32,
@@ -231,7 +231,7 @@ impl RcEngine {
     /// `src` receives) of `flow.message_bytes`, `flow.total_bytes` in all (forever when `None`),
     /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given, else at
     /// `flow.rate_gbps` when given (`flow.dst_ip`, `qpn` and UDP port are the endpoint's). Returns the QPN on
-    /// `dst` (what the fabric's tap follows) and the flow's index on `src`.
+    /// `dst` (what the fabric's flow meter follows) and the flow's index on `src`.
     pub fn connect(
         src: &mut RcEngine,
         dst: &mut RcEngine,

@@ -2,7 +2,7 @@
 //! the wire layer and counts what it receives, without the transport's reliability: it never
 //! acknowledges, retransmits or completes work requests (that is the real endpoint's job, see
 //! [`RcEngine`](super::RcEngine)). It stands in for the transport where only the traffic
-//! matters: fabric tests, benchmarks and scenarios run with `engine = "test"`.
+//! matters: fabric tests, benchmarks and scenarios run with `engine = "stand-in"`.
 //!
 //! Its congestion machinery is the transport's own: CE-marked packets go to a
 //! [`NotificationPoint`] (at most one CNP per sending QP per interval), and a flow with a

@@ -8,7 +8,7 @@ use crate::engines::EngineKind;
 use crate::flows::collective::{Algorithm, Collective};
 use crate::flows::workload::Workload;
 use crate::net::fabric::LinkConfig;
-use crate::switching::switch::EcnConfig;
+use crate::switching::switch::EcnThresholds;
 
 /// Which built-in experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub struct Builtin {
     /// One-way propagation delay per link, µs.
     pub delay_us: f64,
     /// ECN marking on every switch queue.
-    pub ecn: Option<EcnConfig>,
+    pub ecn: Option<EcnThresholds>,
     /// Congestion control name.
     pub cc: String,
     /// Run time, µs (default per experiment).
@@ -71,7 +71,7 @@ impl Default for Builtin {
             senders: None,
             link_gbps: 100.0,
             delay_us: 1.0,
-            ecn: Some(EcnConfig {
+            ecn: Some(EcnThresholds {
                 kmin_bytes: 100_000,
                 kmax_bytes: 400_000,
                 pmax: 0.2,

@@ -17,7 +17,7 @@
 use serde::Serialize;
 
 use crate::experiment::scenario::{Scenario, ScenarioError};
-use crate::experiment::summary::Summary;
+use crate::experiment::summary::RunSummary;
 use crate::flows::fct::SlowdownBin;
 use crate::limits::bounds::{at_most, clip_quoted, LimitError};
 
@@ -360,7 +360,7 @@ impl Stat {
 }
 
 /// A metric of a comparison: its name and how to read it from a run's summary.
-pub type Metric = (&'static str, fn(&Summary) -> f64);
+pub type Metric = (&'static str, fn(&RunSummary) -> f64);
 
 /// The metrics a comparison shows, in table order.
 pub const METRICS: &[Metric] = &[
@@ -384,7 +384,7 @@ pub const FCT_METRICS: &[Metric] = &[
     ("slowdown_p99", |s| fct_pctl(s, |b| b.p99)),
 ];
 
-fn fct_pctl(s: &Summary, pick: fn(&SlowdownBin) -> f64) -> f64 {
+fn fct_pctl(s: &RunSummary, pick: fn(&SlowdownBin) -> f64) -> f64 {
     s.fct
         .as_ref()
         .and_then(|f| f.overall())
@@ -393,7 +393,7 @@ fn fct_pctl(s: &Summary, pick: fn(&SlowdownBin) -> f64) -> f64 {
 
 /// The metrics of a grid whose runs left `summaries`: [`METRICS`], and [`FCT_METRICS`] when
 /// every run has flow completion times.
-pub fn metrics_of(summaries: &[Summary]) -> Vec<Metric> {
+pub fn metrics_of(summaries: &[RunSummary]) -> Vec<Metric> {
     let mut m = METRICS.to_vec();
     if !summaries.is_empty() && summaries.iter().all(|s| s.fct.is_some()) {
         m.extend_from_slice(FCT_METRICS);
@@ -413,13 +413,13 @@ pub struct Row {
 }
 
 /// The rows of `variants` from the summaries of `runs` (the same order as [`Grid::expand`]).
-pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[Summary]) -> Vec<Row> {
+pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) -> Vec<Row> {
     let metrics = metrics_of(summaries);
     variants
         .iter()
         .enumerate()
         .map(|(v, variant)| {
-            let mine: Vec<&Summary> = runs
+            let mine: Vec<&RunSummary> = runs
                 .iter()
                 .zip(summaries)
                 .filter(|(r, _)| r.variant == v)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use roce_proto::cc::DcqcnParams;
 
 use crate::experiment::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
-use crate::experiment::summary::Summary;
+use crate::experiment::summary::RunSummary;
 use crate::flows::workload::Workload;
 use crate::hpcc::config::{CcMode, HpccConfig};
 use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
@@ -19,7 +19,7 @@ use crate::hpcc::pfc_file::{self, PfcRecord};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::hpcc::HpccError;
 use crate::limits::bounds::Limits;
-use crate::switching::switch::{DynamicPfc, EcnConfig, MarkPoint, PfcConfig, RateEcn};
+use crate::switching::switch::{DynamicPfc, EcnThresholds, MarkPoint, PfcConfig, RateEcn};
 use crate::PfcEvent;
 
 /// Why a config cannot be run.
@@ -202,7 +202,7 @@ impl HpccRun {
     /// The FCT file's lines for the finished flows of `summary`, as `third.cc`'s
     /// `qp_finish` writes them: node addresses, source ports from 10000 per host in flow
     /// order, standalone FCT from its paths with `PACKET_PAYLOAD_SIZE` packets.
-    pub fn fct_records(&self, summary: &Summary) -> Vec<FctRecord> {
+    pub fn fct_records(&self, summary: &RunSummary) -> Vec<FctRecord> {
         let payload = self.config.packet_payload_size;
         let mut ports = std::collections::HashMap::new();
         let mut paths = std::collections::HashMap::new();
@@ -252,7 +252,7 @@ impl HpccRun {
 fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Vec<String>) {
     let mut notes = Vec::new();
     let ecn_at = |rate| {
-        c.ecn_for(rate).map(|(kmin, kmax, pmax)| EcnConfig {
+        c.ecn_for(rate).map(|(kmin, kmax, pmax)| EcnThresholds {
             kmin_bytes: kmin,
             kmax_bytes: kmax,
             pmax,
@@ -501,7 +501,7 @@ mod tests {
         let (spec, notes) = switch_spec(&c, &t, 100_000_000_000);
         assert_eq!(notes, Vec::<String>::new());
         assert_eq!(spec.buffer_bytes, 32 << 20);
-        let ecn = |kmin_bytes, kmax_bytes, pmax| EcnConfig {
+        let ecn = |kmin_bytes, kmax_bytes, pmax| EcnThresholds {
             kmin_bytes,
             kmax_bytes,
             pmax,

@@ -1,6 +1,6 @@
 //! Scenario files: a TOML description of a topology, switch settings, workloads and link events,
 //! and the runner that turns one into a fabric of hosts (real RC endpoints, or the stand-in
-//! engines with `engine = "test"`), runs it and summarizes it.
+//! engines with `engine = "stand-in"`), runs it and summarizes it.
 //!
 //! Parsing and validation errors are [`ScenarioError`]s with one clear line each; the run itself
 //! cannot fail.
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub use super::failures::LinkEvent;
 use super::failures::{self, Failure};
 use super::outage::{self, Outage};
-use super::summary::{self, Summary};
+use super::summary::{self, RunSummary};
 use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use crate::flows::collective::{self, CollectivePlan, CollectiveReport};
 use crate::flows::fct::{FctReport, Finished, Paths};
@@ -18,12 +18,12 @@ use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::limits::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
 use crate::limits::bounds::{MAX_BINS, MAX_DURATION_US, MAX_SAMPLES, MAX_THREADS};
+use crate::net::custom_topology::{self, CableSpec, WiringError};
 use crate::net::ecmp::{self, EcmpLoad, RailLoad};
 use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
 use crate::net::reroute::Routing;
 use crate::net::topology::{End, Topology};
-use crate::net::wiring::{self, CableSpec, WiringError};
 use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
 use crate::switching::sched;
@@ -139,7 +139,7 @@ pub enum TopologySpec {
         #[serde(default)]
         loss: f64,
     },
-    /// Written out: named switches, hosts `h0..`, cables by name (see [`wiring`]).
+    /// Written out: named switches, hosts `h0..`, cables by name (see [`custom_topology`]).
     Custom {
         /// Switch names.
         switches: Vec<String>,
@@ -174,8 +174,8 @@ pub struct Scenario {
     #[serde(default = "d_cc")]
     pub cc: String,
     /// Host engine: "rc" (the default: the real `Endpoint`, its QPs, DCQCN and notification
-    /// point) or "test" (the fabric's stand-in senders, which never retransmit). Also accepted
-    /// as `transport`.
+    /// point) or "stand-in" (the fabric's stand-in senders, which never retransmit; its old
+    /// name "test" still reads). Also accepted as `transport`.
     #[serde(default, alias = "transport")]
     pub engine: EngineKind,
     /// Parameter overrides for `cc`, as `name=value`.
@@ -353,8 +353,8 @@ impl Scenario {
         Ok(Some(cfg))
     }
 
-    /// RC endpoints for every host, one connected QP pair per flow; sets each flow's tap QPN
-    /// to the receiver's QP.
+    /// RC endpoints for every host, one connected QP pair per flow; sets the QPN the flow meter
+    /// follows for each flow to the receiver's QP.
     fn rc_engines(
         &self,
         ips: &[IpAddr],
@@ -464,7 +464,7 @@ impl Scenario {
                 hosts,
                 cables,
                 link,
-            } => wiring::build(switches, *hosts, cables, *link, &cfg)?,
+            } => custom_topology::build(switches, *hosts, cables, *link, &cfg)?,
             TopologySpec::BackToBack { link } => Topology::back_to_back(*link),
             TopologySpec::Star { hosts, link } => Topology::star(*hosts, *link, cfg),
             TopologySpec::Dumbbell {
@@ -655,7 +655,7 @@ impl Scenario {
 
     /// Builds, runs and summarizes. `progress(fraction)` is called every
     /// [`crate::PROGRESS_EVERY`] events and once at the end.
-    pub fn run(&self, progress: impl FnMut(f64)) -> Result<(Summary, Built), ScenarioError> {
+    pub fn run(&self, progress: impl FnMut(f64)) -> Result<(RunSummary, Built), ScenarioError> {
         self.run_built(self.build()?, progress)
     }
 
@@ -665,7 +665,7 @@ impl Scenario {
         &self,
         mut built: Built,
         mut progress: impl FnMut(f64),
-    ) -> Result<(Summary, Built), ScenarioError> {
+    ) -> Result<(RunSummary, Built), ScenarioError> {
         let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
         let warm = Instant::from_nanos(self.warmup_ns());
         let total = end.as_nanos().max(1) as f64;
@@ -686,7 +686,7 @@ impl Scenario {
         let f = &built.fabric;
         tracing::debug!(events = f.events(), elided = f.events_elided(), "events");
         built.fabric.finish_telemetry();
-        let mut summary = Summary::collect(
+        let mut summary = RunSummary::collect(
             &self.name,
             self.seed,
             self.warmup_ns(),
@@ -731,10 +731,10 @@ impl Scenario {
     }
 
     /// FCTs of the finished finite flows, `None` when there are none.
-    fn fct_report(&self, summary: &Summary, built: &Built) -> Option<FctReport> {
+    fn fct_report(&self, summary: &RunSummary, built: &Built) -> Option<FctReport> {
         let finished: Vec<Finished> = built
             .fabric
-            .tap
+            .flow_meter
             .specs
             .iter()
             .zip(&summary.flows)
@@ -764,7 +764,7 @@ impl Scenario {
     }
 
     /// The outage report of a finished run, when the scenario has failures.
-    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &Summary) -> Option<Outage> {
+    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &RunSummary) -> Option<Outage> {
         let at = self.failure_at_us()?;
         let rec = fabric.recorder()?;
         let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);

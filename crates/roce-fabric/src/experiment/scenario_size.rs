@@ -198,7 +198,7 @@ pub struct Footprint {
     pub rc: bool,
     /// Telemetry bins the run closes.
     pub bins: u64,
-    /// Threads the fabric runs on (each partition copies the links and the flows' tap).
+    /// Threads the fabric runs on (each partition copies the links and the flow meter).
     pub threads: u64,
     /// Whether the run has failures (then its outage report keeps every flow's rate in every
     /// bin).
@@ -208,7 +208,7 @@ pub struct Footprint {
 impl Footprint {
     /// The estimate, bytes: per host, cable and flow, a route per switch and host, the
     /// telemetry bins (every port's eight priorities and every host's counters each), per
-    /// partition of a split run the copied links and tap, and the outage report's rate of
+    /// partition of a split run the copied links and flow meter, and the outage report's rate of
     /// every flow in every bin.
     pub fn bytes(&self) -> u64 {
         let prio = std::mem::size_of::<crate::switching::stats::PrioCounters>() as u64 + 16;
@@ -222,7 +222,7 @@ impl Footprint {
         let bin = ports
             .saturating_mul(8 * prio)
             .saturating_add(self.hosts.saturating_mul(host));
-        // A partition's copies: links, the tap's flows, and per node a slot and an RNG.
+        // A partition's copies: links, the flow meter's flows, and per node a slot and an RNG.
         let per_thread = self
             .cables
             .saturating_mul(256)

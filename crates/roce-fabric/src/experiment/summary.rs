@@ -83,7 +83,7 @@ pub struct FlowResult {
 
 /// A run's summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct RunSummary {
     /// Scenario name.
     pub name: String,
     /// Seed (replay with `--seed`).
@@ -200,7 +200,7 @@ pub fn jain(x: &[f64]) -> f64 {
     }
 }
 
-impl Summary {
+impl RunSummary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
     /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
     /// egress with its counters when the measurement window opened.
@@ -211,17 +211,17 @@ impl Summary {
         f: &Fabric<ScenarioEngine>,
         collectives: &[CollectivePlan],
         bottleneck: Option<(Node, u16, PrioCounters)>,
-    ) -> Summary {
+    ) -> RunSummary {
         let end_ns = f.now().as_nanos();
         let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
-        let tap = &f.tap;
-        let flows: Vec<FlowResult> = tap
+        let meter = &f.flow_meter;
+        let flows: Vec<FlowResult> = meter
             .specs
             .iter()
-            .zip(&tap.progress)
+            .zip(&meter.progress)
             .enumerate()
             .map(|(id, (spec, p))| {
-                // The sender's own completion (RC work completions) beats the tap's count.
+                // The sender's own completion (RC work completions) beats the flow meter's count.
                 let done = f
                     .engine(HostId(spec.src_host))
                     .and_then(|e| e.completed_at(spec.src_index))
@@ -298,7 +298,7 @@ impl Summary {
             }
         });
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_gbps).collect();
-        let delivered_gbps: f64 = tap
+        let delivered_gbps: f64 = meter
             .progress
             .iter()
             .map(|p| p.bytes_since_warmup() as f64 * 8.0 / window / 1e9)
@@ -307,7 +307,7 @@ impl Summary {
             .filter_map(|h| f.engine(HostId(h)))
             .map(ScenarioEngine::qp_errors)
             .sum();
-        Summary {
+        RunSummary {
             name: name.to_owned(),
             seed,
             duration_us: end_ns as f64 / 1e3,
@@ -320,8 +320,8 @@ impl Summary {
             queue_mean_bytes,
             queue_p99_bytes,
             ecn_marked: sw.ecn_marked,
-            cnp_sent: tap.cnp_sent,
-            cnp_handled: tap.cnp_received,
+            cnp_sent: meter.cnp_sent,
+            cnp_handled: meter.cnp_received,
             pfc_pause_frames: sw.pause_sent,
             host_pause_frames: hosts.pause_received,
             host_paused_us: hosts.pause_ns as f64 / 1e3,

@@ -1,5 +1,5 @@
 //! Workloads: who sends what to whom and when. Each variant expands into per-host flows
-//! ([`FlowConfig`]) and the tap's flow list. Random workloads (flow-size distributions) draw
+//! ([`FlowConfig`]) and the flow meter's flow list. Random workloads (flow-size distributions) draw
 //! from their own RNG seeded from the scenario seed, so they replay too.
 //!
 //! Nothing here runs anything; [`crate::experiment::scenario`] builds and runs the fabric.
@@ -17,7 +17,7 @@ use super::traffic::{poisson_flows_within, PoissonSpec, SizeCdf};
 use crate::hpcc::flow_file::{self, FlowLine};
 use crate::hpcc::HpccError;
 use crate::limits::bounds::{LimitError, Limits};
-use crate::record::tap::FlowSpec;
+use crate::record::flow_meter::FlowSpec;
 use roce_proto::cc::CcConfig;
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
@@ -292,12 +292,12 @@ pub struct FlowDefaults {
     pub link_gbps: f64,
 }
 
-/// The expansion of a set of workloads: flows per host and the tap's flow list.
+/// The expansion of a set of workloads: flows per host and the flow meter's flow list.
 #[derive(Debug, Default)]
 pub struct Plan {
     /// Flows each host sends, indexed by host.
     pub host_flows: Vec<Vec<FlowConfig>>,
-    /// What the tap follows (one per flow, same order as created).
+    /// What the flow meter follows (one per flow, same order as created).
     pub flows: Vec<FlowSpec>,
     /// Collectives, in workload order.
     pub collectives: Vec<CollectivePlan>,

@@ -32,7 +32,7 @@ pub const MAX_BINS: f64 = 1e5;
 /// Entries of a collective's schedule (every member's sends and receives of every step): a
 /// ring of 2,048 members, an all-to-all of 2,896.
 pub const MAX_SCHEDULE_ENTRIES: u64 = 1 << 24;
-/// Threads a fabric may run on (each partition copies the links and the flows' tap; a
+/// Threads a fabric may run on (each partition copies the links and the flow meter; a
 /// partition per switch is the most a split uses).
 pub const MAX_THREADS: usize = 256;
 /// Times one cable may flap (each flap schedules four link events).
@@ -50,13 +50,13 @@ pub const MAX_TOPOLOGY_LINE_BYTES: usize = 1 << 20;
 /// The longest excerpt of input an error quotes, in characters.
 pub const MAX_QUOTE: usize = 64;
 
-/// Memory a host holds (its engine, NIC and tap state), measured at 10.7 KB with the RC
+/// Memory a host holds (its engine, NIC and flow meter state), measured at 10.7 KB with the RC
 /// engine on a 20,000-host star, rounded up.
 pub const HOST_BYTES: u64 = 16 << 10;
 /// Memory a cable holds (two ports with their queues and telemetry series, two links).
 pub const CABLE_BYTES: u64 = 4 << 10;
 /// Memory a flow holds with the RC engine (a QP at each end, their queues and regions, the
-/// plan and the tap): measured at 18 KB a flow with 100,000 flows on a 100-host star, and 25
+/// plan and the flow meter): measured at 18 KB a flow with 100,000 flows on a 100-host star, and 25
 /// KB with the 165,856 flows of `scenarios/hpcc/fb_hadoop-50.toml` (4.1 GB at its peak).
 pub const RC_FLOW_BYTES: u64 = 26 << 10;
 /// Memory a flow holds with the stand-in engine, measured at 2 KB, rounded up.

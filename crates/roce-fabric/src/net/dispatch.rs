@@ -2,16 +2,17 @@
 //! handles them) or switches (which classify, admit, mark, queue and pause); free transmitters
 //! pick their next frame; hosts fire due timers and are polled for frames when their NIC is free.
 
+use super::fabric::FabricSwitch;
 use super::fabric::{Fabric, PfcEvent};
-use super::wires::{code, node_rng, Event, Wires};
+use super::transit::{code, node_rng, Event, Transit};
 use crate::switching::port::TxPort;
-use crate::switching::stats::{Lost, PRIORITIES};
-use crate::switching::switch::{mark_ce, DropReason, FabricSwitch, MarkPoint};
+use crate::switching::stats::Lost;
+use crate::switching::switch::{mark_ce, DropReason, MarkPoint};
 use crate::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
-use roce_proto::wire::pfc::{self, PauseRepr};
+use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
 /// Events between two calls of a run's progress callback.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
@@ -95,15 +96,13 @@ impl<E: Engine> Fabric<E> {
                 }
                 self.kick(node, port);
             }
-            Event::XoffRefresh(s, port, prio, gen) => {
+            Event::XoffRefresh(s, port, prio) => {
+                // Due unless XON went or a later XOFF moved the refresh (a stale wake-up).
                 let s = SwitchId(s as usize);
                 let prio = usize::from(prio);
-                let standing = self
-                    .switches
-                    .get(s.0)
-                    .and_then(|sw| sw.port(port))
-                    .is_some_and(|p| p.xoff(prio) && p.tx.xoff_gen.get(prio) == Some(&gen));
-                if !standing {
+                let now = Instant::from_nanos(self.w.now);
+                let sw = self.switches.get(s.0);
+                if sw.is_none_or(|sw| sw.xoff_refresh_at(port, prio) != Some(now)) {
                     return false;
                 }
                 self.send_pfc(s, port, prio, true);
@@ -116,7 +115,7 @@ impl<E: Engine> Fabric<E> {
                 if let Some(mut rec) = self.recorder.take() {
                     rec.sample(
                         self.now(),
-                        &self.tap.progress,
+                        &self.flow_meter.progress,
                         |s, p| self.queue_bytes(s, p),
                         |h| self.engine(h),
                     );
@@ -228,7 +227,8 @@ impl<E: Engine> Fabric<E> {
             Node::Host(h) => {
                 let t = self.now();
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
-                    self.tap.on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
+                    self.flow_meter
+                        .on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -291,7 +291,6 @@ impl<E: Engine> Fabric<E> {
         let Some(sw) = self.switches.get_mut(s.0) else {
             return;
         };
-        let quanta = sw.config().pfc.map_or(0, |p| p.quanta);
         let Some(frame) = sw
             .port(port)
             .and_then(|p| sw.pause_frame(p.tx.mac, prio, xoff))
@@ -306,21 +305,11 @@ impl<E: Engine> Fabric<E> {
         if let Some(c) = p.tx.counters.prio.get_mut(prio) {
             c.pause_sent += 1;
         }
-        if xoff {
-            let gen =
-                p.tx.xoff_gen
-                    .get(prio)
-                    .copied()
-                    .unwrap_or(0)
-                    .wrapping_add(1);
-            if let Some(g) = p.tx.xoff_gen.get_mut(prio) {
-                *g = gen;
-            }
-            let refresh = pfc::quanta_to_nanos(quanta, p.tx.rate_bps) / 2;
-            self.w.schedule(
-                now + refresh.max(1),
-                Event::XoffRefresh(s.0 as u32, port, prio as u8, gen),
-            );
+        // The switch keeps the refresh policy; the event only asks it when the time comes.
+        let refresh = xoff.then(|| sw.xoff_sent(port, prio, Instant::from_nanos(now)));
+        if let Some(at) = refresh.flatten() {
+            let ev = Event::XoffRefresh(s.0 as u32, port, prio as u8);
+            self.w.schedule(at.as_nanos(), ev);
         }
         if let Some(rec) = self.recorder.as_mut() {
             rec.on_pfc(now, s, port, prio, xoff);
@@ -481,11 +470,11 @@ impl<E: Engine> Fabric<E> {
             };
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
-            // One look at the new slot: its priority, the tap and the destination host.
+            // One look at the new slot: its priority, the flow meter and the destination host.
             let mut prio = 0;
             if let Some(slot) = self.w.pool.slot_mut(pkt) {
                 prio = usize::from(slot.prio);
-                self.tap.on_tx(slot.bth.as_ref());
+                self.flow_meter.on_tx(slot.bth.as_ref());
                 let dst = slot.ip.as_ref().map(|ip| ip.dst.key());
                 slot.set_dst_host(dst.and_then(|d| self.ip_to_host.get(&d)).copied());
             }
@@ -503,7 +492,7 @@ impl<E: Engine> Fabric<E> {
     }
 }
 
-impl Wires {
+impl Transit {
     /// Marks an ECT packet CE if `sw`'s RED/step rule for (`egress`, `prio`) says so at the
     /// current queue depth. Only ECT packets draw from the switch's RNG (on the RED ramp), so
     /// marking stays replayable.

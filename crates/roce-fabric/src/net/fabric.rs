@@ -12,17 +12,18 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::slots::Slots;
-use super::wires::{code, Event, Link, Routing, Wires, GLOBAL};
+use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
+use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use crate::record::series::Recorder;
-use crate::record::tap::{FlowId, FlowSpec, FlowTap};
 use crate::switching::frame::{ip_key, IpKey, MixMap};
 use crate::switching::port::TxPort;
-use crate::switching::stats::{PortCounters, PRIORITIES};
-use crate::switching::switch::{FabricSwitch, Switch, SwitchConfig};
+use crate::switching::stats::{PortCounters, PrioCounters};
+use crate::switching::switch::{Switch, SwitchConfig, SwitchPort};
 use crate::{HostId, LinkId, Node, PktId, SwitchId};
 use parallel::RunMode;
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// A link direction's properties.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,7 +126,7 @@ pub type IntSink<E> = fn(&mut E, Instant, &[roce_proto::cc::IntHop]);
 
 /// A simulated network of engines, switches and links.
 pub struct Fabric<E> {
-    pub(super) w: Wires,
+    pub(super) w: Transit,
     pub(super) seed: u64,
     pub(super) hosts: Slots<Host<E>>,
     pub(super) switches: Slots<FabricSwitch>,
@@ -133,8 +134,8 @@ pub struct Fabric<E> {
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
     pub(super) started: bool,
-    /// The tap counting flows and CNPs at the host NICs.
-    pub tap: FlowTap,
+    /// The flow meter counting flows and CNPs at the host NICs.
+    pub flow_meter: FlowMeter,
     pub(super) recorder: Option<Recorder<E>>,
     pub(super) int_sink: Option<IntSink<E>>,
     pub(super) routing: Routing,
@@ -150,7 +151,7 @@ impl<E: Engine> Fabric<E> {
     pub fn new(seed: u64) -> Self {
         tracing::info!(seed, "fabric seeded");
         Fabric {
-            w: Wires::new(seed),
+            w: Transit::new(seed),
             routing: Routing::default(),
             seed,
             hosts: Slots::default(),
@@ -159,7 +160,7 @@ impl<E: Engine> Fabric<E> {
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: false,
             started: false,
-            tap: FlowTap::default(),
+            flow_meter: FlowMeter::default(),
             recorder: None,
             int_sink: None,
             pfc_log: None,
@@ -359,9 +360,9 @@ impl<E: Engine> Fabric<E> {
         self.pfc_log.as_deref().unwrap_or_default()
     }
 
-    /// Follows a flow in the tap (goodput, completion time).
+    /// Follows a flow in the flow meter (goodput, completion time).
     pub fn register_flow(&mut self, spec: FlowSpec) -> FlowId {
-        self.tap.register(spec)
+        self.flow_meter.register(spec)
     }
 
     /// Records time series every `interval` from now on.
@@ -509,11 +510,46 @@ impl<E: Engine> Fabric<E> {
 
     /// Marks the start of the measurement window (after warm-up).
     pub fn mark_warmup(&mut self) {
-        self.tap.mark_warmup();
+        self.flow_meter.mark_warmup();
     }
 
     /// IP address key of a host.
     pub fn host_ip(&self, host: HostId) -> Option<IpKey> {
         self.hosts.get(host.0).map(|h| h.ip)
+    }
+}
+
+/// The fabric's switches: packets in its pool, ports with its serializers.
+pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
+
+impl FabricSwitch {
+    /// Counters of `port`'s priority `prio`.
+    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
+        self.port_mut(port)
+            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    }
+
+    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    pub fn enqueue_counted(
+        &mut self,
+        pkt: PktId,
+        ingress: u16,
+        egress: u16,
+        prio: usize,
+        len: u64,
+    ) -> bool {
+        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let depth = self.queue_depth(egress, prio);
+        if let Some(c) = self.counters_mut(egress, prio) {
+            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
+        }
+        crossed
+    }
+}
+
+impl<T> SwitchPort<T, TxPort> {
+    /// Nothing waits behind the frame on the wire: no control frame, no data in any class.
+    pub fn drained(&self) -> bool {
+        self.tx.ctrl.is_empty() && self.waiting() == 0
     }
 }

@@ -1,8 +1,9 @@
 //! The discrete-event network: the event queue, the links and the packet pool, the
 //! [`fabric`] of hosts and switches with its event loop and parallel engine, ECMP and rerouting
 //! after failures, what it shows while it runs, and the topologies it is built in
-//! ([`topology`], [`fat_tree`], [`wiring`]).
+//! ([`topology`], [`fat_tree`], [`custom_topology`]).
 
+pub mod custom_topology;
 pub(crate) mod dispatch;
 pub mod ecmp;
 pub mod event;
@@ -13,5 +14,4 @@ mod pool;
 pub mod reroute;
 mod slots;
 pub mod topology;
-mod wires;
-pub mod wiring;
+mod transit;

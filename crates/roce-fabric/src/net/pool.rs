@@ -30,14 +30,14 @@ pub(super) struct Slot {
     dst_host: Option<NonZeroU32>,
     /// The frame's length (on the wire, without FCS).
     len: u32,
-    /// The epoch of the link it was sent on (see [`crate::net::wires::Link::epoch`]), set only when
+    /// The epoch of the link it was sent on (see [`crate::net::transit::Link::epoch`]), set only when
     /// the frame leaves the partition (a local delivery carries it in its event).
     pub(super) epoch: u32,
     /// The frame's bytes; compact (shorter than `len`) when its zero payload is left out: the
     /// first [`Slot::KEEP`] bytes, then the last [`Slot::TAIL`] (see [`Slot::store`]).
     buf: Vec<u8>,
-    /// The RoCE BTH fields the flow tap reads, if it is a RoCEv2 frame (read once here: no
-    /// switch changes them, and a corrupted frame never reaches the tap).
+    /// The RoCE BTH fields the flow meter reads, if it is a RoCEv2 frame (read once here: no
+    /// switch changes them, and a corrupted frame never reaches the flow meter).
     pub(super) bth: Option<BthInfo>,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
     pub(super) int: Vec<IntHop>,

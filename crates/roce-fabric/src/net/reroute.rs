@@ -5,13 +5,13 @@
 //! takes all its cables down.
 
 use super::fabric::Fabric;
-use super::wires::{link_from, Event};
+use super::transit::{link_from, Event};
 use crate::switching::stats::Lost;
 use crate::{LinkId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
 
-pub use super::wires::{LostTraffic, Routing};
+pub use super::transit::{LostTraffic, Routing};
 
 impl<E: Engine> Fabric<E> {
     /// Sets the failure detection delay and the routing convergence time (both 0 by default:
@@ -38,7 +38,7 @@ impl<E: Engine> Fabric<E> {
                     .is_some_and(|x| x.from.0 == node || x.to.0 == node)
             })
             .collect();
-        self.w.origin = super::wires::GLOBAL;
+        self.w.origin = super::transit::GLOBAL;
         self.w
             .schedule(at.as_nanos(), Event::SwitchFlush(switch.0 as u32));
         for l in links {

@@ -1,4 +1,4 @@
-//! A tap on one port: every frame the port puts on its wire and every frame that arrives at it
+//! A port capture: every frame one port puts on its wire and every frame that arrives at it
 //! (FCS-bad ones excepted, as a NIC drops them before any capture), with its virtual time in
 //! nanoseconds. The fabric only keeps the frames; the driver drains them and writes the file
 //! (`roce sim --pcap`), so the fabric knows nothing of pcap.

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::tap::FlowProgress;
+use super::flow_meter::FlowProgress;
 use super::telemetry::Telemetry;
 use crate::{HostId, SwitchId};
 use roce_proto::engine::Engine;
@@ -150,8 +150,8 @@ impl<E: Engine> Recorder<E> {
         self
     }
 
-    /// Takes the sample of `now`: the tap's `progress` per flow, `queue_bytes(switch, port)` of
-    /// the monitors and the probe's view of `engine(host)`.
+    /// Takes the sample of `now`: the flow meter's `progress` per flow, `queue_bytes(switch, port)`
+    /// of the monitors and the probe's view of `engine(host)`.
     pub(crate) fn sample<'e>(
         &mut self,
         now: Instant,

@@ -10,10 +10,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::switching::stats::{DropReasons, PortCounters, PrioCounters, PRIORITIES};
+use crate::switching::stats::{DropReasons, PortCounters, PrioCounters};
 use crate::{HostId, Node};
 use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// What a host's transport counted, under the mlx5/rxe names where one exists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -186,7 +186,7 @@ fn udp_ports(frame: &[u8], off: usize, proto: u8) -> (u16, u16, u16) {
     )
 }
 
-/// The base transport header fields the fabric's tap reads, without checking the ICRC.
+/// The base transport header fields the fabric's flow meter reads, without checking the ICRC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BthInfo {
     /// Opcode.

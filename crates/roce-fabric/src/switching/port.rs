@@ -6,10 +6,11 @@
 
 use std::collections::VecDeque;
 
-use super::stats::{PortCounters, PRIORITIES};
+use super::stats::PortCounters;
 use crate::{LinkId, PktId};
 use roce_proto::pause::PauseState;
 use roce_proto::time::Instant;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// Bytes on the wire around each frame besides the frame itself: preamble + SFD + IFG (20) + FCS (4).
 pub const WIRE_OVERHEAD: u64 = 24;
@@ -41,7 +42,7 @@ fn ps_per_byte(rate_bps: u64) -> u64 {
 pub(crate) struct TxPort {
     /// The end of the frame on the wire, when its `TxDone` was not scheduled because the port
     /// had nothing else to send: the event's sort key (time, tie key). Whoever queues onto
-    /// the port first settles it (`Wires::settle`).
+    /// the port first settles it (`Transit::settle`).
     pub done: Option<u128>,
     /// The link this port sends on.
     pub link: Option<LinkId>,
@@ -58,9 +59,6 @@ pub(crate) struct TxPort {
     pub busy: bool,
     /// The port's MAC address (source of its PFC frames).
     pub mac: [u8; 6],
-    /// (Switch ports) bumped at every XOFF sent per priority, so that stale refreshes can be
-    /// told apart.
-    pub xoff_gen: [u32; PRIORITIES],
     /// Control frames (PFC) waiting; they go before any data and ignore pauses.
     pub ctrl: VecDeque<PktId>,
     /// The PFC pauses the link partner sent, per priority (quanta count at `rate_bps`).
@@ -80,7 +78,6 @@ impl TxPort {
             done: None,
             pause: PauseState::new(rate_bps),
             pause_wake: None,
-            xoff_gen: [0; PRIORITIES],
             ctrl: VecDeque::new(),
             mac,
             counters: PortCounters::default(),
@@ -110,12 +107,10 @@ impl TxPort {
         self.pause.is_paused(prio, Instant::from_nanos(now))
     }
 
-    /// Applies a received pause of `quanta` for `prio` (`0` resumes) and counts the frame.
+    /// Applies a received pause of `quanta` for `prio` (`0` resumes); the pause state counts
+    /// the frame.
     pub fn apply_pause(&mut self, prio: usize, now: u64, quanta: u16) {
         self.pause.apply(prio, Instant::from_nanos(now), quanta);
-        if let Some(c) = self.counters.prio.get_mut(prio) {
-            c.pause_received += 1;
-        }
     }
 
     /// Nanoseconds `prio` has been paused up to `now`.
@@ -133,10 +128,12 @@ impl TxPort {
             .min()
     }
 
-    /// Counters with pause durations filled in up to `now`.
+    /// Counters with what the pause state keeps filled in: pause frames received, and
+    /// pause durations up to `now`.
     pub fn counters_at(&self, now: u64) -> PortCounters {
         let mut c = self.counters;
         for (p, pc) in c.prio.iter_mut().enumerate() {
+            pc.pause_received = self.pause.frames(p);
             pc.pause_ns = self.pause_ns(p, now);
         }
         c
@@ -176,7 +173,7 @@ mod tests {
         port.apply_pause(3, 200, 1);
         assert_eq!(port.pause_ns(3, 1000), 20 + 52);
         assert_eq!(port.pause_ns(3, 210), 20 + 10);
-        assert_eq!(port.counters.prio[3].pause_received, 3);
+        assert_eq!(port.counters_at(210).prio[3].pause_received, 3);
         assert_eq!(port.earliest_resume(1 << 3, 210), Some(252));
         assert_eq!(port.earliest_resume(1 << 2, 210), None);
     }

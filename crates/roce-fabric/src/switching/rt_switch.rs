@@ -17,12 +17,12 @@ use serde::Serialize;
 
 use crate::switching::port::WIRE_OVERHEAD;
 use crate::switching::switch::{
-    mark_ce, Arrival, Dequeued, EcnConfig, PfcConfig, Switch, SwitchConfig, SwitchPort, PRIORITIES,
+    mark_ce, Arrival, Dequeued, EcnThresholds, PfcConfig, Switch, SwitchConfig, SwitchPort,
 };
 use roce_proto::cc::Rate;
 use roce_proto::pause::PauseState;
 use roce_proto::port::{FrameBuf, Port};
-use roce_proto::time::{Duration, Instant};
+use roce_proto::time::Instant;
 use roce_proto::wire::pfc;
 use roce_proto::wire::EthernetAddress;
 
@@ -46,7 +46,7 @@ pub struct RtSwitchConfig {
     /// Shared packet buffer, bytes (a frame that does not fit is dropped).
     pub buffer_bytes: u64,
     /// ECN marking of the rate-limited egress queues (`None`: no marking).
-    pub ecn: Option<EcnConfig>,
+    pub ecn: Option<EcnThresholds>,
     /// Seed of the marking decisions.
     pub seed: u64,
 }
@@ -70,7 +70,8 @@ pub struct RtSwitchCounters {
     pub buffer_hwm_bytes: u64,
     /// PFC pause frames sent (XOFF, refreshes and XON).
     pub pfc_pause_frames: u64,
-    /// PFC pause frames received and honoured.
+    /// PFC pause frames received and honoured, each once per priority it enables (the ports'
+    /// [`PauseState`]s count them).
     pub pfc_pause_received: u64,
 }
 
@@ -106,13 +107,10 @@ struct RtPort<P: Port> {
     mac: Option<EthernetAddress>,
     tx_bytes: u64,
     drain: Option<Drain>,
-    rate_bps: u64,
     /// Pause frames waiting to leave, ahead of data.
     ctrl: VecDeque<P::Buf>,
-    /// What the peer's pause frames did to this port's transmitter.
+    /// What the peer's pause frames did to this port's transmitter (and how many came).
     pause: PauseState,
-    /// When XOFF was last sent per priority (refreshed at half its pause time).
-    xoff_sent: [Option<Instant>; PRIORITIES],
 }
 
 impl<P: Port> RtPort<P> {
@@ -137,7 +135,7 @@ impl<P: Port> std::fmt::Debug for RtSwitch<P> {
         f.debug_struct("RtSwitch")
             .field("ports", &self.sw.port_count())
             .field("used_bytes", &self.sw.used_bytes())
-            .field("counters", &self.counters)
+            .field("counters", &self.counters())
             .finish()
     }
 }
@@ -185,21 +183,26 @@ impl<P: Port> RtSwitch<P> {
             }
         });
         let rate_bps = rate.map_or(DEFAULT_PORT_BPS, |r| r.as_bps_f64() as u64);
-        usize::from(self.sw.add_port(RtPort {
+        let i = self.sw.add_port(RtPort {
             port,
             mac,
             tx_bytes: 0,
             drain,
-            rate_bps,
             ctrl: VecDeque::new(),
             pause: PauseState::new(rate_bps),
-            xoff_sent: [None; PRIORITIES],
-        }))
+        });
+        // The element times XOFF refreshes by the port's rate.
+        self.sw.set_port_rate(i, rate_bps);
+        usize::from(i)
     }
 
     /// Counters so far.
     pub fn counters(&self) -> RtSwitchCounters {
-        self.counters
+        let ports = self.sw.ports().iter();
+        RtSwitchCounters {
+            pfc_pause_received: ports.map(|p| p.tx.pause.total_frames()).sum(),
+            ..self.counters
+        }
     }
 
     fn port(&self, index: usize) -> Option<&SwitchPort<P::Buf, RtPort<P>>> {
@@ -253,7 +256,11 @@ impl<P: Port> RtSwitch<P> {
             }
             self.rx = rx;
         }
-        self.refresh_xoff(now);
+        // Standing XOFFs the switch says are due go again (none with PFC off).
+        let due: Vec<(u16, usize)> = self.sw.xoff_due(now).collect();
+        for (i, prio) in due {
+            self.send_pfc(i, prio, true, now);
+        }
         for i in self.port_ids() {
             work += self.egress(i, now, on_egress);
         }
@@ -357,9 +364,7 @@ impl<P: Port> RtSwitch<P> {
         let Arrival { mut info, prio } = Arrival::of(buf.frame());
         if info.ethertype == pfc::MAC_CONTROL_ETHERTYPE {
             if let Some(p) = self.sw.port_mut(from) {
-                if p.tx.pause.on_frame(now, buf.frame()) {
-                    self.counters.pfc_pause_received += 1;
-                }
+                p.tx.pause.on_frame(now, buf.frame());
             }
             return;
         }
@@ -387,32 +392,6 @@ impl<P: Port> RtSwitch<P> {
         self.counters.buffer_hwm_bytes = self.counters.buffer_hwm_bytes.max(self.sw.used_bytes());
     }
 
-    /// Re-sends XOFF where it still stands and half its pause time has passed.
-    fn refresh_xoff(&mut self, now: Instant) {
-        let Some(pfc) = self.sw.config().pfc else {
-            return;
-        };
-        for i in self.port_ids() {
-            for prio in 0..PRIORITIES {
-                let due = self.sw.port(i).is_some_and(|p| {
-                    let half = pfc::quanta_to_nanos(pfc.quanta, p.tx.rate_bps) / 2;
-                    p.xoff(prio)
-                        && p.tx
-                            .xoff_sent
-                            .get(prio)
-                            .copied()
-                            .flatten()
-                            .is_some_and(|t| {
-                                now.saturating_since(t) >= Duration::from_nanos(half.max(1))
-                            })
-                });
-                if due {
-                    self.send_pfc(i, prio, true, now);
-                }
-            }
-        }
-    }
-
     /// Queues a pause frame (XOFF with the configured quanta, or XON) out of port `i`.
     fn send_pfc(&mut self, i: u16, prio: usize, xoff: bool, now: Instant) {
         let src = [0x02, 0x00, 0x00, 0x03, 0x00, i as u8];
@@ -430,8 +409,8 @@ impl<P: Port> RtSwitch<P> {
         }
         buf.frame_mut().copy_from_slice(&frame);
         p.tx.ctrl.push_back(buf);
-        if let Some(t) = p.tx.xoff_sent.get_mut(prio) {
-            *t = xoff.then_some(now);
+        if xoff {
+            self.sw.xoff_sent(i, prio, now);
         }
         self.counters.pfc_pause_frames += 1;
     }
@@ -477,7 +456,7 @@ mod tests {
         let (mut host_b, sw_b) = loopback_pair(9000, 1 << 10);
         let mut sw = RtSwitch::new(RtSwitchConfig {
             buffer_bytes: 1 << 20,
-            ecn: Some(EcnConfig {
+            ecn: Some(EcnThresholds {
                 kmin_bytes: 0,
                 kmax_bytes: 1,
                 pmax: 1.0,

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::PRIORITIES;
+use roce_proto::wire::pfc::PRIORITIES;
 
 /// Bytes of deficit a class earns per round for each unit of its ETS weight.
 pub const QUANTUM_PER_WEIGHT: u64 = 1500;

@@ -3,10 +3,8 @@
 //! Plain numbers, filled by the fabric as frames move; reports read them. Nothing here decides
 //! anything.
 
+use roce_proto::wire::pfc::PRIORITIES;
 use serde::{Deserialize, Serialize};
-
-/// Number of 802.1p priorities.
-pub const PRIORITIES: usize = 8;
 
 /// What one priority of one port has seen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -28,7 +26,8 @@ pub struct PrioCounters {
     pub dropped: DropReasons,
     /// PFC frames sent upstream for this priority (XOFF and XON).
     pub pause_sent: u64,
-    /// PFC frames received for this priority.
+    /// PFC frames received for this priority (read from the transmitter's
+    /// [`PauseState`](roce_proto::pause::PauseState) when the counters are read).
     pub pause_received: u64,
     /// Nanoseconds this priority's transmitter was paused.
     pub pause_ns: u64,

@@ -9,7 +9,8 @@
 //! ([`Arrival::of`]), picks the egress (its own forwarding, or [`Switch::route`]), then asks
 //! [`Switch::admit`], [`mark_ce`] and [`Switch::enqueue`]; on the way out
 //! [`Switch::dequeue`] and [`Switch::should_resume`]; the pause frames to send come from
-//! [`Switch::pause_frame`].
+//! [`Switch::pause_frame`]; a standing XOFF is re-sent when [`Switch::xoff_due`] says so (the
+//! driver tells [`Switch::xoff_sent`] when it sent one).
 
 use std::collections::VecDeque;
 
@@ -17,14 +18,12 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
-use super::port::TxPort;
 use super::sched::{SchedState, Scheduling};
-use super::stats::PrioCounters;
-pub use super::thresholds::{DynamicPfc, EcnConfig, PfcConfig, RateEcn};
-use crate::PktId;
-use roce_proto::wire::pfc::{self, PauseRepr};
+pub use super::thresholds::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn};
+use roce_proto::time::{Duration, Instant};
+use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
-pub use super::stats::{DropReason, PRIORITIES};
+pub use super::stats::DropReason;
 
 /// When a switch decides whether to mark a packet CE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +49,7 @@ pub struct SwitchConfig {
     /// PFC thresholds; `None` turns PFC off.
     pub pfc: Option<PfcConfig>,
     /// ECN marking per priority (index = priority); missing entries mark nothing.
-    pub ecn: Vec<Option<EcnConfig>>,
+    pub ecn: Vec<Option<EcnThresholds>>,
     /// Whether ECN marking happens at enqueue or at dequeue.
     #[serde(default)]
     pub ecn_at: MarkPoint,
@@ -94,20 +93,16 @@ impl SwitchConfig {
     }
 
     /// Sets the same ECN marking on every priority.
-    pub fn with_ecn_all(mut self, ecn: Option<EcnConfig>) -> Self {
+    pub fn with_ecn_all(mut self, ecn: Option<EcnThresholds>) -> Self {
         self.ecn = vec![ecn; PRIORITIES];
         self
     }
 }
 
-/// The priority (traffic class) of a frame: the 802.1Q PCP if tagged, else DSCP's class
-/// selector bits (DSCP >> 3, so DSCP 26 → 3), else 0.
+/// The priority (traffic class) of a frame from the fields [`classify`] read: the rule of
+/// [`pfc::priority_of`] (the 802.1Q PCP if tagged, else DSCP >> 3, else 0).
 pub fn priority(pcp: Option<u8>, ip: Option<&IpInfo>) -> usize {
-    match (pcp, ip) {
-        (Some(pcp), _) => usize::from(pcp & 7),
-        (None, Some(ip)) => usize::from(ip.dscp >> 3),
-        _ => 0,
-    }
+    pfc::priority_of(pcp, ip.map(|ip| ip.dscp))
 }
 
 /// ECN with marking probability `p` ([`Switch::ecn_probability`] of the egress queue now): sets
@@ -166,7 +161,7 @@ pub struct SwitchPort<T, X> {
     /// Whether XOFF is standing upstream, per priority.
     xoff: [bool; PRIORITIES],
     /// This port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`).
-    ecn: Option<EcnConfig>,
+    ecn: Option<EcnThresholds>,
     /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
     rate_bps: u64,
 }
@@ -229,13 +224,6 @@ fn head_len<T>(queues: &[VecDeque<Queued<T>>; PRIORITIES], ready: u8, prio: usiz
     Some(u64::from(q.len))
 }
 
-impl<T> SwitchPort<T, TxPort> {
-    /// Nothing waits behind the frame on the wire: no control frame, no data in any class.
-    pub fn drained(&self) -> bool {
-        self.tx.ctrl.is_empty() && self.nonempty == 0
-    }
-}
-
 /// A packet the egress scheduler picked.
 #[derive(Debug)]
 pub struct Dequeued<T> {
@@ -278,6 +266,9 @@ pub struct Switch<T, X> {
     pfc_mask: u64,
     /// The scheduler's strict classes ([`Scheduling::strict_mask`]), asked at every dequeue.
     strict_mask: u8,
+    /// Per port and priority, when the XOFF it sent is due to be re-sent (`None` while no
+    /// XOFF stands): see [`Switch::xoff_sent`]. Apart from the ports, which every hop reads.
+    xoff_refresh: Vec<[Option<Instant>; PRIORITIES]>,
 }
 
 /// The live members of one destination's equal-cost group: `len` ports from `start` in
@@ -314,6 +305,7 @@ impl<T, X> Switch<T, X> {
             live_routes: Vec::new(),
             live_ports: Vec::new(),
             used_bytes: 0,
+            xoff_refresh: Vec::new(),
             name,
         }
     }
@@ -348,6 +340,7 @@ impl<T, X> Switch<T, X> {
     /// Adds a port around the transmit side `tx`; returns its index.
     pub fn add_port(&mut self, tx: X) -> u16 {
         self.ports.push(SwitchPort::new(tx));
+        self.xoff_refresh.push([None; PRIORITIES]);
         (self.ports.len() - 1) as u16
     }
 
@@ -712,6 +705,7 @@ impl<T, X> Switch<T, X> {
             port.ingress_bytes = [0; PRIORITIES];
             port.xoff = [false; PRIORITIES];
         }
+        self.xoff_refresh.fill([None; PRIORITIES]);
         lost
     }
 
@@ -747,39 +741,53 @@ impl<T, X> Switch<T, X> {
         match (p.xoff.get_mut(prio), p.ingress_bytes.get(prio)) {
             (Some(x), Some(&b)) if *x && b <= xon => {
                 *x = false;
+                let refresh = self.xoff_refresh.get_mut(usize::from(ingress));
+                if let Some(t) = refresh.and_then(|r| r.get_mut(prio)) {
+                    *t = None;
+                }
                 true
             }
             _ => false,
         }
     }
-}
 
-/// The fabric's switches: packets in its pool, ports with its serializers.
-pub(crate) type FabricSwitch = Switch<PktId, TxPort>;
-
-impl FabricSwitch {
-    /// Counters of `port`'s priority `prio`.
-    pub fn counters_mut(&mut self, port: u16, prio: usize) -> Option<&mut PrioCounters> {
-        self.ports
-            .get_mut(usize::from(port))
-            .and_then(|p| p.tx.counters.prio.get_mut(prio))
+    /// Records that `port` sent XOFF for `prio` at `now` (the first or a refresh) and returns
+    /// when to re-send it while it stands, so that the sender stays paused: half its pause time
+    /// later (the configured quanta at the port's rate, [`Switch::set_port_rate`]; at least
+    /// 1 ns). `None` with PFC off or no such port. XON and [`Switch::flush`] forget it.
+    pub fn xoff_sent(&mut self, port: u16, prio: usize, now: Instant) -> Option<Instant> {
+        let quanta = self.cfg.pfc?.quanta;
+        let half = pfc::quanta_to_nanos(quanta, self.port(port)?.rate_bps) / 2;
+        let at = now + Duration::from_nanos(half.max(1));
+        let slots = self.xoff_refresh.get_mut(usize::from(port))?;
+        *slots.get_mut(prio)? = Some(at);
+        Some(at)
     }
 
-    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
-    pub fn enqueue_counted(
-        &mut self,
-        pkt: PktId,
-        ingress: u16,
-        egress: u16,
-        prio: usize,
-        len: u64,
-    ) -> bool {
-        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
-        let depth = self.queue_depth(egress, prio);
-        if let Some(c) = self.counters_mut(egress, prio) {
-            c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);
-        }
-        crossed
+    /// When `port`'s standing XOFF for `prio` is due to be re-sent (`None` if none stands).
+    pub fn xoff_refresh_at(&self, port: u16, prio: usize) -> Option<Instant> {
+        let stands = self.port(port)?.xoff(prio);
+        let at = self.xoff_refresh.get(usize::from(port))?.get(prio).copied();
+        at.flatten().filter(|_| stands)
+    }
+
+    /// Every standing XOFF that was sent: (port, priority, refresh time), port by port.
+    fn refreshes(&self) -> impl Iterator<Item = (u16, usize, Instant)> + '_ {
+        let ports = 0..self.xoff_refresh.len() as u16;
+        ports.flat_map(move |i| {
+            (0..PRIORITIES).filter_map(move |p| Some((i, p, self.xoff_refresh_at(i, p)?)))
+        })
+    }
+
+    /// The standing XOFFs due to be re-sent at `now`, as (port, priority), port by port.
+    pub fn xoff_due(&self, now: Instant) -> impl Iterator<Item = (u16, usize)> + '_ {
+        let due = self.refreshes().filter(move |&(.., at)| at <= now);
+        due.map(|(i, p, _)| (i, p))
+    }
+
+    /// When the next standing XOFF is due to be re-sent, if any stands.
+    pub fn next_xoff_due(&self) -> Option<Instant> {
+        self.refreshes().map(|(.., at)| at).min()
     }
 }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::switching::sched::Scheduling;
-use crate::switching::switch::{EcnConfig, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
+use crate::switching::switch::{EcnThresholds, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
 use roce_proto::size;
 
 fn d_true() -> bool {
@@ -43,7 +43,7 @@ pub struct SwitchSpec {
     /// ECN marking on every queue. Under a controller defined with a step marker (DCTCP) it
     /// also marks every packet at or above Kmin unless `step_bytes` is set.
     #[serde(default)]
-    pub ecn: Option<EcnConfig>,
+    pub ecn: Option<EcnThresholds>,
     /// Marking by port rate (`[{ gbps = 400, kmin_bytes = .., kmax_bytes = .., pmax = .. }]`),
     /// overriding `ecn` on the ports of that rate.
     #[serde(default)]

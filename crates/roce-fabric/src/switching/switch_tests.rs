@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
-    let ecn = EcnConfig {
+    let ecn = EcnThresholds {
         kmin_bytes: 100,
         kmax_bytes: 300,
         pmax: 0.2,
@@ -13,7 +13,7 @@ fn red_ramp_is_linear_between_kmin_and_kmax_and_step_overrides() {
     assert_eq!(ecn.probability(100), 0.0);
     assert_eq!(ecn.probability(200), 0.1);
     assert_eq!(ecn.probability(300), 1.0);
-    let step = EcnConfig {
+    let step = EcnThresholds {
         step_bytes: Some(150),
         ..ecn
     };
@@ -86,4 +86,52 @@ fn live_ports_and_shared_groups_are_kept_per_port() {
     );
     let ip = IpInfo::default();
     assert_eq!(sw.route(0, &ip), Some(70));
+}
+
+#[test]
+fn a_standing_xoff_is_due_again_at_half_its_pause_time_until_xon_or_flush() {
+    let cfg = SwitchConfig {
+        pfc: Some(PfcConfig {
+            xoff_bytes: 2_000,
+            xon_bytes: 1_000,
+            quanta: 1000,
+            ..PfcConfig::default()
+        }),
+        ..SwitchConfig::default()
+    };
+    let mut sw: Switch<u32, ()> = Switch::new("s".into(), cfg);
+    let (a, b) = (sw.add_port(()), sw.add_port(()));
+    // 1000 quanta x 512 bits at 100 Gbit/s = 5.12 us: refreshed every 2.56 us.
+    sw.set_port_rate(a, 100_000_000_000);
+    let at = Instant::from_nanos;
+    assert!(!sw.enqueue(1, a, b, 3, 1_500));
+    assert!(sw.enqueue(2, a, b, 3, 1_500), "crossed XOFF");
+    assert_eq!(sw.xoff_refresh_at(a, 3), None, "not sent yet");
+    assert_eq!(sw.xoff_sent(a, 3, at(1_000)), Some(at(3_560)));
+    assert_eq!(sw.xoff_refresh_at(a, 3), Some(at(3_560)));
+    assert_eq!(sw.next_xoff_due(), Some(at(3_560)));
+    assert_eq!(sw.xoff_due(at(3_559)).count(), 0);
+    assert_eq!(sw.xoff_due(at(3_560)).collect::<Vec<_>>(), [(a, 3)]);
+    // A refresh moves the deadline; the time is the port's own (1.28 us at 400 Gbit/s).
+    assert_eq!(sw.xoff_sent(a, 3, at(3_560)), Some(at(6_120)));
+    sw.set_port_rate(b, 400_000_000_000);
+    assert_eq!(sw.xoff_sent(b, 3, at(0)), Some(at(640)));
+    assert_eq!(sw.xoff_refresh_at(b, 3), None, "no XOFF stands at b");
+    // Draining below XON ends it.
+    assert!(sw.dequeue(b, |_, _| false).is_some());
+    assert!(!sw.should_resume(a, 3), "1500 B left, above XON");
+    assert_eq!(sw.xoff_refresh_at(a, 3), Some(at(6_120)));
+    assert!(sw.dequeue(b, |_, _| false).is_some());
+    assert!(sw.should_resume(a, 3));
+    assert_eq!((sw.xoff_refresh_at(a, 3), sw.next_xoff_due()), (None, None));
+    assert_eq!(sw.xoff_due(at(10_000)).count(), 0);
+    // So does a reboot.
+    assert!(!sw.enqueue(3, a, b, 3, 1_500));
+    assert!(sw.enqueue(4, a, b, 3, 1_500));
+    assert!(sw.xoff_sent(a, 3, at(7_000)).is_some());
+    sw.flush();
+    assert_eq!(sw.xoff_refresh_at(a, 3), None);
+    // Without PFC nothing is timed.
+    sw.set_pfc(None);
+    assert_eq!(sw.xoff_sent(a, 3, at(8_000)), None);
 }

@@ -8,9 +8,9 @@ use smart_default::SmartDefault;
 
 use roce_proto::size;
 
-/// ECN marking of one queue.
+/// ECN marking thresholds of one queue: the RED ramp (Kmin, Kmax, Pmax) and the DCTCP step.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EcnConfig {
+pub struct EcnThresholds {
     /// Below this queue depth (bytes) nothing is marked.
     #[serde(deserialize_with = "size::deserialize_bytes")]
     pub kmin_bytes: u64,
@@ -25,7 +25,7 @@ pub struct EcnConfig {
     pub step_bytes: Option<u64>,
 }
 
-impl EcnConfig {
+impl EcnThresholds {
     /// Marking probability for a queue of `depth` bytes.
     pub fn probability(&self, depth: u64) -> f64 {
         if self.step_bytes.is_some_and(|k| depth >= k) || depth >= self.kmax_bytes {
@@ -119,7 +119,7 @@ pub struct RateEcn {
     pub gbps: f64,
     /// Their marking.
     #[serde(flatten)]
-    pub ecn: EcnConfig,
+    pub ecn: EcnThresholds,
 }
 
 #[cfg(test)]

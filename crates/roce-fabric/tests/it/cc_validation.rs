@@ -24,7 +24,7 @@
 //! about 10 s on 2 cores); the one cell that does not settle there is listed with it.
 
 use roce_fabric::experiment::scenario::{Built, Scenario};
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_proto::cc::{CcConfig, Rate};
 
 const SENDERS: [usize; 3] = [2, 8, 16];
@@ -128,7 +128,7 @@ fn scenario(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Scen
 
 fn run(w: Window, cc: &str, params: &[String], n: usize, gbps: u64) -> Outcome {
     let s = scenario(w, cc, params, n, gbps);
-    let (sum, built): (Summary, Built) = s.run(|_| {}).expect("runs");
+    let (sum, built): (RunSummary, Built) = s.run(|_| {}).expect("runs");
     let from_ns = (w.warmup_us * 1e3) as u64;
     let pauses_after_warmup = built
         .fabric

@@ -4,10 +4,10 @@
 //! converge to a fair share with a bounded queue, where without CC the queue fills until PFC.
 
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::HostId;
 
-fn incast(cc: &str) -> (Summary, roce_fabric::experiment::scenario::Built) {
+fn incast(cc: &str) -> (RunSummary, roce_fabric::experiment::scenario::Built) {
     let s = Builtin {
         senders: Some(4),
         duration_us: Some(1_000.0),
@@ -72,7 +72,7 @@ fn unknown_congestion_control_is_one_clear_error() {
 /// last 10 of 20 ms are measured.
 fn two_flows_into_one_marking_link(
     cc: &str,
-) -> (Summary, roce_fabric::experiment::scenario::Built) {
+) -> (RunSummary, roce_fabric::experiment::scenario::Built) {
     let text = format!(
         r#"
         name = "two-flows-{cc}"

@@ -5,19 +5,19 @@
 //! strict class never wait behind data at a congested port.
 
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::switching::stats::PortCounters;
 
 const MIXED: &str = include_str!("../../../../scenarios/mixed.toml");
 
-fn run(text: &str) -> Summary {
+fn run(text: &str) -> RunSummary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs").0
 }
 
 /// (share of priority 3, share of priority 0) at the bottleneck.
-fn shares(sum: &Summary) -> (f64, f64) {
+fn shares(sum: &RunSummary) -> (f64, f64) {
     let c = sum
         .classes
         .as_ref()
@@ -83,7 +83,7 @@ fn a_class_limit_drops_the_class_that_exceeds_it() {
 /// and h1, while lossy best-effort flows 3->0 and 4->0 congest the switch's port toward h0:
 /// the CNPs to h0 cross a port whose data queue is deep. Returns the run's summary and the
 /// counters of that port by priority.
-fn cnps_through_a_congested_port(sched: &str) -> (Summary, PortCounters) {
+fn cnps_through_a_congested_port(sched: &str) -> (RunSummary, PortCounters) {
     let text = format!(
         r#"
         name = "cnp-strict"

@@ -4,11 +4,11 @@
 //! no iteration says so.
 
 use roce_fabric::experiment::scenario::{Built, Scenario};
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 const INCAST: &str = include_str!("../../../../scenarios/allreduce-incast.toml");
 
-fn run(text: &str) -> (Summary, Built) {
+fn run(text: &str) -> (RunSummary, Built) {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs")
@@ -26,7 +26,7 @@ fn star(algo: &str, hosts: usize, bytes: &str, iterations: u32, compute_us: f64)
 }
 
 /// The text the CLI prints: the table, then each collective's lines.
-fn text(s: &Summary) -> String {
+fn text(s: &RunSummary) -> String {
     let mut t = s.table();
     for (i, c) in s.collectives.iter().enumerate() {
         t.push_str(&c.lines(i));
@@ -81,10 +81,10 @@ fn on_an_idle_fabric_every_algorithm_runs_at_its_analytic_communication_time() {
     }
 }
 
-/// Bytes each host received from each other host over the run, from the tap.
-fn received(sum: &Summary, built: &Built, hosts: usize) -> Vec<Vec<u64>> {
+/// Bytes each host received from each other host over the run, from the flow meter.
+fn received(sum: &RunSummary, built: &Built, hosts: usize) -> Vec<Vec<u64>> {
     let mut m = vec![vec![0; hosts]; hosts];
-    for (spec, f) in built.fabric.tap.specs.iter().zip(&sum.flows) {
+    for (spec, f) in built.fabric.flow_meter.specs.iter().zip(&sum.flows) {
         m[spec.dst_host][spec.src_host] += f.bytes;
     }
     m
@@ -167,7 +167,7 @@ fn the_ring_slows_under_an_incast_with_pfc_spreading_and_recovers_with_congestio
         .expect("text")
         .to_owned();
     assert_ne!(idle, short);
-    let mean = |s: &Summary| s.collectives[0].mean_slowdown().unwrap_or(f64::INFINITY);
+    let mean = |s: &RunSummary| s.collectives[0].mean_slowdown().unwrap_or(f64::INFINITY);
     let (quiet, _) = run(&idle);
     assert!((0.95..1.05).contains(&mean(&quiet)), "{}", text(&quiet));
     let (none, _) = run(&short);

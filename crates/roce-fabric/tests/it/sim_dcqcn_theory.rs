@@ -29,7 +29,7 @@
 //! - Alpha starts at 1 and relaxes with time constant τ'/g = 14 ms: the first 30 ms are warm-up.
 
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 const FRAME: f64 = 1082.0;
 const WIRE: f64 = 1106.0;
@@ -68,7 +68,7 @@ fn fixed_point_queue_bytes(n: usize) -> f64 {
     KMIN + lo / PMAX * (KMAX - KMIN)
 }
 
-fn incast(n: usize) -> Summary {
+fn incast(n: usize) -> RunSummary {
     let senders: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     let text = format!(
         r#"

@@ -4,12 +4,12 @@
 //! per-member load shows both.
 
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::net::ecmp::EcmpLoad;
 
 const POLARISED: &str = include_str!("../../../../scenarios/ecmp-polarisation.toml");
 
-fn run(text: &str) -> Summary {
+fn run(text: &str) -> RunSummary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs").0
@@ -89,7 +89,7 @@ fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail()
     let text = r#"
         name = "rails"
         duration_us = 200
-        engine = "test"
+        engine = "stand-in"
         topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
         workloads = [
             { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },

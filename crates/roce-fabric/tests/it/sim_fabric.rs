@@ -4,10 +4,10 @@
 
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::{wire_bytes, HostId, Node, SwitchId};
 
-fn run(s: &Scenario) -> Summary {
+fn run(s: &Scenario) -> RunSummary {
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("scenario runs").0
 }

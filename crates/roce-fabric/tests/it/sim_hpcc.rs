@@ -7,10 +7,10 @@
 use roce_fabric::engines::EngineKind;
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::scenario::Built;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::HostId;
 
-fn incast(cc: &str) -> (Summary, Built) {
+fn incast(cc: &str) -> (RunSummary, Built) {
     let p = Builtin {
         senders: Some(4),
         duration_us: Some(1_000.0),

@@ -11,7 +11,7 @@ use roce_fabric::HostId;
 fn incast(
     pfc: bool,
 ) -> (
-    roce_fabric::experiment::summary::Summary,
+    roce_fabric::experiment::summary::RunSummary,
     roce_fabric::experiment::scenario::Built,
 ) {
     let text = format!(
@@ -68,7 +68,7 @@ fn star(
     extra: &str,
     workloads: &str,
 ) -> (
-    roce_fabric::experiment::summary::Summary,
+    roce_fabric::experiment::summary::RunSummary,
     roce_fabric::experiment::scenario::Built,
 ) {
     let text = format!(

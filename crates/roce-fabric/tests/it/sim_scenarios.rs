@@ -9,7 +9,7 @@
 //! allreduce-incast in sim_collectives.rs.
 
 use roce_fabric::experiment::scenario::{Built, Scenario};
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 
 const MICROBURST: &str = include_str!("../../../../scenarios/microburst.toml");
 const FAIRNESS: &str = include_str!("../../../../scenarios/fairness.toml");
@@ -18,7 +18,7 @@ const INCAST: &str = include_str!("../../../../scenarios/incast.toml");
 const RC_INCAST: &str = include_str!("../../../../scenarios/rc-incast.toml");
 const WEBSEARCH: &str = include_str!("../../../../scenarios/websearch.toml");
 
-fn run(text: &str) -> (Summary, Built) {
+fn run(text: &str) -> (RunSummary, Built) {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
     println!("scenario {} seed {}", s.name, s.seed);
     s.run(|_| {}).expect("runs")
@@ -99,7 +99,7 @@ fn the_oversubscribed_uplink_queues_and_slows_a_ring_that_crosses_it_at_every_ho
     let (cross, _) = run(&short);
     let (near, _) = run(&local);
     let (tc, tn) = (cross.table(), near.table());
-    let iter = |s: &Summary| -> f64 {
+    let iter = |s: &RunSummary| -> f64 {
         let v = &s.allreduce_iter_us;
         assert_eq!(v.len(), 2, "two rings");
         assert!(v.iter().all(|r| r.len() == 1), "one iteration each");

@@ -3,12 +3,12 @@
 //! on the ports of the listed rate only; and the switch element's thresholds themselves.
 
 use roce_fabric::experiment::scenario::Scenario;
-use roce_fabric::experiment::summary::Summary;
+use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::switching::switch::{
-    DynamicPfc, EcnConfig, PfcConfig, RateEcn, Switch, SwitchConfig,
+    DynamicPfc, EcnThresholds, PfcConfig, RateEcn, Switch, SwitchConfig,
 };
 
-fn run(buffer: &str, extra_switch: &str) -> Summary {
+fn run(buffer: &str, extra_switch: &str) -> RunSummary {
     let text = format!(
         r#"
         name = "thresholds"
@@ -135,13 +135,13 @@ fn the_400g_port_pauses_later_than_a_100g_port() {
 
 #[test]
 fn a_port_uses_the_marking_of_its_rate() {
-    let base = EcnConfig {
+    let base = EcnThresholds {
         kmin_bytes: 0,
         kmax_bytes: 1,
         pmax: 1.0,
         step_bytes: None,
     };
-    let never = EcnConfig {
+    let never = EcnThresholds {
         kmin_bytes: u64::MAX - 1,
         kmax_bytes: u64::MAX,
         ..base

@@ -29,7 +29,7 @@ pub struct LocalAddr {
     /// The partition key stamped on every packet.
     pub pkey: u16,
     /// DSCP/ECN/PCP for packets whose QP traffic class leaves them 0, and the VLAN.
-    pub marking: crate::ecn::EcnConfig,
+    pub marking: crate::ecn::Marking,
 }
 
 /// Where the payload bytes of an outgoing packet come from.

@@ -1,8 +1,10 @@
 //! IEEE 802.1Qbb priority flow control (PFC) frames: MAC control frames, ethertype 0x8808,
 //! opcode 0x0101, a class-enable vector and eight pause times in quanta of 512 bit times.
 //!
-//! Only the frame format lives here; when to send one and what it stops is the switch's and the
-//! port's business (`sim::switch`, `sim::port`).
+//! The frame format lives here, with the one rule that gives a frame its priority
+//! ([`priority`], [`priority_of`]); when to send a pause and what it stops is the business of the
+//! switch element (`roce_fabric::switch`) and of the transmitter's
+//! [`PauseState`](crate::pause::PauseState).
 
 use super::ethernet;
 use super::ethernet::field;
@@ -20,6 +22,39 @@ pub const MAX_QUANTA: u16 = 0xffff;
 /// Bit times in one pause quantum.
 pub const BITS_PER_QUANTUM: u64 = 512;
 
+/// Priorities (traffic classes) of 802.1Qbb.
+pub const PRIORITIES: usize = 8;
+
+/// The priority of a frame from its header fields: the 802.1Q PCP if it is tagged, else the
+/// class-selector bits of the IP DSCP (DSCP >> 3: RoCE data at DSCP 26 is priority 3, CNPs at
+/// DSCP 48 priority 6), else 0. Every classifier (switch, NIC) applies this rule.
+#[inline]
+pub fn priority_of(pcp: Option<u8>, dscp: Option<u8>) -> usize {
+    match (pcp, dscp) {
+        (Some(pcp), _) => usize::from(pcp & 7),
+        (None, Some(dscp)) => usize::from((dscp & 0x3f) >> 3),
+        (None, None) => 0,
+    }
+}
+
+/// The priority of an Ethernet frame ([`priority_of`] its PCP or its IPv4/IPv6 DSCP). Never
+/// panics: what a runt lacks counts as absent.
+pub fn priority(frame: &[u8]) -> usize {
+    let be16 = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    match be16(field::ETHERTYPE) {
+        ethernet::ETHERTYPE_VLAN => priority_of(Some(frame.get(14).map_or(0, |b| b >> 5)), None),
+        ethernet::ETHERTYPE_IPV4 => {
+            priority_of(None, Some(frame.get(15).map_or(0, |tos| tos >> 2)))
+        }
+        ethernet::ETHERTYPE_IPV6 => priority_of(None, Some((be16(14) >> 6) as u8 & 0x3f)),
+        _ => priority_of(None, None),
+    }
+}
+
 /// A parsed PFC frame: for each priority whose enable bit is set, how long to pause it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PauseRepr {
@@ -27,13 +62,13 @@ pub struct PauseRepr {
     pub src: [u8; 6],
     /// Pause time per priority in quanta; `None` where the class-enable bit is clear.
     /// `Some(0)` resumes the priority at once (XON).
-    pub quanta: [Option<u16>; 8],
+    pub quanta: [Option<u16>; PRIORITIES],
 }
 
 impl PauseRepr {
     /// A frame pausing (or, with `quanta == 0`, resuming) a single priority.
     pub fn single(src: [u8; 6], priority: u8, quanta: u16) -> Self {
-        let mut q = [None; 8];
+        let mut q = [None; PRIORITIES];
         if let Some(slot) = q.get_mut(usize::from(priority)) {
             *slot = Some(quanta);
         }
@@ -51,7 +86,7 @@ impl PauseRepr {
         let mut src = [0u8; 6];
         src.copy_from_slice(&hdr[field::SRC]);
         let enable = u16::from_be_bytes([hdr[16], hdr[17]]);
-        let mut quanta = [None; 8];
+        let mut quanta = [None; PRIORITIES];
         for (prio, q) in quanta.iter_mut().enumerate() {
             if enable & (1 << prio) != 0 {
                 let at = 18 + 2 * prio;
@@ -104,6 +139,31 @@ mod tests {
         assert_eq!(&buf[12..18], &[0x88, 0x08, 0x01, 0x01, 0x00, 0x08]);
         assert_eq!(&buf[24..26], &[0x12, 0x34]);
         assert_eq!(PauseRepr::parse(&buf[..60]), Some(repr));
+    }
+
+    #[test]
+    fn priorities_come_from_pcp_or_dscp() {
+        use ethernet::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN};
+        let mut ipv4 = vec![0u8; 60];
+        ipv4[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        ipv4[15] = 26 << 2 | 0b10;
+        assert_eq!(priority(&ipv4), 3);
+        ipv4[15] = 48 << 2;
+        assert_eq!(priority(&ipv4), 6);
+        let mut ipv6 = vec![0u8; 60];
+        ipv6[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        // Version 6, traffic class DSCP 26 with ECT(0).
+        ipv6[14..16].copy_from_slice(&(0x6000u16 | ((26 << 2 | 0b10) << 4)).to_be_bytes());
+        assert_eq!(priority(&ipv6), 3);
+        let mut vlan = vec![0u8; 60];
+        vlan[12..14].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
+        vlan[14] = 5 << 5;
+        assert_eq!(priority(&vlan), 5);
+        assert_eq!(priority(&[0u8; 3]), 0, "runts are priority 0, not a panic");
+        // The rule itself: the PCP wins over the DSCP, which counts by its class selector.
+        assert_eq!(priority_of(Some(2), Some(48)), 2);
+        assert_eq!(priority_of(None, Some(26)), 3);
+        assert_eq!(priority_of(None, None), 0);
     }
 
     #[test]

@@ -44,12 +44,12 @@ const DETH_FIELDS: [(&str, &str); 2] = [
     ("source QP", "sender's queue pair"),
 ];
 
-/// One line: addresses, opcode name and number, QPN, PSN, payload length, ECN, FECN/BECN, and
-/// the AETH verdict for responses.
+/// A packet on one line (as [`Display`](fmt::Display)): addresses, opcode name and number, QPN,
+/// PSN, payload length, ECN, FECN/BECN, and the AETH verdict for responses.
 #[derive(Clone, Copy, Debug)]
-pub struct Summary<'p, 'a>(pub &'p RocePacket<'a>);
+pub struct OneLine<'p, 'a>(pub &'p RocePacket<'a>);
 
-impl fmt::Display for Summary<'_, '_> {
+impl fmt::Display for OneLine<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = &self.0.repr;
         write!(
@@ -81,7 +81,7 @@ impl fmt::Display for Summary<'_, '_> {
 
 /// The one-line summary as a `String`.
 pub fn summary(packet: &RocePacket<'_>) -> String {
-    Summary(packet).to_string()
+    OneLine(packet).to_string()
 }
 
 /// Raw values a `Repr` does not keep, read from the frame for [`explain_frame`].

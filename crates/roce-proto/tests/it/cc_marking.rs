@@ -6,7 +6,7 @@ use roce_testkit::cc_pair;
 
 use cc_pair::Pair;
 use roce_proto::connect::RcOptions;
-use roce_proto::ecn::EcnConfig;
+use roce_proto::ecn::Marking;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::time::Instant;
 use roce_proto::wire::{parse_frame, set_frame_ecn, Ecn, Opcode};
@@ -18,7 +18,7 @@ struct Frames {
 }
 
 /// One WRITE from a to b, CE-marked on the way: b answers with a CNP and an ACK.
-fn exchange(marking: EcnConfig) -> Frames {
+fn exchange(marking: Marking) -> Frames {
     let cfg = |i: u8| EndpointConfig {
         marking,
         ..cc_pair::config(i)
@@ -61,7 +61,7 @@ fn tos(frame: &[u8]) -> u8 {
 
 #[test]
 fn default_marking_is_dscp_26_ect0_for_data_and_dscp_48_for_cnps_untagged() {
-    let f = exchange(EcnConfig::default());
+    let f = exchange(Marking::default());
     assert_eq!(tos(&f.data), (26 << 2) | 0b10);
     assert_eq!(tos(&f.ack), 26 << 2);
     assert_eq!(tos(&f.cnp), 48 << 2);
@@ -72,16 +72,16 @@ fn default_marking_is_dscp_26_ect0_for_data_and_dscp_48_for_cnps_untagged() {
 
 #[test]
 fn data_ecn_is_configurable_to_ect1_and_not_ect() {
-    let ect1 = exchange(EcnConfig {
+    let ect1 = exchange(Marking {
         data_ecn: Ecn::Ect1,
-        ..EcnConfig::default()
+        ..Marking::default()
     });
     assert_eq!(tos(&ect1.data), (26 << 2) | 0b01);
-    let not_ect = exchange(EcnConfig {
+    let not_ect = exchange(Marking {
         data_ecn: Ecn::NotEct,
         data_dscp: 34,
         cnp_dscp: 46,
-        ..EcnConfig::default()
+        ..Marking::default()
     });
     assert_eq!(tos(&not_ect.data), 34 << 2);
     assert_eq!(tos(&not_ect.ack), 34 << 2);
@@ -90,9 +90,9 @@ fn data_ecn_is_configurable_to_ect1_and_not_ect() {
 
 #[test]
 fn a_configured_vlan_tags_data_and_acks_with_priority_3_and_cnps_with_priority_6() {
-    let f = exchange(EcnConfig {
+    let f = exchange(Marking {
         vlan: Some(100),
-        ..EcnConfig::default()
+        ..Marking::default()
     });
     let tci = |frame: &[u8]| {
         assert_eq!(&frame[12..14], &[0x81, 0x00]);
@@ -104,11 +104,11 @@ fn a_configured_vlan_tags_data_and_acks_with_priority_3_and_cnps_with_priority_6
     assert_eq!(tci(&f.cnp), (6 << 13) | 100);
     assert_eq!(tos(&f.data), (26 << 2) | 0b10);
     assert_eq!(tos(&f.cnp), 48 << 2);
-    let pcp = EcnConfig {
+    let pcp = Marking {
         vlan: Some(7),
         data_pcp: 5,
         cnp_pcp: 7,
-        ..EcnConfig::default()
+        ..Marking::default()
     };
     let f = exchange(pcp);
     assert_eq!(tci(&f.data), (5 << 13) | 7);

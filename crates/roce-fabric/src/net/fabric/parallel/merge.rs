@@ -9,7 +9,7 @@
 
 use super::Layout;
 use crate::net::fabric::Fabric;
-use crate::net::wires::{code, Event, GLOBAL};
+use crate::net::transit::{code, Event, GLOBAL};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
@@ -164,8 +164,8 @@ impl<E: Engine> Fabric<E> {
             let lost = std::mem::take(&mut p.w.lost);
             self.w.lost.frames += lost.frames;
             self.w.lost.bytes += lost.bytes;
-            self.tap.cnp_sent += std::mem::take(&mut p.tap.cnp_sent);
-            self.tap.cnp_received += std::mem::take(&mut p.tap.cnp_received);
+            self.flow_meter.cnp_sent += std::mem::take(&mut p.flow_meter.cnp_sent);
+            self.flow_meter.cnp_received += std::mem::take(&mut p.flow_meter.cnp_received);
             if let Some(j) = p.mode.journal() {
                 pauses.append(&mut j.pauses);
                 in_flight.append(&mut j.lost_in_flight);
@@ -174,10 +174,10 @@ impl<E: Engine> Fabric<E> {
                 rx.extend(keys.into_iter().zip(log));
             }
         }
-        for (id, spec) in self.tap.specs.iter().enumerate() {
+        for (id, spec) in self.flow_meter.specs.iter().enumerate() {
             let k = layout.part(code(Node::Host(HostId(spec.dst_host))));
-            let from = parts.get(k).and_then(|p| p.tap.progress.get(id));
-            if let (Some(from), Some(to)) = (from, self.tap.progress.get_mut(id)) {
+            let from = parts.get(k).and_then(|p| p.flow_meter.progress.get(id));
+            if let (Some(from), Some(to)) = (from, self.flow_meter.progress.get_mut(id)) {
                 to.clone_from(from);
             }
         }

@@ -202,7 +202,7 @@ impl<E: Engine + Send> Fabric<E> {
             let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
             self.route_events(&mut p, layout, true);
             for f in p.iter_mut() {
-                f.tap.progress.clone_from(&self.tap.progress);
+                f.flow_meter.progress.clone_from(&self.flow_meter.progress);
             }
             self.scatter(&mut p, layout);
         }

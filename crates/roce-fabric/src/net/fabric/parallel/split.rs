@@ -5,7 +5,7 @@
 use super::{Layout, ParallelError, ParallelStats, Partitions, RunMode};
 use crate::net::fabric::Fabric;
 use crate::net::slots::Slots;
-use crate::net::wires::{code, Crossings, Wires};
+use crate::net::transit::{code, Crossings, Transit};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
 
@@ -107,7 +107,7 @@ impl<E: Engine> Fabric<E> {
     /// reads (links, routes to hosts, registered flows), and the packet pool as it is, so
     /// that frames queued anywhere keep their ids.
     fn partition(&self, k: usize, layout: &Layout) -> Fabric<E> {
-        let mut w = Wires::new(self.w.seed);
+        let mut w = Transit::new(self.w.seed);
         w.now = self.w.now;
         w.links.clone_from(&self.w.links);
         w.pool = self.w.pool.clone();
@@ -121,8 +121,8 @@ impl<E: Engine> Fabric<E> {
             far: far.collect(),
             out: Vec::new(),
         }));
-        let mut tap = self.tap.clone();
-        (tap.cnp_sent, tap.cnp_received) = (0, 0);
+        let mut meter = self.flow_meter.clone();
+        (meter.cnp_sent, meter.cnp_received) = (0, 0);
         Fabric {
             w,
             seed: self.seed,
@@ -132,7 +132,7 @@ impl<E: Engine> Fabric<E> {
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: true,
             started: true,
-            tap,
+            flow_meter: meter,
             recorder: None,
             int_sink: self.int_sink,
             routing: self.routing,

@@ -10,7 +10,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::{since, thread_times, ThreadTimes};
 use crate::net::fabric::Fabric;
-use crate::net::wires::{Crossing, Event};
+use crate::net::transit::{Crossing, Event};
 use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 

@@ -1,6 +1,7 @@
-//! What moves frames: the virtual clock, the event queue, the links (with their in-flight
-//! frames) and the packet pool, plus the act of putting a frame on a wire (serialization time,
-//! loss, corruption, propagation). Queues and decisions live in the switch and the hosts.
+//! Frames in transit, and what moves them: the virtual clock, the event queue, the links (with
+//! their in-flight frames) and the packet pool, plus the act of putting a frame on a wire
+//! (serialization time, loss, corruption, propagation). Queues and decisions live in the switch
+//! and the hosts.
 
 use prefetch_index::prefetch_index;
 use rand::{RngExt, SeedableRng};
@@ -28,7 +29,8 @@ pub(super) enum Event {
     TxDone(NodeRef, u16),
     HostWake(u32),
     PauseEnd(NodeRef, u16),
-    XoffRefresh(u32, u16, u8, u32),
+    /// A switch port's standing XOFF is due to be re-sent (if the switch still says so).
+    XoffRefresh(u32, u16, u8),
     LinkState(u32, bool),
     /// The sending end of a link notices it is down or up (after the detection delay).
     LinkDetect(u32, bool),
@@ -115,7 +117,7 @@ const PREFETCH_SLOT: usize = 8;
 const PREFETCH_BYTES: usize = 4;
 
 /// What moves frames: the clock, the queue, the links, the packet pool and the RNGs.
-pub(super) struct Wires {
+pub(super) struct Transit {
     pub(super) now: u64,
     pub(super) queue: EventQueue<Event>,
     pub(super) links: Vec<Link>,
@@ -133,7 +135,7 @@ pub(super) struct Wires {
     /// The (time, tie key) of the event being handled.
     pub(super) current: (u64, u64),
     /// The sort key below which every event has been handled (what the queue would have
-    /// popped by now): an unscheduled `TxDone` below it came and went (see [`Wires::settle`]).
+    /// popped by now): an unscheduled `TxDone` below it came and went (see [`Transit::settle`]).
     frontier: u128,
     /// `TxDone` events never scheduled because they would have found nothing to do.
     pub(super) elided: u64,
@@ -183,10 +185,10 @@ pub struct LostTraffic {
     pub bytes: u64,
 }
 
-impl Wires {
+impl Transit {
     /// Empty wires seeded with `seed`.
     pub(super) fn new(seed: u64) -> Self {
-        Wires {
+        Transit {
             now: 0,
             queue: EventQueue::new(),
             links: Vec::new(),
@@ -327,10 +329,10 @@ impl LostTraffic {
     }
 }
 
-impl Wires {
+impl Transit {
     /// Puts `pkt` on the wire of `tx` (owned by `node`'s `port`) now. With `then_idle` (the
     /// port has nothing else to send, and whatever is queued on it later settles first; see
-    /// [`Wires::settle`]) the end of the frame is not scheduled but kept in the port. `len` is
+    /// [`Transit::settle`]) the end of the frame is not scheduled but kept in the port. `len` is
     /// the frame's length (the caller has it: a switch queue keeps it, so a dequeued frame's
     /// cold slot is not read here).
     pub(super) fn transmit(
@@ -400,7 +402,7 @@ impl Wires {
     }
 }
 
-impl Wires {
+impl Transit {
     /// With probability `p` (from `node`'s stream), flips a bit of `pkt` and marks its FCS bad.
     fn corrupt(&mut self, node: Node, pkt: PktId, p: f64) {
         let rng = node_rng(&mut self.rngs, self.seed, code(node));

@@ -1,6 +1,7 @@
-//! A passive tap on every host NIC (reading BTH fields through the wire views, no ICRC check): counts in-order payload bytes per registered flow (goodput,
-//! completion time) and the CNPs hosts send and receive. It reads frames; it never changes them,
-//! and the engines never know it is there.
+//! The flow meter: passive, on every host NIC (reading BTH fields through the wire views, no ICRC
+//! check), it counts in-order payload bytes per registered flow (goodput, completion time) and
+//! the CNPs hosts send and receive. It reads frames; it never changes them, and the engines never
+//! know it is there. (Not a TAP device: in roce, "tap" means only a Linux TAP interface.)
 
 use serde::Serialize;
 
@@ -12,7 +13,7 @@ use roce_proto::wire::Opcode;
 /// Index of a registered flow.
 pub type FlowId = usize;
 
-/// A flow the tap follows: RoCE packets with payload from `src_ip` to queue pair `dst_qpn` on
+/// A flow the meter follows: RoCE packets with payload from `src_ip` to queue pair `dst_qpn` on
 /// the receiving host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FlowSpec {
@@ -34,7 +35,7 @@ pub struct FlowSpec {
     pub start_ns: u64,
 }
 
-/// What the tap saw of one flow. Its first cache line holds everything [`FlowTap::on_rx`]
+/// What the flow meter saw of one flow. Its first cache line holds everything [`FlowMeter::on_rx`]
 /// reads and writes for a frame (the spec, with the flow's name, is not touched per frame; the
 /// second line is written once per flow): the 320-host fabric receives a frame for one of
 /// thousands of flows every few events, and each touch of this state missed the cache.
@@ -120,7 +121,7 @@ fn host_qpn(host: usize, qpn: u32) -> u64 {
 
 /// Counts per flow and CNPs, fed by the fabric at each host NIC.
 #[derive(Clone, Debug, Default)]
-pub struct FlowTap {
+pub struct FlowMeter {
     /// Registered flows.
     pub specs: Vec<FlowSpec>,
     /// Progress, indexed like `specs`.
@@ -137,7 +138,7 @@ pub struct FlowTap {
     pub cnp_received: u64,
 }
 
-impl FlowTap {
+impl FlowMeter {
     /// Follows a new flow.
     pub fn register(&mut self, spec: FlowSpec) -> FlowId {
         let id = self.specs.len();
@@ -264,7 +265,7 @@ mod tests {
     }
 
     /// Feeds a 1000-byte RC frame from `src` to (`host`, `qpn`) with PSN `psn` at `t` ns.
-    fn rx(tap: &mut FlowTap, host: usize, src: IpAddr, qpn: u32, psn: u32, t: u64) {
+    fn rx(meter: &mut FlowMeter, host: usize, src: IpAddr, qpn: u32, psn: u32, t: u64) {
         let ip = IpInfo {
             src: ip_key(src).into(),
             ..IpInfo::default()
@@ -275,7 +276,7 @@ mod tests {
             psn: Psn::new(psn),
             payload_len: 1000,
         };
-        tap.on_rx(host, Instant::from_nanos(t), Some(&ip), Some(&bth));
+        meter.on_rx(host, Instant::from_nanos(t), Some(&ip), Some(&bth));
     }
 
     fn v4(last: u8) -> IpAddr {
@@ -291,51 +292,51 @@ mod tests {
 
     #[test]
     fn flows_to_one_qpn_from_different_senders_are_counted_apart() {
-        let mut tap = FlowTap::default();
+        let mut meter = FlowMeter::default();
         let six = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7));
         // Three senders to one (host, QPN), a direct and a sparse QPN.
         for qpn in [17, 70_000] {
-            tap.register(spec(v4(1), 5, qpn, None));
-            tap.register(spec(v4(2), 5, qpn, None));
-            tap.register(spec(six, 5, qpn, None));
+            meter.register(spec(v4(1), 5, qpn, None));
+            meter.register(spec(v4(2), 5, qpn, None));
+            meter.register(spec(six, 5, qpn, None));
         }
-        rx(&mut tap, 5, v4(2), 17, 0, 10);
-        rx(&mut tap, 5, six, 17, 0, 11);
-        rx(&mut tap, 5, six, 17, 1, 12);
-        rx(&mut tap, 5, v4(1), 70_000, 0, 13);
-        rx(&mut tap, 5, six, 70_000, 0, 14);
+        rx(&mut meter, 5, v4(2), 17, 0, 10);
+        rx(&mut meter, 5, six, 17, 0, 11);
+        rx(&mut meter, 5, six, 17, 1, 12);
+        rx(&mut meter, 5, v4(1), 70_000, 0, 13);
+        rx(&mut meter, 5, six, 70_000, 0, 14);
         // Not followed: another host, another QPN, another sender.
-        rx(&mut tap, 4, v4(1), 17, 0, 15);
-        rx(&mut tap, 5, v4(1), 18, 0, 16);
-        rx(&mut tap, 5, v4(3), 17, 0, 17);
-        let bytes: Vec<u64> = tap.progress.iter().map(FlowProgress::bytes).collect();
+        rx(&mut meter, 4, v4(1), 17, 0, 15);
+        rx(&mut meter, 5, v4(1), 18, 0, 16);
+        rx(&mut meter, 5, v4(3), 17, 0, 17);
+        let bytes: Vec<u64> = meter.progress.iter().map(FlowProgress::bytes).collect();
         assert_eq!(bytes, [0, 1000, 2000, 1000, 0, 1000]);
-        assert_eq!(tap.progress[2].first_ns(), Some(11));
-        assert_eq!(tap.progress[2].last_ns(), Some(12));
-        assert_eq!(tap.progress[0].first_ns(), None);
+        assert_eq!(meter.progress[2].first_ns(), Some(11));
+        assert_eq!(meter.progress[2].last_ns(), Some(12));
+        assert_eq!(meter.progress[0].first_ns(), None);
     }
 
     #[test]
     fn duplicates_count_once_and_completion_is_when_the_size_is_crossed() {
-        let mut tap = FlowTap::default();
-        tap.register(spec(v4(1), 1, 17, Some(2500)));
-        tap.register(spec(v4(1), 1, 18, Some(0)));
-        rx(&mut tap, 1, v4(1), 17, 0, 1);
-        rx(&mut tap, 1, v4(1), 17, 1, 2);
-        rx(&mut tap, 1, v4(1), 17, 1, 3); // a retransmission
+        let mut meter = FlowMeter::default();
+        meter.register(spec(v4(1), 1, 17, Some(2500)));
+        meter.register(spec(v4(1), 1, 18, Some(0)));
+        rx(&mut meter, 1, v4(1), 17, 0, 1);
+        rx(&mut meter, 1, v4(1), 17, 1, 2);
+        rx(&mut meter, 1, v4(1), 17, 1, 3); // a retransmission
         assert_eq!(
-            (tap.progress[0].bytes(), tap.progress[0].completed_ns()),
+            (meter.progress[0].bytes(), meter.progress[0].completed_ns()),
             (2000, None)
         );
-        rx(&mut tap, 1, v4(1), 17, 2, 4);
-        rx(&mut tap, 1, v4(1), 17, 3, 5);
-        assert_eq!(tap.progress[0].bytes(), 4000);
-        assert_eq!(tap.progress[0].completed_ns(), Some(4));
-        rx(&mut tap, 1, v4(1), 18, 0, 6);
-        rx(&mut tap, 1, v4(1), 18, 1, 7);
-        assert_eq!(tap.progress[1].completed_ns(), Some(6));
-        tap.mark_warmup();
-        rx(&mut tap, 1, v4(1), 17, 4, 8);
-        assert_eq!(tap.progress[0].bytes_since_warmup(), 1000);
+        rx(&mut meter, 1, v4(1), 17, 2, 4);
+        rx(&mut meter, 1, v4(1), 17, 3, 5);
+        assert_eq!(meter.progress[0].bytes(), 4000);
+        assert_eq!(meter.progress[0].completed_ns(), Some(4));
+        rx(&mut meter, 1, v4(1), 18, 0, 6);
+        rx(&mut meter, 1, v4(1), 18, 1, 7);
+        assert_eq!(meter.progress[1].completed_ns(), Some(6));
+        meter.mark_warmup();
+        rx(&mut meter, 1, v4(1), 17, 4, 8);
+        assert_eq!(meter.progress[0].bytes_since_warmup(), 1000);
     }
 }

@@ -289,8 +289,10 @@ impl RcEngine {
                 .map_err(|e| qp_err(&e))?;
             if cfg.uses_int() {
                 // Room for every switch on a path of the fabric's topologies (leaf-spine-leaf);
-                // each slot costs 24 bytes of every data packet.
-                src.ep.enable_int(a.qpn, INT_HOPS).map_err(|e| qp_err(&e))?;
+                // each slot costs 10 bytes of every data packet and of its ACK's echo.
+                src.ep
+                    .enable_int(a.qpn, INT_HOPS, cfg.int_units())
+                    .map_err(|e| qp_err(&e))?;
             }
         }
         if flow.send || flow.gate.is_some() {

@@ -366,6 +366,8 @@ impl<E: Engine> Fabric<E> {
                     tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
                     ts: Instant::from_nanos(now),
                     link_rate: Rate::from_bps(p.tx.rate_bps),
+                    // Exact counters; a shim quantizes them to its own units.
+                    ..IntHop::default()
                 };
                 if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
                     // A frame with an INT shim gets the record in its bytes (the endpoint

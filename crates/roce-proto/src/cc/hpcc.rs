@@ -21,6 +21,7 @@ use tracing::trace;
 
 use super::{clamp_rate, CcMetrics, CongestionControl, Rate, Window, WindowParams};
 use crate::time::{Duration, Instant};
+use crate::wire::int::{self as wire_int, HopRecord};
 
 /// Hops remembered per flow.
 pub const MAX_HOPS: usize = 8;
@@ -36,26 +37,55 @@ pub struct IntHop {
     pub ts: Instant,
     /// The port's line rate B.
     pub link_rate: Rate,
+    /// Where `tx_bytes` wraps to 0 (0: a counter that does not wrap).
+    pub tx_wrap: u64,
+    /// Where `ts` wraps to 0, ns (0: a clock that does not wrap).
+    pub ts_wrap_ns: u64,
 }
 
-impl From<crate::wire::int::HopRecord> for IntHop {
-    fn from(r: crate::wire::int::HopRecord) -> Self {
+impl IntHop {
+    /// A record read from a shim whose byte fields count in units `units`: its time and tx
+    /// counter wrap where the shim's fields do.
+    pub fn from_record(r: &HopRecord, units: u8) -> Self {
         IntHop {
-            qlen_bytes: u64::from(r.qlen_bytes),
+            qlen_bytes: r.qlen_bytes,
             tx_bytes: r.tx_bytes,
             ts: Instant::from_nanos(r.ts_ns),
-            link_rate: Rate::from_bps(u64::from(r.link_mbps) * 1_000_000),
+            link_rate: Rate::from_bps(r.rate_bps),
+            tx_wrap: wire_int::tx_wrap_bytes(units),
+            ts_wrap_ns: wire_int::TS_WRAP_NS,
         }
+    }
+
+    /// Nanoseconds from `older` (the same port's earlier record) to this one, across one wrap
+    /// of the clock (ns-3's `GetTimeDelta`).
+    pub fn time_since(&self, older: &IntHop) -> u64 {
+        wrapped_delta(self.ts.as_nanos(), older.ts.as_nanos(), self.ts_wrap_ns)
+    }
+
+    /// Bytes the port sent from `older` to this record, across one wrap of the counter (ns-3's
+    /// `GetBytesDelta`).
+    pub fn bytes_since(&self, older: &IntHop) -> u64 {
+        wrapped_delta(self.tx_bytes, older.tx_bytes, self.tx_wrap)
     }
 }
 
-impl From<IntHop> for crate::wire::int::HopRecord {
+/// `new − old` on a counter that wraps at `wrap` (0: never; a step back then reads as 0).
+fn wrapped_delta(new: u64, old: u64, wrap: u64) -> u64 {
+    match new.checked_sub(old) {
+        Some(d) => d,
+        None if wrap > 0 => new.wrapping_add(wrap).wrapping_sub(old),
+        None => 0,
+    }
+}
+
+impl From<IntHop> for HopRecord {
     fn from(h: IntHop) -> Self {
-        crate::wire::int::HopRecord {
+        HopRecord {
             ts_ns: h.ts.as_nanos(),
             tx_bytes: h.tx_bytes,
-            qlen_bytes: u32::try_from(h.qlen_bytes).unwrap_or(u32::MAX),
-            link_mbps: u32::try_from(h.link_rate.as_bps() / 1_000_000).unwrap_or(u32::MAX),
+            qlen_bytes: h.qlen_bytes,
+            rate_bps: h.link_rate.as_bps(),
         }
     }
 }
@@ -76,6 +106,9 @@ crate::cc_params! {
         base_rtt: u32 = "us",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
+        /// Units multiplier of the INT records' byte fields (ns-3 INT_MULTI: queue in 80·m
+        /// bytes, tx bytes in 128·m), 1 to 255.
+        int_multi: u32 = "",
     }
 }
 
@@ -102,16 +135,26 @@ impl Default for HpccParams {
             w_ai: w_ai_for(Rate::from_gbps(100), 0.95),
             base_rtt: 10,
             min_rate: 100,
+            int_multi: 1,
         }
     }
 }
 
 impl super::params::CcKind for HpccParams {
     fn build(&self, line_rate: Rate) -> super::Controller {
-        super::Controller::Hpcc(Hpcc::new(self.clone(), line_rate))
+        super::Controller::Hpcc(Box::new(Hpcc::new(self.clone(), line_rate)))
+    }
+    fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if !(1..=255).contains(&self.int_multi) {
+            return Err(("int_multi", "a multiplier from 1 to 255"));
+        }
+        Ok(())
     }
     fn uses_int(&self) -> bool {
         true
+    }
+    fn int_units(&self) -> u8 {
+        u8::try_from(self.int_multi.clamp(1, 255)).unwrap_or(u8::MAX)
     }
     fn scale_to(&mut self, line_rate: Rate) {
         self.w_ai = w_ai_for(line_rate, self.eta);
@@ -165,12 +208,12 @@ impl Hpcc {
         let mut best: Option<(f64, f64)> = None;
         for (hop, prev) in hops.iter().zip(self.prev.iter_mut()) {
             if let Some(old) = prev.replace(*hop) {
-                let tau = hop.ts.saturating_since(old.ts).as_nanos() as f64;
+                let tau = hop.time_since(&old) as f64;
                 let b = hop.link_rate.as_bps_f64();
                 if tau <= 0.0 || b <= 0.0 {
                     continue;
                 }
-                let tx_rate = hop.tx_bytes.saturating_sub(old.tx_bytes) as f64 * 8e9 / tau;
+                let tx_rate = hop.bytes_since(&old) as f64 * 8e9 / tau;
                 let q = hop.qlen_bytes.min(old.qlen_bytes) as f64 * 8e9;
                 let u = tx_rate / b + q / (b * t_ns);
                 if best.is_none_or(|(bu, _)| u > bu) {
@@ -245,5 +288,40 @@ impl CongestionControl for Hpcc {
     #[inline]
     fn metrics(&self) -> CcMetrics {
         self.metrics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    #[test]
+    fn record_deltas_cross_one_wrap_of_the_shim_fields() {
+        let wrap = wire_int::TS_WRAP_NS;
+        let old = IntHop {
+            ts: at(wrap - 5),
+            tx_bytes: 1000,
+            tx_wrap: 4096,
+            ts_wrap_ns: wrap,
+            ..IntHop::default()
+        };
+        let new = IntHop {
+            ts: at(5),
+            tx_bytes: 24,
+            ..old
+        };
+        assert_eq!((new.time_since(&old), new.bytes_since(&old)), (10, 3120));
+        // Exact counters (out of band) do not wrap: a step back reads as nothing.
+        let exact = |ts, tx| IntHop {
+            ts: at(ts),
+            tx_bytes: tx,
+            ..IntHop::default()
+        };
+        assert_eq!(exact(5, 24).time_since(&exact(9, 1000)), 0);
+        assert_eq!(exact(5, 24).bytes_since(&exact(9, 1000)), 0);
     }
 }

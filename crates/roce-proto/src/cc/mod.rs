@@ -196,8 +196,8 @@ controllers! {
     Timely(Timely),
     /// `patched-timely`.
     PatchedTimely(PatchedTimely),
-    /// `hpcc`.
-    Hpcc(Hpcc),
+    /// `hpcc` (boxed: its per-hop records are several times the other controllers' state).
+    Hpcc(Box<Hpcc>),
 }
 
 impl core::fmt::Debug for Controller {

@@ -150,6 +150,8 @@ fn parse_hop(text: &str) -> Result<IntHop, String> {
             .filter(|&r| r > 0)
             .map(Rate::from_bps)
             .ok_or_else(|| bad(&format!("RATE `{rate}` is not a rate like 100G or 25Gbps")))?,
+        // Scripted counters are exact: they do not wrap.
+        ..IntHop::default()
     })
 }
 

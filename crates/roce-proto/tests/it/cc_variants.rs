@@ -98,6 +98,8 @@ fn hpcc_steers_to_eta_on_a_saturated_hop_and_adds_w_ai_on_an_idle_one() {
     let b = Rate::from_gbps(100);
     let mut h = Hpcc::new(HpccParams::default(), b);
     let hop = |t: u64, tx: u64| IntHop {
+        tx_wrap: 0,
+        ts_wrap_ns: 0,
         qlen_bytes: 0,
         tx_bytes: tx,
         ts: us(t),

@@ -6,7 +6,7 @@
 //!
 //! Per hop j, between two INT records: τ = ts − ts', txRate = Δtx_bytes·8/τ,
 //! u_j = txRate/B + min(qlen, qlen')·8/(B·T). U = max_j u_j is smoothed over the base RTT T:
-//! u ← (u·(T − τ) + U·τ)/T. With k = u/η: k ≥ 1 or after `max_stage` additive steps,
+//! u ← (u·(T − τ) + U·τ)/T, from u = 1. With k = u/η: k ≥ 1 or after `max_stage` additive steps,
 //! R ← R_ref/k + W_AI; else R ← R_ref + W_AI. R_ref takes R once per T (a "full" update).
 //!
 //! # Carrying INT RoCE-safely
@@ -186,7 +186,9 @@ impl Hpcc {
             max,
             rate: max,
             reference: max,
-            u: 0.0,
+            // ns-3 starts u at 1 (rdma-queue-pair.cc): the first updates already cut in
+            // proportion to any queue.
+            u: 1.0,
             inc_stage: 0,
             prev: [None; MAX_HOPS],
             last_update: None,
@@ -297,6 +299,42 @@ mod tests {
 
     fn at(ns: u64) -> Instant {
         Instant::from_nanos(ns)
+    }
+
+    const LINE: f64 = 100e9;
+
+    fn hop(ts_ns: u64, tx_bytes: u64, qlen_bytes: u64) -> IntHop {
+        IntHop {
+            qlen_bytes,
+            tx_bytes,
+            ts: Instant::from_nanos(ts_ns),
+            link_rate: Rate::from_gbps(100),
+            ..IntHop::default()
+        }
+    }
+
+    fn w_ai() -> f64 {
+        f64::from(HpccParams::default().w_ai) * 1e6
+    }
+
+    fn assert_rate(h: &Hpcc, expected: f64) {
+        let got = h.rate().as_bps_f64();
+        assert!(
+            (got - expected).abs() <= 1.0,
+            "rate {got}, expected {expected}"
+        );
+    }
+
+    #[test]
+    fn u_starts_at_one_so_the_first_ack_that_measures_a_full_link_cuts() {
+        let mut h = Hpcc::new(HpccParams::default(), Rate::from_gbps(100));
+        h.on_int(at(0), &[hop(0, 0, 0)]);
+        assert_rate(&h, LINE);
+        // 1 us at line rate: U = 1, u = (1·(T − τ) + 1·τ)/T = 1 (from 0 it would be 0.1, an
+        // additive step), so k = 1/0.95 and the rate is R_ref/k + W_AI.
+        h.on_int(at(1_000), &[hop(1_000, 12_500, 0)]);
+        assert_eq!(h.metrics().alpha, 1.0);
+        assert_rate(&h, LINE * 0.95 + w_ai());
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //! Per hop j, between two INT records: τ = ts − ts', txRate = Δtx_bytes·8/τ,
 //! u_j = txRate/B + min(qlen, qlen')·8/(B·T). U = max_j u_j is smoothed over the base RTT T:
 //! u ← (u·(T − τ) + U·τ)/T, from u = 1. With k = u/η: k ≥ 1 or after `max_stage` additive steps,
-//! R ← R_ref/k + W_AI; else R ← R_ref + W_AI. R_ref takes R once per T (a "full" update).
+//! R ← R_ref/k + W_AI; else R ← R_ref + W_AI, applied on every ACK. R_ref and the stage take R
+//! at a *full* update: the first ACK that covers a packet sent after the previous full update,
+//! i.e. once per actual RTT (the ACK's PSN against the next PSN at the last full update,
+//! [`IntAck`], as ns-3's `HandleAckHp` compares sequence numbers). The very first ACK only
+//! records the hops.
 //!
 //! # Carrying INT RoCE-safely
 //! On the wire the records travel in the INT shim of [`crate::wire::int`] (between UDP and BTH,
@@ -19,7 +23,8 @@
 
 use tracing::trace;
 
-use super::{clamp_rate, CcMetrics, CongestionControl, Rate, Window, WindowParams};
+use super::{clamp_rate, CcMetrics, CongestionControl, IntAck, Rate, Window, WindowParams};
+use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 use crate::wire::int::{self as wire_int, HopRecord};
 
@@ -161,6 +166,18 @@ impl super::params::CcKind for HpccParams {
     }
 }
 
+/// Where the next full update starts.
+#[derive(Clone, Copy, Debug)]
+enum LastFull {
+    /// Nothing received yet.
+    Never,
+    /// The next PSN to send at the last full update: an ACK past it is the next.
+    Seq(Psn),
+    /// Without sequence numbers ([`CongestionControl::on_int`] given none): a full update
+    /// once per T of time.
+    At(Instant),
+}
+
 /// HPCC for one QP.
 #[derive(Clone, Debug)]
 pub struct Hpcc {
@@ -172,7 +189,7 @@ pub struct Hpcc {
     u: f64,
     inc_stage: u32,
     prev: [Option<IntHop>; MAX_HOPS],
-    last_update: Option<Instant>,
+    last_full: LastFull,
     metrics: CcMetrics,
 }
 
@@ -191,11 +208,16 @@ impl Hpcc {
             u: 1.0,
             inc_stage: 0,
             prev: [None; MAX_HOPS],
-            last_update: None,
+            last_full: LastFull::Never,
             metrics: CcMetrics::default(),
         };
         h.refresh();
         h
+    }
+
+    /// T in ns.
+    fn t_ns(&self) -> f64 {
+        f64::from(self.p.base_rtt.max(1)) * 1e3
     }
 
     fn refresh(&mut self) {
@@ -204,9 +226,71 @@ impl Hpcc {
         self.metrics.alpha = self.u;
     }
 
+    /// Whether this ACK brings a full update (and, for the first, only records the hops).
+    fn classify(&self, now: Instant, ack: Option<IntAck>) -> Option<bool> {
+        match (self.last_full, ack) {
+            (LastFull::Never, _) => None,
+            (LastFull::Seq(next), Some(a)) => Some(a.acked.after(next)),
+            (LastFull::At(at), None) => {
+                let t = Duration::from_nanos(self.t_ns() as u64);
+                Some(now >= at + t)
+            }
+            // The caller switched between giving sequence numbers and not: start over.
+            _ => None,
+        }
+    }
+
+    fn mark_full(&mut self, now: Instant, ack: Option<IntAck>) {
+        self.last_full = match (self.last_full, ack) {
+            (LastFull::Seq(old), Some(a)) if !a.next.after(old) => LastFull::Seq(old),
+            (_, Some(a)) => LastFull::Seq(a.next),
+            (_, None) => LastFull::At(now),
+        };
+    }
+
+    /// One ACK's update from the most loaded hop's U and τ: R from R_ref, u and the stage;
+    /// a full update also commits R_ref and the stage.
+    fn update(&mut self, now: Instant, big_u: f64, tau: f64, full: bool) {
+        let t = self.t_ns();
+        let tau = tau.min(t);
+        self.u = (self.u * (t - tau) + big_u * tau) / t;
+        let k = self.u / self.p.eta.max(f64::MIN_POSITIVE);
+        let w_ai = f64::from(self.p.w_ai) * 1e6;
+        let (new_rate, new_stage) = if k >= 1.0 || self.inc_stage >= self.p.max_stage {
+            let scaled = if k > 0.0 {
+                self.reference / k
+            } else {
+                self.max
+            };
+            (scaled + w_ai, 0)
+        } else {
+            (self.reference + w_ai, self.inc_stage.saturating_add(1))
+        };
+        let min = (f64::from(self.p.min_rate) * 1e6).min(self.max);
+        let new_rate = clamp_rate(new_rate, min, self.max);
+        if new_rate < self.rate {
+            self.metrics.rate_cuts += 1;
+        } else if new_rate > self.rate {
+            self.metrics.rate_increases += 1;
+        }
+        self.rate = new_rate;
+        if full {
+            self.reference = new_rate;
+            self.inc_stage = new_stage;
+        }
+        trace!(
+            t_ns = now.as_nanos(),
+            u = self.u,
+            k,
+            rate_bps = self.rate,
+            full,
+            "hpcc update"
+        );
+    }
+
     /// The largest normalized inflight over the hops with a previous record, and its τ (ns).
     fn max_utilization(&mut self, hops: &[IntHop]) -> Option<(f64, f64)> {
-        let t_ns = f64::from(self.p.base_rtt.max(1)) * 1e3;
+        let t_ns = self.t_ns();
         let mut best: Option<(f64, f64)> = None;
         for (hop, prev) in hops.iter().zip(self.prev.iter_mut()) {
             if let Some(old) = prev.replace(*hop) {
@@ -234,49 +318,21 @@ impl CongestionControl for Hpcc {
     fn on_cnp(&mut self, _now: Instant) {
         self.metrics.rp_cnp_ignored += 1;
     }
-    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
-        let Some((big_u, tau)) = self.max_utilization(hops) else {
-            self.last_update.get_or_insert(now);
+    fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<IntAck>) {
+        let Some(full) = self.classify(now, ack) else {
+            // The first ACK: its records are what the next ones are measured against.
+            for (prev, hop) in self.prev.iter_mut().zip(hops) {
+                *prev = Some(*hop);
+            }
+            self.mark_full(now, ack);
             return;
         };
-        let t = f64::from(self.p.base_rtt.max(1)) * 1e3;
-        let tau = tau.min(t);
-        self.u = (self.u * (t - tau) + big_u * tau) / t;
-        let k = self.u / self.p.eta.max(f64::MIN_POSITIVE);
-        let w_ai = f64::from(self.p.w_ai) * 1e6;
-        let (new_rate, new_stage) = if k >= 1.0 || self.inc_stage >= self.p.max_stage {
-            let scaled = if k > 0.0 {
-                self.reference / k
-            } else {
-                self.max
-            };
-            (scaled + w_ai, 0)
-        } else {
-            (self.reference + w_ai, self.inc_stage.saturating_add(1))
-        };
-        let min = (f64::from(self.p.min_rate) * 1e6).min(self.max);
-        let new_rate = clamp_rate(new_rate, min, self.max);
-        if new_rate < self.rate {
-            self.metrics.rate_cuts += 1;
-        } else if new_rate > self.rate {
-            self.metrics.rate_increases += 1;
+        if let Some((big_u, tau)) = self.max_utilization(hops) {
+            self.update(now, big_u, tau, full);
         }
-        self.rate = new_rate;
-        let period = Duration::from_micros(u64::from(self.p.base_rtt));
-        let full = self.last_update.is_none_or(|at| now >= at + period);
         if full {
-            self.reference = new_rate;
-            self.inc_stage = new_stage;
-            self.last_update = Some(now);
+            self.mark_full(now, ack);
         }
-        trace!(
-            t_ns = now.as_nanos(),
-            u = self.u,
-            k,
-            rate_bps = self.rate,
-            full,
-            "hpcc update"
-        );
         self.refresh();
     }
     #[inline]
@@ -302,6 +358,8 @@ mod tests {
     }
 
     const LINE: f64 = 100e9;
+    /// T of the default parameters, ns.
+    const T: u64 = 10_000;
 
     fn hop(ts_ns: u64, tx_bytes: u64, qlen_bytes: u64) -> IntHop {
         IntHop {
@@ -311,6 +369,13 @@ mod tests {
             link_rate: Rate::from_gbps(100),
             ..IntHop::default()
         }
+    }
+
+    fn ack(acked: u32, next: u32) -> Option<IntAck> {
+        Some(IntAck {
+            acked: Psn::new(acked),
+            next: Psn::new(next),
+        })
     }
 
     fn w_ai() -> f64 {
@@ -328,13 +393,35 @@ mod tests {
     #[test]
     fn u_starts_at_one_so_the_first_ack_that_measures_a_full_link_cuts() {
         let mut h = Hpcc::new(HpccParams::default(), Rate::from_gbps(100));
-        h.on_int(at(0), &[hop(0, 0, 0)]);
+        h.on_int(at(0), &[hop(0, 0, 0)], ack(0, 10));
         assert_rate(&h, LINE);
         // 1 us at line rate: U = 1, u = (1·(T − τ) + 1·τ)/T = 1 (from 0 it would be 0.1, an
         // additive step), so k = 1/0.95 and the rate is R_ref/k + W_AI.
-        h.on_int(at(1_000), &[hop(1_000, 12_500, 0)]);
+        h.on_int(at(1_000), &[hop(1_000, 12_500, 0)], ack(1, 11));
         assert_eq!(h.metrics().alpha, 1.0);
         assert_rate(&h, LINE * 0.95 + w_ai());
+    }
+
+    #[test]
+    fn the_reference_rate_moves_once_per_rtt_by_sequence() {
+        let mut h = Hpcc::new(HpccParams::default(), Rate::from_gbps(100));
+        // The first ACK records, and the next full update waits for an ACK past PSN 10.
+        h.on_int(at(0), &[hop(0, 0, 0)], ack(0, 10));
+        let busy = |t: u64| hop(t, t * 25 / 2, 50_000);
+        // Up to PSN 10 acknowledged: fast reactions, the reference stays at line rate.
+        h.on_int(at(1_000), &[busy(1_000)], ack(5, 15));
+        h.on_int(at(2_000), &[busy(2_000)], ack(10, 20));
+        assert!(h.rate().as_bps_f64() < LINE);
+        assert_eq!(h.metrics().target_rate, Rate::from_gbps(100));
+        // PSN 10 acknowledged: a full update commits the rate; the next waits past PSN 20,
+        // however much time passes.
+        h.on_int(at(3_000), &[busy(3_000)], ack(11, 20));
+        let reference = h.metrics().target_rate;
+        assert_eq!(reference, h.rate());
+        h.on_int(at(3 * T), &[busy(3 * T)], ack(20, 30));
+        assert_eq!(h.metrics().target_rate, reference);
+        h.on_int(at(3 * T + 100), &[busy(3 * T + 100)], ack(21, 30));
+        assert_ne!(h.metrics().target_rate, reference);
     }
 
     #[test]

@@ -279,7 +279,7 @@ pub fn replay<C: CongestionControl>(cc: C, cfg: &ReplayConfig) -> Vec<Sample> {
                     ReplayKind::Cnp => rec.on_cnp(now),
                     ReplayKind::Loss => rec.on_loss(now),
                     ReplayKind::Ack { bytes, rtt } => rec.on_ack(now, *bytes, *rtt),
-                    ReplayKind::Int(hops) => rec.on_int(now, hops),
+                    ReplayKind::Int(hops) => rec.on_int(now, hops, None),
                 }
             }
         } else if next_timer == Some(t) {

@@ -397,8 +397,8 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
                 p.push(format!("w_ai={}", mbps(ai)));
             }
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
-            // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt).
-            p.push(format!("base_rtt={}", max_rtt().div_ceil(1000).max(1)));
+            // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt), in us.
+            p.push(format!("base_rtt={}", max_rtt().max(1) as f64 / 1e3));
             "hpcc"
         }
         CcMode::Timely => {
@@ -453,7 +453,8 @@ mod tests {
         let (name, p) = mapped("CC_MODE 1\nALPHA_RESUME_INTERVAL 50\nRP_TIMER 55\n").unwrap();
         assert_eq!(name, "dcqcn-paper");
         assert!(p.contains(&"rpg_time_reset=55".to_owned()), "{p:?}");
-        // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns).
+        // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns, not
+        // rounded).
         // HAS_WIN is on by default: a window of the largest BDP (6,180 ns), not scaled.
         let (name, p) = mapped("CC_MODE 3\nU_TARGET 0.9\nRATE_AI 40Mb/s\n").unwrap();
         assert_eq!(name, "hpcc");
@@ -463,7 +464,7 @@ mod tests {
                 "eta=0.9",
                 "w_ai=40",
                 "min_rate=100",
-                "base_rtt=7",
+                "base_rtt=6.18",
                 "win_rtt=6180",
                 "var_win=0"
             ]

@@ -112,7 +112,7 @@ crate::cc_params! {
         /// Additive increase W_AI (default B·(1 − eta)/16: 313 at 100 Gbit/s).
         w_ai: u32 = "Mbit/s",
         /// Base RTT T of the paths: the EWMA horizon of u and the RTT of its queue term.
-        base_rtt: u32 = "us",
+        base_rtt: f64 = "us",
         /// Floor of the rate.
         min_rate: u32 = "Mbit/s",
         /// React on every ACK against the reference rate (ns-3 FAST_REACT); 0: only the full
@@ -150,7 +150,7 @@ impl Default for HpccParams {
             eta: 0.95,
             max_stage: 5,
             w_ai: w_ai_for(Rate::from_gbps(100), 0.95),
-            base_rtt: 10,
+            base_rtt: 10.0,
             min_rate: 100,
             fast_react: true,
             multi_rate: false,
@@ -167,6 +167,9 @@ impl super::params::CcKind for HpccParams {
     fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if !(1..=255).contains(&self.int_multi) {
             return Err(("int_multi", "a multiplier from 1 to 255"));
+        }
+        if !self.base_rtt.is_finite() || self.base_rtt <= 0.0 {
+            return Err(("base_rtt", "a positive time"));
         }
         Ok(())
     }
@@ -227,8 +230,8 @@ impl Hpcc {
             max,
             rate: max,
             reference: max,
-            // ns-3 starts u (and each hop's) at 1 (rdma-queue-pair.cc): the first updates
-            // already cut in proportion to any queue.
+            // ns-3 starts u (and each hop's) at 1: the first updates already cut in
+            // proportion to any queue.
             u: 1.0,
             inc_stage: 0,
             prev: [None; MAX_HOPS],
@@ -252,7 +255,7 @@ impl Hpcc {
 
     /// T in ns.
     fn t_ns(&self) -> f64 {
-        f64::from(self.p.base_rtt.max(1)) * 1e3
+        (self.p.base_rtt * 1e3).max(1.0)
     }
 
     /// The candidate rate and stage from a reference rate, u and stage (Algorithm 1's
@@ -580,6 +583,30 @@ mod tests {
         // Per hop: hop 0's u fell to 0 (back to the line rate from its cut); hop 1 (u 0.9)
         // scales its own reference, the line rate, up: the least is the line rate.
         assert_eq!(second, LINE);
+    }
+
+    #[test]
+    fn t_takes_fractions_of_a_microsecond_and_must_be_positive() {
+        use crate::cc::params::CcKind;
+        // T = 12.24 us (the fat tree's largest base RTT): 1 us at line rate over a 12.24 KB
+        // queue is U = 1 + 12_240·8/(B·T) = 1.08, and u = (1·(T − τ) + 1.08·τ)/T.
+        let mut h = hpcc(|p| p.base_rtt = 12.24);
+        h.on_int(at(0), &[hop(0, 0, 12_240)], ack(0, 10));
+        h.on_int(at(1_000), &[hop(1_000, 12_500, 12_240)], ack(1, 11));
+        let big_u = 1.0 + 12_240.0 * 8.0 / (LINE * 12.24e-6);
+        let u = (12_240.0 - 1_000.0 + big_u * 1_000.0) / 12_240.0;
+        assert!(
+            (h.metrics().alpha - u).abs() < 1e-12,
+            "{}",
+            h.metrics().alpha
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let p = HpccParams {
+                base_rtt: bad,
+                ..HpccParams::default()
+            };
+            assert_eq!(p.check(), Err(("base_rtt", "a positive time")));
+        }
     }
 
     #[test]

@@ -254,7 +254,7 @@ fn replaying_int_with_a_standing_queue_into_hpcc_cuts_per_its_equations() {
     let samples = replay_script("hpcc", &[], script, "30us");
     let p = HpccParams::default();
     let b = 100e9;
-    let t = f64::from(p.base_rtt) * 1e3; // ns
+    let t = p.base_rtt * 1e3; // ns
     let w_ai = f64::from(p.w_ai) * 1e6;
     // Per hop (HPCC Algorithm 1): u = txRate/B + min(qlen, qlen')*8/(B*T); U smoothed over T:
     // u <- (u (T - tau) + U tau)/T; k = u/eta >= 1: R = R_ref/k + W_AI.

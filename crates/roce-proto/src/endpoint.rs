@@ -723,14 +723,15 @@ impl Endpoint {
         self.with_qp(qpn, |qp, _, _| qp.set_congestion_control(Some(cc)))
     }
 
-    /// Makes QP `qpn`'s data carry an INT shim with `max_hops` record slots (0: off), so INT
-    /// switches on the path record themselves and the peer echoes the records on its ACKs to
-    /// this QP's congestion controller (HPCC). Both ends must be roce endpoints: see
-    /// [`crate::wire::int`] for the format.
-    pub fn enable_int(&mut self, qpn: u32, max_hops: u8) -> Result<(), QpError> {
+    /// Makes QP `qpn`'s data carry an INT shim with `max_hops` record slots (0: off) whose byte
+    /// fields count in units of `units` (the controller's `CcConfig::int_units`, HPCC's
+    /// `int_multi`), so INT switches on the path record themselves and the peer echoes the
+    /// records on its ACKs to this QP's congestion controller (HPCC). Both ends must be roce
+    /// endpoints: see [`crate::wire::int`] for the format.
+    pub fn enable_int(&mut self, qpn: u32, max_hops: u8, units: u8) -> Result<(), QpError> {
         let slot = self.slot(qpn).filter(|_| self.qp(qpn).is_some());
         let slot = slot.ok_or(QpError::UnknownQp(qpn))?;
-        self.int.enable(slot, max_hops);
+        self.int.enable(slot, max_hops, units);
         Ok(())
     }
 

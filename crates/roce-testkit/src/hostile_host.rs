@@ -295,13 +295,13 @@ impl HostHarness {
                     ts_ns: 1,
                     tx_bytes: 2,
                     qlen_bytes: 3,
-                    link_mbps: 4,
+                    rate_bps: 4,
                 };
                 let records = vec![hop; usize::from(hops)];
                 let shim = if echo {
-                    Repr::echo_of(&records)
+                    Repr::echo_of(&records, 1)
                 } else {
-                    Repr::collect(hops.max(1))
+                    Repr::collect(hops.max(1), 1)
                 };
                 f.resize(len + int::shim_len(int::MAX_HOPS as u8), 0);
                 let n = int::insert(&mut f, len, &shim).map_err(|e| e.to_string())?;

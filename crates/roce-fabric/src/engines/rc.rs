@@ -31,8 +31,12 @@ use crate::record::series::CcSample;
 
 /// Work requests kept outstanding per flow.
 const DEPTH: usize = 4;
-/// INT record slots on the data of QPs whose controller uses INT.
-const INT_HOPS: u8 = 3;
+/// INT record slots on the data of QPs whose controller uses INT: every switch of a path
+/// through the fabric's deepest topologies (a three-tier or k-ary fat tree crosses ToR,
+/// aggregation, core, aggregation, ToR), as the HPCC authors' ns-3 records up to 5 hops. A
+/// deeper path's later switches find the shim full and are counted in the receiver's
+/// `IntCounters::records_dropped`.
+pub const INT_HOPS: u8 = 5;
 /// Receives kept posted on a QP that consumes them (SEND or WRITE-with-immediate flows).
 const RECV_DEPTH: u32 = 64;
 
@@ -288,9 +292,10 @@ impl RcEngine {
                 .set_congestion_control(a.qpn, cfg.build(), 0)
                 .map_err(|e| qp_err(&e))?;
             if cfg.uses_int() {
-                // Room for every switch on a path of the fabric's topologies (leaf-spine-leaf);
-                // each slot costs 24 bytes of every data packet.
-                src.ep.enable_int(a.qpn, INT_HOPS).map_err(|e| qp_err(&e))?;
+                // Each slot costs 10 bytes of every data packet and of its ACK's echo.
+                src.ep
+                    .enable_int(a.qpn, INT_HOPS, cfg.int_units())
+                    .map_err(|e| qp_err(&e))?;
             }
         }
         if flow.send || flow.gate.is_some() {

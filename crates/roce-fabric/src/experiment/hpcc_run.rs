@@ -181,7 +181,14 @@ impl HpccRun {
             );
         }
         if config.ack_high_prio {
-            note("ACK_HIGH_PRIO", "the ACK priority is not configurable here");
+            note(
+                "ACK_HIGH_PRIO",
+                "1 lets the simulator's hosts send ACKs past a PFC pause of the data's class (its \
+                 switches never prioritize ACKs); here ACKs share the data's class everywhere",
+            );
+        }
+        for n in transport_notes(&config) {
+            not_modelled.push(n);
         }
         Ok(HpccRun {
             scenario,
@@ -309,19 +316,66 @@ fn switch_spec(c: &HpccConfig, topo: &TopologyFile, nic: u64) -> (SwitchSpec, Ve
     (spec, notes)
 }
 
-/// A `CC_MODE` with no controller of ours.
+/// Why the config's controller cannot run here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-enum CcModeError {
+enum ControllerError {
     /// HPCC-PINT (10).
     #[error("CC_MODE 10 (HPCC-PINT) is not implemented here")]
     Pint,
     /// Any mode but 1, 3, 7, 8 and 10.
     #[error("CC_MODE {0} is not one of 1, 3, 7, 8")]
     Other(u32),
+    /// An `INT_MULTI` that the INT records' one-byte units field cannot carry.
+    #[error(
+        "INT_MULTI {0} is not a units multiplier from 1 to 255 (the INT record's units field is \
+         one byte)"
+    )]
+    IntMulti(u32),
+}
+
+/// What the config asks of the simulator's transport that ours does differently (keys whose
+/// values in run.py's configs are what we model, named when they are not).
+fn transport_notes(c: &HpccConfig) -> Vec<String> {
+    let mut notes = Vec::new();
+    // The simulator's receiver resets its ACK milestone to the interval on every packet
+    // (rdma-hw.cc ReceiveUdp), so it ACKs every packet once a flow's first L2_ACK_INTERVAL
+    // bytes are in; with at most one packet's payload that is every packet, as here.
+    if c.l2_ack_interval > c.packet_payload_size {
+        notes.push(format!(
+            "L2_ACK_INTERVAL: {n} (the simulator ACKs no packet within a flow's first {n} \
+             bytes, then every packet); here ACKs start with the first packet",
+            n = c.l2_ack_interval,
+        ));
+    }
+    if c.l2_back_to_zero {
+        notes.push(
+            "L2_BACK_TO_ZERO: 1 (ACKs and retransmissions go back to an L2_CHUNK_SIZE boundary); \
+             here a NAK or timeout goes back to the first unacknowledged packet"
+                .into(),
+        );
+    }
+    if !c.rate_bound {
+        notes.push(
+            "RATE_BOUND: 0 (the simulator paces every flow at the line rate, only its window \
+             bounding it); here flows pace at their controller's rate"
+                .into(),
+        );
+    }
+    if c.pause_time <= 0.0 {
+        notes.push(
+            "PAUSE_TIME: 0 makes the simulator's PFC pauses resume at once (no PFC); here \
+             pauses hold until their resume"
+                .into(),
+        );
+    }
+    notes
 }
 
 /// Our controller and its parameters for the config's `CC_MODE`.
-fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String>), CcModeError> {
+fn controller(
+    c: &HpccConfig,
+    topo: &TopologyFile,
+) -> Result<(String, Vec<String>), ControllerError> {
     let mbps = |bps: u64| (bps / 1_000_000).max(1);
     // The largest base RTT between hosts (third.cc's maxRtt): HPCC's T, and the RTT of the
     // window's BDP (maxBdp) under `GLOBAL_T 1`. A path search from every host, so made once
@@ -397,8 +451,16 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
                 p.push(format!("w_ai={}", mbps(ai)));
             }
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
-            // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt).
-            p.push(format!("base_rtt={}", max_rtt().div_ceil(1000).max(1)));
+            // HPCC's T is the largest base RTT between hosts (third.cc's maxRtt), in us.
+            p.push(format!("base_rtt={}", max_rtt().max(1) as f64 / 1e3));
+            p.push(format!("max_stage={}", c.mi_thresh));
+            p.push(format!("fast_react={}", u8::from(c.fast_react)));
+            p.push(format!("multi_rate={}", u8::from(c.multi_rate)));
+            p.push(format!("sample_feedback={}", u8::from(c.sample_feedback)));
+            if !(1..=255).contains(&c.int_multi) {
+                return Err(ControllerError::IntMulti(c.int_multi));
+            }
+            p.push(format!("int_multi={}", c.int_multi));
             "hpcc"
         }
         CcMode::Timely => {
@@ -414,8 +476,8 @@ fn controller(c: &HpccConfig, topo: &TopologyFile) -> Result<(String, Vec<String
             p.push(format!("min_rate={}", mbps(c.min_rate_bps)));
             "dctcp"
         }
-        CcMode::HpccPint => return Err(CcModeError::Pint),
-        CcMode::Other(n) => return Err(CcModeError::Other(n)),
+        CcMode::HpccPint => return Err(ControllerError::Pint),
+        CcMode::Other(n) => return Err(ControllerError::Other(n)),
     };
     // The simulator runs a window under any CC mode when HAS_WIN is on, and none when off
     // (our DCTCP and HPCC have one by default, so off is said explicitly).
@@ -449,12 +511,42 @@ mod tests {
     }
 
     #[test]
+    fn transport_keys_we_do_not_model_are_named_only_when_their_value_asks_for_it() {
+        let notes = |text: &str| {
+            let c = HpccConfig::parse("config.txt", text).unwrap();
+            transport_notes(&c)
+                .iter()
+                .map(|n| n.split(':').next().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        };
+        // run.py's values: ACKs from the first packet, go-back-N, paced, PFC on.
+        let run_py = "PACKET_PAYLOAD_SIZE 1000\nL2_ACK_INTERVAL 1\nL2_CHUNK_SIZE 4000\n\
+                      L2_BACK_TO_ZERO 0\nRATE_BOUND 1\n";
+        assert!(notes(run_py).is_empty());
+        assert!(notes("").is_empty());
+        assert_eq!(
+            notes(
+                "PACKET_PAYLOAD_SIZE 1000\nL2_ACK_INTERVAL 4000\nL2_BACK_TO_ZERO 1\n\
+                 RATE_BOUND 0\nPAUSE_TIME 0\n"
+            ),
+            [
+                "L2_ACK_INTERVAL",
+                "L2_BACK_TO_ZERO",
+                "RATE_BOUND",
+                "PAUSE_TIME"
+            ]
+        );
+    }
+
+    #[test]
     fn cc_modes_map_to_our_controllers_with_their_parameters() {
         let (name, p) = mapped("CC_MODE 1\nALPHA_RESUME_INTERVAL 50\nRP_TIMER 55\n").unwrap();
         assert_eq!(name, "dcqcn-paper");
         assert!(p.contains(&"rpg_time_reset=55".to_owned()), "{p:?}");
-        // HPCC: eta, AI, and T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns).
-        // HAS_WIN is on by default: a window of the largest BDP (6,180 ns), not scaled.
+        // HPCC: eta, AI, T = the largest base RTT (3 links: 6 us + 80 + 20 + 80 ns, not
+        // rounded), and third.cc's defaults for the keys not given (MI_THRESH 5, FAST_REACT 1,
+        // MULTI_RATE 1, SAMPLE_FEEDBACK 0, INT_MULTI 1). HAS_WIN is on by default: a window of
+        // the largest BDP (6,180 ns), not scaled.
         let (name, p) = mapped("CC_MODE 3\nU_TARGET 0.9\nRATE_AI 40Mb/s\n").unwrap();
         assert_eq!(name, "hpcc");
         assert_eq!(
@@ -463,11 +555,38 @@ mod tests {
                 "eta=0.9",
                 "w_ai=40",
                 "min_rate=100",
-                "base_rtt=7",
+                "base_rtt=6.18",
+                "max_stage=5",
+                "fast_react=1",
+                "multi_rate=1",
+                "sample_feedback=0",
+                "int_multi=1",
                 "win_rtt=6180",
                 "var_win=0"
             ]
             .map(String::from)
+        );
+        // run.py's hp: MI_THRESH 0, FAST_REACT 1, MULTI_RATE 0, SAMPLE_FEEDBACK 0, INT_MULTI 4.
+        let (_, p) = mapped(
+            "CC_MODE 3\nMI_THRESH 0\nFAST_REACT 1\nMULTI_RATE 0\nSAMPLE_FEEDBACK 0\nINT_MULTI 4\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p[2..8],
+            [
+                "base_rtt=6.18",
+                "max_stage=0",
+                "fast_react=1",
+                "multi_rate=0",
+                "sample_feedback=0",
+                "int_multi=4"
+            ]
+            .map(String::from)
+        );
+        assert_eq!(
+            mapped("CC_MODE 3\nINT_MULTI 256\n").unwrap_err(),
+            "INT_MULTI 256 is not a units multiplier from 1 to 255 (the INT record's units \
+             field is one byte)"
         );
         let (_, p) = mapped("CC_MODE 8\nVAR_WIN 1\n").unwrap();
         assert_eq!(

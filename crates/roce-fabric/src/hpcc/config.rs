@@ -1,10 +1,11 @@
 //! The HPCC simulator's config file (`mix/config_*.txt`, written by its `run.py`): one key
 //! and its values per line, read as `scratch/third.cc` reads it.
 //!
-//! Keys that describe the experiment are kept typed; keys that change nothing in our model
-//! (trace and queue-monitor files, L2 chunking, PINT, ...) are accepted and listed in
-//! [`HpccConfig::ignored`]; an unknown key or a value that does not parse is an error naming
-//! the file and the line.
+//! Keys that change what the simulator simulates are kept typed (the runner models each or
+//! names why not); keys that change nothing it simulates (its trace and queue-monitor outputs,
+//! `DATA_RATE`/`LINK_DELAY`, which the topology file overrides, and HPCC-PINT's) are accepted
+//! and listed in [`HpccConfig::ignored`]; an unknown key or a value that does not parse is an
+//! error naming the file and the line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,26 +53,19 @@ impl CcMode {
     }
 }
 
-/// Keys the simulator reads that change nothing in our model.
+/// Keys the simulator reads that change nothing it simulates: `DATA_RATE` and `LINK_DELAY`
+/// (`third.cc` reads them, then takes every link's rate and delay from the topology file), its
+/// trace and queue-monitor outputs, and HPCC-PINT's parameters (`CC_MODE 10` only, which is
+/// refused).
 const IGNORED: &[&str] = &[
-    "PAUSE_TIME",
     "DATA_RATE",
     "LINK_DELAY",
-    "L2_CHUNK_SIZE",
-    "L2_ACK_INTERVAL",
-    "L2_BACK_TO_ZERO",
     "TRACE_FILE",
     "TRACE_OUTPUT_FILE",
-    "MI_THRESH",
-    "FAST_REACT",
-    "INT_MULTI",
-    "RATE_BOUND",
     "ENABLE_TRACE",
     "QLEN_MON_FILE",
     "QLEN_MON_START",
     "QLEN_MON_END",
-    "MULTI_RATE",
-    "SAMPLE_FEEDBACK",
     "PINT_LOG_BASE",
     "PINT_PROB",
 ];
@@ -101,7 +95,7 @@ macro_rules! hpcc_keys {
             $($(#[doc = $doc])* pub $field: $ty,)*
             /// `LINK_DOWN` (absent when its time is 0, as the simulator treats it).
             pub link_down: Option<LinkDown>,
-            /// Keys given that change nothing in our model, each once, in file order.
+            /// Keys given that change nothing the simulator simulates, each once, in file order.
             pub ignored: Vec<String>,
         }
 
@@ -193,6 +187,30 @@ hpcc_keys! {
     "ACK_HIGH_PRIO" => ack_high_prio: bool = false, flag;
     /// `ERROR_RATE_PER_LINK`: packet loss probability of every link.
     "ERROR_RATE_PER_LINK" => error_rate_per_link: f64 = 0.0, |t| t.num("a probability");
+    /// `MI_THRESH`: HPCC's additive steps before a multiplicative one (0: always
+    /// multiplicative).
+    "MI_THRESH" => mi_thresh: u32 = 5, |t| t.num("a count");
+    /// `FAST_REACT`: HPCC reacts on every ACK, not only once per RTT.
+    "FAST_REACT" => fast_react: bool = true, flag;
+    /// `MULTI_RATE`: HPCC keeps a rate per hop (`third.cc`'s default is on).
+    "MULTI_RATE" => multi_rate: bool = true, flag;
+    /// `SAMPLE_FEEDBACK`: HPCC's fast reaction skips hops whose queue reads empty.
+    "SAMPLE_FEEDBACK" => sample_feedback: bool = false, flag;
+    /// `INT_MULTI`: the units multiplier of the INT records' byte fields.
+    "INT_MULTI" => int_multi: u32 = 1, |t| t.num("a multiplier");
+    /// `RATE_BOUND`: senders pace at their controller's rate (0: at the line rate, only the
+    /// window bounding them).
+    "RATE_BOUND" => rate_bound: bool = true, flag;
+    /// `L2_ACK_INTERVAL`: bytes of a flow the simulator's receiver takes in before its first
+    /// ACK (it then ACKs every packet: its milestone is reset to this on every packet).
+    "L2_ACK_INTERVAL" => l2_ack_interval: u32 = 0, |t| t.num("a size in bytes");
+    /// `L2_CHUNK_SIZE`: an extra ACK at every chunk boundary, and the go-back point under
+    /// `L2_BACK_TO_ZERO`.
+    "L2_CHUNK_SIZE" => l2_chunk_size: u32 = 0, |t| t.num("a size in bytes");
+    /// `L2_BACK_TO_ZERO`: ACKs and retransmissions go back to a chunk boundary.
+    "L2_BACK_TO_ZERO" => l2_back_to_zero: bool = false, flag;
+    /// `PAUSE_TIME`: the pause time of PFC frames (0 makes every pause a resume).
+    "PAUSE_TIME" => pause_time: f64 = 5.0, |t| t.num("a time");
 }
 
 /// A `0` or `1` (any other whole number counts as on, as `third.cc` reads it).
@@ -424,23 +442,20 @@ QLEN_MON_END 3000000000
             [
                 "TRACE_FILE",
                 "TRACE_OUTPUT_FILE",
-                "L2_CHUNK_SIZE",
-                "L2_ACK_INTERVAL",
-                "L2_BACK_TO_ZERO",
-                "FAST_REACT",
-                "MI_THRESH",
-                "INT_MULTI",
-                "MULTI_RATE",
-                "SAMPLE_FEEDBACK",
                 "PINT_LOG_BASE",
                 "PINT_PROB",
-                "RATE_BOUND",
                 "ENABLE_TRACE",
                 "QLEN_MON_FILE",
                 "QLEN_MON_START",
                 "QLEN_MON_END",
             ]
         );
+        assert_eq!(
+            (c.l2_chunk_size, c.l2_ack_interval, c.l2_back_to_zero),
+            (4000, 1, false)
+        );
+        assert_eq!((c.mi_thresh, c.fast_react, c.int_multi), (0, false, 1));
+        assert!(!c.multi_rate && !c.sample_feedback && c.rate_bound);
     }
 
     #[test]

@@ -366,22 +366,13 @@ impl<E: Engine> Fabric<E> {
                     tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
                     ts: Instant::from_nanos(now),
                     link_rate: Rate::from_bps(p.tx.rate_bps),
+                    // Exact counters; a shim quantizes them to its own units.
+                    ..IntHop::default()
                 };
                 if let Some(slot) = self.w.pool.slot_mut(d.pkt) {
                     // A frame with an INT shim gets the record in its bytes (the endpoint
-                    // strips and echoes it); any other frame carries it out of band. Only a
-                    // frame to the INT port can hold one: the shim check reads the whole frame.
-                    use roce_proto::wire::int;
-                    let to_int = slot.ip.is_some_and(|ip| ip.dport == int::INT_UDP_PORT);
-                    let in_band = to_int
-                        && slot.edit(|b| {
-                            let shim = int::shim_offset(b).is_some();
-                            if shim {
-                                int::push_hop(b, &hop.into());
-                            }
-                            shim
-                        });
-                    if !in_band {
+                    // strips and echoes it); any other frame carries it out of band.
+                    if !slot.push_int_hop(&hop.into()) {
                         slot.int.push(hop);
                     }
                 }

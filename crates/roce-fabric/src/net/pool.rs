@@ -10,6 +10,8 @@ use crate::switching::frame::{bth_info, BthInfo, IpInfo};
 use crate::switching::switch::Arrival;
 use crate::PktId;
 use roce_proto::cc::IntHop;
+use roce_proto::wire::int::{self, HopRecord};
+use roce_proto::wire::udp;
 
 /// A frame and what the fabric read from it once, when it entered the fabric.
 ///
@@ -145,6 +147,33 @@ impl Slot {
         let r = edit(&mut self.buf);
         self.len = self.buf.len() as u32;
         r
+    }
+
+    /// What an INT switch does to a frame with a shim (one to the INT UDP port): writes `rec`
+    /// into the shim's next free slot. Returns whether the frame has a shim at all (an echo or
+    /// a full shim takes no record, but the frame carries its telemetry in band). The shim
+    /// lies in the stored head of a compact frame, which stays compact.
+    pub(super) fn push_int_hop(&mut self, rec: &HopRecord) -> bool {
+        let Some(ip) = self
+            .ip
+            .filter(|ip| ip.dport == int::INT_UDP_PORT && ip.l4 > 0)
+        else {
+            return false;
+        };
+        let at = usize::from(ip.l4) + udp::HEADER_LEN;
+        let head = self.head_len();
+        if let Some(Ok(mut shim)) = self.buf.get_mut(at..head).map(int::Packet::new_checked) {
+            shim.push_hop(rec);
+            return true;
+        }
+        // A shim reaching past the stored head (or one that does not parse): the whole frame.
+        self.edit(|b| {
+            let shim = int::shim_offset(b).is_some();
+            if shim {
+                int::push_hop(b, rec);
+            }
+            shim
+        })
     }
 }
 
@@ -290,6 +319,75 @@ mod tests {
             (s.buf.len(), s.wire_len()),
             (Slot::KEEP + 4, Slot::KEEP + 68)
         );
+    }
+
+    /// A RoCEv2 WRITE of 1024 zero bytes with a five-slot INT shim, at units 4.
+    fn int_frame() -> Vec<u8> {
+        use roce_proto::psn::Psn;
+        use roce_proto::wire::{
+            bth, ethernet, Ecn, EtherType, EthernetAddress, ExtRepr, IpRepr, Opcode, RoceRepr,
+        };
+        let repr = RoceRepr {
+            eth: ethernet::Repr {
+                dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
+            ip: IpRepr::new_roce(
+                "10.0.0.1".parse().unwrap(),
+                "10.0.0.2".parse().unwrap(),
+                26,
+                Ecn::Ect0,
+            ),
+            udp_src_port: 0xc123,
+            bth: bth::Repr {
+                opcode: Opcode::RC_RDMA_WRITE_MIDDLE,
+                dest_qpn: 17,
+                psn: Psn::new(5),
+                pkey: 0xffff,
+                ..bth::Repr::default()
+            },
+            ext: ExtRepr::default(),
+            payload_len: 1024,
+        };
+        let mut buf = vec![0u8; repr.frame_len() + int::shim_len(5)];
+        let n = repr.emit(&[0u8; 1024], &mut buf).unwrap();
+        let n = int::insert(&mut buf, n, &int::Repr::collect(5, 4)).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn an_int_switch_writes_into_a_compact_frames_head_which_stays_compact() {
+        let f = int_frame();
+        let mut s = Slot::default();
+        s.fill(&f);
+        assert!(s.compact());
+        let rec = |t| HopRecord {
+            ts_ns: t,
+            tx_bytes: 512 * t,
+            qlen_bytes: 320,
+            rate_bps: 100_000_000_000,
+        };
+        for t in 1..=6 {
+            assert!(s.push_int_hop(&rec(t)));
+        }
+        assert!(
+            s.compact(),
+            "the shim lies in the head: nothing is written out"
+        );
+        let mut out = Vec::new();
+        let whole = s.frame(&mut out).to_vec();
+        assert_eq!(whole.len(), f.len());
+        let at = int::shim_offset(&whole).unwrap();
+        let shim = int::Repr::parse(&int::Packet::new_checked(&whole[at..]).unwrap()).unwrap();
+        assert_eq!(shim.records(), &[rec(1), rec(2), rec(3), rec(4), rec(5)]);
+        assert_eq!(shim.dropped(), 1);
+        // A frame to another port holds no shim.
+        let mut plain = Slot::default();
+        plain.fill(&f[..20]);
+        assert!(!plain.push_int_hop(&rec(1)));
     }
 
     #[test]

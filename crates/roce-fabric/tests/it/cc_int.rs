@@ -54,9 +54,9 @@ fn int_shim_hides_the_frame_from_roce_parsers_and_stripping_restores_its_icrc() 
         assert!(parse_frame(&original).is_ok());
         let mut frame = original.clone();
         frame.resize(original.len() + int::shim_len(3), 0);
-        let n = int::insert(&mut frame, original.len(), &Repr::collect(3));
+        let n = int::insert(&mut frame, original.len(), &Repr::collect(3, 1));
         let n = n.unwrap_or_else(|e| panic!("{e:?} v6 {v6} vlan {vlan:?} len {}", original.len()));
-        assert_eq!(n, original.len() + 4 + 3 * 24);
+        assert_eq!(n, original.len() + 4 + 3 * 10);
         // To a plain RoCE parser the shimmed frame is just UDP to another port.
         assert_eq!(parse_frame(&frame).err(), Some(WireError::NotRoce));
         let at = int::shim_offset(&frame).unwrap();
@@ -64,11 +64,12 @@ fn int_shim_hides_the_frame_from_roce_parsers_and_stripping_restores_its_icrc() 
             u16::from_be_bytes([frame[at - 6], frame[at - 5]]),
             INT_UDP_PORT
         );
+        // Whole units (128 B of tx, 80 B of queue), so the records read back as written.
         let hop = |t: u64| HopRecord {
             ts_ns: t,
-            tx_bytes: 10 * t,
-            qlen_bytes: 1000,
-            link_mbps: 100_000,
+            tx_bytes: 128 * t,
+            qlen_bytes: 800,
+            rate_bps: 100_000_000_000,
         };
         assert!(int::push_hop(&mut frame, &hop(1)));
         assert!(int::push_hop(&mut frame, &hop(2)));
@@ -90,7 +91,7 @@ fn insert_needs_room_and_strip_refuses_frames_without_a_shim() {
     let original = data_frame(false, None);
     let mut frame = original.clone();
     assert_eq!(
-        int::insert(&mut frame, original.len(), &Repr::collect(1)),
+        int::insert(&mut frame, original.len(), &Repr::collect(1, 1)),
         Err(WireError::BufferTooSmall)
     );
     let mut out = vec![0u8; original.len()];
@@ -198,7 +199,7 @@ fn two_hpcc_flows_into_one_port(int_switch: bool) -> Outcome {
         let wr = cc_pair::write_wr(0, &src, &dst, MSG);
         let cc = CcConfig::new("hpcc", Rate::from_gbps(100)).unwrap().build();
         ep.set_congestion_control(a.qpn, cc, 2048).unwrap();
-        ep.enable_int(a.qpn, 2).unwrap();
+        ep.enable_int(a.qpn, 2, 1).unwrap();
         let flow = Flow {
             qpn: a.qpn,
             cq: a.cq,

@@ -235,16 +235,23 @@ fn dctcp_fills_the_link_below_kmax_without_pfc() {
 /// VAR_WIN 1), held to HPCC's published figure, a near-zero queue at high utilisation: the
 /// mean queue under 2 us of line rate (a tenth of Kmin; measured at most 0.7 us) while the
 /// link runs at >= 90 % (eta = 95 % of the wire, INT bytes included; measured 0.944 or more),
-/// no PFC, and the Jain >= 0.95 (measured 0.966 or more). Without the window (and its
-/// per-packet ACKs, which carry INT as often as the reference model's) 8 flows at 25 Gbit/s
-/// reached Jain 0.836 after 1 ms and 2 flows at 100 Gbit/s 0.936, and the bar was 0.83.
+/// no PFC, and the Jain >= 0.95. Without the window (and its per-packet ACKs, which
+/// carry INT as often as the reference model's) 8 flows at 25 Gbit/s reached Jain 0.836 after
+/// 1 ms and 2 flows at 100 Gbit/s 0.936, and the bar was 0.83. Measured after 2 ms of
+/// warm-up, not 1: since the reference rate moves once per actual RTT, as in the authors'
+/// ns-3, rather than once per T of time, the additive steps that even the flows out come less
+/// often, and 8 flows at 25 Gbit/s were at Jain 0.939 over 1-1.5 ms and 0.992 over 2-3 ms.
 #[test]
 fn hpcc_keeps_the_queue_near_zero_at_its_target_utilisation() {
     let e = Expect {
         max_queue: |g| 2e-6 * g as f64 * 1e9 / 8.0,
         ..FULL
     };
-    check("hpcc", &["base_rtt=5"], &matrix(), &e);
+    let w = Window {
+        duration_us: 3_000.0,
+        warmup_us: 2_000.0,
+    };
+    check_in(w, "hpcc", |_| fixed(&["base_rtt=5"]), &matrix(), &e);
 }
 
 /// dcqcn-mlx's increase steps as the HPCC authors' ns-3 `run.py` scales them with the link

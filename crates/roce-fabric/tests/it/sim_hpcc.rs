@@ -6,7 +6,7 @@
 
 use roce_fabric::engines::EngineKind;
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
-use roce_fabric::experiment::scenario::Built;
+use roce_fabric::experiment::scenario::{Built, Scenario};
 use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::HostId;
 
@@ -44,6 +44,38 @@ fn hpcc_gets_int_end_to_end_and_keeps_the_queue_near_zero() {
     // shares in the window, so the bar is the link being mostly used, not HPCC's eta.
     assert!(hpcc.bottleneck_utilisation > 0.7, "{t}");
     assert_eq!(hpcc.failed_flows, 0, "{t}");
+}
+
+/// Across pods of a k = 4 fat tree a flow crosses five switches (ToR, aggregation, core,
+/// aggregation, ToR); the sender's HPCC hears of every one, the receiver's ToR port included.
+#[test]
+fn hpcc_hears_of_every_switch_of_a_five_switch_path() {
+    let toml = r#"
+name = "five-hops"
+duration_us = 200.0
+cc = "hpcc"
+[topology]
+kind = "fat_tree"
+k = 4
+link = { gbps = 100.0, delay_ns = 1000 }
+[[workloads]]
+kind = "flow"
+src = 0
+dst = 15
+bytes = 100000
+start_us = 10.0
+"#;
+    let s = Scenario::from_toml(toml).unwrap();
+    let (sum, built) = s.run(|_| {}).unwrap();
+    assert_eq!(sum.failed_flows, 0);
+    let int = |h| {
+        let rc = built.fabric.engine(HostId(h)).unwrap().as_rc().unwrap();
+        rc.endpoint().int_counters()
+    };
+    let (sender, receiver) = (int(0), int(15));
+    assert!(receiver.shims_received >= 98, "{receiver:?}");
+    assert_eq!(receiver.records_dropped, 0, "{receiver:?}");
+    assert!(sender.echoes_received > 0, "{sender:?}");
 }
 
 #[test]

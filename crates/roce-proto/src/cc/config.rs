@@ -151,6 +151,12 @@ impl CcConfig {
         self.params.0.uses_int()
     }
 
+    /// The units multiplier of the byte fields of the INT records its QPs collect
+    /// ([`CcKind::int_units`]: HPCC's `int_multi`).
+    pub fn int_units(&self) -> u8 {
+        self.params.0.int_units()
+    }
+
     /// Whether the switches should mark with a step at K, as the controller is defined
     /// ([`CcKind::step_marking`]: DCTCP), instead of RED's ramp.
     pub fn step_marking(&self) -> bool {

@@ -65,6 +65,17 @@ pub use window::{Window, WindowParams};
 
 use crate::time::{Duration, Instant};
 
+/// Where an ACK that carries INT leaves its QP's sequence: what lets HPCC update its reference
+/// rate once per actual RTT (the HPCC authors' ns-3 compares the ACK's sequence with the
+/// `snd_nxt` of its last full update).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntAck {
+    /// The first PSN the peer has not acknowledged: everything before it arrived.
+    pub acked: crate::psn::Psn,
+    /// The next new PSN the QP will send (one past the highest sent).
+    pub next: crate::psn::Psn,
+}
+
 /// A snapshot of a controller's state and counters, named like the mlx5 reaction-point counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct CcMetrics {
@@ -115,9 +126,11 @@ pub trait CongestionControl {
         let _ = now;
     }
     /// In-band telemetry from the path (one record per hop, sender to receiver) arrived with an
-    /// ACK. Controllers that do not use INT ignore it.
-    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
-        let _ = (now, hops);
+    /// ACK; `ack` is where that ACK leaves the QP's sequence, when the caller knows it (the
+    /// transport always does; a [`replay`] has no ACK clock). Controllers that do not use INT
+    /// ignore it.
+    fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<IntAck>) {
+        let _ = (now, hops, ack);
     }
     /// Runs every timer due at or before `now`.
     fn handle_timeout(&mut self, now: Instant) {
@@ -196,8 +209,8 @@ controllers! {
     Timely(Timely),
     /// `patched-timely`.
     PatchedTimely(PatchedTimely),
-    /// `hpcc`.
-    Hpcc(Hpcc),
+    /// `hpcc` (boxed: its per-hop records are several times the other controllers' state).
+    Hpcc(Box<Hpcc>),
 }
 
 impl core::fmt::Debug for Controller {
@@ -231,8 +244,8 @@ impl CongestionControl for Controller {
         dispatch!(self, c => c.on_loss(now))
     }
     #[inline]
-    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
-        dispatch!(self, c => c.on_int(now, hops))
+    fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<IntAck>) {
+        dispatch!(self, c => c.on_int(now, hops, ack))
     }
     #[inline]
     fn handle_timeout(&mut self, now: Instant) {

@@ -131,6 +131,11 @@ pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'stati
     fn uses_int(&self) -> bool {
         false
     }
+    /// The units multiplier of the byte fields of its QPs' INT records
+    /// ([`crate::wire::int::Repr::units`]); 1 unless the controller sets one.
+    fn int_units(&self) -> u8 {
+        1
+    }
     /// Whether the controller is defined with a step marker (every ECT packet that finds at
     /// least K queued is marked: DCTCP's AQM) rather than RED's ramp from Kmin to Kmax.
     fn step_marking(&self) -> bool {

@@ -152,8 +152,8 @@ impl<C: CongestionControl> CongestionControl for Recorder<C> {
         self.inner.on_loss(now);
         self.note(now, CcEvent::Loss);
     }
-    fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
-        self.inner.on_int(now, hops);
+    fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<super::IntAck>) {
+        self.inner.on_int(now, hops, ack);
         self.note(now, CcEvent::Int);
     }
     fn handle_timeout(&mut self, now: Instant) {

@@ -150,6 +150,8 @@ fn parse_hop(text: &str) -> Result<IntHop, String> {
             .filter(|&r| r > 0)
             .map(Rate::from_bps)
             .ok_or_else(|| bad(&format!("RATE `{rate}` is not a rate like 100G or 25Gbps")))?,
+        // Scripted counters are exact: they do not wrap.
+        ..IntHop::default()
     })
 }
 
@@ -277,7 +279,7 @@ pub fn replay<C: CongestionControl>(cc: C, cfg: &ReplayConfig) -> Vec<Sample> {
                     ReplayKind::Cnp => rec.on_cnp(now),
                     ReplayKind::Loss => rec.on_loss(now),
                     ReplayKind::Ack { bytes, rtt } => rec.on_ack(now, *bytes, *rtt),
-                    ReplayKind::Int(hops) => rec.on_int(now, hops),
+                    ReplayKind::Int(hops) => rec.on_int(now, hops, None),
                 }
             }
         } else if next_timer == Some(t) {

@@ -24,12 +24,17 @@ pub struct IntCounters {
     pub malformed: u64,
     /// Frames sent without their shim because the buffer had no room.
     pub no_room: u64,
+    /// Records switches could not write into shims received (every slot was taken: the path
+    /// has more INT switches than the sender's shim has slots).
+    pub records_dropped: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     /// Slots of the collecting shim on this QP's data (0: no INT).
     max_hops: u8,
+    /// The units multiplier of its byte fields.
+    units: u8,
     /// Records received on this QP's requests, owed to the peer.
     echo: Option<Repr>,
 }
@@ -50,10 +55,12 @@ impl IntPaths {
         self.slots.get_mut(slot)
     }
 
-    /// Data of QP `slot` carries a collecting shim with `max_hops` slots (0 turns it off).
-    pub fn enable(&mut self, slot: usize, max_hops: u8) {
+    /// Data of QP `slot` carries a collecting shim with `max_hops` slots (0 turns it off) at
+    /// units `units` ([`int::Repr::units`]).
+    pub fn enable(&mut self, slot: usize, max_hops: u8, units: u8) {
         if let Some(s) = self.slot_mut(slot) {
             s.max_hops = max_hops.min(int::MAX_HOPS as u8);
+            s.units = units.max(1);
         }
     }
 
@@ -68,11 +75,11 @@ impl IntPaths {
     /// length to send.
     #[inline]
     pub fn on_data_sent(&mut self, slot: usize, buf: &mut [u8], len: usize) -> usize {
-        let max_hops = match self.slots.get(slot) {
-            Some(s) if s.max_hops > 0 => s.max_hops,
+        let (max_hops, units) = match self.slots.get(slot) {
+            Some(s) if s.max_hops > 0 => (s.max_hops, s.units),
             _ => return len,
         };
-        self.add(buf, len, &Repr::collect(max_hops), false)
+        self.add(buf, len, &Repr::collect(max_hops, units), false)
     }
 
     /// QP `slot` emitted the ACK/NAK `buf[..len]`: adds the echo it owes, if any.
@@ -112,6 +119,9 @@ impl IntPaths {
         match int::strip(frame, &mut scratch) {
             Ok((n, shim)) => {
                 self.counters.shims_received += 1;
+                if !shim.echo {
+                    self.counters.records_dropped += u64::from(shim.dropped());
+                }
                 Some((scratch, n, shim))
             }
             Err(_) => {
@@ -133,7 +143,7 @@ impl IntPaths {
         if shim.records().is_empty() {
             return;
         }
-        let echo = Repr::echo_of(shim.records());
+        let echo = Repr::echo_of(shim.records(), shim.units);
         if let Some(s) = self.slot_mut(slot) {
             s.echo = Some(echo);
         }
@@ -144,7 +154,7 @@ impl IntPaths {
         self.counters.echoes_received += 1;
         let mut n = 0;
         for (o, r) in out.iter_mut().zip(shim.records()) {
-            *o = IntHop::from(*r);
+            *o = IntHop::from_record(r, shim.units);
             n += 1;
         }
         n

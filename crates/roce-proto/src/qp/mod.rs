@@ -571,10 +571,15 @@ impl QueuePair {
         Some(self.cc.as_ref()?.metrics())
     }
 
-    /// In-band telemetry the peer echoed for this QP: handed to the congestion controller.
+    /// In-band telemetry the peer echoed for this QP (on a response already handled): handed
+    /// to the congestion controller with where the response left the sequence.
     pub fn note_int(&mut self, now: Instant, hops: &[crate::cc::IntHop]) {
+        let ack = crate::cc::IntAck {
+            acked: self.req.una,
+            next: self.req.high_psn,
+        };
         if let Some(p) = self.cc.as_mut() {
-            p.on_int(now, hops);
+            p.on_int(now, hops, ack);
         }
         self.refresh_departure(now);
     }

@@ -7,7 +7,7 @@
 //! The algorithms live in [`crate::cc`]; this is only the glue to the QP scheduler.
 
 use crate::cc::pacer::Pacer;
-use crate::cc::{CcMetrics, CongestionControl, Controller, IntHop};
+use crate::cc::{CcMetrics, CongestionControl, Controller, IntAck, IntHop};
 use crate::time::{Duration, Instant};
 
 /// A controller driving a token-bucket pacer.
@@ -78,9 +78,10 @@ impl CcPacer {
         self.follow_rate(now);
     }
 
-    /// In-band telemetry echoed by the peer arrived (one record per hop).
-    pub fn on_int(&mut self, now: Instant, hops: &[IntHop]) {
-        self.cc.on_int(now, hops);
+    /// In-band telemetry echoed by the peer arrived (one record per hop) on an ACK that left
+    /// the sequence at `ack`.
+    pub fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: IntAck) {
+        self.cc.on_int(now, hops, Some(ack));
         self.follow_rate(now);
     }
 

@@ -13,8 +13,9 @@
 //! 2. Every INT switch writes its [`HopRecord`] into the next free slot at egress ([`push_hop`])
 //!    and bumps the count. Slots are pre-allocated, so the frame's length never changes on the
 //!    path: no IP/UDP length rewrite, no buffer growth in the switch, a bounded overhead the
-//!    sender budgets for (`4 + 24 * max_hops` bytes). Switches without INT forward the frame as
-//!    any UDP packet.
+//!    sender budgets for (`4 + 10 * max_hops` bytes). A switch that finds every slot taken
+//!    writes nothing but still counts itself, so the receiver knows how many records were
+//!    dropped. Switches without INT forward the frame as any UDP packet.
 //! 3. The receiver [`strip`]s the shim, restoring port 4791, both lengths and the IPv4 checksum:
 //!    the result is byte-for-byte the frame the sender built (modulo the masked fields), and the
 //!    ordinary parser verifies the original ICRC.
@@ -26,46 +27,75 @@
 //! packet to an unknown port and drop it rather than misread it, so the shim must only be
 //! enabled between INT-aware peers.
 //!
-//! # Layout (big-endian)
+//! # Layout (big-endian), version 2
 //! ```text
-//!  0       4       8              16              24
-//! +-------+-------+-------+-------+
-//! | ver=1 | flags | hop count     | max hops      | reserved (0)  |   4-byte header
+//!  0       4       8              16              24              32
 //! +-------+-------+---------------+---------------+---------------+
-//! | record 0 .. record max_hops-1, 24 bytes each:                  |
-//! |   timestamp ns (u64) | tx bytes (u64) | queue bytes (u32) | link Mbit/s (u32)
+//! | ver=2 | flags | hop count     | max hops      | units m       |   4-byte header
+//! +-------+-------+---------------+---------------+---------------+
+//! | record 0 .. record max_hops-1, 10 bytes each:                  |
+//! |   time (24 bits) | tx (20 bits) | queue (20 bits) | rate (16 bits)
 //! +----------------------------------------------------------------+
 //! ```
-//! Records are in path order (first switch first). The timestamp is the switch's own clock at
-//! egress and the tx-bytes a free-running counter of the egress port: only differences between
-//! two packets of the same flow matter.
+//! - *hop count* counts the switches that met the shim, past `max hops` when some found no free
+//!   slot (the records present are the first `min(hop count, max hops)`).
+//! - *units m* (1 to 255; 0 reads as 1) scales the two byte fields, as the HPCC authors' ns-3
+//!   model's `INT_MULTI` does: the sender chooses it so that a port's counters neither wrap
+//!   too often nor saturate at its rate.
+//! - *time* is the switch's clock at egress in ns, modulo 2^24 (16.8 ms).
+//! - *tx* is the egress port's free-running transmitted-byte counter in units of 128·m bytes,
+//!   modulo 2^20 (134 MB·m).
+//! - *queue* is the bytes queued at the egress port in units of 80·m bytes (truncated, as ns-3
+//!   quantizes it), saturating at 2^20 − 1 units.
+//! - *rate* is the port's line rate in units of 100 Mbit/s.
+//!
+//! Records are in path order (first switch first). Only differences between two records of the
+//! same port matter, and a reader takes them modulo the field's range ([`TS_WRAP_NS`],
+//! [`tx_wrap_bytes`]): one wrap between two packets of a flow is told apart, as ns-3's
+//! `IntHop::GetTimeDelta`/`GetBytesDelta` do. The fields are ns-3's `IntHop` (24-bit time,
+//! 20-bit bytes in 128·m units, queue in 80·m units) with the 3-bit index into five link rates
+//! widened to a rate of its own and the queue to 20 bits, so any link rate fits.
 
 use super::{
-    ethernet, ipv4, ipv6, read_u16, read_u32, read_u64, udp, write_u16, write_u32, write_u64,
-    EtherType, WireError, ROCE_UDP_PORT,
+    ethernet, ipv4, ipv6, read_u16, read_u64, udp, write_u16, write_u64, EtherType, WireError,
+    ROCE_UDP_PORT,
 };
 
 /// The UDP destination port that announces a shim (a roce convention, not an IANA assignment).
 pub const INT_UDP_PORT: u16 = 4792;
 /// The shim version this code reads and writes.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Length of the shim header.
 pub const HEADER_LEN: usize = 4;
 /// Length of one hop record.
-pub const HOP_LEN: usize = 24;
+pub const HOP_LEN: usize = 10;
 /// The most records a shim may hold.
 pub const MAX_HOPS: usize = 8;
 /// Flag: the records are an echo from the receiver (on an ACK); switches add nothing.
 pub const FLAG_ECHO: u8 = 0x1;
+/// The time field's range, ns: timestamps are taken modulo this.
+pub const TS_WRAP_NS: u64 = 1 << TS_BITS;
+/// Bytes per unit of the tx field at units 1 (ns-3's `IntHop::byteUnit`).
+pub const TX_UNIT_BYTES: u64 = 128;
+/// Bytes per unit of the queue field at units 1 (ns-3's `IntHop::qlenUnit`).
+pub const QLEN_UNIT_BYTES: u64 = 80;
+/// Bit/s per unit of the rate field.
+pub const RATE_UNIT_BPS: u64 = 100_000_000;
+
+const TS_BITS: u32 = 24;
+const TX_BITS: u32 = 20;
+const QLEN_BITS: u32 = 20;
+const TX_MASK: u64 = (1 << TX_BITS) - 1;
+const QLEN_MAX: u64 = (1 << QLEN_BITS) - 1;
 
 mod field {
     pub const VER_FLAGS: usize = 0;
     pub const HOP_COUNT: usize = 1;
     pub const MAX_HOPS: usize = 2;
-    pub const TS: usize = 0;
-    pub const TX_BYTES: usize = 8;
-    pub const QLEN: usize = 16;
-    pub const RATE: usize = 20;
+    pub const UNITS: usize = 3;
+    /// Time, tx and queue packed into one big-endian u64 of each record.
+    pub const PACKED: usize = 0;
+    pub const RATE: usize = 8;
 }
 
 /// The shim's length for `max_hops` slots.
@@ -73,38 +103,62 @@ pub const fn shim_len(max_hops: u8) -> usize {
     HEADER_LEN + HOP_LEN * max_hops as usize
 }
 
-/// One switch egress port's telemetry, as written into a slot.
+/// The units multiplier as read from a header byte (0 reads as 1).
+const fn units(m: u8) -> u64 {
+    if m == 0 {
+        1
+    } else {
+        m as u64
+    }
+}
+
+/// Where the tx field of records with units `m` wraps, bytes.
+pub const fn tx_wrap_bytes(m: u8) -> u64 {
+    (TX_MASK + 1) * TX_UNIT_BYTES * units(m)
+}
+
+/// One switch egress port's telemetry. A switch stamps it with exact values; written into a
+/// slot it is quantized to the shim's units, and read back it holds what the slot says (time
+/// modulo [`TS_WRAP_NS`], tx modulo [`tx_wrap_bytes`], both byte counts in whole units).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct HopRecord {
     /// The switch's clock when the packet left, ns.
     pub ts_ns: u64,
     /// Bytes the egress port has transmitted so far.
     pub tx_bytes: u64,
-    /// Bytes queued at the egress port (saturates at `u32::MAX`).
-    pub qlen_bytes: u32,
-    /// The egress port's line rate, Mbit/s.
-    pub link_mbps: u32,
+    /// Bytes queued at the egress port.
+    pub qlen_bytes: u64,
+    /// The egress port's line rate, bit/s.
+    pub rate_bps: u64,
 }
 
 impl HopRecord {
-    /// Reads a record from the first [`HOP_LEN`] bytes of `b` (`None` if shorter).
-    pub fn parse(b: &[u8]) -> Option<Self> {
+    /// Reads a record with units `m` from the first [`HOP_LEN`] bytes of `b` (`None` if shorter).
+    pub fn parse(b: &[u8], m: u8) -> Option<Self> {
         let b = b.get(..HOP_LEN)?;
+        let packed = read_u64(b, field::PACKED);
         Some(HopRecord {
-            ts_ns: read_u64(b, field::TS),
-            tx_bytes: read_u64(b, field::TX_BYTES),
-            qlen_bytes: read_u32(b, field::QLEN),
-            link_mbps: read_u32(b, field::RATE),
+            ts_ns: packed >> (TX_BITS + QLEN_BITS),
+            tx_bytes: ((packed >> QLEN_BITS) & TX_MASK) * TX_UNIT_BYTES * units(m),
+            qlen_bytes: (packed & QLEN_MAX) * QLEN_UNIT_BYTES * units(m),
+            rate_bps: u64::from(read_u16(b, field::RATE)) * RATE_UNIT_BPS,
         })
     }
 
-    /// The [`HOP_LEN`] bytes of this record.
-    pub fn to_bytes(&self) -> [u8; HOP_LEN] {
+    /// The [`HOP_LEN`] bytes of this record at units `m`: quantized (truncating), the time and
+    /// tx fields wrapped, the queue and the rate saturated.
+    pub fn to_bytes(&self, m: u8) -> [u8; HOP_LEN] {
+        let ts = self.ts_ns % TS_WRAP_NS;
+        let tx = (self.tx_bytes / (TX_UNIT_BYTES * units(m))) & TX_MASK;
+        let qlen = (self.qlen_bytes / (QLEN_UNIT_BYTES * units(m))).min(QLEN_MAX);
+        let rate = u16::try_from(self.rate_bps / RATE_UNIT_BPS).unwrap_or(u16::MAX);
         let mut b = [0u8; HOP_LEN];
-        write_u64(&mut b, field::TS, self.ts_ns);
-        write_u64(&mut b, field::TX_BYTES, self.tx_bytes);
-        write_u32(&mut b, field::QLEN, self.qlen_bytes);
-        write_u32(&mut b, field::RATE, self.link_mbps);
+        write_u64(
+            &mut b,
+            field::PACKED,
+            ts << (TX_BITS + QLEN_BITS) | tx << QLEN_BITS | qlen,
+        );
+        write_u16(&mut b, field::RATE, rate);
         b
     }
 }
@@ -113,7 +167,7 @@ header_view!(Packet, WireError, "an INT shim");
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// `Truncated` when the buffer ends before the header or the slots it announces,
-    /// `BadVersion` for another version, `BadLength` when the counts are inconsistent.
+    /// `BadVersion` for another version, `BadLength` for more slots than [`MAX_HOPS`].
     pub fn check_len(&self) -> Result<(), WireError> {
         let b = self.buffer.as_ref();
         let head = b.get(..HEADER_LEN).ok_or(WireError::Truncated)?;
@@ -121,8 +175,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
         if version != VERSION {
             return Err(WireError::BadVersion(version));
         }
-        let (count, max) = (head[field::HOP_COUNT], head[field::MAX_HOPS]);
-        if usize::from(max) > MAX_HOPS || count > max {
+        let max = head[field::MAX_HOPS];
+        if usize::from(max) > MAX_HOPS {
             return Err(WireError::BadLength);
         }
         if b.len() < shim_len(max) {
@@ -141,7 +195,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer.as_ref()[field::VER_FLAGS] & 0x0f
     }
 
-    /// Records present.
+    /// Switches that met the shim (past [`Self::max_hops`] when some found no free slot).
     pub fn hop_count(&self) -> u8 {
         self.buffer.as_ref()[field::HOP_COUNT]
     }
@@ -151,6 +205,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer.as_ref()[field::MAX_HOPS]
     }
 
+    /// Records present: the first `min(hop count, max hops)` slots.
+    pub fn records(&self) -> u8 {
+        self.hop_count().min(self.max_hops())
+    }
+
+    /// The units multiplier m of the byte fields (1 to 255).
+    pub fn units(&self) -> u8 {
+        units(self.buffer.as_ref()[field::UNITS]) as u8
+    }
+
     /// The whole shim's length.
     pub fn shim_len(&self) -> usize {
         shim_len(self.max_hops())
@@ -158,41 +222,47 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Record `i`, if filled.
     pub fn hop(&self, i: usize) -> Option<HopRecord> {
-        if i >= usize::from(self.hop_count()) {
+        if i >= usize::from(self.records()) {
             return None;
         }
-        HopRecord::parse(self.buffer.as_ref().get(HEADER_LEN + i * HOP_LEN..)?)
+        let at = HEADER_LEN + i * HOP_LEN;
+        HopRecord::parse(self.buffer.as_ref().get(at..)?, self.units())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Writes the header fields.
-    pub fn set_header(&mut self, flags: u8, hop_count: u8, max_hops: u8) {
+    pub fn set_header(&mut self, flags: u8, hop_count: u8, max_hops: u8, units: u8) {
         let b = self.buffer.as_mut();
         b[field::VER_FLAGS] = (VERSION << 4) | (flags & 0x0f);
         b[field::HOP_COUNT] = hop_count;
         b[field::MAX_HOPS] = max_hops;
-        b[3] = 0;
+        b[field::UNITS] = units.max(1);
     }
 
-    /// Writes `rec` into slot `i` (no-op outside the buffer).
+    /// Writes `rec` into slot `i` at the shim's units (no-op outside the buffer).
     pub fn set_hop(&mut self, i: usize, rec: &HopRecord) {
+        let bytes = rec.to_bytes(self.units());
         let at = HEADER_LEN + i * HOP_LEN;
         if let Some(slot) = self.buffer.as_mut().get_mut(at..at + HOP_LEN) {
-            slot.copy_from_slice(&rec.to_bytes());
+            slot.copy_from_slice(&bytes);
         }
     }
 
-    /// What a switch does: writes `rec` into the next free slot and counts it. Returns `false`
-    /// (and changes nothing) for an echo or when every slot is taken.
+    /// What a switch does: writes `rec` into the next free slot and counts itself. Returns
+    /// whether the record was written: `false` for an echo (left unchanged) and when every
+    /// slot is taken (then only the count grows, up to 255).
     pub fn push_hop(&mut self, rec: &HopRecord) -> bool {
         let (count, max) = (self.hop_count(), self.max_hops());
-        if self.flags() & FLAG_ECHO != 0 || count >= max {
+        if self.flags() & FLAG_ECHO != 0 {
             return false;
         }
-        self.set_hop(usize::from(count), rec);
-        self.buffer.as_mut()[field::HOP_COUNT] = count + 1;
-        true
+        let written = count < max;
+        if written {
+            self.set_hop(usize::from(count), rec);
+        }
+        self.buffer.as_mut()[field::HOP_COUNT] = count.saturating_add(1);
+        written
     }
 }
 
@@ -201,27 +271,32 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 pub struct Repr {
     /// An echo from the receiver rather than a collecting shim.
     pub echo: bool,
-    /// Slots to carry (at least `hop_count`, at most [`MAX_HOPS`]).
+    /// Slots to carry (at most [`MAX_HOPS`]).
     pub max_hops: u8,
-    /// Records present.
+    /// Switches that met the shim; records present are the first `min(hop_count, max_hops)`.
     pub hop_count: u8,
-    /// The records; only the first `hop_count` are meaningful.
+    /// The units multiplier m of the byte fields (1 to 255).
+    pub units: u8,
+    /// The records; only the first [`Repr::records`] are meaningful.
     pub hops: [HopRecord; MAX_HOPS],
 }
 
 impl Repr {
-    /// An empty collecting shim with `max_hops` slots (clamped to [`MAX_HOPS`]).
-    pub fn collect(max_hops: u8) -> Self {
+    /// An empty collecting shim with `max_hops` slots (clamped to [`MAX_HOPS`]) at units `m`.
+    pub fn collect(max_hops: u8, m: u8) -> Self {
         Repr {
             max_hops: max_hops.min(MAX_HOPS as u8),
+            units: m.max(1),
             ..Repr::default()
         }
     }
 
-    /// An echo of `records` (at most [`MAX_HOPS`] are kept), with exactly that many slots.
-    pub fn echo_of(records: &[HopRecord]) -> Self {
+    /// An echo of `records` at units `m` (at most [`MAX_HOPS`] are kept), with exactly that
+    /// many slots.
+    pub fn echo_of(records: &[HopRecord], m: u8) -> Self {
         let mut r = Repr {
             echo: true,
+            units: m.max(1),
             ..Repr::default()
         };
         for (slot, rec) in r.hops.iter_mut().zip(records) {
@@ -234,7 +309,13 @@ impl Repr {
 
     /// The filled records, in path order.
     pub fn records(&self) -> &[HopRecord] {
-        self.hops.get(..usize::from(self.hop_count)).unwrap_or(&[])
+        let n = self.hop_count.min(self.max_hops);
+        self.hops.get(..usize::from(n)).unwrap_or(&[])
+    }
+
+    /// Records the switches could not write (every slot was taken).
+    pub fn dropped(&self) -> u8 {
+        self.hop_count.saturating_sub(self.max_hops)
     }
 
     /// Parses a checked shim.
@@ -244,9 +325,15 @@ impl Repr {
             echo: packet.flags() & FLAG_ECHO != 0,
             max_hops: packet.max_hops(),
             hop_count: packet.hop_count(),
+            units: packet.units(),
             hops: [HopRecord::default(); MAX_HOPS],
         };
-        for (i, slot) in r.hops.iter_mut().enumerate().take(usize::from(r.hop_count)) {
+        for (i, slot) in r
+            .hops
+            .iter_mut()
+            .enumerate()
+            .take(usize::from(packet.records()))
+        {
             *slot = packet.hop(i).ok_or(WireError::Truncated)?;
         }
         Ok(r)
@@ -260,11 +347,11 @@ impl Repr {
     /// Writes exactly `buffer_len()` bytes (empty slots zeroed).
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
         let flags = if self.echo { FLAG_ECHO } else { 0 };
-        let count = self.hop_count.min(self.max_hops);
-        packet.set_header(flags, count, self.max_hops);
+        packet.set_header(flags, self.hop_count, self.max_hops, self.units);
+        let filled = self.records().len();
         for i in 0..usize::from(self.max_hops) {
             let rec = match self.hops.get(i) {
-                Some(r) if i < usize::from(count) => *r,
+                Some(r) if i < filled => *r,
                 _ => HopRecord::default(),
             };
             packet.set_hop(i, &rec);
@@ -395,7 +482,8 @@ pub fn strip(frame: &[u8], out: &mut [u8]) -> Result<(usize, Repr), WireError> {
 }
 
 /// What an INT switch does at egress: appends `rec` to a collecting shim in `frame`. Returns
-/// whether a record was written (`false`: no shim, an echo, or no free slot).
+/// whether a record was written (`false`: no shim, an echo, or no free slot; in the last case
+/// the shim still counts the switch).
 pub fn push_hop(frame: &mut [u8], rec: &HopRecord) -> bool {
     let Some(at) = shim_offset(frame) else {
         return false;
@@ -414,44 +502,79 @@ mod tests {
     fn shim_round_trips_through_bytes_and_refuses_bad_counts() {
         let rec = HopRecord {
             ts_ns: 0x0102_0304_0506_0708,
-            tx_bytes: 77,
-            qlen_bytes: 4096,
-            link_mbps: 100_000,
+            tx_bytes: 128 * 77 + 5,
+            qlen_bytes: 80 * 51 + 79,
+            rate_bps: 100_000_000_000,
         };
-        let mut r = Repr::collect(3);
+        let mut r = Repr::collect(3, 1);
         r.hops[0] = rec;
         r.hop_count = 1;
-        let mut buf = [0xa5u8; 4 + 3 * 24];
+        let mut buf = [0xa5u8; 4 + 3 * 10];
         r.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..4], &[0x10, 1, 3, 0]);
-        assert_eq!(&buf[4..12], &[1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(&buf[24..28], &100_000u32.to_be_bytes());
-        assert_eq!(Repr::parse(&Packet::new_checked(&buf[..]).unwrap()), Ok(r));
-        buf[1] = 4;
+        assert_eq!(&buf[..4], &[0x20, 1, 3, 1]);
+        // time 0x060708 (mod 2^24), tx 77 units, queue 51 units; 1000 x 100 Mbit/s.
+        let packed: u64 = 0x06_0708 << 40 | 77 << 20 | 51;
+        assert_eq!(&buf[4..12], &packed.to_be_bytes());
+        assert_eq!(&buf[12..14], &1000u16.to_be_bytes());
+        assert_eq!(&buf[14..], &[0; 20], "empty slots are zeroed");
+        let read = Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap();
+        let quantized = HopRecord {
+            ts_ns: 0x06_0708,
+            tx_bytes: 128 * 77,
+            qlen_bytes: 80 * 51,
+            rate_bps: 100_000_000_000,
+        };
+        assert_eq!(read.records(), &[quantized]);
+        // Read back and written again, a record keeps its bytes (echoes are exact).
+        assert_eq!(quantized.to_bytes(1), rec.to_bytes(1));
+        buf[2] = 9;
         assert_eq!(
             Packet::new_checked(&buf[..]).err(),
             Some(WireError::BadLength)
         );
+        buf[2] = 3;
         assert_eq!(
-            Packet::new_checked(&buf[..50]).err(),
-            Some(WireError::BadLength)
-        );
-        buf[1] = 1;
-        assert_eq!(
-            Packet::new_checked(&buf[..50]).err(),
+            Packet::new_checked(&buf[..20]).err(),
             Some(WireError::Truncated)
         );
-        buf[0] = 0x20;
+        buf[0] = 0x10;
         assert_eq!(
             Packet::new_checked(&buf[..]).err(),
-            Some(WireError::BadVersion(2))
+            Some(WireError::BadVersion(1))
         );
     }
 
     #[test]
-    fn switches_fill_free_slots_in_order_and_never_touch_an_echo() {
-        let mut buf = [0u8; 4 + 2 * 24];
-        Repr::collect(2).emit(&mut Packet::new_unchecked(&mut buf[..]));
+    fn units_scale_the_byte_fields_which_wrap_or_saturate_at_their_width() {
+        let rec = |tx_bytes, qlen_bytes| HopRecord {
+            ts_ns: TS_WRAP_NS + 5,
+            tx_bytes,
+            qlen_bytes,
+            rate_bps: 400_000_000_000,
+        };
+        // Units 4 (ns-3's INT_MULTI at 100G): 512-byte tx units, 320-byte queue units; a queue
+        // under one unit reads as empty, as in ns-3.
+        let r = HopRecord::parse(&rec(1_000_000, 319).to_bytes(4), 4).unwrap();
+        assert_eq!(
+            (r.ts_ns, r.tx_bytes, r.qlen_bytes, r.rate_bps),
+            (5, 1_000_000 / 512 * 512, 0, 400_000_000_000)
+        );
+        let wrap = tx_wrap_bytes(4);
+        assert_eq!(wrap, (1 << 20) * 512);
+        let r = HopRecord::parse(&rec(wrap + 1024, 1 << 40).to_bytes(4), 4).unwrap();
+        assert_eq!(r.tx_bytes, 1024, "tx is taken modulo its range");
+        assert_eq!(r.qlen_bytes, ((1 << 20) - 1) * 320, "the queue saturates");
+        // Units 0 in a header reads as 1.
+        let mut buf = [0u8; 4 + 10];
+        Repr::collect(1, 1).emit(&mut Packet::new_unchecked(&mut buf[..]));
+        buf[3] = 0;
+        assert_eq!(Packet::new_checked(&buf[..]).unwrap().units(), 1);
+    }
+
+    #[test]
+    fn switches_fill_free_slots_in_order_count_the_rest_and_never_touch_an_echo() {
+        let mut buf = [0u8; 4 + 2 * 10];
+        Repr::collect(2, 1).emit(&mut Packet::new_unchecked(&mut buf[..]));
         let mut p = Packet::new_checked(&mut buf[..]).unwrap();
         let hop = |t| HopRecord {
             ts_ns: t,
@@ -460,14 +583,17 @@ mod tests {
         assert!(p.push_hop(&hop(1)));
         assert!(p.push_hop(&hop(2)));
         assert!(!p.push_hop(&hop(3)));
+        assert!(!p.push_hop(&hop(4)));
         assert_eq!(
             (p.hop(0), p.hop(1), p.hop(2)),
             (Some(hop(1)), Some(hop(2)), None)
         );
-        let mut echo = [0u8; 4 + 24];
-        Repr::echo_of(&[hop(9)]).emit(&mut Packet::new_unchecked(&mut echo[..]));
-        assert!(!Packet::new_checked(&mut echo[..])
-            .unwrap()
-            .push_hop(&hop(4)));
+        let r = Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap();
+        assert_eq!((r.records(), r.dropped()), (&[hop(1), hop(2)][..], 2));
+        let mut echo = [0u8; 4 + 10];
+        Repr::echo_of(&[hop(9)], 1).emit(&mut Packet::new_unchecked(&mut echo[..]));
+        let mut e = Packet::new_checked(&mut echo[..]).unwrap();
+        assert!(!e.push_hop(&hop(4)));
+        assert_eq!(e.hop_count(), 1);
     }
 }

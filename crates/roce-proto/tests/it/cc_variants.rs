@@ -98,6 +98,8 @@ fn hpcc_steers_to_eta_on_a_saturated_hop_and_adds_w_ai_on_an_idle_one() {
     let b = Rate::from_gbps(100);
     let mut h = Hpcc::new(HpccParams::default(), b);
     let hop = |t: u64, tx: u64| IntHop {
+        tx_wrap: 0,
+        ts_wrap_ns: 0,
         qlen_bytes: 0,
         tx_bytes: tx,
         ts: us(t),
@@ -106,15 +108,15 @@ fn hpcc_steers_to_eta_on_a_saturated_hop_and_adds_w_ai_on_an_idle_one() {
     // W_AI at 100 Gbit/s: B·(1 − eta)/16 = 312.5 Mbit/s, rounded up.
     let w_ai = 313e6;
     assert_eq!(f64::from(HpccParams::default().w_ai) * 1e6, w_ai);
-    h.on_int(us(0), &[hop(0, 0)]);
+    h.on_int(us(0), &[hop(0, 0)], None);
     assert_eq!(h.rate(), b);
     // 10 us at 100 Gbit/s = 125 000 bytes: u = 1, k = 1/0.95, R = R_ref/k + W_AI
-    h.on_int(us(10), &[hop(10, 125_000)]);
+    h.on_int(us(10), &[hop(10, 125_000)], None);
     let r1 = 100e9 / (1.0 / 0.95) + w_ai;
     assert_eq!(h.rate(), Rate::from_bps_f64(r1));
     assert_eq!(h.metrics().alpha, 1.0);
     // Next 10 us at half the line rate: u = 0.5 < eta, additive step from the new reference.
-    h.on_int(us(20), &[hop(20, 187_500)]);
+    h.on_int(us(20), &[hop(20, 187_500)], None);
     assert_eq!(h.rate(), Rate::from_bps_f64(r1 + w_ai));
     h.on_cnp(us(21));
     assert_eq!(h.metrics().rp_cnp_ignored, 1);

@@ -280,13 +280,13 @@ fn in_band_telemetry_from_a_stranger_reaches_no_controller() {
         ts_ns: 1,
         tx_bytes: 2,
         qlen_bytes: 3,
-        link_mbps: 4,
+        rate_bps: 4,
     };
     let echoed = |s: &Script, src: Ipv4Addr| {
         let mut f = s.frame_from(src, &ack(499, ACK, 0), Ecn::NotEct);
         let len = f.len();
         f.resize(len + int::shim_len(1), 0);
-        let n = int::insert(&mut f, len, &Repr::echo_of(&[hop])).unwrap();
+        let n = int::insert(&mut f, len, &Repr::echo_of(&[hop], 1)).unwrap();
         f.truncate(n);
         f
     };

@@ -88,6 +88,10 @@ pub struct RunSummary {
     pub name: String,
     /// Seed (replay with `--seed`).
     pub seed: u64,
+    /// The senders' congestion control and the parameters the scenario set on it, as
+    /// [`cc_label`] writes them (`dcqcn-mlx`, `dcqcn-mlx (rpg_ai_rate=10)`, `none`).
+    #[serde(default)]
+    pub cc: String,
     /// Virtual run time, µs.
     pub duration_us: f64,
     /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
@@ -186,6 +190,16 @@ pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u
                 .unwrap_or(0)
         })
         .collect()
+}
+
+/// How a summary names a scenario's congestion control: its name, then the parameters the
+/// scenario set (`cc_params`, as given), if any.
+pub fn cc_label(cc: &str, params: &[String]) -> String {
+    if params.is_empty() {
+        cc.to_owned()
+    } else {
+        format!("{cc} ({})", params.join(", "))
+    }
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²). Undefined for an empty or all-zero input
@@ -310,6 +324,7 @@ impl RunSummary {
         RunSummary {
             name: name.to_owned(),
             seed,
+            cc: String::new(),
             duration_us: end_ns as f64 / 1e3,
             jain_fairness: jain(&goodputs),
             total_goodput_gbps: delivered_gbps,
@@ -347,8 +362,8 @@ impl RunSummary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "scenario {} seed {} duration {:.1} us",
-            self.name, self.seed, self.duration_us
+            "scenario {} seed {} duration {:.1} us  cc {}",
+            self.name, self.seed, self.duration_us, self.cc
         );
         let jain = if self.flows.iter().any(|f| f.goodput_gbps > 0.0) {
             format!("{:.4}", self.jain_fairness)
@@ -378,13 +393,19 @@ impl RunSummary {
             }
         }
         for f in &self.flows {
-            let c = f
+            // A flow's state, and when it finished if it did (a running flow has no time).
+            let done = f
                 .completion_us
-                .map_or("-".to_owned(), |c| format!("{c:.1}"));
+                .map_or(String::new(), |c| format!("{c:.1} us"));
             let _ = writeln!(
                 s,
-                "flow {:>3} {:<16} {:>8.3} Gbit/s  done {:>10} us  {} B",
-                f.id, f.name, f.goodput_gbps, c, f.bytes
+                "flow {:>3} {:<16} {:>8.3} Gbit/s  {:<10} {:>13}  {} B",
+                f.id,
+                f.name,
+                f.goodput_gbps,
+                f.state.name(),
+                done,
+                f.bytes
             );
         }
         let _ = writeln!(
@@ -454,5 +475,15 @@ mod tests {
         assert_eq!(jain(&[1.0, 0.0]), 0.5);
         assert_eq!(jain(&[0.0, 0.0]), 0.0);
         assert_eq!(jain(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_controller_is_named_with_the_parameters_the_scenario_set() {
+        assert_eq!(cc_label("dcqcn-mlx", &[]), "dcqcn-mlx");
+        let set = ["rpg_ai_rate=10".to_owned(), "rpg_time_reset=100".to_owned()];
+        assert_eq!(
+            cc_label("dcqcn-mlx", &set),
+            "dcqcn-mlx (rpg_ai_rate=10, rpg_time_reset=100)"
+        );
     }
 }

@@ -130,6 +130,37 @@ fn a_lossless_incast_pauses_and_marks_instead_of_dropping_and_shares_the_line() 
 }
 
 #[test]
+fn the_summary_names_the_controller_and_the_parameters_the_scenario_set() {
+    let text = INCAST.replace("duration_us = 2000", "duration_us = 100");
+    let set = text.replace(
+        "name = \"incast-16\"",
+        "name = \"incast-16\"\ncc = \"dcqcn-mlx\"\ncc_params = [\"rpg_ai_rate=10\"]",
+    );
+    let (sum, _) = run(&set);
+    assert_eq!(sum.cc, "dcqcn-mlx (rpg_ai_rate=10)");
+    let header = sum.table().lines().next().unwrap_or_default().to_owned();
+    assert!(
+        header.ends_with("  cc dcqcn-mlx (rpg_ai_rate=10)"),
+        "{header}"
+    );
+    let (sum, _) = run(&text.replace(
+        "name = \"incast-16\"",
+        "name = \"incast-16\"\ncc = \"none\"",
+    ));
+    assert_eq!(sum.cc, "none");
+    // No flow of a 100 us incast finishes: each says it is running, with no time.
+    let t = sum.table();
+    let flows: Vec<&str> = t.lines().filter(|l| l.starts_with("flow ")).collect();
+    assert_eq!(flows.len(), 16, "{t}");
+    assert!(
+        flows
+            .iter()
+            .all(|l| l.contains(" running ") && !l.contains(" us ")),
+        "{t}"
+    );
+}
+
+#[test]
 fn the_rc_incast_drops_and_its_flows_complete_by_retransmitting() {
     let (sum, _) = run(RC_INCAST);
     let t = sum.table();

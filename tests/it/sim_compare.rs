@@ -213,3 +213,42 @@ fn finite_flows_add_the_slowdown_percentiles_of_each_run() {
         assert!(metric("slowdown_p50") >= 1.0);
     }
 }
+
+#[test]
+fn a_controller_parameter_sweep_skips_controllers_without_it_and_says_when_it_changed_nothing() {
+    // 200 us of incast end before DCQCN's first rate increase, so its additive step cannot
+    // matter: the sweep must say so, and `none` must run once, not once per value.
+    let out = roce(&[
+        "sim",
+        "compare",
+        SCENARIO,
+        "--cc",
+        "dcqcn-mlx,none",
+        "--param",
+        "cc.rpg_ai_rate=5,40",
+        "--set",
+        "duration_us=200",
+        "--json",
+    ]);
+    let doc = json(&out);
+    let labels: Vec<&str> = doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["variant"]["params"][0].as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "cc.rpg_ai_rate=5",
+            "cc.rpg_ai_rate=40",
+            "cc.rpg_ai_rate=n/a"
+        ]
+    );
+    assert_eq!(doc["inert_sweeps"], serde_json::json!(["cc.rpg_ai_rate"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: cc.rpg_ai_rate changed nothing"),
+        "{stderr}"
+    );
+}

@@ -16,12 +16,12 @@ use super::shard::{self, GridSpec, Shard, ShardRun};
 use roce::report::compare::{write_compare, Trace};
 use roce::report::sim::write_all;
 use roce_fabric::experiment::compare::{
-    rows, run_grid, table, Grid, Override, Run, Sweep, Variant,
+    inert_sweeps, rows, run_grid, table, Grid, Override, Run, Sweep, Variant,
 };
 use roce_fabric::experiment::scenario::Scenario;
 use roce_fabric::experiment::summary::RunSummary;
 
-use crate::cli::output::{write_json, Json};
+use crate::cli::output::{note, write_json, Json};
 
 /// Flags of `roce sim compare`.
 #[derive(Args, Debug)]
@@ -188,6 +188,7 @@ fn report(
 ) -> Result<()> {
     let rows = rows(variants, runs, &summaries);
     let table = table(&rows);
+    let inert = inert_sweeps(&rows);
     if let Some(dir) = &out.out {
         write_compare(dir, &rows, &table, variants, runs, &summaries, &traces)?;
     }
@@ -195,6 +196,7 @@ fn report(
         let doc = serde_json::json!({
             "scenario": base.name,
             "rows": rows,
+            "inert_sweeps": inert,
             "runs": runs.iter().zip(&summaries).map(|(r, s)| serde_json::json!({
                 "variant": variants[r.variant].label(),
                 "seed": r.seed,
@@ -205,6 +207,11 @@ fn report(
     } else {
         stdout.write_all(table.as_bytes())
     };
+    for path in &inert {
+        note(format_args!(
+            "note: {path} changed nothing: its values gave the same figures in every variant"
+        ));
+    }
     let failed: Vec<String> = runs
         .iter()
         .zip(&summaries)

@@ -20,6 +20,7 @@ use crate::experiment::scenario::{Scenario, ScenarioError};
 use crate::experiment::summary::RunSummary;
 use crate::flows::fct::SlowdownBin;
 use crate::limits::bounds::{at_most, clip_quoted, LimitError};
+use roce_proto::cc::Rate;
 
 /// Why a grid could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -271,16 +272,36 @@ impl Grid {
         let mut variants = Vec::new();
         let mut runs = Vec::new();
         for cc in &ccs {
+            // A `cc.NAME` sweep varies only controllers that have NAME: the others run once,
+            // labelled `cc.NAME=n/a`, instead of once per value with nothing changed.
+            let live: Vec<bool> = self.sweeps.iter().map(|s| has(base, cc, &s.path)).collect();
             for combo in &combos {
+                if combo.iter().zip(&live).any(|(&i, &l)| !l && i > 0) {
+                    continue;
+                }
+                let params = combo
+                    .iter()
+                    .zip(&self.sweeps)
+                    .zip(&live)
+                    .map(|((&i, s), &l)| {
+                        if l {
+                            s.at(i).label()
+                        } else {
+                            format!("{}=n/a", s.path.join("."))
+                        }
+                    })
+                    .collect();
                 let swept: Vec<Override> = combo
                     .iter()
                     .zip(&self.sweeps)
-                    .map(|(&i, s)| s.at(i))
+                    .zip(&live)
+                    .filter(|(_, &l)| l)
+                    .map(|((&i, s), _)| s.at(i))
                     .collect();
                 let variant = variants.len();
                 variants.push(Variant {
                     cc: cc.clone(),
-                    params: swept.iter().map(Override::label).collect(),
+                    params,
                 });
                 let mut overrides = self.sets.clone();
                 overrides.extend(swept);
@@ -304,6 +325,22 @@ impl Grid {
             }
         }
         Ok((variants, runs))
+    }
+}
+
+/// Whether the controller `cc` has what `path` sets: a `cc.NAME` path needs a controller with
+/// the parameter NAME ("none" has none); every other path applies to every controller. An
+/// unknown controller is left to fail where the scenario is built.
+fn has(base: &Scenario, cc: &str, path: &[String]) -> bool {
+    match path {
+        [head, name] if head == "cc" => {
+            cc != "none"
+                && base
+                    .controllers
+                    .config(cc, Rate::from_bps(1_000_000_000))
+                    .map_or(true, |c| c.describe().iter().any(|p| p.name == name))
+        }
+        _ => true,
     }
 }
 
@@ -441,6 +478,53 @@ pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) -> Vec
         .collect()
 }
 
+/// The swept settings whose values changed nothing: every pair of variants that differ only in
+/// that setting's value got the same figures in every metric (a parameter the controller reads
+/// only in situations the runs never reached, or one a scenario setting overrides). Named by
+/// path, in sweep order; a sweep no two variants differ in alone (`n/a` for a controller
+/// without the parameter) is not judged.
+pub fn inert_sweeps(rows: &[Row]) -> Vec<String> {
+    let Some(width) = rows.first().map(|r| r.variant.params.len()) else {
+        return Vec::new();
+    };
+    (0..width)
+        .filter_map(|j| {
+            fn path(r: &Row, j: usize) -> Option<(&str, &str)> {
+                r.variant.params.get(j).and_then(|p| p.split_once('='))
+            }
+            let rest = |r: &Row| {
+                let mut p = r.variant.params.clone();
+                p.remove(j);
+                (r.variant.cc.clone(), p)
+            };
+            let mut compared = false;
+            for (i, a) in rows.iter().enumerate() {
+                for b in &rows[i + 1..] {
+                    let (Some((_, va)), Some((_, vb))) = (path(a, j), path(b, j)) else {
+                        continue;
+                    };
+                    if va == "n/a" || va == vb || rest(a) != rest(b) {
+                        continue;
+                    }
+                    if a.metrics != b.metrics {
+                        return None;
+                    }
+                    compared = true;
+                }
+            }
+            let name = rows
+                .first()
+                .and_then(|r| path(r, j))
+                .map(|(n, _)| n.to_owned());
+            if compared {
+                name
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// The rows as a text table: `mean ±sd` per metric (the spread over seeds).
 pub fn table(rows: &[Row]) -> String {
     let mut header = vec!["variant".to_owned(), "runs".to_owned()];
@@ -554,6 +638,80 @@ receiver = 2
             .to_string();
         assert!(err.starts_with("with duration_us=-1: "), "{err}");
         assert!(err.contains("duration_us must be positive"), "{err}");
+    }
+
+    #[test]
+    fn a_cc_parameter_sweep_varies_only_the_controllers_that_have_it() {
+        let grid = Grid {
+            ccs: vec!["dcqcn-mlx".into(), "none".into(), "dctcp".into()],
+            seeds: 1,
+            sets: Vec::new(),
+            sweeps: vec![
+                Sweep::parse("cc.rpg_ai_rate=5,10").unwrap(),
+                Sweep::parse("switch.ecn.pmax=0.1,0.5").unwrap(),
+            ],
+        };
+        let (variants, runs) = grid.expand(&base()).unwrap();
+        let labels: Vec<String> = variants.iter().map(Variant::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "dcqcn-mlx cc.rpg_ai_rate=5 switch.ecn.pmax=0.1",
+                "dcqcn-mlx cc.rpg_ai_rate=5 switch.ecn.pmax=0.5",
+                "dcqcn-mlx cc.rpg_ai_rate=10 switch.ecn.pmax=0.1",
+                "dcqcn-mlx cc.rpg_ai_rate=10 switch.ecn.pmax=0.5",
+                "none cc.rpg_ai_rate=n/a switch.ecn.pmax=0.1",
+                "none cc.rpg_ai_rate=n/a switch.ecn.pmax=0.5",
+                "dctcp cc.rpg_ai_rate=n/a switch.ecn.pmax=0.1",
+                "dctcp cc.rpg_ai_rate=n/a switch.ecn.pmax=0.5",
+            ]
+        );
+        assert_eq!(runs.len(), 8);
+        assert_eq!(runs[2].scenario.cc_params, ["rpg_ai_rate=10"]);
+        assert!(runs[4..].iter().all(|r| r.scenario.cc_params.is_empty()));
+    }
+
+    #[test]
+    fn a_sweep_whose_values_changed_no_figure_is_named() {
+        let row = |cc: &str, params: &[&str], goodput: f64| Row {
+            variant: Variant {
+                cc: cc.into(),
+                params: params.iter().map(|p| (*p).to_owned()).collect(),
+            },
+            runs: 1,
+            metrics: vec![("goodput_gbps".into(), Stat::of(&[goodput]))],
+        };
+        let rows = [
+            row(
+                "dcqcn-mlx",
+                &["cc.rpg_ai_rate=5", "switch.ecn.pmax=0.1"],
+                9.0,
+            ),
+            row(
+                "dcqcn-mlx",
+                &["cc.rpg_ai_rate=5", "switch.ecn.pmax=0.5"],
+                8.0,
+            ),
+            row(
+                "dcqcn-mlx",
+                &["cc.rpg_ai_rate=10", "switch.ecn.pmax=0.1"],
+                9.0,
+            ),
+            row(
+                "dcqcn-mlx",
+                &["cc.rpg_ai_rate=10", "switch.ecn.pmax=0.5"],
+                8.0,
+            ),
+            row("none", &["cc.rpg_ai_rate=n/a", "switch.ecn.pmax=0.1"], 7.0),
+            row("none", &["cc.rpg_ai_rate=n/a", "switch.ecn.pmax=0.5"], 7.0),
+        ];
+        assert_eq!(inert_sweeps(&rows), ["cc.rpg_ai_rate"]);
+        let mut moved = rows.clone();
+        moved[2].metrics[0].1 = Stat::of(&[9.5]);
+        assert!(inert_sweeps(&moved).is_empty());
+        // Where the controller lacks the parameter, only the other sweep is judged.
+        assert_eq!(inert_sweeps(&rows[4..]), ["switch.ecn.pmax"]);
+        assert!(inert_sweeps(&[]).is_empty());
     }
 
     #[test]

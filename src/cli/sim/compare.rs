@@ -212,6 +212,16 @@ fn report(
             "note: {path} changed nothing: its values gave the same figures in every variant"
         ));
     }
+    // What a run's summary notes (a scenario setting overriding a controller's design), once
+    // per variant.
+    let mut noted = std::collections::BTreeSet::new();
+    for (r, s) in runs.iter().zip(&summaries) {
+        for n in &s.notes {
+            if noted.insert((r.variant, n)) {
+                note(format_args!("note: {}: {n}", variants[r.variant].label()));
+            }
+        }
+    }
     let failed: Vec<String> = runs
         .iter()
         .zip(&summaries)

@@ -694,7 +694,7 @@ impl Scenario {
             &built.collectives,
             bottleneck,
         );
-        summary.cc = summary::cc_label(&self.cc, &self.cc_params);
+        summary.describe_cc(self.cc_config()?, &self.cc_params, self.cnp_interval_us);
         summary.fct = self.fct_report(&summary, &built);
         summary.collectives = self.collective_reports(&built);
         summary.outage = self.outage(&built.fabric, &summary);

@@ -16,6 +16,7 @@ use crate::switching::port::WIRE_OVERHEAD;
 use crate::switching::sched::ClassShare;
 use crate::switching::stats::PrioCounters;
 use crate::{HostId, Node};
+use roce_proto::cc::CcConfig;
 
 /// A flow that has moved no payload for this long (and for half the measurement window) is
 /// stalled: longer than any PFC pause storm or RC retransmission timeout of the scenarios.
@@ -92,6 +93,10 @@ pub struct RunSummary {
     /// [`cc_label`] writes them (`dcqcn-mlx`, `dcqcn-mlx (rpg_ai_rate=10)`, `none`).
     #[serde(default)]
     pub cc: String,
+    /// What the figures need read with: settings of the scenario that override what its
+    /// controller was designed with, and the like (`note: ...` lines in the text).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Virtual run time, µs.
     pub duration_us: f64,
     /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
@@ -325,6 +330,7 @@ impl RunSummary {
             name: name.to_owned(),
             seed,
             cc: String::new(),
+            notes: Vec::new(),
             duration_us: end_ns as f64 / 1e3,
             jain_fairness: jain(&goodputs),
             total_goodput_gbps: delivered_gbps,
@@ -353,6 +359,23 @@ impl RunSummary {
             classes: None,
             ports: Vec::new(),
             hosts: Vec::new(),
+        }
+    }
+
+    /// Names the congestion control `cfg` ("none" without one) with the parameters the
+    /// scenario set ([`cc_label`]), and notes a scenario CNP interval (`cnp_us`) that overrides
+    /// the one the controller was designed with (DCQCN's fluid model and DCTCP's marking
+    /// assume theirs).
+    pub fn describe_cc(&mut self, cfg: Option<CcConfig>, params: &[String], cnp_us: Option<f64>) {
+        let cc = cfg.as_ref().map_or("none", CcConfig::name);
+        self.cc = cc_label(cc, params);
+        if let (Some(us), Some(cfg)) = (cnp_us, &cfg) {
+            let designed = cfg.cnp_interval().as_micros_f64();
+            if (us - designed).abs() > 1e-9 {
+                self.notes.push(format!(
+                    "cnp_interval_us = {us} overrides {cc}'s designed CNP interval of {designed} us"
+                ));
+            }
         }
     }
 
@@ -455,6 +478,9 @@ impl RunSummary {
         }
         if let Some(c) = &self.classes {
             s.push_str(&crate::switching::sched::shares_line(c));
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {n}");
         }
         s
     }

@@ -143,6 +143,18 @@ fn the_summary_names_the_controller_and_the_parameters_the_scenario_set() {
         header.ends_with("  cc dcqcn-mlx (rpg_ai_rate=10)"),
         "{header}"
     );
+    assert!(sum.notes.is_empty(), "{:?}", sum.notes);
+    // A scenario's CNP interval other than the controller's own is said, in text and JSON.
+    let (sum, _) = run(&set.replace("seed = 1", "seed = 1\ncnp_interval_us = 1"));
+    let note = "cnp_interval_us = 1 overrides dcqcn-mlx's designed CNP interval of 4 us";
+    assert_eq!(sum.notes, [note]);
+    assert!(
+        sum.table().ends_with(&format!("note: {note}\n")),
+        "{}",
+        sum.table()
+    );
+    let (sum, _) = run(&set.replace("seed = 1", "seed = 1\ncnp_interval_us = 4"));
+    assert!(sum.notes.is_empty(), "{:?}", sum.notes);
     let (sum, _) = run(&text.replace(
         "name = \"incast-16\"",
         "name = \"incast-16\"\ncc = \"none\"",

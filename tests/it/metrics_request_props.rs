@@ -7,27 +7,13 @@
 use roce_testkit::metrics_request_invariants;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 use metrics_request_invariants::{request_head, valid_scrape};
 use roce::metrics::request::{parse, Method, Parsed, Status, MAX_HEADERS, MAX_HEAD_BYTES};
 
 fn config(cases: u32) -> Config {
-    let seed = std::env::var("METRICS_PROPTEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    println!("metrics proptest seed {seed} (replay: METRICS_PROPTEST_SEED={seed})");
-    Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    roce_testkit::proptest_seed::config("metrics", "METRICS_PROPTEST_SEED", cases)
 }
 
 /// A header field that announces no body.

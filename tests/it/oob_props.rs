@@ -12,7 +12,7 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 use roce::oob::perf::MAX_LINE;
 use roce::oob::pingpong::PingpongDest;
@@ -20,23 +20,7 @@ use roce::oob::tcp::{ExchangeError, OobStream, Timeouts};
 use roce::oob::DecodeError;
 
 fn config(cases: u32) -> Config {
-    let seed = std::env::var("OOB_PROPTEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand_seed);
-    println!("oob proptest seed {seed} (replay: OOB_PROPTEST_SEED={seed})");
-    Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
-
-fn rand_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
+    roce_testkit::proptest_seed::config("oob", "OOB_PROPTEST_SEED", cases)
 }
 
 /// Runs every decoder on `bytes`, within 16 bytes of memory per input byte plus 64 KiB.

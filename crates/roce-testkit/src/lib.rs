@@ -13,6 +13,7 @@
 //!   and the fuzz targets drive the same ones.
 //! - [`vectors`]: the golden Soft-RoCE captures; [`roce_frames`]: RoCEv2 frames built for
 //!   tests and benches; [`fixtures`]: the scenarios and HPCC files the simulator's tests read.
+//! - `proptest_seed` (with the `proptest` feature): the property tests' printed, replayable seed.
 //! - [`skip`]: the one rule for a test that cannot run here (it fails unless `ROCE_TEST_SKIP`
 //!   allows the skip); [`filter`]: the test-name filter of the `harness = false` test binaries;
 //!   [`perftest_output`]: reading perftest's result rows.
@@ -40,6 +41,8 @@ pub mod metrics_request_invariants;
 #[cfg(feature = "roce")]
 pub mod oob_invariants;
 pub mod perftest_output;
+#[cfg(feature = "proptest")]
+pub mod proptest_seed;
 pub mod rc;
 pub mod roce_frames;
 pub mod skip;

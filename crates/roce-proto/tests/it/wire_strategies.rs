@@ -4,7 +4,6 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
 use roce_proto::psn::{Msn, Psn};
 use roce_proto::wire::opcode::OPCODES;
 use roce_proto::wire::{
@@ -13,22 +12,8 @@ use roce_proto::wire::{
 };
 
 /// 512 cases from a printed seed (replay with WIRE_PROPTEST_SEED).
-pub fn config() -> Config {
-    let seed = std::env::var("WIRE_PROPTEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    println!("wire proptest seed {seed} (replay: WIRE_PROPTEST_SEED={seed})");
-    Config {
-        cases: 512,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..Config::default()
-    }
+pub fn config() -> proptest::test_runner::Config {
+    roce_testkit::proptest_seed::config("wire", "WIRE_PROPTEST_SEED", 512)
 }
 
 pub fn ecn() -> impl Strategy<Value = Ecn> {

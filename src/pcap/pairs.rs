@@ -10,6 +10,7 @@
 //! candidate for another (each QP has one peer). Where this leaves several candidates, the links
 //! consider all of them.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -103,15 +104,17 @@ impl Pairs {
         if consistent.is_empty() {
             return;
         }
-        let candidates = self
-            .peers
-            .entry(hosts)
-            .or_default()
-            .entry(qpn)
-            .or_insert_with(|| consistent.clone());
-        candidates.retain(|q| consistent.binary_search(q).is_ok());
-        if candidates.is_empty() {
-            *candidates = consistent;
+        match self.peers.entry(hosts).or_default().entry(qpn) {
+            Entry::Vacant(v) => {
+                v.insert(consistent);
+            }
+            Entry::Occupied(mut o) => {
+                let candidates = o.get_mut();
+                candidates.retain(|q| consistent.binary_search(q).is_ok());
+                if candidates.is_empty() {
+                    *candidates = consistent;
+                }
+            }
         }
     }
 

@@ -14,6 +14,8 @@
 //! CNPs, retransmissions, failed flows, and the FCT slowdown percentiles when the flows are
 //! finite.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::experiment::scenario::{Scenario, ScenarioError};
@@ -484,43 +486,43 @@ pub fn rows(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) -> Vec
 /// path, in sweep order; a sweep no two variants differ in alone (`n/a` for a controller
 /// without the parameter) is not judged.
 pub fn inert_sweeps(rows: &[Row]) -> Vec<String> {
+    /// A variant's controller and its values of every other sweep.
+    type OtherValues<'a> = (&'a str, Vec<&'a str>);
     let Some(width) = rows.first().map(|r| r.variant.params.len()) else {
         return Vec::new();
     };
     (0..width)
         .filter_map(|j| {
-            fn path(r: &Row, j: usize) -> Option<(&str, &str)> {
-                r.variant.params.get(j).and_then(|p| p.split_once('='))
-            }
-            let rest = |r: &Row| {
-                let mut p = r.variant.params.clone();
-                p.remove(j);
-                (r.variant.cc.clone(), p)
-            };
-            let mut compared = false;
-            for (i, a) in rows.iter().enumerate() {
-                for b in &rows[i + 1..] {
-                    let (Some((_, va)), Some((_, vb))) = (path(a, j), path(b, j)) else {
-                        continue;
-                    };
-                    if va == "n/a" || va == vb || rest(a) != rest(b) {
-                        continue;
-                    }
-                    if a.metrics != b.metrics {
-                        return None;
-                    }
-                    compared = true;
+            // The rows that differ only in this sweep's value, by controller and other values.
+            let mut groups: HashMap<OtherValues, Vec<(&str, &Row)>> = HashMap::new();
+            let mut name = None;
+            for r in rows {
+                let (path, value) = r.variant.params.get(j)?.split_once('=')?;
+                name = Some(path);
+                if value == "n/a" {
+                    continue;
                 }
+                let mut rest: Vec<&str> = r.variant.params.iter().map(String::as_str).collect();
+                rest.remove(j);
+                groups
+                    .entry((r.variant.cc.as_str(), rest))
+                    .or_default()
+                    .push((value, r));
             }
-            let name = rows
-                .first()
-                .and_then(|r| path(r, j))
-                .map(|(n, _)| n.to_owned());
-            if compared {
-                name
-            } else {
-                None
+            let mut compared = false;
+            for group in groups.values() {
+                let Some(&(first_value, first)) = group.first() else {
+                    continue;
+                };
+                if group.iter().all(|&(v, _)| v == first_value) {
+                    continue;
+                }
+                if group.iter().any(|(_, r)| r.metrics != first.metrics) {
+                    return None;
+                }
+                compared = true;
             }
+            name.filter(|_| compared).map(str::to_owned)
         })
         .collect()
 }

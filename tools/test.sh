@@ -47,6 +47,8 @@ echo "== benches compile"
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 cargo bench --workspace --no-run
 echo "== the CC validation matrix over its long windows (optimised, on the bench build's dependencies)"
 cargo test --profile bench -p roce-fabric --test it cc_validation -- --ignored
+echo "== parity with the HPCC authors' ns-3 on their 320-host WebSearch experiment (optimised; minutes)"
+cargo test --profile bench -p roce-fabric --test it hpcc_parity -- --ignored
 echo "== fuzz targets compile (running them needs nightly: cargo +nightly fuzz run endpoint)"
 (cd fuzz && cargo check --quiet)
 if cargo +nightly fuzz --version >/dev/null 2>&1; then

@@ -8,6 +8,7 @@
 
 mod cc_int;
 mod cc_validation;
+mod hpcc_parity;
 mod input_bounds;
 mod sim_cc;
 mod sim_classes;

@@ -212,13 +212,16 @@ fn report(
             "note: {path} changed nothing: its values gave the same figures in every variant"
         ));
     }
-    // What a run's summary notes (a scenario setting overriding a controller's design), once
-    // per variant.
+    // Why a run's figures may not describe its controller settled, once per variant.
     let mut noted = std::collections::BTreeSet::new();
     for (r, s) in runs.iter().zip(&summaries) {
-        for n in &s.notes {
-            if noted.insert((r.variant, n)) {
-                note(format_args!("note: {}: {n}", variants[r.variant].label()));
+        for w in &s.warnings {
+            if noted.insert((r.variant, &w.message)) {
+                note(format_args!(
+                    "warning: {}: {}",
+                    variants[r.variant].label(),
+                    w.message
+                ));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Experiments: the [`scenario`] file and its runner, its [`failures`] and its size, the
-//! [`summary`] and [`outage`] report a run leaves, the [`builtin`] experiments, grids of variants
+//! [`summary`] and [`outage`] report a run leaves and its [`settle`] [`warning`]s, the [`builtin`] experiments, grids of variants
 //! ([`compare`]) and an HPCC simulator experiment run as a scenario ([`hpcc_run`]).
 
 pub mod builtin;
@@ -11,4 +11,7 @@ mod observe_tests;
 pub mod outage;
 pub mod scenario;
 mod scenario_size;
+pub mod settle;
 pub mod summary;
+mod topology_spec;
+pub mod warning;

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 pub use super::failures::LinkEvent;
 use super::failures::{self, Failure};
 use super::outage::{self, Outage};
+use super::settle;
 use super::summary::{self, RunSummary};
+pub use super::topology_spec::TopologySpec;
 use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
 use crate::flows::collective::{self, CollectivePlan, CollectiveReport};
 use crate::flows::fct::{FctReport, Finished, Paths};
@@ -18,7 +20,7 @@ use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::limits::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
 use crate::limits::bounds::{MAX_BINS, MAX_DURATION_US, MAX_SAMPLES, MAX_THREADS};
-use crate::net::custom_topology::{self, CableSpec, WiringError};
+use crate::net::custom_topology::{self, WiringError};
 use crate::net::ecmp::{self, EcmpLoad, RailLoad};
 use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
@@ -33,7 +35,6 @@ use roce_proto::cc::{CcConfig, CcRegistry, Rate};
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 /// Why a scenario could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -71,85 +72,6 @@ fn d_msg() -> u64 {
 const DEFAULT_CNP_US: f64 = 50.0;
 fn d_cc() -> String {
     "none".into()
-}
-fn d_one() -> usize {
-    1
-}
-
-/// The shape of the network.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TopologySpec {
-    /// Two hosts, one cable.
-    BackToBack {
-        /// The cable.
-        link: LinkConfig,
-    },
-    /// `hosts` hosts on one switch (the last one's port is the bottleneck).
-    Star {
-        /// Host count.
-        hosts: usize,
-        /// Every cable.
-        link: LinkConfig,
-    },
-    /// Two switches joined by `core`; hosts `0..left` on the first.
-    Dumbbell {
-        /// Hosts on switch 0.
-        left: usize,
-        /// Hosts on switch 1.
-        right: usize,
-        /// Host cables.
-        link: LinkConfig,
-        /// The switch-to-switch cable.
-        core: LinkConfig,
-    },
-    /// Two-tier leaf-spine, per rail.
-    LeafSpine {
-        /// Leaves per rail.
-        leaves: usize,
-        /// Spines per rail.
-        spines: usize,
-        /// Servers per leaf.
-        hosts_per_leaf: usize,
-        /// Rails (NICs per server).
-        #[serde(default = "d_one")]
-        rails: usize,
-        /// Host cables.
-        link: LinkConfig,
-        /// Leaf-spine cables.
-        uplink: LinkConfig,
-    },
-    /// A three-tier fat tree ([`ThreeTier`]: `hosts_per_tor`, `tors`, `aggs`, `cores`, `pods`,
-    /// `link`, `uplink`; the HPCC paper's 320 hosts are 16, 20, 20, 16, 5).
-    ThreeTier(ThreeTier),
-    /// The k-ary fat tree: k³/4 hosts, every cable `link`.
-    FatTree {
-        /// k (even).
-        k: usize,
-        /// Every cable.
-        link: LinkConfig,
-    },
-    /// An HPCC simulator topology file (path relative to the working directory); hosts are
-    /// its non-switch nodes in id order, and flow files name them by node id.
-    HpccFile {
-        /// The file.
-        path: PathBuf,
-        /// Loss probability of links whose line gives error rate 0 (the simulator's
-        /// `ERROR_RATE_PER_LINK`).
-        #[serde(default)]
-        loss: f64,
-    },
-    /// Written out: named switches, hosts `h0..`, cables by name (see [`custom_topology`]).
-    Custom {
-        /// Switch names.
-        switches: Vec<String>,
-        /// Host count.
-        hosts: usize,
-        /// Cables.
-        cables: Vec<CableSpec>,
-        /// Every cable's rate and delay unless the cable says otherwise.
-        link: LinkConfig,
-    },
 }
 
 /// A complete experiment.
@@ -694,7 +616,17 @@ impl Scenario {
             &built.collectives,
             bottleneck,
         );
-        summary.describe_cc(self.cc_config()?, &self.cc_params, self.cnp_interval_us);
+        let cc = self.cc_config()?;
+        summary.describe_cc(cc.as_ref(), &self.cc_params, self.cnp_interval_us);
+        let disturbed = !self.failures.is_empty() || !self.link_events.is_empty();
+        let shape = settle::RunShape {
+            cc: cc.as_ref(),
+            warm_ns: self.warmup_ns(),
+            disturbed,
+        };
+        for w in settle::warnings(shape, &built.fabric, &summary) {
+            summary.warn(w);
+        }
         summary.fct = self.fct_report(&summary, &built);
         summary.collectives = self.collective_reports(&built);
         summary.outage = self.outage(&built.fabric, &summary);
@@ -765,7 +697,11 @@ impl Scenario {
     }
 
     /// The outage report of a finished run, when the scenario has failures.
-    fn outage(&self, fabric: &Fabric<ScenarioEngine>, summary: &RunSummary) -> Option<Outage> {
+    pub(super) fn outage(
+        &self,
+        fabric: &Fabric<ScenarioEngine>,
+        summary: &RunSummary,
+    ) -> Option<Outage> {
         let at = self.failure_at_us()?;
         let rec = fabric.recorder()?;
         let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::outage::Outage;
+use super::warning::{Warning, WarningKind};
 use crate::engines::{Recovery, ScenarioEngine};
 use crate::flows::collective::{CollectivePlan, CollectiveReport};
 use crate::flows::fct::FctReport;
@@ -93,10 +94,14 @@ pub struct RunSummary {
     /// [`cc_label`] writes them (`dcqcn-mlx`, `dcqcn-mlx (rpg_ai_rate=10)`, `none`).
     #[serde(default)]
     pub cc: String,
-    /// What the figures need read with: settings of the scenario that override what its
-    /// controller was designed with, and the like (`note: ...` lines in the text).
+    /// Whether the figures describe the controller settled: no [`Warning`] was raised.
     #[serde(default)]
-    pub notes: Vec<String>,
+    pub settled: bool,
+    /// Why the figures may not describe the controller settled (`warning: ...` lines in the
+    /// text): a measurement that opens before its settle time, goodput still moving, flows
+    /// still running or PFC still active at the end, a CNP interval the scenario overrode.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     /// Virtual run time, µs.
     pub duration_us: f64,
     /// Jain's fairness index over flow goodputs (1 = perfectly fair); 0 when no flow moved any
@@ -330,7 +335,8 @@ impl RunSummary {
             name: name.to_owned(),
             seed,
             cc: String::new(),
-            notes: Vec::new(),
+            settled: true,
+            warnings: Vec::new(),
             duration_us: end_ns as f64 / 1e3,
             jain_fairness: jain(&goodputs),
             total_goodput_gbps: delivered_gbps,
@@ -366,17 +372,26 @@ impl RunSummary {
     /// scenario set ([`cc_label`]), and notes a scenario CNP interval (`cnp_us`) that overrides
     /// the one the controller was designed with (DCQCN's fluid model and DCTCP's marking
     /// assume theirs).
-    pub fn describe_cc(&mut self, cfg: Option<CcConfig>, params: &[String], cnp_us: Option<f64>) {
-        let cc = cfg.as_ref().map_or("none", CcConfig::name);
+    pub fn describe_cc(&mut self, cfg: Option<&CcConfig>, params: &[String], cnp_us: Option<f64>) {
+        let cc = cfg.map_or("none", CcConfig::name);
         self.cc = cc_label(cc, params);
-        if let (Some(us), Some(cfg)) = (cnp_us, &cfg) {
+        if let (Some(us), Some(cfg)) = (cnp_us, cfg) {
             let designed = cfg.cnp_interval().as_micros_f64();
             if (us - designed).abs() > 1e-9 {
-                self.notes.push(format!(
-                    "cnp_interval_us = {us} overrides {cc}'s designed CNP interval of {designed} us"
-                ));
+                self.warn(Warning {
+                    kind: WarningKind::CnpOverride,
+                    message: format!(
+                        "cnp_interval_us = {us} overrides {cc}'s designed CNP interval of {designed} us"
+                    ),
+                });
             }
         }
+    }
+
+    /// Adds `w` to the warnings: the figures no longer count as settled.
+    pub fn warn(&mut self, w: Warning) {
+        self.warnings.push(w);
+        self.settled = false;
     }
 
     /// A fixed-width table for humans and snapshot tests (floats rounded for stability).
@@ -479,8 +494,8 @@ impl RunSummary {
         if let Some(c) = &self.classes {
             s.push_str(&crate::switching::sched::shares_line(c));
         }
-        for n in &self.notes {
-            let _ = writeln!(s, "note: {n}");
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {}", w.message);
         }
         s
     }

@@ -419,6 +419,21 @@ impl<E: Engine> Fabric<E> {
             .unwrap_or_default()
     }
 
+    /// Transmitters a PFC pause holds right now, hosts' and switches': (node, port, priority).
+    pub fn paused_now(&self) -> Vec<(Node, u16, usize)> {
+        let hosts = (0..self.hosts.len()).map(|h| (Node::Host(HostId(h)), 0));
+        let switches = self.switch_ports().map(|(s, p)| (Node::Switch(s), p));
+        hosts
+            .chain(switches)
+            .filter_map(|(node, port)| Some((node, port, self.tx_ref(node, port)?)))
+            .flat_map(|(node, port, tx)| {
+                (0..PRIORITIES)
+                    .filter(move |&prio| tx.is_paused(prio, self.w.now))
+                    .map(move |prio| (node, port, prio))
+            })
+            .collect()
+    }
+
     /// Line rate of a port, bits per second.
     pub fn port_rate_bps(&self, node: Node, port: u16) -> Option<u64> {
         self.tx_ref(node, port).map(|t| t.rate_bps)

@@ -20,5 +20,6 @@ mod sim_hpcc;
 mod sim_parallel;
 mod sim_rc;
 mod sim_scenarios;
+mod sim_settle;
 mod sim_snapshots;
 mod sim_thresholds;

@@ -10,6 +10,7 @@
 
 use roce_fabric::experiment::scenario::{Built, Scenario};
 use roce_fabric::experiment::summary::RunSummary;
+use roce_fabric::experiment::warning::WarningKind;
 
 const MICROBURST: &str = include_str!("../../../../scenarios/microburst.toml");
 const FAIRNESS: &str = include_str!("../../../../scenarios/fairness.toml");
@@ -143,18 +144,26 @@ fn the_summary_names_the_controller_and_the_parameters_the_scenario_set() {
         header.ends_with("  cc dcqcn-mlx (rpg_ai_rate=10)"),
         "{header}"
     );
-    assert!(sum.notes.is_empty(), "{:?}", sum.notes);
+    let overrides = |s: &RunSummary| -> Vec<String> {
+        s.warnings
+            .iter()
+            .filter(|w| w.kind == WarningKind::CnpOverride)
+            .map(|w| w.message.clone())
+            .collect()
+    };
+    assert!(overrides(&sum).is_empty(), "{:?}", sum.warnings);
     // A scenario's CNP interval other than the controller's own is said, in text and JSON.
     let (sum, _) = run(&set.replace("seed = 1", "seed = 1\ncnp_interval_us = 1"));
     let note = "cnp_interval_us = 1 overrides dcqcn-mlx's designed CNP interval of 4 us";
-    assert_eq!(sum.notes, [note]);
+    assert_eq!(overrides(&sum), [note]);
+    assert!(!sum.settled);
     assert!(
-        sum.table().ends_with(&format!("note: {note}\n")),
+        sum.table().contains(&format!("\nwarning: {note}\n")),
         "{}",
         sum.table()
     );
     let (sum, _) = run(&set.replace("seed = 1", "seed = 1\ncnp_interval_us = 4"));
-    assert!(sum.notes.is_empty(), "{:?}", sum.notes);
+    assert!(overrides(&sum).is_empty(), "{:?}", sum.warnings);
     let (sum, _) = run(&text.replace(
         "name = \"incast-16\"",
         "name = \"incast-16\"\ncc = \"none\"",

@@ -170,6 +170,12 @@ impl CcConfig {
         self.params.0.cnp_interval()
     }
 
+    /// How long after a flow starts the controller takes to settle ([`CcKind::settle_time`]):
+    /// a run whose measurement opens earlier describes its start-up.
+    pub fn settle_time(&self) -> crate::time::Duration {
+        self.params.0.settle_time()
+    }
+
     /// Sets parameter `param` to `value`.
     pub fn set(&mut self, param: &str, value: &str) -> Result<(), CcError> {
         let controller = self.name;

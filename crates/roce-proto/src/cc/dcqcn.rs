@@ -212,6 +212,15 @@ impl super::params::CcKind for DcqcnParams {
     fn cnp_interval(&self) -> Duration {
         Duration::from_micros(u64::from(self.min_time_between_cnps))
     }
+    /// Alpha's time constant (it decays by 1 − g every `dce_tcp_rtt`, from
+    /// `initial_alpha_value`) plus the fast-recovery stages of the timer (`rpg_threshold` ×
+    /// `rpg_time_reset`): 14.4 ms for the paper's values, 0.5 ms for ConnectX's.
+    fn settle_time(&self) -> Duration {
+        let g = f64::from(1024u32.saturating_sub(self.dce_tcp_g).max(1)) / 1024.0;
+        let alpha_us = f64::from(self.dce_tcp_rtt) / g;
+        let recovery_us = u64::from(self.rpg_threshold) * u64::from(self.rpg_time_reset);
+        Duration::from_micros(alpha_us.round() as u64 + recovery_us)
+    }
 }
 
 /// DCQCN parameters whose increase steps are published for one line rate: what `dcqcn-paper`
@@ -268,6 +277,9 @@ impl super::params::CcKind for ScaledDcqcnParams {
     }
     fn cnp_interval(&self) -> Duration {
         super::params::CcKind::cnp_interval(&self.params)
+    }
+    fn settle_time(&self) -> Duration {
+        super::params::CcKind::settle_time(&self.params)
     }
     fn scale_to(&mut self, line_rate: Rate) {
         let ratio = line_rate.as_bps_f64() / self.steps_for.as_bps_f64().max(1.0);

@@ -82,6 +82,12 @@ impl super::params::CcKind for DctcpParams {
     fn step_marking(&self) -> bool {
         true
     }
+    /// Alpha's time constant: an EWMA of gain g updated once per window (`rtt`), so 1/g
+    /// windows (16 × 10 us = 160 us by default).
+    fn settle_time(&self) -> Duration {
+        let windows = (1.0 / self.g.max(1e-6)).round() as u64;
+        Duration::from_micros(u64::from(self.rtt)).saturating_mul(windows)
+    }
 }
 
 /// Rate-based DCTCP for one QP.

@@ -126,6 +126,12 @@ pub trait CcKind: ParamSet + CloneKind + core::fmt::Debug + Send + Sync + 'stati
     fn cnp_interval(&self) -> Duration {
         Duration::from_micros(50)
     }
+    /// How long after a flow starts the controller's slowest loop takes to forget its initial
+    /// state (one time constant of it): figures measured before it describe start-up, not the
+    /// controller settled. Zero for controllers whose loops close within a few RTTs.
+    fn settle_time(&self) -> Duration {
+        Duration::ZERO
+    }
     /// Whether the controller reacts to in-band telemetry: its QP must send INT shims, switches
     /// must stamp them and the receiver echo them.
     fn uses_int(&self) -> bool {

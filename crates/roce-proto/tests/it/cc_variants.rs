@@ -293,3 +293,31 @@ fn timely_per_rtt_acts_only_on_packets_sent_after_the_last_update() {
     let g = 875.0 / 20_000.0;
     assert_eq!(t.rate(), Rate::from_bps_f64(10e9 * (1.0 - 0.8 * g)));
 }
+
+#[test]
+fn each_controller_states_how_long_its_start_up_lasts() {
+    let settle = |name: &str, set: &[&str]| {
+        let mut c = CcConfig::new(name, Rate::from_gbps(100)).unwrap();
+        for s in set {
+            c.apply(s).unwrap();
+        }
+        c.settle_time()
+    };
+    // DCQCN: alpha's time constant (period / g) and the timer's fast-recovery stages.
+    assert_eq!(
+        settle("dcqcn-paper", &[]),
+        Duration::from_micros(14_080 + 5 * 55)
+    );
+    assert_eq!(settle("dcqcn-mlx", &[]), Duration::from_micros(205 + 300));
+    assert_eq!(
+        settle("dcqcn-mlx", &["dce_tcp_g=1020", "rpg_time_reset=55"]),
+        Duration::from_micros(256 + 55)
+    );
+    // DCTCP: 1/g windows.
+    assert_eq!(settle("dctcp", &[]), Duration::from_micros(16 * 10));
+    assert_eq!(settle("dctcp", &["g=0.125"]), Duration::from_micros(8 * 10));
+    // Loops that close within a few RTTs.
+    for name in ["none", "hpcc", "timely", "patched-timely"] {
+        assert_eq!(settle(name, &[]), Duration::ZERO, "{name}");
+    }
+}

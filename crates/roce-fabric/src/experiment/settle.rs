@@ -1,0 +1,146 @@
+//! Whether a run's figures describe its controller settled, and when not, why: the warnings a
+//! summary carries (`warning: ...` lines in the text, `warnings` and `settled` in the JSON).
+//!
+//! A figure read off a run that ended inside the controller's start-up, with flows still
+//! moving or PFC still holding a port, is a figure of that transient; the summary says so
+//! instead of leaving the reader to find out.
+
+use super::summary::{FlowState, RunSummary};
+use super::warning::{Warning, WarningKind};
+use crate::engines::ScenarioEngine;
+use crate::net::fabric::Fabric;
+use crate::Node;
+use roce_proto::cc::CcConfig;
+
+/// Goodput of steady flows may move by this fraction between the halves of the measurement
+/// window before the run is called not steady (DCQCN's sawtooth stays well inside it).
+pub const STEADY_TOLERANCE: f64 = 0.10;
+
+/// What the checks need to know of the scenario besides its fabric and summary.
+#[derive(Clone, Copy, Debug)]
+pub struct RunShape<'a> {
+    /// The senders' controller, if any.
+    pub cc: Option<&'a CcConfig>,
+    /// When the measurement window opened, ns.
+    pub warm_ns: u64,
+    /// Whether failures or link events were scheduled (goodput is then meant to move).
+    pub disturbed: bool,
+}
+
+/// The settle warnings of a finished run (the CNP override is the summary's own, see
+/// [`RunSummary::describe_cc`]).
+pub fn warnings(shape: RunShape, f: &Fabric<ScenarioEngine>, s: &RunSummary) -> Vec<Warning> {
+    let steady_flows = !s.flows.is_empty()
+        && f.flow_meter
+            .specs
+            .iter()
+            .all(|spec| spec.size_bytes.is_none())
+        && s.allreduce_iter_us.is_empty();
+    let mut out = Vec::new();
+    if steady_flows {
+        out.extend(before_settle(shape.cc, shape.warm_ns));
+        if !shape.disturbed {
+            out.extend(not_steady(f, shape.warm_ns));
+        }
+    }
+    // A collective's flows run iteration after iteration: the summary counts its iterations.
+    if s.allreduce_iter_us.is_empty() {
+        out.extend(flows_unfinished(s));
+    }
+    out.extend(pfc_active(f));
+    out
+}
+
+/// Long-running flows measured from `warm_ns`, before `cc` has settled.
+fn before_settle(cc: Option<&CcConfig>, warm_ns: u64) -> Option<Warning> {
+    let cc = cc?;
+    let settle = cc.settle_time().as_nanos();
+    (settle > warm_ns).then(|| {
+        Warning::new(
+            WarningKind::BeforeSettle,
+            format!(
+                "the measurement opens {:.0} us into the run, before {} settles ({:.0} us: its slowest loop's time constant); set warmup_us to at least that and duration_us beyond it",
+                warm_ns as f64 / 1e3,
+                cc.name(),
+                settle as f64 / 1e3
+            ),
+        )
+    })
+}
+
+/// The flows' total goodput in the first and second half of the measurement window, from the
+/// recorder's samples, when they differ by more than [`STEADY_TOLERANCE`].
+fn not_steady(f: &Fabric<ScenarioEngine>, warm_ns: u64) -> Option<Warning> {
+    let rec = f.recorder()?;
+    let end = f.now().as_nanos();
+    let mid = warm_ns + end.saturating_sub(warm_ns) / 2;
+    let iv = rec.interval.as_nanos().max(1);
+    // (sum of goodput samples, samples) per half; only idle rows repeat, at 0 Gbit/s.
+    let mut halves = [(0.0f64, 0u64); 2];
+    for r in &rec.rows {
+        let total: f64 = r.flow_gbps.iter().sum();
+        for k in 0..=r.repeats {
+            let t = r.t_ns.saturating_add(k.saturating_mul(iv));
+            if t <= warm_ns || t > end {
+                continue;
+            }
+            let h = &mut halves[usize::from(t > mid)];
+            h.0 += total;
+            h.1 += 1;
+        }
+    }
+    let [(a, na), (b, nb)] = halves;
+    if na == 0 || nb == 0 {
+        return None;
+    }
+    let (a, b) = (a / na as f64, b / nb as f64);
+    let moved = (a - b).abs() / a.max(b).max(f64::MIN_POSITIVE);
+    (moved > STEADY_TOLERANCE).then(|| {
+        Warning::new(
+            WarningKind::NotSteady,
+            format!(
+                "the flows' total goodput moved from {a:.2} to {b:.2} Gbit/s between the halves of the measurement window ({:.0}%): not settled; run longer",
+                moved * 100.0
+            ),
+        )
+    })
+}
+
+/// Finite flows still moving at the end: their completion times are missing from the figures.
+fn flows_unfinished(s: &RunSummary) -> Option<Warning> {
+    let n = s
+        .flows
+        .iter()
+        .filter(|f| f.state == FlowState::Unfinished)
+        .count();
+    (n > 0).then(|| {
+        let done = s
+            .flows
+            .iter()
+            .filter(|f| f.state == FlowState::Done)
+            .count();
+        Warning::new(
+            WarningKind::FlowsUnfinished,
+            format!(
+                "{n} finite flows were still moving when the run ended: completion times cover the {done} that finished; run longer"
+            ),
+        )
+    })
+}
+
+/// Transmitters PFC still held at the end.
+fn pfc_active(f: &Fabric<ScenarioEngine>) -> Option<Warning> {
+    let paused = f.paused_now();
+    let &(node, port, prio) = paused.first()?;
+    let name = match node {
+        Node::Host(h) => f.host_name(h).to_owned(),
+        Node::Switch(s) => format!("{}:{port}", f.switch_name(s)),
+    };
+    Some(Warning::new(
+        WarningKind::PfcActive,
+        format!(
+            "PFC still paused {} transmitter queues when the run ended (first: {name} priority {prio}): the fabric had not drained",
+            paused.len()
+        ),
+    ))
+}

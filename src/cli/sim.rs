@@ -68,7 +68,7 @@ pub enum SimCommand {
     /// Leaf-spine flows while a leaf-spine cable fails and recovers.
     LinkFailure(BuiltinArgs),
     /// Run a scenario for several congestion controls, parameter values and seeds, one run per
-    /// thread, and print one table (mean ± spread over seeds).
+    /// thread, and print one table (mean ± sd and 95% confidence interval over seeds).
     Compare(compare::CompareArgs),
 }
 
@@ -120,8 +120,8 @@ pub struct OutputArgs {
     /// `speed`. Off by default, so the JSON stays a function of scenario and seed alone.
     #[arg(long, requires = "json")]
     speed: bool,
-    /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table,
-    /// the per-run CSV and overlay plots).
+    /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table
+    /// as text, JSON and CSV, the per-run CSV and overlay plots).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Exit 0 even when flows failed (a QP in the error state) or stalled; they are still

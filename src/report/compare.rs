@@ -1,15 +1,18 @@
-//! Files `roce sim compare --out DIR` leaves: the table (text and JSON), one CSV line per run,
-//! every run's own `--out` files under `runs/`, and overlay plots of the variants (total goodput
-//! and bottleneck queue over time, the first seed of each).
+//! Files `roce sim compare --out DIR` leaves: the table (text, JSON and CSV), one CSV line per
+//! run, every run's own `--out` files under `runs/`, and overlay plots of the variants, each the
+//! mean over its seeds with a band from their smallest to their largest figure: total goodput and
+//! bottleneck queue over time, and the FCT slowdown by flow size when the flows finish.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use roce_fabric::experiment::compare::{metrics_of, Row, Run, Variant};
+use roce_fabric::experiment::compare::{metrics_of, table_csv, Row, Run, Variant};
 use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::record::series::{Recorder, Row as SeriesRow};
 
-use super::sim::{line_chart, write, ReportError};
+use super::overlay::{time_band, Band, FctBySize};
+use super::plot::{band_chart, Axes};
+use super::sim::{write, ReportError};
 
 /// What one run leaves for the overlays: (µs, total goodput Gbit/s) and (µs, queue KB) at the
 /// monitored port.
@@ -63,7 +66,8 @@ pub fn runs_csv(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) ->
     }
     s.push('\n');
     for (run, sum) in runs.iter().zip(summaries) {
-        let _ = write!(s, "\"{}\",{}", variants[run.variant].label(), run.seed);
+        let label = variants[run.variant].label().replace('"', "\"\"");
+        let _ = write!(s, "\"{label}\",{}", run.seed);
         for (_, get) in &metrics {
             let _ = write!(s, ",{}", get(sum));
         }
@@ -72,7 +76,8 @@ pub fn runs_csv(variants: &[Variant], runs: &[Run], summaries: &[RunSummary]) ->
     s
 }
 
-/// Writes the table, the JSON rows, `runs.csv` and the overlay plots into `dir`.
+/// Writes the table (text, JSON and `table.csv`), `runs.csv`, the overlay plots and, when runs
+/// have FCTs, `fct_by_size.csv` into `dir`.
 pub fn write_compare(
     dir: &Path,
     rows: &[Row],
@@ -94,21 +99,20 @@ pub fn write_compare(
     let json =
         serde_json::to_string_pretty(rows).map_err(|e| fmt_err("compare.json", e.to_string()))?;
     write(dir, "compare.json", &json)?;
+    write(dir, "table.csv", &table_csv(rows))?;
     write(dir, "runs.csv", &runs_csv(variants, runs, summaries))?;
-    // The first run of each variant: the overlays compare variants, not seeds.
-    let firsts: Vec<(String, &Trace)> = variants
-        .iter()
-        .enumerate()
-        .filter_map(|(v, variant)| {
-            let i = runs.iter().position(|r| r.variant == v)?;
-            Some((variant.label(), traces.get(i)?))
-        })
-        .collect();
-    let overlay = |pick: Pick| -> Vec<(String, Vec<(f64, f64)>)> {
-        firsts
-            .iter()
-            .map(|(label, t)| (label.clone(), pick(t).clone()))
-            .collect()
+    // Each variant's runs, in seed order.
+    let mine = |v: usize| {
+        runs.iter()
+            .enumerate()
+            .filter(move |(_, r)| r.variant == v)
+            .map(|(i, _)| i)
+    };
+    let seeds = rows.first().map_or(0, |r| r.runs);
+    let spread = if seeds > 1 {
+        format!(" (mean of {seeds} seeds, band min..max)")
+    } else {
+        String::new()
     };
     let plots: [(&str, &str, &str, Pick); 2] = [
         ("goodput.svg", "Total goodput by variant", "Gbit/s", |t| {
@@ -119,7 +123,50 @@ pub fn write_compare(
         }),
     ];
     for (file, title, unit, pick) in plots {
-        line_chart(&dir.join(file), title, unit, &overlay(pick)).map_err(|e| fmt_err(file, e))?;
+        let bands: Vec<Band> = variants
+            .iter()
+            .enumerate()
+            .map(|(v, variant)| {
+                let series: Vec<&[(f64, f64)]> = mine(v)
+                    .filter_map(|i| traces.get(i))
+                    .map(|t| pick(t).as_slice())
+                    .collect();
+                Band {
+                    name: variant.label(),
+                    pts: time_band(&series),
+                }
+            })
+            .collect();
+        let axes = Axes {
+            x_desc: "time (us)",
+            y_desc: unit,
+            log_x: false,
+        };
+        band_chart(&dir.join(file), &format!("{title}{spread}"), &axes, &bands)
+            .map_err(|e| fmt_err(file, e))?;
+    }
+    let by_variant: Vec<(String, Vec<&RunSummary>)> = variants
+        .iter()
+        .enumerate()
+        .map(|(v, variant)| {
+            let sums = mine(v).filter_map(|i| summaries.get(i)).collect();
+            (variant.label(), sums)
+        })
+        .collect();
+    if let Some(fct) = FctBySize::of(&by_variant) {
+        write(dir, "fct_by_size.csv", &fct.csv())?;
+        for (file, pct, bands) in [
+            ("fct_slowdown_p50.svg", "p50", &fct.p50),
+            ("fct_slowdown_p95.svg", "p95", &fct.p95),
+        ] {
+            let axes = Axes {
+                x_desc: "flow size (bytes, bin upper edge)",
+                y_desc: "FCT slowdown",
+                log_x: true,
+            };
+            let title = format!("{pct} FCT slowdown by flow size{spread}");
+            band_chart(&dir.join(file), &title, &axes, bands).map_err(|e| fmt_err(file, e))?;
+        }
     }
     Ok(())
 }

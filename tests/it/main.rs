@@ -44,6 +44,7 @@ mod perf_hostile;
 mod perf_tap;
 mod rc_cli;
 mod sim_compare;
+mod sim_compare_out;
 mod sim_failures;
 mod sim_hpcc_config;
 mod sim_hpcc_files;

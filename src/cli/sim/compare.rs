@@ -53,9 +53,10 @@ pub struct CompareArgs {
     /// from the shards) and report as one run over the whole grid.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["scenario", "shard", "cc", "sets", "params"])]
     merge: Vec<PathBuf>,
-    /// `--json` prints the variants' rows (mean, sd, min, max of each metric) and every run's
-    /// summary; `--out DIR` also gets the table, runs.csv, overlay plots and each run's files
-    /// under runs/.
+    /// `--json` prints the variants' rows (mean, sd, min, max and 95% confidence half-width
+    /// `ci95` of each metric) and every run's summary; `--out DIR` also gets the table (text,
+    /// JSON and table.csv), runs.csv, overlay plots (mean over seeds, band min..max) and each
+    /// run's files under runs/.
     #[command(flatten)]
     out: super::OutputArgs,
 }

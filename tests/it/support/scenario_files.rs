@@ -14,3 +14,12 @@ pub const RETRIES_EXHAUSTED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/scenarios/retries-exhausted.toml"
 );
+
+/// Web-search flows among 8 hosts on one switch (`scenarios/websearch.toml`, finite flows).
+pub const WEBSEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/websearch.toml");
+
+/// A ring AllReduce beside an incast (`scenarios/allreduce-incast.toml`).
+pub const ALLREDUCE_INCAST: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scenarios/allreduce-incast.toml"
+);

@@ -10,9 +10,11 @@
 //! congestion-control parameter as `cc.NAME=VALUE` (`cc.rpg_ai_rate=40`, as `roce cc show` lists
 //! them), which becomes an entry of the scenario's `cc_params`.
 //!
-//! The table: goodput, bottleneck utilisation, Jain, queue mean and p99, PFC frames, ECN marks,
-//! CNPs, retransmissions, failed flows, and the FCT slowdown percentiles when the flows are
-//! finite.
+//! The table ([`metrics`]): goodput, bottleneck utilisation, Jain, queue mean and p99, PFC
+//! frames, ECN marks, CNPs, retransmissions, failed flows, the FCT slowdown percentiles when the
+//! flows are finite, and step times and slowdowns when the scenario runs collectives; per
+//! metric the mean, standard deviation, extremes and 95% confidence interval over the seeds
+//! ([`Stat`]), as text or CSV ([`table()`], [`table_csv`]).
 
 use std::collections::HashMap;
 
@@ -20,9 +22,16 @@ use serde::Serialize;
 
 use crate::experiment::scenario::{Scenario, ScenarioError};
 use crate::experiment::summary::RunSummary;
-use crate::flows::fct::SlowdownBin;
 use crate::limits::bounds::{at_most, clip_quoted, LimitError};
 use roce_proto::cc::Rate;
+
+pub mod metrics;
+pub mod stat;
+pub mod table;
+
+pub use metrics::{metrics_of, Metric, COLLECTIVE_METRICS, FCT_METRICS, METRICS};
+pub use stat::Stat;
+pub use table::{csv_field, table, table_csv};
 
 /// Why a grid could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -366,80 +375,6 @@ pub fn run_grid<R: Sync, T: Send>(
     }))
 }
 
-/// Mean and spread of one metric over a variant's runs.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Stat {
-    /// Mean.
-    pub mean: f64,
-    /// Sample standard deviation (0 for one run).
-    pub sd: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-}
-
-impl Stat {
-    /// Of `xs` (not empty).
-    pub fn of(xs: &[f64]) -> Stat {
-        let n = xs.len().max(1) as f64;
-        let mean = xs.iter().sum::<f64>() / n;
-        let var = if xs.len() > 1 {
-            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        } else {
-            0.0
-        };
-        Stat {
-            mean,
-            sd: var.sqrt(),
-            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-}
-
-/// A metric of a comparison: its name and how to read it from a run's summary.
-pub type Metric = (&'static str, fn(&RunSummary) -> f64);
-
-/// The metrics a comparison shows, in table order.
-pub const METRICS: &[Metric] = &[
-    ("goodput_gbps", |s| s.total_goodput_gbps),
-    ("utilisation", |s| s.bottleneck_utilisation),
-    ("jain", |s| s.jain_fairness),
-    ("queue_mean_kb", |s| s.queue_mean_bytes / 1e3),
-    ("queue_p99_kb", |s| s.queue_p99_bytes as f64 / 1e3),
-    ("pfc_frames", |s| s.pfc_pause_frames as f64),
-    ("ecn_marked", |s| s.ecn_marked as f64),
-    ("cnp_sent", |s| s.cnp_sent as f64),
-    ("retransmitted", |s| s.recovery.retransmitted as f64),
-    ("failed_flows", |s| s.failed_flows as f64),
-];
-
-/// Slowdown percentiles over a run's finished flows (FCT over the flow's FCT alone on an idle
-/// fabric), shown when every run of a grid has finite flows that finished.
-pub const FCT_METRICS: &[Metric] = &[
-    ("slowdown_p50", |s| fct_pctl(s, |b| b.p50)),
-    ("slowdown_p95", |s| fct_pctl(s, |b| b.p95)),
-    ("slowdown_p99", |s| fct_pctl(s, |b| b.p99)),
-];
-
-fn fct_pctl(s: &RunSummary, pick: fn(&SlowdownBin) -> f64) -> f64 {
-    s.fct
-        .as_ref()
-        .and_then(|f| f.overall())
-        .map_or(f64::NAN, |b| pick(&b))
-}
-
-/// The metrics of a grid whose runs left `summaries`: [`METRICS`], and [`FCT_METRICS`] when
-/// every run has flow completion times.
-pub fn metrics_of(summaries: &[RunSummary]) -> Vec<Metric> {
-    let mut m = METRICS.to_vec();
-    if !summaries.is_empty() && summaries.iter().all(|s| s.fct.is_some()) {
-        m.extend_from_slice(FCT_METRICS);
-    }
-    m
-}
-
 /// One variant's row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Row {
@@ -447,7 +382,7 @@ pub struct Row {
     pub variant: Variant,
     /// Runs (seeds).
     pub runs: usize,
-    /// Per metric of [`METRICS`], by name.
+    /// Per metric of [`metrics_of`] the grid, by name.
     pub metrics: Vec<(String, Stat)>,
 }
 
@@ -525,57 +460,6 @@ pub fn inert_sweeps(rows: &[Row]) -> Vec<String> {
             name.filter(|_| compared).map(str::to_owned)
         })
         .collect()
-}
-
-/// The rows as a text table: `mean ±sd` per metric (the spread over seeds).
-pub fn table(rows: &[Row]) -> String {
-    let mut header = vec!["variant".to_owned(), "runs".to_owned()];
-    if let Some(first) = rows.first() {
-        header.extend(first.metrics.iter().map(|(n, _)| n.clone()));
-    }
-    let mut lines: Vec<Vec<String>> = vec![header];
-    for r in rows {
-        let mut cells = vec![r.variant.label(), r.runs.to_string()];
-        cells.extend(r.metrics.iter().map(|(_, s)| {
-            if r.runs > 1 {
-                format!("{} ±{}", num(s.mean), num(s.sd))
-            } else {
-                num(s.mean)
-            }
-        }));
-        lines.push(cells);
-    }
-    let widths: Vec<usize> = (0..lines[0].len())
-        .map(|c| lines.iter().map(|l| l[c].len()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for l in &lines {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn num(x: f64) -> String {
-    if x == x.trunc() && x.abs() < 1e12 {
-        format!("{x:.0}")
-    } else if x.abs() >= 100.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 #[cfg(test)]
@@ -747,14 +631,5 @@ receiver = 2
             Grid { seeds: 0, ..grid }.expand(&base()),
             Err(CompareError::Empty)
         ));
-    }
-
-    #[test]
-    fn stats_are_mean_and_sample_spread() {
-        let s = Stat::of(&[1.0, 2.0, 3.0, 6.0]);
-        assert_eq!(s.mean, 3.0);
-        assert!((s.sd - (14.0f64 / 3.0).sqrt()).abs() < 1e-12);
-        assert_eq!((s.min, s.max), (1.0, 6.0));
-        assert_eq!(Stat::of(&[4.0]).sd, 0.0);
     }
 }

@@ -157,3 +157,20 @@ fn hpcc_websearch_30_matches_ns3() {
         },
     );
 }
+
+/// TIMELY (`CC_MODE 7`): measured 1.025 / 0.967 / 0.822 (p50 per bin 1.01-1.10). The p99 of
+/// flows under 50 KB is 0.55-0.84 of ns-3's: its hosts send ACKs past a PFC pause
+/// (`ACK_HIGH_PRIO 1`), which this fabric does not model (`roce sim hpcc` says so).
+#[test]
+#[ignore = "a 320-host run: the test command runs it optimised"]
+fn timely_websearch_30_matches_ns3() {
+    holds(
+        "ws30_timely",
+        Bounds {
+            p50: (0.95, 1.10),
+            p95: (0.8, 1.2),
+            p99: (0.7, 1.43),
+            each_p50: (0.90, 1.15),
+        },
+    );
+}

@@ -11,6 +11,7 @@ use roce_fabric::experiment::scenario::Scenario;
 use roce_fabric::experiment::summary::RunSummary;
 
 const LINK_FAILURE: &str = include_str!("../../scenarios/link-failure.toml");
+const SWITCH_REBOOT: &str = include_str!("../../scenarios/switch-reboot.toml");
 
 fn run(text: &str) -> RunSummary {
     let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -37,6 +38,36 @@ fn total(o: &Outage, b: usize) -> f64 {
     o.flow_bins_gbps.iter().map(|f| f[b]).sum()
 }
 
+/// From the failure to the end of the first bin, once the flows had fallen below 90% of their
+/// rate before it, in which the flows still sending (not finished in or before the bin) are
+/// back above it, read off the summary's bins and flows; `Some(0.0)` if they never fell.
+fn first_bin_back(sum: &RunSummary) -> Option<f64> {
+    let o = outage(sum);
+    let bin = o.bin_us;
+    // Flows start at 0 here, so a completion time is when the flow finished.
+    let sending = |f: usize, b: usize| {
+        sum.flows[f]
+            .completion_us
+            .is_none_or(|c| c >= (b as f64 + 1.0) * bin)
+    };
+    let fail_bin = (o.failure_at_us / bin) as usize;
+    let mut fell = false;
+    for b in fail_bin..o.flow_bins_gbps[0].len() {
+        let live: Vec<usize> = (0..sum.flows.len()).filter(|&f| sending(f, b)).collect();
+        let now: f64 = live.iter().map(|&f| o.flow_bins_gbps[f][b]).sum();
+        let before: f64 = live.iter().map(|&f| o.before_gbps[f]).sum();
+        if now >= 0.9 * before {
+            return Some(if fell {
+                (b + 1) as f64 * bin - o.failure_at_us
+            } else {
+                0.0
+            });
+        }
+        fell = true;
+    }
+    None
+}
+
 #[test]
 fn link_failure_stalls_flows_until_routing_reconverges_then_recovers() {
     let sum = run(LINK_FAILURE);
@@ -58,10 +89,12 @@ fn link_failure_stalls_flows_until_routing_reconverges_then_recovers() {
         .fold(f64::MAX, f64::min);
     assert!(slowest < 5.0, "{t}");
     // Reconvergence (50 us detection + 250 us) ends it within two bins.
-    assert!(
-        o.time_to_recover_us > 0.0 && o.time_to_recover_us <= 500.0,
-        "{t}"
-    );
+    assert!(o.stalls_end_us > 0.0 && o.stalls_end_us <= 500.0, "{t}");
+    // Back to 90% of the rate before only once the cable is back (2 ms), noticed (50 us) and
+    // routed again (250 us): the bin from 2.5 ms.
+    assert_eq!(o.time_to_recover_us, first_bin_back(&sum), "{t}");
+    let back = o.time_to_recover_us.unwrap();
+    assert!((1250.0..=1750.0).contains(&back), "{t}");
     // Then all four share the one surviving uplink: nobody stalled, the uplink full.
     for b in 6..8 {
         assert!(o.flow_bins_gbps.iter().all(|f| f[b] > 15.0), "bin {b}\n{t}");
@@ -92,7 +125,7 @@ fn without_reconvergence_the_stall_lasts_until_the_cable_returns() {
     // The flows whose ACKs spine 0 sends over the dead cable stay stalled for the whole
     // second (only leaf 0 noticed; nobody else withdrew the route).
     assert!(o.longest_stall_us >= 750.0, "{t}");
-    assert!(o.time_to_recover_us >= 1000.0, "{t}");
+    assert!(o.stalls_end_us >= 1000.0, "{t}");
     for &f in &o.stalled_flows {
         assert!(o.flow_bins_gbps[f][6..8].iter().all(|&g| g < 5.0), "{t}");
     }
@@ -201,4 +234,39 @@ fn sim_run_out_writes_the_flow_bins_with_the_stall() {
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert!(v["outage"]["bytes_lost"].as_u64().unwrap() > 0);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn after_a_reboot_every_finished_flow_delivered_its_size_and_recovery_matches_the_bins() {
+    let sum = run(SWITCH_REBOOT);
+    let o = outage(&sum);
+    let t = sum.table();
+    assert!(o.frames_lost > 0 && o.retransmitted > 0, "{t}");
+    let finished: Vec<_> = sum
+        .flows
+        .iter()
+        .filter(|f| f.completion_us.is_some())
+        .collect();
+    assert_eq!(finished.len(), 2, "{t}");
+    // The receiver's count of a flow is what its responder took in order: the frames the
+    // reboot lost count once, when they came again.
+    for f in finished {
+        assert_eq!(f.bytes, 8_000_000, "flow {}\n{t}", f.id);
+    }
+    // The finished flows' empty bins after they finished are not stalls.
+    for &f in &o.stalled_flows {
+        let done = sum.flows[f].completion_us.unwrap_or(f64::MAX);
+        assert!(done > o.failure_at_us + o.longest_stall_us, "flow {f}\n{t}");
+    }
+    // Recovery is the first bin the flows still sending are back above 90% of their rate.
+    let back = o.time_to_recover_us.unwrap();
+    assert_eq!(Some(back), first_bin_back(&sum), "{t}");
+    // Spine 0 is back at 1.5 ms, noticed 50 us and routed 250 us later.
+    assert!((800.0..=1250.0).contains(&back), "{t}");
+    assert!(
+        t.contains(&format!(
+            "back to 90% of the rate before after {back:.1} us"
+        )),
+        "{t}"
+    );
 }

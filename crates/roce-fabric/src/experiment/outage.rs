@@ -10,6 +10,10 @@ use crate::record::series::Row;
 /// failure.
 pub const STALL_FRACTION: f64 = 0.1;
 
+/// The flows have recovered in the first bin where together they move at least this fraction
+/// of their rate before the failure.
+pub const RECOVERED_FRACTION: f64 = 0.9;
+
 /// What the failures of a run did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
@@ -21,12 +25,17 @@ pub struct Outage {
     pub flow_bins_gbps: Vec<Vec<f64>>,
     /// Per flow, its mean goodput in the bins between warm-up and the failure, Gbit/s.
     pub before_gbps: Vec<f64>,
-    /// Flows that stalled (a bin after the failure under a tenth of their rate before it).
+    /// Flows that stalled (a bin after the failure, before they finished, under a tenth of
+    /// their rate before it).
     pub stalled_flows: Vec<usize>,
     /// The longest run of stalled bins of any flow, µs.
     pub longest_stall_us: f64,
     /// From the failure to the end of the last stalled bin of any flow, µs (0: none stalled).
-    pub time_to_recover_us: f64,
+    pub stalls_end_us: f64,
+    /// From the failure to the end of the first bin in which the flows still running move at
+    /// least [`RECOVERED_FRACTION`] of what they moved before it, once they had fallen below
+    /// (0 when they never fell below); `None` when they are not back by the end of the run.
+    pub time_to_recover_us: Option<f64>,
     /// Frames lost to failures (dead links, reboots, no route).
     pub frames_lost: u64,
     /// Their bytes.
@@ -82,12 +91,15 @@ pub fn bins(
 }
 
 impl Outage {
-    /// The report from the per-flow bins, the failure time and the measurement start.
+    /// The report from the per-flow bins, the failure time, the measurement start and when
+    /// each flow finished, µs (`None`: it did not). A flow's bins from the one it finished in
+    /// on are neither stalls nor part of the recovery: it had nothing left to send.
     pub fn new(
         flow_bins_gbps: Vec<Vec<f64>>,
         bin_us: f64,
         failure_at_us: f64,
         warm_us: f64,
+        done_at_us: &[Option<f64>],
     ) -> Self {
         let first = (warm_us / bin_us).ceil() as usize;
         let fail_bin = (failure_at_us / bin_us).floor() as usize;
@@ -99,13 +111,21 @@ impl Outage {
                 w.iter().sum::<f64>() / (w.len().max(1) as f64)
             })
             .collect();
+        // The bins a flow still had something to send in: up to the one it finished in.
+        let live_bins = |f: usize| -> usize {
+            let n = flow_bins_gbps.get(f).map_or(0, Vec::len);
+            match done_at_us.get(f).copied().flatten() {
+                Some(t) => ((t / bin_us).floor() as usize).min(n),
+                None => n,
+            }
+        };
         let mut stalled_flows = Vec::new();
         let (mut longest, mut last_end) = (0usize, None);
         for (f, b) in flow_bins_gbps.iter().enumerate() {
             let floor = before_gbps[f] * STALL_FRACTION;
             let mut run = 0;
             let mut stalled = false;
-            for (i, &g) in b.iter().enumerate().skip(fail_bin) {
+            for (i, &g) in b.iter().enumerate().take(live_bins(f)).skip(fail_bin) {
                 if before_gbps[f] > 0.0 && g < floor {
                     run += 1;
                     stalled = true;
@@ -119,11 +139,40 @@ impl Outage {
                 stalled_flows.push(f);
             }
         }
+        let bins = flow_bins_gbps.iter().map(Vec::len).max().unwrap_or(0);
+        // Per bin from the failure's on: (what the flows live in it moved, what they moved
+        // before the failure); a bin with no live flow that ran before it ends the search.
+        let totals = (fail_bin..bins).map(|i| {
+            let live =
+                (0..flow_bins_gbps.len()).filter(|&f| i < live_bins(f) && before_gbps[f] > 0.0);
+            let (now, before) = live.fold((0.0, 0.0), |(n, b), f| {
+                (n + flow_bins_gbps[f][i], b + before_gbps[f])
+            });
+            (i, now, before)
+        });
+        let mut fell = false;
+        let mut recovered_bin = None;
+        for (i, now, before) in totals {
+            if before <= 0.0 {
+                break;
+            }
+            let back = now >= before * RECOVERED_FRACTION;
+            if back && fell {
+                recovered_bin = Some(i);
+                break;
+            }
+            fell |= !back;
+        }
+        let since_failure = |end_bin: usize| (end_bin as f64 * bin_us - failure_at_us).max(0.0);
         Outage {
             failure_at_us,
             bin_us,
-            time_to_recover_us: last_end
-                .map_or(0.0, |e| (e as f64 * bin_us - failure_at_us).max(0.0)),
+            stalls_end_us: last_end.map_or(0.0, since_failure),
+            time_to_recover_us: match (fell, recovered_bin) {
+                (false, _) => Some(0.0),
+                (true, Some(i)) => Some(since_failure(i + 1)),
+                (true, None) => None,
+            },
             longest_stall_us: longest as f64 * bin_us,
             flow_bins_gbps,
             before_gbps,
@@ -139,13 +188,23 @@ impl Outage {
     pub fn lines(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
+        let recovered = match self.time_to_recover_us {
+            Some(t) => format!(
+                "back to {:.0}% of the rate before after {t:.1} us",
+                RECOVERED_FRACTION * 100.0
+            ),
+            None => format!(
+                "not back to {:.0}% of the rate before by the end",
+                RECOVERED_FRACTION * 100.0
+            ),
+        };
         let _ = writeln!(
             s,
-            "outage at {:.1} us: {} flows stalled (longest {:.1} us), recovered after {:.1} us; lost {} frames ({} B), retransmitted {}, failed flows {}",
+            "outage at {:.1} us: {} flows stalled (longest {:.1} us, the last stall ended after {:.1} us), {recovered}; lost {} frames ({} B), retransmitted {}, failed flows {}",
             self.failure_at_us,
             self.stalled_flows.len(),
             self.longest_stall_us,
-            self.time_to_recover_us,
+            self.stalls_end_us,
             self.frames_lost,
             self.bytes_lost,
             self.retransmitted,
@@ -186,11 +245,32 @@ mod tests {
             .collect();
         let b = bins(&rows, 100_000, 2, 200_000, 1_000_000);
         assert_eq!(b[1], [40.0, 40.0, 0.0, 0.0, 40.0]);
-        let o = Outage::new(b, 200.0, 400.0, 0.0);
+        let o = Outage::new(b.clone(), 200.0, 400.0, 0.0, &[None, None]);
         assert_eq!(o.before_gbps, [40.0, 40.0]);
         assert_eq!(o.stalled_flows, [1]);
         assert_eq!(o.longest_stall_us, 400.0);
-        assert_eq!(o.time_to_recover_us, 400.0);
+        assert_eq!(o.stalls_end_us, 400.0);
+        // Together 60 and 20 of 80 Gbit/s after the failure: never back to 72.
+        assert_eq!(o.time_to_recover_us, None);
+        // Flow 0 finished at 500 us: its bins from then on are not the failure's; flow 1 alone
+        // is back in the bin ending at 1000 us.
+        let o = Outage::new(b, 200.0, 400.0, 0.0, &[Some(500.0), None]);
+        assert_eq!(o.stalled_flows, [1]);
+        assert_eq!(o.time_to_recover_us, Some(600.0));
+    }
+
+    #[test]
+    fn the_bins_after_a_flow_finished_are_not_a_stall() {
+        // The flow finishes at 340 us, after the failure at 300 us that did not slow it.
+        let b = vec![vec![40.0, 40.0, 40.0, 16.0, 0.0]];
+        let o = Outage::new(b.clone(), 100.0, 300.0, 0.0, &[Some(340.0)]);
+        assert!(o.stalled_flows.is_empty());
+        assert_eq!((o.longest_stall_us, o.stalls_end_us), (0.0, 0.0));
+        assert_eq!(o.time_to_recover_us, Some(0.0));
+        // Unfinished, the same bins are a stall that lasts to the end.
+        let o = Outage::new(b, 100.0, 300.0, 0.0, &[None]);
+        assert_eq!(o.stalled_flows, [0]);
+        assert_eq!(o.time_to_recover_us, None);
     }
 
     #[test]

@@ -528,6 +528,8 @@ impl Scenario {
                 .and_then(Option::take)
                 .unwrap_or_else(|| ScenarioEngine::StandIn(Box::new(StandInEngine::new(ip))))
         })?;
+        // RC responders take a flow's packets in order only (go-back-N): so does its meter.
+        fabric.flow_meter.in_order = self.engine == EngineKind::Rc;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
@@ -713,13 +715,17 @@ impl Scenario {
             (bin_us * 1000.0) as u64,
             end_ns,
         );
+        let specs = &fabric.flow_meter.specs;
+        let done_at_us: Vec<Option<f64>> = (summary.flows.iter().zip(specs))
+            .map(|(f, spec)| Some(spec.start_ns as f64 / 1e3 + f.completion_us?))
+            .collect();
         let lost = fabric.lost_traffic();
         Some(Outage {
             frames_lost: lost.frames,
             bytes_lost: lost.bytes,
             retransmitted: summary.recovery.retransmitted,
             failed_flows: summary.failed_flows,
-            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3)
+            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3, &done_at_us)
         })
     }
 }

@@ -3,6 +3,8 @@
 //! the CNPs hosts send and receive. It reads frames; it never changes them, and the engines never
 //! know it is there. (Not a TAP device: in roce, "tap" means only a Linux TAP interface.)
 
+use std::cmp::Ordering;
+
 use serde::Serialize;
 
 use crate::switching::frame::{ip_key, BthInfo, IpInfo, MixMap, SplitKey};
@@ -136,6 +138,10 @@ pub struct FlowMeter {
     pub cnp_sent: u64,
     /// CNPs received by hosts.
     pub cnp_received: u64,
+    /// Count a flow's packets only in PSN order, as an RC responder accepts them (go-back-N:
+    /// a packet beyond a hole is dropped and comes again after the hole's retransmission).
+    /// Off, every new PSN counts once (the stand-in engine, which never retransmits).
+    pub in_order: bool,
 }
 
 impl FlowMeter {
@@ -208,6 +214,7 @@ impl FlowMeter {
         if bth.payload_len == 0 {
             return;
         }
+        let in_order = self.in_order;
         let mut id = self.head(host, bth.dest_qpn);
         let prog = loop {
             let Some(p) = self.progress.get_mut(id as usize) else {
@@ -219,8 +226,12 @@ impl FlowMeter {
             id = p.next;
         };
         let psn = bth.psn;
-        if prog.next_psn != u32::MAX && psn.cmp_serial(Psn::new(prog.next_psn)).is_lt() {
-            return; // a duplicate (retransmission): already counted
+        if prog.next_psn != u32::MAX {
+            match psn.cmp_serial(Psn::new(prog.next_psn)) {
+                Ordering::Less => return, // a duplicate (retransmission): already counted
+                Ordering::Greater if in_order => return, // beyond a hole: it comes again
+                _ => {}
+            }
         }
         prog.next_psn = psn.add(1).value();
         let t = now.as_nanos();
@@ -338,5 +349,26 @@ mod tests {
         meter.mark_warmup();
         rx(&mut meter, 1, v4(1), 17, 4, 8);
         assert_eq!(meter.progress[0].bytes_since_warmup(), 1000);
+    }
+
+    #[test]
+    fn in_order_a_packet_beyond_a_hole_counts_only_when_it_comes_again() {
+        // Go-back-N after PSN 1 was lost: 0, 2 (dropped by the responder), then 1, 2, 3.
+        let arrivals = [0, 2, 1, 2, 3];
+        let count = |in_order: bool| {
+            let mut meter = FlowMeter {
+                in_order,
+                ..FlowMeter::default()
+            };
+            meter.register(spec(v4(1), 1, 17, Some(4000)));
+            for (t, psn) in arrivals.into_iter().enumerate() {
+                rx(&mut meter, 1, v4(1), 17, psn, t as u64);
+            }
+            (meter.progress[0].bytes(), meter.progress[0].completed_ns())
+        };
+        // In order, all four packets count once and the flow completes with the last.
+        assert_eq!(count(true), (4000, Some(4)));
+        // Counting every new PSN (the stand-in engine) took 2 early and missed 1.
+        assert_eq!(count(false), (3000, None));
     }
 }

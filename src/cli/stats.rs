@@ -76,10 +76,12 @@ pub fn run(args: StatsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let body = match (&found, args.rdma) {
         (Found::Report(r), true) => r.rdma_lines(),
         (Found::Report(r), false) => r.table(args.all),
-        (Found::Sections(cols), true) => rdma_sections(cols),
-        (Found::Sections(cols), false) => {
-            format!("Counters (by JSON key)\n{}", table(cols, args.all))
-        }
+        (Found::Sections(cols, pfc), true) => rdma_sections(cols) + &pfc_rdma_lines(pfc),
+        (Found::Sections(cols, pfc), false) => format!(
+            "Counters (by JSON key)\n{}{}",
+            table(cols, args.all),
+            pfc_table(pfc)
+        ),
         (Found::Nothing, _) => bail!(
             "{name} has no counters (expected the --json output of a roce command, e.g. roce demo --json)"
         ),
@@ -93,8 +95,9 @@ pub fn run(args: StatsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 enum Found {
     /// `stats` keys (merged when several documents have one).
     Report(StatsReport),
-    /// Objects under counter-like keys, one column per JSON path.
-    Sections(Vec<Column>),
+    /// Objects under counter-like keys, one column per JSON path, and a `roce sim` summary's
+    /// PFC by port and priority (its `pfc` array).
+    Sections(Vec<Column>, Vec<PfcRow>),
     /// Neither.
     Nothing,
 }
@@ -104,6 +107,7 @@ impl Found {
     fn from_json(text: &str) -> Result<Found, serde_json::Error> {
         let mut report: Option<StatsReport> = None;
         let mut cols = Vec::new();
+        let mut pfc = Vec::new();
         for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
             let v = v?;
             if let Some(r) = v
@@ -116,6 +120,7 @@ impl Found {
                 into.qps.extend(r.qps);
             } else {
                 let before = cols.len();
+                pfc.extend(PfcRow::all(&v));
                 sections(&v, "", &mut cols);
                 if cols.len() == before {
                     // No counter objects: the document's own top-level numbers (a `roce sim`
@@ -140,10 +145,68 @@ impl Found {
         }
         Ok(match report {
             Some(r) => Found::Report(r),
-            None if !cols.is_empty() => Found::Sections(cols),
+            None if !cols.is_empty() => Found::Sections(cols, pfc),
             None => Found::Nothing,
         })
     }
+}
+
+/// One port and priority of a `roce sim` summary's `pfc` array.
+#[derive(Debug, serde::Deserialize)]
+struct PfcRow {
+    node: String,
+    port: u16,
+    priority: usize,
+    tx_pause: u64,
+    rx_pause: u64,
+    rx_pause_duration_us: f64,
+}
+
+impl PfcRow {
+    /// The rows of `v`'s `pfc` array (none without one).
+    fn all(v: &Value) -> Vec<PfcRow> {
+        v.get("pfc")
+            .and_then(|p| serde_json::from_value::<Vec<PfcRow>>(p.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The PFC rows as a table under mlx5's per-priority names.
+fn pfc_table(rows: &[PfcRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "PFC by port and priority (mlx5 tx_prio<p>_pause, rx_prio<p>_pause, rx_prio<p>_pause_duration)\n",
+    );
+    s += &format!(
+        "  {:<16} {:>4} {:>10} {:>10} {:>22}\n",
+        "port", "prio", "tx_pause", "rx_pause", "rx_pause_duration_us"
+    );
+    for r in rows {
+        s += &format!(
+            "  {:<16} {:>4} {:>10} {:>10} {:>22.1}\n",
+            format!("{}:{}", r.node, r.port),
+            r.priority,
+            r.tx_pause,
+            r.rx_pause,
+            r.rx_pause_duration_us
+        );
+    }
+    s
+}
+
+/// The PFC rows as `rdma statistic`-style lines, counters named as mlx5 names them.
+fn pfc_rdma_lines(rows: &[PfcRow]) -> String {
+    rows.iter()
+        .map(|r| {
+            let p = r.priority;
+            format!(
+                "link {}/{} tx_prio{p}_pause {} rx_prio{p}_pause {} rx_prio{p}_pause_duration {:.0}\n",
+                r.node, r.port, r.tx_pause, r.rx_pause, r.rx_pause_duration_us
+            )
+        })
+        .collect()
 }
 
 /// A key that holds counters: `counters`, `counters_a`, `np_counters`, `switch`, `faults_*`.
@@ -244,7 +307,7 @@ mod tests {
     fn json_without_a_stats_key_shows_each_counter_object_as_a_column() {
         let text = r#"{"verified":true,"counters_a":{"tx_frames":5,"qp":{"packet_seq_err":2}},
             "flows":[{"goodput_gbps":1.5}],"switch":{"ecn_marked":3,"queue_mean_bytes":12.25}}"#;
-        let Ok(Found::Sections(cols)) = Found::from_json(text) else {
+        let Ok(Found::Sections(cols, _)) = Found::from_json(text) else {
             panic!("sections expected");
         };
         let got: Vec<(&str, Vec<(&str, &str)>)> = cols
@@ -288,7 +351,7 @@ mod tests {
 
     #[test]
     fn top_level_numbers_stand_in_when_no_object_holds_counters() {
-        let Ok(Found::Sections(cols)) =
+        let Ok(Found::Sections(cols, _)) =
             Found::from_json(r#"{"name":"incast","cnp_sent":8,"flows":[{"bytes":1}]}"#)
         else {
             panic!("sections expected");

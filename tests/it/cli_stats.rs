@@ -145,3 +145,55 @@ fn roce_stats_prints_the_stats_key_of_a_json_file() {
     assert_eq!(out, report().table(false));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn roce_stats_of_a_sim_summary_shows_pfc_by_port_and_priority() {
+    let dir = scratch_dir("cli-stats-pfc");
+    let file = dir.join("incast.json");
+    let (code, json, err) = roce(&[
+        "sim",
+        "run",
+        "scenarios/incast.toml",
+        "--set",
+        "duration_us=300",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&file, &json).expect("write");
+    let summary: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let pfc = summary["pfc"].as_array().expect("a pfc array");
+    // The switch's port to the receiver sent every pause; the 16 senders' NICs received them.
+    let sent: u64 = pfc.iter().map(|p| p["tx_pause"].as_u64().unwrap()).sum();
+    assert!(sent > 0);
+    assert_eq!(sent, summary["pfc_pause_frames"].as_u64().unwrap());
+    let (code, out, err) = roce(&["stats", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let table = out
+        .split("PFC by port and priority")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no PFC table:\n{out}"));
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert_eq!(rows.len(), pfc.len(), "{out}");
+    // A row per entry, in the JSON's order: port, priority, sent, received.
+    for (row, p) in rows.iter().zip(pfc) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let port = format!("{}:{}", p["node"].as_str().unwrap(), p["port"]);
+        let want = [
+            port,
+            "3".into(),
+            p["tx_pause"].to_string(),
+            p["rx_pause"].to_string(),
+        ];
+        assert_eq!(cells[..4], want, "{out}");
+    }
+    let (code, lines, err) = roce(&["stats", "--rdma", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let words: Vec<&str> = lines.split_whitespace().collect();
+    let counted: u64 = words
+        .windows(2)
+        .filter(|w| w[0] == "tx_prio3_pause")
+        .map(|w| w[1].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, sent, "{lines}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,6 +9,7 @@ pub mod hpcc_run;
 #[cfg(test)]
 mod observe_tests;
 pub mod outage;
+pub mod pfc_pauses;
 pub mod scenario;
 mod scenario_size;
 pub mod settle;

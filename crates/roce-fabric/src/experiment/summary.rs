@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::outage::Outage;
+use super::pfc_pauses::{self, PfcPause};
 use super::warning::{Warning, WarningKind};
 use crate::engines::{Recovery, ScenarioEngine};
 use crate::flows::collective::{CollectivePlan, CollectiveReport};
@@ -174,6 +175,9 @@ pub struct RunSummary {
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
+    /// Per port and priority that sent or received a PFC pause: frames and time held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pfc: Vec<PfcPause>,
     /// Per port and priority that saw traffic: queue depth, drops by reason, PFC, ECN marks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortTelemetry>,
@@ -363,6 +367,7 @@ impl RunSummary {
             ecmp: None,
             rails: None,
             classes: None,
+            pfc: pfc_pauses::collect(f),
             ports: Vec::new(),
             hosts: Vec::new(),
         }
@@ -430,6 +435,7 @@ impl RunSummary {
                 let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
             }
         }
+        s.push_str(&pfc_pauses::lines(&self.pfc));
         for f in &self.flows {
             // A flow's state, and when it finished if it did (a running flow has no time).
             let done = f

@@ -18,6 +18,7 @@ mod sim_ecmp;
 mod sim_fabric;
 mod sim_hpcc;
 mod sim_parallel;
+mod sim_pfc_pauses;
 mod sim_rc;
 mod sim_scenarios;
 mod sim_settle;

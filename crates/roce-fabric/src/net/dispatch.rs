@@ -201,7 +201,7 @@ impl<E: Engine> Fabric<E> {
         if let Some(pause) = pause {
             for (p, q) in pause.quanta.iter().enumerate() {
                 if let Some(q) = *q {
-                    tx.apply_pause(p, now, q);
+                    tx.apply_pause(p, Instant::from_nanos(now), q);
                 }
             }
             if let Some(log) = self.pfc_log.as_mut() {
@@ -345,6 +345,7 @@ impl<E: Engine> Fabric<E> {
                 .transmit(&mut p.tx, (Node::Switch(s), port), (pkt, len), 7, idle);
             return;
         }
+        let now = Instant::from_nanos(now);
         let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
             if let Some(p) = sw.port_mut(port) {
                 let waiting = p.waiting();
@@ -364,7 +365,7 @@ impl<E: Engine> Fabric<E> {
                 let hop = IntHop {
                     qlen_bytes: p.queued_bytes(),
                     tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
-                    ts: Instant::from_nanos(now),
+                    ts: now,
                     link_rate: Rate::from_bps(p.tx.rate_bps),
                     // Exact counters; a shim quantizes them to its own units.
                     ..IntHop::default()
@@ -441,7 +442,7 @@ impl<E: Engine> Fabric<E> {
         let mut waiting = 0u8;
         for prio in 0..PRIORITIES {
             if let Some(pkt) = host.parked[prio] {
-                if host.tx.is_paused(prio, now) {
+                if host.tx.is_paused(prio, Instant::from_nanos(now)) {
                     waiting |= 1 << prio;
                 } else {
                     host.parked[prio] = None;
@@ -469,7 +470,7 @@ impl<E: Engine> Fabric<E> {
                 let dst = slot.ip.as_ref().map(|ip| ip.dst.key());
                 slot.set_dst_host(dst.and_then(|d| self.ip_to_host.get(&d)).copied());
             }
-            if !host.tx.is_paused(prio, now) {
+            if !host.tx.is_paused(prio, Instant::from_nanos(now)) {
                 let sent = (pkt, len as u64);
                 self.w.transmit(&mut host.tx, (node, 0), sent, prio, false);
                 return;
@@ -513,12 +514,12 @@ impl Transit {
     /// Schedules a wake-up for `tx` (of `node`'s `port`) when the first of the paused
     /// priorities in `waiting` (bit mask) resumes, unless an earlier one is already due.
     fn arm_pause_wake(&mut self, tx: &mut TxPort, node: Node, port: u16, waiting: u8) {
-        let Some(t) = tx.earliest_resume(waiting, self.now) else {
+        let Some(t) = tx.earliest_resume(waiting, Instant::from_nanos(self.now)) else {
             return;
         };
         if tx.pause_wake.is_none_or(|w| t < w) {
             tx.pause_wake = Some(t);
-            self.schedule(t, Event::PauseEnd(node.into(), port));
+            self.schedule(t.as_nanos(), Event::PauseEnd(node.into(), port));
         }
     }
 }

@@ -415,7 +415,7 @@ impl<E: Engine> Fabric<E> {
     /// Counters of a port (pause durations up to now).
     pub fn port_counters(&self, node: Node, port: u16) -> PortCounters {
         self.tx_ref(node, port)
-            .map(|t| t.counters_at(self.w.now))
+            .map(|t| t.counters_at(Instant::from_nanos(self.w.now)))
             .unwrap_or_default()
     }
 

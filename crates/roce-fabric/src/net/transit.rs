@@ -344,7 +344,7 @@ impl Transit {
         then_idle: bool,
     ) {
         self.capture(node, port, pkt, true);
-        let ser = tx.serialize_ns(len as usize);
+        let ser = tx.serialization_time(len as usize).as_nanos();
         tx.busy = true;
         if let Some(c) = tx.counters.prio.get_mut(prio) {
             c.tx_packets += 1;

@@ -639,7 +639,8 @@ impl Scenario {
             .collect();
         let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
         let bin_ns = (self.bin_us.unwrap_or(self.duration_us / 12.0) * 1000.0) as u64;
-        let telemetry = Telemetry::new(bin_ns, Some(ScenarioEngine::host_counters as _));
+        let bin = Duration::from_nanos(bin_ns);
+        let telemetry = Telemetry::new(bin, Some(ScenarioEngine::host_counters as _));
         let mut recorder = Recorder::new(interval, monitors.clone()).with_telemetry(telemetry);
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();

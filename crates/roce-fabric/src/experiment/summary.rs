@@ -288,8 +288,9 @@ impl RunSummary {
         for h in 0..f.host_count() {
             hosts.accumulate(&f.port_counters(Node::Host(HostId(h)), 0).total());
         }
-        let (queue_mean_bytes, queue_p99_bytes) =
-            f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
+        let (queue_mean_bytes, queue_p99_bytes) = f.recorder().map_or((0.0, 0), |r| {
+            r.queue_stats(0, roce_proto::time::Instant::from_nanos(warm_ns))
+        });
         let allreduce_iter_us = collectives
             .iter()
             .map(|c| {

@@ -312,7 +312,7 @@ impl<E: Engine> Fabric<E> {
             self.w.schedule(at.as_nanos(), ev);
         }
         if let Some(rec) = self.recorder.as_mut() {
-            rec.on_pfc(now, s, port, prio, xoff);
+            rec.on_pfc(Instant::from_nanos(now), s, port, prio, xoff);
         } else if let Some(j) = self.mode.journal() {
             j.pauses.push((self.w.current, s, port, prio, xoff));
         }

@@ -22,8 +22,7 @@ impl<E: Engine> Fabric<E> {
                 .collect();
             t.learn(ports, hosts);
         }
-        let now = self.now().as_nanos();
-        if t.sample(now, |n, p, q| self.depth(n, p, q)) {
+        if t.sample(self.now(), |n, p, q| self.depth(n, p, q)) {
             self.close_telemetry_bin(t);
         }
     }
@@ -47,7 +46,8 @@ impl<E: Engine> Fabric<E> {
             let mut taken = 0;
             while taken < due {
                 // The first sample at or after the open bin's end closes it.
-                let j = t.bin_end().saturating_sub(from).div_ceil(iv).max(taken + 1);
+                let end = t.bin_end().as_nanos();
+                let j = end.saturating_sub(from).div_ceil(iv).max(taken + 1);
                 if j > due {
                     t.sample_n(due - taken, |n, p, q| self.depth(n, p, q));
                     break;
@@ -91,7 +91,7 @@ impl<E: Engine> Fabric<E> {
     }
 
     fn close_telemetry_bin(&self, t: &mut Telemetry<E>) {
-        let now = self.now().as_nanos();
+        let now = self.now();
         t.close_bin(now, |n, p| self.port_counters(n, p), |h| self.engine(h));
     }
 
@@ -99,7 +99,7 @@ impl<E: Engine> Fabric<E> {
     pub fn finish_telemetry(&mut self) {
         if let Some(mut rec) = self.recorder.take() {
             if let Some(t) = rec.telemetry.as_mut() {
-                if t.knows_ports() && t.open_at(self.now().as_nanos()) {
+                if t.knows_ports() && t.open_at(self.now()) {
                     self.close_telemetry_bin(t);
                 }
             }

@@ -189,7 +189,7 @@ impl<E: Engine> Fabric<E> {
         rx.sort_by_key(|e| e.0);
         if let Some(rec) = self.recorder.as_mut() {
             for ((t, _), s, port, prio, xoff) in pauses {
-                rec.on_pfc(t, s, port, prio, xoff);
+                rec.on_pfc(Instant::from_nanos(t), s, port, prio, xoff);
             }
         }
         if let Some(log) = self.pfc_log.as_mut() {

@@ -45,7 +45,7 @@ impl<E: Engine> Fabric<E> {
             for p in parts.iter_mut() {
                 p.run_at(g, key);
             }
-            self.w.enter(g, key);
+            self.w.enter(Instant::from_nanos(g), key);
             self.w.origin = GLOBAL;
             let home = match ev {
                 Event::LinkState(l, _) | Event::LinkDetect(l, _) => self
@@ -91,7 +91,7 @@ impl<E: Engine> Fabric<E> {
                 self.w.queue.push(at, k, ev);
                 break;
             }
-            self.w.enter(g, k);
+            self.w.enter(Instant::from_nanos(g), k);
             self.w.origin = ev.target(&self.w.links);
             if self.dispatch(ev) {
                 self.w.events += 1;
@@ -189,13 +189,13 @@ impl<E: Engine> Fabric<E> {
         rx.sort_by_key(|e| e.0);
         if let Some(rec) = self.recorder.as_mut() {
             for ((t, _), s, port, prio, xoff) in pauses {
-                rec.on_pfc(Instant::from_nanos(t), s, port, prio, xoff);
+                rec.on_pfc(t, s, port, prio, xoff);
             }
         }
         if let Some(log) = self.pfc_log.as_mut() {
             log.extend(rx.into_iter().map(|(_, e)| e));
         }
-        self.w.now = now;
+        self.w.now = Instant::from_nanos(now);
     }
 
     /// Moves the node events queued on the whole fabric (at the split, or scheduled between

@@ -68,7 +68,7 @@ impl<E> RunMode<E> {
 }
 
 /// A PFC frame a switch sent: (event key, switch, port, priority, XOFF).
-pub(crate) type PauseNote = ((u64, u64), SwitchId, u16, usize, bool);
+pub(crate) type PauseNote = ((Instant, u64), SwitchId, u16, usize, bool);
 
 /// What a partition owes the fabric-wide recorder and PFC log, with the key of the event that
 /// did it, to be merged in event order.
@@ -77,7 +77,7 @@ pub(crate) struct Journal {
     /// PFC frames sent by switches: (event key, switch, port, priority, XOFF).
     pub(crate) pauses: Vec<PauseNote>,
     /// The event key of each entry of the partition's PFC log.
-    pub(crate) rx_keys: Vec<(u64, u64)>,
+    pub(crate) rx_keys: Vec<(Instant, u64)>,
     /// Frames lost in flight on a link whose sending end lives in another partition: (link,
     /// priority), for that port's `link_down` drop count.
     pub(crate) lost_in_flight: Vec<(LinkId, usize)>,
@@ -207,7 +207,7 @@ impl<E: Engine + Send> Fabric<E> {
             self.scatter(&mut p, layout);
         }
         let stop = end.as_nanos().saturating_add(1);
-        self.w.stop = stop;
+        self.w.stop = Instant::from_nanos(stop);
         let cells: Vec<Mutex<&mut Fabric<E>>> = parts.iter_mut().map(Mutex::new).collect();
         let shared = Shared::new(&cells, layout.lookahead, stop);
         shared.publish(&cells, self.w.queue.peek_time(), 0);
@@ -274,8 +274,8 @@ impl<E: Engine + Send> Fabric<E> {
         drop(shared);
         drop(cells);
         let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
-        self.gather(&mut p, layout, self.w.now.max(end.as_nanos()));
-        self.w.close(stop);
+        self.gather(&mut p, layout, self.w.now.max(end).as_nanos());
+        self.w.close(Instant::from_nanos(stop));
         tracing::debug!(?stats, "parallel run");
         self.mode = RunMode::Split(par);
     }

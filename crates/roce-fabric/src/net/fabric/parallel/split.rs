@@ -94,7 +94,7 @@ impl<E: Engine> Fabric<E> {
         layout.part_of = part_of;
         for l in &self.w.links {
             if layout.part(code(l.from.0)) != layout.part(code(l.to.0)) {
-                layout.lookahead = layout.lookahead.min(l.delay_ns);
+                layout.lookahead = layout.lookahead.min(l.delay.as_nanos());
             }
         }
         if layout.lookahead == 0 {

@@ -126,7 +126,7 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
             }
         }
         let before = f.w.events;
-        f.run_before(w, |_| {});
+        f.run_before(Instant::from_nanos(w), |_| {});
         let mut soonest = f.w.queue.peek_time().map_or(NONE, Instant::as_nanos);
         let mut posted = 0;
         if let Some(cross) = f.w.cross.as_mut() {
@@ -135,7 +135,7 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
                 .filter_map(|to| self.mail.get(k * n + to).map(lock))
                 .collect();
             for c in cross.out.drain(..) {
-                soonest = soonest.min(c.at);
+                soonest = soonest.min(c.at.as_nanos());
                 if let Some(b) = boxes.get_mut(c.to) {
                     b.push(c);
                 }
@@ -211,11 +211,8 @@ pub(super) fn take_in<E>(f: &mut Fabric<E>, frames: impl Iterator<Item = Crossin
     for c in frames {
         let epoch = c.slot.epoch;
         let pkt = f.w.pool.adopt(c.slot);
-        f.w.queue.push(
-            Instant::from_nanos(c.at),
-            c.key,
-            Event::Deliver(c.link, pkt, epoch),
-        );
+        f.w.queue
+            .push(c.at, c.key, Event::Deliver(c.link, pkt, epoch));
     }
 }
 

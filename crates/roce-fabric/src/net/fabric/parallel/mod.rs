@@ -28,7 +28,7 @@ use std::sync::{Mutex, PoisonError};
 use super::Fabric;
 use crate::{LinkId, SwitchId};
 use roce_proto::engine::Engine;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 use window::{Shared, Step};
 
 /// Why a fabric cannot run on several threads (each one line, for the command line).
@@ -98,8 +98,8 @@ struct Layout {
     switches: Vec<Vec<usize>>,
     /// The partition of each node, by node code.
     part_of: Vec<u16>,
-    /// The smallest delay of a link between partitions, ns.
-    lookahead: u64,
+    /// The smallest delay of a link between partitions.
+    lookahead: Duration,
 }
 
 impl Layout {
@@ -206,8 +206,8 @@ impl<E: Engine + Send> Fabric<E> {
             }
             self.scatter(&mut p, layout);
         }
-        let stop = end.as_nanos().saturating_add(1);
-        self.w.stop = Instant::from_nanos(stop);
+        let stop = end + Duration::NANOSECOND;
+        self.w.stop = stop;
         let cells: Vec<Mutex<&mut Fabric<E>>> = parts.iter_mut().map(Mutex::new).collect();
         let shared = Shared::new(&cells, layout.lookahead, stop);
         shared.publish(&cells, self.w.queue.peek_time(), 0);
@@ -256,7 +256,7 @@ impl<E: Engine + Send> Fabric<E> {
                         let total = (self.w.events + handled) / crate::PROGRESS_EVERY;
                         if total != reported {
                             reported = total;
-                            progress(Instant::from_nanos(w));
+                            progress(w);
                         }
                     }
                 }
@@ -274,8 +274,8 @@ impl<E: Engine + Send> Fabric<E> {
         drop(shared);
         drop(cells);
         let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
-        self.gather(&mut p, layout, self.w.now.max(end).as_nanos());
-        self.w.close(Instant::from_nanos(stop));
+        self.gather(&mut p, layout, self.w.now.max(end));
+        self.w.close(stop);
         tracing::debug!(?stats, "parallel run");
         self.mode = RunMode::Split(par);
     }

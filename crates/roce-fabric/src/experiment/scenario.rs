@@ -690,7 +690,7 @@ impl Scenario {
         let mut summary = RunSummary::collect(
             &self.name,
             self.seed,
-            self.warmup_ns(),
+            Instant::from_nanos(self.warmup_ns()),
             &built.fabric,
             &built.collectives,
             bottleneck,
@@ -726,8 +726,8 @@ impl Scenario {
             .collectives
             .iter()
             .map(|c| {
-                let ends = summary::iteration_ends_ns(&built.fabric, &c.collective.hosts);
-                CollectiveReport::new(c, &ends, c.idle_comm_ns(&paths, self.mtu))
+                let ends = summary::iteration_ends(&built.fabric, &c.collective.hosts);
+                CollectiveReport::new(c, &ends, c.idle_comm(&paths, self.mtu))
             })
             .collect()
     }

@@ -12,8 +12,7 @@ use super::failures::{self, Failure};
 use super::outage::{self, Outage};
 use super::summary::{self, RunSummary};
 use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
-use crate::flows::collective::{self, CollectivePlan, CollectiveReport};
-use crate::flows::fct::{FctReport, Finished, Paths};
+use crate::flows::collective::{self, CollectivePlan};
 use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::limits::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
@@ -696,8 +695,9 @@ impl Scenario {
             bottleneck,
         );
         summary.describe_cc(self.cc_config()?, &self.cc_params, self.cnp_interval_us);
-        summary.fct = self.fct_report(&summary, &built);
-        summary.collectives = self.collective_reports(&built);
+        let (f, topo) = (&built.fabric, self.topology());
+        summary.fct = summary::fct_report(f, &summary.flows, &topo, self.mtu, self.message_bytes);
+        summary.collectives = summary::collective_reports(f, &built.collectives, &topo, self.mtu);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {
@@ -717,42 +717,6 @@ impl Scenario {
             summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
         }
         Ok((summary, built))
-    }
-
-    /// Step and communication times of each collective against the idle fabric's.
-    fn collective_reports(&self, built: &Built) -> Vec<CollectiveReport> {
-        let paths = Paths::new(&self.topology());
-        built
-            .collectives
-            .iter()
-            .map(|c| {
-                let ends = summary::iteration_ends(&built.fabric, &c.collective.hosts);
-                CollectiveReport::new(c, &ends, c.idle_comm(&paths, self.mtu))
-            })
-            .collect()
-    }
-
-    /// FCTs of the finished finite flows, `None` when there are none.
-    fn fct_report(&self, summary: &RunSummary, built: &Built) -> Option<FctReport> {
-        let finished: Vec<Finished> = built
-            .fabric
-            .flow_meter
-            .specs
-            .iter()
-            .zip(&summary.flows)
-            .filter_map(|(spec, f)| {
-                Some(Finished {
-                    flow: f.id,
-                    src: spec.src_host,
-                    dst: spec.dst_host,
-                    size: spec.size_bytes?,
-                    start_ns: spec.start_ns,
-                    fct_ns: (f.completion_us? * 1e3).round() as u64,
-                })
-            })
-            .collect();
-        (!finished.is_empty())
-            .then(|| FctReport::new(&self.topology(), &finished, self.mtu, self.message_bytes))
     }
 }
 

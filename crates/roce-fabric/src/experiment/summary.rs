@@ -1,5 +1,6 @@
 //! The summary of a run: per-flow goodput and completion time, Jain's fairness, bottleneck queue
-//! statistics and the fabric's counters (ECN marks, CNPs, PFC frames, drops, events).
+//! statistics, the fabric's counters (ECN marks, CNPs, PFC frames, drops, events), and the FCT
+//! and collective reports of the flows that finished.
 //!
 //! Read from a finished fabric; serialized as the `--json` output and the snapshot tables.
 
@@ -8,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::outage::Outage;
 use crate::engines::{Recovery, ScenarioEngine};
 use crate::flows::collective::{CollectivePlan, CollectiveReport};
-use crate::flows::fct::FctReport;
+use crate::flows::fct::{FctReport, Finished, Paths};
 use crate::net::ecmp::{EcmpLoad, RailLoad};
 use crate::net::fabric::Fabric;
+use crate::net::topology::Topology;
 use crate::record::telemetry::{HostTelemetry, PortTelemetry};
 use crate::switching::port::WIRE_OVERHEAD;
 use crate::switching::sched::ClassShare;
@@ -195,6 +197,52 @@ pub fn iteration_ends(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<Inst
                 .unwrap_or(Instant::ZERO)
         })
         .collect()
+}
+
+/// Step and communication times of each of `collectives` run on `f` against the idle
+/// fabric's (`topology`, packets of `mtu` payload bytes).
+pub fn collective_reports(
+    f: &Fabric<ScenarioEngine>,
+    collectives: &[CollectivePlan],
+    topology: &Topology,
+    mtu: usize,
+) -> Vec<CollectiveReport> {
+    let paths = Paths::new(topology);
+    collectives
+        .iter()
+        .map(|c| {
+            let ends = iteration_ends(f, &c.collective.hosts);
+            CollectiveReport::new(c, &ends, c.idle_comm(&paths, mtu))
+        })
+        .collect()
+}
+
+/// FCTs of the finished finite flows of `f` (`flows` are their results, in the same order)
+/// on `topology`, `None` when there are none.
+pub fn fct_report(
+    f: &Fabric<ScenarioEngine>,
+    flows: &[FlowResult],
+    topology: &Topology,
+    mtu: usize,
+    message_bytes: u64,
+) -> Option<FctReport> {
+    let finished: Vec<Finished> = f
+        .flow_meter
+        .specs
+        .iter()
+        .zip(flows)
+        .filter_map(|(spec, r)| {
+            Some(Finished {
+                flow: r.id,
+                src: spec.src_host,
+                dst: spec.dst_host,
+                size: spec.size_bytes?,
+                start_ns: spec.start_ns,
+                fct_ns: (r.completion_us? * 1e3).round() as u64,
+            })
+        })
+        .collect();
+    (!finished.is_empty()).then(|| FctReport::new(topology, &finished, mtu, message_bytes))
 }
 
 /// How a summary names a scenario's congestion control: its name, then the parameters the

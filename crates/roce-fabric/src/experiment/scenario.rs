@@ -420,9 +420,14 @@ impl Scenario {
         ips.iter().enumerate().map(engine).collect()
     }
 
-    /// Warm-up end, ns.
-    pub fn warmup_ns(&self) -> u64 {
-        (self.warmup_us.unwrap_or(self.duration_us / 5.0) * 1000.0) as u64
+    /// Warm-up end.
+    pub fn warmup(&self) -> Instant {
+        Instant::ZERO + Duration::from_micros_f64(self.warmup_us.unwrap_or(self.duration_us / 5.0))
+    }
+
+    /// The end of the run.
+    pub fn end(&self) -> Instant {
+        Instant::ZERO + Duration::from_micros_f64(self.duration_us)
     }
 
     /// The topology this describes.
@@ -590,9 +595,9 @@ impl Scenario {
             f.cc.clone_from(&cc);
         }
         let cnp = match (self.cnp_interval_us, &cc) {
-            (Some(us), _) => Duration::from_nanos((us * 1000.0) as u64),
+            (Some(us), _) => Duration::from_micros_f64(us),
             (None, Some(cc)) => cc.cnp_interval(),
-            (None, None) => Duration::from_nanos((DEFAULT_CNP_US * 1000.0) as u64),
+            (None, None) => Duration::from_micros_f64(DEFAULT_CNP_US),
         };
         let hosts = match self.engine {
             EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
@@ -636,9 +641,8 @@ impl Scenario {
             .map(|(s, p)| (SwitchId(s), p))
             .into_iter()
             .collect();
-        let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
-        let bin_ns = (self.bin_us.unwrap_or(self.duration_us / 12.0) * 1000.0) as u64;
-        let bin = Duration::from_nanos(bin_ns);
+        let interval = Duration::from_micros_f64(self.sample_us).max(Duration::NANOSECOND);
+        let bin = Duration::from_micros_f64(self.bin_us.unwrap_or(self.duration_us / 12.0));
         let telemetry = Telemetry::new(bin, Some(ScenarioEngine::host_counters as _));
         let mut recorder = Recorder::new(interval, monitors.clone()).with_telemetry(telemetry);
         if cc.is_some() {
@@ -666,8 +670,7 @@ impl Scenario {
         mut built: Built,
         mut progress: impl FnMut(f64),
     ) -> Result<(RunSummary, Built), ScenarioError> {
-        let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
-        let warm = Instant::from_nanos(self.warmup_ns());
+        let (end, warm) = (self.end(), self.warmup());
         let total = end.as_nanos().max(1) as f64;
         built
             .fabric
@@ -689,7 +692,7 @@ impl Scenario {
         let mut summary = RunSummary::collect(
             &self.name,
             self.seed,
-            Instant::from_nanos(self.warmup_ns()),
+            warm,
             &built.fabric,
             &built.collectives,
             bottleneck,
@@ -706,14 +709,14 @@ impl Scenario {
         if let Some(t) = built.fabric.recorder().and_then(|r| r.telemetry.as_ref()) {
             (summary.ports, summary.hosts) = (t.ports(), t.hosts());
         }
-        if let (Some((n, p)), Some(warm), false) = (
+        if let (Some((n, p)), Some(before), false) = (
             built.bottleneck,
             at_warm,
             self.switch.sched.ets_weights.is_empty(),
         ) {
             let now = built.fabric.port_counters(n, p);
-            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - warm.prio[i].tx_bytes);
-            let secs = (end.as_nanos() - self.warmup_ns()) as f64 / 1e9;
+            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - before.prio[i].tx_bytes);
+            let secs = (end - warm).as_secs_f64();
             summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
         }
         Ok((summary, built))
@@ -734,21 +737,16 @@ impl Scenario {
         let at = self.failure_at_us()?;
         let rec = fabric.recorder()?;
         let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);
-        let end_ns = (self.duration_us * 1000.0) as u64;
-        let bins = outage::bins(
-            &rec.rows,
-            rec.interval.as_nanos(),
-            summary.flows.len(),
-            (bin_us * 1000.0) as u64,
-            end_ns,
-        );
+        let (bin, flows) = (Duration::from_micros_f64(bin_us), summary.flows.len());
+        let bins = outage::bins(&rec.rows, rec.interval, flows, bin, self.end());
         let lost = fabric.lost_traffic();
+        let warm_us = (self.warmup() - Instant::ZERO).as_micros_f64();
         Some(Outage {
             frames_lost: lost.frames,
             bytes_lost: lost.bytes,
             retransmitted: summary.recovery.retransmitted,
             failed_flows: summary.failed_flows,
-            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3)
+            ..Outage::new(bins, bin_us, at, warm_us)
         })
     }
 }

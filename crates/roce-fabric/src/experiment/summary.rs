@@ -238,7 +238,7 @@ pub fn fct_report(
                 dst: spec.dst_host,
                 size: spec.size_bytes?,
                 start_ns: spec.start_ns,
-                fct_ns: (r.completion_us? * 1e3).round() as u64,
+                fct_ns: Duration::from_micros_f64_rounded(r.completion_us?).as_nanos(),
             })
         })
         .collect();

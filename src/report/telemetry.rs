@@ -39,7 +39,10 @@ pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
             let before = prev.and_then(|p| p.get(i)).unwrap_or(&zero);
             let c = bin.ports.get(i).unwrap_or(&zero).since(before);
             let (mean, max) = bin.queue.get(i).copied().unwrap_or_default();
-            let lead = format!("{:.3},{node},{port},{prio},{mean:.1},{max}", us(bin.end_ns));
+            let lead = format!(
+                "{:.3},{node},{port},{prio},{mean:.1},{max}",
+                us(bin.end.as_nanos())
+            );
             let counts = [
                 c.tx_packets,
                 c.tx_bytes,
@@ -97,7 +100,7 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
                 c.qp_errors,
                 p.pause_received,
             ];
-            let lead = format!("{:.3},{name}", us(bin.end_ns));
+            let lead = format!("{:.3},{name}", us(bin.end.as_nanos()));
             push_row(&mut s, &lead, counts, p.pause_ns);
         }
         prev = Some(bin);

@@ -12,6 +12,7 @@ use roce::pcap::CaptureWriter;
 use roce_fabric::engines::ScenarioEngine;
 use roce_fabric::experiment::scenario::Built;
 use roce_fabric::Fabric;
+use roce_proto::time::Instant;
 
 /// Capture and engine flags of `roce sim run`, `roce sim hpcc` and the built-ins (not of
 /// `compare`, whose `--threads` runs whole scenarios side by side).
@@ -59,7 +60,8 @@ impl CaptureArgs {
         let mut w = CaptureWriter::create_pcapng(path)?;
         for f in fabric.drain_captured() {
             let way = if f.outbound { "sent" } else { "received" };
-            w.write_annotated(std::time::Duration::from_nanos(f.t_ns), &f.frame, Some(way))
+            let since_start = f.at.saturating_since(Instant::ZERO).into();
+            w.write_annotated(since_start, &f.frame, Some(way))
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         let n = w.frames_written();

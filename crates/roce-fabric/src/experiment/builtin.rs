@@ -9,6 +9,7 @@ use crate::flows::collective::{Algorithm, Collective};
 use crate::flows::workload::Workload;
 use crate::net::fabric::LinkConfig;
 use crate::switching::switch::EcnThresholds;
+use roce_proto::time::Duration;
 
 /// Which built-in experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +132,8 @@ impl Builtin {
     }
 
     fn link(&self) -> LinkConfig {
-        LinkConfig::new(self.link_gbps, (self.delay_us * 1000.0).round() as u64)
+        let delay = Duration::from_micros_f64_rounded(self.delay_us);
+        LinkConfig::new(self.link_gbps, delay.as_nanos())
     }
 
     /// The scenario of experiment `kind`.

@@ -134,8 +134,9 @@ pub enum FailureError {
     NoSwitch(String),
 }
 
+/// The instant `us` µs into the run.
 fn at(us: f64) -> Instant {
-    Instant::from_nanos((us * 1000.0) as u64)
+    Instant::ZERO + Duration::from_micros_f64(us)
 }
 
 /// Finds the cable between the nodes named `a` and `b`.
@@ -209,7 +210,7 @@ pub(super) fn apply(
                     .iter()
                     .position(|(n, _)| n == switch)
                     .ok_or_else(|| FailureError::NoSwitch(excerpt(switch)))?;
-                let down = Duration::from_nanos((down_us * 1000.0) as u64);
+                let down = Duration::from_micros_f64(*down_us);
                 fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
             }
             Failure::Loss {

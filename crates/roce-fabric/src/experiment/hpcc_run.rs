@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use roce_proto::cc::DcqcnParams;
+use roce_proto::time::Duration;
 
 use crate::experiment::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec};
 use crate::experiment::summary::RunSummary;
@@ -237,7 +238,7 @@ impl HpccRun {
                 dport: f.dport,
                 size: f.size,
                 start_ns: f.start_ns(),
-                fct_ns: (fct_us * 1e3).round() as u64,
+                fct_ns: Duration::from_micros_f64_rounded(fct_us).as_nanos(),
                 standalone_ns: standalone_fct_ns(f.size, payload, path.base_rtt_ns(), path.bw_bps),
             });
         }

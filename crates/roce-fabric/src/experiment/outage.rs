@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::record::series::Row;
+use roce_proto::time::{Duration, Instant};
 
 /// A flow is stalled in a bin where it moves less than this fraction of its rate before the
 /// failure.
@@ -46,23 +47,23 @@ pub struct Outage {
     pub failed_flows: usize,
 }
 
-/// Per flow, the mean of the sampled rates in each `bin_ns` bin (a sample belongs to the bin
-/// its interval ends in); a row's repeats are samples `interval_ns` apart that moved nothing.
+/// Per flow, the mean of the sampled rates in each `bin` up to `end` (a sample belongs to the
+/// bin its interval ends in); a row's repeats are samples `interval` apart that moved nothing.
 pub fn bins(
     rows: &[Row],
-    interval_ns: u64,
+    interval: Duration,
     flows: usize,
-    bin_ns: u64,
-    end_ns: u64,
+    bin: Duration,
+    end: Instant,
 ) -> Vec<Vec<f64>> {
-    let bin_ns = bin_ns.max(1);
-    let iv = interval_ns.max(1);
-    let n = end_ns.div_ceil(bin_ns) as usize;
+    let ns = Duration::NANOSECOND;
+    let (bin, iv) = (bin.max(ns), interval.max(ns));
+    let n = (end - Instant::ZERO).div_ceil(bin) as usize;
     let mut sum = vec![vec![0.0; n]; flows];
     let mut count = vec![0u64; n];
-    let bin_of = |t: u64| (t.saturating_sub(1) / bin_ns) as usize;
+    let bin_of = |t: Instant| ((t - ns) - Instant::ZERO).div_floor(bin) as usize;
     for r in rows {
-        let b = bin_of(r.t_ns);
+        let b = bin_of(r.at());
         if b >= n {
             continue;
         }
@@ -73,11 +74,11 @@ pub fn bins(
         // The repeats, bin by bin.
         let mut j = 1;
         while j <= r.repeats {
-            let t = r.t_ns.saturating_add(j.saturating_mul(iv));
+            let t = r.at() + iv.saturating_mul(j);
             let b = bin_of(t);
             let Some(c) = count.get_mut(b) else { break };
-            let bin_end = (b as u64 + 1).saturating_mul(bin_ns);
-            let last = r.repeats.min((bin_end - r.t_ns) / iv);
+            let bin_end = Instant::ZERO + bin.saturating_mul(b as u64 + 1);
+            let last = r.repeats.min((bin_end - r.at()).div_floor(iv));
             *c += last - j + 1;
             j = last + 1;
         }
@@ -243,7 +244,8 @@ mod tests {
                 row(t, &[f0, f1])
             })
             .collect();
-        let b = bins(&rows, 100_000, 2, 200_000, 1_000_000);
+        let us = Duration::from_micros;
+        let b = bins(&rows, us(100), 2, us(200), Instant::ZERO + us(1000));
         assert_eq!(b[1], [40.0, 40.0, 0.0, 0.0, 40.0]);
         let o = Outage::new(b.clone(), 200.0, 400.0, 0.0, &[None, None]);
         assert_eq!(o.before_gbps, [40.0, 40.0]);
@@ -285,8 +287,12 @@ mod tests {
             repeats: 6,
             ..idle[0].clone()
         });
-        let b = bins(&expanded, 100_000, 1, 250_000, 1_000_000);
-        assert_eq!(b, bins(&rows, 100_000, 1, 250_000, 1_000_000));
+        let (us, end) = (
+            Duration::from_micros,
+            Instant::ZERO + Duration::from_millis(1),
+        );
+        let b = bins(&expanded, us(100), 1, us(250), end);
+        assert_eq!(b, bins(&rows, us(100), 1, us(250), end));
         assert_eq!(b[0], [30.0, 10.0, 0.0, 0.0]);
     }
 }

@@ -14,8 +14,7 @@ use super::settle;
 use super::summary::{self, RunSummary};
 pub use super::topology_spec::TopologySpec;
 use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
-use crate::flows::collective::{self, CollectivePlan, CollectiveReport};
-use crate::flows::fct::{FctReport, Finished, Paths};
+use crate::flows::collective::{self, CollectivePlan};
 use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
 use crate::limits::bounds::{at_most, at_most_f64, clip_quoted, LimitError, Limits};
@@ -343,9 +342,14 @@ impl Scenario {
         ips.iter().enumerate().map(engine).collect()
     }
 
-    /// Warm-up end, ns.
-    pub fn warmup_ns(&self) -> u64 {
-        (self.warmup_us.unwrap_or(self.duration_us / 5.0) * 1000.0) as u64
+    /// Warm-up end.
+    pub fn warmup(&self) -> Instant {
+        Instant::ZERO + Duration::from_micros_f64(self.warmup_us.unwrap_or(self.duration_us / 5.0))
+    }
+
+    /// The end of the run.
+    pub fn end(&self) -> Instant {
+        Instant::ZERO + Duration::from_micros_f64(self.duration_us)
     }
 
     /// The topology this describes.
@@ -513,9 +517,9 @@ impl Scenario {
             f.cc.clone_from(&cc);
         }
         let cnp = match (self.cnp_interval_us, &cc) {
-            (Some(us), _) => Duration::from_nanos((us * 1000.0) as u64),
+            (Some(us), _) => Duration::from_micros_f64(us),
             (None, Some(cc)) => cc.cnp_interval(),
-            (None, None) => Duration::from_nanos((DEFAULT_CNP_US * 1000.0) as u64),
+            (None, None) => Duration::from_micros_f64(DEFAULT_CNP_US),
         };
         let hosts = match self.engine {
             EngineKind::Rc => self.rc_engines(&ips, &mut plan, cnp)?,
@@ -561,9 +565,9 @@ impl Scenario {
             .map(|(s, p)| (SwitchId(s), p))
             .into_iter()
             .collect();
-        let interval = Duration::from_nanos((self.sample_us * 1000.0).max(1.0) as u64);
-        let bin_ns = (self.bin_us.unwrap_or(self.duration_us / 12.0) * 1000.0) as u64;
-        let telemetry = Telemetry::new(bin_ns, Some(ScenarioEngine::host_counters as _));
+        let interval = Duration::from_micros_f64(self.sample_us).max(Duration::NANOSECOND);
+        let bin = Duration::from_micros_f64(self.bin_us.unwrap_or(self.duration_us / 12.0));
+        let telemetry = Telemetry::new(bin, Some(ScenarioEngine::host_counters as _));
         let mut recorder = Recorder::new(interval, monitors.clone()).with_telemetry(telemetry);
         if cc.is_some() {
             let senders = (0..ips.len()).map(HostId).collect();
@@ -590,8 +594,7 @@ impl Scenario {
         mut built: Built,
         mut progress: impl FnMut(f64),
     ) -> Result<(RunSummary, Built), ScenarioError> {
-        let end = Instant::from_nanos((self.duration_us * 1000.0) as u64);
-        let warm = Instant::from_nanos(self.warmup_ns());
+        let (end, warm) = (self.end(), self.warmup());
         let total = end.as_nanos().max(1) as f64;
         built
             .fabric
@@ -613,7 +616,7 @@ impl Scenario {
         let mut summary = RunSummary::collect(
             &self.name,
             self.seed,
-            self.warmup_ns(),
+            warm,
             &built.fabric,
             &built.collectives,
             bottleneck,
@@ -623,14 +626,15 @@ impl Scenario {
         let disturbed = !self.failures.is_empty() || !self.link_events.is_empty();
         let shape = settle::RunShape {
             cc: cc.as_ref(),
-            warm_ns: self.warmup_ns(),
+            warm: self.warmup(),
             disturbed,
         };
         for w in settle::warnings(shape, &built.fabric, &summary) {
             summary.warn(w);
         }
-        summary.fct = self.fct_report(&summary, &built);
-        summary.collectives = self.collective_reports(&built);
+        let (f, topo) = (&built.fabric, self.topology());
+        summary.fct = summary::fct_report(f, &summary.flows, &topo, self.mtu, self.message_bytes);
+        summary.collectives = summary::collective_reports(f, &built.collectives, &topo, self.mtu);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {
@@ -639,53 +643,17 @@ impl Scenario {
         if let Some(t) = built.fabric.recorder().and_then(|r| r.telemetry.as_ref()) {
             (summary.ports, summary.hosts) = (t.ports(), t.hosts());
         }
-        if let (Some((n, p)), Some(warm), false) = (
+        if let (Some((n, p)), Some(before), false) = (
             built.bottleneck,
             at_warm,
             self.switch.sched.ets_weights.is_empty(),
         ) {
             let now = built.fabric.port_counters(n, p);
-            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - warm.prio[i].tx_bytes);
-            let secs = (end.as_nanos() - self.warmup_ns()) as f64 / 1e9;
+            let bytes = std::array::from_fn(|i| now.prio[i].tx_bytes - before.prio[i].tx_bytes);
+            let secs = (end - warm).as_secs_f64();
             summary.classes = Some(sched::class_shares(&self.switch.sched, &bytes, secs));
         }
         Ok((summary, built))
-    }
-
-    /// Step and communication times of each collective against the idle fabric's.
-    fn collective_reports(&self, built: &Built) -> Vec<CollectiveReport> {
-        let paths = Paths::new(&self.topology());
-        built
-            .collectives
-            .iter()
-            .map(|c| {
-                let ends = summary::iteration_ends_ns(&built.fabric, &c.collective.hosts);
-                CollectiveReport::new(c, &ends, c.idle_comm_ns(&paths, self.mtu))
-            })
-            .collect()
-    }
-
-    /// FCTs of the finished finite flows, `None` when there are none.
-    fn fct_report(&self, summary: &RunSummary, built: &Built) -> Option<FctReport> {
-        let finished: Vec<Finished> = built
-            .fabric
-            .flow_meter
-            .specs
-            .iter()
-            .zip(&summary.flows)
-            .filter_map(|(spec, f)| {
-                Some(Finished {
-                    flow: f.id,
-                    src: spec.src_host,
-                    dst: spec.dst_host,
-                    size: spec.size_bytes?,
-                    start_ns: spec.start_ns,
-                    fct_ns: (f.completion_us? * 1e3).round() as u64,
-                })
-            })
-            .collect();
-        (!finished.is_empty())
-            .then(|| FctReport::new(&self.topology(), &finished, self.mtu, self.message_bytes))
     }
 }
 
@@ -707,25 +675,20 @@ impl Scenario {
         let at = self.failure_at_us()?;
         let rec = fabric.recorder()?;
         let bin_us = self.bin_us.unwrap_or(self.duration_us / 12.0);
-        let end_ns = (self.duration_us * 1000.0) as u64;
-        let bins = outage::bins(
-            &rec.rows,
-            rec.interval.as_nanos(),
-            summary.flows.len(),
-            (bin_us * 1000.0) as u64,
-            end_ns,
-        );
+        let (bin, flows) = (Duration::from_micros_f64(bin_us), summary.flows.len());
+        let bins = outage::bins(&rec.rows, rec.interval, flows, bin, self.end());
         let specs = &fabric.flow_meter.specs;
         let done_at_us: Vec<Option<f64>> = (summary.flows.iter().zip(specs))
             .map(|(f, spec)| Some(spec.start_ns as f64 / 1e3 + f.completion_us?))
             .collect();
         let lost = fabric.lost_traffic();
+        let warm_us = (self.warmup() - Instant::ZERO).as_micros_f64();
         Some(Outage {
             frames_lost: lost.frames,
             bytes_lost: lost.bytes,
             retransmitted: summary.recovery.retransmitted,
             failed_flows: summary.failed_flows,
-            ..Outage::new(bins, bin_us, at, self.warmup_ns() as f64 / 1e3, &done_at_us)
+            ..Outage::new(bins, bin_us, at, warm_us, &done_at_us)
         })
     }
 }

@@ -11,6 +11,7 @@ use crate::engines::ScenarioEngine;
 use crate::net::fabric::Fabric;
 use crate::Node;
 use roce_proto::cc::CcConfig;
+use roce_proto::time::{Duration, Instant};
 
 /// Goodput of steady flows may move by this fraction between the halves of the measurement
 /// window before the run is called not steady (DCQCN's sawtooth stays well inside it).
@@ -21,8 +22,8 @@ pub const STEADY_TOLERANCE: f64 = 0.10;
 pub struct RunShape<'a> {
     /// The senders' controller, if any.
     pub cc: Option<&'a CcConfig>,
-    /// When the measurement window opened, ns.
-    pub warm_ns: u64,
+    /// When the measurement window opened.
+    pub warm: Instant,
     /// Whether failures or link events were scheduled (goodput is then meant to move).
     pub disturbed: bool,
 }
@@ -38,9 +39,9 @@ pub fn warnings(shape: RunShape, f: &Fabric<ScenarioEngine>, s: &RunSummary) -> 
         && s.allreduce_iter_us.is_empty();
     let mut out = Vec::new();
     if steady_flows {
-        out.extend(before_settle(shape.cc, shape.warm_ns));
+        out.extend(before_settle(shape.cc, shape.warm));
         if !shape.disturbed {
-            out.extend(not_steady(f, shape.warm_ns));
+            out.extend(not_steady(f, shape.warm));
         }
     }
     // A collective's flows run iteration after iteration: the summary counts its iterations.
@@ -51,18 +52,19 @@ pub fn warnings(shape: RunShape, f: &Fabric<ScenarioEngine>, s: &RunSummary) -> 
     out
 }
 
-/// Long-running flows measured from `warm_ns`, before `cc` has settled.
-fn before_settle(cc: Option<&CcConfig>, warm_ns: u64) -> Option<Warning> {
+/// Long-running flows measured from `warm`, before `cc` has settled.
+fn before_settle(cc: Option<&CcConfig>, warm: Instant) -> Option<Warning> {
     let cc = cc?;
-    let settle = cc.settle_time().as_nanos();
-    (settle > warm_ns).then(|| {
+    let settle = cc.settle_time();
+    let opens = warm - Instant::ZERO;
+    (settle > opens).then(|| {
         Warning::new(
             WarningKind::BeforeSettle,
             format!(
                 "the measurement opens {:.0} us into the run, before {} settles ({:.0} us: its slowest loop's time constant); set warmup_us to at least that and duration_us beyond it",
-                warm_ns as f64 / 1e3,
+                opens.as_micros_f64(),
                 cc.name(),
-                settle as f64 / 1e3
+                settle.as_micros_f64()
             ),
         )
     })
@@ -70,18 +72,18 @@ fn before_settle(cc: Option<&CcConfig>, warm_ns: u64) -> Option<Warning> {
 
 /// The flows' total goodput in the first and second half of the measurement window, from the
 /// recorder's samples, when they differ by more than [`STEADY_TOLERANCE`].
-fn not_steady(f: &Fabric<ScenarioEngine>, warm_ns: u64) -> Option<Warning> {
+fn not_steady(f: &Fabric<ScenarioEngine>, warm: Instant) -> Option<Warning> {
     let rec = f.recorder()?;
-    let end = f.now().as_nanos();
-    let mid = warm_ns + end.saturating_sub(warm_ns) / 2;
-    let iv = rec.interval.as_nanos().max(1);
+    let end = f.now();
+    let mid = warm + (end - warm) / 2;
+    let iv = rec.interval.max(Duration::NANOSECOND);
     // (sum of goodput samples, samples) per half; only idle rows repeat, at 0 Gbit/s.
     let mut halves = [(0.0f64, 0u64); 2];
     for r in &rec.rows {
         let total: f64 = r.flow_gbps.iter().sum();
         for k in 0..=r.repeats {
-            let t = r.t_ns.saturating_add(k.saturating_mul(iv));
-            if t <= warm_ns || t > end {
+            let t = r.at() + iv.saturating_mul(k);
+            if t <= warm || t > end {
                 continue;
             }
             let h = &mut halves[usize::from(t > mid)];

@@ -1,5 +1,6 @@
 //! The summary of a run: per-flow goodput and completion time, Jain's fairness, bottleneck queue
-//! statistics and the fabric's counters (ECN marks, CNPs, PFC frames, drops, events).
+//! statistics, the fabric's counters (ECN marks, CNPs, PFC frames, drops, events), and the FCT
+//! and collective reports of the flows that finished.
 //!
 //! Read from a finished fabric; serialized as the `--json` output and the snapshot tables.
 
@@ -10,19 +11,21 @@ use super::pfc_pauses::{self, PfcPause};
 use super::warning::{Warning, WarningKind};
 use crate::engines::{Recovery, ScenarioEngine};
 use crate::flows::collective::{CollectivePlan, CollectiveReport};
-use crate::flows::fct::FctReport;
+use crate::flows::fct::{FctReport, Finished, Paths};
 use crate::net::ecmp::{EcmpLoad, RailLoad};
 use crate::net::fabric::Fabric;
+use crate::net::topology::Topology;
 use crate::record::telemetry::{HostTelemetry, PortTelemetry};
 use crate::switching::port::WIRE_OVERHEAD;
 use crate::switching::sched::ClassShare;
 use crate::switching::stats::PrioCounters;
 use crate::{HostId, Node};
 use roce_proto::cc::CcConfig;
+use roce_proto::time::{Duration, Instant};
 
 /// A flow that has moved no payload for this long (and for half the measurement window) is
 /// stalled: longer than any PFC pause storm or RC retransmission timeout of the scenarios.
-const STALL_NS: u64 = 100_000;
+const STALL: Duration = Duration::from_micros(100);
 
 /// How a flow ended up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,9 +189,9 @@ pub struct RunSummary {
     pub hosts: Vec<HostTelemetry>,
 }
 
-/// When each iteration of a collective among `members` ended, ns: the slowest member's mark,
-/// for the iterations every member completed.
-pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u64> {
+/// When each iteration of a collective among `members` ended: the slowest member's mark, for
+/// the iterations every member completed.
+pub fn iteration_ends(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<Instant> {
     let marks: Vec<&[_]> = members
         .iter()
         .filter_map(|&m| f.engine(HostId(m)).map(|e| e.marks()))
@@ -198,12 +201,57 @@ pub fn iteration_ends_ns(f: &Fabric<ScenarioEngine>, members: &[usize]) -> Vec<u
         .map(|i| {
             marks
                 .iter()
-                .filter_map(|m| m.get(i))
-                .map(|t| t.as_nanos())
+                .filter_map(|m| m.get(i).copied())
                 .max()
-                .unwrap_or(0)
+                .unwrap_or(Instant::ZERO)
         })
         .collect()
+}
+
+/// Step and communication times of each of `collectives` run on `f` against the idle
+/// fabric's (`topology`, packets of `mtu` payload bytes).
+pub fn collective_reports(
+    f: &Fabric<ScenarioEngine>,
+    collectives: &[CollectivePlan],
+    topology: &Topology,
+    mtu: usize,
+) -> Vec<CollectiveReport> {
+    let paths = Paths::new(topology);
+    collectives
+        .iter()
+        .map(|c| {
+            let ends = iteration_ends(f, &c.collective.hosts);
+            CollectiveReport::new(c, &ends, c.idle_comm(&paths, mtu))
+        })
+        .collect()
+}
+
+/// FCTs of the finished finite flows of `f` (`flows` are their results, in the same order)
+/// on `topology`, `None` when there are none.
+pub fn fct_report(
+    f: &Fabric<ScenarioEngine>,
+    flows: &[FlowResult],
+    topology: &Topology,
+    mtu: usize,
+    message_bytes: u64,
+) -> Option<FctReport> {
+    let finished: Vec<Finished> = f
+        .flow_meter
+        .specs
+        .iter()
+        .zip(flows)
+        .filter_map(|(spec, r)| {
+            Some(Finished {
+                flow: r.id,
+                src: spec.src_host,
+                dst: spec.dst_host,
+                size: spec.size_bytes?,
+                start_ns: spec.start_ns,
+                fct_ns: Duration::from_micros_f64_rounded(r.completion_us?).as_nanos(),
+            })
+        })
+        .collect();
+    (!finished.is_empty()).then(|| FctReport::new(topology, &finished, mtu, message_bytes))
 }
 
 /// How a summary names a scenario's congestion control: its name, then the parameters the
@@ -230,18 +278,19 @@ pub fn jain(x: &[f64]) -> f64 {
 
 impl RunSummary {
     /// Reads the summary of a finished run named `name` (seeded with `seed`, measured after
-    /// `warm_ns`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
+    /// `warm`) from its fabric `f` and its `collectives`. `bottleneck` is the monitored
     /// egress with its counters when the measurement window opened.
     pub fn collect(
         name: &str,
         seed: u64,
-        warm_ns: u64,
+        warm: Instant,
         f: &Fabric<ScenarioEngine>,
         collectives: &[CollectivePlan],
         bottleneck: Option<(Node, u16, PrioCounters)>,
     ) -> RunSummary {
-        let end_ns = f.now().as_nanos();
-        let window = (end_ns.saturating_sub(warm_ns)).max(1) as f64 / 1e9;
+        let end = f.now();
+        let measured = end - warm;
+        let window = measured.max(Duration::NANOSECOND).as_secs_f64();
         let meter = &f.flow_meter;
         let flows: Vec<FlowResult> = meter
             .specs
@@ -253,24 +302,25 @@ impl RunSummary {
                 let done = f
                     .engine(HostId(spec.src_host))
                     .and_then(|e| e.completed_at(spec.src_index))
-                    .map(|t| t.as_nanos())
-                    .or(p.completed_ns());
-                let completion_ns = done.map(|c| c.saturating_sub(spec.start_ns));
-                let goodput = match (spec.size_bytes, completion_ns) {
-                    (Some(size), Some(c)) => size as f64 * 8.0 / c.max(1) as f64,
+                    .or(p.completed_at());
+                let start = spec.start();
+                let completion = done.map(|c| c - start);
+                let goodput = match (spec.size_bytes, completion) {
+                    // Bits per nanosecond: Gbit/s.
+                    (Some(size), Some(c)) => size as f64 * 8.0 / c.as_nanos().max(1) as f64,
                     _ => p.bytes_since_warmup() as f64 * 8.0 / window / 1e9,
                 };
                 let transport = f
                     .engine(HostId(spec.src_host))
                     .map(|e| e.flow_transport(spec.src_index))
                     .unwrap_or_default();
-                let idle_since = p.last_ns().unwrap_or(spec.start_ns).max(spec.start_ns);
-                let stall_ns = STALL_NS.max(end_ns.saturating_sub(warm_ns) / 2);
+                let idle_since = p.last_at().unwrap_or(start).max(start);
+                let stall = STALL.max(measured / 2);
                 let state = if done.is_some() {
                     FlowState::Done
                 } else if transport.error.is_some() {
                     FlowState::Failed
-                } else if spec.start_ns < end_ns && end_ns - idle_since > stall_ns {
+                } else if start < end && end - idle_since > stall {
                     FlowState::Stalled
                 } else if spec.size_bytes.is_some() {
                     FlowState::Unfinished
@@ -281,7 +331,7 @@ impl RunSummary {
                     id,
                     name: spec.name.clone(),
                     goodput_gbps: goodput,
-                    completion_us: completion_ns.map(|c| c as f64 / 1e3),
+                    completion_us: completion.map(Duration::as_micros_f64),
                     bytes: p.bytes(),
                     state,
                     error: transport.error,
@@ -298,17 +348,17 @@ impl RunSummary {
             hosts.accumulate(&f.port_counters(Node::Host(HostId(h)), 0).total());
         }
         let (queue_mean_bytes, queue_p99_bytes) =
-            f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm_ns));
+            f.recorder().map_or((0.0, 0), |r| r.queue_stats(0, warm));
         let allreduce_iter_us = collectives
             .iter()
             .map(|c| {
-                let mut prev = 0u64;
-                iteration_ends_ns(f, &c.collective.hosts)
+                let mut prev = Instant::ZERO;
+                iteration_ends(f, &c.collective.hosts)
                     .into_iter()
                     .map(|done| {
-                        let d = done.saturating_sub(prev);
+                        let d = done - prev;
                         prev = done;
-                        d as f64 / 1e3
+                        d.as_micros_f64()
                     })
                     .collect()
             })
@@ -341,7 +391,7 @@ impl RunSummary {
             cc: String::new(),
             settled: true,
             warnings: Vec::new(),
-            duration_us: end_ns as f64 / 1e3,
+            duration_us: end.saturating_since(Instant::ZERO).as_micros_f64(),
             jain_fairness: jain(&goodputs),
             total_goodput_gbps: delivered_gbps,
             bottleneck_utilisation,

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::fct::{ideal_delivery_ns, Paths};
+use super::fct::{ideal_delivery, Paths};
 use crate::limits::bounds::MAX_SCHEDULE_ENTRIES;
 use roce_proto::size;
 use roce_proto::time::{Duration, Instant};
@@ -390,11 +390,11 @@ pub struct CollectivePlan {
 }
 
 impl CollectivePlan {
-    /// The communication time of one iteration alone on the idle fabric, ns: per step, the
-    /// slowest member's [`ideal_delivery_ns`] of the bytes it sends in that step over the
+    /// The communication time of one iteration alone on the idle fabric: per step, the
+    /// slowest member's [`ideal_delivery`] of the bytes it sends in that step over the
     /// longest path to its step peers (a member sending to several peers serializes them all
     /// through its one NIC).
-    pub fn idle_comm_ns(&self, paths: &Paths, mtu: usize) -> u64 {
+    pub fn idle_comm(&self, paths: &Paths, mtu: usize) -> Duration {
         let steps = self.steps.first().map_or(0, Vec::len);
         (0..steps)
             .map(|s| {
@@ -408,11 +408,11 @@ impl CollectivePlan {
                         step.sends
                             .iter()
                             .filter_map(|&(p, _)| paths.links(src, *self.collective.hosts.get(p)?))
-                            .map(|l| ideal_delivery_ns(&l, bytes, mtu, self.message_bytes))
+                            .map(|l| ideal_delivery(&l, bytes, mtu, self.message_bytes))
                             .max()
                     })
                     .max()
-                    .unwrap_or(0)
+                    .unwrap_or(Duration::ZERO)
             })
             .sum()
     }
@@ -437,22 +437,23 @@ pub struct CollectiveReport {
 }
 
 impl CollectiveReport {
-    /// The report of `plan` whose iterations ended at `ends_ns` (the slowest member's marks).
-    pub fn new(plan: &CollectivePlan, ends_ns: &[u64], idle_comm_ns: u64) -> Self {
-        let mut prev = 0;
-        let step_us: Vec<f64> = ends_ns
+    /// The report of `plan` whose iterations ended at `ends` (the slowest member's marks),
+    /// with `idle_comm` its [`CollectivePlan::idle_comm`].
+    pub fn new(plan: &CollectivePlan, ends: &[Instant], idle_comm: Duration) -> Self {
+        let mut prev = Instant::ZERO;
+        let step_us: Vec<f64> = ends
             .iter()
             .map(|&e| {
-                let d = e.saturating_sub(prev);
+                let d = e - prev;
                 prev = e;
-                d as f64 / 1e3
+                d.as_micros_f64()
             })
             .collect();
         let comm_us: Vec<f64> = step_us
             .iter()
             .map(|s| (s - plan.collective.compute_us).max(0.0))
             .collect();
-        let idle_comm_us = idle_comm_ns as f64 / 1e3;
+        let idle_comm_us = idle_comm.as_micros_f64();
         CollectiveReport {
             collective: plan.collective.clone(),
             slowdown: comm_us.iter().map(|c| c / idle_comm_us.max(1e-9)).collect(),
@@ -634,7 +635,8 @@ mod tests {
 
     #[test]
     fn a_report_keeps_the_collective_keys_at_its_top_level_in_json() {
-        let r = CollectiveReport::new(&two_host_plan(), &[20_000], 10_000);
+        let (end, idle) = (Instant::from_nanos(20_000), Duration::from_micros(10));
+        let r = CollectiveReport::new(&two_host_plan(), &[end], idle);
         assert_eq!(
             (r.step_us.clone(), r.comm_us.clone(), r.slowdown.clone()),
             (vec![20.0], vec![15.0], vec![1.5])

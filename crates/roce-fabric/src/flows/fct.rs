@@ -18,6 +18,7 @@ use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
 use crate::net::fabric::LinkConfig;
 use crate::net::topology::{End, Topology};
 use crate::switching::port::wire_bytes;
+use roce_proto::time::Duration;
 use roce_proto::wire::{aeth, bth, ethernet, ipv4};
 
 /// UDP header bytes.
@@ -174,31 +175,33 @@ struct Wire {
 }
 
 impl Wire {
-    fn ser_ns(&mut self, wire: u64) -> u64 {
+    /// The serialization time of `wire` bytes (the picoseconds left over are carried).
+    fn ser(&mut self, wire: u64) -> Duration {
         let ps = wire * 8 * 1_000_000_000_000 / self.rate_bps.max(1) + self.carry_ps;
         self.carry_ps = ps % 1000;
-        ps / 1000
+        Duration::from_nanos(ps / 1000)
     }
 }
 
 /// The FCT of a `size`-byte WRITE flow (messages of `message_bytes`, packets of `mtu`
-/// payload bytes) alone on `links`, ns: [`ideal_delivery_ns`], then the last ACK back.
-pub fn ideal_fct_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> u64 {
-    let arrived = ideal_delivery_ns(links, size, mtu, message_bytes);
+/// payload bytes) alone on `links`: [`ideal_delivery`], then the last ACK back.
+pub fn ideal_fct(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> Duration {
+    let arrived = ideal_delivery(links, size, mtu, message_bytes);
     let ack = wire_bytes(ROCE_HEADERS + aeth::HEADER_LEN);
     links.iter().rev().fold(arrived, |t, l| {
         let mut w = Wire {
             rate_bps: l.rate_bps(),
             carry_ps: 0,
         };
-        t + w.ser_ns(ack) + l.delay_ns
+        t + w.ser(ack) + l.delay()
     })
 }
 
-/// When the last frame of a `size`-byte WRITE flow alone on `links` reaches the receiver, ns:
-/// every frame (RoCE headers, preamble, gap and FCS included) stored and forwarded hop by hop
-/// as the fabric serializes it (whole ns per frame, remainders carried).
-pub fn ideal_delivery_ns(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> u64 {
+/// How long after it starts the last frame of a `size`-byte WRITE flow alone on `links`
+/// reaches the receiver: every frame (RoCE headers, preamble, gap and FCS included) stored
+/// and forwarded hop by hop as the fabric serializes it (whole ns per frame, remainders
+/// carried).
+pub fn ideal_delivery(links: &[LinkConfig], size: u64, mtu: usize, message_bytes: u64) -> Duration {
     let (mtu, msg) = (mtu.max(1) as u64, message_bytes.max(1));
     let frame = |payload: u64, first: bool| {
         wire_bytes(ROCE_HEADERS + payload as usize + if first { RETH_LEN } else { 0 })
@@ -211,8 +214,8 @@ pub fn ideal_delivery_ns(links: &[LinkConfig], size: u64, mtu: usize, message_by
         })
         .collect();
     // When each transmitter is next free, and when the last frame arrived at the receiver.
-    let mut free = vec![0u64; links.len()];
-    let mut arrived = 0;
+    let mut free = vec![Duration::ZERO; links.len()];
+    let mut arrived = Duration::ZERO;
     let mut left = size.max(1);
     while left > 0 {
         let m = left.min(msg);
@@ -223,11 +226,11 @@ pub fn ideal_delivery_ns(links: &[LinkConfig], size: u64, mtu: usize, message_by
             let bytes = frame(payload, off == 0);
             off += payload;
             // Ready at the sender whenever its NIC is free.
-            let mut at = 0;
+            let mut at = Duration::ZERO;
             for ((w, f), l) in wires.iter_mut().zip(&mut free).zip(links) {
-                let end = at.max(*f) + w.ser_ns(bytes);
+                let end = at.max(*f) + w.ser(bytes);
                 *f = end;
-                at = end + l.delay_ns;
+                at = end + l.delay();
             }
             arrived = at;
         }
@@ -261,7 +264,8 @@ impl FctReport {
             .iter()
             .map(|f| {
                 let links = paths.links(f.src, f.dst).unwrap_or_default();
-                let ideal_ns = ideal_fct_ns(&links, f.size, mtu, message_bytes).max(1);
+                let ideal = ideal_fct(&links, f.size, mtu, message_bytes);
+                let ideal_ns = ideal.max(Duration::NANOSECOND).as_nanos();
                 let delay: u64 = links.iter().map(|l| l.delay_ns).sum();
                 let tx: u64 = links
                     .iter()
@@ -380,18 +384,19 @@ mod tests {
         let l = LinkConfig::new(100.0, 1000);
         // 100 B: frame 14+20+8+12+16+100+4 = 174 B + 24 on the wire = 198 B = 15.84 ns
         // (15 whole ns); ACK 62 B -> 86 B = 6.88 ns (6); 1 us each way.
-        assert_eq!(ideal_fct_ns(&[l], 100, 1024, 1 << 20), 15 + 2000 + 6);
+        let ns = |n| Duration::from_nanos(n);
+        assert_eq!(ideal_fct(&[l], 100, 1024, 1 << 20), ns(15 + 2000 + 6));
         // Two hops: the frame is stored and forwarded once more.
         assert_eq!(
-            ideal_fct_ns(&[l, l], 100, 1024, 1 << 20),
-            2 * 15 + 4000 + 2 * 6
+            ideal_fct(&[l, l], 100, 1024, 1 << 20),
+            ns(2 * 15 + 4000 + 2 * 6)
         );
         // 2048 B: frames of 1098 and 1082 B, 1122 and 1106 B on the wire (89.76 and 88.48
         // ns: 89, then 89 with the carry); the second hop forwards the second frame after
         // the first.
         assert_eq!(
-            ideal_fct_ns(&[l, l], 2048, 1024, 1 << 20),
-            89 + 89 + 89 + 2000 + 2000 + 2 * 6
+            ideal_fct(&[l, l], 2048, 1024, 1 << 20),
+            ns(89 + 89 + 89 + 2000 + 2000 + 2 * 6)
         );
     }
 }

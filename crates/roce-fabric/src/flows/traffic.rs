@@ -15,6 +15,7 @@ use crate::hpcc::flow_file::FlowLine;
 use crate::hpcc::HpccError;
 use crate::limits::bounds::{excerpt, MAX_LINE_BYTES};
 use crate::limits::input::Lines;
+use roce_proto::time::{Duration, Instant};
 
 /// Bytes of a CDF file (the shipped tables have a dozen lines).
 const MAX_CDF_BYTES: u64 = 1 << 20;
@@ -132,10 +133,10 @@ pub struct PoissonSpec {
     pub load: f64,
     /// Host link rate, bit/s.
     pub link_bps: f64,
-    /// First arrival no earlier than this, ns.
-    pub start_ns: u64,
-    /// Arrivals over this long, ns.
-    pub duration_ns: u64,
+    /// First arrival no earlier than this.
+    pub start: Instant,
+    /// Arrivals over this long.
+    pub duration: Duration,
 }
 
 /// Flows arriving per host as a Poisson process at `spec.load` with sizes from `cdf`, in
@@ -160,11 +161,11 @@ pub fn poisson_flows_within(
     }
     // Mean gap between one host's flows, ns.
     let gap = cdf.mean() * 8.0 / (spec.link_bps * spec.load) * 1e9;
-    let end = spec.start_ns as f64 + spec.duration_ns as f64;
+    // Arrivals are drawn in float nanoseconds, as traffic_gen.py draws them.
+    let start = spec.start.as_nanos() as f64;
+    let end = start + spec.duration.as_nanos() as f64;
     let exp = |rng: &mut Pcg64| -(1.0 - rng.random::<f64>()).ln() * gap;
-    let mut next: Vec<f64> = (0..n)
-        .map(|_| spec.start_ns as f64 + exp(&mut rng))
-        .collect();
+    let mut next: Vec<f64> = (0..n).map(|_| start + exp(&mut rng)).collect();
     let mut flows = Vec::new();
     // The host whose next flow comes first (ties: the lowest index), until all are past the end.
     while let Some((i, &t)) = next
@@ -219,12 +220,12 @@ mod tests {
             hosts: (0..16).collect(),
             load,
             link_bps: 100e9,
-            start_ns: 2_000_000_000,
-            duration_ns: secs * 1_000_000_000,
+            start: Instant::ZERO + Duration::from_secs(2),
+            duration: Duration::from_secs(secs),
         };
         let flows = poisson_flows(cdf, &spec, 42);
         let hosts = spec.hosts.len() as f64;
-        let secs = spec.duration_ns as f64 / 1e9;
+        let secs = spec.duration.as_secs_f64();
         let expected = hosts * secs * spec.link_bps * load / 8.0 / cdf.mean();
         let n = flows.len() as f64;
         let mean = flows.iter().map(|f| f.size as f64).sum::<f64>() / n;

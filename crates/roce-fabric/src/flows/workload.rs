@@ -540,8 +540,8 @@ impl Plan {
                         },
                         load: *load,
                         link_bps: defaults.link_gbps * 1e9,
-                        start_ns: (start_us * 1e3).max(0.0) as u64,
-                        duration_ns: (duration_us * 1e3).max(0.0) as u64,
+                        start: Instant::ZERO + Duration::from_micros_f64(*start_us),
+                        duration: Duration::from_micros_f64(*duration_us),
                     };
                     if spec.hosts.len() < 2 || !(*load > 0.0 && *load <= 1.0) {
                         return Err(WorkloadError::PoissonCdf);
@@ -613,7 +613,7 @@ impl Plan {
         workload: usize,
     ) -> Result<(), WorkloadError> {
         let hosts = &c.collective.hosts;
-        let compute = Duration::from_nanos((c.collective.compute_us * 1e3).round() as u64);
+        let compute = Duration::from_micros_f64_rounded(c.collective.compute_us);
         let mut gates: Vec<MemberGate> = c
             .steps
             .iter()
@@ -677,7 +677,7 @@ impl Plan {
         };
         let qpn = self.next_qpn;
         self.next_qpn += 1;
-        let start = Instant::from_nanos((start_us * 1000.0).round().max(0.0) as u64);
+        let start = Instant::ZERO + Duration::from_micros_f64_rounded(start_us);
         let mut flow = FlowConfig::bulk(dst_ip, qpn);
         flow.mtu = defaults.mtu;
         flow.message_bytes = defaults.message_bytes;

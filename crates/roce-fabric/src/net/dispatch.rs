@@ -11,7 +11,7 @@ use crate::switching::switch::{mark_ce, DropReason, MarkPoint};
 use crate::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
 /// Events between two calls of a run's progress callback.
@@ -26,8 +26,8 @@ impl<E: Engine> Fabric<E> {
     /// Like [`Fabric::run_until`], calling `progress(now)` every [`PROGRESS_EVERY`] events.
     pub fn run_until_with(&mut self, end: Instant, progress: impl FnMut(Instant)) {
         self.prepare();
-        self.run_before(end.as_nanos().saturating_add(1), progress);
-        self.w.now = self.w.now.max(end.as_nanos());
+        self.run_before(end + Duration::NANOSECOND, progress);
+        self.w.now = self.w.now.max(end);
     }
 
     /// Computes routes and starts the hosts, once.
@@ -44,17 +44,17 @@ impl<E: Engine> Fabric<E> {
         }
     }
 
-    /// Handles the events due before `stop` (ns), earliest (then lowest-keyed) first.
-    pub(super) fn run_before(&mut self, stop: u64, mut progress: impl FnMut(Instant)) {
+    /// Handles the events due before `stop`, earliest (then lowest-keyed) first.
+    pub(super) fn run_before(&mut self, stop: Instant, mut progress: impl FnMut(Instant)) {
         self.w.stop = stop;
         while let Some(t) = self.w.queue.peek_time() {
-            if t.as_nanos() >= stop {
+            if t >= stop {
                 break;
             }
             let Some((t, key, ev)) = self.w.queue.pop() else {
                 break;
             };
-            self.w.enter(t.as_nanos(), key);
+            self.w.enter(t, key);
             self.w.origin = ev.target(&self.w.links);
             self.w.prefetch_ahead();
             if self.dispatch(ev) {
@@ -100,7 +100,7 @@ impl<E: Engine> Fabric<E> {
                 // Due unless XON went or a later XOFF moved the refresh (a stale wake-up).
                 let s = SwitchId(s as usize);
                 let prio = usize::from(prio);
-                let now = Instant::from_nanos(self.w.now);
+                let now = self.w.now;
                 let sw = self.switches.get(s.0);
                 if sw.is_none_or(|sw| sw.xoff_refresh_at(port, prio) != Some(now)) {
                     return false;
@@ -130,7 +130,7 @@ impl<E: Engine> Fabric<E> {
                     }
                     let at = self.now() + rec.interval;
                     self.recorder = Some(rec);
-                    self.w.schedule(at.as_nanos(), Event::Sample);
+                    self.w.schedule(at, Event::Sample);
                 }
             }
         }
@@ -208,7 +208,7 @@ impl<E: Engine> Fabric<E> {
                 let taken = pause.quanta.iter().enumerate();
                 log.extend(taken.filter_map(|(p, q)| {
                     q.map(|q| PfcEvent {
-                        t_ns: now,
+                        t_ns: now.as_nanos(),
                         node,
                         port,
                         prio: p as u8,
@@ -306,10 +306,10 @@ impl<E: Engine> Fabric<E> {
             c.pause_sent += 1;
         }
         // The switch keeps the refresh policy; the event only asks it when the time comes.
-        let refresh = xoff.then(|| sw.xoff_sent(port, prio, Instant::from_nanos(now)));
+        let refresh = xoff.then(|| sw.xoff_sent(port, prio, now));
         if let Some(at) = refresh.flatten() {
             let ev = Event::XoffRefresh(s.0 as u32, port, prio as u8);
-            self.w.schedule(at.as_nanos(), ev);
+            self.w.schedule(at, ev);
         }
         if let Some(rec) = self.recorder.as_mut() {
             rec.on_pfc(now, s, port, prio, xoff);
@@ -364,7 +364,7 @@ impl<E: Engine> Fabric<E> {
                 let hop = IntHop {
                     qlen_bytes: p.queued_bytes(),
                     tx_bytes: p.tx.counters.prio.iter().map(|c| c.tx_bytes).sum(),
-                    ts: Instant::from_nanos(now),
+                    ts: now,
                     link_rate: Rate::from_bps(p.tx.rate_bps),
                     // Exact counters; a shim quantizes them to its own units.
                     ..IntHop::default()
@@ -392,12 +392,11 @@ impl<E: Engine> Fabric<E> {
     /// Lets host `h` fire due timers, transmit if its NIC is free, and re-arms its wake-up.
     pub(super) fn service_host(&mut self, h: usize) {
         let now = self.w.now;
-        let t = Instant::from_nanos(now);
         let Some(host) = self.hosts.get_mut(h) else {
             return;
         };
-        if host.engine.poll_timeout().is_some_and(|d| d <= t) {
-            host.engine.handle_timeout(t);
+        if host.engine.poll_timeout().is_some_and(|d| d <= now) {
+            host.engine.handle_timeout(now);
         }
         if !host.tx.busy {
             self.host_tx(h);
@@ -405,14 +404,14 @@ impl<E: Engine> Fabric<E> {
         let Some(host) = self.hosts.get_mut(h) else {
             return;
         };
-        let wake = match host.engine.poll_timeout().map(Instant::as_nanos) {
+        let wake = match host.engine.poll_timeout() {
             None => None,
             Some(d) if d > now => Some(d),
             // Due now but the NIC is busy or blocked: TxDone or PauseEnd will come back here.
             // (The parked slots are read only for a deadline due now.)
             Some(_) if host.tx.busy || host.parked.iter().any(Option::is_some) => None,
             // Due now yet nothing was sent: look again one nanosecond later rather than spin.
-            Some(_) => Some(now + 1),
+            Some(_) => Some(now + Duration::NANOSECOND),
         };
         if wake != host.wake {
             host.wake = wake;
@@ -453,10 +452,7 @@ impl<E: Engine> Fabric<E> {
             }
         }
         if waiting == 0 {
-            let Some(len) = host
-                .engine
-                .poll_transmit(Instant::from_nanos(now), &mut self.scratch)
-            else {
+            let Some(len) = host.engine.poll_transmit(now, &mut self.scratch) else {
                 return;
             };
             let frame = self.scratch.get(..len).unwrap_or_default();

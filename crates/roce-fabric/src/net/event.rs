@@ -36,14 +36,21 @@ struct Entry<T> {
 }
 
 impl<T> Entry<T> {
+    /// When the entry is due, ns (what the calendar's buckets are cut from).
     fn at(&self) -> u64 {
         (self.key >> 64) as u64
     }
 }
 
-/// The full sort key of an event due at `at` (ns) with tie key `tie`: pops go in its order.
-pub(crate) fn sort_key(at: u64, tie: u64) -> u128 {
-    (u128::from(at) << 64) | u128::from(tie)
+/// The full sort key of an event due at `at` with tie key `tie`: pops go in its order. The
+/// packing (nanoseconds in the high half) is this module's; [`key_time`] undoes it.
+pub(crate) fn sort_key(at: Instant, tie: u64) -> u128 {
+    (u128::from(at.as_nanos()) << 64) | u128::from(tie)
+}
+
+/// When the event of sort key `key` is due.
+pub(crate) fn key_time(key: u128) -> Instant {
+    Instant::from_nanos((key >> 64) as u64)
 }
 
 /// Nanoseconds each calendar bucket spans, as a power of two: a big fabric handles several
@@ -119,11 +126,11 @@ impl<T> EventQueue<T> {
     #[inline(always)]
     pub fn push(&mut self, at: Instant, key: u64, event: T) {
         let entry = Entry {
-            key: sort_key(at.as_nanos(), key),
+            key: sort_key(at, key),
             event,
         };
         // Most events fall in a later bucket of the calendar: one append, inlined.
-        let ahead = u128::from(at.as_nanos()).wrapping_sub(self.near_end);
+        let ahead = u128::from(entry.at()).wrapping_sub(self.near_end);
         if ahead < SPAN && !self.near.is_empty() {
             self.ring_push(entry);
             return;
@@ -176,7 +183,7 @@ impl<T> EventQueue<T> {
         if self.near.is_empty() && self.late.is_empty() {
             self.refill();
         }
-        Some((Instant::from_nanos(top.at()), top.key as u64, top.event))
+        Some((key_time(top.key), top.key as u64, top.event))
     }
 
     /// With `near` and `late` empty: moves on to the next bucket holding events (through the far heap
@@ -255,7 +262,7 @@ impl<T> EventQueue<T> {
             (Some(n), Some(l)) => n.key.min(l.key),
             (n, l) => n.or(l)?.key,
         };
-        Some(Instant::from_nanos((first >> 64) as u64))
+        Some(key_time(first))
     }
 
     /// The event that pops `n` pops from now if nothing is pushed before it and no late insert

@@ -22,7 +22,7 @@ use crate::switching::switch::{Switch, SwitchConfig, SwitchPort};
 use crate::{HostId, LinkId, Node, PktId, SwitchId};
 use parallel::RunMode;
 use roce_proto::engine::Engine;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::PRIORITIES;
 
 /// A link direction's properties.
@@ -54,6 +54,11 @@ impl LinkConfig {
     /// Line rate in bit/s.
     pub fn rate_bps(&self) -> u64 {
         (self.gbps * 1e9).round() as u64
+    }
+
+    /// One-way propagation delay (`delay_ns`).
+    pub fn delay(&self) -> Duration {
+        Duration::from_nanos(self.delay_ns)
     }
 }
 
@@ -102,7 +107,7 @@ pub(super) struct Host<E> {
     pub(super) engine: E,
     pub(super) ip: IpKey,
     pub(super) tx: TxPort,
-    pub(super) wake: Option<u64>,
+    pub(super) wake: Option<Instant>,
     pub(super) parked: [Option<PktId>; PRIORITIES],
 }
 
@@ -175,7 +180,7 @@ impl<E: Engine> Fabric<E> {
 
     /// Virtual time now.
     pub fn now(&self) -> Instant {
-        Instant::from_nanos(self.w.now)
+        self.w.now
     }
 
     /// Events processed so far, counting the `TxDone`s left unscheduled (see
@@ -283,7 +288,7 @@ impl<E: Engine> Fabric<E> {
         self.w.links.push(Link {
             from,
             to,
-            delay_ns: cfg.delay_ns,
+            delay: cfg.delay(),
             loss: cfg.loss,
             corrupt: cfg.corrupt,
             up: true,
@@ -340,8 +345,7 @@ impl<E: Engine> Fabric<E> {
     /// time later (see [`Fabric::set_routing`]).
     pub fn schedule_link(&mut self, link: LinkId, at: Instant, up: bool) {
         self.w.origin = GLOBAL;
-        self.w
-            .schedule(at.as_nanos(), Event::LinkState(link.0 as u32, up));
+        self.w.schedule(at, Event::LinkState(link.0 as u32, up));
     }
 
     /// Hands each frame's INT stack (from switches with `int` on) to the receiving engine,
@@ -370,7 +374,7 @@ impl<E: Engine> Fabric<E> {
         let at = self.now() + recorder.interval;
         self.recorder = Some(recorder);
         self.w.origin = GLOBAL;
-        self.w.schedule(at.as_nanos(), Event::Sample);
+        self.w.schedule(at, Event::Sample);
     }
 
     /// The recorder, if one is attached.

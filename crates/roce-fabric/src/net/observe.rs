@@ -8,6 +8,7 @@ use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
+use roce_proto::time::{Duration, Instant};
 
 impl<E: Engine> Fabric<E> {
     /// Takes the telemetry sample of now (on the recorder's sampling event).
@@ -22,8 +23,7 @@ impl<E: Engine> Fabric<E> {
                 .collect();
             t.learn(ports, hosts);
         }
-        let now = self.now().as_nanos();
-        if t.sample(now, |n, p, q| self.depth(n, p, q)) {
+        if t.sample(self.now(), |n, p, q| self.depth(n, p, q)) {
             self.close_telemetry_bin(t);
         }
     }
@@ -34,11 +34,13 @@ impl<E: Engine> Fabric<E> {
     /// depths, closing its bins where they end. Counts their events and tie keys as if each
     /// had been handled, and leaves the clock at the last, so that the run goes on (or
     /// resumes after the caller adds work) exactly as if it had taken them one by one.
-    pub(super) fn sample_idle_until(&mut self, rec: &mut Recorder<E>, stop: u64) {
-        let iv = rec.interval.as_nanos().max(1);
+    pub(super) fn sample_idle_until(&mut self, rec: &mut Recorder<E>, stop: Instant) {
+        let iv = rec.interval.max(Duration::NANOSECOND);
         let from = self.w.now;
         // Samples at from + k * iv, k = 1..=due, before `stop`.
-        let due = stop.saturating_sub(1).saturating_sub(from) / iv;
+        let due = (stop - Duration::NANOSECOND)
+            .saturating_since(from)
+            .div_floor(iv);
         if due == 0 {
             return;
         }
@@ -47,18 +49,22 @@ impl<E: Engine> Fabric<E> {
             let mut taken = 0;
             while taken < due {
                 // The first sample at or after the open bin's end closes it.
-                let j = t.bin_end().saturating_sub(from).div_ceil(iv).max(taken + 1);
+                let j = t
+                    .bin_end()
+                    .saturating_since(from)
+                    .div_ceil(iv)
+                    .max(taken + 1);
                 if j > due {
                     t.sample_n(due - taken, |n, p, q| self.depth(n, p, q));
                     break;
                 }
                 t.sample_n(j - taken, |n, p, q| self.depth(n, p, q));
-                self.w.now = from.saturating_add(j.saturating_mul(iv));
+                self.w.now = from + iv.saturating_mul(j);
                 self.close_telemetry_bin(t);
                 taken = j;
             }
         }
-        self.w.now = from.saturating_add(due.saturating_mul(iv));
+        self.w.now = from + iv.saturating_mul(due);
         self.w.events += due;
         self.w.idle_samples += due;
         // Each sample scheduled the next with a fabric-wide tie key.
@@ -91,7 +97,7 @@ impl<E: Engine> Fabric<E> {
     }
 
     fn close_telemetry_bin(&self, t: &mut Telemetry<E>) {
-        let now = self.now().as_nanos();
+        let now = self.now();
         t.close_bin(now, |n, p| self.port_counters(n, p), |h| self.engine(h));
     }
 
@@ -99,7 +105,7 @@ impl<E: Engine> Fabric<E> {
     pub fn finish_telemetry(&mut self) {
         if let Some(mut rec) = self.recorder.take() {
             if let Some(t) = rec.telemetry.as_mut() {
-                if t.knows_ports() && t.open_at(self.now().as_nanos()) {
+                if t.knows_ports() && t.open_at(self.now()) {
                     self.close_telemetry_bin(t);
                 }
             }

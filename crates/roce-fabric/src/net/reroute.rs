@@ -39,8 +39,7 @@ impl<E: Engine> Fabric<E> {
             })
             .collect();
         self.w.origin = super::transit::GLOBAL;
-        self.w
-            .schedule(at.as_nanos(), Event::SwitchFlush(switch.0 as u32));
+        self.w.schedule(at, Event::SwitchFlush(switch.0 as u32));
         for l in links {
             self.schedule_link(l, at, false);
             self.schedule_link(l, at + down_for, true);
@@ -50,7 +49,7 @@ impl<E: Engine> Fabric<E> {
     /// The cable's physical state changes: frames on it are lost when it dies; its sending end
     /// notices after the detection delay.
     pub(super) fn link_state(&mut self, l: LinkId, up: bool) -> bool {
-        let at = self.now() + Routing::delay_of(self.routing.detect_us);
+        let at = self.now() + Duration::from_micros_f64(self.routing.detect_us);
         let Some(link) = self.w.links.get_mut(l.0) else {
             return false;
         };
@@ -63,8 +62,7 @@ impl<E: Engine> Fabric<E> {
         }
         tracing::debug!(link = l.0, up, "link state");
         let (node, port) = link.from;
-        self.w
-            .schedule(at.as_nanos(), Event::LinkDetect(l.0 as u32, up));
+        self.w.schedule(at, Event::LinkDetect(l.0 as u32, up));
         self.kick(node, port);
         true
     }
@@ -72,7 +70,7 @@ impl<E: Engine> Fabric<E> {
     /// The sending end notices the state (unless it changed back meanwhile): it stops or starts
     /// using the port at once, and every switch reroutes a convergence time later.
     pub(super) fn link_detect(&mut self, l: LinkId, up: bool) -> bool {
-        let at = self.now() + Routing::delay_of(self.routing.converge_us);
+        let at = self.now() + Duration::from_micros_f64(self.routing.converge_us);
         let Some(link) = self.w.links.get_mut(l.0) else {
             return false;
         };
@@ -82,7 +80,7 @@ impl<E: Engine> Fabric<E> {
         let (node, port) = link.from;
         tracing::debug!(link = l.0, up, "link state detected");
         self.set_detected(l, up);
-        self.w.schedule(at.as_nanos(), Event::Reconverge);
+        self.w.schedule(at, Event::Reconverge);
         self.kick(node, port);
         true
     }

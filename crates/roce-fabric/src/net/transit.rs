@@ -7,7 +7,7 @@ use prefetch_index::prefetch_index;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
-use super::event::{sort_key, tie, tie_last, EventQueue};
+use super::event::{key_time, sort_key, tie, tie_last, EventQueue};
 use super::pool::{PacketPool, Slot};
 use crate::record::capture::PortCapture;
 use crate::switching::port::TxPort;
@@ -100,7 +100,8 @@ impl NodeRef {
 pub(super) struct Link {
     pub(super) from: (Node, u16),
     pub(super) to: (Node, u16),
-    pub(super) delay_ns: u64,
+    /// One-way propagation delay.
+    pub(super) delay: Duration,
     pub(super) loss: f64,
     pub(super) corrupt: f64,
     pub(super) up: bool,
@@ -118,7 +119,7 @@ const PREFETCH_BYTES: usize = 4;
 
 /// What moves frames: the clock, the queue, the links, the packet pool and the RNGs.
 pub(super) struct Transit {
-    pub(super) now: u64,
+    pub(super) now: Instant,
     pub(super) queue: EventQueue<Event>,
     pub(super) links: Vec<Link>,
     pub(super) pool: PacketPool,
@@ -133,7 +134,7 @@ pub(super) struct Transit {
     /// Events scheduled by no node.
     pub(super) global_seq: u64,
     /// The (time, tie key) of the event being handled.
-    pub(super) current: (u64, u64),
+    pub(super) current: (Instant, u64),
     /// The sort key below which every event has been handled (what the queue would have
     /// popped by now): an unscheduled `TxDone` below it came and went (see [`Transit::settle`]).
     frontier: u128,
@@ -148,8 +149,8 @@ pub(super) struct Transit {
     pub(super) capture: Option<PortCapture>,
     /// Where a compact frame is written out in full (for a host or a capture).
     pub(super) unpacked: Vec<u8>,
-    /// Where the run in progress stops: events due before this are handled (ns).
-    pub(super) stop: u64,
+    /// Where the run in progress stops: events due before this are handled.
+    pub(super) stop: Instant,
     /// Whether the other partitions of a split fabric have nothing to do either (always true
     /// for a whole fabric): with this queue empty too, nothing can happen any more.
     pub(super) idle_elsewhere: bool,
@@ -169,12 +170,6 @@ pub struct Routing {
     pub converge_us: f64,
 }
 
-impl Routing {
-    pub(super) fn delay_of(us: f64) -> Duration {
-        Duration::from_nanos((us.max(0.0) * 1000.0) as u64)
-    }
-}
-
 /// Frames and bytes lost to failures: sent into a dead link, on a link when it died, in a
 /// rebooting switch's buffer, or with no live route.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -189,7 +184,7 @@ impl Transit {
     /// Empty wires seeded with `seed`.
     pub(super) fn new(seed: u64) -> Self {
         Transit {
-            now: 0,
+            now: Instant::ZERO,
             queue: EventQueue::new(),
             links: Vec::new(),
             pool: PacketPool::default(),
@@ -198,7 +193,7 @@ impl Transit {
             origin: GLOBAL,
             seqs: Vec::new(),
             global_seq: 0,
-            current: (0, 0),
+            current: (Instant::ZERO, 0),
             frontier: 0,
             elided: 0,
             cross: None,
@@ -206,7 +201,7 @@ impl Transit {
             lost: LostTraffic::default(),
             capture: None,
             unpacked: Vec::new(),
-            stop: u64::MAX,
+            stop: Instant::FAR_FUTURE,
             idle_elsewhere: true,
             idle_samples: 0,
         }
@@ -231,9 +226,9 @@ impl Transit {
         }
     }
 
-    /// Starts handling the event due at `at` (ns) with tie key `key`.
+    /// Starts handling the event due at `at` with tie key `key`.
     #[inline]
-    pub(super) fn enter(&mut self, at: u64, key: u64) {
+    pub(super) fn enter(&mut self, at: Instant, key: u64) {
         self.now = at;
         self.current = (at, key);
         // Pops are in key order except after an event scheduled for the current nanosecond
@@ -241,8 +236,8 @@ impl Transit {
         self.frontier = self.frontier.max(sort_key(at, key));
     }
 
-    /// Every event due before `stop` (ns) has been handled (a run stopped there).
-    pub(super) fn close(&mut self, stop: u64) {
+    /// Every event due before `stop` has been handled (a run stopped there).
+    pub(super) fn close(&mut self, stop: Instant) {
         self.frontier = self.frontier.max(sort_key(stop, 0));
     }
 
@@ -264,16 +259,15 @@ impl Transit {
             self.elided += 1;
             return true;
         }
-        let at = Instant::from_nanos((k >> 64) as u64);
         self.queue
-            .push(at, k as u64, Event::TxDone(node.into(), port));
+            .push(key_time(k), k as u64, Event::TxDone(node.into(), port));
         false
     }
 
-    /// Schedules `ev` at `at` (ns) on behalf of the current origin.
-    pub(super) fn schedule(&mut self, at: u64, ev: Event) {
+    /// Schedules `ev` at `at` on behalf of the current origin.
+    pub(super) fn schedule(&mut self, at: Instant, ev: Event) {
         let key = self.next_key();
-        self.queue.push(Instant::from_nanos(at), key, ev);
+        self.queue.push(at, key, ev);
     }
 
     /// The tie key of the next event the current origin schedules.
@@ -344,7 +338,7 @@ impl Transit {
         then_idle: bool,
     ) {
         self.capture(node, port, pkt, true);
-        let ser = tx.serialize_ns(len as usize);
+        let ser = tx.serialization_time(len as usize);
         tx.busy = true;
         if let Some(c) = tx.counters.prio.get_mut(prio) {
             c.tx_packets += 1;
@@ -353,11 +347,11 @@ impl Transit {
         // The key is taken either way, so that every later event keeps its tie key. An end
         // due now is scheduled (it could pop before events the frontier already passed).
         let key = self.next_key();
-        if then_idle && ser > 0 {
-            tx.done = Some(sort_key(self.now + ser, key));
+        let end = self.now + ser;
+        if then_idle && ser > Duration::ZERO {
+            tx.done = Some(sort_key(end, key));
         } else {
-            let at = Instant::from_nanos(self.now + ser);
-            self.queue.push(at, key, Event::TxDone(node.into(), port));
+            self.queue.push(end, key, Event::TxDone(node.into(), port));
         }
         let Some(link) = tx.link.and_then(|l| self.links.get(l.0)) else {
             self.pool.release(pkt);
@@ -380,7 +374,7 @@ impl Transit {
             self.pool.release(pkt);
             return;
         }
-        let (epoch, at) = (link.epoch, self.now + ser + link.delay_ns);
+        let (epoch, at) = (link.epoch, end + link.delay);
         if link.corrupt > 0.0 {
             self.corrupt(node, pkt, link.corrupt);
         }
@@ -393,11 +387,9 @@ impl Transit {
                 slot.epoch = epoch;
                 c.send(to, at, key, id, slot);
             }
-            None => self.queue.push(
-                Instant::from_nanos(at),
-                key,
-                Event::Deliver(id.0 as u32, pkt, epoch),
-            ),
+            None => self
+                .queue
+                .push(at, key, Event::Deliver(id.0 as u32, pkt, epoch)),
         }
     }
 }
@@ -442,7 +434,7 @@ pub(super) fn link_from(links: &[Link], l: LinkId) -> Option<(Node, u16)> {
 #[derive(Debug)]
 pub(crate) struct Crossing {
     pub(crate) to: usize,
-    pub(crate) at: u64,
+    pub(crate) at: Instant,
     pub(crate) key: u64,
     pub(crate) link: u32,
     pub(crate) slot: Slot,
@@ -464,7 +456,7 @@ impl Crossings {
     }
 
     /// Sends a frame across, due at `at` with tie key `key`.
-    pub(crate) fn send(&mut self, to: usize, at: u64, key: u64, link: LinkId, slot: Slot) {
+    pub(crate) fn send(&mut self, to: usize, at: Instant, key: u64, link: LinkId, slot: Slot) {
         self.out.push(Crossing {
             to,
             at,

@@ -7,12 +7,13 @@
 //! of its serialization, a received one when its last bit arrives.
 
 use crate::Node;
+use roce_proto::time::Instant;
 
 /// One captured frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapturedFrame {
-    /// Virtual time, ns.
-    pub t_ns: u64,
+    /// Virtual time.
+    pub at: Instant,
     /// Sent by the port (true) or received by it.
     pub outbound: bool,
     /// The frame, as it crossed the port (CE marks and INT hops included).
@@ -27,12 +28,12 @@ pub(crate) struct PortCapture {
 }
 
 impl PortCapture {
-    /// Keeps `frame` at `t_ns` if it crosses the captured port: sent by (`outbound`) or
+    /// Keeps `frame` at `now` if it crosses the captured port: sent by (`outbound`) or
     /// arriving at `node`'s `port`.
-    pub(crate) fn keep(&mut self, at: (Node, u16), t_ns: u64, frame: &[u8], outbound: bool) {
+    pub(crate) fn keep(&mut self, at: (Node, u16), now: Instant, frame: &[u8], outbound: bool) {
         if at == self.at {
             self.frames.push(CapturedFrame {
-                t_ns,
+                at: now,
                 outbound,
                 frame: frame.to_vec(),
             });

@@ -37,6 +37,13 @@ pub struct FlowSpec {
     pub start_ns: u64,
 }
 
+impl FlowSpec {
+    /// When the flow's sender was told to start (`start_ns`).
+    pub fn start(&self) -> Instant {
+        Instant::from_nanos(self.start_ns)
+    }
+}
+
 /// What the flow meter saw of one flow. Its first cache line holds everything [`FlowMeter::on_rx`]
 /// reads and writes for a frame (the spec, with the flow's name, is not touched per frame; the
 /// second line is written once per flow): the 320-host fabric receives a frame for one of
@@ -49,21 +56,26 @@ pub struct FlowProgress {
     bytes: u64,
     /// The spec's `size_bytes`, or [`NONE`].
     size: u64,
-    last_ns: u64,
+    /// When the last counted byte arrived, or [`NEVER`].
+    last: Instant,
     /// The PSN expected next, or `u32::MAX` (PSNs have 24 bits) before the first.
     next_psn: u32,
     /// The next flow to the same host and QPN from another sender, or [`NO_FLOW`].
     next: u32,
     bytes_at_warmup: u64,
-    first_ns: u64,
-    completed_ns: u64,
+    /// When the first counted byte arrived, or [`NEVER`].
+    first: Instant,
+    /// When the spec's size was reached, or [`NEVER`].
+    completed: Instant,
 }
 
-/// An absent time or size in [`FlowProgress`].
+/// An absent size in [`FlowProgress`].
 const NONE: u64 = u64::MAX;
+/// An absent time in [`FlowProgress`].
+const NEVER: Instant = Instant::FAR_FUTURE;
 
-fn some(v: u64) -> Option<u64> {
-    (v != NONE).then_some(v)
+fn some(t: Instant) -> Option<Instant> {
+    (t != NEVER).then_some(t)
 }
 
 impl FlowProgress {
@@ -72,12 +84,12 @@ impl FlowProgress {
             src: ip_key(spec.src_ip).into(),
             bytes: 0,
             size: spec.size_bytes.unwrap_or(NONE),
-            last_ns: NONE,
+            last: NEVER,
             next_psn: u32::MAX,
             next: NO_FLOW,
             bytes_at_warmup: 0,
-            first_ns: NONE,
-            completed_ns: NONE,
+            first: NEVER,
+            completed: NEVER,
         }
     }
 
@@ -92,19 +104,19 @@ impl FlowProgress {
         self.bytes - self.bytes_at_warmup
     }
 
-    /// First payload byte seen, ns.
-    pub fn first_ns(&self) -> Option<u64> {
-        some(self.first_ns)
+    /// When the first payload byte was seen.
+    pub fn first_at(&self) -> Option<Instant> {
+        some(self.first)
     }
 
-    /// Last payload byte seen, ns.
-    pub fn last_ns(&self) -> Option<u64> {
-        some(self.last_ns)
+    /// When the last payload byte was seen.
+    pub fn last_at(&self) -> Option<Instant> {
+        some(self.last)
     }
 
-    /// When the spec's `size_bytes` was reached, ns.
-    pub fn completed_ns(&self) -> Option<u64> {
-        some(self.completed_ns)
+    /// When the spec's `size_bytes` was reached.
+    pub fn completed_at(&self) -> Option<Instant> {
+        some(self.completed)
     }
 }
 
@@ -234,18 +246,17 @@ impl FlowMeter {
             }
         }
         prog.next_psn = psn.add(1).value();
-        let t = now.as_nanos();
         let before = prog.bytes;
         prog.bytes += bth.payload_len as u64;
-        prog.last_ns = t;
+        prog.last = now;
         // First and completion times are kept apart, on the line not read per frame: the first
         // counted frame finds no bytes before it, and the one that reaches the size crosses it
         // (or is the first, for a size of 0).
         if before == 0 {
-            prog.first_ns = t;
+            prog.first = now;
         }
         if prog.bytes >= prog.size && (before < prog.size || before == 0) {
-            prog.completed_ns = t;
+            prog.completed = now;
         }
     }
 
@@ -298,7 +309,7 @@ mod tests {
     fn the_state_a_frame_touches_is_the_first_cache_line() {
         assert_eq!(std::mem::align_of::<FlowProgress>(), 64);
         assert!(std::mem::offset_of!(FlowProgress, next) + 4 <= 64);
-        assert!(std::mem::offset_of!(FlowProgress, completed_ns) >= 64);
+        assert!(std::mem::offset_of!(FlowProgress, completed) >= 64);
     }
 
     #[test]
@@ -322,9 +333,10 @@ mod tests {
         rx(&mut meter, 5, v4(3), 17, 0, 17);
         let bytes: Vec<u64> = meter.progress.iter().map(FlowProgress::bytes).collect();
         assert_eq!(bytes, [0, 1000, 2000, 1000, 0, 1000]);
-        assert_eq!(meter.progress[2].first_ns(), Some(11));
-        assert_eq!(meter.progress[2].last_ns(), Some(12));
-        assert_eq!(meter.progress[0].first_ns(), None);
+        let t = |ns| Some(Instant::from_nanos(ns));
+        assert_eq!(meter.progress[2].first_at(), t(11));
+        assert_eq!(meter.progress[2].last_at(), t(12));
+        assert_eq!(meter.progress[0].first_at(), None);
     }
 
     #[test]
@@ -336,16 +348,17 @@ mod tests {
         rx(&mut meter, 1, v4(1), 17, 1, 2);
         rx(&mut meter, 1, v4(1), 17, 1, 3); // a retransmission
         assert_eq!(
-            (meter.progress[0].bytes(), meter.progress[0].completed_ns()),
+            (meter.progress[0].bytes(), meter.progress[0].completed_at()),
             (2000, None)
         );
         rx(&mut meter, 1, v4(1), 17, 2, 4);
         rx(&mut meter, 1, v4(1), 17, 3, 5);
         assert_eq!(meter.progress[0].bytes(), 4000);
-        assert_eq!(meter.progress[0].completed_ns(), Some(4));
+        let t = |ns| Some(Instant::from_nanos(ns));
+        assert_eq!(meter.progress[0].completed_at(), t(4));
         rx(&mut meter, 1, v4(1), 18, 0, 6);
         rx(&mut meter, 1, v4(1), 18, 1, 7);
-        assert_eq!(meter.progress[1].completed_ns(), Some(6));
+        assert_eq!(meter.progress[1].completed_at(), t(6));
         meter.mark_warmup();
         rx(&mut meter, 1, v4(1), 17, 4, 8);
         assert_eq!(meter.progress[0].bytes_since_warmup(), 1000);
@@ -364,10 +377,10 @@ mod tests {
             for (t, psn) in arrivals.into_iter().enumerate() {
                 rx(&mut meter, 1, v4(1), 17, psn, t as u64);
             }
-            (meter.progress[0].bytes(), meter.progress[0].completed_ns())
+            (meter.progress[0].bytes(), meter.progress[0].completed_at())
         };
         // In order, all four packets count once and the flow completes with the last.
-        assert_eq!(count(true), (4000, Some(4)));
+        assert_eq!(count(true), (4000, Some(Instant::from_nanos(4))));
         // Counting every new PSN (the stand-in engine) took 2 early and missed 1.
         assert_eq!(count(false), (3000, None));
     }

@@ -63,6 +63,11 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Row {
+    /// When the sample was taken (`t_ns`, as it is written out).
+    pub fn at(&self) -> Instant {
+        Instant::from_nanos(self.t_ns)
+    }
+
     /// Whether `other` is this row's sample again: nothing moved in either, and the queues
     /// and controllers are as they were.
     fn same_idle(&self, other: &Row) -> bool {
@@ -106,15 +111,19 @@ pub struct Recorder<E> {
 }
 
 impl<E> Recorder<E> {
-    /// When the sample after `row`'s last repeat is due, ns.
-    pub fn next_ns(&self, row: &Row) -> u64 {
-        self.last_ns(row).saturating_add(self.interval.as_nanos())
+    /// When the sample after `row`'s last repeat is due.
+    pub fn next_at(&self, row: &Row) -> Instant {
+        self.last_at(row) + self.interval
     }
 
-    /// When `row`'s last repeat was taken, ns.
+    /// When `row`'s last repeat was taken.
+    pub fn last_at(&self, row: &Row) -> Instant {
+        row.at() + self.interval.saturating_mul(row.repeats)
+    }
+
+    /// [`Recorder::last_at`] in the nanoseconds rows are written out in.
     pub fn last_ns(&self, row: &Row) -> u64 {
-        row.t_ns
-            .saturating_add(row.repeats.saturating_mul(self.interval.as_nanos()))
+        self.last_at(row).as_nanos()
     }
 
     /// Samples taken: rows and their repeats.
@@ -202,9 +211,9 @@ impl<E: Engine> Recorder<E> {
             cc,
             repeats: 0,
         };
-        let due = self.rows.last().map(|last| self.next_ns(last));
+        let due = self.rows.last().map(|last| self.next_at(last));
         match self.rows.last_mut() {
-            Some(last) if last.same_idle(&row) && due == Some(row.t_ns) => last.repeats += 1,
+            Some(last) if last.same_idle(&row) && due == Some(now) => last.repeats += 1,
             _ => self.rows.push(row),
         }
     }
@@ -217,9 +226,9 @@ impl<E: Engine> Recorder<E> {
         }
     }
 
-    pub(crate) fn on_pfc(&mut self, t_ns: u64, s: SwitchId, port: u16, prio: usize, xoff: bool) {
+    pub(crate) fn on_pfc(&mut self, at: Instant, s: SwitchId, port: u16, prio: usize, xoff: bool) {
         self.pauses.push(PauseMark {
-            t_ns,
+            t_ns: at.as_nanos(),
             switch: s.0,
             port,
             prio,
@@ -228,16 +237,15 @@ impl<E: Engine> Recorder<E> {
     }
 
     /// Mean and 99th percentile of monitor `i`'s queue depth over samples taken at or after
-    /// `from_ns`.
-    pub fn queue_stats(&self, i: usize, from_ns: u64) -> (f64, u64) {
-        let iv = self.interval.as_nanos().max(1);
-        // (depth, samples at or after `from_ns`) of each row.
+    /// `from`.
+    pub fn queue_stats(&self, i: usize, from: Instant) -> (f64, u64) {
+        // (depth, samples at or after `from`) of each row.
         let mut v: Vec<(u64, u64)> = self
             .rows
             .iter()
-            .filter(|r| self.last_ns(r) >= from_ns)
+            .filter(|r| self.last_at(r) >= from)
             .filter_map(|r| {
-                let skipped = from_ns.saturating_sub(r.t_ns).div_ceil(iv);
+                let skipped = from.saturating_since(r.at()).div_ceil(self.interval);
                 let n = r.repeats.saturating_add(1).saturating_sub(skipped);
                 r.queue_bytes.get(i).map(|&q| (q, n))
             })
@@ -294,13 +302,15 @@ mod tests {
         assert_eq!(b.samples(), 1000);
         assert_eq!(b.last_ns(&b.rows[10]), 1_000_000);
         for from_us in [0, 5, 10, 11, 12, 500, 999, 1000, 1001] {
+            let from = Instant::ZERO + Duration::from_micros(from_us);
             assert_eq!(
-                a.queue_stats(0, from_us * 1000),
-                b.queue_stats(0, from_us * 1000),
+                a.queue_stats(0, from),
+                b.queue_stats(0, from),
                 "from {from_us} us"
             );
         }
-        assert_eq!(b.queue_stats(0, 0), (50.0, 0));
-        assert_eq!(b.queue_stats(0, 995_000), (0.0, 0));
+        assert_eq!(b.queue_stats(0, Instant::ZERO), (50.0, 0));
+        let late = Instant::ZERO + Duration::from_micros(995);
+        assert_eq!(b.queue_stats(0, late), (0.0, 0));
     }
 }

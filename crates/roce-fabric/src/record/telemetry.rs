@@ -14,6 +14,7 @@ use crate::switching::stats::{DropReasons, PortCounters, PrioCounters};
 use crate::{HostId, Node};
 use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::PRIORITIES;
 
 /// What a host's transport counted, under the mlx5/rxe names where one exists.
@@ -135,9 +136,9 @@ struct QueueSamples {
 /// The end of one bin: every series' cumulative counters and its queue in the bin.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bin {
-    /// Virtual time at the end of the bin, ns.
-    pub end_ns: u64,
-    /// Per series (see [`Telemetry::series`]): counters so far (pause times up to `end_ns`).
+    /// Virtual time at the end of the bin.
+    pub end: Instant,
+    /// Per series (see [`Telemetry::series`]): counters so far (pause times up to `end`).
     pub ports: Vec<PrioCounters>,
     /// Per series: mean and largest sampled queue depth in the bin, bytes.
     pub queue: Vec<(f64, u64)>,
@@ -147,7 +148,7 @@ pub struct Bin {
 
 /// Collects the telemetry of every port and host while a fabric runs.
 pub struct Telemetry<E> {
-    bin_ns: u64,
+    bin: Duration,
     probe: Option<HostProbe<E>>,
     /// (node, port) of each port, in series order; series `i * 8 + prio`.
     nodes: Vec<(Node, u16, String)>,
@@ -160,10 +161,11 @@ pub struct Telemetry<E> {
 }
 
 impl<E: Engine> Telemetry<E> {
-    /// Bins of `bin_ns`, host counters read through `probe` (none without).
-    pub fn new(bin_ns: u64, probe: Option<HostProbe<E>>) -> Self {
+    /// Bins of `bin` (at least a nanosecond), host counters read through `probe` (none
+    /// without).
+    pub fn new(bin: Duration, probe: Option<HostProbe<E>>) -> Self {
         Telemetry {
-            bin_ns: bin_ns.max(1),
+            bin: bin.max(Duration::NANOSECOND),
             probe,
             nodes: Vec::new(),
             hosts: Vec::new(),
@@ -210,14 +212,14 @@ impl<E: Engine> Telemetry<E> {
 
     /// Takes one queue sample of every series at `now` (`depth(node, port, prio)`); true when
     /// the bin has ended (the caller then closes it with [`Telemetry::close_bin`]).
-    pub(crate) fn sample(&mut self, now: u64, depth: impl Fn(Node, u16, usize) -> u64) -> bool {
+    pub(crate) fn sample(&mut self, now: Instant, depth: impl Fn(Node, u16, usize) -> u64) -> bool {
         self.sample_n(1, depth);
         now >= self.bin_end()
     }
 
-    /// When the open bin ends, ns.
-    pub(crate) fn bin_end(&self) -> u64 {
-        (self.bins.len() as u64 + 1).saturating_mul(self.bin_ns)
+    /// When the open bin ends.
+    pub(crate) fn bin_end(&self) -> Instant {
+        Instant::ZERO + self.bin.saturating_mul(self.bins.len() as u64 + 1)
     }
 
     /// Takes `n` samples of every series that all find `depth(node, port, prio)` (the queues
@@ -245,15 +247,15 @@ impl<E: Engine> Telemetry<E> {
     }
 
     /// Whether a run ending at `now` leaves a bin open.
-    pub(crate) fn open_at(&self, now: u64) -> bool {
-        self.bins.last().is_none_or(|b| b.end_ns < now)
+    pub(crate) fn open_at(&self, now: Instant) -> bool {
+        self.bins.last().is_none_or(|b| b.end < now)
     }
 
     /// Closes the bin at `now` with every port's counters (`counters(node, port)`) and every
     /// host's engine (`engine(host)`, read through the probe).
     pub(crate) fn close_bin<'e>(
         &mut self,
-        now: u64,
+        now: Instant,
         counters: impl Fn(Node, u16) -> PortCounters,
         engine: impl Fn(HostId) -> Option<&'e E>,
     ) where
@@ -282,7 +284,7 @@ impl<E: Engine> Telemetry<E> {
             })
             .collect();
         self.bins.push(Bin {
-            end_ns: now,
+            end: now,
             ports,
             queue,
             hosts,
@@ -391,7 +393,7 @@ mod tests {
             .chain((1..=200).map(|d| d * 10))
             .collect();
         let new = || {
-            let mut t = Telemetry::<Endpoint>::new(1_000_000, None);
+            let mut t = Telemetry::<Endpoint>::new(Duration::from_millis(1), None);
             t.learn(
                 vec![(Node::Switch(SwitchId(0)), 0, "sw0".into())],
                 Vec::new(),
@@ -400,7 +402,7 @@ mod tests {
         };
         let mut one = new();
         for &d in &depths {
-            one.sample(1, |_, _, p| if p == 3 { d } else { 0 });
+            one.sample(Instant::from_nanos(1), |_, _, p| if p == 3 { d } else { 0 });
         }
         let mut runs = new();
         for chunk in depths.chunk_by(|a, b| a == b) {

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use super::stats::PortCounters;
 use crate::{LinkId, PktId};
 use roce_proto::pause::PauseState;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::PRIORITIES;
 
 /// Bytes on the wire around each frame besides the frame itself: preamble + SFD + IFG (20) + FCS (4).
@@ -54,7 +54,7 @@ pub(crate) struct TxPort {
     /// the serialization time is then a multiply, not a division per frame. 0 otherwise.
     ps_per_byte: u64,
     /// A scheduled wake-up for the end of a pause, if any.
-    pub pause_wake: Option<u64>,
+    pub pause_wake: Option<Instant>,
     /// A frame is on the wire (or its end was not scheduled: see `done`).
     pub busy: bool,
     /// The port's MAC address (source of its PFC frames).
@@ -92,49 +92,47 @@ impl TxPort {
     }
 
     /// Serialization time of a `len`-byte frame in whole nanoseconds, carrying the remainder.
-    pub fn serialize_ns(&mut self, len: usize) -> u64 {
+    pub fn serialization_time(&mut self, len: usize) -> Duration {
         let exact = match self.ps_per_byte {
             0 => wire_bytes(len) * BIT_PS / self.rate_bps.max(1),
             per_byte => wire_bytes(len) * per_byte,
         };
         let ps = exact + self.carry_ps;
         self.carry_ps = ps % 1000;
-        ps / 1000
+        Duration::from_nanos(ps / 1000)
     }
 
     /// Whether `prio` may send at `now`.
-    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
-        self.pause.is_paused(prio, Instant::from_nanos(now))
+    pub fn is_paused(&self, prio: usize, now: Instant) -> bool {
+        self.pause.is_paused(prio, now)
     }
 
     /// Applies a received pause of `quanta` for `prio` (`0` resumes); the pause state counts
     /// the frame.
-    pub fn apply_pause(&mut self, prio: usize, now: u64, quanta: u16) {
-        self.pause.apply(prio, Instant::from_nanos(now), quanta);
+    pub fn apply_pause(&mut self, prio: usize, now: Instant, quanta: u16) {
+        self.pause.apply(prio, now, quanta);
     }
 
-    /// Nanoseconds `prio` has been paused up to `now`.
-    pub fn pause_ns(&self, prio: usize, now: u64) -> u64 {
-        self.pause.paused(prio, Instant::from_nanos(now)).as_nanos()
+    /// Time `prio` has been paused up to `now`.
+    pub fn paused(&self, prio: usize, now: Instant) -> Duration {
+        self.pause.paused(prio, now)
     }
 
     /// Earliest end among the pauses of the priorities in `waiting` (bit mask), if any is paused.
-    pub fn earliest_resume(&self, waiting: u8, now: u64) -> Option<u64> {
-        let now = Instant::from_nanos(now);
+    pub fn earliest_resume(&self, waiting: u8, now: Instant) -> Option<Instant> {
         (0..PRIORITIES)
             .filter(|&p| waiting & (1 << p) != 0)
             .filter_map(|p| self.pause.paused_until(p, now))
-            .map(Instant::as_nanos)
             .min()
     }
 
     /// Counters with what the pause state keeps filled in: pause frames received, and
-    /// pause durations up to `now`.
-    pub fn counters_at(&self, now: u64) -> PortCounters {
+    /// pause durations up to `now` (in the counters' nanoseconds).
+    pub fn counters_at(&self, now: Instant) -> PortCounters {
         let mut c = self.counters;
         for (p, pc) in c.prio.iter_mut().enumerate() {
             pc.pause_received = self.pause.frames(p);
-            pc.pause_ns = self.pause_ns(p, now);
+            pc.pause_ns = self.paused(p, now).as_nanos();
         }
         c
     }
@@ -147,7 +145,9 @@ mod tests {
     #[test]
     fn serialization_of_1500_byte_frames_at_100g_is_exact_over_many_frames() {
         let mut port = TxPort::new(100_000_000_000, [0; 6]);
-        let total: u64 = (0..1000).map(|_| port.serialize_ns(1500)).sum();
+        let total: u64 = (0..1000)
+            .map(|_| port.serialization_time(1500).as_nanos())
+            .sum();
         // (1500 + 24) * 8 bits / 100 Gbit/s = 121.92 ns per frame.
         assert_eq!(total, 121_920);
         // The multiply (rates dividing 8 Tbit/s) and the division give the same times.
@@ -157,7 +157,8 @@ mod tests {
             for len in [60, 1500, 4096, 9000, 1] {
                 let ps = wire_bytes(len) * BIT_PS / rate + carry;
                 carry = ps % 1000;
-                assert_eq!(port.serialize_ns(len), ps / 1000, "{rate} {len}");
+                let want = Duration::from_nanos(ps / 1000);
+                assert_eq!(port.serialization_time(len), want, "{rate} {len}");
             }
         }
     }
@@ -166,15 +167,17 @@ mod tests {
     fn pause_time_accumulates_across_periods_and_resume() {
         // One quantum is 512 bit times: 51.2 ns at 10 Gbit/s, rounded up to 52.
         let mut port = TxPort::new(10_000_000_000, [0; 6]);
-        port.apply_pause(3, 100, 1);
-        assert!(port.is_paused(3, 120));
-        port.apply_pause(3, 120, 0); // XON at 120
-        assert!(!port.is_paused(3, 120));
-        port.apply_pause(3, 200, 1);
-        assert_eq!(port.pause_ns(3, 1000), 20 + 52);
-        assert_eq!(port.pause_ns(3, 210), 20 + 10);
-        assert_eq!(port.counters_at(210).prio[3].pause_received, 3);
-        assert_eq!(port.earliest_resume(1 << 3, 210), Some(252));
-        assert_eq!(port.earliest_resume(1 << 2, 210), None);
+        let t = Instant::from_nanos;
+        port.apply_pause(3, t(100), 1);
+        assert!(port.is_paused(3, t(120)));
+        port.apply_pause(3, t(120), 0); // XON at 120
+        assert!(!port.is_paused(3, t(120)));
+        port.apply_pause(3, t(200), 1);
+        assert_eq!(port.paused(3, t(1000)), Duration::from_nanos(20 + 52));
+        assert_eq!(port.paused(3, t(210)), Duration::from_nanos(20 + 10));
+        let c = port.counters_at(t(210)).prio[3];
+        assert_eq!((c.pause_received, c.pause_ns), (3, 30));
+        assert_eq!(port.earliest_resume(1 << 3, t(210)), Some(t(252)));
+        assert_eq!(port.earliest_resume(1 << 2, t(210)), None);
     }
 }

@@ -142,7 +142,7 @@ fn ce_marked_frames_keep_a_valid_icrc_end_to_end() {
         match roce_proto::wire::parse_frame(&f.frame) {
             Ok(p) => ce += usize::from(p.repr.ip.ecn() == roce_proto::wire::Ecn::Ce),
             Err(roce_proto::wire::WireError::NotRoce) => {} // PFC and other control frames
-            Err(e) => panic!("a RoCEv2 frame failed its checks at {} ns: {e}", f.t_ns),
+            Err(e) => panic!("a RoCEv2 frame failed its checks at {:?}: {e}", f.at),
         }
     }
     assert!(ce > 0, "{} frames arrived, none CE-marked", arrived.len());

@@ -33,10 +33,15 @@ pub(super) fn exchange<E>(parts: &mut [&mut Fabric<E>]) -> u64 {
 }
 
 impl<E: Engine> Fabric<E> {
-    /// Handles the fabric-wide events due at `g` (ns), in key order, with every node event up
-    /// to `g` done and the partitions stopped.
-    pub(super) fn global_step(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, g: u64) {
-        while self.w.queue.peek_time() == Some(Instant::from_nanos(g)) {
+    /// Handles the fabric-wide events due at `g`, in key order, with every node event up to
+    /// `g` done and the partitions stopped.
+    pub(super) fn global_step(
+        &mut self,
+        parts: &mut [&mut Fabric<E>],
+        layout: &Layout,
+        g: Instant,
+    ) {
+        while self.w.queue.peek_time() == Some(g) {
             let Some((_, key, ev)) = self.w.queue.pop() else {
                 break;
             };
@@ -81,9 +86,9 @@ impl<E: Engine> Fabric<E> {
         }
     }
 
-    /// Handles this partition's node events due at `g` (ns) whose tie keys sort before `key`.
-    fn run_at(&mut self, g: u64, key: u64) {
-        while self.w.queue.peek_time() == Some(Instant::from_nanos(g)) {
+    /// Handles this partition's node events due at `g` whose tie keys sort before `key`.
+    fn run_at(&mut self, g: Instant, key: u64) {
+        while self.w.queue.peek_time() == Some(g) {
             let Some((at, k, ev)) = self.w.queue.pop() else {
                 break;
             };
@@ -145,7 +150,7 @@ impl<E: Engine> Fabric<E> {
     /// Moves the nodes (and a port capture) back from their partitions and merges what is
     /// fabric-wide: flow progress, CNP and event counts, lost traffic, and (in event order) the
     /// PFC frames the recorder and the log are owed. The clock goes to `now`.
-    pub(super) fn gather(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, now: u64) {
+    pub(super) fn gather(&mut self, parts: &mut [&mut Fabric<E>], layout: &Layout, now: Instant) {
         let mut pauses = Vec::new();
         let mut rx = Vec::new();
         let mut in_flight = Vec::new();

@@ -28,7 +28,7 @@ use std::sync::{Mutex, PoisonError};
 use super::Fabric;
 use crate::{LinkId, SwitchId};
 use roce_proto::engine::Engine;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 use window::{Shared, Step};
 
 /// Why a fabric cannot run on several threads (each one line, for the command line).
@@ -68,7 +68,7 @@ impl<E> RunMode<E> {
 }
 
 /// A PFC frame a switch sent: (event key, switch, port, priority, XOFF).
-pub(crate) type PauseNote = ((u64, u64), SwitchId, u16, usize, bool);
+pub(crate) type PauseNote = ((Instant, u64), SwitchId, u16, usize, bool);
 
 /// What a partition owes the fabric-wide recorder and PFC log, with the key of the event that
 /// did it, to be merged in event order.
@@ -77,7 +77,7 @@ pub(crate) struct Journal {
     /// PFC frames sent by switches: (event key, switch, port, priority, XOFF).
     pub(crate) pauses: Vec<PauseNote>,
     /// The event key of each entry of the partition's PFC log.
-    pub(crate) rx_keys: Vec<(u64, u64)>,
+    pub(crate) rx_keys: Vec<(Instant, u64)>,
     /// Frames lost in flight on a link whose sending end lives in another partition: (link,
     /// priority), for that port's `link_down` drop count.
     pub(crate) lost_in_flight: Vec<(LinkId, usize)>,
@@ -98,8 +98,8 @@ struct Layout {
     switches: Vec<Vec<usize>>,
     /// The partition of each node, by node code.
     part_of: Vec<u16>,
-    /// The smallest delay of a link between partitions, ns.
-    lookahead: u64,
+    /// The smallest delay of a link between partitions.
+    lookahead: Duration,
 }
 
 impl Layout {
@@ -206,7 +206,7 @@ impl<E: Engine + Send> Fabric<E> {
             }
             self.scatter(&mut p, layout);
         }
-        let stop = end.as_nanos().saturating_add(1);
+        let stop = end + Duration::NANOSECOND;
         self.w.stop = stop;
         let cells: Vec<Mutex<&mut Fabric<E>>> = parts.iter_mut().map(Mutex::new).collect();
         let shared = Shared::new(&cells, layout.lookahead, stop);
@@ -256,7 +256,7 @@ impl<E: Engine + Send> Fabric<E> {
                         let total = (self.w.events + handled) / crate::PROGRESS_EVERY;
                         if total != reported {
                             reported = total;
-                            progress(Instant::from_nanos(w));
+                            progress(w);
                         }
                     }
                 }
@@ -274,7 +274,7 @@ impl<E: Engine + Send> Fabric<E> {
         drop(shared);
         drop(cells);
         let mut p: Vec<&mut Fabric<E>> = parts.iter_mut().collect();
-        self.gather(&mut p, layout, self.w.now.max(end.as_nanos()));
+        self.gather(&mut p, layout, self.w.now.max(end));
         self.w.close(stop);
         tracing::debug!(?stats, "parallel run");
         self.mode = RunMode::Split(par);

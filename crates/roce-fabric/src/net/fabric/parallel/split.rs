@@ -8,6 +8,7 @@ use crate::net::slots::Slots;
 use crate::net::transit::{code, Crossings, Transit};
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
+use roce_proto::time::Duration;
 
 impl<E: Engine> Fabric<E> {
     /// Runs the fabric on up to `threads` threads from now on (see [`crate::net::fabric::parallel`]) when
@@ -37,7 +38,7 @@ impl<E: Engine> Fabric<E> {
         self.route_events(&mut refs, &layout, false);
         tracing::info!(
             partitions = n,
-            lookahead_ns = layout.lookahead,
+            lookahead_ns = layout.lookahead.as_nanos(),
             "fabric split"
         );
         self.mode = RunMode::Split(Box::new(Partitions {
@@ -80,7 +81,7 @@ impl<E: Engine> Fabric<E> {
             hosts: vec![Vec::new(); n],
             switches: vec![Vec::new(); n],
             part_of: Vec::new(),
-            lookahead: u64::MAX / 4,
+            lookahead: Duration::MAX / 4,
         };
         for (s, &k) in switch_part.iter().enumerate() {
             layout.switches[k].push(s);
@@ -94,10 +95,10 @@ impl<E: Engine> Fabric<E> {
         layout.part_of = part_of;
         for l in &self.w.links {
             if layout.part(code(l.from.0)) != layout.part(code(l.to.0)) {
-                layout.lookahead = layout.lookahead.min(l.delay_ns);
+                layout.lookahead = layout.lookahead.min(l.delay);
             }
         }
-        if layout.lookahead == 0 {
+        if layout.lookahead == Duration::ZERO {
             return Err(ParallelError::NoLookahead);
         }
         Ok(layout)

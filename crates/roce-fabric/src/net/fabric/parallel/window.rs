@@ -12,18 +12,28 @@ use super::{since, thread_times, ThreadTimes};
 use crate::net::fabric::Fabric;
 use crate::net::transit::{Crossing, Event};
 use roce_proto::engine::Engine;
-use roce_proto::time::Instant;
+use roce_proto::time::{Duration, Instant};
 
 /// No pending event.
-const NONE: u64 = u64::MAX;
+const NONE: Instant = Instant::FAR_FUTURE;
+
+/// A time shared between threads: its nanoseconds in an atomic.
+fn load(a: &AtomicU64) -> Instant {
+    Instant::from_nanos(a.load(Ordering::Relaxed))
+}
+
+/// Publishes `t` in `a` (see [`load`]).
+fn store(a: &AtomicU64, t: Instant) {
+    a.store(t.as_nanos(), Ordering::Relaxed);
+}
 
 /// What every thread does next.
 pub(super) enum Step {
-    /// Run the window up to (not including) this time, ns.
-    Window(u64),
-    /// The calling thread handles the fabric-wide events at this time, ns, between two
-    /// barriers (the first so that no thread still reads what it changes); the others wait.
-    Global(u64),
+    /// Run the window up to (not including) this time.
+    Window(Instant),
+    /// The calling thread handles the fabric-wide events at this time, between two barriers
+    /// (the first so that no thread still reads what it changes); the others wait.
+    Global(Instant),
     /// The run is over.
     Done,
 }
@@ -47,21 +57,22 @@ pub(super) struct Shared<'a, 'b, E> {
     /// Frames on their way, by (from, to) partition: `from * n + to`.
     mail: Vec<Mutex<Vec<Crossing>>>,
     /// By window parity, each partition's earliest pending time after its window (the frames
-    /// it posted included), ns.
+    /// it posted included), as [`store`] keeps it.
     next: [Vec<AtomicU64>; 2],
     /// By window parity, each partition's events and posted frames in its window.
     done: [Vec<(AtomicU64, AtomicU64)>; 2],
-    /// The earliest fabric-wide event, ns (changes only in a global step).
+    /// The earliest fabric-wide event, as [`store`] keeps it (changes only in a global step).
     global: AtomicU64,
     pub(super) barrier: WindowBarrier,
-    lookahead: u64,
-    stop: u64,
+    lookahead: Duration,
+    stop: Instant,
 }
 
 impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
-    pub(super) fn new(cells: &'a Cells<'b, E>, lookahead: u64, stop: u64) -> Self {
+    pub(super) fn new(cells: &'a Cells<'b, E>, lookahead: Duration, stop: Instant) -> Self {
         let n = cells.len();
-        let atomics = || (0..n).map(|_| AtomicU64::new(NONE)).collect::<Vec<_>>();
+        let none = || AtomicU64::new(NONE.as_nanos());
+        let atomics = || (0..n).map(|_| none()).collect::<Vec<_>>();
         let pairs = || {
             (0..n)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
@@ -72,7 +83,7 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
             mail: (0..n * n).map(|_| Mutex::default()).collect(),
             next: [atomics(), atomics()],
             done: [pairs(), pairs()],
-            global: AtomicU64::new(NONE),
+            global: none(),
             barrier: WindowBarrier::new(n),
             lookahead,
             stop,
@@ -83,37 +94,32 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
     /// for the window of `parity` (with every partition locked or idle, and the mail empty).
     pub(super) fn publish(&self, cells: &Cells<'b, E>, global: Option<Instant>, parity: usize) {
         for (k, c) in cells.iter().enumerate() {
-            let t = lock(c).w.queue.peek_time().map_or(NONE, Instant::as_nanos);
+            let t = lock(c).w.queue.peek_time().unwrap_or(NONE);
             if let Some(a) = self.next[parity].get(k) {
-                a.store(t, Ordering::Relaxed);
+                store(a, t);
             }
         }
-        self.global
-            .store(global.map_or(NONE, Instant::as_nanos), Ordering::Relaxed);
+        store(&self.global, global.unwrap_or(NONE));
     }
 
     /// The next step, the same on every thread: a window ends a lookahead after the earliest
     /// node event, or at the next fabric-wide event; the global step at that nanosecond then
     /// runs its node events and the fabric-wide ones in tie-key order.
     pub(super) fn decide(&self, parity: usize) -> Step {
-        let t = self.next[parity]
-            .iter()
-            .map(|a| a.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(NONE);
-        let g = self.global.load(Ordering::Relaxed);
+        let t = self.next[parity].iter().map(load).min().unwrap_or(NONE);
+        let g = load(&self.global);
         if g < self.stop && g <= t {
             return Step::Global(g);
         }
         if t >= self.stop {
             return Step::Done;
         }
-        let w = t.saturating_add(self.lookahead).min(self.stop).min(g);
+        let w = (t + self.lookahead).min(self.stop).min(g);
         Step::Window(w)
     }
 
     /// Runs partition `k` through the window ending at `w`; returns its wall time, ns.
-    pub(super) fn window(&self, k: usize, parity: usize, w: u64) -> u64 {
+    pub(super) fn window(&self, k: usize, parity: usize, w: Instant) -> u64 {
         let started = std::time::Instant::now();
         let n = self.cells.len();
         let Some(cell) = self.cells.get(k) else {
@@ -127,7 +133,7 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
         }
         let before = f.w.events;
         f.run_before(w, |_| {});
-        let mut soonest = f.w.queue.peek_time().map_or(NONE, Instant::as_nanos);
+        let mut soonest = f.w.queue.peek_time().unwrap_or(NONE);
         let mut posted = 0;
         if let Some(cross) = f.w.cross.as_mut() {
             posted = cross.out.len() as u64;
@@ -143,7 +149,7 @@ impl<'a, 'b, E: Engine> Shared<'a, 'b, E> {
         }
         let flip = parity ^ 1;
         if let Some(a) = self.next[flip].get(k) {
-            a.store(soonest, Ordering::Relaxed);
+            store(a, soonest);
         }
         if let Some((e, p)) = self.done[flip].get(k) {
             e.store(f.w.events - before, Ordering::Relaxed);
@@ -211,11 +217,8 @@ pub(super) fn take_in<E>(f: &mut Fabric<E>, frames: impl Iterator<Item = Crossin
     for c in frames {
         let epoch = c.slot.epoch;
         let pkt = f.w.pool.adopt(c.slot);
-        f.w.queue.push(
-            Instant::from_nanos(c.at),
-            c.key,
-            Event::Deliver(c.link, pkt, epoch),
-        );
+        f.w.queue
+            .push(c.at, c.key, Event::Deliver(c.link, pkt, epoch));
     }
 }
 

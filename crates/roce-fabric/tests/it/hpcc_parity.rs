@@ -174,3 +174,19 @@ fn timely_websearch_30_matches_ns3() {
         },
     );
 }
+
+/// DCTCP (`CC_MODE 8`, rate-based with the window, run.py's `DCTCP_RATE_AI`): measured
+/// 1.030 / 1.011 / 1.011 (p50 per bin 1.01-1.10).
+#[test]
+#[ignore = "a 320-host run: the test command runs it optimised"]
+fn dctcp_websearch_30_matches_ns3() {
+    holds(
+        "ws30_dctcp",
+        Bounds {
+            p50: (0.95, 1.10),
+            p95: (0.85, 1.2),
+            p99: (0.7, 1.43),
+            each_p50: (0.90, 1.15),
+        },
+    );
+}

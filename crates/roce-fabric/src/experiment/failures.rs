@@ -1,5 +1,6 @@
 //! A scenario's failures: cables going down and up (`link_events`), flapping cables, switch
-//! reboots and lossy cables, applied to a built fabric by the names the topology gives.
+//! reboots, lossy cables and planned maintenance drains, applied to a built fabric by the names
+//! the topology gives.
 
 use crate::limits::bounds::{at_most, excerpt, LimitError, MAX_FLAPS};
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,17 @@ pub enum Failure {
         /// How long its ports stay down, µs.
         down_us: f64,
     },
+    /// `switch` is drained for maintenance from `at_us` to `until_us`: its neighbours route
+    /// around it (a routing convergence time after each end) while it forwards what still
+    /// reaches it, so a reboot inside the window loses nothing.
+    Drain {
+        /// Switch name.
+        switch: String,
+        /// When the drain starts, µs.
+        at_us: f64,
+        /// When the switch returns to service, µs.
+        until_us: f64,
+    },
     /// The cable between `a` and `b` loses (and corrupts) this fraction of frames, both ways,
     /// for the whole run.
     Loss {
@@ -72,7 +84,9 @@ impl Failure {
     /// When it first hurts traffic, µs (`None` for a lossy cable, which hurts all along).
     pub fn starts_us(&self) -> Option<f64> {
         match self {
-            Failure::Flap { at_us, .. } | Failure::Reboot { at_us, .. } => Some(*at_us),
+            Failure::Flap { at_us, .. }
+            | Failure::Reboot { at_us, .. }
+            | Failure::Drain { at_us, .. } => Some(*at_us),
             Failure::Loss { .. } => None,
         }
     }
@@ -96,6 +110,11 @@ impl Failure {
             Failure::Reboot { at_us, down_us, .. } if !(ok_time(*at_us) && ok_time(*down_us)) => {
                 Err(FailureError::Reboot)
             }
+            Failure::Drain {
+                at_us, until_us, ..
+            } if !(ok_time(*at_us) && ok_time(*until_us) && until_us >= at_us) => {
+                Err(FailureError::Drain)
+            }
             Failure::Loss { loss, corrupt, .. }
                 if !(0.0..=1.0).contains(loss) || !(0.0..=1.0).contains(corrupt) =>
             {
@@ -118,6 +137,9 @@ pub enum FailureError {
     /// A reboot with a negative or non-finite time.
     #[error("reboot needs at_us, down_us >= 0")]
     Reboot,
+    /// A drain with a negative or non-finite time, or one that ends before it starts.
+    #[error("drain needs 0 <= at_us <= until_us")]
+    Drain,
     /// A loss or corruption probability outside 0..=1.
     #[error("loss and corrupt must lie in 0..=1")]
     Loss,
@@ -164,6 +186,15 @@ fn cable<'c>(
         })
 }
 
+/// The switch of `topo` named `name`.
+fn switch_named(topo: &Topology, name: &str) -> Result<SwitchId, FailureError> {
+    topo.switches
+        .iter()
+        .position(|(n, _)| n == name)
+        .map(SwitchId)
+        .ok_or_else(|| FailureError::NoSwitch(excerpt(name)))
+}
+
 /// Schedules `events` and `failures` on `fabric`, built from `topo` with `cables`.
 pub(super) fn apply(
     fabric: &mut Fabric<ScenarioEngine>,
@@ -200,16 +231,21 @@ pub(super) fn apply(
     for f in failures {
         match f {
             Failure::Flap { .. } => {}
+            Failure::Drain {
+                switch,
+                at_us,
+                until_us,
+            } => {
+                let s = switch_named(topo, switch)?;
+                fabric.schedule_drain(s, at(*at_us), true);
+                fabric.schedule_drain(s, at(*until_us), false);
+            }
             Failure::Reboot {
                 switch,
                 at_us,
                 down_us,
             } => {
-                let s = topo
-                    .switches
-                    .iter()
-                    .position(|(n, _)| n == switch)
-                    .ok_or_else(|| FailureError::NoSwitch(excerpt(switch)))?;
+                let s = switch_named(topo, switch)?.0;
                 let down = Duration::from_micros_f64(*down_us);
                 fabric.schedule_reboot(SwitchId(s), at(*at_us), down);
             }

@@ -111,6 +111,7 @@ impl<E: Engine> Fabric<E> {
             Event::LinkDetect(l, up) => return self.link_detect(LinkId(l as usize), up),
             Event::Reconverge => self.reconverge(),
             Event::SwitchFlush(s) => self.flush_switch(SwitchId(s as usize)),
+            Event::Drain(s, drained) => self.drain(SwitchId(s as usize), drained),
             Event::Sample => {
                 if let Some(mut rec) = self.recorder.take() {
                     rec.sample(

@@ -138,6 +138,8 @@ pub struct Fabric<E> {
     pub(super) ip_to_host: MixMap<IpKey, usize>,
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
+    /// Switches drained for maintenance, by index (shorter than `switches`: the rest are not).
+    pub(super) drained: Vec<bool>,
     pub(super) started: bool,
     /// The flow meter counting flows and CNPs at the host NICs.
     pub flow_meter: FlowMeter,
@@ -164,6 +166,7 @@ impl<E: Engine> Fabric<E> {
             ip_to_host: MixMap::default(),
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: false,
+            drained: Vec::new(),
             started: false,
             flow_meter: FlowMeter::default(),
             recorder: None,
@@ -493,7 +496,13 @@ impl<E: Engine> Fabric<E> {
                 dist[s.0] = 1;
                 frontier.push_back(s.0);
             }
+            let drained = |s: usize| self.drained.get(s).copied().unwrap_or(false);
             while let Some(s) = frontier.pop_front() {
+                // A drained switch is no one's next hop on the way (its neighbours route
+                // around it), unless the host hangs off it.
+                if drained(s) && dist[s] > 1 {
+                    continue;
+                }
                 let ports = self.switches.get(s).map_or(&[][..], |sw| sw.ports());
                 for port in ports {
                     if let Some((Node::Switch(n), _)) = port.tx.link.and_then(|l| self.live_peer(l))
@@ -505,13 +514,34 @@ impl<E: Engine> Fabric<E> {
                     }
                 }
             }
+            // A drained switch forwards what still reaches it toward its nearest neighbour
+            // that is not drained.
+            let via = |s: usize| -> u32 {
+                if !drained(s) || dist[s] == 1 {
+                    return dist[s];
+                }
+                let ports = self.switches.get(s).map_or(&[][..], |sw| sw.ports());
+                let nearest = ports
+                    .iter()
+                    .filter_map(|p| match p.tx.link.and_then(|l| self.live_peer(l)) {
+                        Some((Node::Switch(n), _)) if !drained(n.0) => Some(dist[n.0]),
+                        _ => None,
+                    })
+                    .min()
+                    .unwrap_or(u32::MAX);
+                nearest.saturating_add(1)
+            };
             for (s, to_host) in routes.iter_mut().enumerate() {
                 let ports = self.switches.get(s).map_or(&[][..], |sw| sw.ports());
+                let own = via(s);
                 for (p, port) in ports.iter().enumerate() {
                     let next_hop = match port.tx.link.and_then(|l| self.live_peer(l)) {
                         Some((Node::Host(x), _)) => x.0 == h,
                         Some((Node::Switch(n), _)) => {
-                            dist[s] != u32::MAX && dist[n.0] + 1 == dist[s]
+                            own != u32::MAX
+                                && dist[n.0] != u32::MAX
+                                && dist[n.0] + 1 == own
+                                && (!drained(n.0) || dist[n.0] == 1)
                         }
                         None => false,
                     };

@@ -85,6 +85,28 @@ impl<E: Engine> Fabric<E> {
         true
     }
 
+    /// Drains `switch` at `at` (its neighbours route around it once the routing protocol has
+    /// converged; nothing is lost: it keeps forwarding what still reaches it) or, with
+    /// `drained` false, returns it to service the same way: a planned maintenance.
+    pub fn schedule_drain(&mut self, switch: SwitchId, at: Instant, drained: bool) {
+        self.w.origin = super::transit::GLOBAL;
+        self.w.schedule(at, Event::Drain(switch.0 as u32, drained));
+    }
+
+    /// The drain takes effect: every switch reroutes a convergence time later.
+    pub(super) fn drain(&mut self, switch: SwitchId, drained: bool) {
+        if self.drained.len() < self.switches.len() {
+            self.drained.resize(self.switches.len(), false);
+        }
+        let Some(d) = self.drained.get_mut(switch.0) else {
+            return;
+        };
+        *d = drained;
+        tracing::debug!(switch = switch.0, drained, "switch drain");
+        let at = self.now() + Duration::from_micros_f64(self.routing.converge_us);
+        self.w.schedule(at, Event::Reconverge);
+    }
+
     pub(super) fn reconverge(&mut self) {
         tracing::debug!(now = ?self.now(), "routes recomputed");
         self.compute_routes();

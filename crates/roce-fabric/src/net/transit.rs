@@ -38,6 +38,9 @@ pub(super) enum Event {
     Reconverge,
     /// A switch reboots: its buffered frames are lost.
     SwitchFlush(u32),
+    /// A switch is drained for maintenance (true: its neighbours route around it while it
+    /// keeps forwarding what reaches it) or returned to service (false).
+    Drain(u32, bool),
     Sample,
 }
 
@@ -65,6 +68,7 @@ impl Event {
             | Event::LinkDetect(..)
             | Event::Reconverge
             | Event::SwitchFlush(_)
+            | Event::Drain(..)
             | Event::Sample => GLOBAL,
         }
     }

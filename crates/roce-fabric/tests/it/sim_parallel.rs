@@ -339,3 +339,11 @@ fn a_frame_a_link_change_sent_goes_after_a_link_change_scheduled_earlier_for_its
     assert!(s0_rx.prio[0].rx_packets > 0, "{s0_rx:?}");
     assert_eq!(counters(2), one);
 }
+
+#[test]
+fn a_maintenance_drain_is_the_same_on_two_and_three_threads() {
+    let text =
+        std::fs::read_to_string(format!("{}/maintenance-drain.toml", fixtures::SCENARIOS)).unwrap();
+    let s = Scenario::from_toml(&text).unwrap();
+    assert!(same_on_threads(s) >= 2);
+}

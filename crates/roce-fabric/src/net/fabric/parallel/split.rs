@@ -132,6 +132,8 @@ impl<E: Engine> Fabric<E> {
             ip_to_host: self.ip_to_host.clone(),
             scratch: vec![0; roce_proto::limits::MAX_FRAME],
             routed: true,
+            // Routes are computed on the whole fabric (a fabric-wide event), never here.
+            drained: Vec::new(),
             started: true,
             flow_meter: meter,
             recorder: None,

@@ -81,6 +81,10 @@ pub fn write_all<E: Engine>(
     if let Some(o) = &summary.outage {
         write(dir, "flow_bins.csv", &bins_csv(o))?;
     }
+    if !summary.queue_delay.is_empty() {
+        let csv = roce_fabric::experiment::queue_delay::csv(&summary.queue_delay);
+        write(dir, "queue_delay.csv", &csv)?;
+    }
     if !summary.collectives.is_empty() {
         let csv = roce_fabric::flows::collective::CollectiveReport::csv(&summary.collectives);
         write(dir, "collectives.csv", &csv)?;

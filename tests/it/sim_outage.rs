@@ -223,6 +223,29 @@ fn sim_run_out_writes_the_flow_bins_with_the_stall() {
     let (code, stdout, stderr) = roce(&["sim", "run", path, "--out", out_dir]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("outage at 1000.0 us: "), "{stdout}");
+    // The queue delay histograms: every packet of every queue in one bucket line.
+    let qd = std::fs::read_to_string(dir.join("queue_delay.csv")).expect("queue_delay.csv");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"),
+    )
+    .expect("json");
+    let in_json: u64 = summary["queue_delay"]
+        .as_array()
+        .expect("queue_delay")
+        .iter()
+        .map(|q| q["packets"].as_u64().unwrap())
+        .sum();
+    let in_csv: u64 = qd
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(in_json > 0);
+    assert_eq!(in_csv, in_json);
+    assert!(
+        qd.starts_with("node,port,priority,from_us,to_us,packets\n"),
+        "{qd}"
+    );
     let csv = std::fs::read_to_string(dir.join("flow_bins.csv")).expect("flow_bins.csv");
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(

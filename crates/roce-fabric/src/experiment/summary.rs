@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outage::Outage;
 use super::pfc_pauses::{self, PfcPause};
+use super::queue_delay::{self, QueueDelay};
 use super::warning::{Warning, WarningKind};
 use crate::engines::{Recovery, ScenarioEngine};
 use crate::flows::collective::{CollectivePlan, CollectiveReport};
@@ -178,6 +179,9 @@ pub struct RunSummary {
     /// What each class sent through the bottleneck after warm-up (with ETS weights only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassShare>>,
+    /// Per switch egress queue that forwarded a packet: how long packets waited in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_delay: Vec<QueueDelay>,
     /// Per port and priority that sent or received a PFC pause: frames and time held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pfc: Vec<PfcPause>,
@@ -418,6 +422,7 @@ impl RunSummary {
             rails: None,
             classes: None,
             pfc: pfc_pauses::collect(f),
+            queue_delay: queue_delay::collect(f),
             ports: Vec::new(),
             hosts: Vec::new(),
         }
@@ -485,6 +490,7 @@ impl RunSummary {
                 let _ = writeln!(s, "allreduce {i} iterations us: {}", v.join(" "));
             }
         }
+        s.push_str(&queue_delay::lines(&self.queue_delay));
         s.push_str(&pfc_pauses::lines(&self.pfc));
         for f in &self.flows {
             // A flow's state, and when it finished if it did (a running flow has no time).

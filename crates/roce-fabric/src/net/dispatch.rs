@@ -279,7 +279,7 @@ impl<E: Engine> Fabric<E> {
         if sw.config().ecn_at == MarkPoint::Enqueue {
             self.w.maybe_mark(s, sw, pkt, egress, prio);
         }
-        let crossed = sw.enqueue_counted(pkt, ingress, egress, prio, len);
+        let crossed = sw.enqueue_counted(pkt, (ingress, egress), prio, len, self.w.now);
         if crossed {
             self.send_pfc(s, ingress, prio, true);
         }
@@ -346,7 +346,7 @@ impl<E: Engine> Fabric<E> {
                 .transmit(&mut p.tx, (Node::Switch(s), port), (pkt, len), 7, idle);
             return;
         }
-        let Some(d) = sw.dequeue(port, |tx, prio| tx.is_paused(prio, now)) else {
+        let Some(d) = sw.dequeue(port, now, |tx, prio| tx.is_paused(prio, now)) else {
             if let Some(p) = sw.port_mut(port) {
                 let waiting = p.waiting();
                 self.w

@@ -17,6 +17,7 @@ use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use crate::record::series::Recorder;
 use crate::switching::frame::{ip_key, IpKey, MixMap};
 use crate::switching::port::TxPort;
+use crate::switching::sojourn::Sojourn;
 use crate::switching::stats::{PortCounters, PrioCounters};
 use crate::switching::switch::{Switch, SwitchConfig, SwitchPort};
 use crate::{HostId, LinkId, Node, PktId, SwitchId};
@@ -462,6 +463,12 @@ impl<E: Engine> Fabric<E> {
             .map_or(0, |p| p.queued_bytes())
     }
 
+    /// How long the packets that left `switch`'s egress `port` at priority `prio` waited in
+    /// its queue (`None` before the first).
+    pub fn sojourn(&self, switch: SwitchId, port: u16, prio: usize) -> Option<&Sojourn> {
+        self.switches.get(switch.0)?.port(port)?.sojourn(prio)
+    }
+
     /// Name of a switch.
     pub fn switch_name(&self, switch: SwitchId) -> &str {
         self.switches.get(switch.0).map_or("", |s| s.name())
@@ -560,6 +567,9 @@ impl<E: Engine> Fabric<E> {
     /// Marks the start of the measurement window (after warm-up).
     pub fn mark_warmup(&mut self) {
         self.flow_meter.mark_warmup();
+        for sw in self.switches.iter_mut() {
+            sw.clear_sojourn();
+        }
     }
 
     /// IP address key of a host.
@@ -578,16 +588,17 @@ impl FabricSwitch {
             .and_then(|p| p.tx.counters.prio.get_mut(prio))
     }
 
-    /// Queues a packet as [`Switch::enqueue`] does and updates the egress high-water mark.
+    /// Queues a packet at `now` as [`Switch::enqueue`] does and updates the egress high-water
+    /// mark.
     pub fn enqueue_counted(
         &mut self,
         pkt: PktId,
-        ingress: u16,
-        egress: u16,
+        (ingress, egress): (u16, u16),
         prio: usize,
         len: u64,
+        now: Instant,
     ) -> bool {
-        let crossed = self.enqueue(pkt, ingress, egress, prio, len);
+        let crossed = self.enqueue(pkt, (ingress, egress), prio, len, now);
         let depth = self.queue_depth(egress, prio);
         if let Some(c) = self.counters_mut(egress, prio) {
             c.queue_hwm_bytes = c.queue_hwm_bytes.max(depth);

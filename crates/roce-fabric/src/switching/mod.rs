@@ -1,5 +1,5 @@
 //! The switch element and what it is made of: the sans-IO output-queued [`switch`] with its
-//! [`thresholds`] and egress [`sched`]uler, the transmitter a switch port and a host NIC share,
+//! [`thresholds`], egress [`sched`]uler and queues' [`sojourn`] times, the transmitter a switch port and a host NIC share,
 //! what a switch reads from a [`frame`], the per-port and per-priority [`stats`], the
 //! scenario file's switch settings ([`switch_spec`]) and the real-time switch that runs the
 //! element between ports ([`rt_switch`]).
@@ -8,7 +8,9 @@ pub mod frame;
 pub(crate) mod port;
 pub mod rt_switch;
 pub mod sched;
+pub mod sojourn;
 pub mod stats;
 pub mod switch;
+mod switch_config;
 pub mod switch_spec;
 pub mod thresholds;

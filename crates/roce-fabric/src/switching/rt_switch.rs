@@ -126,8 +126,8 @@ pub struct RtSwitch<P: Port> {
     counters: RtSwitchCounters,
     rx: Vec<P::Buf>,
     tx: Vec<P::Buf>,
-    /// (ingress, priority, length) of the frames in `tx`.
-    sent: Vec<(u16, usize, u64)>,
+    /// (ingress, priority, length, when queued) of the frames in `tx`.
+    sent: Vec<(u16, usize, u64, Instant)>,
 }
 
 impl<P: Port> std::fmt::Debug for RtSwitch<P> {
@@ -300,11 +300,11 @@ impl<P: Port> RtSwitch<P> {
                 break;
             }
             budget -= cost;
-            let Some(d) = self.sw.dequeue(port, |t, prio| t.paused(prio, now)) else {
+            let Some(d) = self.sw.dequeue(port, now, |t, prio| t.paused(prio, now)) else {
                 break;
             };
             self.tx.push(d.pkt);
-            self.sent.push((d.ingress, d.prio, d.len));
+            self.sent.push((d.ingress, d.prio, d.len, d.queued_at));
         }
         let Some(p) = self.sw.port_mut(port) else {
             return ctrl_sent;
@@ -331,19 +331,20 @@ impl<P: Port> RtSwitch<P> {
         p.tx.tx_bytes += bytes;
         // What the port refused goes back to the head of its queues, in order.
         while let Some(b) = self.tx.pop() {
-            if let Some((ingress, prio, len)) = self.sent.pop() {
+            if let Some((ingress, prio, len, queued_at)) = self.sent.pop() {
                 let d = Dequeued {
                     pkt: b,
                     prio,
                     ingress,
                     len,
+                    queued_at,
                 };
                 self.sw.requeue_front(port, d);
             }
         }
         // What left may let its ingress resume.
         for k in 0..self.sent.len() {
-            if let Some(&(ingress, prio, _)) = self.sent.get(k) {
+            if let Some(&(ingress, prio, ..)) = self.sent.get(k) {
                 if self.sw.should_resume(ingress, prio) {
                     self.send_pfc(ingress, prio, false, now);
                 }
@@ -386,7 +387,7 @@ impl<P: Port> RtSwitch<P> {
                 self.counters.ecn_marked += 1;
             }
         }
-        if self.sw.enqueue(buf, from, to, prio, len) {
+        if self.sw.enqueue(buf, (from, to), prio, len, now) {
             self.send_pfc(from, prio, true, now);
         }
         self.counters.buffer_hwm_bytes = self.counters.buffer_hwm_bytes.max(self.sw.used_bytes());

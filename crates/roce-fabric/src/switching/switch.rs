@@ -15,89 +15,16 @@
 use std::collections::VecDeque;
 
 use rand::RngExt;
-use serde::{Deserialize, Serialize};
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
-use super::sched::{SchedState, Scheduling};
+use super::sched::SchedState;
+use super::sojourn::Sojourn;
+pub use super::switch_config::{MarkPoint, SwitchConfig};
 pub use super::thresholds::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn};
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
 pub use super::stats::DropReason;
-
-/// When a switch decides whether to mark a packet CE.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MarkPoint {
-    /// On arrival, from the egress queue depth the packet finds (most merchant ASICs' WRED).
-    #[default]
-    Enqueue,
-    /// On departure, from the depth the packet leaves behind (the DCQCN authors' ns-3 switch):
-    /// the mark skips the queueing delay on its way to the receiver.
-    Dequeue,
-}
-
-/// A switch's configuration.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SwitchConfig {
-    /// Shared packet buffer, bytes.
-    pub buffer_bytes: u64,
-    /// Largest egress queue of a lossy class (and of every class while PFC is off), bytes.
-    pub queue_limit_bytes: u64,
-    /// Priorities that are lossless (PFC-protected when `pfc` is set).
-    pub lossless: Vec<u8>,
-    /// PFC thresholds; `None` turns PFC off.
-    pub pfc: Option<PfcConfig>,
-    /// ECN marking per priority (index = priority); missing entries mark nothing.
-    pub ecn: Vec<Option<EcnThresholds>>,
-    /// Whether ECN marking happens at enqueue or at dequeue.
-    #[serde(default)]
-    pub ecn_at: MarkPoint,
-    /// Salt of the ECMP hash (vary it per switch to avoid polarization).
-    pub ecmp_salt: u64,
-    /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
-    /// as HPCC switches do: into the frame's INT shim (`wire::int`) when it carries one, else
-    /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
-    #[serde(default)]
-    pub int: bool,
-    /// Egress scheduling (strict classes, ETS weights) and per-class buffer limits.
-    #[serde(default)]
-    pub sched: Scheduling,
-    /// Marking by port rate: a port whose rate is listed marks the ECN-enabled priorities with
-    /// that entry's thresholds instead of `ecn`'s.
-    #[serde(default)]
-    pub ecn_by_rate: Vec<RateEcn>,
-}
-
-impl Default for SwitchConfig {
-    fn default() -> Self {
-        SwitchConfig {
-            buffer_bytes: 12 * 1024 * 1024,
-            queue_limit_bytes: 1024 * 1024,
-            lossless: vec![3],
-            pfc: Some(PfcConfig::default()),
-            ecn: vec![None; PRIORITIES],
-            ecn_at: MarkPoint::Enqueue,
-            ecmp_salt: 0,
-            int: false,
-            sched: Scheduling::default(),
-            ecn_by_rate: Vec::new(),
-        }
-    }
-}
-
-impl SwitchConfig {
-    /// Whether `prio` is a lossless class with PFC on.
-    pub fn pfc_on(&self, prio: usize) -> bool {
-        self.pfc.is_some() && self.lossless.iter().any(|&p| usize::from(p) == prio)
-    }
-
-    /// Sets the same ECN marking on every priority.
-    pub fn with_ecn_all(mut self, ecn: Option<EcnThresholds>) -> Self {
-        self.ecn = vec![ecn; PRIORITIES];
-        self
-    }
-}
 
 /// The priority (traffic class) of a frame from the fields [`classify`] read: the rule of
 /// [`pfc::priority_of`] (the 802.1Q PCP if tagged, else DSCP >> 3, else 0).
@@ -142,6 +69,9 @@ struct Queued<T> {
     pkt: T,
     ingress: u16,
     len: u32,
+    /// When it was queued, the low 32 bits of its nanoseconds (a wait is read modulo 2^32 ns,
+    /// 4.3 s, so that the entry stays 16 bytes).
+    at: u32,
 }
 
 /// One switch port: the caller's transmit side `tx` (the fabric's serializer, the real-time
@@ -164,6 +94,8 @@ pub struct SwitchPort<T, X> {
     ecn: Option<EcnThresholds>,
     /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
     rate_bps: u64,
+    /// How long packets waited, per priority (made when the first one leaves).
+    sojourn: [Option<Sojourn>; PRIORITIES],
 }
 
 impl<T, X> SwitchPort<T, X> {
@@ -179,7 +111,14 @@ impl<T, X> SwitchPort<T, X> {
             xoff: [false; PRIORITIES],
             ecn: None,
             rate_bps: 0,
+            sojourn: Default::default(),
         }
+    }
+
+    /// How long the packets that left priority `prio`'s queue waited in it (`None` before the
+    /// first).
+    pub fn sojourn(&self, prio: usize) -> Option<&Sojourn> {
+        self.sojourn.get(prio)?.as_ref()
     }
 
     /// Whether this port's XOFF for `prio` stands upstream (sent, no XON since).
@@ -224,6 +163,11 @@ fn head_len<T>(queues: &[VecDeque<Queued<T>>; PRIORITIES], ready: u8, prio: usiz
     Some(u64::from(q.len))
 }
 
+/// The low 32 bits of `t`'s nanoseconds: what a queue entry keeps of its arrival.
+fn low32(t: Instant) -> u32 {
+    t.as_nanos() as u32
+}
+
 /// A packet the egress scheduler picked.
 #[derive(Debug)]
 pub struct Dequeued<T> {
@@ -235,6 +179,8 @@ pub struct Dequeued<T> {
     pub ingress: u16,
     /// Its length, bytes.
     pub len: u64,
+    /// When it was queued, modulo 2^32 ns (all a requeue needs).
+    pub queued_at: Instant,
 }
 
 /// The switch element: ports, routes and the shared buffer. `T` is a packet (a pool index in
@@ -592,9 +538,16 @@ impl<T, X> Switch<T, X> {
         Some(frame)
     }
 
-    /// Queues an admitted packet; returns whether the ingress (port, prio) just crossed XOFF
-    /// (the caller sends the pause frame upstream).
-    pub fn enqueue(&mut self, pkt: T, ingress: u16, egress: u16, prio: usize, len: u64) -> bool {
+    /// Queues an admitted packet at `now`; returns whether the ingress (port, prio) just
+    /// crossed XOFF (the caller sends the pause frame upstream).
+    pub fn enqueue(
+        &mut self,
+        pkt: T,
+        (ingress, egress): (u16, u16),
+        prio: usize,
+        len: u64,
+        now: Instant,
+    ) -> bool {
         self.used_bytes += len;
         let pfc_on = self.pfc_on(prio);
         // Only a lossless class needs the threshold (it depends on the buffer, not the queues).
@@ -609,6 +562,7 @@ impl<T, X> Switch<T, X> {
                     pkt,
                     ingress,
                     len: u32::try_from(len).unwrap_or(u32::MAX),
+                    at: low32(now),
                 });
                 *b += len;
                 out.nonempty |= 1 << prio;
@@ -643,11 +597,13 @@ impl<T, X> Switch<T, X> {
         Some((prio, u64::from(len)))
     }
 
-    /// Picks the next packet for `egress` (round robin over non-empty priorities that
-    /// `paused(tx, prio)` does not hold back) and releases its buffer.
+    /// Picks the next packet for `egress` at `now` (round robin over non-empty priorities that
+    /// `paused(tx, prio)` does not hold back), counts how long it waited and releases its
+    /// buffer.
     pub fn dequeue(
         &mut self,
         egress: u16,
+        now: Instant,
         paused: impl Fn(&X, usize) -> bool,
     ) -> Option<Dequeued<T>> {
         let port = self.ports.get_mut(usize::from(egress))?;
@@ -662,6 +618,11 @@ impl<T, X> Switch<T, X> {
         if port.queues.get(prio).is_some_and(VecDeque::is_empty) {
             port.sched.emptied(prio);
             port.nonempty &= !(1 << prio);
+        }
+        if let Some(slot) = port.sojourn.get_mut(prio) {
+            let waited = low32(now).wrapping_sub(q.at);
+            slot.get_or_insert_with(Sojourn::default)
+                .record(Duration::from_nanos(u64::from(waited)));
         }
         let len = u64::from(q.len);
         if let Some(b) = port.qbytes.get_mut(prio) {
@@ -680,6 +641,7 @@ impl<T, X> Switch<T, X> {
             prio,
             ingress: q.ingress,
             len,
+            queued_at: Instant::from_nanos(u64::from(q.at)),
         })
     }
 
@@ -709,8 +671,15 @@ impl<T, X> Switch<T, X> {
         lost
     }
 
+    /// Forgets the sojourn times counted so far (the measurement window opens).
+    pub fn clear_sojourn(&mut self) {
+        for p in &mut self.ports {
+            p.sojourn = Default::default();
+        }
+    }
+
     /// Puts a dequeued packet back at the head of its queue (a port that refused it), taking
-    /// its buffer again; PFC is not re-evaluated.
+    /// its buffer again; PFC is not re-evaluated. Its sojourn counts again when it leaves.
     pub fn requeue_front(&mut self, egress: u16, d: Dequeued<T>) {
         if let Some(p) = self.ports.get_mut(usize::from(d.ingress)) {
             if let Some(b) = p.ingress_bytes.get_mut(d.prio) {
@@ -725,6 +694,7 @@ impl<T, X> Switch<T, X> {
                 pkt: d.pkt,
                 ingress: d.ingress,
                 len: u32::try_from(d.len).unwrap_or(u32::MAX),
+                at: low32(d.queued_at),
             });
             *b += d.len;
             port.nonempty |= 1 << d.prio;

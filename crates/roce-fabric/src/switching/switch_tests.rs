@@ -104,8 +104,11 @@ fn a_standing_xoff_is_due_again_at_half_its_pause_time_until_xon_or_flush() {
     // 1000 quanta x 512 bits at 100 Gbit/s = 5.12 us: refreshed every 2.56 us.
     sw.set_port_rate(a, 100_000_000_000);
     let at = Instant::from_nanos;
-    assert!(!sw.enqueue(1, a, b, 3, 1_500));
-    assert!(sw.enqueue(2, a, b, 3, 1_500), "crossed XOFF");
+    assert!(!sw.enqueue(1, (a, b), 3, 1_500, Instant::ZERO));
+    assert!(
+        sw.enqueue(2, (a, b), 3, 1_500, Instant::ZERO),
+        "crossed XOFF"
+    );
     assert_eq!(sw.xoff_refresh_at(a, 3), None, "not sent yet");
     assert_eq!(sw.xoff_sent(a, 3, at(1_000)), Some(at(3_560)));
     assert_eq!(sw.xoff_refresh_at(a, 3), Some(at(3_560)));
@@ -118,16 +121,16 @@ fn a_standing_xoff_is_due_again_at_half_its_pause_time_until_xon_or_flush() {
     assert_eq!(sw.xoff_sent(b, 3, at(0)), Some(at(640)));
     assert_eq!(sw.xoff_refresh_at(b, 3), None, "no XOFF stands at b");
     // Draining below XON ends it.
-    assert!(sw.dequeue(b, |_, _| false).is_some());
+    assert!(sw.dequeue(b, Instant::ZERO, |_, _| false).is_some());
     assert!(!sw.should_resume(a, 3), "1500 B left, above XON");
     assert_eq!(sw.xoff_refresh_at(a, 3), Some(at(6_120)));
-    assert!(sw.dequeue(b, |_, _| false).is_some());
+    assert!(sw.dequeue(b, Instant::ZERO, |_, _| false).is_some());
     assert!(sw.should_resume(a, 3));
     assert_eq!((sw.xoff_refresh_at(a, 3), sw.next_xoff_due()), (None, None));
     assert_eq!(sw.xoff_due(at(10_000)).count(), 0);
     // So does a reboot.
-    assert!(!sw.enqueue(3, a, b, 3, 1_500));
-    assert!(sw.enqueue(4, a, b, 3, 1_500));
+    assert!(!sw.enqueue(3, (a, b), 3, 1_500, Instant::ZERO));
+    assert!(sw.enqueue(4, (a, b), 3, 1_500, Instant::ZERO));
     assert!(sw.xoff_sent(a, 3, at(7_000)).is_some());
     sw.flush();
     assert_eq!(sw.xoff_refresh_at(a, 3), None);

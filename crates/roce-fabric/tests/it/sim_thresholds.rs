@@ -7,6 +7,7 @@ use roce_fabric::experiment::summary::RunSummary;
 use roce_fabric::switching::switch::{
     DynamicPfc, EcnThresholds, PfcConfig, RateEcn, Switch, SwitchConfig,
 };
+use roce_proto::time::Instant;
 
 fn run(buffer: &str, extra_switch: &str) -> RunSummary {
     let text = format!(
@@ -93,7 +94,7 @@ fn dynamic_xoff_follows_the_free_buffer_and_xon_sits_the_resume_offset_below() {
     let mut xoff_at = None;
     while xoff_at.is_none() && held < 800_000 {
         held += 1_000;
-        if sw.enqueue(0, 0, 1, 3, 1_000) {
+        if sw.enqueue(0, (0, 1), 3, 1_000, Instant::ZERO) {
             xoff_at = Some(held);
         }
     }
@@ -105,7 +106,8 @@ fn dynamic_xoff_follows_the_free_buffer_and_xon_sits_the_resume_offset_below() {
     // XON when the ingress holds 3 KiB less than the threshold at that moment.
     let mut released = 0;
     loop {
-        sw.dequeue(1, |_, _| false).expect("a packet");
+        sw.dequeue(1, Instant::ZERO, |_, _| false)
+            .expect("a packet");
         released += 1_000;
         if sw.should_resume(0, 3) {
             break;
@@ -124,7 +126,7 @@ fn the_400g_port_pauses_later_than_a_100g_port() {
     let xoff = |ingress: u16| {
         let mut sw = dynamic_switch();
         (1..=800u64)
-            .find(|_| sw.enqueue(0, ingress, 1, 3, 1_000))
+            .find(|_| sw.enqueue(0, (ingress, 1), 3, 1_000, Instant::ZERO))
             .map(|n| n * 1_000)
     };
     // The first holding x (in 1 KB steps) above (800 KB − x) >> shift: shift 3 (alpha 1/8)
@@ -159,7 +161,7 @@ fn a_port_uses_the_marking_of_its_rate() {
     sw.set_port_rate(slow, 100_000_000_000);
     sw.set_port_rate(fast, 400_000_000_000);
     for egress in [slow, fast] {
-        sw.enqueue(0, 0, egress, 3, 10_000);
+        sw.enqueue(0, (0, egress), 3, 10_000, Instant::ZERO);
     }
     // Both thresholds are certainties: probability 1 and 0.
     assert_eq!(

@@ -15,6 +15,7 @@ use clap::Args;
 use serde_json::Value;
 
 use roce::stats::{table, Column, StatsReport};
+use roce_fabric::experiment::pfc_pauses::PfcPause;
 
 mod watch;
 
@@ -97,7 +98,7 @@ enum Found {
     Report(StatsReport),
     /// Objects under counter-like keys, one column per JSON path, and a `roce sim` summary's
     /// PFC by port and priority (its `pfc` array).
-    Sections(Vec<Column>, Vec<PfcRow>),
+    Sections(Vec<Column>, Vec<PfcPause>),
     /// Neither.
     Nothing,
 }
@@ -120,7 +121,7 @@ impl Found {
                 into.qps.extend(r.qps);
             } else {
                 let before = cols.len();
-                pfc.extend(PfcRow::all(&v));
+                pfc.extend(pfc_rows(&v));
                 sections(&v, "", &mut cols);
                 if cols.len() == before {
                     // No counter objects: the document's own top-level numbers (a `roce sim`
@@ -151,28 +152,15 @@ impl Found {
     }
 }
 
-/// One port and priority of a `roce sim` summary's `pfc` array.
-#[derive(Debug, serde::Deserialize)]
-struct PfcRow {
-    node: String,
-    port: u16,
-    priority: usize,
-    tx_pause: u64,
-    rx_pause: u64,
-    rx_pause_duration_us: f64,
-}
-
-impl PfcRow {
-    /// The rows of `v`'s `pfc` array (none without one).
-    fn all(v: &Value) -> Vec<PfcRow> {
-        v.get("pfc")
-            .and_then(|p| serde_json::from_value::<Vec<PfcRow>>(p.clone()).ok())
-            .unwrap_or_default()
-    }
+/// The rows of a `roce sim` summary's `pfc` array (none without one).
+fn pfc_rows(v: &Value) -> Vec<PfcPause> {
+    v.get("pfc")
+        .and_then(|p| serde_json::from_value::<Vec<PfcPause>>(p.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// The PFC rows as a table under mlx5's per-priority names.
-fn pfc_table(rows: &[PfcRow]) -> String {
+fn pfc_table(rows: &[PfcPause]) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -197,7 +185,7 @@ fn pfc_table(rows: &[PfcRow]) -> String {
 }
 
 /// The PFC rows as `rdma statistic`-style lines, counters named as mlx5 names them.
-fn pfc_rdma_lines(rows: &[PfcRow]) -> String {
+fn pfc_rdma_lines(rows: &[PfcPause]) -> String {
     rows.iter()
         .map(|r| {
             let p = r.priority;

@@ -139,7 +139,8 @@ pub struct Fabric<E> {
     pub(super) ip_to_host: MixMap<IpKey, usize>,
     pub(super) scratch: Vec<u8>,
     pub(super) routed: bool,
-    /// Switches drained for maintenance, by index (shorter than `switches`: the rest are not).
+    /// Whether each switch is drained for maintenance, by index (empty in a partition of a
+    /// parallel run, which never computes routes).
     pub(super) drained: Vec<bool>,
     pub(super) started: bool,
     /// The flow meter counting flows and CNPs at the host NICs.
@@ -223,6 +224,7 @@ impl<E: Engine> Fabric<E> {
     /// Adds a switch (ports appear as cables are connected).
     pub fn add_switch(&mut self, name: &str, cfg: SwitchConfig) -> SwitchId {
         self.switches.push(Switch::new(name.to_owned(), cfg));
+        self.drained.push(false);
         self.routed = false;
         SwitchId(self.switches.len() - 1)
     }

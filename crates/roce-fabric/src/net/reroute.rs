@@ -95,9 +95,6 @@ impl<E: Engine> Fabric<E> {
 
     /// The drain takes effect: every switch reroutes a convergence time later.
     pub(super) fn drain(&mut self, switch: SwitchId, drained: bool) {
-        if self.drained.len() < self.switches.len() {
-            self.drained.resize(self.switches.len(), false);
-        }
         let Some(d) = self.drained.get_mut(switch.0) else {
             return;
         };

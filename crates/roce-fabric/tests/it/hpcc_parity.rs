@@ -30,6 +30,14 @@ struct Bounds {
     each_p50: (f64, f64),
 }
 
+/// The bounds of DCQCN and HPCC; TIMELY and DCTCP have their own p95 range.
+const BOUNDS: Bounds = Bounds {
+    p50: (0.95, 1.10),
+    p95: (0.85, 1.25),
+    p99: (0.7, 1.43),
+    each_p50: (0.90, 1.15),
+};
+
 /// One reference bin: the largest flow and the p50 / p95 / p99 slowdown.
 #[derive(Debug)]
 struct RefBin {
@@ -136,30 +144,14 @@ fn holds(name: &str, bounds: Bounds) {
 #[test]
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn dcqcn_websearch_30_matches_ns3() {
-    holds(
-        "ws30_dcqcn",
-        Bounds {
-            p50: (0.95, 1.10),
-            p95: (0.85, 1.25),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
-        },
-    );
+    holds("ws30_dcqcn", BOUNDS);
 }
 
 /// HPCC (`CC_MODE 3`, run.py's hp95): measured 1.047 / 1.062 / 1.079 (p50 per bin 1.01-1.08).
 #[test]
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn hpcc_websearch_30_matches_ns3() {
-    holds(
-        "ws30_hp95",
-        Bounds {
-            p50: (0.95, 1.10),
-            p95: (0.85, 1.25),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
-        },
-    );
+    holds("ws30_hp95", BOUNDS);
 }
 
 /// TIMELY (`CC_MODE 7`): measured 1.025 / 0.967 / 0.822 (p50 per bin 1.01-1.10). The p99 of
@@ -171,10 +163,8 @@ fn timely_websearch_30_matches_ns3() {
     holds(
         "ws30_timely",
         Bounds {
-            p50: (0.95, 1.10),
             p95: (0.8, 1.2),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
+            ..BOUNDS
         },
     );
 }
@@ -187,10 +177,8 @@ fn dctcp_websearch_30_matches_ns3() {
     holds(
         "ws30_dctcp",
         Bounds {
-            p50: (0.95, 1.10),
             p95: (0.85, 1.2),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
+            ..BOUNDS
         },
     );
 }
@@ -199,28 +187,12 @@ fn dctcp_websearch_30_matches_ns3() {
 #[test]
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn dcqcn_websearch_50_matches_ns3() {
-    holds(
-        "ws50_dcqcn",
-        Bounds {
-            p50: (0.95, 1.10),
-            p95: (0.85, 1.25),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
-        },
-    );
+    holds("ws50_dcqcn", BOUNDS);
 }
 
 /// HPCC at 50 % load: measured 1.055 / 1.093 / 1.068 (p50 per bin 1.01-1.08).
 #[test]
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn hpcc_websearch_50_matches_ns3() {
-    holds(
-        "ws50_hp95",
-        Bounds {
-            p50: (0.95, 1.10),
-            p95: (0.85, 1.25),
-            p99: (0.7, 1.43),
-            each_p50: (0.90, 1.15),
-        },
-    );
+    holds("ws50_hp95", BOUNDS);
 }

@@ -85,6 +85,9 @@ pub fn write_all<E: Engine>(
         let csv = roce_fabric::experiment::queue_delay::csv(&summary.queue_delay);
         write(dir, "queue_delay.csv", &csv)?;
     }
+    if let Some(r) = summary.rails.as_ref().filter(|r| !r.utilisation.is_empty()) {
+        write(dir, "rails.csv", &r.csv())?;
+    }
     if !summary.collectives.is_empty() {
         let csv = roce_fabric::flows::collective::CollectiveReport::csv(&summary.collectives);
         write(dir, "collectives.csv", &csv)?;
@@ -99,6 +102,7 @@ pub fn write_all<E: Engine>(
     if let Some(t) = &rec.telemetry {
         write(dir, "ports.csv", &super::telemetry::ports_csv(t))?;
         write(dir, "hosts.csv", &super::telemetry::hosts_csv(t))?;
+        write(dir, "buffers.csv", &super::telemetry::buffers_csv(t))?;
     }
     plot_flows(&dir.join("flows.svg"), rec).map_err(|e| fmt_err("flows.svg", e))?;
     plot_queue(&dir.join("queue.svg"), rec).map_err(|e| fmt_err("queue.svg", e))?;

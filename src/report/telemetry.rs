@@ -1,6 +1,7 @@
 //! The telemetry CSVs of `roce sim ... --out DIR`: `ports.csv` (per port and priority that saw
-//! traffic: queue depth, drops by reason, PFC, ECN marks) and `hosts.csv` (per host: CNPs,
-//! retransmissions, timeouts, NAKs, QP errors, pauses), one row per series and bin.
+//! traffic: queue depth, drops by reason, PFC, ECN marks), `hosts.csv` (per host: CNPs,
+//! retransmissions, timeouts, NAKs, QP errors, pauses) and `buffers.csv` (per switch: its
+//! shared buffer's occupancy), one row per series and bin.
 //!
 //! Counters are what happened in the bin (a column sums to the summary's total); queue depths
 //! are the mean and largest of the samples taken in the bin; `qp_errors` is a level.
@@ -10,7 +11,6 @@ use std::fmt::Write as _;
 use roce_fabric::record::telemetry::{HostCounters, Telemetry};
 use roce_fabric::switching::stats::{DropReasons, PrioCounters};
 use roce_proto::engine::Engine;
-use roce_proto::wire::pfc::PRIORITIES;
 
 /// The header of `ports.csv`.
 pub fn ports_header() -> String {
@@ -71,24 +71,15 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
         "time_us,host,np_ecn_marked_roce_packets,np_cnp_sent,rp_cnp_handled,retransmitted_packets,local_ack_timeout_err,naks,error_completions,qp_errors,rx_pause,rx_pause_duration_us\n",
     );
     let names = t.host_names();
-    // Host NICs are the last ports of the series, in host order.
-    let base = t.series().count() / PRIORITIES - names.len();
     let zero = HostCounters::default();
-    let nic = |ports: &[PrioCounters], h: usize| {
-        let mut sum = PrioCounters::default();
-        let first = (base + h) * PRIORITIES;
-        for c in ports.get(first..first + PRIORITIES).unwrap_or_default() {
-            sum.accumulate(c);
-        }
-        sum
-    };
     let mut prev: Option<&roce_fabric::record::telemetry::Bin> = None;
     for bin in &t.bins {
         for (h, name) in names.iter().enumerate() {
             let before = prev.and_then(|p| p.hosts.get(h)).unwrap_or(&zero);
             let c = bin.hosts.get(h).unwrap_or(&zero).since(before);
-            let p = nic(&bin.ports, h)
-                .since(&prev.map_or(PrioCounters::default(), |b| nic(&b.ports, h)));
+            let p = t
+                .nic(&bin.ports, h)
+                .since(&prev.map_or(PrioCounters::default(), |b| t.nic(&b.ports, h)));
             let counts = [
                 c.np_ecn_marked_roce_packets,
                 c.np_cnp_sent,
@@ -104,6 +95,34 @@ pub fn hosts_csv<E: Engine>(t: &Telemetry<E>) -> String {
             push_row(&mut s, &lead, counts, p.pause_ns);
         }
         prev = Some(bin);
+    }
+    s
+}
+
+/// `buffers.csv`: per switch whose buffer held anything and bin, the mean and largest sampled
+/// occupancy.
+pub fn buffers_csv<E: Engine>(t: &Telemetry<E>) -> String {
+    let mut s = String::from("time_us,node,buffer_bytes,mean_bytes,max_bytes\n");
+    let switches: Vec<(&str, u64)> = t.switches().collect();
+    let held: Vec<bool> = (0..switches.len())
+        .map(|i| {
+            t.bins
+                .iter()
+                .any(|b| b.buffer.get(i).is_some_and(|&(_, m)| m > 0))
+        })
+        .collect();
+    for bin in &t.bins {
+        for (i, (node, bytes)) in switches.iter().enumerate() {
+            if !held[i] {
+                continue;
+            }
+            let (mean, max) = bin.buffer.get(i).copied().unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{:.3},{node},{bytes},{mean:.1},{max}",
+                us(bin.end.as_nanos())
+            );
+        }
     }
     s
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use roce::pcap::CaptureReader;
-use roce::report::telemetry::{hosts_csv, ports_csv, ports_header};
+use roce::report::telemetry::{buffers_csv, hosts_csv, ports_csv, ports_header};
 use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::scenario::Scenario;
 use roce_fabric::experiment::summary::RunSummary;
@@ -226,6 +226,22 @@ fn ports_and_hosts_csv_parse_and_their_bins_sum_to_the_summary() {
         assert_eq!(cnps, h.counters.np_cnp_sent as f64);
         assert_eq!(pauses, h.rx_pause as f64);
     }
+    // buffers.csv: per switch and bin, the mean and largest sampled occupancy; the bins' means
+    // weighted by their samples are the summary's mean (twelve equal bins here).
+    let (header, rows) = parse_csv(&buffers_csv(t));
+    assert_eq!(
+        header.join(","),
+        "time_us,node,buffer_bytes,mean_bytes,max_bytes"
+    );
+    assert_eq!(rows.len(), 12 * s.buffers.len());
+    let b = &s.buffers[0];
+    let mean: f64 = rows.iter().map(|r| num(r, "mean_bytes")).sum::<f64>() / 12.0;
+    assert!(
+        (mean - b.mean_bytes).abs() <= 0.01 * b.mean_bytes,
+        "{mean} against {b:?}"
+    );
+    let max = rows.iter().map(|r| num(r, "max_bytes")).fold(0.0, f64::max);
+    assert_eq!(max, b.max_bytes as f64);
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -253,7 +269,7 @@ fn pcap_of_a_port_holds_its_frames_both_ways_with_valid_icrcs_in_time_order() {
         out.to_str().expect("utf-8"),
     ]);
     assert_eq!(code, 0, "{err}");
-    for f in ["ports.csv", "hosts.csv", "summary.json"] {
+    for f in ["ports.csv", "hosts.csv", "buffers.csv", "summary.json"] {
         assert!(out.join(f).exists(), "{f}");
     }
     let frames: Vec<_> = CaptureReader::open(&pcap)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engines::ScenarioEngine;
 use crate::net::fabric::Fabric;
-use crate::switching::sojourn::SojournBucket;
+use crate::switching::sojourn::DelayStats;
 use roce_proto::wire::pfc::PRIORITIES;
 
 /// The text summary lists the queues with the longest p99; the JSON has them all.
@@ -23,18 +23,9 @@ pub struct QueueDelay {
     pub port: u16,
     /// The priority.
     pub priority: usize,
-    /// Packets that left the queue.
-    pub packets: u64,
-    /// Mean wait, µs.
-    pub mean_us: f64,
-    /// Median wait, µs (the low end of its histogram bucket: at most 12.5 % below).
-    pub p50_us: f64,
-    /// 99th percentile, µs (the same).
-    pub p99_us: f64,
-    /// Longest wait, µs.
-    pub max_us: f64,
-    /// The non-empty buckets of the histogram.
-    pub histogram: Vec<SojournBucket>,
+    /// How long its packets waited.
+    #[serde(flatten)]
+    pub delay: DelayStats,
 }
 
 /// Every switch egress queue of `f` that forwarded a packet.
@@ -49,12 +40,7 @@ pub fn collect(f: &Fabric<ScenarioEngine>) -> Vec<QueueDelay> {
                 node: f.switch_name(s).to_owned(),
                 port,
                 priority,
-                packets: q.packets(),
-                mean_us: q.mean().as_micros_f64(),
-                p50_us: q.quantile(0.5).as_micros_f64(),
-                p99_us: q.quantile(0.99).as_micros_f64(),
-                max_us: q.max().as_micros_f64(),
-                histogram: q.buckets(),
+                delay: q.stats(),
             });
         }
     }
@@ -64,11 +50,12 @@ pub fn collect(f: &Fabric<ScenarioEngine>) -> Vec<QueueDelay> {
 /// The summary's lines: the [`TEXT_ROWS`] queues with the longest p99.
 pub fn lines(queues: &[QueueDelay]) -> String {
     let mut s = String::new();
-    let mut order: Vec<&QueueDelay> = queues.iter().filter(|q| q.max_us > 0.0).collect();
+    let mut order: Vec<&QueueDelay> = queues.iter().filter(|q| q.delay.max_us > 0.0).collect();
     if order.is_empty() {
         return s;
     }
     order.sort_by(|a, b| {
+        let (a, b) = (&a.delay, &b.delay);
         b.p99_us
             .total_cmp(&a.p99_us)
             .then(b.max_us.total_cmp(&a.max_us))
@@ -80,11 +67,11 @@ pub fn lines(queues: &[QueueDelay]) -> String {
             "  {:<14} prio {}  packets {:>8}  mean {:>8.2}  p50 {:>8.2}  p99 {:>8.2}  max {:>8.2}",
             format!("{}:{}", q.node, q.port),
             q.priority,
-            q.packets,
-            q.mean_us,
-            q.p50_us,
-            q.p99_us,
-            q.max_us
+            q.delay.packets,
+            q.delay.mean_us,
+            q.delay.p50_us,
+            q.delay.p99_us,
+            q.delay.max_us
         );
     }
     if order.len() > TEXT_ROWS {
@@ -98,7 +85,7 @@ pub fn lines(queues: &[QueueDelay]) -> String {
 pub fn csv(queues: &[QueueDelay]) -> String {
     let mut s = String::from("node,port,priority,from_us,to_us,packets\n");
     for q in queues {
-        for b in &q.histogram {
+        for b in &q.delay.histogram {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{}",

@@ -642,6 +642,7 @@ impl Scenario {
         }
         if let Some(t) = built.fabric.recorder().and_then(|r| r.telemetry.as_ref()) {
             (summary.ports, summary.hosts) = (t.ports(), t.hosts());
+            summary.buffers = t.buffers();
         }
         if let (Some((n, p)), Some(before), false) = (
             built.bottleneck,

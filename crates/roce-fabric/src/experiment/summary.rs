@@ -16,9 +16,10 @@ use crate::flows::fct::{FctReport, Finished, Paths};
 use crate::net::ecmp::{EcmpLoad, RailLoad};
 use crate::net::fabric::Fabric;
 use crate::net::topology::Topology;
-use crate::record::telemetry::{HostTelemetry, PortTelemetry};
+use crate::record::telemetry::{BufferTelemetry, HostTelemetry, PortTelemetry};
 use crate::switching::port::WIRE_OVERHEAD;
 use crate::switching::sched::ClassShare;
+use crate::switching::sojourn::DelayStats;
 use crate::switching::stats::PrioCounters;
 use crate::{HostId, Node};
 use roce_proto::cc::CcConfig;
@@ -182,6 +183,10 @@ pub struct RunSummary {
     /// Per switch egress queue that forwarded a packet: how long packets waited in it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queue_delay: Vec<QueueDelay>,
+    /// How long CNPs took after warm-up, from the CE mark they answer to the reaction point
+    /// (see [`crate::record::cnp_delay`]); none without CNPs that answered a mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnp_delay: Option<DelayStats>,
     /// Per port and priority that sent or received a PFC pause: frames and time held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pfc: Vec<PfcPause>,
@@ -191,6 +196,9 @@ pub struct RunSummary {
     /// Per host: CNPs, retransmissions, timeouts, NAKs, QP errors, pauses received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostTelemetry>,
+    /// Per switch whose shared buffer held anything: its sampled occupancy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffers: Vec<BufferTelemetry>,
 }
 
 /// When each iteration of a collective among `members` ended: the slowest member's mark, for
@@ -423,8 +431,10 @@ impl RunSummary {
             classes: None,
             pfc: pfc_pauses::collect(f),
             queue_delay: queue_delay::collect(f),
+            cnp_delay: f.cnp_delays().map(|d| d.stats()),
             ports: Vec::new(),
             hosts: Vec::new(),
+            buffers: Vec::new(),
         }
     }
 
@@ -491,7 +501,18 @@ impl RunSummary {
             }
         }
         s.push_str(&queue_delay::lines(&self.queue_delay));
+        if let Some(d) = &self.cnp_delay {
+            let _ = writeln!(
+                s,
+                "cnp delay (CE mark to reaction point, us): cnps {}  mean {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}",
+                d.packets, d.mean_us, d.p50_us, d.p99_us, d.max_us
+            );
+        }
         s.push_str(&pfc_pauses::lines(&self.pfc));
+        s.push_str(&BufferTelemetry::lines(
+            &self.buffers,
+            queue_delay::TEXT_ROWS,
+        ));
         for f in &self.flows {
             // A flow's state, and when it finished if it did (a running flow has no time).
             let done = f

@@ -12,6 +12,7 @@ use crate::{HostId, LinkId, Node, PktId, SwitchId};
 use roce_proto::cc::{IntHop, Rate};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
+use roce_proto::wire::opcode::Opcode;
 use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
 /// Events between two calls of a run's progress callback.
@@ -230,6 +231,13 @@ impl<E: Engine> Fabric<E> {
                 if let (Some(host), Some(slot)) = (self.hosts.get_mut(h.0), self.w.pool.slot(pkt)) {
                     self.flow_meter
                         .on_rx(h.0, t, slot.ip.as_ref(), slot.bth.as_ref());
+                    if let (Some(at), Some(ip), Some(bth)) = (slot.ce_at, &slot.ip, &slot.bth) {
+                        if bth.opcode == Opcode::CNP {
+                            host.cnp.on_cnp_received(at, t);
+                        } else {
+                            host.cnp.on_marked(ip.src.key(), at);
+                        }
+                    }
                     if let Some(sink) = self.int_sink.filter(|_| !slot.int.is_empty()) {
                         sink(&mut host.engine, t, &slot.int);
                     }
@@ -465,6 +473,9 @@ impl<E: Engine> Fabric<E> {
                 self.flow_meter.on_tx(slot.bth.as_ref());
                 let dst = slot.ip.as_ref().map(|ip| ip.dst.key());
                 slot.set_dst_host(dst.and_then(|d| self.ip_to_host.get(&d)).copied());
+                if slot.bth.is_some_and(|b| b.opcode == Opcode::CNP) {
+                    slot.ce_at = dst.and_then(|d| host.cnp.on_cnp_sent(d));
+                }
             }
             if !host.tx.is_paused(prio, now) {
                 let sent = (pkt, len as u64);
@@ -498,9 +509,14 @@ impl Transit {
             return;
         }
         let rng = node_rng(&mut self.rngs, self.seed, code(Node::Switch(s)));
+        let now = self.now;
         let marked = self.pool.slot_mut(pkt).is_some_and(|slot| {
             let (head, ip) = slot.head_and_ip();
-            ip.is_some_and(|ip| mark_ce(p, head, ip, rng))
+            let marked = ip.is_some_and(|ip| mark_ce(p, head, ip, rng));
+            if marked {
+                slot.ce_at = Some(now);
+            }
+            marked
         });
         if let Some(c) = sw.counters_mut(egress, prio).filter(|_| marked) {
             c.ecn_marked += 1;

@@ -1,13 +1,14 @@
 //! ECMP as deployed: a hash salt per switch (the same salt at every tier polarises: a switch
 //! that got the flows with even hashes sends them all to its even next hop), and the load each
 //! member of an equal-cost group carried, with the max/min ratio per switch; and on a topology
-//! with rails, the load each rail carried.
+//! with rails, the load each rail carried and its utilisation over time.
 
 use serde::{Deserialize, Serialize};
 
 use super::fabric::Fabric;
 use crate::{HostId, Node, SwitchId};
 use roce_proto::engine::Engine;
+use roce_proto::time::Instant;
 
 /// The salt of switch `index` when salts vary per switch (a different, fixed value each,
 /// derived from the scenario's `base`).
@@ -131,7 +132,8 @@ fn data_ratio(sent: &[(u64, u64)]) -> Option<f64> {
     Some(max as f64 / min as f64)
 }
 
-/// What each rail of a rails topology carried: the frame bytes its hosts' NICs sent.
+/// What each rail of a rails topology carried: the frame bytes its hosts' NICs sent, over
+/// the run and per telemetry bin as a share of the rail's NIC capacity.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RailLoad {
     /// Bytes per rail, rail 0 first.
@@ -141,11 +143,26 @@ pub struct RailLoad {
     pub ratio: f64,
     /// Rails that carried nothing while another did.
     pub idle_rails: usize,
+    /// Per telemetry bin: its end (µs) and each rail's utilisation, the bits its hosts' NICs
+    /// sent in the bin (frames, without preamble, gap and FCS) over the bin's length times the
+    /// sum of their line rates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub utilisation: Vec<RailBin>,
+}
+
+/// One telemetry bin of [`RailLoad::utilisation`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RailBin {
+    /// The bin's end, µs.
+    pub end_us: f64,
+    /// Utilisation per rail (0 to 1), rail 0 first.
+    pub rails: Vec<f64>,
 }
 
 impl RailLoad {
     /// The load of each of `rails` rails of `fabric`, host `h` being on rail `h % rails` (as
-    /// [`crate::net::topology::Topology::leaf_spine`] numbers them); `None` with fewer than 2 rails.
+    /// [`crate::net::topology::Topology::leaf_spine`] numbers them), over time when the fabric
+    /// records telemetry; `None` with fewer than 2 rails.
     pub fn collect<E: Engine>(fabric: &Fabric<E>, rails: usize) -> Option<Self> {
         if rails < 2 {
             return None;
@@ -171,10 +188,11 @@ impl RailLoad {
             bytes,
             ratio,
             idle_rails,
+            utilisation: utilisation(fabric, rails),
         })
     }
 
-    /// The line the summary table prints.
+    /// The lines the summary table prints: the bytes, and the utilisation per bin.
     pub fn line(&self) -> String {
         let per: Vec<String> = self
             .bytes
@@ -182,13 +200,75 @@ impl RailLoad {
             .enumerate()
             .map(|(r, b)| format!("r{r} {b} B"))
             .collect();
-        format!(
+        let mut s = format!(
             "rails: {}  max/min {:.2}, {} idle\n",
             per.join("  "),
             self.ratio,
             self.idle_rails
-        )
+        );
+        if !self.utilisation.is_empty() {
+            s.push_str("rail utilisation by bin (%):\n");
+            for r in 0..self.bytes.len() {
+                let by_bin: Vec<String> = self
+                    .utilisation
+                    .iter()
+                    .map(|b| format!("{:.0}", 100.0 * b.rails.get(r).copied().unwrap_or(0.0)))
+                    .collect();
+                s.push_str(&format!("  r{r} {}\n", by_bin.join(" ")));
+            }
+        }
+        s
     }
+
+    /// `rails.csv`: `time_us,rail,utilisation`, one line per bin and rail.
+    pub fn csv(&self) -> String {
+        let mut s = String::from("time_us,rail,utilisation\n");
+        for b in &self.utilisation {
+            for (r, u) in b.rails.iter().enumerate() {
+                s.push_str(&format!("{:.3},{r},{u:.6}\n", b.end_us));
+            }
+        }
+        s
+    }
+}
+
+/// Each telemetry bin's utilisation per rail (none without telemetry).
+fn utilisation<E: Engine>(fabric: &Fabric<E>, rails: usize) -> Vec<RailBin> {
+    let Some(t) = fabric.recorder().and_then(|r| r.telemetry.as_ref()) else {
+        return Vec::new();
+    };
+    let hosts = t.host_names().len();
+    let mut capacity_bps = vec![0u64; rails];
+    for h in 0..hosts {
+        let rate = fabric.port_rate_bps(Node::Host(HostId(h)), 0).unwrap_or(0);
+        capacity_bps[h % rails] += rate;
+    }
+    let mut out = Vec::with_capacity(t.bins.len());
+    let (mut start, mut before) = (Instant::ZERO, vec![0u64; hosts]);
+    for bin in &t.bins {
+        let secs = (bin.end - start).as_secs_f64();
+        let mut sent = vec![0u64; rails];
+        for (h, prev) in before.iter_mut().enumerate() {
+            let now = t.nic(&bin.ports, h).tx_bytes;
+            sent[h % rails] += now.saturating_sub(*prev);
+            *prev = now;
+        }
+        let rails = sent
+            .iter()
+            .zip(&capacity_bps)
+            .map(|(&b, &c)| match c {
+                0 => 0.0,
+                _ if secs <= 0.0 => 0.0,
+                c => b as f64 * 8.0 / (c as f64 * secs),
+            })
+            .collect();
+        out.push(RailBin {
+            end_us: bin.end.as_nanos() as f64 / 1e3,
+            rails,
+        });
+        start = bin.end;
+    }
+    out
 }
 
 #[cfg(test)]

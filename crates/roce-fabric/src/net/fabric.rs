@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::slots::Slots;
 use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
+use crate::record::cnp_delay::CnpDelay;
 use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use crate::record::series::Recorder;
 use crate::switching::frame::{ip_key, IpKey, MixMap};
@@ -110,6 +111,8 @@ pub(super) struct Host<E> {
     pub(super) tx: TxPort,
     pub(super) wake: Option<Instant>,
     pub(super) parked: [Option<PktId>; PRIORITIES],
+    /// Marks its notification point has yet to answer, and its reaction point's CNP delays.
+    pub(super) cnp: CnpDelay,
 }
 
 /// A PFC frame's instruction for one priority, as the port that received it took it.
@@ -217,6 +220,7 @@ impl<E: Engine> Fabric<E> {
             tx: TxPort::new(1, mac),
             wake: None,
             parked: [None; PRIORITIES],
+            cnp: CnpDelay::default(),
         });
         Ok(HostId(id))
     }
@@ -572,6 +576,19 @@ impl<E: Engine> Fabric<E> {
         for sw in self.switches.iter_mut() {
             sw.clear_sojourn();
         }
+        for host in self.hosts.iter_mut() {
+            host.cnp.clear();
+        }
+    }
+
+    /// Every host's CNP delays (a CE mark to the CNP at the reaction point) since warm-up, in
+    /// one histogram; `None` when no CNP answered a mark.
+    pub fn cnp_delays(&self) -> Option<Sojourn> {
+        let mut all: Option<Sojourn> = None;
+        for d in self.hosts.iter().filter_map(|h| h.cnp.delays()) {
+            all.get_or_insert_with(Sojourn::default).merge(d);
+        }
+        all
     }
 
     /// IP address key of a host.

@@ -21,9 +21,16 @@ impl<E: Engine> Fabric<E> {
             let hosts = (0..self.host_count())
                 .map(|h| self.host_name(HostId(h)).to_owned())
                 .collect();
-            t.learn(ports, hosts);
+            let switches = (0..self.switches.len())
+                .map(SwitchId)
+                .filter_map(|s| {
+                    let sw = self.switches.get(s.0)?;
+                    Some((s, sw.name().to_owned(), sw.config().buffer_bytes))
+                })
+                .collect();
+            t.learn(ports, hosts, switches);
         }
-        if t.sample(self.now(), |n, p, q| self.depth(n, p, q)) {
+        if t.sample(self.now(), |n, p, q| self.depth(n, p, q), |s| self.used(s)) {
             self.close_telemetry_bin(t);
         }
     }
@@ -55,10 +62,10 @@ impl<E: Engine> Fabric<E> {
                     .div_ceil(iv)
                     .max(taken + 1);
                 if j > due {
-                    t.sample_n(due - taken, |n, p, q| self.depth(n, p, q));
+                    t.sample_n(due - taken, |n, p, q| self.depth(n, p, q), |s| self.used(s));
                     break;
                 }
-                t.sample_n(j - taken, |n, p, q| self.depth(n, p, q));
+                t.sample_n(j - taken, |n, p, q| self.depth(n, p, q), |s| self.used(s));
                 self.w.now = from + iv.saturating_mul(j);
                 self.close_telemetry_bin(t);
                 taken = j;
@@ -94,6 +101,11 @@ impl<E: Engine> Fabric<E> {
                 .map_or(0, |sw| sw.queue_depth(port, prio)),
             Node::Host(_) => 0,
         }
+    }
+
+    /// Bytes in switch `s`'s shared buffer.
+    fn used(&self, s: SwitchId) -> u64 {
+        self.switches.get(s.0).map_or(0, |sw| sw.used_bytes())
     }
 
     fn close_telemetry_bin(&self, t: &mut Telemetry<E>) {

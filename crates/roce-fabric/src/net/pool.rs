@@ -10,6 +10,7 @@ use crate::switching::frame::{bth_info, BthInfo, IpInfo};
 use crate::switching::switch::Arrival;
 use crate::PktId;
 use roce_proto::cc::IntHop;
+use roce_proto::time::Instant;
 use roce_proto::wire::int::{self, HopRecord};
 use roce_proto::wire::udp;
 
@@ -43,6 +44,10 @@ pub(super) struct Slot {
     pub(super) bth: Option<BthInfo>,
     /// INT hops stamped by switches with `int` on (empty otherwise; reused, no allocation).
     pub(super) int: Vec<IntHop>,
+    /// On a data frame, when a switch marked it CE; on a CNP, when the mark it answers was
+    /// made (set as the notification point's host sends it). The CNP delay runs from here
+    /// ([`crate::record::cnp_delay`]).
+    pub(super) ce_at: Option<Instant>,
 }
 
 impl Slot {
@@ -65,6 +70,7 @@ impl Slot {
         self.dst_host = None;
         self.bth = a.info.ip.as_ref().and_then(|ip| bth_info(frame, ip));
         self.int.clear();
+        self.ce_at = None;
     }
 
     /// Stores `frame`'s bytes. A frame whose bytes between the first [`Slot::KEEP`] and the
@@ -274,6 +280,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<IpInfo>>(), 48);
         assert_eq!(std::mem::offset_of!(Slot, buf), 64);
         assert_eq!(std::mem::align_of::<Slot>(), 64);
+        assert_eq!(std::mem::size_of::<Slot>(), 192);
     }
 
     #[test]

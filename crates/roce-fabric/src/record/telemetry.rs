@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::switching::stats::{DropReasons, PortCounters, PrioCounters};
-use crate::{HostId, Node};
+use crate::{HostId, Node, SwitchId};
 use roce_proto::counters::RdmaCounters;
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
@@ -133,6 +133,60 @@ struct QueueSamples {
     bin_max: u64,
 }
 
+/// Samples of one switch's shared-buffer occupancy: the run's and the current bin's.
+#[derive(Clone, Debug, Default)]
+struct BufferSamples {
+    sum: u64,
+    max: u64,
+    bin_sum: u64,
+    bin_max: u64,
+}
+
+/// One switch's shared buffer over the run (the summary's `buffers`): sampled on the
+/// recorder's sampling event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BufferTelemetry {
+    /// Switch name.
+    pub node: String,
+    /// The buffer's size, bytes.
+    pub buffer_bytes: u64,
+    /// Mean occupancy over the run's samples, bytes.
+    pub mean_bytes: f64,
+    /// Largest sampled occupancy, bytes.
+    pub max_bytes: u64,
+}
+
+impl BufferTelemetry {
+    /// The summary's lines: the `rows` switches whose buffer filled most, fullest first.
+    pub fn lines(buffers: &[BufferTelemetry], rows: usize) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        if buffers.is_empty() {
+            return s;
+        }
+        let mut order: Vec<&BufferTelemetry> = buffers.iter().collect();
+        order.sort_by(|a, b| b.max_bytes.cmp(&a.max_bytes).then(a.node.cmp(&b.node)));
+        let _ = writeln!(s, "shared buffer by switch (sampled occupancy):");
+        for b in order.iter().take(rows) {
+            let pct = |x: f64| 100.0 * x / b.buffer_bytes.max(1) as f64;
+            let _ = writeln!(
+                s,
+                "  {:<14} mean {:>10.0} B ({:>5.1}%)  max {:>10} B ({:>5.1}%)  of {} B",
+                b.node,
+                b.mean_bytes,
+                pct(b.mean_bytes),
+                b.max_bytes,
+                pct(b.max_bytes as f64),
+                b.buffer_bytes
+            );
+        }
+        if order.len() > rows {
+            let _ = writeln!(s, "  ... {} more (--json)", order.len() - rows);
+        }
+        s
+    }
+}
+
 /// The end of one bin: every series' cumulative counters and its queue in the bin.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bin {
@@ -142,6 +196,9 @@ pub struct Bin {
     pub ports: Vec<PrioCounters>,
     /// Per series: mean and largest sampled queue depth in the bin, bytes.
     pub queue: Vec<(f64, u64)>,
+    /// Per switch (see [`Telemetry::switches`]): mean and largest sampled shared-buffer
+    /// occupancy in the bin, bytes.
+    pub buffer: Vec<(f64, u64)>,
     /// Per host: transport counters so far.
     pub hosts: Vec<HostCounters>,
 }
@@ -153,7 +210,10 @@ pub struct Telemetry<E> {
     /// (node, port) of each port, in series order; series `i * 8 + prio`.
     nodes: Vec<(Node, u16, String)>,
     hosts: Vec<String>,
+    /// Every switch with its name and buffer size, in switch order.
+    switches: Vec<(SwitchId, String, u64)>,
     queues: Vec<QueueSamples>,
+    buffers: Vec<BufferSamples>,
     samples: u64,
     bin_samples: u64,
     /// Closed bins.
@@ -169,7 +229,9 @@ impl<E: Engine> Telemetry<E> {
             probe,
             nodes: Vec::new(),
             hosts: Vec::new(),
+            switches: Vec::new(),
             queues: Vec::new(),
+            buffers: Vec::new(),
             samples: 0,
             bin_samples: 0,
             bins: Vec::new(),
@@ -181,6 +243,11 @@ impl<E: Engine> Telemetry<E> {
         self.nodes.iter().flat_map(|(_, port, name)| {
             (0..PRIORITIES as u8).map(move |p| (name.as_str(), *port, p))
         })
+    }
+
+    /// Switches (name, buffer bytes), in the order of [`Bin::buffer`].
+    pub fn switches(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.switches.iter().map(|(_, n, b)| (n.as_str(), *b))
     }
 
     /// Host names, in the order of [`Bin::hosts`].
@@ -200,9 +267,17 @@ impl<E: Engine> Telemetry<E> {
         !self.nodes.is_empty()
     }
 
-    /// Learns the ports to follow: every switch port, then every host's NIC (in host order).
-    pub(crate) fn learn(&mut self, switch_ports: Vec<(Node, u16, String)>, hosts: Vec<String>) {
+    /// Learns the ports to follow: every switch port, then every host's NIC (in host order),
+    /// and the switches' buffers (id, name, bytes).
+    pub(crate) fn learn(
+        &mut self,
+        switch_ports: Vec<(Node, u16, String)>,
+        hosts: Vec<String>,
+        switches: Vec<(SwitchId, String, u64)>,
+    ) {
         self.nodes = switch_ports;
+        self.buffers = vec![BufferSamples::default(); switches.len()];
+        self.switches = switches;
         for (h, name) in hosts.iter().enumerate() {
             self.nodes.push((Node::Host(HostId(h)), 0, name.clone()));
         }
@@ -210,10 +285,16 @@ impl<E: Engine> Telemetry<E> {
         self.queues = vec![QueueSamples::default(); self.nodes.len() * PRIORITIES];
     }
 
-    /// Takes one queue sample of every series at `now` (`depth(node, port, prio)`); true when
-    /// the bin has ended (the caller then closes it with [`Telemetry::close_bin`]).
-    pub(crate) fn sample(&mut self, now: Instant, depth: impl Fn(Node, u16, usize) -> u64) -> bool {
-        self.sample_n(1, depth);
+    /// Takes one queue sample of every series at `now` (`depth(node, port, prio)`) and of
+    /// every switch's buffer (`used(switch)`); true when the bin has ended (the caller then
+    /// closes it with [`Telemetry::close_bin`]).
+    pub(crate) fn sample(
+        &mut self,
+        now: Instant,
+        depth: impl Fn(Node, u16, usize) -> u64,
+        used: impl Fn(SwitchId) -> u64,
+    ) -> bool {
+        self.sample_n(1, depth, used);
         now >= self.bin_end()
     }
 
@@ -222,11 +303,23 @@ impl<E: Engine> Telemetry<E> {
         Instant::ZERO + self.bin.saturating_mul(self.bins.len() as u64 + 1)
     }
 
-    /// Takes `n` samples of every series that all find `depth(node, port, prio)` (the queues
-    /// stand still), closing no bin.
-    pub(crate) fn sample_n(&mut self, n: u64, depth: impl Fn(Node, u16, usize) -> u64) {
+    /// Takes `n` samples of every series that all find `depth(node, port, prio)` and every
+    /// switch's buffer at `used(switch)` (the queues stand still), closing no bin.
+    pub(crate) fn sample_n(
+        &mut self,
+        n: u64,
+        depth: impl Fn(Node, u16, usize) -> u64,
+        used: impl Fn(SwitchId) -> u64,
+    ) {
         self.samples += n;
         self.bin_samples += n;
+        for ((s, _, _), b) in self.switches.iter().zip(&mut self.buffers) {
+            let used = used(*s);
+            b.sum = b.sum.saturating_add(used.saturating_mul(n));
+            b.bin_sum = b.bin_sum.saturating_add(used.saturating_mul(n));
+            b.max = b.max.max(used);
+            b.bin_max = b.bin_max.max(used);
+        }
         for (i, &(node, port, _)) in self.nodes.iter().enumerate() {
             for prio in 0..PRIORITIES {
                 let depth = depth(node, port, prio);
@@ -271,6 +364,15 @@ impl<E: Engine> Telemetry<E> {
                 v
             })
             .collect();
+        let buffer = self
+            .buffers
+            .iter_mut()
+            .map(|b| {
+                let v = (b.bin_sum as f64 / n, b.bin_max);
+                (b.bin_sum, b.bin_max) = (0, 0);
+                v
+            })
+            .collect();
         self.bin_samples = 0;
         let ports = self
             .nodes
@@ -287,6 +389,7 @@ impl<E: Engine> Telemetry<E> {
             end: now,
             ports,
             queue,
+            buffer,
             hosts,
         });
     }
@@ -344,27 +447,44 @@ impl<E: Engine> Telemetry<E> {
             .collect()
     }
 
+    /// The run's shared-buffer occupancy per switch that held anything.
+    pub fn buffers(&self) -> Vec<BufferTelemetry> {
+        let n = self.samples.max(1) as f64;
+        self.switches
+            .iter()
+            .zip(&self.buffers)
+            .filter(|(_, b)| b.max > 0)
+            .map(|((_, node, buffer_bytes), b)| BufferTelemetry {
+                node: node.clone(),
+                buffer_bytes: *buffer_bytes,
+                mean_bytes: b.sum as f64 / n,
+                max_bytes: b.max,
+            })
+            .collect()
+    }
+
+    /// Host `h`'s NIC counters, all priorities summed, out of a bin's `ports` (host NICs are
+    /// the last series, in host order).
+    pub fn nic(&self, ports: &[PrioCounters], h: usize) -> PrioCounters {
+        let first = (self.nodes.len() - self.hosts.len() + h) * PRIORITIES;
+        let mut sum = PrioCounters::default();
+        for c in ports.get(first..first + PRIORITIES).unwrap_or_default() {
+            sum.accumulate(c);
+        }
+        sum
+    }
+
     /// The run's totals per host (transport counters as of the last bin, NIC pauses).
     pub fn hosts(&self) -> Vec<HostTelemetry> {
         let Some(last) = self.bins.last() else {
             return Vec::new();
-        };
-        // Host NICs are the last ports, in host order.
-        let base = self.nodes.len() - self.hosts.len();
-        let nic = |h: usize| {
-            let first = (base + h) * PRIORITIES;
-            let mut sum = PrioCounters::default();
-            for c in last.ports.get(first..first + PRIORITIES)? {
-                sum.accumulate(c);
-            }
-            Some(sum)
         };
         self.hosts
             .iter()
             .zip(&last.hosts)
             .enumerate()
             .map(|(h, (name, counters))| {
-                let p = nic(h).unwrap_or_default();
+                let p = self.nic(&last.ports, h);
                 HostTelemetry {
                     host: name.clone(),
                     counters: *counters,
@@ -380,7 +500,6 @@ impl<E: Engine> Telemetry<E> {
 mod tests {
     use super::*;
     // Any engine will do: these tests feed samples, not frames.
-    use crate::SwitchId;
     use roce_proto::endpoint::Endpoint;
 
     /// One switch port sampled with `depths` one by one, and with runs of equal depths at
@@ -397,17 +516,23 @@ mod tests {
             t.learn(
                 vec![(Node::Switch(SwitchId(0)), 0, "sw0".into())],
                 Vec::new(),
+                vec![(SwitchId(0), "sw0".into(), 1 << 20)],
             );
             t
         };
         let mut one = new();
         for &d in &depths {
-            one.sample(Instant::from_nanos(1), |_, _, p| if p == 3 { d } else { 0 });
+            one.sample(
+                Instant::from_nanos(1),
+                |_, _, p| if p == 3 { d } else { 0 },
+                |_| 2 * d,
+            );
         }
         let mut runs = new();
         for chunk in depths.chunk_by(|a, b| a == b) {
             let d = chunk[0];
-            runs.sample_n(chunk.len() as u64, |_, _, p| if p == 3 { d } else { 0 });
+            let n = chunk.len() as u64;
+            runs.sample_n(n, |_, _, p| if p == 3 { d } else { 0 }, |_| 2 * d);
         }
         let mut sorted = depths.clone();
         sorted.sort_unstable();
@@ -417,5 +542,12 @@ mod tests {
         assert_eq!(one.queue_stats(3), (mean, p99));
         assert_eq!(runs.queue_stats(3), (mean, p99));
         assert!(runs.queues[3].nonzero.len() < 210);
+        // The buffer held twice the queue at every sample.
+        let max = *depths.iter().max().unwrap();
+        for t in [&one, &runs] {
+            let b = t.buffers();
+            assert_eq!(b.len(), 1);
+            assert_eq!((b[0].mean_bytes, b[0].max_bytes), (2.0 * mean, 2 * max));
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! How long packets waited in an egress queue (their sojourn time, enqueue to dequeue): a
 //! log-linear histogram, eight sub-buckets per power of two of nanoseconds (each within 12.5 %
-//! of its value), fixed size and allocation-free once made, with its percentiles.
+//! of its value), fixed size and allocation-free once made, with its percentiles. The CNP delay
+//! (a CE mark to the reaction point) is counted in the same histogram.
 
 use serde::Serialize;
 
@@ -65,6 +66,16 @@ impl Sojourn {
         self.max = self.max.max(d);
     }
 
+    /// Adds `other`'s counts into `self`.
+    pub fn merge(&mut self, other: &Sojourn) {
+        for (c, o) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *c = c.saturating_add(*o);
+        }
+        self.packets += other.packets;
+        self.total_ns += other.total_ns;
+        self.max = self.max.max(other.max);
+    }
+
     /// Packets counted.
     pub fn packets(&self) -> u64 {
         self.packets
@@ -113,6 +124,38 @@ impl Sojourn {
     }
 }
 
+/// What a [`Sojourn`] histogram says, in µs: how many waits, their mean, median, 99th
+/// percentile and maximum, and the non-empty buckets.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct DelayStats {
+    /// Waits counted (packets, or CNPs).
+    pub packets: u64,
+    /// Mean wait, µs.
+    pub mean_us: f64,
+    /// Median wait, µs (the low end of its histogram bucket: at most 12.5 % below).
+    pub p50_us: f64,
+    /// 99th percentile, µs (the same).
+    pub p99_us: f64,
+    /// Longest wait, µs.
+    pub max_us: f64,
+    /// The non-empty buckets of the histogram.
+    pub histogram: Vec<SojournBucket>,
+}
+
+impl Sojourn {
+    /// The figures of the histogram.
+    pub fn stats(&self) -> DelayStats {
+        DelayStats {
+            packets: self.packets(),
+            mean_us: self.mean().as_micros_f64(),
+            p50_us: self.quantile(0.5).as_micros_f64(),
+            p99_us: self.quantile(0.99).as_micros_f64(),
+            max_us: self.max().as_micros_f64(),
+            histogram: self.buckets(),
+        }
+    }
+}
+
 /// One bucket of a [`Sojourn`] histogram: packets that waited at least `from_us` and less than
 /// `to_us`.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -157,6 +200,14 @@ mod tests {
         }
         let b = s.buckets();
         assert_eq!(b.iter().map(|b| b.packets).sum::<u64>(), 100);
+        // Two halves merged are the whole.
+        let (mut low, mut high) = (Sojourn::default(), Sojourn::default());
+        for us in 1..=100u64 {
+            let half = if us <= 50 { &mut low } else { &mut high };
+            half.record(Duration::from_micros(us));
+        }
+        low.merge(&high);
+        assert_eq!(low, s);
         assert_eq!(Sojourn::default().quantile(0.5), Duration::ZERO);
     }
 }

@@ -133,3 +133,64 @@ fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail()
         "{err}"
     );
 }
+
+/// Rail utilisation over time: per telemetry bin, the bits each rail's hosts sent over the
+/// bin times the rail's NIC capacity (four 100 Gbit/s NICs a rail here). The bins add up to
+/// the rail's bytes, and while the 1 MiB flow is sending at line rate its rail runs at a
+/// quarter of its capacity (frames without preamble, gap and FCS: 1082 of every 1106 bytes).
+#[test]
+fn rail_utilisation_per_bin_adds_up_to_the_bytes_and_is_a_quarter_at_line_rate() {
+    let text = r#"
+        name = "rails-over-time"
+        duration_us = 200
+        bin_us = 20
+        engine = "stand-in"
+        topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
+        workloads = [
+            { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
+            { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
+        ]
+    "#;
+    let sum = run(text);
+    let t = sum.table();
+    let r = sum.rails.as_ref().expect("rail load");
+    assert_eq!(r.utilisation.len(), 10, "{t}");
+    let capacity_bps = 4.0 * 100e9;
+    let mut start = 0.0;
+    let mut bytes = [0.0f64; 2];
+    for b in &r.utilisation {
+        for (rail, u) in b.rails.iter().enumerate() {
+            bytes[rail] += u * capacity_bps * (b.end_us - start) / 1e6 / 8.0;
+        }
+        start = b.end_us;
+    }
+    for rail in 0..2 {
+        let want = r.bytes[rail] as f64;
+        assert!(
+            (bytes[rail] - want).abs() < 1e-6 * want,
+            "rail {rail}: {bytes:?}\n{t}"
+        );
+    }
+    // 20-40 us: the 1 MiB flow (90 us at line rate) is mid-way.
+    let line = 0.25 * 1082.0 / 1106.0;
+    let u = r.utilisation[1].rails[0];
+    assert!((u - line).abs() < 0.002, "bin 2: {u} against {line}\n{t}");
+    // The 256 KiB flow (23 us) is done by 40 us.
+    assert_eq!(r.utilisation[2].rails[1], 0.0, "{t}");
+    let row = t
+        .lines()
+        .skip_while(|l| *l != "rail utilisation by bin (%):")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        row.starts_with("  r0 ") && row.contains(" 24 24 24 "),
+        "{t}"
+    );
+    assert_eq!(row.split_whitespace().count(), 11, "{t}");
+    let csv = r.csv();
+    assert_eq!(csv.lines().count(), 1 + 10 * 2);
+    assert!(
+        csv.starts_with("time_us,rail,utilisation\n20.000,0,0.2"),
+        "{csv}"
+    );
+}

@@ -17,6 +17,7 @@ fn sojourn_at_a_standing_queue_is_its_depth_over_the_drain_rate() {
         .queue_delay
         .iter()
         .find(|q| q.node == "sw0" && q.port == 16 && q.priority == 3)
+        .map(|q| &q.delay)
         .unwrap_or_else(|| panic!("no queue delay for sw0:16\n{t}"));
     assert!(
         sum.queue_p99_bytes as f64 <= sum.queue_mean_bytes * 1.05,

@@ -78,6 +78,18 @@ fn a_written_out_topology_refuses_cables_to_nothing() {
     );
 }
 
+/// Two rails of a 2-leaf, 2-spine leaf-spine, a 1 MiB flow on rail 0 and 256 KiB on rail 1.
+const RAILS: &str = r#"
+    name = "rails"
+    duration_us = 200
+    engine = "stand-in"
+    topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
+    workloads = [
+        { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
+        { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
+    ]
+"#;
+
 /// Two rails of a 2-leaf, 2-spine leaf-spine (host `2 i + r` is server i's NIC on rail r): a
 /// 1 MiB flow on rail 0 and a 256 KiB flow on rail 1 (stand-in hosts send no ACKs, so the
 /// rails carry exactly the data frames: 1082 bytes per 1 KiB packet, 16 more for the RETH of
@@ -86,16 +98,7 @@ fn a_written_out_topology_refuses_cables_to_nothing() {
 /// A collective across rails is refused.
 #[test]
 fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail() {
-    let text = r#"
-        name = "rails"
-        duration_us = 200
-        engine = "stand-in"
-        topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
-        workloads = [
-            { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
-            { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
-        ]
-    "#;
+    let text = RAILS;
     let sum = run(text);
     let t = sum.table();
     let r = sum.rails.as_ref().expect("rail load");
@@ -140,18 +143,7 @@ fn rails_report_their_bytes_and_max_min_ratio_and_collectives_stay_on_one_rail()
 /// quarter of its capacity (frames without preamble, gap and FCS: 1082 of every 1106 bytes).
 #[test]
 fn rail_utilisation_per_bin_adds_up_to_the_bytes_and_is_a_quarter_at_line_rate() {
-    let text = r#"
-        name = "rails-over-time"
-        duration_us = 200
-        bin_us = 20
-        engine = "stand-in"
-        topology = { kind = "leaf_spine", leaves = 2, spines = 2, hosts_per_leaf = 2, rails = 2, link = { gbps = 100, delay_ns = 1000 }, uplink = { gbps = 100, delay_ns = 1000 } }
-        workloads = [
-            { kind = "flow", src = 0, dst = 4, bytes = "1MiB" },
-            { kind = "flow", src = 1, dst = 5, bytes = "256KiB" },
-        ]
-    "#;
-    let sum = run(text);
+    let sum = run(&RAILS.replace("duration_us = 200", "duration_us = 200\nbin_us = 20"));
     let t = sum.table();
     let r = sum.rails.as_ref().expect("rail load");
     assert_eq!(r.utilisation.len(), 10, "{t}");

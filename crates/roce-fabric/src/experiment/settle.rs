@@ -77,18 +77,15 @@ fn not_steady(f: &Fabric<ScenarioEngine>, warm: Instant) -> Option<Warning> {
     let end = f.now();
     let mid = warm + (end - warm) / 2;
     let iv = rec.interval.max(Duration::NANOSECOND);
-    // (sum of goodput samples, samples) per half; only idle rows repeat, at 0 Gbit/s.
+    // (sum of goodput samples, samples) per half, (warm, mid] and (mid, end]; a row stands for
+    // itself and its repeats, one interval apart.
     let mut halves = [(0.0f64, 0u64); 2];
     for r in &rec.rows {
         let total: f64 = r.flow_gbps.iter().sum();
-        for k in 0..=r.repeats {
-            let t = r.at() + iv.saturating_mul(k);
-            if t <= warm || t > end {
-                continue;
-            }
-            let h = &mut halves[usize::from(t > mid)];
-            h.0 += total;
-            h.1 += 1;
+        for (h, (lo, hi)) in halves.iter_mut().zip([(warm, mid), (mid, end)]) {
+            let n = samples_within(r.at(), iv, r.repeats, lo, hi);
+            h.0 += total * n as f64;
+            h.1 += n;
         }
     }
     let [(a, na), (b, nb)] = halves;
@@ -106,6 +103,20 @@ fn not_steady(f: &Fabric<ScenarioEngine>, warm: Instant) -> Option<Warning> {
             ),
         )
     })
+}
+
+/// How many of the samples at `at + k * iv`, k = 0..=repeats, fall in (`lo`, `hi`].
+fn samples_within(at: Instant, iv: Duration, repeats: u64, lo: Instant, hi: Instant) -> u64 {
+    if at > hi {
+        return 0;
+    }
+    let first = if at > lo {
+        0
+    } else {
+        (lo - at).div_floor(iv) + 1
+    };
+    let last = (hi - at).div_floor(iv).min(repeats);
+    (last + 1).saturating_sub(first)
 }
 
 /// Finite flows still moving at the end: their completion times are missing from the figures.
@@ -145,4 +156,30 @@ fn pfc_active(f: &Fabric<ScenarioEngine>) -> Option<Warning> {
             paused.len()
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_within_counts_a_row_and_its_repeats_by_arithmetic() {
+        let t = |us| Instant::ZERO + Duration::from_micros(us);
+        let iv = Duration::from_micros(1);
+        let walk = |at: u64, repeats: u64, lo: u64, hi: u64| {
+            (0..=repeats)
+                .filter(|k| (lo + 1..=hi).contains(&(at + k)))
+                .count() as u64
+        };
+        for (at, repeats) in [(0, 0), (0, 30), (5, 10), (12, 100), (40, 3)] {
+            for (lo, hi) in [(0, 10), (10, 20), (3, 4), (20, 200), (50, 60)] {
+                let got = samples_within(t(at), iv, repeats, t(lo), t(hi));
+                assert_eq!(
+                    got,
+                    walk(at, repeats, lo, hi),
+                    "{at}+{repeats} in ({lo}, {hi}]"
+                );
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::deadlock::DeadlockCycle;
 use super::slots::Slots;
 use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
 use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
@@ -110,6 +111,8 @@ pub(super) struct Host<E> {
     pub(super) tx: TxPort,
     pub(super) wake: Option<Instant>,
     pub(super) parked: [Option<PktId>; PRIORITIES],
+    /// A PFC storm the NIC is sending: its priority and when its XOFF is due again.
+    pub(super) storm: Option<(u8, Instant)>,
 }
 
 /// A PFC frame's instruction for one priority, as the port that received it took it.
@@ -152,6 +155,8 @@ pub struct Fabric<E> {
     pub(super) pfc_log: Option<Vec<PfcEvent>>,
     /// Whole on one thread, split over threads, or one partition of a split fabric.
     pub(super) mode: RunMode<E>,
+    /// The first PFC deadlock a sample saw, and when (see [`crate::net::deadlock`]).
+    pub(super) deadlock: Option<(Instant, DeadlockCycle)>,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -175,6 +180,7 @@ impl<E: Engine> Fabric<E> {
             int_sink: None,
             pfc_log: None,
             mode: RunMode::Whole,
+            deadlock: None,
         }
     }
 
@@ -217,6 +223,7 @@ impl<E: Engine> Fabric<E> {
             tx: TxPort::new(1, mac),
             wake: None,
             parked: [None; PRIORITIES],
+            storm: None,
         });
         Ok(HostId(id))
     }

@@ -22,6 +22,7 @@ impl<E: Engine> Fabric<E> {
                 .map(|h| self.host_name(HostId(h)).to_owned())
                 .collect();
             t.learn(ports, hosts);
+            t.set_watchdog(self.switches.iter().any(|s| s.watchdog().is_some()));
         }
         if t.sample(self.now(), |n, p, q| self.depth(n, p, q)) {
             self.close_telemetry_bin(t);

@@ -72,7 +72,11 @@ pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
             push_row(
                 &mut s,
                 &lead,
-                counts.into_iter().chain(dropped).chain(storms).chain(pauses),
+                counts
+                    .into_iter()
+                    .chain(dropped)
+                    .chain(storms)
+                    .chain(pauses),
                 c.pause_ns,
             );
         }

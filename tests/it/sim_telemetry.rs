@@ -356,7 +356,9 @@ fn ports_csv_has_the_pfc_watchdog_columns_when_a_switch_runs_one() {
     assert_eq!(header.join(","), ports_header(true));
     assert!(!ports_header(false).contains("pfc_wd"));
     // The stormed queue's bins add up to the summary's row.
-    let sw0_3 = rows.iter().filter(|r| r["node"] == "sw0" && r["port"] == "3");
+    let sw0_3 = rows
+        .iter()
+        .filter(|r| r["node"] == "sw0" && r["port"] == "3");
     let sw0_3: Vec<_> = sw0_3.filter(|r| r["priority"] == "3").collect();
     let sum_of = |col: &str| sw0_3.iter().map(|r| num(r, col)).sum::<f64>();
     let row = &sum.pfc_watchdog[0];

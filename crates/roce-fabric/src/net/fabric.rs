@@ -11,9 +11,9 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::deadlock::DeadlockCycle;
 use super::slots::Slots;
 use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
+use super::wait_for::DeadlockCycle;
 use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use crate::record::series::Recorder;
 use crate::switching::frame::{ip_key, IpKey, MixMap};

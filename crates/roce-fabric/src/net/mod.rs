@@ -18,3 +18,4 @@ pub mod reroute;
 mod slots;
 pub mod topology;
 mod transit;
+mod wait_for;

@@ -86,7 +86,10 @@ fn a_storm_is_detected_after_detect_us_dropped_and_restored_restore_us_after_it_
     assert_eq!((row.node.as_str(), row.port, row.priority), ("sw0", 3, 3));
     assert_eq!((row.storms, row.restored), (1, 1), "{t}");
     assert_eq!(row.dropped, on.drops, "{t}");
-    assert!(t.contains("  sw0:3          prio 3  storms    1  restored    1  dropped"), "{t}");
+    assert!(
+        t.contains("  sw0:3          prio 3  storms    1  restored    1  dropped"),
+        "{t}"
+    );
     let kinds: Vec<WarningKind> = on.warnings.iter().map(|w| w.kind).collect();
     assert!(kinds.contains(&WarningKind::PfcStorm), "{t}");
     assert!(on.failures().next().is_none(), "{t}");
@@ -97,12 +100,22 @@ fn a_storm_is_detected_after_detect_us_dropped_and_restored_restore_us_after_it_
     let (off, _) = without_watchdog(&s).run(|_| {}).unwrap();
     let t = off.table();
     assert!(off.pfc_watchdog.is_empty() && off.drops == 0, "{t}");
-    let held = off.pfc.iter().find(|p| p.node == "sw0" && p.port == 3).unwrap();
+    let held = off
+        .pfc
+        .iter()
+        .find(|p| p.node == "sw0" && p.port == 3)
+        .unwrap();
     assert!((999.0..1001.0).contains(&held.rx_pause_duration_us), "{t}");
-    assert!(!off.warnings.iter().any(|w| w.kind == WarningKind::PfcStorm), "{t}");
+    assert!(
+        !off.warnings.iter().any(|w| w.kind == WarningKind::PfcStorm),
+        "{t}"
+    );
     assert!(off.flows[2].bytes < on.flows[2].bytes, "{t}");
     let json = serde_json::to_string(&off).unwrap();
-    assert!(!json.contains("pfc_watchdog") && !json.contains("pfc_wd"), "{json}");
+    assert!(
+        !json.contains("pfc_watchdog") && !json.contains("pfc_wd"),
+        "{json}"
+    );
 }
 
 /// Five switches in a ring, host `h<i>` on `s<i>`, and a flow from every host to the host two
@@ -153,12 +166,18 @@ fn a_ring_deadlock_is_reported_with_its_cycle_and_broken_by_the_watchdog() {
         t.contains("pfc deadlock on priority 3: s0:1 -> s1:2 -> s2:2 -> s3:2 -> s4:2 -> s0:1"),
         "{t}"
     );
-    assert!(off.warnings.iter().any(|w| w.kind == WarningKind::PfcDeadlock));
+    assert!(off
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::PfcDeadlock));
     assert_eq!(off.failures().count(), 5, "every flow stalls: {t}");
 
     let (on, _) = ring(WATCHDOG).run(|_| {}).unwrap();
     let t = on.table();
-    let d = on.pfc_deadlock.as_ref().expect("seen before the watchdog broke it");
+    let d = on
+        .pfc_deadlock
+        .as_ref()
+        .expect("seen before the watchdog broke it");
     assert_eq!(d.cycle, cycle, "{t}");
     assert!(!d.standing_at_end, "{t}");
     assert!(on.pfc_watchdog.iter().all(|r| r.storms >= 1), "{t}");

@@ -342,7 +342,7 @@ fn a_bad_pcap_port_is_one_clear_line() {
 
 #[test]
 fn ports_csv_has_the_pfc_watchdog_columns_when_a_switch_runs_one() {
-    let path = format!("{}/../scenarios/pfc-storm.toml", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/scenarios/pfc-storm.toml", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).expect("scenario");
     let s = Scenario::from_toml(&text).expect("parses");
     let (sum, built) = s.run(|_| {}).expect("runs");

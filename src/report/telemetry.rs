@@ -12,13 +12,25 @@ use roce_fabric::record::telemetry::{HostCounters, Telemetry};
 use roce_fabric::switching::stats::{DropReasons, PrioCounters};
 use roce_proto::engine::Engine;
 
-/// The header of `ports.csv`.
-pub fn ports_header() -> String {
+/// The drop reasons `ports.csv` has a column for: all but the PFC watchdog's unless a switch
+/// ran one (`watchdog`), so that a run without one writes the file it always wrote.
+fn drop_columns(watchdog: bool) -> impl Iterator<Item = usize> {
+    let names = DropReasons::NAMES.iter().enumerate();
+    let shown = names.filter(move |(_, n)| watchdog || **n != "pfc_watchdog");
+    shown.map(|(i, _)| i)
+}
+
+/// The header of `ports.csv`; with `watchdog` (a switch ran a PFC watchdog) it has the
+/// watchdog's drops, storms detected and restored too.
+pub fn ports_header(watchdog: bool) -> String {
     let mut s = String::from(
         "time_us,node,port,priority,queue_mean_bytes,queue_max_bytes,tx_packets,tx_bytes,rx_packets,rx_bytes,ecn_marked,drops",
     );
-    for name in DropReasons::NAMES {
-        let _ = write!(s, ",drop_{name}");
+    for i in drop_columns(watchdog) {
+        let _ = write!(s, ",drop_{}", DropReasons::NAMES[i]);
+    }
+    if watchdog {
+        s.push_str(",pfc_wd_storms,pfc_wd_restored");
     }
     s.push_str(",tx_pause,rx_pause,rx_pause_duration_us");
     s
@@ -26,7 +38,8 @@ pub fn ports_header() -> String {
 
 /// `ports.csv`: see the module's description and [`ports_header`].
 pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
-    let mut s = ports_header();
+    let watchdog = t.watchdog();
+    let mut s = ports_header(watchdog);
     s.push('\n');
     let series: Vec<_> = t.series().collect();
     let zero = PrioCounters::default();
@@ -51,12 +64,19 @@ pub fn ports_csv<E: Engine>(t: &Telemetry<E>) -> String {
                 c.ecn_marked,
                 c.drops,
             ];
-            let dropped = c.dropped.pairs().map(|(_, n)| n);
+            let pairs = c.dropped.pairs();
+            let dropped = drop_columns(watchdog).filter_map(|i| pairs.get(i).map(|p| p.1));
+            let storms = [c.pfc_wd_storms, c.pfc_wd_restored];
+            let storms = storms.into_iter().filter(|_| watchdog);
             let pauses = [c.pause_sent, c.pause_received];
             push_row(
                 &mut s,
                 &lead,
-                counts.into_iter().chain(dropped).chain(pauses),
+                counts
+                    .into_iter()
+                    .chain(dropped)
+                    .chain(storms)
+                    .chain(pauses),
                 c.pause_ns,
             );
         }

@@ -183,7 +183,7 @@ fn ports_and_hosts_csv_parse_and_their_bins_sum_to_the_summary() {
         .expect("telemetry");
     assert_eq!(t.bins.len(), 12, "300 us in the default twelve bins");
     let (header, rows) = parse_csv(&ports_csv(t));
-    assert_eq!(header.join(","), ports_header());
+    assert_eq!(header.join(","), ports_header(false));
     assert_eq!(
         rows.len(),
         12 * s.ports.len(),
@@ -354,4 +354,31 @@ fn a_bad_pcap_port_is_one_clear_line() {
     // By index works as well as by name.
     let (code, err) = run("switch0:2");
     assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn ports_csv_has_the_pfc_watchdog_columns_when_a_switch_runs_one() {
+    let path = format!("{}/scenarios/pfc-storm.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("scenario");
+    let s = Scenario::from_toml(&text).expect("parses");
+    let (sum, built) = s.run(|_| {}).expect("runs");
+    let t = built
+        .fabric
+        .recorder()
+        .and_then(|r| r.telemetry.as_ref())
+        .expect("telemetry");
+    assert!(t.watchdog());
+    let (header, rows) = parse_csv(&ports_csv(t));
+    assert_eq!(header.join(","), ports_header(true));
+    assert!(!ports_header(false).contains("pfc_wd"));
+    // The stormed queue's bins add up to the summary's row.
+    let sw0_3 = rows
+        .iter()
+        .filter(|r| r["node"] == "sw0" && r["port"] == "3");
+    let sw0_3: Vec<_> = sw0_3.filter(|r| r["priority"] == "3").collect();
+    let sum_of = |col: &str| sw0_3.iter().map(|r| num(r, col)).sum::<f64>();
+    let row = &sum.pfc_watchdog[0];
+    assert_eq!(sum_of("pfc_wd_storms"), row.storms as f64);
+    assert_eq!(sum_of("pfc_wd_restored"), row.restored as f64);
+    assert_eq!(sum_of("drop_pfc_watchdog"), row.dropped as f64);
 }

@@ -71,6 +71,24 @@ impl PauseState {
         }
     }
 
+    /// Counts a pause frame for `prio` that is not obeyed (a PFC watchdog that stopped
+    /// honouring the priority still sees, and counts, what its link partner sends).
+    pub fn count_frame(&mut self, prio: usize) {
+        if let Some(f) = self.frames.get_mut(prio) {
+            *f += 1;
+        }
+    }
+
+    /// Ends the pause of `prio` standing at `now`, if any, without a frame (a PFC watchdog
+    /// that stops honouring it): its time so far still counts.
+    pub fn lift(&mut self, prio: usize, now: Instant) {
+        if prio >= PRIORITIES || !self.is_paused(prio, now) {
+            return;
+        }
+        self.closed_ns[prio] += now.saturating_since(self.since[prio]).as_nanos();
+        self.paused_until[prio] = None;
+    }
+
     fn close(&mut self, prio: usize, now: Instant) {
         if let Some(until) = self.paused_until[prio].take() {
             let end = if until < now { until } else { now };
@@ -156,6 +174,21 @@ mod tests {
         p.apply(3, at(2_000), 1000);
         assert_eq!(p.paused_until(3, at(3_000)), Some(at(7_120)));
         assert_eq!(p.paused(3, at(100_000)), Duration::from_nanos(7_120));
+    }
+
+    #[test]
+    fn a_lifted_pause_ends_at_once_and_keeps_its_time_and_frames() {
+        let mut p = PauseState::new(GBPS_100);
+        p.apply(3, at(1_000), 0xffff);
+        p.lift(3, at(4_000));
+        assert!(!p.is_paused(3, at(4_000)));
+        assert_eq!(p.paused(3, at(50_000)), Duration::from_nanos(3_000));
+        p.count_frame(3);
+        assert!(!p.is_paused(3, at(5_000)), "a counted frame does not pause");
+        assert_eq!(p.frames(3), 2);
+        // Lifting what is not paused changes nothing.
+        p.lift(3, at(6_000));
+        assert_eq!(p.paused(3, at(50_000)), Duration::from_nanos(3_000));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A scenario's failures: cables going down and up (`link_events`), flapping cables, switch
-//! reboots, lossy cables and planned maintenance drains, applied to a built fabric by the names
-//! the topology gives.
+//! reboots, lossy cables, planned maintenance drains and PFC storms, applied to a built fabric
+//! by the names the topology gives.
 
 use crate::limits::bounds::{at_most, excerpt, LimitError, MAX_FLAPS};
 use serde::{Deserialize, Serialize};
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::engines::ScenarioEngine;
 use crate::net::fabric::{Cable, Fabric};
 use crate::net::topology::{End, Topology};
-use crate::SwitchId;
+use crate::{HostId, SwitchId};
 use roce_proto::time::{Duration, Instant};
 
 /// A cable going down or up.
@@ -23,6 +23,10 @@ pub struct LinkEvent {
     pub at_us: f64,
     /// Up (true) or down.
     pub up: bool,
+}
+
+fn d_storm_priority() -> u8 {
+    3
 }
 
 /// A failure a scenario injects.
@@ -78,6 +82,20 @@ pub enum Failure {
         #[serde(default)]
         corrupt: f64,
     },
+    /// `host`'s NIC sends PFC XOFF for `priority` (default 3) without a break from `at_us` to
+    /// `until_us`, then XON, as a NIC whose receive side is stuck does: the switch port facing
+    /// it cannot send that priority (a PFC storm, what a switch's `pfc_watchdog` is for).
+    PfcStorm {
+        /// Host name.
+        host: String,
+        /// When the storm starts, µs.
+        at_us: f64,
+        /// When it stops, µs.
+        until_us: f64,
+        /// The priority it pauses.
+        #[serde(default = "d_storm_priority")]
+        priority: u8,
+    },
 }
 
 impl Failure {
@@ -86,7 +104,8 @@ impl Failure {
         match self {
             Failure::Flap { at_us, .. }
             | Failure::Reboot { at_us, .. }
-            | Failure::Drain { at_us, .. } => Some(*at_us),
+            | Failure::Drain { at_us, .. }
+            | Failure::PfcStorm { at_us, .. } => Some(*at_us),
             Failure::Loss { .. } => None,
         }
     }
@@ -119,6 +138,16 @@ impl Failure {
                 if !(0.0..=1.0).contains(loss) || !(0.0..=1.0).contains(corrupt) =>
             {
                 Err(FailureError::Loss)
+            }
+            Failure::PfcStorm {
+                at_us,
+                until_us,
+                priority,
+                ..
+            } if !(ok_time(*at_us) && ok_time(*until_us) && until_us >= at_us)
+                || usize::from(*priority) >= roce_proto::wire::pfc::PRIORITIES =>
+            {
+                Err(FailureError::PfcStorm)
             }
             _ => Ok(()),
         }
@@ -154,6 +183,12 @@ pub enum FailureError {
     /// No switch of that name (as errors quote it).
     #[error("no switch {0}")]
     NoSwitch(String),
+    /// A PFC storm that ends before it starts, with a bad time, or on a priority above 7.
+    #[error("pfc_storm needs 0 <= at_us <= until_us and a priority in 0..=7")]
+    PfcStorm,
+    /// No host of that name (as errors quote it).
+    #[error("no host {0}")]
+    NoHost(String),
 }
 
 /// The instant `us` µs into the run.
@@ -258,6 +293,19 @@ pub(super) fn apply(
                 let c = *cable(topo, cables, a, b)?;
                 fabric.set_link_loss(c.ab, *loss, *corrupt);
                 fabric.set_link_loss(c.ba, *loss, *corrupt);
+            }
+            Failure::PfcStorm {
+                host,
+                at_us,
+                until_us,
+                priority,
+            } => {
+                let h = topo
+                    .hosts
+                    .iter()
+                    .position(|(n, _)| n == host)
+                    .ok_or_else(|| FailureError::NoHost(excerpt(host)))?;
+                fabric.schedule_pfc_storm(HostId(h), *priority, at(*at_us), at(*until_us));
             }
         }
     }

@@ -10,6 +10,7 @@ pub mod hpcc_run;
 mod observe_tests;
 pub mod outage;
 pub mod pfc_pauses;
+pub mod pfc_storms;
 pub mod queue_delay;
 pub mod scenario;
 mod scenario_size;

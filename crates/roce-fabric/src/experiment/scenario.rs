@@ -219,6 +219,9 @@ impl Scenario {
                 return bad("ecn needs kmin <= kmax and 0 <= pmax <= 1".into());
             }
         }
+        if let Some(w) = &self.switch.pfc_watchdog {
+            w.check().or_else(bad)?;
+        }
         Ok(())
     }
 

@@ -49,6 +49,10 @@ pub fn warnings(shape: RunShape, f: &Fabric<ScenarioEngine>, s: &RunSummary) -> 
         out.extend(flows_unfinished(s));
     }
     out.extend(pfc_active(f));
+    out.extend(super::pfc_storms::warnings(
+        &s.pfc_watchdog,
+        s.pfc_deadlock.as_ref(),
+    ));
     out
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outage::Outage;
 use super::pfc_pauses::{self, PfcPause};
+use super::pfc_storms::{self, DeadlockReport, WatchdogRow};
 use super::queue_delay::{self, QueueDelay};
 use super::warning::{Warning, WarningKind};
 use crate::engines::{Recovery, ScenarioEngine};
@@ -105,7 +106,8 @@ pub struct RunSummary {
     pub settled: bool,
     /// Why the figures may not describe the controller settled (`warning: ...` lines in the
     /// text): a measurement that opens before its settle time, goodput still moving, flows
-    /// still running or PFC still active at the end, a CNP interval the scenario overrode.
+    /// still running or PFC still active at the end, a CNP interval the scenario overrode, a
+    /// PFC storm or deadlock.
     #[serde(default)]
     pub warnings: Vec<Warning>,
     /// Virtual run time, µs.
@@ -190,6 +192,12 @@ pub struct RunSummary {
     /// Per port and priority that sent or received a PFC pause: frames and time held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pfc: Vec<PfcPause>,
+    /// Per switch port and priority whose PFC watchdog detected a storm or dropped a packet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pfc_watchdog: Vec<WatchdogRow>,
+    /// The first PFC deadlock (a cycle of lossless queues pausing each other) the run saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_deadlock: Option<DeadlockReport>,
     /// Per port and priority that saw traffic: queue depth, drops by reason, PFC, ECN marks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortTelemetry>,
@@ -430,6 +438,8 @@ impl RunSummary {
             rails: None,
             classes: None,
             pfc: pfc_pauses::collect(f),
+            pfc_watchdog: pfc_storms::collect(f),
+            pfc_deadlock: pfc_storms::deadlock(f),
             queue_delay: queue_delay::collect(f),
             cnp_delay: f.cnp_delays().map(|d| d.stats()),
             ports: Vec::new(),
@@ -509,6 +519,10 @@ impl RunSummary {
             );
         }
         s.push_str(&pfc_pauses::lines(&self.pfc));
+        s.push_str(&pfc_storms::lines(
+            &self.pfc_watchdog,
+            self.pfc_deadlock.as_ref(),
+        ));
         s.push_str(&BufferTelemetry::lines(
             &self.buffers,
             queue_delay::TEXT_ROWS,

@@ -1,5 +1,6 @@
 //! A warning a run's summary carries: why its figures may not describe the controller settled
-//! (raised by [`super::settle`] and by [`super::summary::RunSummary::describe_cc`]).
+//! (raised by [`super::settle`], [`super::pfc_storms`] and
+//! [`super::summary::RunSummary::describe_cc`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,11 @@ pub enum WarningKind {
     PfcActive,
     /// A scenario setting overrides the CNP interval the controller was designed with.
     CnpOverride,
+    /// A switch's PFC watchdog detected a storm (a lossless queue paused with packets for
+    /// longer than its detection time).
+    PfcStorm,
+    /// Lossless queues paused each other in a cycle (a PFC deadlock).
+    PfcDeadlock,
 }
 
 /// One warning: its kind and one line for the reader.

@@ -108,12 +108,17 @@ impl<E: Engine> Fabric<E> {
                 }
                 self.send_pfc(s, port, prio, true);
             }
+            Event::Watchdog(s, port, prio) => {
+                return self.watchdog_check(SwitchId(s as usize), port, usize::from(prio));
+            }
+            Event::PfcStorm(h, prio, step) => return self.pfc_storm(h as usize, prio, step),
             Event::LinkState(l, up) => return self.link_state(LinkId(l as usize), up),
             Event::LinkDetect(l, up) => return self.link_detect(LinkId(l as usize), up),
             Event::Reconverge => self.reconverge(),
             Event::SwitchFlush(s) => self.flush_switch(SwitchId(s as usize)),
             Event::Drain(s, drained) => self.drain(SwitchId(s as usize), drained),
             Event::Sample => {
+                self.note_deadlock();
                 if let Some(mut rec) = self.recorder.take() {
                     rec.sample(
                         self.now(),
@@ -201,9 +206,15 @@ impl<E: Engine> Fabric<E> {
             c.rx_bytes += len;
         }
         if let Some(pause) = pause {
-            for (p, q) in pause.quanta.iter().enumerate() {
-                if let Some(q) = *q {
-                    tx.apply_pause(p, now, q);
+            let watched = match node {
+                Node::Switch(s) => self.watched_pause(s, port, &pause),
+                Node::Host(_) => false,
+            };
+            if let Some(tx) = self.tx_mut(node, port).filter(|_| !watched) {
+                for (p, q) in pause.quanta.iter().enumerate() {
+                    if let Some(q) = *q {
+                        tx.apply_pause(p, now, q);
+                    }
                 }
             }
             if let Some(log) = self.pfc_log.as_mut() {
@@ -276,6 +287,15 @@ impl<E: Engine> Fabric<E> {
             self.w.pool.release(pkt);
             return;
         };
+        // A switch with a watchdog drops what a stormed queue or port would take.
+        let stormed = sw.watchdog().map(|w| w.drops_either(ingress, egress, prio));
+        if let Some(at) = stormed.flatten() {
+            if let Some(c) = sw.counters_mut(at, prio) {
+                c.drop_for(Lost::Switch(DropReason::PfcWatchdog));
+            }
+            self.w.pool.release(pkt);
+            return;
+        }
         if let Err(why) = sw.admit(ingress, egress, prio, len) {
             tracing::trace!(switch = %sw.name(), ?why, "drop");
             if let Some(c) = sw.counters_mut(egress, prio) {
@@ -288,8 +308,13 @@ impl<E: Engine> Fabric<E> {
             self.w.maybe_mark(s, sw, pkt, egress, prio);
         }
         let crossed = sw.enqueue_counted(pkt, (ingress, egress), prio, len, self.w.now);
+        let watched = stormed.is_some();
         if crossed {
             self.send_pfc(s, ingress, prio, true);
+        }
+        if watched {
+            // Queued behind a pause: the queue may be stuck from now.
+            self.watch_queue(s, egress, prio);
         }
         self.switch_tx(s, egress);
     }

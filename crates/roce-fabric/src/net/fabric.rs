@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::slots::Slots;
 use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
+use super::wait_for::DeadlockCycle;
 use crate::record::cnp_delay::CnpDelay;
 use crate::record::flow_meter::{FlowId, FlowMeter, FlowSpec};
 use crate::record::series::Recorder;
@@ -113,6 +114,8 @@ pub(super) struct Host<E> {
     pub(super) parked: [Option<PktId>; PRIORITIES],
     /// Marks its notification point has yet to answer, and its reaction point's CNP delays.
     pub(super) cnp: CnpDelay,
+    /// A PFC storm the NIC is sending: its priority and when its XOFF is due again.
+    pub(super) storm: Option<(u8, Instant)>,
 }
 
 /// A PFC frame's instruction for one priority, as the port that received it took it.
@@ -155,6 +158,8 @@ pub struct Fabric<E> {
     pub(super) pfc_log: Option<Vec<PfcEvent>>,
     /// Whole on one thread, split over threads, or one partition of a split fabric.
     pub(super) mode: RunMode<E>,
+    /// The first PFC deadlock a sample saw, and when (see [`crate::net::deadlock`]).
+    pub(super) deadlock: Option<(Instant, DeadlockCycle)>,
 }
 
 impl<E: Engine> Fabric<E> {
@@ -178,6 +183,7 @@ impl<E: Engine> Fabric<E> {
             int_sink: None,
             pfc_log: None,
             mode: RunMode::Whole,
+            deadlock: None,
         }
     }
 
@@ -221,6 +227,7 @@ impl<E: Engine> Fabric<E> {
             wake: None,
             parked: [None; PRIORITIES],
             cnp: CnpDelay::default(),
+            storm: None,
         });
         Ok(HostId(id))
     }

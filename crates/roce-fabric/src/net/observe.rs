@@ -29,6 +29,7 @@ impl<E: Engine> Fabric<E> {
                 })
                 .collect();
             t.learn(ports, hosts, switches);
+            t.set_watchdog(self.switches.iter().any(|s| s.watchdog().is_some()));
         }
         if t.sample(self.now(), |n, p, q| self.depth(n, p, q), |s| self.used(s)) {
             self.close_telemetry_bin(t);

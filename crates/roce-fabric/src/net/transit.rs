@@ -31,6 +31,11 @@ pub(super) enum Event {
     PauseEnd(NodeRef, u16),
     /// A switch port's standing XOFF is due to be re-sent (if the switch still says so).
     XoffRefresh(u32, u16, u8),
+    /// A switch's PFC watchdog checks one of its queues (port, priority), if it still asks.
+    Watchdog(u32, u16, u8),
+    /// A host's NIC starts, refreshes or ends a PFC storm on a priority: the `pfc_storm`
+    /// failure.
+    PfcStorm(u32, u8, StormStep),
     LinkState(u32, bool),
     /// The sending end of a link notices it is down or up (after the detection delay).
     LinkDetect(u32, bool),
@@ -42,6 +47,18 @@ pub(super) enum Event {
     /// keeps forwarding what reaches it) or returned to service (false).
     Drain(u32, bool),
     Sample,
+}
+
+/// A step of a host's PFC storm ([`Event::PfcStorm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum StormStep {
+    /// The storm begins: the first XOFF.
+    Start,
+    /// Its XOFF is due again (stale unless the host still expects it now).
+    Refresh,
+    /// It ends: XON.
+    Stop,
 }
 
 /// Origin code of events scheduled by no node (samples, failures): they sort after every
@@ -63,7 +80,10 @@ impl Event {
             Event::Deliver(l, ..) => links.get(l as usize).map_or(GLOBAL, |l| code(l.to.0)),
             Event::TxDone(n, _) | Event::PauseEnd(n, _) => code(n.node()),
             Event::HostWake(h) => code(Node::Host(HostId(h as usize))),
-            Event::XoffRefresh(s, ..) => code(Node::Switch(SwitchId(s as usize))),
+            Event::XoffRefresh(s, ..) | Event::Watchdog(s, ..) => {
+                code(Node::Switch(SwitchId(s as usize)))
+            }
+            Event::PfcStorm(h, ..) => code(Node::Host(HostId(h as usize))),
             Event::LinkState(..)
             | Event::LinkDetect(..)
             | Event::Reconverge

@@ -1,6 +1,6 @@
 //! Telemetry the way a fabric validation plan reads it: per port and priority the queue depth
 //! (mean, p99, max), drops by reason, PFC pause frames sent and received with the paused time,
-//! ECN marks; per host the notification and reaction point's CNPs, retransmissions, timeouts,
+//! ECN marks, PFC watchdog storms; per host the notification and reaction point's CNPs, retransmissions, timeouts,
 //! NAKs and QP errors. Counters are snapshotted at the end of every bin (the CSV time series)
 //! and summed over the run (the summary's `ports` and `hosts`).
 //!
@@ -106,6 +106,16 @@ pub struct PortTelemetry {
     pub rx_pause: u64,
     /// Time its transmitter was held by them, µs (mlx5 `rx_prio<p>_pause_duration`).
     pub rx_pause_duration_us: f64,
+    /// PFC storms the switch's watchdog detected on this egress queue (absent while zero).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pfc_wd_storms: u64,
+    /// Storms on it the watchdog restored (absent while zero).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pfc_wd_restored: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One host over the run (the summary's `hosts`).
@@ -216,6 +226,8 @@ pub struct Telemetry<E> {
     buffers: Vec<BufferSamples>,
     samples: u64,
     bin_samples: u64,
+    /// Whether a switch runs a PFC watchdog (its counters are then reported).
+    watchdog: bool,
     /// Closed bins.
     pub bins: Vec<Bin>,
 }
@@ -234,6 +246,7 @@ impl<E: Engine> Telemetry<E> {
             buffers: Vec::new(),
             samples: 0,
             bin_samples: 0,
+            watchdog: false,
             bins: Vec::new(),
         }
     }
@@ -260,6 +273,16 @@ impl<E: Engine> Telemetry<E> {
         let last = self.bins.last().and_then(|b| b.ports.get(i));
         let queued = self.queues.get(i).is_some_and(|q| q.sum > 0);
         queued || last.is_some_and(|c| *c != PrioCounters::default())
+    }
+
+    /// Whether a switch of the run has a PFC watchdog (the CSV then has its columns).
+    pub fn watchdog(&self) -> bool {
+        self.watchdog
+    }
+
+    /// Says whether a switch of the run has a PFC watchdog.
+    pub(crate) fn set_watchdog(&mut self, on: bool) {
+        self.watchdog = on;
     }
 
     /// Whether the ports are known yet.
@@ -442,6 +465,8 @@ impl<E: Engine> Telemetry<E> {
                     tx_pause: c.pause_sent,
                     rx_pause: c.pause_received,
                     rx_pause_duration_us: c.pause_ns as f64 / 1e3,
+                    pfc_wd_storms: c.pfc_wd_storms,
+                    pfc_wd_restored: c.pfc_wd_restored,
                 }
             })
             .collect()

@@ -1,6 +1,7 @@
 //! The switch element and what it is made of: the sans-IO output-queued [`switch`] with its
 //! [`thresholds`], egress [`sched`]uler and queues' [`sojourn`] times, the transmitter a switch port and a host NIC share,
-//! what a switch reads from a [`frame`], the per-port and per-priority [`stats`], the
+//! what a switch reads from a [`frame`], the per-port and per-priority [`stats`], the PFC
+//! [`watchdog`], the
 //! scenario file's switch settings ([`switch_spec`]) and the real-time switch that runs the
 //! element between ports ([`rt_switch`]).
 
@@ -14,3 +15,4 @@ pub mod switch;
 mod switch_config;
 pub mod switch_spec;
 pub mod thresholds;
+pub mod watchdog;

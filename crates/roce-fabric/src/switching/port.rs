@@ -113,6 +113,17 @@ impl TxPort {
         self.pause.apply(prio, now, quanta);
     }
 
+    /// Counts a pause frame for `prio` without obeying it (a stormed queue's watchdog).
+    pub fn count_pause(&mut self, prio: usize) {
+        self.pause.count_frame(prio);
+    }
+
+    /// Ends the pause standing on `prio` at `now` without a frame (a watchdog stops honouring
+    /// it).
+    pub fn lift_pause(&mut self, prio: usize, now: Instant) {
+        self.pause.lift(prio, now);
+    }
+
     /// Time `prio` has been paused up to `now`.
     pub fn paused(&self, prio: usize, now: Instant) -> Duration {
         self.pause.paused(prio, now)

@@ -33,6 +33,19 @@ pub struct PrioCounters {
     pub pause_ns: u64,
     /// Largest egress queue occupancy seen, in bytes.
     pub queue_hwm_bytes: u64,
+    /// PFC storms the switch's watchdog detected on this egress queue (SONiC
+    /// `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfc_wd_storms: u64,
+    /// Storms on it the watchdog saw end (SONiC `PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfc_wd_restored: u64,
+}
+
+/// Whether a counter is zero (counters a run without the feature never moves stay out of the
+/// JSON).
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PrioCounters {
@@ -49,12 +62,15 @@ impl PrioCounters {
         self.pause_received += other.pause_received;
         self.pause_ns += other.pause_ns;
         self.queue_hwm_bytes = self.queue_hwm_bytes.max(other.queue_hwm_bytes);
+        self.pfc_wd_storms += other.pfc_wd_storms;
+        self.pfc_wd_restored += other.pfc_wd_restored;
     }
 }
 
 /// Why packets of one port and priority were lost. Switch reasons are counted at the egress
 /// port the packet was headed for (`no_route` at its ingress port, having none); link reasons at
-/// the sending port; `fcs_error` at the receiving port.
+/// the sending port; `fcs_error` at the receiving port; `pfc_watchdog` at the stormed port
+/// (whether the packet was queued on it, bound for it or arriving on it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DropReasons {
@@ -76,6 +92,12 @@ pub struct DropReasons {
     pub switch_reboot: u64,
     /// Arrived corrupted and failed the FCS check (not in `drops`: `PortCounters::rx_fcs_errors`).
     pub fcs_error: u64,
+    /// Dropped by the switch's PFC watchdog (`action = "drop"`): queued on a stormed egress
+    /// queue when the storm was detected, or bound for it or arriving on its port while the storm
+    /// lasted (SONiC's TX and RX drops). In `drops`, like the other switch reasons. Left out
+    /// of the JSON while zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfc_watchdog: u64,
 }
 
 impl DropReasons {
@@ -87,14 +109,14 @@ impl DropReasons {
     }
 
     /// Every reason with its count, in a fixed order (the CSV columns are `drop_<name>`).
-    pub fn pairs(&self) -> [(&'static str, u64); 9] {
+    pub fn pairs(&self) -> [(&'static str, u64); 10] {
         let v = self.values();
         let n = Self::NAMES;
         std::array::from_fn(|i| (n[i], v[i]))
     }
 
     /// The names of the reasons, in the order of [`DropReasons::pairs`].
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "buffer_full",
         "queue_full",
         "headroom_overrun",
@@ -104,9 +126,10 @@ impl DropReasons {
         "link_loss",
         "switch_reboot",
         "fcs_error",
+        "pfc_watchdog",
     ];
 
-    fn values(&self) -> [u64; 9] {
+    fn values(&self) -> [u64; 10] {
         [
             self.buffer_full,
             self.queue_full,
@@ -117,10 +140,11 @@ impl DropReasons {
             self.link_loss,
             self.switch_reboot,
             self.fcs_error,
+            self.pfc_watchdog,
         ]
     }
 
-    fn fields_mut(&mut self) -> [&mut u64; 9] {
+    fn fields_mut(&mut self) -> [&mut u64; 10] {
         [
             &mut self.buffer_full,
             &mut self.queue_full,
@@ -131,6 +155,7 @@ impl DropReasons {
             &mut self.link_loss,
             &mut self.switch_reboot,
             &mut self.fcs_error,
+            &mut self.pfc_watchdog,
         ]
     }
 
@@ -153,6 +178,8 @@ pub enum DropReason {
     NoRoute,
     /// The class held its share of the buffer (`Scheduling::class_limit_bytes`).
     ClassFull,
+    /// The PFC watchdog dropped it (a stormed queue, `action = "drop"`).
+    PfcWatchdog,
 }
 
 /// A reason to lose a packet, to count it with [`PrioCounters::drop_for`].
@@ -178,6 +205,7 @@ impl PrioCounters {
             Lost::Switch(D::HeadroomOverrun) => &mut d.headroom_overrun,
             Lost::Switch(D::ClassFull) => &mut d.class_full,
             Lost::Switch(D::NoRoute) => &mut d.no_route,
+            Lost::Switch(D::PfcWatchdog) => &mut d.pfc_watchdog,
             Lost::LinkDown => &mut d.link_down,
             Lost::LinkLoss => &mut d.link_loss,
         } += 1;
@@ -208,6 +236,8 @@ impl PrioCounters {
             pause_received: d(self.pause_received, before.pause_received),
             pause_ns: d(self.pause_ns, before.pause_ns),
             queue_hwm_bytes: self.queue_hwm_bytes,
+            pfc_wd_storms: d(self.pfc_wd_storms, before.pfc_wd_storms),
+            pfc_wd_restored: d(self.pfc_wd_restored, before.pfc_wd_restored),
         }
     }
 }

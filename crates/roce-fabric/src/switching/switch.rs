@@ -21,6 +21,7 @@ use super::sched::SchedState;
 use super::sojourn::Sojourn;
 pub use super::switch_config::{MarkPoint, SwitchConfig};
 pub use super::thresholds::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn};
+use super::watchdog::Watchdog;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::wire::pfc::{self, PauseRepr, PRIORITIES};
 
@@ -215,6 +216,8 @@ pub struct Switch<T, X> {
     /// Per port and priority, when the XOFF it sent is due to be re-sent (`None` while no
     /// XOFF stands): see [`Switch::xoff_sent`]. Apart from the ports, which every hop reads.
     xoff_refresh: Vec<[Option<Instant>; PRIORITIES]>,
+    /// The PFC watchdog, when the configuration has one and PFC is on.
+    watchdog: Option<Box<Watchdog>>,
 }
 
 /// The live members of one destination's equal-cost group: `len` ports from `start` in
@@ -240,6 +243,10 @@ fn pfc_mask(cfg: &SwitchConfig) -> u64 {
 impl<T, X> Switch<T, X> {
     /// A switch without ports or routes.
     pub fn new(name: String, cfg: SwitchConfig) -> Self {
+        let watchdog = cfg
+            .pfc
+            .and(cfg.pfc_watchdog)
+            .map(|w| Box::new(Watchdog::new(w)));
         Switch {
             pfc_mask: pfc_mask(&cfg),
             strict_mask: (cfg.sched.strict_mask() & 0xff) as u8,
@@ -252,6 +259,7 @@ impl<T, X> Switch<T, X> {
             live_ports: Vec::new(),
             used_bytes: 0,
             xoff_refresh: Vec::new(),
+            watchdog,
             name,
         }
     }
@@ -287,6 +295,9 @@ impl<T, X> Switch<T, X> {
     pub fn add_port(&mut self, tx: X) -> u16 {
         self.ports.push(SwitchPort::new(tx));
         self.xoff_refresh.push([None; PRIORITIES]);
+        if let Some(w) = self.watchdog.as_mut() {
+            w.add_port();
+        }
         (self.ports.len() - 1) as u16
     }
 
@@ -668,6 +679,9 @@ impl<T, X> Switch<T, X> {
             port.xoff = [false; PRIORITIES];
         }
         self.xoff_refresh.fill([None; PRIORITIES]);
+        if let Some(w) = self.watchdog.as_mut() {
+            w.reset();
+        }
         lost
     }
 
@@ -760,6 +774,9 @@ impl<T, X> Switch<T, X> {
         self.refreshes().map(|(.., at)| at).min()
     }
 }
+
+#[path = "switch_watch.rs"]
+mod watch;
 
 #[cfg(test)]
 #[path = "switch_tests.rs"]

@@ -1,10 +1,11 @@
 //! A switch's configuration: buffer, queue limits, lossless classes and PFC, ECN marking (and
-//! where it happens), ECMP salt, INT, scheduling.
+//! where it happens), ECMP salt, INT, scheduling, the PFC watchdog.
 
 use serde::{Deserialize, Serialize};
 
 use super::sched::Scheduling;
 use super::thresholds::{EcnThresholds, PfcConfig, RateEcn};
+use super::watchdog::PfcWatchdog;
 use roce_proto::wire::pfc::PRIORITIES;
 
 /// When a switch decides whether to mark a packet CE.
@@ -49,6 +50,9 @@ pub struct SwitchConfig {
     /// that entry's thresholds instead of `ecn`'s.
     #[serde(default)]
     pub ecn_by_rate: Vec<RateEcn>,
+    /// A PFC watchdog on the lossless queues (`None`: off, as by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_watchdog: Option<PfcWatchdog>,
 }
 
 impl Default for SwitchConfig {
@@ -64,6 +68,7 @@ impl Default for SwitchConfig {
             int: false,
             sched: Scheduling::default(),
             ecn_by_rate: Vec::new(),
+            pfc_watchdog: None,
         }
     }
 }

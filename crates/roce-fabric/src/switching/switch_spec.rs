@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::switching::sched::Scheduling;
 use crate::switching::switch::{EcnThresholds, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
+use crate::switching::watchdog::PfcWatchdog;
 use roce_proto::size;
 
 fn d_true() -> bool {
@@ -55,6 +56,10 @@ pub struct SwitchSpec {
     /// uses INT.
     #[serde(default)]
     pub int: bool,
+    /// A PFC watchdog on every switch (`pfc_watchdog = { detect_us = .., restore_us = ..,
+    /// action = "drop" }`; default off): see [`crate::switching::watchdog`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_watchdog: Option<PfcWatchdog>,
 }
 
 impl Default for SwitchSpec {
@@ -73,6 +78,7 @@ impl Default for SwitchSpec {
             ecn_by_rate: Vec::new(),
             ecn_at: MarkPoint::Enqueue,
             int: false,
+            pfc_watchdog: None,
         }
     }
 }
@@ -91,6 +97,7 @@ impl SwitchSpec {
             int: self.int,
             sched: self.sched.clone(),
             ecn_by_rate: self.ecn_by_rate.clone(),
+            pfc_watchdog: self.pfc_watchdog,
         }
         .with_ecn_all(self.ecn)
     }

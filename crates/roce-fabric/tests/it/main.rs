@@ -21,6 +21,7 @@ mod sim_fabric;
 mod sim_hpcc;
 mod sim_parallel;
 mod sim_pfc_pauses;
+mod sim_pfc_watchdog;
 mod sim_queue_delay;
 mod sim_rc;
 mod sim_scenarios;

@@ -141,6 +141,8 @@ impl<E: Engine> Fabric<E> {
             routing: self.routing,
             pfc_log: self.pfc_log.as_ref().map(|_| Vec::new()),
             mode: RunMode::Part(Box::default()),
+            // Deadlocks are looked for on the whole fabric (at samples), never here.
+            deadlock: None,
         }
     }
 }

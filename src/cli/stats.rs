@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use roce::stats::{table, Column, StatsReport};
 use roce_fabric::experiment::pfc_pauses::PfcPause;
+use roce_fabric::experiment::pfc_storms::{self, DeadlockReport, WatchdogRow};
 
 mod watch;
 
@@ -77,11 +78,14 @@ pub fn run(args: StatsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let body = match (&found, args.rdma) {
         (Found::Report(r), true) => r.rdma_lines(),
         (Found::Report(r), false) => r.table(args.all),
-        (Found::Sections(cols, pfc), true) => rdma_sections(cols) + &pfc_rdma_lines(pfc),
+        (Found::Sections(cols, pfc), true) => {
+            rdma_sections(cols) + &pfc_rdma_lines(&pfc.pauses) + &watchdog_rdma_lines(pfc)
+        }
         (Found::Sections(cols, pfc), false) => format!(
-            "Counters (by JSON key)\n{}{}",
+            "Counters (by JSON key)\n{}{}{}",
             table(cols, args.all),
-            pfc_table(pfc)
+            pfc_table(&pfc.pauses),
+            pfc_storms::lines(&pfc.watchdog, pfc.deadlock.as_ref())
         ),
         (Found::Nothing, _) => bail!(
             "{name} has no counters (expected the --json output of a roce command, e.g. roce demo --json)"
@@ -97,8 +101,8 @@ enum Found {
     /// `stats` keys (merged when several documents have one).
     Report(StatsReport),
     /// Objects under counter-like keys, one column per JSON path, and a `roce sim` summary's
-    /// PFC by port and priority (its `pfc` array).
-    Sections(Vec<Column>, Vec<PfcPause>),
+    /// PFC rows.
+    Sections(Vec<Column>, SimPfc),
     /// Neither.
     Nothing,
 }
@@ -108,7 +112,7 @@ impl Found {
     fn from_json(text: &str) -> Result<Found, serde_json::Error> {
         let mut report: Option<StatsReport> = None;
         let mut cols = Vec::new();
-        let mut pfc = Vec::new();
+        let mut pfc = SimPfc::default();
         for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
             let v = v?;
             if let Some(r) = v
@@ -121,7 +125,7 @@ impl Found {
                 into.qps.extend(r.qps);
             } else {
                 let before = cols.len();
-                pfc.extend(pfc_rows(&v));
+                pfc.extend(&v);
                 sections(&v, "", &mut cols);
                 if cols.len() == before {
                     // No counter objects: the document's own top-level numbers (a `roce sim`
@@ -152,11 +156,29 @@ impl Found {
     }
 }
 
-/// The rows of a `roce sim` summary's `pfc` array (none without one).
-fn pfc_rows(v: &Value) -> Vec<PfcPause> {
-    v.get("pfc")
-        .and_then(|p| serde_json::from_value::<Vec<PfcPause>>(p.clone()).ok())
-        .unwrap_or_default()
+/// A `roce sim` summary's PFC: pauses by port and priority (`pfc`), what the switches' PFC
+/// watchdogs did (`pfc_watchdog`) and the deadlock the run saw (`pfc_deadlock`).
+#[derive(Debug, Default)]
+struct SimPfc {
+    pauses: Vec<PfcPause>,
+    watchdog: Vec<WatchdogRow>,
+    deadlock: Option<DeadlockReport>,
+}
+
+impl SimPfc {
+    /// Adds what document `v` holds (nothing when it is no `roce sim` summary).
+    fn extend(&mut self, v: &Value) {
+        fn key<T: serde::de::DeserializeOwned>(v: &Value, k: &str) -> Option<T> {
+            serde_json::from_value(v.get(k)?.clone()).ok()
+        }
+        self.pauses
+            .extend(key::<Vec<PfcPause>>(v, "pfc").unwrap_or_default());
+        self.watchdog
+            .extend(key::<Vec<WatchdogRow>>(v, "pfc_watchdog").unwrap_or_default());
+        if let Some(d) = key::<DeadlockReport>(v, "pfc_deadlock") {
+            self.deadlock.get_or_insert(d);
+        }
+    }
 }
 
 /// The PFC rows as a table under mlx5's per-priority names.
@@ -192,6 +214,20 @@ fn pfc_rdma_lines(rows: &[PfcPause]) -> String {
             format!(
                 "link {}/{} tx_prio{p}_pause {} rx_prio{p}_pause {} rx_prio{p}_pause_duration {:.0}\n",
                 r.node, r.port, r.tx_pause, r.rx_pause, r.rx_pause_duration_us
+            )
+        })
+        .collect()
+}
+
+/// The watchdog rows as `rdma statistic`-style lines, under SONiC's `pfcwd show stats` names.
+fn watchdog_rdma_lines(pfc: &SimPfc) -> String {
+    pfc.watchdog
+        .iter()
+        .map(|r| {
+            let p = r.priority;
+            format!(
+                "link {}/{} prio{p}_storm_detected {} prio{p}_storm_restored {} prio{p}_pfcwd_drop {}\n",
+                r.node, r.port, r.storms, r.restored, r.dropped
             )
         })
         .collect()

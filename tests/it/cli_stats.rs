@@ -197,3 +197,39 @@ fn roce_stats_of_a_sim_summary_shows_pfc_by_port_and_priority() {
     assert_eq!(counted, sent, "{lines}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn roce_stats_of_a_sim_summary_shows_what_the_pfc_watchdog_did() {
+    let dir = scratch_dir("cli-stats-pfcwd");
+    let file = dir.join("storm.json");
+    let (code, json, err) = roce(&["sim", "run", "scenarios/pfc-storm.toml", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&file, &json).expect("write");
+    let summary: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let rows = summary["pfc_watchdog"].as_array().expect("watchdog rows");
+    assert_eq!(rows.len(), 1, "{json}");
+    let (port, dropped) = (
+        format!("{}:{}", rows[0]["node"].as_str().unwrap(), rows[0]["port"]),
+        rows[0]["dropped"].as_u64().unwrap(),
+    );
+    assert!(dropped > 0);
+    let (code, out, err) = roce(&["stats", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .split("pfc watchdog by port and priority")
+        .nth(1)
+        .and_then(|t| t.lines().nth(1))
+        .unwrap_or_else(|| panic!("no watchdog table:\n{out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[0], port, "{out}");
+    assert_eq!(
+        cells.last().copied(),
+        Some(dropped.to_string().as_str()),
+        "{out}"
+    );
+    let (code, lines, err) = roce(&["stats", "--rdma", file.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let want = format!("prio3_storm_detected 1 prio3_storm_restored 1 prio3_pfcwd_drop {dropped}");
+    assert!(lines.contains(&want), "{lines}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the HPCC authors' ns-3 simulator from its source, runs it on the parity fixtures and
 # writes the reference slowdown tables the parity test holds us to (docs/sim.md, "Parity with ns-3").
-# Not part of CI: one WebSearch run takes 10 to 20 CPU minutes at 30 % load, 15 to 20 at 50 %.
+# Not part of CI: one run takes 10 to 20 CPU minutes (WebSearch or FB_Hadoop at 30 % load), 15 to
+# 30 at 50 %.
 #
 #   tools/hpcc/reference.sh HPCC_CHECKOUT [NAME...]
 #
 # HPCC_CHECKOUT is a clone of github.com/alibaba-edu/High-Precision-Congestion-Control (the
 # fixtures were made at 9f4be2a). NAME is a config under tests/fixtures/hpcc/mix without its
-# `config_fat_` prefix and `.txt` suffix: ws30_dcqcn, ws30_hp95, ws30_timely, ws30_dctcp,
-# ws50_dcqcn, ws50_hp95 (all six when none is given). For each it writes
+# `config_fat_` prefix and `.txt` suffix: {ws30,ws50,fb30,fb50}_{dcqcn,hp95,timely,dctcp} (all
+# sixteen when none is given). For each it writes
 # tests/fixtures/hpcc/reference/NAME.txt: the ns-3 FCT file's slowdown per 10 % bin of flows, as
 # tools/hpcc/fct_analysis.py prints it.
 #
@@ -20,7 +21,11 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 src="${1:?usage: reference.sh HPCC_CHECKOUT [NAME...]}"
 shift
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(ws30_dcqcn ws30_hp95 ws30_timely ws30_dctcp ws50_dcqcn ws50_hp95)
+if [ ${#names[@]} -eq 0 ]; then
+    for w in ws30 ws50 fb30 fb50; do
+        for cc in dcqcn hp95 timely dctcp; do names+=("${w}_$cc"); done
+    done
+fi
 py2="${PYTHON2:-python2}"
 sim="$src/simulation"
 [ -f "$sim/scratch/third.cc" ] || { echo "reference: $sim/scratch/third.cc not found" >&2; exit 1; }
@@ -35,7 +40,7 @@ fi
 
 fixtures="$root/tests/fixtures/hpcc"
 mkdir -p "$fixtures/reference"
-cp "$fixtures/mix/fat.txt" "$fixtures/mix/ws30.txt" "$fixtures/mix/ws50.txt" "$sim/mix/"
+cp "$fixtures"/mix/{fat,ws30,ws50,fb30,fb50}.txt "$sim/mix/"
 commit="$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 for name in "${names[@]}"; do
     cfg="mix/config_fat_$name.txt"

@@ -185,7 +185,8 @@ impl HpccRun {
             note(
                 "ACK_HIGH_PRIO",
                 "1 lets the simulator's hosts send ACKs past a PFC pause of the data's class (its \
-                 switches never prioritize ACKs); here ACKs share the data's class everywhere",
+                 switches never prioritize ACKs); here ACKs share the data's class everywhere, \
+                 which matters only while PFC pauses a host",
             );
         }
         for n in transport_notes(&config) {

@@ -157,8 +157,8 @@ fn hpcc_websearch_30_matches_ns3() {
 }
 
 /// TIMELY (`CC_MODE 7`): measured 1.025 / 0.967 / 0.822 (p50 per bin 1.01-1.10). The p99 of
-/// flows under 50 KB is 0.55-0.84 of ns-3's: its hosts send ACKs past a PFC pause
-/// (`ACK_HIGH_PRIO 1`), which this fabric does not model (`roce sim hpcc` says so).
+/// flows under 50 KB is 0.55-0.84 of ns-3's, not explained yet (not by `ACK_HIGH_PRIO 1`,
+/// which only matters under PFC: neither simulator paused a port in this run).
 #[test]
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn timely_websearch_30_matches_ns3() {
@@ -199,6 +199,20 @@ fn hpcc_websearch_50_matches_ns3() {
     holds("ws50_hp95", BOUNDS);
 }
 
+/// TIMELY at 50 % load: measured 1.042 / 0.873 / 0.763 (p50 per bin 1.01-1.13). Its short
+/// flows' tails are lower than ns-3's, more so than at 30 % (p99 0.60-0.68 under 50 KB).
+#[test]
+#[ignore = "a 320-host run: the test command runs it optimised"]
+fn timely_websearch_50_matches_ns3() {
+    holds(
+        "ws50_timely",
+        Bounds {
+            p95: (0.8, 1.2),
+            ..BOUNDS
+        },
+    );
+}
+
 /// DCQCN on FB_Hadoop at 30 % load (99,622 flows, mostly under 1 KB): measured 1.007 / 1.016 /
 /// 0.989 (p50 per bin 1.00-1.04).
 #[test]
@@ -212,4 +226,12 @@ fn dcqcn_fb_hadoop_30_matches_ns3() {
 #[ignore = "a 320-host run: the test command runs it optimised"]
 fn hpcc_fb_hadoop_30_matches_ns3() {
     holds("fb30_hp95", BOUNDS);
+}
+
+/// DCQCN on FB_Hadoop at 50 % load (165,852 flows): measured 1.075 / 1.006 / 0.998 (p50 per bin
+/// 1.05-1.09).
+#[test]
+#[ignore = "a 320-host run of 3 to 5 CPU minutes: `tools/test.sh --long` runs it optimised"]
+fn dcqcn_fb_hadoop_50_matches_ns3() {
+    holds("fb50_dcqcn", BOUNDS);
 }

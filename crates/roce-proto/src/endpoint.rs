@@ -95,7 +95,8 @@ pub struct Endpoint {
     local: LocalAddr,
     mrs: MrTable,
     cqs: Vec<CompletionQueue>,
-    qps: Vec<Option<QueuePair>>,
+    /// The QPs by slot (QPN minus `first_qpn`), boxed: a free slot costs a pointer, not a QP.
+    qps: Vec<Option<Box<QueuePair>>>,
     /// Slots of the QPs that may have a frame to send (control or data, due or paced), in
     /// round-robin order. A QP leaves when it has nothing to send and comes back with any event
     /// that can give it something (post, received packet, timer, modify), so `poll_transmit`
@@ -265,7 +266,7 @@ impl Endpoint {
     /// Queues completion events for slot `slot`'s CQs (after a call that may complete work).
     #[inline]
     fn note_completions(&mut self, slot: usize) {
-        if let Some(qp) = self.qps.get(slot).and_then(Option::as_ref) {
+        if let Some(qp) = self.qps.get(slot).and_then(Option::as_deref) {
             self.cq_events.check_qp(qp, &self.cqs);
         }
     }
@@ -287,7 +288,12 @@ impl Endpoint {
         let qpn = self.cfg.first_qpn + slot as u32;
         let port = self.udp_src_port(qpn);
         if let Some(s) = self.qps.get_mut(slot) {
-            *s = Some(QueuePair::new(qpn, &init, port, self.cfg.requester));
+            *s = Some(Box::new(QueuePair::new(
+                qpn,
+                &init,
+                port,
+                self.cfg.requester,
+            )));
         }
         self.due.touch(slot);
         Ok(qpn)
@@ -363,7 +369,7 @@ impl Endpoint {
 
     /// The QP numbered `qpn`.
     pub fn qp(&self, qpn: u32) -> Option<&QueuePair> {
-        self.qps.get(self.slot(qpn)?)?.as_ref()
+        self.qps.get(self.slot(qpn)?)?.as_deref()
     }
 
     /// The QP numbered `qpn`, mutable.
@@ -373,7 +379,7 @@ impl Endpoint {
         // The caller may change what it has to send, and when it is next due.
         self.mark_ready(slot);
         self.due.touch(slot);
-        self.qps.get_mut(slot)?.as_mut()
+        self.qps.get_mut(slot)?.as_deref_mut()
     }
 
     /// QP `qpn` with the tables it borrows for a call, and its slot.
@@ -385,7 +391,7 @@ impl Endpoint {
         let qp = self
             .qps
             .get_mut(slot)
-            .and_then(Option::as_mut)
+            .and_then(Option::as_deref_mut)
             .ok_or(QpError::UnknownQp(qpn))?;
         self.due.touch(slot);
         Ok((slot, qp, &mut self.mrs, &mut self.cqs))
@@ -539,7 +545,7 @@ impl Endpoint {
             self.stats.drops.unknown_qp += 1;
             return false;
         };
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
             self.stats.drops.unknown_qp += 1;
             return false;
         };
@@ -613,7 +619,7 @@ impl Endpoint {
         let mut firing = std::mem::take(&mut self.firing);
         self.due.due_by(&self.qps, now, &mut firing);
         for &slot in &firing {
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
                 continue;
             };
             // Due only for its paced departure (most wake-ups of a sending QP): no timer runs,
@@ -651,7 +657,7 @@ impl Endpoint {
             let Some(&slot) = self.ready.get(i) else {
                 break;
             };
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
                 continue;
             };
             if !qp.has_control() {
@@ -666,7 +672,7 @@ impl Endpoint {
         }
         let mut i = 0;
         while let Some(&slot) = self.ready.get(i) {
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
                 self.unready(i);
                 continue;
             };

@@ -512,10 +512,11 @@ pub struct CompletionQueue {
 }
 
 impl CompletionQueue {
-    /// A queue holding up to `capacity` completions (preallocated).
+    /// A queue holding up to `capacity` completions (allocated as they come, not up front:
+    /// a fabric has a CQ per flow, and most hold a few completions at a time).
     pub fn new(capacity: usize) -> Self {
         CompletionQueue {
-            entries: std::collections::VecDeque::with_capacity(capacity),
+            entries: std::collections::VecDeque::new(),
             overflows: 0,
             capacity,
         }

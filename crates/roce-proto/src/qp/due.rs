@@ -72,18 +72,18 @@ impl DueCache {
     /// set needs it; with few slots, stale ones wait for [`Self::earliest`] or
     /// [`Self::due_by`] to ask them (a busy QP is touched by every frame, and asking it each
     /// time cost more than the set itself).
-    pub(crate) fn refresh(&mut self, qps: &[Option<QueuePair>]) {
+    pub(crate) fn refresh(&mut self, qps: &[Option<Box<QueuePair>>]) {
         if self.order.is_some() {
             self.recompute(qps);
         }
     }
 
-    fn recompute(&mut self, qps: &[Option<QueuePair>]) {
+    fn recompute(&mut self, qps: &[Option<Box<QueuePair>>]) {
         let mut moved = false;
         for slot in self.stale_slots.drain(..) {
             let t = qps
                 .get(slot)
-                .and_then(Option::as_ref)
+                .and_then(Option::as_deref)
                 .and_then(QueuePair::poll_timeout);
             let (Some(stale), Some(due)) = (self.stale.get_mut(slot), self.due.get_mut(slot))
             else {
@@ -109,7 +109,7 @@ impl DueCache {
     }
 
     /// The earliest deadline among `qps` (indexed by slot).
-    pub(crate) fn earliest(&self, qps: &[Option<QueuePair>]) -> Option<Instant> {
+    pub(crate) fn earliest(&self, qps: &[Option<Box<QueuePair>>]) -> Option<Instant> {
         // Fresh slots from the cache; stale slots' cached deadlines may be out of date.
         let fresh = match &self.order {
             // Every entry is fresh: the first is the answer.
@@ -133,7 +133,7 @@ impl DueCache {
     /// before `now`, in slot order (the order timers have always fired in).
     pub(crate) fn due_by(
         &mut self,
-        qps: &[Option<QueuePair>],
+        qps: &[Option<Box<QueuePair>>],
         now: Instant,
         slots: &mut Vec<usize>,
     ) {

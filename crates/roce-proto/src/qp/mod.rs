@@ -184,6 +184,16 @@ impl QueuePair {
     pub fn recv_queue_len(&self) -> usize {
         self.resp.rq.len()
     }
+    /// Entries the QP's queues (send and receive work requests, queued responses, atomic
+    /// replays, RTT stamps) have room for without allocating: none until they are used, then
+    /// what their use needed, each within its bound. A fabric holds many idle QPs.
+    pub fn queue_capacity(&self) -> usize {
+        self.req.sq.capacity()
+            + self.resp.rq.capacity()
+            + self.resp.out.capacity()
+            + self.resp.atomic_replay_capacity()
+            + self.rtt.capacity()
+    }
     /// Installs (or removes) the congestion controller whose pacer decides the earliest
     /// departure times of data packets.
     pub fn set_congestion_control(&mut self, cc: Option<CcPacer>) {

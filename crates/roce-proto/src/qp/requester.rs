@@ -92,7 +92,7 @@ impl Default for RequesterConfig {
 impl Requester {
     pub fn new(max_send_wr: usize) -> Self {
         Requester {
-            sq: VecDeque::with_capacity(max_send_wr),
+            sq: VecDeque::new(),
             max_send_wr,
             next_post_psn: Psn::new(0),
             cursor: 0,

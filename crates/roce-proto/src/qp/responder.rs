@@ -141,12 +141,19 @@ impl Responder {
             msn: Msn::new(0),
             nak_sent: false,
             current: None,
-            rq: VecDeque::with_capacity(max_recv_wr),
+            // Queues grow as they are used, up to their bounds: a fabric holds a QP for every
+            // flow, and most of them never queue more than an ACK or two.
+            rq: VecDeque::new(),
             max_recv_wr,
-            out: VecDeque::with_capacity(MAX_QUEUED_RESPONSES + 1),
-            atomic_replay: VecDeque::with_capacity(usize::from(MAX_RD_ATOMIC)),
+            out: VecDeque::new(),
+            atomic_replay: VecDeque::new(),
             fatal: false,
         }
+    }
+
+    /// Room for atomic replays without allocating.
+    pub fn atomic_replay_capacity(&self) -> usize {
+        self.atomic_replay.capacity()
     }
 
     /// Whether one more response fits; counts the drop when it does not.

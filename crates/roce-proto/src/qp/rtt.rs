@@ -1,10 +1,12 @@
 //! RTT samples for a QP's congestion control, the way a NIC takes them: the transmit timestamp of
-//! every first-time request packet that asks for an ACK (AckReq) goes into a fixed ring; the
+//! every first-time request packet that asks for an ACK (AckReq) goes into a bounded ring; the
 //! response that covers its PSN gives `now − sent` and the bytes acknowledged since the last one.
 //!
-//! Not here: what a controller does with the samples ([`crate::cc`]). No allocation after
-//! construction; Karn's rule (retransmitted packets are never timed, a loss forgets every pending
+//! Not here: what a controller does with the samples ([`crate::cc`]). The ring allocates as it
+//! first fills (up to [`RTT_RING`] stamps), not when the QP is made; Karn's rule (retransmitted packets are never timed, a loss forgets every pending
 //! timestamp) keeps retransmission delays out of the samples.
+
+use std::collections::VecDeque;
 
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
@@ -30,26 +32,13 @@ pub struct AckSample {
     pub rtt: Duration,
 }
 
-/// The per-QP ring of transmit timestamps.
-#[derive(Clone, Debug)]
+/// The per-QP ring of transmit timestamps: empty and unallocated until the QP times its first
+/// request (a receiving QP never does), then growing to at most [`RTT_RING`] stamps.
+#[derive(Clone, Debug, Default)]
 pub struct RttSampler {
-    ring: [Stamp; RTT_RING],
-    head: usize,
-    len: usize,
+    ring: VecDeque<Stamp>,
     bytes_sent: u64,
     bytes_acked: u64,
-}
-
-impl Default for RttSampler {
-    fn default() -> Self {
-        RttSampler {
-            ring: [Stamp::default(); RTT_RING],
-            head: 0,
-            len: 0,
-            bytes_sent: 0,
-            bytes_acked: 0,
-        }
-    }
 }
 
 impl RttSampler {
@@ -68,18 +57,14 @@ impl RttSampler {
             return;
         }
         self.bytes_sent += frame_len as u64;
-        if !ack_req || self.len == RTT_RING {
+        if !ack_req || self.ring.len() == RTT_RING {
             return;
         }
-        let at = (self.head + self.len) % RTT_RING;
-        if let Some(slot) = self.ring.get_mut(at) {
-            *slot = Stamp {
-                psn,
-                sent: now,
-                bytes_through: self.bytes_sent,
-            };
-            self.len += 1;
-        }
+        self.ring.push_back(Stamp {
+            psn,
+            sent: now,
+            bytes_through: self.bytes_sent,
+        });
     }
 
     /// A response acknowledged every PSN up to and including `psn` at `now`. Returns a sample
@@ -87,16 +72,12 @@ impl RttSampler {
     #[must_use]
     pub fn on_response(&mut self, now: Instant, psn: Psn) -> Option<AckSample> {
         let mut newest: Option<Stamp> = None;
-        while self.len > 0 {
-            let Some(&s) = self.ring.get(self.head) else {
-                break;
-            };
+        while let Some(&s) = self.ring.front() {
             if s.psn.after(psn) {
                 break;
             }
             newest = Some(s);
-            self.head = (self.head + 1) % RTT_RING;
-            self.len -= 1;
+            self.ring.pop_front();
         }
         let s = newest?;
         let acked_bytes = s.bytes_through.saturating_sub(self.bytes_acked);
@@ -110,14 +91,18 @@ impl RttSampler {
     /// A loss was detected: forget every pending timestamp (their responses will come after a
     /// retransmission and would measure it).
     pub fn on_loss(&mut self) {
-        self.head = 0;
-        self.len = 0;
+        self.ring.clear();
         self.bytes_acked = self.bytes_sent;
+    }
+
+    /// Stamps the ring has room for without allocating (0 until the first is timed).
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
     }
 
     /// Timed packets waiting for their response.
     pub fn pending(&self) -> usize {
-        self.len
+        self.ring.len()
     }
 }
 

@@ -176,3 +176,33 @@ fn an_armed_cq_that_gets_a_completion_is_one_event_until_armed_again() {
     assert_eq!(p.a.cq_events().collect::<Vec<_>>(), [s1.cq]);
     assert_eq!(p.a.poll_cq_one(s1.cq).map(|wc| wc.wr_id), Some(2));
 }
+
+#[test]
+fn a_new_qp_reserves_no_queue_entries_and_a_used_one_only_what_it_used() {
+    // Verbs' default depths (256 send and receive WRs): none of it is allocated up front.
+    let mut p = pair(FaultConfig::default(), 1);
+    let (sa, sb) = connect(&mut p, &RcOptions::default());
+    let capacity = |p: &Pair| {
+        (
+            p.a.qp(sa.qpn).unwrap().queue_capacity(),
+            p.b.qp(sb.qpn).unwrap().queue_capacity(),
+        )
+    };
+    assert_eq!(capacity(&p), (0, 0));
+    let src = mr(&mut p.a, &sa, 5000, 7);
+    let dst = mr(&mut p.b, &sb, 5000, 0);
+    p.a.post_send(sa.qpn, write_wr(1, &src, &dst, 5000))
+        .unwrap();
+    let mut wa = Vec::new();
+    let end = deadline(&p, 1);
+    assert!(p.run_until(end, |_, a, _| {
+        drain(a, &sa, &mut wa);
+        !wa.is_empty()
+    }));
+    assert_eq!(wa[0].status, WcStatus::Success);
+    // One WR (and an RTT stamp or two) on the sender, an ACK or two queued on the receiver:
+    // each queue grew to its first allocation, nowhere near its bound.
+    let (a, b) = capacity(&p);
+    assert!((1..=16).contains(&a), "sender reserves {a} entries");
+    assert!(b <= 8, "receiver reserves {b} entries");
+}

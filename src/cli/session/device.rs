@@ -9,11 +9,12 @@ use std::time::Duration as StdDuration;
 use anyhow::{anyhow, Context};
 
 use roce_dpdk::{
-    DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortSpec,
+    DpdkError, DpdkPort, Eal, EalConfig, MemifRole, Mempool, MempoolConfig, PortConfig, PortSpec,
 };
 use roce_proto::wire::EthernetAddress;
 
 use super::args::PortArgs;
+use super::memif;
 
 /// A started DPDK port with everything a session needs around it.
 pub struct Device {
@@ -30,31 +31,30 @@ pub struct Device {
     pub ip: Ipv4Addr,
 }
 
-/// Our default MAC. A tap or af_packet port's MAC is the kernel interface's (a bridge delivers
-/// frames for it to the kernel), so we take a different, locally administered one derived from
-/// it; a NIC's MAC is ours.
-fn own_mac(spec: &PortSpec, port_mac: [u8; 6]) -> EthernetAddress {
-    let mut m = port_mac;
-    if matches!(spec, PortSpec::Tap(_) | PortSpec::AfPacket(_)) {
-        m[0] = (m[0] | 0x02) & !0x01;
-        m[1] ^= 0x5a;
-    }
-    EthernetAddress(m)
-}
-
 /// Starts EAL with the port of `args` and brings it up with `queues` queue pairs for frames of
-/// `roce_mtu` payload.
-pub fn open_device(args: &PortArgs, roce_mtu: u32, queues: u16) -> anyhow::Result<Device> {
+/// `roce_mtu` payload. A memif port whose role the spec leaves open takes `memif_role` (the
+/// side of the TCP exchange: a server listens on the socket, a client connects to it).
+pub fn open_device(
+    args: &PortArgs,
+    roce_mtu: u32,
+    queues: u16,
+    memif_role: MemifRole,
+) -> anyhow::Result<Device> {
     let ip = args.ip()?.address();
     let mac = args.mac()?;
+    let spec = args.port.clone().with_default_role(memif_role);
     let mut eal_args = crate::cli::port::quiet_eal_args(&args.eal);
     let label = match &args.vdev {
         Some(v) => format!("--vdev {v}"),
-        None => format!("--port {}", args.port),
+        None => format!("--port {spec}"),
     };
+    let timeout = StdDuration::from_secs(args.timeout.max(1));
+    if args.vdev.is_none() {
+        memif::prepare(&spec, timeout).with_context(|| format!("--port {spec}"))?;
+    }
     let port_args = match &args.vdev {
         Some(spec) => vec![format!("--vdev={spec}")],
-        None => args.port.eal_args(0),
+        None => spec.eal_args(0),
     };
     for a in port_args {
         eal_args.push(' ');
@@ -65,8 +65,12 @@ pub fn open_device(args: &PortArgs, roce_mtu: u32, queues: u16) -> anyhow::Resul
         let spec = match &args.vdev {
             Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
             Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+            Some(v) if v.starts_with("net_af_xdp") => PortSpec::AfXdp {
+                iface: v.clone(),
+                queue: 0,
+            },
             Some(_) => PortSpec::Null,
-            None => args.port.clone(),
+            None => spec.clone(),
         };
         match spec.missing_privilege() {
             Some(why) => anyhow!("no DPDK port: {label}: {why}"),
@@ -90,14 +94,20 @@ pub fn open_device(args: &PortArgs, roce_mtu: u32, queues: u16) -> anyhow::Resul
     );
     let config = PortConfig {
         mtu: (l3 > 1500).then_some(l3),
-        link_timeout: StdDuration::from_secs(args.timeout.min(10)),
+        // A memif link is up only once the peer process has connected: wait as long as for
+        // the peer itself.
+        link_timeout: if matches!(spec, PortSpec::Memif { .. }) {
+            timeout
+        } else {
+            StdDuration::from_secs(args.timeout.min(10))
+        },
         queues,
         ..PortConfig::default()
     };
     let port = DpdkPort::new(&eal, id, pool.clone(), &config)
         .with_context(|| format!("bringing up DPDK port {label}"))?;
-    let mac = mac.unwrap_or_else(|| own_mac(&args.port, port.info().mac));
-    tracing::info!(port = %args.port, %mac, %ip, queues, "port up");
+    let mac = mac.unwrap_or_else(|| EthernetAddress(spec.host_mac(port.info().mac)));
+    tracing::info!(port = %spec, %mac, %ip, queues, "port up");
     Ok(Device {
         port,
         pool,

@@ -41,6 +41,8 @@ mod perf_cli;
 #[cfg(feature = "dpdk")]
 mod perf_hostile;
 #[cfg(feature = "dpdk")]
+mod perf_memif;
+#[cfg(feature = "dpdk")]
 mod perf_tap;
 mod rc_cli;
 mod sim_compare;

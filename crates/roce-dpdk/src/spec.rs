@@ -119,8 +119,10 @@ impl FromStr for PortSpec {
                     .and_then(|p| p.to_str().map(str::to_owned))
                     .filter(|p| valid_socket_path(p) && valid_socket_path(socket))
                     .ok_or_else(|| {
-                        bad("a memif socket is a file path of at most 107 printable bytes \
-                             (made absolute), without , = ; quotes or backslashes")
+                        bad(
+                            "a memif socket is a file path of at most 107 printable bytes \
+                             (made absolute), without , = ; quotes or backslashes",
+                        )
                     })?;
                 Ok(PortSpec::Memif { socket, role })
             }

@@ -156,7 +156,10 @@ mod tests {
         let err = prepare(&spec(&missing), Duration::ZERO).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("the socket's directory {} does not exist", dir.join("no").display())
+            format!(
+                "the socket's directory {} does not exist",
+                dir.join("no").display()
+            )
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -44,6 +44,8 @@ mod perf_hostile;
 mod perf_memif;
 #[cfg(feature = "dpdk")]
 mod perf_tap;
+#[cfg(feature = "dpdk")]
+mod perf_xdp;
 mod rc_cli;
 mod sim_compare;
 mod sim_compare_out;

@@ -33,6 +33,10 @@ pub enum PortSpec {
         iface: String,
         /// Its queue the socket binds to.
         queue: u16,
+        /// The XDP program to attach instead of the default one that hands the socket every
+        /// frame of the queue (an object file with an `xsks_map`; absolute), e.g. one that
+        /// steers only RoCEv2 to us (`tools/xdp/roce_steer.c`).
+        prog: Option<String>,
     },
     /// A PCI NIC by address (`0000:03:00.0`).
     Pci(String),
@@ -60,16 +64,30 @@ impl MemifRole {
 /// The longest socket path a unix socket address holds (`sun_path` is 108 bytes with its NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
-/// A memif socket path we hand DPDK: a file path (absolute or relative) whose bytes cannot end
-/// or extend the devargs (`,` `=`), nor be read as anything but one argument (whitespace,
-/// quotes, control characters).
-fn valid_socket_path(path: &str) -> bool {
-    !path.is_empty()
-        && path.len() <= MAX_SOCKET_PATH
-        && !path.ends_with('/')
-        && path.bytes().all(|b| {
-            b.is_ascii_graphic() && !matches!(b, b',' | b'=' | b'"' | b'\'' | b'\\' | b';')
-        })
+/// The longest XDP program path DPDK keeps (`PATH_MAX` with its NUL).
+const MAX_PROG_PATH: usize = 4095;
+
+/// A file path we hand DPDK in devargs, made absolute (DPDK resolves no relative memif socket:
+/// it checks the directory with a bare `faccessat(-1, ...)`), if the path as given and as made
+/// absolute (the working directory is input too) are at most `max` bytes that cannot end or
+/// extend the devargs (`,` `=`) nor be read as anything but one argument (whitespace, quotes,
+/// control characters).
+fn devarg_path(path: &str, max: usize) -> Option<String> {
+    let plain = |p: &str| {
+        !p.is_empty()
+            && p.len() <= max
+            && !p.ends_with('/')
+            && p.bytes().all(|b| {
+                b.is_ascii_graphic() && !matches!(b, b',' | b'=' | b'"' | b'\'' | b'\\' | b';')
+            })
+    };
+    if !plain(path) {
+        return None;
+    }
+    std::path::absolute(path)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .filter(|p| plain(p))
 }
 
 fn valid_ifname(name: &str) -> bool {
@@ -111,38 +129,40 @@ impl FromStr for PortSpec {
                     Some(_) => return Err(bad("a memif role is server or client")),
                     None => (arg, None),
                 };
-                // DPDK resolves no relative socket path (it checks the directory with a bare
-                // `faccessat(-1, ...)`), so a relative one is made absolute here, then checked
-                // whole: the working directory is input too.
-                let socket = std::path::absolute(socket)
-                    .ok()
-                    .and_then(|p| p.to_str().map(str::to_owned))
-                    .filter(|p| valid_socket_path(p) && valid_socket_path(socket))
-                    .ok_or_else(|| {
-                        bad(
-                            "a memif socket is a file path of at most 107 printable bytes \
-                             (made absolute), without , = ; quotes or backslashes",
-                        )
-                    })?;
+                let socket = devarg_path(socket, MAX_SOCKET_PATH).ok_or_else(|| {
+                    bad(
+                        "a memif socket is a file path of at most 107 printable bytes \
+                         (made absolute), without , = ; quotes or backslashes",
+                    )
+                })?;
                 Ok(PortSpec::Memif { socket, role })
             }
             "af_xdp" => {
-                let (name, queue) = match arg.map(|a| a.split_once(',')) {
-                    Some(Some((name, q))) => {
-                        let queue = q
-                            .parse::<u16>()
-                            .ok()
-                            .filter(|_| q.bytes().all(|b| b.is_ascii_digit()))
-                            .ok_or_else(|| bad("an af_xdp queue is a number 0-65535"))?;
-                        (Some(name), queue)
-                    }
-                    Some(None) => (arg, 0),
-                    None => (None, 0),
+                let mut parts = arg.map(|a| a.split(',')).into_iter().flatten().peekable();
+                let iface = ifname(parts.next())?;
+                let queue = match parts.next_if(|p| !p.starts_with("prog=")) {
+                    Some(q) if !q.is_empty() && q.bytes().all(|b| b.is_ascii_digit()) => q
+                        .parse::<u16>()
+                        .map_err(|_| bad("an af_xdp queue is a number 0-65535"))?,
+                    Some(_) => return Err(bad("an af_xdp queue is a number 0-65535")),
+                    None => 0,
                 };
-                Ok(PortSpec::AfXdp {
-                    iface: ifname(name)?,
-                    queue,
-                })
+                let prog = match parts.next() {
+                    Some(p) => {
+                        let path = p
+                            .strip_prefix("prog=")
+                            .ok_or_else(|| bad("af_xdp takes IFNAME[,QUEUE][,prog=PATH]"))?;
+                        Some(devarg_path(path, MAX_PROG_PATH).ok_or_else(|| {
+                            bad("an XDP program is a file path of printable bytes, \
+                                 without , = ; quotes or backslashes")
+                        })?)
+                    }
+                    None => None,
+                };
+                if parts.next().is_some() {
+                    return Err(bad("af_xdp takes IFNAME[,QUEUE][,prog=PATH]"));
+                }
+                Ok(PortSpec::AfXdp { iface, queue, prog })
             }
             "pci" => match arg {
                 Some(a)
@@ -232,8 +252,14 @@ impl PortSpec {
                 let role = role.unwrap_or(MemifRole::Server).as_str();
                 format!("net_memif{index},role={role},id=0,socket={socket},socket-abstract=no")
             }
-            PortSpec::AfXdp { iface, queue } => {
-                format!("net_af_xdp{index},iface={iface},start_queue={queue},queue_count=1")
+            PortSpec::AfXdp { iface, queue, prog } => {
+                let mut args =
+                    format!("net_af_xdp{index},iface={iface},start_queue={queue},queue_count=1");
+                if let Some(p) = prog {
+                    args.push_str(",xdp_prog=");
+                    args.push_str(p);
+                }
+                args
             }
             PortSpec::Pci(a) => a.clone(),
         }
@@ -276,8 +302,16 @@ impl fmt::Display for PortSpec {
                 socket,
                 role: Some(r),
             } => write!(f, "memif:{socket},{}", r.as_str()),
-            PortSpec::AfXdp { iface, queue: 0 } => write!(f, "af_xdp:{iface}"),
-            PortSpec::AfXdp { iface, queue } => write!(f, "af_xdp:{iface},{queue}"),
+            PortSpec::AfXdp { iface, queue, prog } => {
+                write!(f, "af_xdp:{iface}")?;
+                if *queue != 0 {
+                    write!(f, ",{queue}")?;
+                }
+                match prog {
+                    Some(p) => write!(f, ",prog={p}"),
+                    None => Ok(()),
+                }
+            }
             PortSpec::Pci(a) => write!(f, "pci:{a}"),
         }
     }
@@ -310,6 +344,15 @@ mod tests {
             (
                 "af_xdp:eth1,3",
                 "--vdev=net_af_xdp0,iface=eth1,start_queue=3,queue_count=1",
+            ),
+            (
+                "af_xdp:eth1,prog=/usr/lib/roce/roce_steer.o",
+                "--vdev=net_af_xdp0,iface=eth1,start_queue=0,queue_count=1,\
+                 xdp_prog=/usr/lib/roce/roce_steer.o",
+            ),
+            (
+                "af_xdp:eth1,2,prog=/x.o",
+                "--vdev=net_af_xdp0,iface=eth1,start_queue=2,queue_count=1,xdp_prog=/x.o",
             ),
         ];
         for (spec, args) in cases {
@@ -344,6 +387,7 @@ mod tests {
         let xdp = PortSpec::AfXdp {
             iface: "veth0".into(),
             queue: 0,
+            prog: None,
         };
         let caps = |bits: &[u32]| {
             let mask: u64 = bits.iter().map(|b| 1u64 << b).sum();
@@ -381,6 +425,10 @@ mod tests {
             spec.devargs(1),
             format!("net_memif1,role=client,id=0,socket={cwd}/run/m.sock,socket-abstract=no")
         );
+        let xdp: PortSpec = "af_xdp:veth0,prog=steer.o"
+            .parse()
+            .unwrap_or(PortSpec::Null);
+        assert_eq!(xdp.to_string(), format!("af_xdp:veth0,prog={cwd}/steer.o"));
         // Too long once the working directory is in front of it.
         let long = format!("memif:{}", "s".repeat(107 - cwd.len()));
         assert!(long.parse::<PortSpec>().is_err());
@@ -418,6 +466,7 @@ mod tests {
         let xdp = PortSpec::AfXdp {
             iface: "veth0".into(),
             queue: 1,
+            prog: None,
         };
         assert_eq!(xdp.host_mac(port), port);
     }
@@ -456,6 +505,11 @@ mod tests {
             "af_xdp:veth0,65536",
             "af_xdp:veth0,1,2",
             "af_xdp:veth0,xdp_prog=/x.o",
+            "af_xdp:veth0,prog=",
+            "af_xdp:veth0,prog=/x.o,1",
+            "af_xdp:veth0,1,prog=/x.o,busy_budget=0",
+            "af_xdp:veth0,prog=/x=y.o",
+            "af_xdp:veth0,prog=/x y.o",
             "af_xdp:veth0,busy_budget=0",
             "af_xdp:veth0;x",
         ] {

@@ -68,6 +68,7 @@ pub fn open_device(
             Some(v) if v.starts_with("net_af_xdp") => PortSpec::AfXdp {
                 iface: v.clone(),
                 queue: 0,
+                prog: None,
             },
             Some(_) => PortSpec::Null,
             None => spec.clone(),

@@ -36,6 +36,7 @@ pub use args::{parse_mtu, PortArgs};
 pub use device::open_device;
 pub use exchange::{connect, gid_ip, Ask, Blocking, Connect, Oob, Req};
 use faults::Faulty;
+pub use memif::prepare as prepare_memif;
 
 /// A DPDK port, the runtime loop and the host it drives.
 pub struct Session {

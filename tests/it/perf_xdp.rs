@@ -258,3 +258,25 @@ fn steering_program_gives_roce_only_rocev2_and_the_kernel_the_rest() {
         assert!(bytes.starts_with("26214400 bytes in "), "{bytes}");
     }
 }
+
+/// net_af_xdp leaves the kernel interface's MTU alone, and the kernel would drop every larger
+/// frame: roce refuses a RoCE MTU the interface cannot carry, naming the fix.
+#[test]
+fn af_xdp_refuses_a_roce_mtu_the_interface_cannot_carry() {
+    if !needs_root() {
+        return;
+    }
+    let ns = format!("roce-xdpm-{}", std::process::id());
+    let _pair = VethPair::up(&ns, &ns, false);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns, ROCE, "perf", "write-bw", "-m", "2048"])
+        .args(["--port", "af_xdp:rxa", "--ip", "198.18.0.1/15"])
+        .output()
+        .expect("run roce");
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "roce: --port af_xdp:rxa: rxa's MTU is 1500, below the 2128 bytes a RoCE MTU of 2048 \
+         needs (ip link set dev rxa mtu 2128)"
+    );
+}

@@ -31,6 +31,22 @@ pub struct Device {
     pub ip: Ipv4Addr,
 }
 
+/// An af_xdp port sends and receives through the kernel interface, whose MTU DPDK's net_af_xdp
+/// leaves as it is: the kernel would drop every larger frame, so a too small one is refused
+/// here, with the command that fixes it. An interface we cannot read is left to DPDK.
+fn kernel_mtu_holds(iface: &str, l3: usize, roce_mtu: u32) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu")) else {
+        return Ok(());
+    };
+    match text.trim().parse::<usize>() {
+        Ok(mtu) if mtu < l3 => Err(anyhow!(
+            "{iface}'s MTU is {mtu}, below the {l3} bytes a RoCE MTU of {roce_mtu} needs \
+             (ip link set dev {iface} mtu {l3})"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Starts EAL with the port of `args` and brings it up with `queues` queue pairs for frames of
 /// `roce_mtu` payload. A memif port whose role the spec leaves open takes `memif_role` (the
 /// side of the TCP exchange: a server listens on the socket, a client connects to it).
@@ -49,8 +65,13 @@ pub fn open_device(
         None => format!("--port {spec}"),
     };
     let timeout = StdDuration::from_secs(args.timeout.max(1));
+    // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
+    let l3 = roce_mtu as usize + 80;
     if args.vdev.is_none() {
         memif::prepare(&spec, timeout).with_context(|| format!("--port {spec}"))?;
+        if let PortSpec::AfXdp { iface, .. } = &spec {
+            kernel_mtu_holds(iface, l3, roce_mtu).with_context(|| format!("--port {spec}"))?;
+        }
     }
     let port_args = match &args.vdev {
         Some(spec) => vec![format!("--vdev={spec}")],
@@ -83,8 +104,6 @@ pub fn open_device(
         e => anyhow!("DPDK port {label}: {e}"),
     })?;
     let id = *eal.port_ids().first().ok_or_else(no_port)?;
-    // RoCE headers (Eth 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4) on top of the MTU.
-    let l3 = roce_mtu as usize + 80;
     // + 530: net_af_packet wants 2048-byte frames (2016 bytes past its headroom) in an mbuf.
     let pool = Arc::new(
         Mempool::new(

@@ -1,7 +1,8 @@
 //! The CLI's port convention `null | ring | tap[:IFNAME] | af_packet:IFNAME |
-//! memif:SOCKET[,server|client] | af_xdp:IFNAME[,QUEUE] | pci:ADDRESS`, turned into EAL arguments
-//! (`--vdev=...` or `-a ADDRESS`) or hot-plug devargs. Every user-given part is checked to be a
-//! plain name, so a spec cannot smuggle extra devargs (`,key=value`) into the driver.
+//! memif:SOCKET[,server|client] | af_xdp:IFNAME[,QUEUE][,prog=PATH] | pci:ADDRESS`, turned into
+//! EAL arguments (`--vdev=...` or `-a ADDRESS`) or hot-plug devargs. Every user-given part is
+//! checked to be a plain name or path, so a spec cannot smuggle extra devargs (`,key=value`) into
+//! the driver; parsing makes relative paths absolute (it reads the working directory).
 
 use std::fmt;
 use std::str::FromStr;

@@ -280,3 +280,50 @@ fn af_xdp_refuses_a_roce_mtu_the_interface_cannot_carry() {
          needs (ip link set dev rxa mtu 2128)"
     );
 }
+
+/// Root without one of the capabilities AF_XDP needs (as an unprivileged user is): DPDK creates
+/// the port and fails only at its start; the error names what is missing.
+#[test]
+fn af_xdp_without_its_capabilities_names_them() {
+    let why = "dropping capabilities needs root and setpriv (util-linux)";
+    if !skip::require("root", skip::is_root(), why)
+        || !skip::require("setpriv", skip::tool("/usr/bin/setpriv"), why)
+    {
+        return;
+    }
+    let ns = format!("roce-xdpc-{}", std::process::id());
+    let _pair = VethPair::up(&ns, &ns, false);
+    for drop in ["-net_raw", "-net_admin", "-bpf,-sys_admin"] {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns,
+                "/usr/bin/setpriv",
+                "--bounding-set",
+                drop,
+            ])
+            .args(["--inh-caps", drop, ROCE, "perf", "write-bw", "-p", "0"])
+            .args([
+                "--port",
+                "af_xdp:rxa",
+                "--ip",
+                "198.18.0.1/15",
+                "--timeout",
+                "2",
+            ])
+            .output()
+            .expect("run roce");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.starts_with("roce: "));
+        assert!(
+            line.is_some_and(|l| l.starts_with(
+                "roce: bringing up DPDK port --port af_xdp:rxa: an af_xdp port needs CAP_NET_RAW \
+                 for its socket and CAP_NET_ADMIN with CAP_BPF (or CAP_SYS_ADMIN) for its XDP \
+                 program, which this process lacks (run as root) ("
+            )),
+            "{drop}: {err}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{drop}: {err}");
+    }
+}

@@ -81,23 +81,22 @@ pub fn open_device(
         eal_args.push(' ');
         eal_args.push_str(&shlex::try_quote(&a).unwrap_or_default());
     }
-    let no_port = || {
-        // A vdev string names its driver first (`net_tap0,iface=x`).
-        let spec = match &args.vdev {
-            Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
-            Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
-            Some(v) if v.starts_with("net_af_xdp") => PortSpec::AfXdp {
-                iface: v.clone(),
-                queue: 0,
-                prog: None,
-            },
-            Some(_) => PortSpec::Null,
-            None => spec.clone(),
-        };
-        match spec.missing_privilege() {
-            Some(why) => anyhow!("no DPDK port: {label}: {why}"),
-            None => anyhow!("no DPDK port: {label} created nothing"),
-        }
+    // What a missing privilege is checked against: a vdev string names its driver first
+    // (`net_tap0,iface=x`).
+    let kind = match &args.vdev {
+        Some(v) if v.starts_with("net_tap") => PortSpec::Tap(None),
+        Some(v) if v.starts_with("net_af_packet") => PortSpec::AfPacket(v.clone()),
+        Some(v) if v.starts_with("net_af_xdp") => PortSpec::AfXdp {
+            iface: v.clone(),
+            queue: 0,
+            prog: None,
+        },
+        Some(_) => PortSpec::Null,
+        None => spec.clone(),
+    };
+    let no_port = || match kind.missing_privilege() {
+        Some(why) => anyhow!("no DPDK port: {label}: {why}"),
+        None => anyhow!("no DPDK port: {label} created nothing"),
     };
     let eal = Eal::init(&EalConfig::new(eal_args)).map_err(|e| match e {
         DpdkError::NoPorts => no_port(),
@@ -124,8 +123,14 @@ pub fn open_device(
         queues,
         ..PortConfig::default()
     };
-    let port = DpdkPort::new(&eal, id, pool.clone(), &config)
-        .with_context(|| format!("bringing up DPDK port {label}"))?;
+    // An af_xdp port is created without privilege; its socket and XDP program, at start, are
+    // not.
+    let port = DpdkPort::new(&eal, id, pool.clone(), &config).map_err(|e| {
+        match kind.missing_privilege() {
+            Some(why) => anyhow!("bringing up DPDK port {label}: {why} ({e})"),
+            None => anyhow::Error::new(e).context(format!("bringing up DPDK port {label}")),
+        }
+    })?;
     let mac = mac.unwrap_or_else(|| EthernetAddress(spec.host_mac(port.info().mac)));
     tracing::info!(port = %spec, %mac, %ip, queues, "port up");
     Ok(Device {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use roce_dpdk::lcore::Cores;
 use roce_dpdk::steer::Steering;
 use roce_dpdk::{
-    DpdkError, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig, PortInfo, PortSpec,
+    DpdkError, DpdkPort, Eal, EalConfig, MemifRole, Mempool, MempoolConfig, PortConfig, PortInfo,
+    PortSpec,
 };
 
 /// `roce port` subcommands.
@@ -25,7 +26,9 @@ pub struct InfoArgs {
     /// without hugepages, --in-memory, -d <Debian PMD dir>).
     #[arg(long, default_value = "", allow_hyphen_values = true)]
     pub eal: String,
-    /// Ports to create: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS (repeatable).
+    /// Ports to create: null | ring | tap[:IFNAME] | af_packet:IFNAME |
+    /// memif:SOCKET[,server|client] | af_xdp:IFNAME[,QUEUE][,prog=PATH] | pci:ADDRESS
+    /// (repeatable).
     #[arg(long = "port")]
     pub ports: Vec<PortSpec>,
     /// Also bring each port up with one queue pair per lcore (a count, or CPUs like 0,2-3) and
@@ -52,6 +55,20 @@ pub fn quiet_eal_args(user: &str) -> String {
 }
 
 fn info(args: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    for spec in &args.ports {
+        // A memif server's socket path must be free (a client is not brought up here, so it
+        // need not wait for its server).
+        if !matches!(
+            spec,
+            PortSpec::Memif {
+                role: Some(MemifRole::Client),
+                ..
+            }
+        ) {
+            crate::cli::session::prepare_memif(spec, std::time::Duration::ZERO)
+                .map_err(|e| anyhow::anyhow!("--port {spec}: {e}"))?;
+        }
+    }
     let mut eal_args = quiet_eal_args(&args.eal);
     for (i, spec) in args.ports.iter().enumerate() {
         for a in spec.eal_args(i) {

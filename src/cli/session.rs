@@ -9,6 +9,7 @@ mod args;
 mod device;
 mod exchange;
 mod faults;
+mod memif;
 
 use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use roce::metrics::{Exposition, MetricsHub, PortMetrics, Publisher};
 use roce_dpdk::clock::{Clock, MonotonicClock};
 use roce_dpdk::lcore::shard::EndpointSnapshot;
 use roce_dpdk::runtime::{Runtime, RuntimeConfig};
-use roce_dpdk::{DpdkPort, Eal, Mempool};
+use roce_dpdk::{DpdkPort, Eal, MemifRole, Mempool};
 use roce_proto::connect::RcOptions;
 use roce_proto::endpoint::EndpointConfig;
 use roce_proto::fault::FaultConfig;
@@ -35,6 +36,7 @@ pub use args::{parse_mtu, PortArgs};
 pub use device::open_device;
 pub use exchange::{connect, gid_ip, Ask, Blocking, Connect, Oob, Req};
 use faults::Faulty;
+pub use memif::prepare as prepare_memif;
 
 /// A DPDK port, the runtime loop and the host it drives.
 pub struct Session {
@@ -56,7 +58,8 @@ pub struct Session {
 
 impl Session {
     /// Starts EAL with the port, brings it up for frames of `roce_mtu` payload.
-    pub fn open(args: &PortArgs, roce_mtu: u32) -> anyhow::Result<Session> {
+    /// A memif port whose role `--port` leaves open takes `memif_role`.
+    pub fn open(args: &PortArgs, roce_mtu: u32, memif_role: MemifRole) -> anyhow::Result<Session> {
         if args.cores.len() > 1 {
             bail!(
                 "--cores {}: this command runs its QP on one core (--cores 1; roce perf's bandwidth tests take more)",
@@ -70,7 +73,7 @@ impl Session {
             eal,
             mac,
             ip,
-        } = open_device(args, roce_mtu, 1)?;
+        } = open_device(args, roce_mtu, 1, memif_role)?;
         let mut host = ResolvingEndpoint::new(EndpointConfig::ipv4(mac, ip));
         host.announce();
         let hub = Arc::new(MetricsHub::new());
@@ -262,7 +265,7 @@ pub fn start(
     mtu: Mtu,
 ) -> anyhow::Result<(Session, Oob)> {
     let connect = connect(server, tcp_port, port)?;
-    let s = Session::open(port, mtu.bytes())?;
+    let s = Session::open(port, mtu.bytes(), connect.memif_role())?;
     let oob = Oob::start(connect, s.timeout);
     Ok((s, oob))
 }

@@ -41,7 +41,11 @@ mod perf_cli;
 #[cfg(feature = "dpdk")]
 mod perf_hostile;
 #[cfg(feature = "dpdk")]
+mod perf_memif;
+#[cfg(feature = "dpdk")]
 mod perf_tap;
+#[cfg(feature = "dpdk")]
+mod perf_xdp;
 mod rc_cli;
 mod sim_compare;
 mod sim_compare_out;

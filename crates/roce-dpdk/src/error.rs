@@ -79,7 +79,7 @@ pub enum DpdkError {
         waited_ms: u64,
     },
     /// A `--port` specification could not be understood.
-    #[error("bad port spec {spec:?}: {why} (expected null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS)")]
+    #[error("bad port spec {spec:?}: {why} (expected null | ring | tap[:IFNAME] | af_packet:IFNAME | memif:SOCKET[,server|client] | af_xdp:IFNAME[,QUEUE] | pci:ADDRESS)")]
     BadPortSpec {
         /// What was given.
         spec: String,

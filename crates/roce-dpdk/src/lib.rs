@@ -37,5 +37,5 @@ pub use mempool::{Mempool, MempoolConfig};
 pub use pmd::DEBIAN_PMD_DIR;
 pub use port::{DpdkPort, EthStats, LinkStatus, Offloads, PortConfig, PortInfo};
 pub use ring_pair::{ring_pair, ring_pair_queues};
-pub use spec::PortSpec;
+pub use spec::{MemifRole, PortSpec};
 pub use tsc::TscClock;

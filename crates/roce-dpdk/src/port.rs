@@ -18,6 +18,21 @@ use roce_proto::port::{Port, PortCaps};
 /// Ethernet header plus one VLAN tag: what a frame adds to the MTU.
 const L2_OVERHEAD: usize = 14 + 4;
 
+/// The largest MTU `rte_eth_dev_configure` accepts from a device reporting `max_mtu` and
+/// `max_rx_pktlen`: it also holds the MTU plus the device's L2 overhead (the difference of the
+/// two when the device reports a real `max_mtu`, else Ethernet header and CRC) to
+/// `max_rx_pktlen`. DPDK 22.11's net_memif, for one, reports an MTU up to 65535 but frames of
+/// at most 1518 bytes.
+fn max_mtu(max_mtu: u16, max_rx_pktlen: u32) -> usize {
+    let overhead = if max_mtu != u16::MAX && max_rx_pktlen > u32::from(max_mtu) {
+        max_rx_pktlen - u32::from(max_mtu)
+    } else {
+        L2_OVERHEAD as u32
+    };
+    let by_frame = usize::try_from(max_rx_pktlen.saturating_sub(overhead)).unwrap_or(usize::MAX);
+    usize::from(max_mtu).min(by_frame)
+}
+
 /// How to bring a port up.
 #[derive(Clone, Debug)]
 pub struct PortConfig {
@@ -229,7 +244,7 @@ pub(crate) fn port_info(eal: &Eal, port: u16) -> Result<PortInfo, DpdkError> {
         mac,
         mtu: usize::from(mtu),
         min_mtu: usize::from(info.min_mtu),
-        max_mtu: usize::from(info.max_mtu),
+        max_mtu: max_mtu(info.max_mtu, info.max_rx_pktlen),
         link: link_status(port)?,
         offloads: Offloads::from_capa(info.rx_offload_capa, info.tx_offload_capa),
         // SAFETY: valid port id.
@@ -297,7 +312,10 @@ impl DpdkPort {
         let info = dev_info(eal, port)?;
         let offered = Offloads::from_capa(info.rx_offload_capa, info.tx_offload_capa);
         let room = pool.max_frame().saturating_sub(L2_OVERHEAD);
-        let (min, max) = (usize::from(info.min_mtu), usize::from(info.max_mtu));
+        let (min, max) = (
+            usize::from(info.min_mtu),
+            max_mtu(info.max_mtu, info.max_rx_pktlen),
+        );
         let mtu = config
             .mtu
             .unwrap_or(1500.clamp(min, max.max(min)).min(room));
@@ -541,5 +559,22 @@ impl Port for DpdkPort {
             bufs.set_len(len - sent);
         }
         sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_mtu_is_what_configure_accepts_of_both_limits() {
+        // net_memif (22.11): an MTU up to 65535, frames up to 1518.
+        assert_eq!(max_mtu(u16::MAX, 1518), 1500);
+        // net_ring: no frame limit.
+        assert_eq!(max_mtu(u16::MAX, u32::MAX), 65535);
+        // A NIC with VLAN tags in its overhead: the MTU it reports is the limit.
+        assert_eq!(max_mtu(9574, 9600), 9574);
+        // A frame limit below what the reported MTU and the same overhead give.
+        assert_eq!(max_mtu(3542, 3000), 2982);
     }
 }

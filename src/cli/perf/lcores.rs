@@ -144,6 +144,7 @@ impl Rig {
             &args.port,
             mtu.bytes(),
             u16::try_from(n).unwrap_or(u16::MAX),
+            connect.memif_role(),
         )?;
         let (eal, pool, mac, ip) = (dev.eal, dev.pool, dev.mac, dev.ip);
         let device = dev.port.info().name.clone();

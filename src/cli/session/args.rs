@@ -22,7 +22,8 @@ use crate::cli::metrics::MetricsArgs;
 /// The DPDK port options of `roce perf` and `roce pingpong`.
 #[derive(Args, Debug, Clone)]
 pub struct PortArgs {
-    /// DPDK port: null | ring | tap[:IFNAME] | af_packet:IFNAME | pci:ADDRESS.
+    /// DPDK port: null | ring | tap[:IFNAME] | af_packet:IFNAME | memif:SOCKET[,server|client] |
+    /// af_xdp:IFNAME[,QUEUE][,prog=PATH] | pci:ADDRESS (see docs/port.md).
     #[arg(long, default_value = "tap")]
     pub port: PortSpec,
     /// A raw DPDK virtual device instead of --port (e.g. "net_tap0,iface=t0"; becomes

@@ -10,6 +10,7 @@ use std::time::Duration as StdDuration;
 use anyhow::{anyhow, bail, Context};
 
 use roce::oob::tcp::{every_interface_warning, ExchangeError, OobStream, Timeouts};
+use roce_dpdk::MemifRole;
 
 use super::args::PortArgs;
 
@@ -50,6 +51,17 @@ pub enum Connect {
     Server(TcpListener),
     /// Connect to the server (retrying refused connections until the timeout).
     Client(SocketAddr),
+}
+
+impl Connect {
+    /// The memif role of this side when `--port` leaves it open: the TCP server listens on the
+    /// memif socket too, the client connects to it.
+    pub fn memif_role(&self) -> MemifRole {
+        match self {
+            Connect::Server(_) => MemifRole::Server,
+            Connect::Client(_) => MemifRole::Client,
+        }
+    }
 }
 
 /// The out-of-band TCP connection, run on its own thread.

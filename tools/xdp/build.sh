@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds roce_steer.o, the XDP program that steers only RoCEv2 to `--port af_xdp:IF`, next to
 # its source (or to $1). Needs clang with the BPF target and libbpf's headers (Debian:
-# clang, libbpf-dev); CI does not build it.
+# clang, libbpf-dev, which tools/setup.sh installs); the af_xdp tests build it the same way.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/roce_steer.o}

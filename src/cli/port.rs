@@ -65,7 +65,7 @@ fn info(args: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 ..
             }
         ) {
-            crate::cli::session::prepare_memif(spec, std::time::Duration::ZERO)
+            roce_dpdk::memif::prepare(spec, std::time::Duration::ZERO)
                 .map_err(|e| anyhow::anyhow!("--port {spec}: {e}"))?;
         }
     }

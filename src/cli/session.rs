@@ -9,7 +9,6 @@ mod args;
 mod device;
 mod exchange;
 mod faults;
-mod memif;
 
 use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
@@ -36,7 +35,6 @@ pub use args::{parse_mtu, PortArgs};
 pub use device::open_device;
 pub use exchange::{connect, gid_ip, Ask, Blocking, Connect, Oob, Req};
 use faults::Faulty;
-pub use memif::prepare as prepare_memif;
 
 /// A DPDK port, the runtime loop and the host it drives.
 pub struct Session {

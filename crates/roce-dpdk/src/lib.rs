@@ -20,6 +20,7 @@ mod eal;
 mod error;
 pub mod lcore;
 mod mbuf;
+pub mod memif;
 mod mempool;
 mod pmd;
 mod port;

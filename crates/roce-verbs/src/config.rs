@@ -1,7 +1,9 @@
 //! How the library finds its port without code changes: `ROCE_VERBS_*` environment variables,
 //! or a small `key = value` file named by `ROCE_VERBS_CONFIG` (the variables win over the file).
 //! The port follows the CLI's `--port` convention (`tap[:IFNAME]`, `af_packet:IFNAME`,
-//! `pci:ADDRESS`, `ring`, `null`). Not here: starting anything (see the progress thread).
+//! `memif:SOCKET[,server|client]`, `af_xdp:IFNAME[,QUEUE]`, `pci:ADDRESS`, `ring`, `null`; a memif
+//! port without a role is the server, so two processes name their roles). Not here: starting
+//! anything (see the progress thread).
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use roce_dpdk::clock::MonotonicClock;
-use roce_dpdk::{pin_current_thread, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig};
+use roce_dpdk::{
+    memif, pin_current_thread, DpdkPort, Eal, EalConfig, Mempool, MempoolConfig, PortConfig,
+    PortSpec,
+};
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::endpoint::{EndpointConfig, FIRST_QPN};
 use roce_proto::resolving::ResolvingEndpoint;
@@ -203,6 +206,9 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
         args.push_str(&shlex::try_quote(&a).unwrap_or_default());
     }
     let label = format!("ROCE_VERBS_PORT={}", c.port);
+    let memif = matches!(c.port, PortSpec::Memif { .. });
+    memif::prepare(&c.port, Duration::from_secs(c.timeout.max(1)))
+        .map_err(|e| format!("{label}: {e}"))?;
     let eal = Eal::init(&EalConfig::new(args)).map_err(|e| format!("{label}: {e}"))?;
     let id = *eal
         .port_ids()
@@ -219,7 +225,13 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
     let pool = Arc::new(pool);
     let pc = PortConfig {
         mtu: (l3 > 1500).then_some(l3),
-        link_timeout: Duration::from_secs(c.timeout.clamp(1, 10)),
+        // A memif link comes up when the peer process connects, which may be after this one
+        // has opened its device and published its address (a perftest server): do not wait.
+        link_timeout: if memif {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(c.timeout.clamp(1, 10))
+        },
         ..PortConfig::default()
     };
     let port = DpdkPort::new(&eal, id, pool.clone(), &pc).map_err(|e| format!("{label}: {e}"))?;
@@ -231,7 +243,9 @@ fn open_port(c: &Config) -> Result<(Port, DeviceInfo), String> {
         mac,
         ip: c.ip,
         active_mtu: c.mtu,
-        link_up: p.link.up,
+        // A memif port is plugged in from the start, as a NIC's cable is: programs that
+        // insist on an active port (perftest) start before their peer has connected.
+        link_up: p.link.up || memif,
         speed_mbps: p.link.speed_mbps,
     };
     Ok((

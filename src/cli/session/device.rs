@@ -9,12 +9,12 @@ use std::time::Duration as StdDuration;
 use anyhow::{anyhow, Context};
 
 use roce_dpdk::{
-    DpdkError, DpdkPort, Eal, EalConfig, MemifRole, Mempool, MempoolConfig, PortConfig, PortSpec,
+    memif, DpdkError, DpdkPort, Eal, EalConfig, MemifRole, Mempool, MempoolConfig, PortConfig,
+    PortSpec,
 };
 use roce_proto::wire::EthernetAddress;
 
 use super::args::PortArgs;
-use super::memif;
 
 /// A started DPDK port with everything a session needs around it.
 pub struct Device {

@@ -3,13 +3,15 @@
 //! network namespace. Needs root and the `roce` CLI of the same build (`cargo test --workspace`
 //! builds it); without root the tests fail, unless `ROCE_TEST_SKIP=root` lets them skip.
 
-use crate::support::{result_row, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT, WRITE_BW_64K};
+use crate::support::{
+    result_row, Link, Netns, Side, BW_HEADER, SERVER_ADDR, TCP_PORT, WRITE_BW_64K,
+};
 
 /// Runs `server` (a `roce` command when `roce_serves`, else a program on the library) and then
-/// `client` the other way round; asserts both succeeded and printed a bandwidth row of 200
-/// messages of 65536 bytes.
-fn bw_pair(tag: &str, roce_serves: bool, perf: &[&str], tool: &[&str]) {
-    let Some(mut ns) = Netns::up(tag) else {
+/// `client` the other way round, their ports meeting over `link`; asserts both succeeded and
+/// printed a bandwidth row of 200 messages of 65536 bytes.
+pub fn bw_pair(link: Link, tag: &str, roce_serves: bool, perf: &[&str], tool: &[&str]) {
+    let Some(mut ns) = Netns::up_with(tag, link) else {
         return;
     };
     let (server, client) = if roce_serves {
@@ -53,8 +55,8 @@ fn ib_write_bw_on_the_library_against_roce_perf_both_ways() {
         "200",
     ];
     let tool = WRITE_BW_64K;
-    bw_pair("vs-perf", true, &perf, &tool);
-    bw_pair("vs-perf-2", false, &perf, &tool);
+    bw_pair(Link::Tap, "vs-perf", true, &perf, &tool);
+    bw_pair(Link::Tap, "vs-perf-2", false, &perf, &tool);
 }
 
 #[test]

@@ -6,16 +6,23 @@
 //! programs come from the packages `ibverbs-utils` and `perftest` (tools/setup.sh).
 
 use crate::support::{
-    c_program, pair, pair_on, result_row, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR,
+    c_program, pair_over, result_row, Link, Netns, Side, BW_HEADER, LAT_HEADER, SERVER_ADDR,
     TCP_PORT, WRITE_BW_64K,
 };
 
-/// The result row of a perftest pair (`tool` with `args` both sides): `[#bytes, #iterations]`
-/// of the server's and the client's row under `header`, after asserting both succeeded.
-fn perftest(tag: &str, tool: &str, args: &[&str], header: &str) -> Option<[[f64; 2]; 2]> {
+/// The result row of a perftest pair (`tool` with `args` both sides, over `link`): `[#bytes,
+/// #iterations]` of the server's and the client's row under `header`, after asserting both
+/// succeeded.
+pub fn perftest(
+    link: Link,
+    tag: &str,
+    tool: &str,
+    args: &[&str],
+    header: &str,
+) -> Option<[[f64; 2]; 2]> {
     let mut full = vec![tool, "-d", "roce0", "-x", "1", "-F"];
     full.extend_from_slice(args);
-    let (s, c) = pair(tag, &full, &full)?;
+    let (s, c) = pair_over(link, tag, TCP_PORT, &full, &full)?;
     Some([&s, &c].map(|out| {
         let row = result_row(out, header);
         assert!(row.len() > 3, "a short row in:\n{out}");
@@ -48,12 +55,18 @@ fn ibv_devinfo_lists_roce0_with_the_ipv4_mapped_gid_at_index_1() {
     assert!(out.contains("roce0"), "{out}");
 }
 
-/// `iters` `ibv_rc_pingpong` round trips checking every buffer (`-g 1 -c -n ITERS`, then
-/// `options`) both sides: the server's and the client's output once both say they ran them all.
-fn checked_pingpong(tag: &str, iters: &str, options: &[&str]) -> Option<(String, String)> {
+/// `iters` `ibv_rc_pingpong` round trips over `link` checking every buffer (`-g 1 -c -n ITERS`,
+/// then `options`) both sides: the server's and the client's output once both say they ran
+/// them all.
+pub fn checked_pingpong(
+    link: Link,
+    tag: &str,
+    iters: &str,
+    options: &[&str],
+) -> Option<(String, String)> {
     let mut args = vec!["ibv_rc_pingpong", "-g", "1", "-c", "-n", iters];
     args.extend(options);
-    let (s, c) = pair(tag, &args, &args)?;
+    let (s, c) = pair_over(link, tag, TCP_PORT, &args, &args)?;
     let ran = format!("{iters} iters in");
     assert!(s.contains(&ran) && c.contains(&ran), "{s}\n{c}");
     Some((s, c))
@@ -61,7 +74,7 @@ fn checked_pingpong(tag: &str, iters: &str, options: &[&str]) -> Option<(String,
 
 #[test]
 fn ibv_rc_pingpong_checks_every_buffer_both_ways() {
-    let Some((s, c)) = checked_pingpong("pingpong", "200", &["-s", "8192"]) else {
+    let Some((s, c)) = checked_pingpong(Link::Tap, "pingpong", "200", &["-s", "8192"]) else {
         return;
     };
     for out in [&s, &c] {
@@ -71,13 +84,13 @@ fn ibv_rc_pingpong_checks_every_buffer_both_ways() {
 
 #[test]
 fn ibv_rc_pingpong_with_completion_events() {
-    checked_pingpong("pingpong-events", "100", &["-e"]);
+    checked_pingpong(Link::Tap, "pingpong-events", "100", &["-e"]);
 }
 
 #[test]
 fn ibv_rc_pingpong_with_the_extended_send_api() {
     // -N: ibv_create_qp_ex, ibv_qp_to_qp_ex and the ibv_wr_* calls.
-    checked_pingpong("pingpong-new-send", "100", &["-N"]);
+    checked_pingpong(Link::Tap, "pingpong-new-send", "100", &["-N"]);
 }
 
 #[test]
@@ -115,20 +128,27 @@ fn ib_write_bw_between_two_processes_on_the_library() {
 #[test]
 fn ib_read_bw_between_two_processes_on_the_library() {
     let args = ["-s", "16384", "-n", "200"];
-    if let Some(rows) = perftest("read-bw", "ib_read_bw", &args, BW_HEADER) {
+    if let Some(rows) = perftest(Link::Tap, "read-bw", "ib_read_bw", &args, BW_HEADER) {
         assert_eq!(rows, [[16384.0, 200.0]; 2]);
     }
 }
 
 #[test]
 fn ib_send_lat_between_two_processes_on_the_library() {
-    if let Some(rows) = perftest("send-lat", "ib_send_lat", &["-n", "200"], LAT_HEADER) {
+    if let Some(rows) = perftest(
+        Link::Tap,
+        "send-lat",
+        "ib_send_lat",
+        &["-n", "200"],
+        LAT_HEADER,
+    ) {
         assert_eq!(rows, [[2.0, 200.0]; 2]);
     }
 }
 
-#[test]
-fn a_multithreaded_program_gets_every_byte_and_every_completion() {
+/// `verbs_mt` both sides over `link` (4 threads, 3 QPs, 150 messages of 3000 bytes each and
+/// READs back): every byte and completion checked by the program, both sides report 0 errors.
+pub fn multithreaded(link: Link, tag: &str) {
     let prog = c_program("verbs_mt");
     let args = [
         prog.as_str(),
@@ -141,7 +161,7 @@ fn a_multithreaded_program_gets_every_byte_and_every_completion() {
         "-s",
         "3000",
     ];
-    let Some((s, c)) = pair_on("mt", 18600, &args, &args) else {
+    let Some((s, c)) = pair_over(link, tag, 18600, &args, &args) else {
         return;
     };
     let want =
@@ -150,6 +170,11 @@ fn a_multithreaded_program_gets_every_byte_and_every_completion() {
         s.contains(want) && c.contains(want),
         "server:\n{s}\nclient:\n{c}"
     );
+}
+
+#[test]
+fn a_multithreaded_program_gets_every_byte_and_every_completion() {
+    multithreaded(Link::Tap, "mt");
 }
 
 #[test]

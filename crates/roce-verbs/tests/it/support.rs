@@ -1,6 +1,7 @@
 //! The harness of the program tests: a network namespace with a bridge (`tools/netns.sh`), two
-//! sides each running a program on `libroce_verbs.so` with its own net_tap port, address and
-//! progress core, and the C test programs built from `tests/c`.
+//! sides each running a program on `libroce_verbs.so` with its own port (a net_tap on the bridge,
+//! or the two ends of a net_memif), address and progress core, and the C test programs built
+//! from `tests/c`. TCP exchanges always meet at the bridge's kernel address.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -114,10 +115,20 @@ pub fn c_program(name: &str) -> String {
     out.to_string_lossy().into_owned()
 }
 
+/// How the two sides' ports meet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Each side a net_tap, bridged in the namespace.
+    Tap,
+    /// Side A the server end of a net_memif, side B its client end (shared memory, no kernel).
+    Memif,
+}
+
 /// A namespace and the programs in it; dropping it kills what is left and deletes the
 /// namespace (taps and bridge go with it), also when the test fails.
 pub struct Netns {
     name: String,
+    link: Link,
     children: Vec<Option<Child>>,
     _serial: MutexGuard<'static, ()>,
 }
@@ -126,12 +137,18 @@ impl Netns {
     /// A fresh namespace with its bridge; without root, a failure, or `None` (and a note) when
     /// `ROCE_TEST_SKIP` lets the test skip (`roce_testkit::skip`).
     pub fn up(tag: &str) -> Option<Netns> {
+        Netns::up_with(tag, Link::Tap)
+    }
+
+    /// [`Netns::up`] with the sides' ports meeting over `link`.
+    pub fn up_with(tag: &str, link: Link) -> Option<Netns> {
         if !skip::require("root", skip::is_root(), "namespaces and taps need root") {
             return None;
         }
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let n = Netns {
             name: format!("rv-{tag}-{}", std::process::id()),
+            link,
             children: Vec::new(),
             _serial: serial,
         };
@@ -157,6 +174,26 @@ impl Netns {
             .expect("run tools/netns.sh")
     }
 
+    /// The memif socket of a [`Link::Memif`] pair.
+    fn socket(&self) -> PathBuf {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{}.sock", self.name))
+    }
+
+    /// The `--port` / `ROCE_VERBS_PORT` of `side`.
+    fn port(&self, side: Side) -> String {
+        match self.link {
+            Link::Tap => format!("tap:{}", side.tap()),
+            Link::Memif => {
+                let socket = self.socket();
+                let role = match side {
+                    Side::A => "server",
+                    Side::B => "client",
+                };
+                format!("memif:{},{role}", socket.display())
+            }
+        }
+    }
+
     fn exited(&mut self, i: usize) -> bool {
         self.children[i]
             .as_mut()
@@ -167,7 +204,7 @@ impl Netns {
     /// once it exists. Returns its index.
     pub fn spawn_env(&mut self, side: Side, args: &[&str], env: &[(&str, &str)]) -> usize {
         let lib = library();
-        let port = format!("tap:{}", side.tap());
+        let port = self.port(side);
         let mut vars = vec![
             ("LD_PRELOAD", lib.to_str().expect("a UTF-8 path")),
             ("ROCE_VERBS_PORT", &port),
@@ -195,7 +232,7 @@ impl Netns {
     /// Starts the `roce` CLI command `args` on `side` (its own port and address options added).
     pub fn spawn_roce(&mut self, side: Side, args: &[&str]) -> usize {
         let roce = roce_cli();
-        let port = format!("tap:{}", side.tap());
+        let port = self.port(side);
         let ip = format!("{}/15", side.ip());
         let mut full = vec![roce.as_str()];
         full.extend_from_slice(args);
@@ -215,7 +252,9 @@ impl Netns {
             .expect("spawn ip netns exec");
         self.children.push(Some(child));
         let i = self.children.len() - 1;
-        self.attach(side.tap(), i);
+        if self.link == Link::Tap {
+            self.attach(side.tap(), i);
+        }
         i
     }
 
@@ -305,6 +344,9 @@ impl Drop for Netns {
                 .status();
             let _ = c.wait();
         }
+        if self.link == Link::Memif {
+            let _ = std::fs::remove_file(self.socket());
+        }
         let _ = Command::new(NETNS)
             .arg("down")
             .env("NS", &self.name)
@@ -313,15 +355,16 @@ impl Drop for Netns {
 }
 
 /// Runs `server` and, once it listens on `tcp_port`, `client` (which gets the server's address
-/// appended) on the library; returns their stdouts after asserting both succeeded. `None`
-/// without root.
-pub fn pair_on(
+/// appended) on the library, their ports meeting over `link`; returns their stdouts after
+/// asserting both succeeded. `None` without root.
+pub fn pair_over(
+    link: Link,
     ns_tag: &str,
     tcp_port: u16,
     server: &[&str],
     client: &[&str],
 ) -> Option<(String, String)> {
-    let mut ns = Netns::up(ns_tag)?;
+    let mut ns = Netns::up_with(ns_tag, link)?;
     let s = ns.spawn(Side::A, server);
     ns.wait_listen(tcp_port, s);
     let mut client = client.to_vec();
@@ -330,9 +373,4 @@ pub fn pair_on(
     let cout = ns.wait_ok(c, "client");
     let sout = ns.wait_ok(s, "server");
     Some((sout, cout))
-}
-
-/// [`pair_on`] for programs exchanging on port 18515.
-pub fn pair(ns_tag: &str, server: &[&str], client: &[&str]) -> Option<(String, String)> {
-    pair_on(ns_tag, TCP_PORT, server, client)
 }

@@ -1,7 +1,8 @@
 //! Getting a memif port's socket ready before DPDK opens it: a server's stale socket file (left
 //! by a process that died) is removed and a live one refused in one line; a client waits until
-//! the server listens, so the two sides can start in either order. Not here: the port
-//! itself (DPDK's net_memif, through [`roce_dpdk::PortSpec`]).
+//! the server listens, so the two sides can start in either order. Used by the CLI and the
+//! verbs library alike. Not here: the port itself (DPDK's net_memif, through
+//! [`crate::PortSpec`]).
 
 use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
@@ -9,16 +10,53 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use thiserror::Error;
 
-use roce_dpdk::{MemifRole, PortSpec};
+use crate::{MemifRole, PortSpec};
+
+/// Why a memif socket is not ready.
+#[derive(Debug, Error)]
+pub enum MemifError {
+    /// The socket's directory is missing.
+    #[error("the socket's directory {0} does not exist")]
+    NoDirectory(String),
+    /// A server is asked to listen where one already does.
+    #[error("a memif server already listens on {0}")]
+    InUse(String),
+    /// Something that is not a socket is at the path.
+    #[error("{0} exists and is not a socket")]
+    NotSocket(String),
+    /// A client waited for a server in vain.
+    #[error("no memif server listens on {path} (waited {waited_s} s)")]
+    NoServer {
+        /// The socket path.
+        path: String,
+        /// Seconds waited.
+        waited_s: u64,
+    },
+    /// The path could not be looked at or cleared.
+    #[error("{path}: {source}")]
+    Io {
+        /// The socket path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MemifError + '_ {
+    move |source| MemifError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
 
 /// How often a client looks for the server's socket.
 const POLL: Duration = Duration::from_millis(20);
 
 /// Prepares the socket of `spec` when it is a memif port (nothing otherwise); a client waits up
 /// to `timeout` for the server.
-pub fn prepare(spec: &PortSpec, timeout: Duration) -> anyhow::Result<()> {
+pub fn prepare(spec: &PortSpec, timeout: Duration) -> Result<(), MemifError> {
     let PortSpec::Memif { socket, role } = spec else {
         return Ok(());
     };
@@ -29,7 +67,7 @@ pub fn prepare(spec: &PortSpec, timeout: Duration) -> anyhow::Result<()> {
         None => Path::new("/"),
     };
     if !dir.is_dir() {
-        bail!("the socket's directory {} does not exist", dir.display());
+        return Err(MemifError::NoDirectory(dir.display().to_string()));
     }
     match role.unwrap_or(MemifRole::Server) {
         MemifRole::Server => clear_stale(path),
@@ -73,34 +111,33 @@ fn probe(path: &Path) -> std::io::Result<Probe> {
 
 /// A server's socket path must be free: a socket nobody listens on is removed, anything else
 /// there is an error.
-fn clear_stale(path: &Path) -> anyhow::Result<()> {
-    match probe(path).with_context(|| path.display().to_string())? {
+fn clear_stale(path: &Path) -> Result<(), MemifError> {
+    match probe(path).map_err(io(path))? {
         Probe::Absent => Ok(()),
         Probe::Stale => {
             tracing::info!(socket = %path.display(), "removing a stale memif socket");
-            std::fs::remove_file(path).with_context(|| path.display().to_string())
+            std::fs::remove_file(path).map_err(io(path))
         }
-        Probe::Live => bail!("a memif server already listens on {}", path.display()),
-        Probe::NotSocket => bail!("{} exists and is not a socket", path.display()),
+        Probe::Live => Err(MemifError::InUse(path.display().to_string())),
+        Probe::NotSocket => Err(MemifError::NotSocket(path.display().to_string())),
     }
 }
 
 /// Waits until a server listens on its socket at `path` (a stale socket left there does not
 /// count: the server replaces it when it starts).
-fn wait_for_server(path: &Path, timeout: Duration) -> anyhow::Result<()> {
+fn wait_for_server(path: &Path, timeout: Duration) -> Result<(), MemifError> {
     let start = Instant::now();
     loop {
-        match probe(path).with_context(|| path.display().to_string())? {
+        match probe(path).map_err(io(path))? {
             Probe::Live => return Ok(()),
-            Probe::NotSocket => bail!("{} exists and is not a socket", path.display()),
+            Probe::NotSocket => return Err(MemifError::NotSocket(path.display().to_string())),
             Probe::Absent | Probe::Stale => {}
         }
         if start.elapsed() >= timeout {
-            bail!(
-                "no memif server listens on {} (waited {} s)",
-                path.display(),
-                timeout.as_secs()
-            );
+            return Err(MemifError::NoServer {
+                path: path.display().to_string(),
+                waited_s: timeout.as_secs(),
+            });
         }
         std::thread::sleep(POLL);
     }

@@ -1,4 +1,7 @@
-//! `roce port ...`: look at the DPDK ports EAL finds. Not here: sending traffic (see `roce demo`).
+//! `roce port ...`: look at the DPDK ports EAL finds, and measure what two of them move as bare
+//! frames ([`bench`]). Not here: RoCE traffic (see `roce demo`, `roce perf`).
+
+mod bench;
 
 use std::io::Write;
 
@@ -17,6 +20,9 @@ use roce_dpdk::{
 pub enum PortCommand {
     /// List the ports with driver, MAC, MTU, link and offloads.
     Info(InfoArgs),
+    /// Bare Ethernet frames between two processes (as perftest's raw_ethernet_bw): one side
+    /// `--send`s, the other counts and times them.
+    Bench(bench::BenchArgs),
 }
 
 /// Arguments of `roce port info`.
@@ -41,6 +47,7 @@ pub struct InfoArgs {
 pub fn run(cmd: PortCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     match cmd {
         PortCommand::Info(args) => info(&args, out),
+        PortCommand::Bench(args) => bench::run(&args, out),
     }
 }
 

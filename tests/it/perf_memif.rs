@@ -232,3 +232,68 @@ fn memif_mistakes_are_one_clear_line() {
         "{err}"
     );
 }
+
+/// `roce port bench` (bare frames, the ceiling a transport on these ports is held against):
+/// the receiver counts exactly the frames and bytes the sender stamped and reports its count
+/// back over the port; a receiver told to expect more says how many were lost and fails.
+#[test]
+fn port_bench_moves_bare_frames_over_memif_and_counts_every_one() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("memif-raw");
+    let port = format!("memif:{}", dir.socket());
+    let bench = |extra: &[&str]| {
+        let mut args = vec!["port", "bench", "--port", port.as_str(), "--timeout", "30"];
+        args.extend_from_slice(extra);
+        Reap(Some(spawn(&args)))
+    };
+    for (expect, ok) in [("20000", true), ("20001", false)] {
+        let receiver = bench(&["-s", "1082", "-n", expect]);
+        let sender = bench(&["--send", "-s", "1082", "-n", "20000"]);
+        let (s, r) = (sender.wait(), receiver.wait());
+        let (sout, rout, rerr) = (
+            String::from_utf8_lossy(&s.stdout),
+            String::from_utf8_lossy(&r.stdout),
+            String::from_utf8_lossy(&r.stderr),
+        );
+        assert!(
+            s.status.success(),
+            "{:?} {sout}{}",
+            s.status,
+            String::from_utf8_lossy(&s.stderr)
+        );
+        assert!(
+            sout.starts_with("sent 20000 frames, 21640000 bytes in "),
+            "{sout}"
+        );
+        assert!(
+            sout.ends_with("\nthe receiver counted 20000 frames\n"),
+            "{sout}"
+        );
+        assert!(
+            rout.starts_with("received 20000 frames, 21640000 bytes in "),
+            "{rout}{rerr}"
+        );
+        assert_eq!(r.status.success(), ok, "{rout}{rerr}");
+        if !ok {
+            assert_eq!(
+                rerr.trim_end(),
+                "roce: received 20000 of 20001 frames: 1 lost (no frame for 1 s)"
+            );
+        }
+    }
+}
+
+#[test]
+fn port_bench_refuses_sizes_a_frame_cannot_have() {
+    for (size, want) in [
+        ("59", "roce: --size 59: a frame is 60 to 1514 bytes"),
+        ("1515", "roce: --size 1515: a frame is 60 to 1514 bytes"),
+    ] {
+        let out = Command::new(ROCE)
+            .args(["port", "bench", "--port", "null", "-s", size])
+            .output()
+            .expect("run roce");
+        assert!(!out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), want);
+    }
+}

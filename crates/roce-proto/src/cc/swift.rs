@@ -35,7 +35,7 @@
 //!
 //! The paper publishes the rules but not every constant. The defaults below are those of the
 //! Swift model in htsim (github.com/Broadcom/csg-htsim, `sim/swift.cpp`, `SwiftSrc::SwiftSrc`):
-//! base target 20 us, h = base/6.55, fs_range 5·base, fs_min_cwnd 0.1, fs_max_cwnd 100,
+//! base target 20 us, h = base/6.55 (3.05 us), fs_range 5·base, fs_min_cwnd 0.1, fs_max_cwnd 100,
 //! ai 1, β 0.8, max_mdf 0.5, RETX_RESET_THRESHOLD 5, max_cwnd 1000 packets; min_cwnd 0.01 packets
 //! (htsim: 10 bytes). They are sized for a fabric of tens of microseconds; a fabric whose PFC
 //! threshold is a few microseconds of queueing needs a smaller `base_target` and `fs_range` (see
@@ -88,8 +88,8 @@ impl Default for SwiftParams {
     fn default() -> Self {
         SwiftParams {
             base_target: BASE_TARGET_US,
-            // htsim: `_h = _base_delay / 6.55`.
-            hop_scale: BASE_TARGET_US / 6.55,
+            // htsim: `_h = _base_delay / 6.55` (3.0534 us), to the nearest 10 ns.
+            hop_scale: 3.05,
             hops: 1,
             // htsim: `_fs_range = 5 * _base_delay`.
             fs_range: 5.0 * BASE_TARGET_US,
@@ -390,7 +390,7 @@ mod tests {
     #[test]
     fn below_the_target_the_window_grows_by_ai_per_window_acknowledged() {
         let mut s = swift(10.0, |_| {});
-        // Default target at 10 packets: 20 + 20/6.55 + fs(10) us, far above 5 us.
+        // Default target at 10 packets: 20 + 3.05 + fs(10) us, far above 5 us.
         s.on_ack(at(10_000), PKT, us(5));
         assert!(close(s.cwnd(), 10.0 + 1.0 / 10.0), "{}", s.cwnd());
         // Ten packets acknowledged at once: ai·10/cwnd.
@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn the_target_scales_with_hops_and_falls_with_the_window() {
         let p = SwiftParams::default();
-        let h = 20.0 / 6.55;
+        let h = 3.05;
         // At and below fs_min_cwnd the whole range; from fs_max_cwnd up nothing.
         assert!(close(p.target_ns(0.1), (20.0 + h + 100.0) * 1e3));
         assert!(close(p.target_ns(0.01), (20.0 + h + 100.0) * 1e3));
@@ -497,8 +497,8 @@ mod tests {
 
     #[test]
     fn the_start_is_one_bdp_in_packets_of_the_path_mtu() {
-        // 100 Gbit/s over 20 + 20/6.55 us in 1024-byte packets.
-        let t = (20.0 + 20.0 / 6.55) * 1e-6;
+        // 100 Gbit/s over 20 + 3.05 us in 1024-byte packets.
+        let t = (20.0 + 3.05) * 1e-6;
         let mut s = swift(0.0, |_| {});
         assert!(close(s.cwnd(), 100e9 * t / 8192.0));
         s.on_path_mtu(4096);

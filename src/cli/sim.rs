@@ -52,6 +52,11 @@ pub enum SimCommand {
     Hpcc {
         /// The config (e.g. mix/config_fat_flow_dcqcn.txt).
         config: PathBuf,
+        /// `--cc` runs another controller in place of the config's CC_MODE (its parameters
+        /// from `--set cc.PARAM=...`; those derived from the config are for CC_MODE's and are
+        /// dropped); `--set` changes the scenario built from the config.
+        #[command(flatten)]
+        set: OverrideArgs,
         #[command(flatten)]
         out: OutputArgs,
         #[command(flatten)]
@@ -96,6 +101,14 @@ impl OverrideArgs {
     fn apply(&self, scenario: Scenario) -> Result<Scenario> {
         let cc = self.cc.iter().map(|cc| format!("cc={cc}"));
         apply_sets(scenario, cc.chain(self.sets.iter().cloned()))
+    }
+
+    /// [`Self::apply`] to a scenario whose `cc_params` were derived for its own `cc`: a `--cc`
+    /// drops them first.
+    fn apply_replacing(&self, scenario: Scenario) -> Result<Scenario> {
+        let clear = self.cc.iter().map(|_| "cc_params=[]".to_owned());
+        let cc = self.cc.iter().map(|cc| format!("cc={cc}"));
+        apply_sets(scenario, clear.chain(cc).chain(self.sets.iter().cloned()))
     }
 }
 
@@ -303,6 +316,7 @@ fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
     let (scenario, out, capture) = match cmd {
         SimCommand::Hpcc {
             config,
+            set,
             out,
             capture,
         } => {
@@ -317,7 +331,7 @@ fn plan<'a>(cmd: &'a SimCommand, limits: &Limits) -> Result<Plan<'a>> {
             for n in &run.not_modelled {
                 output::note(format_args!("{}: not modelled: {n}", config.display()));
             }
-            let s = run.scenario.clone();
+            let s = set.apply_replacing(run.scenario.clone())?;
             hpcc = Some(run);
             (s, out, capture)
         }

@@ -96,7 +96,9 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
 
     let unknown = controllers.config("cubic", Rate::from_gbps(1)).unwrap_err();
     assert!(
-        unknown.to_string().ends_with("hpcc, aimd, dcqcn-g64"),
+        unknown
+            .to_string()
+            .ends_with("hpcc, swift, aimd, dcqcn-g64"),
         "{unknown}"
     );
     static CLASH: CcEntry = CcEntry {

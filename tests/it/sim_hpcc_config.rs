@@ -100,6 +100,15 @@ fn copy_dir(from: &Path, to: &Path) {
 /// `roce sim hpcc` on the fixture config, in a fresh copy of the fixtures (named by `tag`),
 /// with the config's `set` lines (`KEY value`) in place of the fixture's for those keys.
 fn sim_hpcc_in_copy(tag: &str, set: &[&str]) -> (PathBuf, std::process::Output) {
+    sim_hpcc_in_copy_with(tag, set, &[])
+}
+
+/// [`sim_hpcc_in_copy`] with `args` after the config's name.
+fn sim_hpcc_in_copy_with(
+    tag: &str,
+    set: &[&str],
+    args: &[&str],
+) -> (PathBuf, std::process::Output) {
     let dir = std::env::temp_dir().join(format!("roce-hpcc-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&fixtures(), &dir);
@@ -116,6 +125,7 @@ fn sim_hpcc_in_copy(tag: &str, set: &[&str]) -> (PathBuf, std::process::Output) 
     std::fs::write(&cfg, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_roce"))
         .args(["sim", "hpcc", "mix/config_topo8_flow8_dcqcn.txt"])
+        .args(args)
         .current_dir(&dir)
         .output()
         .unwrap();
@@ -150,6 +160,23 @@ fn sim_hpcc_writes_the_fct_file_and_lists_ignored_keys_once() {
         fct.starts_with("0b000001 0b000401 10000 100 20000 2000000000 "),
         "{fct}"
     );
+}
+
+/// `--cc` runs another controller over the config's fabric and flows, without the parameters
+/// derived for the config's CC_MODE (DCQCN's, which Swift does not have): every flow finishes.
+#[test]
+fn sim_hpcc_runs_another_controller_with_cc() {
+    let args = ["--cc", "swift", "--set", "cc.base_target=10", "--json"];
+    let (dir, out) = sim_hpcc_in_copy_with("swift", &[], &args);
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only the parameter given: none of the config's DCQCN ones.
+    assert_eq!(v["cc"], "swift (base_target=10)");
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 12);
+    assert!(flows.iter().all(|f| f["state"] == "done"), "{flows:?}");
 }
 
 /// The summary line of a `roce sim hpcc` run's stdout (ECN marks, CNPs, PFC frames).

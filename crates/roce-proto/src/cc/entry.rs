@@ -5,7 +5,7 @@
 use super::params::{CcKind, ParamInfo};
 use super::{
     DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, ScaledDcqcnParams,
-    TimelyParams,
+    SwiftParams, TimelyParams,
 };
 
 /// One registered controller (or preset of one).
@@ -76,5 +76,12 @@ pub static BUILTIN: &[CcEntry] = &[
         aliases: &[],
         about: "HPCC (SIGCOMM'19): rate from per-hop INT (queue, tx bytes, link rate); needs INT",
         defaults: || Box::new(HpccParams::default()),
+    },
+    CcEntry {
+        name: "swift",
+        aliases: &[],
+        about:
+            "Swift (SIGCOMM'20): AIMD window holding RTT near a scaled target; paces below 1 packet",
+        defaults: || Box::new(SwiftParams::default()),
     },
 ];

@@ -31,7 +31,7 @@
 //! transport itself: `on_sent` per data packet, `on_ack` with the acknowledged bytes and an RTT
 //! sample (transmit `now` of the newest AckReq packet the response covers, to the response's
 //! `now`; see [`crate::qp::rtt`]), `on_loss` on a NAK sequence error or an ACK timeout,
-//! `on_cnp` per CNP, and `on_int` with the hop records the peer echoes when the QP sends INT
+//! `on_cnp` per CNP, `on_path_mtu` when it is installed and when the path MTU changes, and `on_int` with the hop records the peer echoes when the QP sends INT
 //! shims (`Endpoint::enable_int`, [`crate::wire::int`]).
 
 pub mod config;
@@ -47,6 +47,7 @@ pub mod rate;
 pub mod recorder;
 pub mod registry;
 pub mod replay;
+pub mod swift;
 pub mod timely;
 pub mod window;
 
@@ -60,6 +61,7 @@ pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
 pub use recorder::{CcEvent, Recorder, Sample};
 pub use registry::{CcEntry, CcKind, CcRegistry};
+pub use swift::{Swift, SwiftParams};
 pub use timely::{RttController, RttParams, RttRule, Timely, TimelyParams};
 pub use window::{Window, WindowParams};
 
@@ -131,6 +133,12 @@ pub trait CongestionControl {
     /// ignore it.
     fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<IntAck>) {
         let _ = (now, hops, ack);
+    }
+    /// The QP's path MTU (payload bytes per packet) is `mtu`: told when the controller is
+    /// installed and whenever the QP's path MTU changes. A controller whose window counts
+    /// packets ([`Swift`]) sizes it in these; others ignore it.
+    fn on_path_mtu(&mut self, mtu: u32) {
+        let _ = mtu;
     }
     /// Runs every timer due at or before `now`.
     fn handle_timeout(&mut self, now: Instant) {
@@ -211,6 +219,8 @@ controllers! {
     PatchedTimely(PatchedTimely),
     /// `hpcc` (boxed: its per-hop records are several times the other controllers' state).
     Hpcc(Box<Hpcc>),
+    /// `swift`.
+    Swift(Swift),
 }
 
 impl core::fmt::Debug for Controller {
@@ -246,6 +256,10 @@ impl CongestionControl for Controller {
     #[inline]
     fn on_int(&mut self, now: Instant, hops: &[IntHop], ack: Option<IntAck>) {
         dispatch!(self, c => c.on_int(now, hops, ack))
+    }
+    #[inline]
+    fn on_path_mtu(&mut self, mtu: u32) {
+        dispatch!(self, c => c.on_path_mtu(mtu))
     }
     #[inline]
     fn handle_timeout(&mut self, now: Instant) {

@@ -196,7 +196,10 @@ impl QueuePair {
     }
     /// Installs (or removes) the congestion controller whose pacer decides the earliest
     /// departure times of data packets.
-    pub fn set_congestion_control(&mut self, cc: Option<CcPacer>) {
+    pub fn set_congestion_control(&mut self, mut cc: Option<CcPacer>) {
+        if let Some(p) = cc.as_mut() {
+            p.on_path_mtu(self.attrs.path_mtu.bytes());
+        }
         self.cc = cc;
     }
     /// Sets the earliest time the next data packet may leave.
@@ -218,6 +221,9 @@ impl QueuePair {
         // An attribute not given keeps its value.
         let a = &mut self.attrs;
         a.path_mtu = attr.path_mtu.unwrap_or(a.path_mtu);
+        if let (Some(mtu), Some(p)) = (attr.path_mtu, self.cc.as_mut()) {
+            p.on_path_mtu(mtu.bytes());
+        }
         a.dest_qpn = attr.dest_qp_num.unwrap_or(a.dest_qpn);
         a.av = attr.av.or(a.av);
         a.timeout = attr.timeout.unwrap_or(a.timeout);

@@ -55,6 +55,12 @@ impl CcPacer {
         self.follow_rate(now);
     }
 
+    /// The QP's path MTU is `mtu` (at installation and whenever it changes). Told outside
+    /// the data path, without a time: the pacer follows any change of rate at the next input.
+    pub fn on_path_mtu(&mut self, mtu: u32) {
+        self.cc.on_path_mtu(mtu);
+    }
+
     /// The controller's own next deadline (rate-increase timers).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.cc.poll_timeout()

@@ -91,7 +91,7 @@ proptest! {
 
     #[test]
     fn every_controller_stays_within_line_rate(
-        which in 0usize..7,
+        which in 0..BUILTIN.len(),
         inputs in prop::collection::vec(input(), 1..200),
     ) {
         let line = Rate::from_gbps(25);

@@ -152,7 +152,8 @@ fn every_named_controller_builds_and_reports_its_name() {
             "dctcp",
             "timely",
             "patched-timely",
-            "hpcc"
+            "hpcc",
+            "swift"
         ]
     );
 }
@@ -317,7 +318,7 @@ fn each_controller_states_how_long_its_start_up_lasts() {
     assert_eq!(settle("dctcp", &[]), Duration::from_micros(16 * 10));
     assert_eq!(settle("dctcp", &["g=0.125"]), Duration::from_micros(8 * 10));
     // Loops that close within a few RTTs.
-    for name in ["none", "hpcc", "timely", "patched-timely"] {
+    for name in ["none", "hpcc", "timely", "patched-timely", "swift"] {
         assert_eq!(settle(name, &[]), Duration::ZERO, "{name}");
     }
 }

@@ -9,6 +9,7 @@ use roce_testkit::cc_pair;
 use cc_pair::{t, transmit, Pair};
 use roce_proto::cc::{CcConfig, CongestionControl, Dctcp, DctcpParams, Rate};
 use roce_proto::connect::RcOptions;
+use roce_proto::verbs::Mtu;
 use roce_proto::wire::parse_frame;
 
 /// A pair whose sender runs DCTCP at 100 Gbit/s with `settings`, 1 KB MTU, and 16 KB posted.
@@ -139,4 +140,27 @@ fn windows_default_as_the_reference_run_py_gives_them() {
     let info = cfg.describe();
     let win = info.iter().find(|p| p.name == "win_rtt").unwrap();
     assert_eq!((win.value.as_str(), win.unit), ("5000", "ns"));
+}
+
+#[test]
+fn swift_counts_its_window_in_packets_of_the_qps_path_mtu() {
+    // Three packets of window at 100 Gbit/s (the line rate paces nothing here): three of the
+    // 16 KB WRITE's packets leave, 1 KB or 4 KB each, and the rest wait for ACKs.
+    for (mtu, packets) in [(Mtu::Mtu1024, 16), (Mtu::Mtu4096, 4)] {
+        let opts = RcOptions {
+            mtu,
+            ..RcOptions::default()
+        };
+        let mut p = Pair::new(cc_pair::config, &opts, 1 << 16);
+        let mut cfg = CcConfig::new("swift", Rate::from_gbps(100)).unwrap();
+        cfg.apply("init_cwnd=3").unwrap();
+        p.a.set_congestion_control(p.sa.qpn, cfg.build(), 1 << 20)
+            .unwrap();
+        p.post_write(1, 16 * 1024);
+        let first = transmit(&mut p.a, t(1_000));
+        assert_eq!(first.len(), 3, "{mtu:?}");
+        let payload = parse_frame(&first[0]).unwrap().payload.len();
+        assert_eq!(payload, 16 * 1024 / packets, "{mtu:?}");
+        assert!(transmit(&mut p.a, t(2_000)).is_empty());
+    }
 }

@@ -1,7 +1,10 @@
 //! A resolving endpoint: an [`Endpoint`] plus the neighbour protocols a real port needs
 //! (an ARP resolver/responder for IPv4, an NDP responder for IPv6), composed into one
 //! [`Engine`]. A QP whose peer MAC is not known yet is moved to RTR only once ARP (or NDP) has
-//! found it. Sans-IO like its parts: no clock, no I/O. Not here: routing, gateways, VLANs.
+//! found it. A QP whose peer is this endpoint (our own address, as two QPs of one process on
+//! one device) resolves to our own MAC at once, and its frames loop back inside the engine
+//! without reaching the port, as Soft-RoCE loops them. Sans-IO like its parts: no clock, no I/O.
+//! Not here: routing, gateways, VLANs.
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -19,6 +22,10 @@ use crate::wire::EthernetAddress;
 
 /// The MAC to put in an address vector when the peer's MAC is to be resolved (ARP/NDP).
 pub const UNKNOWN_MAC: EthernetAddress = EthernetAddress([0; 6]);
+
+/// Frames looped back to ourselves in one [`Engine::poll_transmit`] at most, so one call stays
+/// short when our own QPs stream to each other; the rest wait for the next call.
+const MAX_LOOPED_PER_POLL: usize = 64;
 
 /// How often an unresolved IPv6 neighbour is solicited again.
 const NDP_RETRY: Duration = Duration::from_secs(1);
@@ -72,6 +79,9 @@ pub struct ResolvingCounters {
     pub ndp_tx_adverts: u64,
     /// NDP solicitations sent.
     pub ndp_tx_solicits: u64,
+    /// Frames addressed to ourselves (QPs of this endpoint connected to each other), handled
+    /// here instead of sent.
+    pub looped_back: u64,
 }
 
 /// The remote side of a QP, as the out-of-band exchange tells it.
@@ -106,6 +116,11 @@ struct Solicit {
 #[derive(Debug)]
 pub struct ResolvingEndpoint {
     endpoint: Endpoint,
+    /// Our MAC and addresses: a peer at one of them is this endpoint.
+    mac: EthernetAddress,
+    ipv4: Option<std::net::Ipv4Addr>,
+    ipv6: Option<Ipv6Addr>,
+    looped_back: u64,
     arp: Option<Resolver>,
     ndp: Option<Responder>,
     pending: Vec<Pending>,
@@ -122,6 +137,10 @@ impl ResolvingEndpoint {
                 .ipv4
                 .map(|ip| Resolver::new(arp::Config::new(cfg.mac, ip))),
             ndp: cfg.ipv6.map(|ip| Responder::new(cfg.mac, ip)),
+            mac: cfg.mac,
+            ipv4: cfg.ipv4,
+            ipv6: cfg.ipv6,
+            looped_back: 0,
             endpoint: Endpoint::new(cfg),
             pending: Vec::new(),
             solicits: Vec::new(),
@@ -154,8 +173,12 @@ impl ResolvingEndpoint {
         }
     }
 
-    /// The MAC of `ip` if known; otherwise starts resolving it and returns `None`.
+    /// The MAC of `ip` if known (ours for our own addresses); otherwise starts resolving it and
+    /// returns `None`.
     pub fn resolve(&mut self, now: Instant, ip: IpAddr) -> Option<EthernetAddress> {
+        if self.is_ours(ip) {
+            return Some(self.mac);
+        }
         match ip {
             IpAddr::V4(v4) => match self.arp.as_mut()?.lookup(now, v4) {
                 Lookup::Reachable(mac) => Some(mac),
@@ -278,6 +301,7 @@ impl ResolvingEndpoint {
             ndp_rx_solicits: n.rx_solicits_for_us,
             ndp_tx_adverts: n.tx_adverts,
             ndp_tx_solicits: self.ndp_tx_solicits,
+            looped_back: self.looped_back,
         }
     }
 
@@ -358,6 +382,48 @@ impl ResolvingEndpoint {
     }
 }
 
+impl ResolvingEndpoint {
+    /// Whether `ip` (IPv4, IPv4-mapped or IPv6) is one of our addresses.
+    fn is_ours(&self, ip: IpAddr) -> bool {
+        self.ipv4.is_some_and(|v4| same_ip(ip, IpAddr::V4(v4)))
+            || self.ipv6.is_some_and(|v6| ip == IpAddr::V6(v6))
+    }
+
+    /// The next frame for the port: ARP and NDP first, then the transport's.
+    fn next_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if let Some(a) = self.arp.as_mut() {
+            match a.poll_transmit(now, buf) {
+                Ok(Some(n)) => return Some(n),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "ARP frame does not fit the buffer"),
+            }
+        }
+        if let Some(n) = self.ndp.as_mut() {
+            match n.poll_transmit(buf) {
+                Ok(Some(len)) => return Some(len),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "NDP frame does not fit the buffer"),
+            }
+            if let Some(s) = self
+                .solicits
+                .iter_mut()
+                .find(|s| s.next <= now && s.sent < NDP_MAX_SOLICITS)
+            {
+                match n.solicit(s.ip, buf) {
+                    Ok(len) => {
+                        s.sent += 1;
+                        s.next = now + NDP_RETRY;
+                        self.ndp_tx_solicits += 1;
+                        return Some(len);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "NDP solicitation does not fit"),
+                }
+            }
+        }
+        self.endpoint.poll_transmit(now, buf)
+    }
+}
+
 fn same_ip(a: IpAddr, b: IpAddr) -> bool {
     let v6 = |ip: IpAddr| match ip {
         IpAddr::V4(v4) => v4.to_ipv6_mapped(),
@@ -408,36 +474,17 @@ impl Engine for ResolvingEndpoint {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        if let Some(a) = self.arp.as_mut() {
-            match a.poll_transmit(now, buf) {
-                Ok(Some(n)) => return Some(n),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "ARP frame does not fit the buffer"),
+        for _ in 0..MAX_LOOPED_PER_POLL {
+            let n = self.next_transmit(now, buf)?;
+            let frame = buf.get(..n)?;
+            if frame.get(..6) != Some(&self.mac.0[..]) {
+                return Some(n);
             }
+            // A frame to ourselves: our own QPs talk to each other.
+            self.looped_back += 1;
+            self.handle_frame(now, frame);
         }
-        if let Some(n) = self.ndp.as_mut() {
-            match n.poll_transmit(buf) {
-                Ok(Some(len)) => return Some(len),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "NDP frame does not fit the buffer"),
-            }
-            if let Some(s) = self
-                .solicits
-                .iter_mut()
-                .find(|s| s.next <= now && s.sent < NDP_MAX_SOLICITS)
-            {
-                match n.solicit(s.ip, buf) {
-                    Ok(len) => {
-                        s.sent += 1;
-                        s.next = now + NDP_RETRY;
-                        self.ndp_tx_solicits += 1;
-                        return Some(len);
-                    }
-                    Err(e) => tracing::warn!(error = %e, "NDP solicitation does not fit"),
-                }
-            }
-        }
-        self.endpoint.poll_transmit(now, buf)
+        None
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

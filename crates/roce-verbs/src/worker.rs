@@ -470,6 +470,7 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             ("arp_rx", h.arp_rx),
             ("arp_tx_requests", h.arp_tx_requests),
             ("arp_tx_replies", h.arp_tx_replies),
+            ("looped_back", h.looped_back),
             ("port_rx_packets", r.rx_packets),
             ("port_tx_packets", r.tx_packets),
             ("port_tx_drops", r.tx_drops),

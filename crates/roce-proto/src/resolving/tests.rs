@@ -276,3 +276,95 @@ fn a_destroyed_qps_pending_connect_never_reaches_the_next_qp_with_its_number() {
     );
     assert_eq!(a.endpoint().qp(new).unwrap().state(), QpState::Rts);
 }
+
+/// Two QPs of one endpoint connected to each other at our own address resolve to our MAC at
+/// once, and a WRITE and its ACK loop back
+/// inside the engine: nothing reaches the port, no ARP is asked.
+#[test]
+fn qps_connected_to_our_own_address_talk_without_the_port() {
+    let mut a = host(MAC_A, IP_A);
+    let (s1, s2) = (qp(&mut a), qp(&mut a));
+    let o = RcOptions::default();
+    let now = Instant::ZERO;
+    // Our address as a GID gives it resolves too.
+    let mapped = IpAddr::V6(IP_A.to_ipv6_mapped());
+    assert_eq!(a.resolve(now, mapped), Some(MAC_A));
+    let m = a
+        .connect_qp(now, s1.qpn, &peer(IP_A, None, s2.qpn), Psn::new(100), &o)
+        .unwrap();
+    assert_eq!(m, Modify::Applied);
+    let m = a
+        .connect_qp(now, s2.qpn, &peer(IP_A, None, s1.qpn), Psn::new(100), &o)
+        .unwrap();
+    assert_eq!(m, Modify::Applied);
+    let av = a.endpoint().qp(s1.qpn).unwrap().address_vector().unwrap();
+    assert_eq!(av.remote_mac, MAC_A);
+
+    let src = a
+        .endpoint_mut()
+        .reg_mr(s1.pd, 4096, AccessFlags::LOCAL_WRITE);
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let dst = a.endpoint_mut().reg_mr(s2.pd, 4096, access);
+    a.endpoint_mut()
+        .mr_mut(src.lkey)
+        .unwrap()
+        .bytes_mut()
+        .fill(0x3c);
+    let wr = SendWr::new(
+        9,
+        WrOpcode::RdmaWrite {
+            remote_addr: dst.addr,
+            rkey: dst.rkey,
+        },
+        Sge {
+            addr: src.addr,
+            length: 4096,
+            lkey: src.lkey,
+        },
+    );
+    a.endpoint_mut().post_send(s1.qpn, wr).unwrap();
+    // Four 1024-byte packets and an ACK, all looped back; the port gets nothing.
+    assert_eq!(a.endpoint().qp(s1.qpn).unwrap().state(), QpState::Rts);
+    assert_eq!(a.endpoint().qp(s2.qpn).unwrap().state(), QpState::Rts);
+    let mut buf = [0u8; 2048];
+    let mut polls = 0;
+    let mut now = now;
+    let wc = loop {
+        now = now + Duration::from_micros(1);
+        a.handle_timeout(now);
+        assert_eq!(a.poll_transmit(now, &mut buf), None);
+        if let Some(wc) = a.endpoint_mut().poll_cq_one(s1.cq) {
+            break wc;
+        }
+        polls += 1;
+        assert!(polls < 100, "no completion: {:?}", a.counters());
+    };
+    assert_eq!((wc.wr_id, wc.status), (9, WcStatus::Success));
+    assert!(a
+        .endpoint()
+        .mr(dst.lkey)
+        .unwrap()
+        .bytes()
+        .iter()
+        .all(|&x| x == 0x3c));
+    let c = a.counters();
+    assert_eq!(c.arp_tx_requests, 0);
+    assert!(c.looped_back >= 5, "{c:?}");
+    assert_eq!(c.looped_back, c.endpoint.tx_frames);
+    assert_eq!(c.looped_back, c.endpoint.rx_frames);
+    let _ = s2.cq;
+}
+
+#[test]
+fn our_ipv6_address_resolves_to_our_mac_without_a_solicitation() {
+    let ll: std::net::Ipv6Addr = "fe80::5054:ff:fe00:a".parse().unwrap();
+    let mut cfg = EndpointConfig::ipv4(MAC_A, IP_A);
+    cfg.ipv6 = Some(ll);
+    let mut a = ResolvingEndpoint::new(cfg);
+    assert_eq!(a.resolve(Instant::ZERO, IpAddr::V6(ll)), Some(MAC_A));
+    let other: std::net::Ipv6Addr = "fe80::5054:ff:fe00:b".parse().unwrap();
+    assert_eq!(a.resolve(Instant::ZERO, IpAddr::V6(other)), None);
+    let mut buf = [0u8; 128];
+    assert!(a.poll_transmit(Instant::ZERO, &mut buf).is_some());
+    assert_eq!(a.counters().ndp_tx_solicits, 1);
+}

@@ -177,6 +177,41 @@ fn a_multithreaded_program_gets_every_byte_and_every_completion() {
     multithreaded(Link::Tap, "mt");
 }
 
+/// Two QPs of one process talking to each other at the device's own GID (both GIDs) loop back
+/// inside the library, as rxe loops them: every operation's bytes and completion fields
+/// checked by the program, and the library's counters say the frames looped and none went to
+/// the port.
+#[test]
+fn two_qps_of_one_process_talk_at_the_devices_own_gid() {
+    let prog = c_program("verbs_self");
+    let Some(mut ns) = Netns::up("self") else {
+        return;
+    };
+    let counters = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("self.counters");
+    let _ = std::fs::remove_file(&counters);
+    let path = counters.to_string_lossy().into_owned();
+    let i = ns.spawn_env(Side::A, &[prog.as_str()], &[("ROCE_VERBS_COUNTERS", &path)]);
+    let out = ns.wait_ok(i, "verbs_self");
+    assert!(out.contains("verbs_self: 0 failed"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok: ")).count(),
+        42,
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&counters).unwrap_or_default();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok())
+    };
+    // Per GID: 8 SEND and 8 WRITE packets, 8 READ responses, 2 atomics; and their ACKs.
+    assert!(value("looped_back").is_some_and(|n| n >= 2 * 26), "{text}");
+    assert_eq!(value("looped_back"), value("sent_pkts"), "{text}");
+    // What reached the port is the start-up announcement (a gratuitous ARP request) alone.
+    assert_eq!(value("port_tx_packets"), Some(1), "{text}");
+    assert_eq!(value("arp_tx_requests"), Some(1), "{text}");
+    assert_eq!(value("error_completions"), Some(0), "{text}");
+}
+
 #[test]
 fn local_misuse_fails_as_libibverbs_reports_it() {
     let prog = c_program("verbs_misuse");

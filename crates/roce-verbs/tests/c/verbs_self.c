@@ -1,0 +1,213 @@
+/*
+ * verbs_self: two RC QPs of one process on one device, connected to each other at the device's
+ * own GID (as test suites and single-node jobs do; Soft-RoCE loops such traffic back). For GID
+ * index 1 (IPv4-mapped) and 0 (link-local IPv6): SEND with immediate, RDMA WRITE, RDMA READ,
+ * FETCH_ADD and CMP_SWAP, every byte and every work completion field checked. One line per
+ * check; exit 0 only if every check holds. Build: cc verbs_self.c -libverbs.
+ */
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LEN 8192
+
+static int failures;
+
+static void check(const char *what, int ok)
+{
+	printf("%s: %s\n", ok ? "ok" : "FAILED", what);
+	failures += !ok;
+}
+
+/* One completion from `cq` within 10 s, or a zeroed one with status -1. */
+static struct ibv_wc poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	time_t end = time(NULL) + 10;
+	while (time(NULL) < end) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		if (n == 1)
+			return wc;
+		if (n < 0)
+			break;
+	}
+	memset(&wc, 0, sizeof wc);
+	wc.status = (enum ibv_wc_status)-1;
+	return wc;
+}
+
+static int to_rts(struct ibv_qp *qp, uint32_t dest_qpn, union ibv_gid gid, int gid_index)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = 7;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 7;
+	a.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id, struct ibv_mr *mr,
+		void *buf, uint32_t len, struct ibv_mr *remote, uint64_t add, uint64_t swap)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (op == IBV_WR_SEND_WITH_IMM)
+		wr.imm_data = htonl(0x600dcafe);
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = (uintptr_t)remote->addr;
+		wr.wr.rdma.rkey = remote->rkey;
+	}
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = (uintptr_t)remote->addr;
+		wr.wr.atomic.rkey = remote->rkey;
+		wr.wr.atomic.compare_add = add;
+		wr.wr.atomic.swap = swap;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int filled(const unsigned char *p, size_t n, unsigned char c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != c)
+			return 0;
+	return 1;
+}
+
+static void pair(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index)
+{
+	char what[160];
+#define CHECK(cond, ...) do { snprintf(what, sizeof what, __VA_ARGS__); check(what, cond); } while (0)
+	union ibv_gid gid;
+	CHECK(ibv_query_gid(ctx, 1, gid_index, &gid) == 0, "gid %d: ibv_query_gid", gid_index);
+	struct ibv_cq *cq_a = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *cq_b = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 8,
+		.max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 } };
+	init.send_cq = init.recv_cq = cq_a;
+	struct ibv_qp *a = ibv_create_qp(pd, &init);
+	init.send_cq = init.recv_cq = cq_b;
+	struct ibv_qp *b = ibv_create_qp(pd, &init);
+	CHECK(cq_a && cq_b && a && b, "gid %d: two CQs and two QPs", gid_index);
+	if (!cq_a || !cq_b || !a || !b)
+		return;
+	CHECK(to_rts(a, b->qp_num, gid, gid_index) == 0 && to_rts(b, a->qp_num, gid, gid_index) == 0,
+	      "gid %d: each QP to RTS with the other at our own GID", gid_index);
+
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		 IBV_ACCESS_REMOTE_ATOMIC;
+	unsigned char *src = malloc(LEN), *dst = calloc(1, LEN);
+	uint64_t *target = calloc(1, 8), *orig = calloc(1, 8);
+	struct ibv_mr *src_mr = ibv_reg_mr(pd, src, LEN, rw), *dst_mr = ibv_reg_mr(pd, dst, LEN, rw);
+	struct ibv_mr *t_mr = ibv_reg_mr(pd, target, 8, rw), *o_mr = ibv_reg_mr(pd, orig, 8, rw);
+	CHECK(src_mr && dst_mr && t_mr && o_mr, "gid %d: four regions", gid_index);
+	if (!src_mr || !dst_mr || !t_mr || !o_mr)
+		return;
+
+	/* SEND with immediate: B's receive gets every byte and the immediate. */
+	memset(src, 0x11, LEN);
+	struct ibv_sge rsge = { .addr = (uintptr_t)dst, .length = LEN, .lkey = dst_mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 100, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	CHECK(ibv_post_recv(b, &rwr, &rbad) == 0, "gid %d: post_recv", gid_index);
+	CHECK(post(a, IBV_WR_SEND_WITH_IMM, 1, src_mr, src, LEN, NULL, 0, 0) == 0, "gid %d: post SEND", gid_index);
+	struct ibv_wc wc = poll_one(cq_a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND && wc.wr_id == 1 &&
+	      wc.qp_num == a->qp_num, "gid %d: SEND completes as SEND", gid_index);
+	wc = poll_one(cq_b);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 100 &&
+	      wc.byte_len == LEN && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0x600dcafe && wc.qp_num == b->qp_num && wc.src_qp == a->qp_num,
+	      "gid %d: RECV with byte_len, immediate, qp_num and src_qp", gid_index);
+	CHECK(filled(dst, LEN, 0x11), "gid %d: the SEND's bytes arrived", gid_index);
+
+	/* RDMA WRITE into B's region. */
+	memset(src, 0x22, LEN);
+	CHECK(post(a, IBV_WR_RDMA_WRITE, 2, src_mr, src, LEN, dst_mr, 0, 0) == 0, "gid %d: post WRITE", gid_index);
+	wc = poll_one(cq_a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE && wc.wr_id == 2,
+	      "gid %d: WRITE completes as RDMA_WRITE", gid_index);
+	CHECK(filled(dst, LEN, 0x22), "gid %d: the WRITE's bytes arrived", gid_index);
+
+	/* RDMA READ back from B's region into A's. */
+	memset(dst, 0x33, LEN);
+	memset(src, 0, LEN);
+	CHECK(post(a, IBV_WR_RDMA_READ, 3, src_mr, src, LEN, dst_mr, 0, 0) == 0, "gid %d: post READ", gid_index);
+	wc = poll_one(cq_a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ && wc.wr_id == 3 &&
+	      wc.byte_len == LEN, "gid %d: READ completes as RDMA_READ with byte_len", gid_index);
+	CHECK(filled(src, LEN, 0x33), "gid %d: the READ's bytes arrived", gid_index);
+
+	/* FETCH_ADD then CMP_SWAP on B's word. */
+	*target = 40;
+	CHECK(post(a, IBV_WR_ATOMIC_FETCH_AND_ADD, 4, o_mr, orig, 8, t_mr, 2, 0) == 0, "gid %d: post FETCH_ADD", gid_index);
+	wc = poll_one(cq_a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD && wc.wr_id == 4 &&
+	      wc.byte_len == 8 && *orig == 40 && *target == 42,
+	      "gid %d: FETCH_ADD completes as FETCH_ADD: original 40, now 42", gid_index);
+	CHECK(post(a, IBV_WR_ATOMIC_CMP_AND_SWP, 5, o_mr, orig, 8, t_mr, 42, 7) == 0, "gid %d: post CMP_SWAP", gid_index);
+	wc = poll_one(cq_a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP && wc.wr_id == 5 &&
+	      wc.byte_len == 8 && *orig == 42 && *target == 7,
+	      "gid %d: CMP_SWAP completes as COMP_SWAP: original 42, now 7", gid_index);
+
+	ibv_dereg_mr(src_mr);
+	ibv_dereg_mr(dst_mr);
+	ibv_dereg_mr(t_mr);
+	ibv_dereg_mr(o_mr);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 && ibv_destroy_cq(cq_a) == 0 &&
+	      ibv_destroy_cq(cq_b) == 0, "gid %d: QPs and CQs destroyed", gid_index);
+	free(src);
+	free(dst);
+	free(target);
+	free(orig);
+#undef CHECK
+}
+
+int main(void)
+{
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = list && n == 1 ? ibv_open_device(list[0]) : NULL;
+	ibv_free_device_list(list);
+	check("ibv_open_device", ctx != NULL);
+	if (!ctx)
+		return 1;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	check("ibv_alloc_pd", pd != NULL);
+	if (!pd)
+		return 1;
+	pair(ctx, pd, 1);
+	pair(ctx, pd, 0);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("verbs_self: %d failed\n", failures);
+	return failures != 0;
+}

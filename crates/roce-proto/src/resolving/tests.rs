@@ -330,7 +330,7 @@ fn qps_connected_to_our_own_address_talk_without_the_port() {
     let mut polls = 0;
     let mut now = now;
     let wc = loop {
-        now = now + Duration::from_micros(1);
+        now += Duration::from_micros(1);
         a.handle_timeout(now);
         assert_eq!(a.poll_transmit(now, &mut buf), None);
         if let Some(wc) = a.endpoint_mut().poll_cq_one(s1.cq) {

@@ -282,3 +282,19 @@ fn dcqcn_fb_hadoop_50_matches_ns3() {
 fn hpcc_fb_hadoop_50_matches_ns3() {
     holds("fb50_hp95", BOUNDS);
 }
+
+/// TIMELY on FB_Hadoop at 50 % load: measured 1.036 / 0.852 / 0.723 (p50 per bin 1.02-1.08);
+/// its short flows' tails lower than ns-3's (p99 0.71-0.76 of ns-3's up to 120 KB), as on every
+/// workload, so its p99 has a wider low bound.
+#[test]
+#[ignore = "a 320-host run of 3 to 5 CPU minutes: `tools/test.sh --long` runs it optimised"]
+fn timely_fb_hadoop_50_matches_ns3() {
+    holds(
+        "fb50_timely",
+        Bounds {
+            p95: (0.8, 1.2),
+            p99: (0.65, 1.43),
+            ..BOUNDS
+        },
+    );
+}

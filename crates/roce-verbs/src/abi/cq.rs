@@ -31,9 +31,18 @@ extern "C" fn ibv_create_cq(
     cqe: c_int,
     cq_context: *mut c_void,
     channel: *mut ffi::ibv_comp_channel,
-    _comp_vector: c_int,
+    comp_vector: c_int,
 ) -> *mut ffi::ibv_cq {
     const CALL: &str = "ibv_create_cq";
+    // The kernel refuses a vector past the device's `num_comp_vectors` (1 here) with EINVAL.
+    if comp_vector != 0 {
+        return fail_null(
+            CALL,
+            &VerbsError::Invalid(format!(
+                "completion vector {comp_vector} (the device has 1)"
+            )),
+        );
+    }
     // SAFETY: ctx came from ibv_open_device.
     let Some(c) = (unsafe { Context::from_ibv(ctx) }) else {
         return fail_null(CALL, &VerbsError::Unknown("context"));

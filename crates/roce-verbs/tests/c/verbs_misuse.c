@@ -37,6 +37,22 @@ int main(void)
 		return 1;
 	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
+	/* CQ sizes and completion vectors the device does not have, as the kernel refuses them. */
+	struct ibv_device_attr dev;
+	check("ibv_query_device", ibv_query_device(ctx, &dev) == 0);
+	errno = 0;
+	check("ibv_create_cq with more than max_cqe entries returns NULL with EINVAL",
+	      ibv_create_cq(ctx, dev.max_cqe + 1, NULL, NULL, 0) == NULL && errno == EINVAL);
+	errno = 0;
+	check("ibv_create_cq with 0 entries returns NULL with EINVAL",
+	      ibv_create_cq(ctx, 0, NULL, NULL, 0) == NULL && errno == EINVAL);
+	errno = 0;
+	check("ibv_create_cq on a vector past num_comp_vectors returns NULL with EINVAL",
+	      ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors) == NULL && errno == EINVAL);
+	errno = 0;
+	check("ibv_create_cq on a negative vector returns NULL with EINVAL",
+	      ibv_create_cq(ctx, 16, NULL, NULL, -1) == NULL && errno == EINVAL);
+
 	/* 2^44 bytes: more than the machine has; the process must survive it. */
 	char small[64];
 	errno = 0;

@@ -228,7 +228,7 @@ fn local_misuse_fails_as_libibverbs_reports_it() {
     assert!(stdout.contains("verbs_misuse: 0 failed"), "{stdout}");
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
-        17,
+        22,
         "{stdout}"
     );
     let fork = "roce-verbs: ibv_alloc_pd: this process was forked from the one that opened the device; verbs work only there";

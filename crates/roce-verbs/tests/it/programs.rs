@@ -212,6 +212,26 @@ fn two_qps_of_one_process_talk_at_the_devices_own_gid() {
     assert_eq!(value("error_completions"), Some(0), "{text}");
 }
 
+/// A region's bytes are the application's memory, lent, not mirrored: registering 1 GiB
+/// costs no resident memory, a WRITE lands in the application's pages, and a region
+/// deregistered while WRITEs stream in is never touched after `ibv_dereg_mr` returns (its
+/// pages are sealed at once: a late write would kill the program).
+#[test]
+fn regions_are_lent_and_never_touched_after_deregistration() {
+    let prog = c_program("verbs_lent");
+    let Some(mut ns) = Netns::up("lent") else {
+        return;
+    };
+    let i = ns.spawn(Side::A, &[prog.as_str()]);
+    let out = ns.wait_ok(i, "verbs_lent");
+    assert!(out.contains("verbs_lent: 0 failed"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok: ")).count(),
+        16,
+        "{out}"
+    );
+}
+
 #[test]
 fn local_misuse_fails_as_libibverbs_reports_it() {
     let prog = c_program("verbs_misuse");

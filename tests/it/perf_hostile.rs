@@ -4,10 +4,11 @@
 //! its line byte by byte meets one deadline for the whole message; and the server listens on
 //! the port's network, never on every interface unless told to.
 
+use crate::support::child::free_port;
 use crate::support::cli_output;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 
 use cli_output::error_lines;
@@ -15,14 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// A TCP port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// `roce perf write-bw` as a server on a null port, TCP on 127.0.0.1:`port` unless `bind`
 /// says otherwise.

@@ -5,9 +5,10 @@
 
 use roce_testkit::perftest_output::result_row;
 
-use std::net::{Ipv4Addr, TcpListener};
+use crate::support::child::{self, Reap};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 /// One pair at a time: each run is two busy-polling processes.
@@ -36,12 +37,8 @@ impl Drop for Scratch {
     }
 }
 
-/// A TCP port nobody listens on right now.
 fn free_port() -> String {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port().to_string())
-        .expect("a free port")
+    child::free_port().to_string()
 }
 
 fn spawn(args: &[&str]) -> Child {
@@ -51,25 +48,6 @@ fn spawn(args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn roce")
-}
-
-/// Kills a child left running when a test fails.
-struct Reap(Option<Child>);
-
-impl Reap {
-    fn wait(mut self) -> Output {
-        let child = self.0.take().expect("a child");
-        child.wait_with_output().expect("wait for roce")
-    }
-}
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// Runs `cmd` as client (started first) and server over a memif socket at `socket` (each side
@@ -84,12 +62,12 @@ fn run_pair(cmd: &[&str], socket: &str, extra: &[&str]) -> (String, String) {
     client_args.extend(["--ip", "198.18.0.2/15"]);
     client_args.extend(extra);
     client_args.push("127.0.0.1");
-    let client = Reap(Some(spawn(&client_args)));
+    let client = Reap::new(spawn(&client_args));
     let mut server_args = cmd.to_vec();
     server_args.extend(common);
     server_args.extend(["--ip", "198.18.0.1/15"]);
     server_args.extend(extra);
-    let server = Reap(Some(spawn(&server_args)));
+    let server = Reap::new(spawn(&server_args));
     let (c, s) = (client.wait(), server.wait());
     let (cout, sout) = (
         String::from_utf8_lossy(&c.stdout).into_owned(),
@@ -244,7 +222,7 @@ fn port_bench_moves_bare_frames_over_memif_and_counts_every_one() {
     let bench = |extra: &[&str]| {
         let mut args = vec!["port", "bench", "--port", port.as_str(), "--timeout", "30"];
         args.extend_from_slice(extra);
-        Reap(Some(spawn(&args)))
+        Reap::new(spawn(&args))
     };
     for (expect, ok) in [("20000", true), ("20001", false)] {
         let receiver = bench(&["-s", "1082", "-n", expect]);

@@ -9,8 +9,10 @@
 use roce_testkit::perftest_output::result_row;
 use roce_testkit::skip;
 
+use crate::support::child::Reap;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 /// One veth pair at a time: each run is two busy-polling processes.
@@ -101,40 +103,23 @@ impl Drop for VethPair {
     }
 }
 
-/// Kills a child left running when a test fails.
-struct Reap(Option<Child>);
-
-impl Reap {
-    fn spawn(ns: &str, args: &[&str]) -> Reap {
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, ROCE])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn roce");
-        Reap(Some(child))
-    }
-    fn wait(mut self) -> Output {
-        let child = self.0.take().expect("a child");
-        child.wait_with_output().expect("wait for roce")
-    }
-}
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// Starts `roce` with `args` in namespace `ns`.
+fn spawn(ns: &str, args: &[&str]) -> Reap {
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, ROCE])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn roce");
+    Reap::new(child)
 }
 
 /// Runs the server in `ns_a` with `server`'s arguments, then the client in `ns_b`; returns both
 /// stdouts.
 fn run_pair(ns_a: &str, server: &[&str], ns_b: &str, client: &[&str]) -> (String, String) {
-    let s = Reap::spawn(ns_a, server);
-    let c = Reap::spawn(ns_b, client);
+    let s = spawn(ns_a, server);
+    let c = spawn(ns_b, client);
     let (c, s) = (c.wait(), s.wait());
     let (cout, sout) = (
         String::from_utf8_lossy(&c.stdout).into_owned(),

@@ -1,8 +1,9 @@
 //! What the modules of this binary share: running the CLI and reading what it says
-//! (`cli_output`), hostile HTTP clients (`http_attack`), the worked example of a congestion
+//! (`cli_output`), child processes and TCP ports (`child`), hostile HTTP clients (`http_attack`), the worked example of a congestion
 //! controller (`my_cc`), the TCP exchanges in a capture (`oob_capture`) and the scenario files
 //! several tests run (`scenario_files`). What other crates' tests share too is in roce-testkit.
 
+pub mod child;
 pub mod cli_output;
 pub mod http_attack;
 pub mod my_cc;

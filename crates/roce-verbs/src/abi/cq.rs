@@ -4,7 +4,7 @@
 
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use roce_proto::verbs::{WcOpcode, WcStatus};
 
@@ -33,34 +33,47 @@ extern "C" fn ibv_create_cq(
     channel: *mut ffi::ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ffi::ibv_cq {
-    const CALL: &str = "ibv_create_cq";
+    new_cq("ibv_create_cq", ctx, cqe, cq_context, channel, comp_vector).cast()
+}
+
+/// A CQ of `cqe` entries, its C part an `ibv_cq_ex` with no extended poll calls set (the
+/// caller sets them), or NULL and `errno` as the kernel refuses: a bad context, no entries or
+/// more than [`MAX_CQE`], a completion vector the device lacks (EINVAL).
+pub(super) fn new_cq(
+    call: &str,
+    ctx: *mut ffi::ibv_context,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut ffi::ibv_comp_channel,
+    comp_vector: c_int,
+) -> *mut ffi::ibv_cq_ex {
+    // SAFETY: ctx came from ibv_open_device.
+    let Some(c) = (unsafe { Context::from_ibv(ctx) }) else {
+        return fail_null(call, &VerbsError::Unknown("context"));
+    };
     // The kernel refuses a vector past the device's `num_comp_vectors` (1 here) with EINVAL.
     if comp_vector != 0 {
         return fail_null(
-            CALL,
+            call,
             &VerbsError::Invalid(format!(
                 "completion vector {comp_vector} (the device has 1)"
             )),
         );
     }
-    // SAFETY: ctx came from ibv_open_device.
-    let Some(c) = (unsafe { Context::from_ibv(ctx) }) else {
-        return fail_null(CALL, &VerbsError::Unknown("context"));
-    };
     let Ok(entries) = u32::try_from(cqe) else {
-        return fail_null(CALL, &VerbsError::Invalid(format!("cqe {cqe}")));
+        return fail_null(call, &VerbsError::Invalid(format!("cqe {cqe}")));
     };
     if entries == 0 || entries > MAX_CQE {
-        return fail_null(CALL, &VerbsError::Invalid(format!("cqe {cqe}")));
+        return fail_null(call, &VerbsError::Invalid(format!("cqe {cqe}")));
     }
     // SAFETY: channel is NULL or came from ibv_create_comp_channel.
     let ch = unsafe { ChannelBox::from_ibv(channel) }.map(|b| b.channel.clone());
     let cq = match c.device.create_cq(entries, ch) {
         Ok(cq) => cq,
-        Err(e) => return fail_null(CALL, &e),
+        Err(e) => return fail_null(call, &e),
     };
     let b = Box::new(CqBox {
-        c: UnsafeCell::new(ffi::ibv_cq {
+        c: UnsafeCell::new(ffi::ibv_cq_ex {
             context: ctx,
             channel,
             cq_context,
@@ -69,6 +82,7 @@ extern "C" fn ibv_create_cq(
         }),
         cq,
         device: c.device.clone(),
+        current: Mutex::new(None),
     });
     let p = b.into_raw();
     // SAFETY: p came from into_raw just now.
@@ -81,20 +95,20 @@ extern "C" fn ibv_create_cq(
 
 extern "C" fn ibv_destroy_cq(cq: *mut ffi::ibv_cq) -> c_int {
     // SAFETY: cq came from ibv_create_cq.
-    let Some(b) = (unsafe { CqBox::from_ibv(cq) }) else {
+    let Some(b) = (unsafe { CqBox::from_cq(cq) }) else {
         return libc::EINVAL;
     };
     if let Err(e) = b.device.destroy_cq(&b.cq) {
         return super::fail_errno("ibv_destroy_cq", &e);
     }
     // SAFETY: the program no longer uses cq (its QPs are destroyed first).
-    unsafe { CqBox::free(cq) };
+    unsafe { CqBox::free(cq.cast()) };
     0
 }
 
 extern "C" fn ibv_resize_cq(cq: *mut ffi::ibv_cq, cqe: c_int) -> c_int {
     // SAFETY: cq came from ibv_create_cq.
-    let Some(b) = (unsafe { CqBox::from_ibv(cq) }) else {
+    let Some(b) = (unsafe { CqBox::from_cq(cq) }) else {
         return libc::EINVAL;
     };
     // Our queues are not bounded by cqe: any size that holds what is waiting will do.
@@ -109,7 +123,7 @@ extern "C" fn ibv_resize_cq(cq: *mut ffi::ibv_cq, cqe: c_int) -> c_int {
 /// The ops table's `poll_cq` (the inline `ibv_poll_cq`).
 pub(super) extern "C" fn poll_cq(cq: *mut ffi::ibv_cq, n: c_int, wc: *mut ffi::ibv_wc) -> c_int {
     // SAFETY: cq came from ibv_create_cq.
-    let Some(b) = (unsafe { CqBox::from_ibv(cq) }) else {
+    let Some(b) = (unsafe { CqBox::from_cq(cq) }) else {
         return -1;
     };
     let Ok(n) = usize::try_from(n) else { return -1 };
@@ -129,7 +143,7 @@ pub(super) extern "C" fn poll_cq(cq: *mut ffi::ibv_cq, n: c_int, wc: *mut ffi::i
 /// The ops table's `req_notify_cq`.
 pub(super) extern "C" fn req_notify_cq(cq: *mut ffi::ibv_cq, _solicited_only: c_int) -> c_int {
     // SAFETY: cq came from ibv_create_cq.
-    match unsafe { CqBox::from_ibv(cq) } {
+    match unsafe { CqBox::from_cq(cq) } {
         Some(b) if b.cq_has_channel() => {
             b.cq.arm();
             0
@@ -258,7 +272,7 @@ extern "C" fn ibv_get_cq_event(
 
 extern "C" fn ibv_ack_cq_events(cq: *mut ffi::ibv_cq, nevents: u32) {
     // SAFETY: cq came from ibv_create_cq.
-    if let Some(b) = unsafe { CqBox::from_ibv(cq) } {
+    if let Some(b) = unsafe { CqBox::from_cq(cq) } {
         let c = b.c_ptr();
         // SAFETY: libibverbs counts acknowledged events in this field of our C part (under the
         // CQ's mutex, which only its ibv_destroy_cq waits on; ours never blocks there).

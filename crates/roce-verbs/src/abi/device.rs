@@ -7,7 +7,7 @@ use std::mem::{offset_of, size_of};
 use std::os::raw::{c_char, c_int, c_void};
 
 use super::objects::{copy_str, ibv_device, Context};
-use super::{cq, export, ffi, qp, unsupported as stubs, wr};
+use super::{cq, cq_ex, export, ffi, qp, unsupported as stubs, wr};
 use super::{fail, fail_minus_one, fail_null};
 use crate::error::VerbsError;
 use crate::info::{self, DeviceInfo, GID_TABLE_LEN};
@@ -104,6 +104,7 @@ extern "C" fn ibv_open_device(dev: *mut ffi::ibv_device) -> *mut ffi::ibv_contex
         ..Default::default()
     };
     stubs::fill_extended(&mut vctx);
+    vctx.create_cq_ex = Some(cq_ex::create_cq_ex);
     vctx.context = ffi::ibv_context {
         device: dev,
         ops,

@@ -2,7 +2,8 @@
 //! `<infiniband/verbs.h>`), the objects we hand out (each a C struct first, our Rust state
 //! after it), and the exported functions, small shims over [`crate::device`].
 //!
-//! Inside, top down: `device` (contexts and their ops table) uses `cq`, `qp` and `wr`; `qp` uses
+//! Inside, top down: `device` (contexts and their ops table) uses `cq`, `cq_ex` (the extended
+//! CQ's poll calls, over `cq`), `qp` and `wr`; `qp` uses
 //! `qp_ex` (the extended QP's `ibv_wr_*` pointers), which uses `wr`; they and `mr` use
 //! `objects`, the boxes handed to programs, which uses none of them.
 //!
@@ -12,6 +13,7 @@
 //! unresolved under `LD_PRELOAD`.
 
 mod cq;
+mod cq_ex;
 mod device;
 mod mr;
 mod objects;

@@ -13,7 +13,7 @@ use roce_proto::mr::PdHandle;
 use super::ffi;
 use crate::device::Device;
 use crate::error::VerbsError;
-use crate::objects::{CompChannel, Cq, Qp, SendRequest};
+use crate::objects::{CompChannel, Completion, Cq, Qp, SendRequest};
 use crate::sys::eventfd::EventFd;
 
 /// Our device (`roce0`): one static `struct ibv_device`.
@@ -145,9 +145,27 @@ c_object!(
     MrBox, ffi::ibv_mr { device: Arc<Device> }
 );
 c_object!(
-    /// A completion queue.
-    CqBox, ffi::ibv_cq { cq: Arc<Cq>, device: Arc<Device> }
+    /// A completion queue; its C part is a `struct ibv_cq_ex` (which starts with the fields of
+    /// `struct ibv_cq`), so every CQ is also an extended one and `ibv_cq_ex_to_cq` is a cast.
+    /// `current` is the completion an extended poll (`ibv_start_poll`) stands on.
+    CqBox, ffi::ibv_cq_ex {
+        cq: Arc<Cq>,
+        device: Arc<Device>,
+        current: Mutex<Option<Completion>>,
+    }
 );
+
+impl CqBox {
+    /// The object behind a `struct ibv_cq *`.
+    ///
+    /// # Safety
+    ///
+    /// As for `from_ibv`.
+    pub unsafe fn from_cq<'a>(p: *mut ffi::ibv_cq) -> Option<&'a CqBox> {
+        // SAFETY: ibv_cq's fields are the first fields of ibv_cq_ex, the first field of CqBox.
+        unsafe { CqBox::from_ibv(p.cast()) }
+    }
+}
 c_object!(
     /// A completion channel.
     ChannelBox, ffi::ibv_comp_channel { channel: Arc<CompChannel> }

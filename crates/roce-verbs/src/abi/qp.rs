@@ -132,8 +132,8 @@ fn create(call: &str, pd: *mut ffi::ibv_pd, init: &mut ffi::ibv_qp_init_attr) ->
     let (p, scq, rcq) = unsafe {
         (
             PdBox::from_ibv(pd),
-            CqBox::from_ibv(init.send_cq),
-            CqBox::from_ibv(init.recv_cq),
+            CqBox::from_cq(init.send_cq),
+            CqBox::from_cq(init.recv_cq),
         )
     };
     let (Some(p), Some(scq), Some(rcq)) = (p, scq, rcq) else {

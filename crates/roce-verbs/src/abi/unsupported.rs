@@ -1,5 +1,5 @@
 //! What roce does not provide: UD address handles, multicast, SRQs, memory windows, imports,
-//! dm/td/parent domains, flows, extended CQs. Each fails the way libibverbs reports it (NULL or
+//! dm/td/parent domains, flows. Each fails the way libibverbs reports it (NULL or
 //! an error code, `errno` EOPNOTSUPP) with one line on stderr naming the call, and never
 //! crashes. Every public libibverbs symbol is exported (here if nowhere else) so that none falls
 //! through to the real library, which would misread our objects.
@@ -102,7 +102,6 @@ stubs! {
     null ibv_alloc_mw(Pd, ffi::ibv_mw_type) -> *mut ffi::ibv_mw;
     errno ibv_bind_mw(Qp, *mut ffi::ibv_mw, *mut ffi::ibv_mw_bind) -> c_int;
     errno ibv_dealloc_mw(*mut ffi::ibv_mw) -> c_int;
-    null ibv_create_cq_ex(Ctx, *mut ffi::ibv_cq_init_attr_ex) -> *mut ffi::ibv_cq_ex;
     null ibv_create_srq_ex(Ctx, *mut ffi::ibv_srq_init_attr_ex) -> *mut ffi::ibv_srq;
     null ibv_open_xrcd(Ctx, *mut ffi::ibv_xrcd_init_attr) -> *mut ffi::ibv_xrcd;
     null ibv_open_qp(Ctx, *mut ffi::ibv_qp_open_attr) -> Qp;
@@ -125,7 +124,6 @@ stubs! {
 /// Sets the extended context's entries that verbs.h's inline calls would otherwise find NULL
 /// (and fail silently): each says on stderr which call is missing.
 pub(super) fn fill_extended(v: &mut ffi::verbs_context) {
-    v.create_cq_ex = Some(ibv_create_cq_ex);
     v.create_srq_ex = Some(ibv_create_srq_ex);
     v.open_xrcd = Some(ibv_open_xrcd);
     v.open_qp = Some(ibv_open_qp);

@@ -56,9 +56,10 @@ int main(void)
 	refused("ibv_create_ah", ibv_create_ah(pd, &ah));
 	errno = 0;
 	refused("ibv_alloc_mw (through the ops table)", ibv_alloc_mw(pd, IBV_MW_TYPE_1));
-	struct ibv_cq_init_attr_ex cx = { .cqe = 4 };
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4,
+		.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
 	errno = 0;
-	refused("ibv_create_cq_ex (through the extended context)", ibv_create_cq_ex(ctx, &cx));
+	refused("ibv_create_cq_ex with completion timestamps", ibv_create_cq_ex(ctx, &cx));
 	char buf[4096];
 	errno = 0;
 	refused("on-demand paging", ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND));

@@ -1,9 +1,12 @@
 //! Protection domains and memory regions: `ibv_alloc_pd`, `ibv_reg_mr` and its `iova` forms
-//! (the region's address for peers may differ from the application's pointer), `ibv_dereg_mr`.
+//! (the region's address for peers may differ from the application's pointer), `ibv_rereg_mr`
+//! (a new registration under the same `struct ibv_mr`), `ibv_dereg_mr`.
 
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use roce_proto::mr::MrInfo;
 use roce_proto::verbs::AccessFlags;
 
 use super::objects::{Context, MrBox, PdBox};
@@ -18,6 +21,7 @@ export!(
     ibv_reg_mr,
     ibv_reg_mr_iova,
     ibv_reg_mr_iova2,
+    ibv_rereg_mr,
     ibv_dereg_mr,
 );
 
@@ -112,31 +116,12 @@ fn reg(
     let Some(p) = (unsafe { PdBox::from_ibv(pd) }) else {
         return fail_null(call, &VerbsError::Unknown("protection domain"));
     };
-    let flags = match access_flags(access) {
-        Ok(f) => f,
-        Err(e) => return fail_null(call, &e),
-    };
     let iova = if access & ffi::IBV_ACCESS_ZERO_BASED != 0 {
         0
     } else {
         iova
     };
-    if addr.is_null() {
-        return fail_null(call, &VerbsError::Invalid("NULL address".into()));
-    }
-    // What the kernel's pinning refuses, we refuse: a range that is not mapped (or not
-    // writable where the region may be written), or larger than the machine's memory.
-    let write = flags.intersects(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE);
-    if let Err(e) = mapping::check(addr as u64, length as u64, write) {
-        return fail_null(call, &VerbsError::Mapping(e));
-    }
-    // SAFETY: libibverbs' contract: addr..addr+length is the program's memory (checked mapped
-    // above) and stays valid until ibv_dereg_mr returns, which drops the transport's handle
-    // before the progress thread answers.
-    let Some(mem) = (unsafe { AppMemory::from_raw(addr.cast(), length) }) else {
-        return fail_null(call, &VerbsError::Invalid("NULL address".into()));
-    };
-    let info = match p.device.reg_mr(p.handle, mem, iova, flags) {
+    let info = match register(p, addr, length, iova, access) {
         Ok(i) => i,
         Err(e) => return fail_null(call, &e),
     };
@@ -153,8 +138,116 @@ fn reg(
             rkey: info.rkey,
         }),
         device: p.device.clone(),
+        access: AtomicU32::new(access),
+        iova: AtomicU64::new(iova),
     })
     .into_raw()
+}
+
+/// Registers `addr..addr+length` of the program's memory in `p` at `iova` with libibverbs'
+/// `access`, refusing what the kernel's pinning refuses.
+fn register(
+    p: &PdBox,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_uint,
+) -> Result<MrInfo, VerbsError> {
+    let flags = access_flags(access)?;
+    if addr.is_null() {
+        return Err(VerbsError::Invalid("NULL address".into()));
+    }
+    // What the kernel's pinning refuses, we refuse: a range that is not mapped (or not
+    // writable where the region may be written), or larger than the machine's memory.
+    let write = flags.intersects(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE);
+    mapping::check(addr as u64, length as u64, write).map_err(VerbsError::Mapping)?;
+    // SAFETY: libibverbs' contract: addr..addr+length is the program's memory (checked mapped
+    // above) and stays valid until ibv_dereg_mr (or an ibv_rereg_mr moving the region)
+    // returns, which drops the transport's handle before the progress thread answers.
+    let mem = unsafe { AppMemory::from_raw(addr.cast(), length) }
+        .ok_or_else(|| VerbsError::Invalid("NULL address".into()))?;
+    p.device.reg_mr(p.handle, mem, iova, flags)
+}
+
+/// `ibv_rereg_mr`: the region registered again with what `flags` changes (its memory, its PD,
+/// its access), the rest kept; new keys in the same `struct ibv_mr`. The new registration is
+/// made before the old one goes, so on any error the region is as it was (libibverbs'
+/// `IBV_REREG_MR_ERR_INPUT` for bad arguments, `IBV_REREG_MR_ERR_CMD` for a refused
+/// registration, `errno` set either way).
+extern "C" fn ibv_rereg_mr(
+    mr: *mut ffi::ibv_mr,
+    flags: c_int,
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    const CALL: &str = "ibv_rereg_mr";
+    let input = |why: &str| {
+        let _ = fail_errno(CALL, &VerbsError::Invalid(why.into()));
+        ffi::IBV_REREG_MR_ERR_INPUT
+    };
+    // SAFETY: mr came from ibv_reg_mr.
+    let Some(m) = (unsafe { MrBox::from_ibv(mr) }) else {
+        return input("no memory region");
+    };
+    let Ok(flags) = c_uint::try_from(flags) else {
+        return input("negative flags");
+    };
+    if flags == 0 || flags & !ffi::IBV_REREG_MR_FLAGS_SUPPORTED != 0 {
+        return input(&format!("flags {flags:#x}"));
+    }
+    // SAFETY: reading our own C part; the program does not use the region meanwhile.
+    let old = unsafe { *m.c_ptr() };
+    let new_pd = if flags & ffi::IBV_REREG_MR_CHANGE_PD != 0 {
+        pd
+    } else {
+        old.pd
+    };
+    let (new_addr, new_length, iova) = if flags & ffi::IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+        (addr, length, addr as u64)
+    } else {
+        (old.addr, old.length, m.iova.load(Ordering::Relaxed))
+    };
+    let new_access = if flags & ffi::IBV_REREG_MR_CHANGE_ACCESS != 0 {
+        access as c_uint
+    } else {
+        m.access.load(Ordering::Relaxed)
+    };
+    let iova = if new_access & ffi::IBV_ACCESS_ZERO_BASED != 0 {
+        0
+    } else {
+        iova
+    };
+    // SAFETY: new_pd is the region's PD or the program's new one, from ibv_alloc_pd.
+    let Some(p) = (unsafe { PdBox::from_ibv(new_pd) }) else {
+        return input("no protection domain");
+    };
+    let info = match register(p, new_addr, new_length, iova, new_access) {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = fail_errno(CALL, &e);
+            return ffi::IBV_REREG_MR_ERR_CMD;
+        }
+    };
+    if let Err(e) = m.device.dereg_mr(old.lkey) {
+        // The old keys are gone anyway; drop the new registration and report the failure.
+        let _ = m.device.dereg_mr(info.lkey);
+        let _ = fail_errno(CALL, &e);
+        return ffi::IBV_REREG_MR_ERR_CMD;
+    }
+    // SAFETY: plain field writes into our own C part, as providers update it.
+    unsafe {
+        let c = m.c_ptr();
+        (*c).pd = new_pd;
+        (*c).addr = new_addr;
+        (*c).length = new_length;
+        (*c).lkey = info.lkey;
+        (*c).rkey = info.rkey;
+    }
+    m.access.store(new_access, Ordering::Relaxed);
+    m.iova.store(iova, Ordering::Relaxed);
+    0
 }
 
 extern "C" fn ibv_dereg_mr(mr: *mut ffi::ibv_mr) -> c_int {

@@ -6,6 +6,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::offset_of;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use roce_proto::mr::PdHandle;
@@ -142,7 +143,12 @@ c_object!(
 );
 c_object!(
     /// A memory region.
-    MrBox, ffi::ibv_mr { device: Arc<Device> }
+    MrBox, ffi::ibv_mr {
+        device: Arc<Device>,
+        // What `ibv_rereg_mr` keeps when it does not change them.
+        access: AtomicU32,
+        iova: AtomicU64,
+    }
 );
 c_object!(
     /// A completion queue; its C part is a `struct ibv_cq_ex` (which starts with the fields of

@@ -19,7 +19,6 @@ export!(
     ibv_modify_srq,
     ibv_query_srq,
     ibv_destroy_srq,
-    ibv_rereg_mr,
     ibv_resolve_eth_l2_from_gid,
     ibv_import_device,
     ibv_import_pd,
@@ -80,7 +79,6 @@ stubs! {
     errno ibv_modify_srq(*mut ffi::ibv_srq, *mut ffi::ibv_srq_attr, c_int) -> c_int;
     errno ibv_query_srq(*mut ffi::ibv_srq, *mut ffi::ibv_srq_attr) -> c_int;
     errno ibv_destroy_srq(*mut ffi::ibv_srq) -> c_int;
-    minus_one ibv_rereg_mr(*mut ffi::ibv_mr, c_int, Pd, Ptr, usize, c_int) -> c_int;
     minus_one ibv_resolve_eth_l2_from_gid(Ctx, *mut ffi::ibv_ah_attr, *mut u8, *mut u16) -> c_int;
     null ibv_import_device(c_int) -> Ctx;
     null ibv_import_pd(Ctx, u32) -> Pd;

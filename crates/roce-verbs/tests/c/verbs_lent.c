@@ -4,6 +4,8 @@
  * the library, through the same responder a remote peer reaches):
  * - registering 1 GiB of untouched memory costs no resident memory (no mirror), and a 64 KiB
  *   WRITE into its middle adds about 64 KiB and lands in the application's own pages;
+ * - ibv_rereg_mr moves a region to other memory under the same struct ibv_mr (a WRITE to its
+ *   new keys lands there) and refuses bad input or memory, the region then kept as it was;
  * - a region deregistered while WRITEs stream into it (after the first of them completed) is
  *   never touched after ibv_dereg_mr returns: its pages are made inaccessible (mprotect
  *   PROT_NONE) at once, so a late write by
@@ -92,6 +94,35 @@ int main(void)
 	      written < registered + ((size_t)16 << 20));
 	check("ibv_dereg_mr of the 1 GiB region", ibv_dereg_mr(big_mr) == 0);
 	munmap(big, GIB);
+
+	/* ibv_rereg_mr: the same struct ibv_mr, registered again over other memory. */
+	unsigned char *one = calloc(1, CHUNK), *two = calloc(1, CHUNK);
+	struct ibv_mr *moved = ibv_reg_mr(pd, one, CHUNK, rw);
+	check("a region to move", moved != NULL);
+	if (!moved)
+		return 1;
+	check("ibv_rereg_mr with no flags is IBV_REREG_MR_ERR_INPUT",
+	      ibv_rereg_mr(moved, 0, NULL, NULL, 0, 0) == IBV_REREG_MR_ERR_INPUT);
+	void *gone = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(gone, CHUNK);
+	check("ibv_rereg_mr onto unmapped memory is IBV_REREG_MR_ERR_CMD, the region kept",
+	      ibv_rereg_mr(moved, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, gone, CHUNK, 0) ==
+		      IBV_REREG_MR_ERR_CMD && moved->addr == (void *)one);
+	check("ibv_rereg_mr asking remote write without local write is IBV_REREG_MR_ERR_CMD",
+	      ibv_rereg_mr(moved, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_REMOTE_WRITE) == IBV_REREG_MR_ERR_CMD);
+	check("ibv_rereg_mr onto other memory",
+	      ibv_rereg_mr(moved, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, pd, two,
+			   CHUNK, rw) == 0 && moved->addr == (void *)two && moved->length == CHUNK);
+	check("post a WRITE to the moved region's new keys",
+	      post(a, IBV_WR_RDMA_WRITE, 2, src_mr, src, CHUNK, moved, 0, 0) == 0);
+	wc = poll_one(cq_a);
+	check("the WRITE lands in the new memory, not the old",
+	      wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && filled(two, CHUNK, 0x5a) &&
+	      filled(one, CHUNK, 0));
+	check("ibv_dereg_mr of the moved region", ibv_dereg_mr(moved) == 0);
+	free(one);
+	free(two);
 
 	/* Deregistration while WRITEs stream in: never touched after ibv_dereg_mr returns. */
 	size_t len = (size_t)STREAM * CHUNK;

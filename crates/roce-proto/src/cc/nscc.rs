@@ -33,7 +33,7 @@
 //! was in flight has been acknowledged. A loss (NACK) takes one packet off the window and asks
 //! for a quick adapt.
 //!
-//! Scaling (htsim `initNsccParams`, after the spec's note that constants scale with the BDP):
+//! Scaling (htsim `initNsccParams`; its comment cites the spec for `a`):
 //! `a = BDP / (100 Gbit/s · 12 us)` with BDP the line rate over `network_rtt`,
 //! `b = t / 12 us`; `α = pi·a·b·mtu/t` (pi 4), `fi = fi·a` (5), `η = eta·a·mtu` (0.15),
 //! `adjust_bytes = 16000·b`, adjust period 12 us, `γ` 0.8, the cut at most a half, quick adapt
@@ -43,8 +43,8 @@
 //! - ECN: a RoCE receiver returns marks as CNPs, not as an ECE bit on the ACK. As DCTCP here
 //!   gets them ([`super::Dctcp`]), the notification point answers every mark
 //!   ([`cnp_interval`](super::params::CcKind::cnp_interval) 1 ns); the next ACK after one or
-//!   more CNPs counts as marked. With an ACK per packet (the window asks for one) that ACK is
-//!   the marked packet's, or the one after it when the CNP overtakes nothing.
+//!   more CNPs counts as marked. With an ACK per packet (the window asks for one) that is the
+//!   marked packet's own ACK when its CNP arrives first, else the next packet's.
 //! - Delay: the QP's RTT sample ([`crate::qp::rtt`]) less the base RTT. The base RTT starts at
 //!   `network_rtt` and falls to the smallest sample seen, as `update_base_rtt` does (htsim
 //!   only counts full-size packets; every sample counts here).

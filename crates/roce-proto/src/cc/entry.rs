@@ -4,8 +4,8 @@
 
 use super::params::{CcKind, ParamInfo};
 use super::{
-    DcqcnParams, DctcpParams, HpccParams, NoParams, PatchedTimelyParams, ScaledDcqcnParams,
-    SwiftParams, TimelyParams,
+    DcqcnParams, DctcpParams, HpccParams, NoParams, NsccParams, PatchedTimelyParams,
+    ScaledDcqcnParams, SwiftParams, TimelyParams,
 };
 
 /// One registered controller (or preset of one).
@@ -83,5 +83,12 @@ pub static BUILTIN: &[CcEntry] = &[
         about:
             "Swift (SIGCOMM'20): AIMD window holding RTT near a scaled target; paces below 1 packet",
         defaults: || Box::new(SwiftParams::default()),
+    },
+    CcEntry {
+        name: "nscc",
+        aliases: &[],
+        about:
+            "UET NSCC (Ultra Ethernet 1.0): window from ECN marks and queueing delay, quick adapt",
+        defaults: || Box::new(NsccParams::default()),
     },
 ];

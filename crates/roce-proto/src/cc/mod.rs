@@ -40,6 +40,7 @@ pub mod dctcp;
 pub mod entry;
 pub mod hpcc;
 pub mod none;
+pub mod nscc;
 pub mod pacer;
 pub mod params;
 pub mod patched_timely;
@@ -56,6 +57,7 @@ pub use dcqcn::{Dcqcn, DcqcnParams, ScaledDcqcnParams};
 pub use dctcp::{Dctcp, DctcpParams};
 pub use hpcc::{Hpcc, HpccParams, IntHop};
 pub use none::{LineRate, NoParams};
+pub use nscc::{Nscc, NsccParams};
 pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
@@ -136,7 +138,7 @@ pub trait CongestionControl {
     }
     /// The QP's path MTU (payload bytes per packet) is `mtu`: told when the controller is
     /// installed and whenever the QP's path MTU changes. A controller whose window counts
-    /// packets ([`Swift`]) sizes it in these; others ignore it.
+    /// packets ([`Swift`], [`Nscc`]) sizes it in these; others ignore it.
     fn on_path_mtu(&mut self, mtu: u32) {
         let _ = mtu;
     }
@@ -221,6 +223,8 @@ controllers! {
     Hpcc(Box<Hpcc>),
     /// `swift`.
     Swift(Swift),
+    /// `nscc`.
+    Nscc(Nscc),
 }
 
 impl core::fmt::Debug for Controller {

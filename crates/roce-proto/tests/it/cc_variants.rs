@@ -153,7 +153,8 @@ fn every_named_controller_builds_and_reports_its_name() {
             "timely",
             "patched-timely",
             "hpcc",
-            "swift"
+            "swift",
+            "nscc"
         ]
     );
 }
@@ -318,7 +319,7 @@ fn each_controller_states_how_long_its_start_up_lasts() {
     assert_eq!(settle("dctcp", &[]), Duration::from_micros(16 * 10));
     assert_eq!(settle("dctcp", &["g=0.125"]), Duration::from_micros(8 * 10));
     // Loops that close within a few RTTs.
-    for name in ["none", "hpcc", "timely", "patched-timely", "swift"] {
+    for name in ["none", "hpcc", "timely", "patched-timely", "swift", "nscc"] {
         assert_eq!(settle(name, &[]), Duration::ZERO, "{name}");
     }
 }

@@ -143,24 +143,28 @@ fn windows_default_as_the_reference_run_py_gives_them() {
 }
 
 #[test]
-fn swift_counts_its_window_in_packets_of_the_qps_path_mtu() {
+fn swift_and_nscc_count_their_windows_in_packets_of_the_qps_path_mtu() {
     // Three packets of window at 100 Gbit/s (the line rate paces nothing here): three of the
     // 16 KB WRITE's packets leave, 1 KB or 4 KB each, and the rest wait for ACKs.
-    for (mtu, packets) in [(Mtu::Mtu1024, 16), (Mtu::Mtu4096, 4)] {
+    let cases = [(Mtu::Mtu1024, 16), (Mtu::Mtu4096, 4)];
+    for (name, (mtu, packets)) in ["swift", "nscc"]
+        .into_iter()
+        .flat_map(|n| cases.map(|c| (n, c)))
+    {
         let opts = RcOptions {
             mtu,
             ..RcOptions::default()
         };
         let mut p = Pair::new(cc_pair::config, &opts, 1 << 16);
-        let mut cfg = CcConfig::new("swift", Rate::from_gbps(100)).unwrap();
+        let mut cfg = CcConfig::new(name, Rate::from_gbps(100)).unwrap();
         cfg.apply("init_cwnd=3").unwrap();
         p.a.set_congestion_control(p.sa.qpn, cfg.build(), 1 << 20)
             .unwrap();
         p.post_write(1, 16 * 1024);
         let first = transmit(&mut p.a, t(1_000));
-        assert_eq!(first.len(), 3, "{mtu:?}");
+        assert_eq!(first.len(), 3, "{name} {mtu:?}");
         let payload = parse_frame(&first[0]).unwrap().payload.len();
-        assert_eq!(payload, 16 * 1024 / packets, "{mtu:?}");
+        assert_eq!(payload, 16 * 1024 / packets, "{name} {mtu:?}");
         assert!(transmit(&mut p.a, t(2_000)).is_empty());
     }
 }

@@ -3,6 +3,7 @@
 //! controller (`my_cc`), the TCP exchanges in a capture (`oob_capture`) and the scenario files
 //! several tests run (`scenario_files`). What other crates' tests share too is in roce-testkit.
 
+#[cfg(feature = "dpdk")]
 pub mod child;
 pub mod cli_output;
 pub mod http_attack;

@@ -132,6 +132,29 @@ pub struct HostTelemetry {
     pub rx_pause_duration_us: f64,
 }
 
+/// The samples of one telemetry bin: their sum (each weighted by how many sample times it
+/// stood for) and largest value.
+#[derive(Clone, Copy, Debug, Default)]
+struct BinSamples {
+    sum: u64,
+    max: u64,
+}
+
+impl BinSamples {
+    /// `value`, found `n` sample times in a row.
+    fn add(&mut self, value: u64, n: u64) {
+        self.sum = self.sum.saturating_add(value.saturating_mul(n));
+        self.max = self.max.max(value);
+    }
+
+    /// The bin's mean over `n` samples and its maximum; the next bin starts empty.
+    fn close(&mut self, n: f64) -> (f64, u64) {
+        let v = (self.sum as f64 / n, self.max);
+        *self = BinSamples::default();
+        v
+    }
+}
+
 /// Queue samples of one port and priority: the run's and the current bin's.
 #[derive(Clone, Debug, Default)]
 struct QueueSamples {
@@ -139,8 +162,7 @@ struct QueueSamples {
     /// Non-zero samples (zeros are the rest of the sample count), for the percentile: each
     /// depth with how many samples in a row found it.
     nonzero: Vec<(u32, u64)>,
-    bin_sum: u64,
-    bin_max: u64,
+    bin: BinSamples,
 }
 
 /// Samples of one switch's shared-buffer occupancy: the run's and the current bin's.
@@ -148,8 +170,7 @@ struct QueueSamples {
 struct BufferSamples {
     sum: u64,
     max: u64,
-    bin_sum: u64,
-    bin_max: u64,
+    bin: BinSamples,
 }
 
 /// One switch's shared buffer over the run (the summary's `buffers`): sampled on the
@@ -339,17 +360,15 @@ impl<E: Engine> Telemetry<E> {
         for ((s, _, _), b) in self.switches.iter().zip(&mut self.buffers) {
             let used = used(*s);
             b.sum = b.sum.saturating_add(used.saturating_mul(n));
-            b.bin_sum = b.bin_sum.saturating_add(used.saturating_mul(n));
             b.max = b.max.max(used);
-            b.bin_max = b.bin_max.max(used);
+            b.bin.add(used, n);
         }
         for (i, &(node, port, _)) in self.nodes.iter().enumerate() {
             for prio in 0..PRIORITIES {
                 let depth = depth(node, port, prio);
                 if let Some(q) = self.queues.get_mut(i * PRIORITIES + prio) {
                     q.sum = q.sum.saturating_add(depth.saturating_mul(n));
-                    q.bin_sum = q.bin_sum.saturating_add(depth.saturating_mul(n));
-                    q.bin_max = q.bin_max.max(depth);
+                    q.bin.add(depth, n);
                     if depth > 0 {
                         let d = u32::try_from(depth).unwrap_or(u32::MAX);
                         match q.nonzero.last_mut() {
@@ -378,24 +397,8 @@ impl<E: Engine> Telemetry<E> {
         E: 'e,
     {
         let n = self.bin_samples.max(1) as f64;
-        let queue = self
-            .queues
-            .iter_mut()
-            .map(|q| {
-                let v = (q.bin_sum as f64 / n, q.bin_max);
-                (q.bin_sum, q.bin_max) = (0, 0);
-                v
-            })
-            .collect();
-        let buffer = self
-            .buffers
-            .iter_mut()
-            .map(|b| {
-                let v = (b.bin_sum as f64 / n, b.bin_max);
-                (b.bin_sum, b.bin_max) = (0, 0);
-                v
-            })
-            .collect();
+        let queue = self.queues.iter_mut().map(|q| q.bin.close(n)).collect();
+        let buffer = self.buffers.iter_mut().map(|b| b.bin.close(n)).collect();
         self.bin_samples = 0;
         let ports = self
             .nodes

@@ -24,6 +24,7 @@ use crate::net::ecmp::{self, EcmpLoad, RailLoad};
 use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
 use crate::net::reroute::Routing;
+use crate::net::spray::Spray;
 use crate::net::topology::{End, Topology};
 use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
@@ -136,6 +137,10 @@ pub struct Scenario {
     /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
     #[serde(default)]
     pub monitor_host: Option<usize>,
+    /// Spraying from every host's NIC (`[spray]`, default off): each QP's packets change UDP
+    /// source port, the ECMP entropy, per packet or per flowlet ([`Spray`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spray: Option<Spray>,
     /// The controllers `cc` may name: the built-ins unless the program that runs the scenario
     /// added its own ([`Scenario::from_toml_with`]). Not part of the file.
     #[serde(skip)]
@@ -189,6 +194,9 @@ impl Scenario {
         )?;
         if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return bad("bin_us must be positive".into());
+        }
+        if let Some(Err(e)) = self.spray.map(|s| s.check()) {
+            return bad(e);
         }
         at_most_f64(
             "telemetry bins (duration_us / bin_us)",
@@ -545,6 +553,7 @@ impl Scenario {
             fabric.log_pfc();
         }
         fabric.set_routing(self.routing);
+        fabric.set_spray(self.spray);
         failures::apply(
             &mut fabric,
             &topo,

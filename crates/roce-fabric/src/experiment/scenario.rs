@@ -24,7 +24,7 @@ use crate::net::ecmp::{self, EcmpLoad, RailLoad};
 use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
 use crate::net::reroute::Routing;
-use crate::net::spray::Spray;
+use crate::net::spray::{Reordering, Spray};
 use crate::net::topology::{End, Topology};
 use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
@@ -363,6 +363,19 @@ impl Scenario {
         Instant::ZERO + Duration::from_micros_f64(self.duration_us)
     }
 
+    /// The receivers' sequence counters over every host of `fabric`.
+    fn reordering(&self, fabric: &Fabric<ScenarioEngine>) -> Reordering {
+        let mut r = Reordering::default();
+        for h in 0..fabric.host_count() {
+            let (oos, dup) = fabric
+                .engine(HostId(h))
+                .map_or((0, 0), ScenarioEngine::sequence_counters);
+            r.out_of_sequence += oos;
+            r.duplicate_request += dup;
+        }
+        r
+    }
+
     /// The topology this describes.
     pub fn topology(&self) -> Topology {
         let mut t = self.shape().unwrap_or_else(|_| Topology::new());
@@ -649,6 +662,9 @@ impl Scenario {
         summary.collectives = summary::collective_reports(f, &built.collectives, &topo, self.mtu);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if self.spray.is_some() || !self.switch.routing.is_ecmp() {
+            summary.reordering = Some(self.reordering(&built.fabric));
+        }
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {
             summary.rails = RailLoad::collect(&built.fabric, rails);
         }

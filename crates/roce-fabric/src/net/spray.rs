@@ -138,6 +138,27 @@ impl Sprayer {
     }
 }
 
+/// What the receivers saw of the reordering multipath causes (runs with adaptive routing or
+/// spraying only): the responders' sequence counters, summed over every host, under the names
+/// ConnectX uses. A loss shows here too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reordering {
+    /// Request packets received beyond the expected PSN (go-back-N drops each and NAKs).
+    pub out_of_sequence: u64,
+    /// Request packets received again (resent after a NAK, already placed).
+    pub duplicate_request: u64,
+}
+
+impl Reordering {
+    /// The line the summary table prints.
+    pub fn line(&self) -> String {
+        format!(
+            "receivers: out_of_sequence {}  duplicate_request {}\n",
+            self.out_of_sequence, self.duplicate_request
+        )
+    }
+}
+
 #[cfg(test)]
 #[path = "spray_tests.rs"]
 mod tests;

@@ -230,9 +230,16 @@ fn adaptive_routing_uses_every_middle_member_evenly_on_the_polarised_fabric() {
     );
     assert_eq!(e.idle_members, 2, "{t}");
     assert!(ar.recovery.naks > 0, "reordered packets are NAKed\n{t}");
+    // The receivers count what arrived ahead of its turn; the default run has no such line.
+    let r = ar.reordering.expect("multipath runs count reordering");
+    assert!(r.out_of_sequence > 0 && r.duplicate_request > 0, "{t}");
+    assert!(t.contains(&r.line()), "{t}");
+    let ecmp = run(POLARISED);
+    assert_eq!(ecmp.reordering, None);
+    assert!(!ecmp.table().contains("out_of_sequence"));
     assert_eq!(run(&text).table(), t, "not deterministic");
     // The default is ECMP: saying so changes nothing.
-    assert_eq!(run(&with_routing("ecmp")).table(), run(POLARISED).table());
+    assert_eq!(run(&with_routing("ecmp")).table(), ecmp.table());
     let err = Scenario::from_toml(&with_routing("sprinkle"))
         .expect_err("no such routing")
         .to_string();
@@ -271,6 +278,8 @@ fn spraying_over_many_source_ports_evens_the_middle_stage_once_the_hashes_differ
     assert_eq!(e.idle_members, 0, "{t}");
     assert!(e.worst_ratio < 1.2, "{t}");
     assert!(s.recovery.naks > 0, "reordered packets are NAKed\n{t}");
+    let r = s.reordering.expect("multipath runs count reordering");
+    assert!(r.out_of_sequence > 0, "{t}");
     assert_eq!(run(&text).table(), t, "not deterministic");
 
     let ecmp = run(&POLARISED.replace(

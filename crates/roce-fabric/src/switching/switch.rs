@@ -1,7 +1,7 @@
 //! An output-queued switch: eight priority queues per egress port over one shared buffer, ECN
 //! marking at enqueue (RED ramp Kmin..Kmax up to Pmax, and/or a DCTCP step), PFC accounting per
 //! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
-//! ECMP by flow hash.
+//! ECMP by flow hash or adaptive routing by egress queue ([`Routing`]).
 //!
 //! This is the sans-IO switch element both the virtual-time fabric ([`crate::net::fabric`]) and
 //! the real-time switch between ports ([`crate::switching::rt_switch`]) run: it decides what happens to

@@ -175,6 +175,16 @@ impl ScenarioEngine {
             .unwrap_or_default()
     }
 
+    /// Request packets this host's responders received beyond the expected PSN
+    /// (`out_of_sequence`: go-back-N drops them and NAKs) and again (`duplicate_request`), over
+    /// all its QPs; zeros for the stand-in, which counts no sequence.
+    pub fn sequence_counters(&self) -> (u64, u64) {
+        self.as_rc().map_or((0, 0), |r| {
+            let c = r.endpoint().rdma_counters();
+            (c.out_of_sequence, c.duplicate_request)
+        })
+    }
+
     /// QPs of this host in the error state (0 for the stand-in, which has none).
     pub fn qp_errors(&self) -> u64 {
         self.as_rc().map_or(0, RcEngine::qp_errors)

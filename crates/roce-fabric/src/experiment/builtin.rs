@@ -127,6 +127,7 @@ impl Builtin {
             routing: Default::default(),
             bin_us: None,
             monitor_host: None,
+            spray: None,
             controllers: Default::default(),
         }
     }

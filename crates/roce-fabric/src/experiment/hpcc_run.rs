@@ -162,6 +162,7 @@ impl HpccRun {
             routing: Default::default(),
             bin_us: None,
             monitor_host: None,
+            spray: None,
             controllers: Default::default(),
         };
         let mut not_modelled = notes;

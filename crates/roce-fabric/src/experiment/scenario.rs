@@ -24,6 +24,7 @@ use crate::net::ecmp::{self, EcmpLoad, RailLoad};
 use crate::net::fabric::{Fabric, FabricError, LinkConfig};
 use crate::net::fat_tree::ThreeTier;
 use crate::net::reroute::Routing;
+use crate::net::spray::{Reordering, Spray};
 use crate::net::topology::{End, Topology};
 use crate::record::series::Recorder;
 use crate::record::telemetry::Telemetry;
@@ -136,6 +137,10 @@ pub struct Scenario {
     /// Host whose switch-facing port is the bottleneck reports watch (default: the topology's).
     #[serde(default)]
     pub monitor_host: Option<usize>,
+    /// Spraying from every host's NIC (`[spray]`, default off): each QP's packets change UDP
+    /// source port, the ECMP entropy, per packet or per flowlet ([`Spray`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spray: Option<Spray>,
     /// The controllers `cc` may name: the built-ins unless the program that runs the scenario
     /// added its own ([`Scenario::from_toml_with`]). Not part of the file.
     #[serde(skip)]
@@ -189,6 +194,9 @@ impl Scenario {
         )?;
         if self.bin_us.is_some_and(|b| b.is_nan() || b <= 0.0) {
             return bad("bin_us must be positive".into());
+        }
+        if let Some(Err(e)) = self.spray.map(|s| s.check()) {
+            return bad(e);
         }
         at_most_f64(
             "telemetry bins (duration_us / bin_us)",
@@ -353,6 +361,19 @@ impl Scenario {
     /// The end of the run.
     pub fn end(&self) -> Instant {
         Instant::ZERO + Duration::from_micros_f64(self.duration_us)
+    }
+
+    /// The receivers' sequence counters over every host of `fabric`.
+    fn reordering(&self, fabric: &Fabric<ScenarioEngine>) -> Reordering {
+        let mut r = Reordering::default();
+        for h in 0..fabric.host_count() {
+            let (oos, dup) = fabric
+                .engine(HostId(h))
+                .map_or((0, 0), ScenarioEngine::sequence_counters);
+            r.out_of_sequence += oos;
+            r.duplicate_request += dup;
+        }
+        r
     }
 
     /// The topology this describes.
@@ -545,6 +566,7 @@ impl Scenario {
             fabric.log_pfc();
         }
         fabric.set_routing(self.routing);
+        fabric.set_spray(self.spray);
         failures::apply(
             &mut fabric,
             &topo,
@@ -640,6 +662,9 @@ impl Scenario {
         summary.collectives = summary::collective_reports(f, &built.collectives, &topo, self.mtu);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
+        if self.spray.is_some() || !self.switch.routing.is_ecmp() {
+            summary.reordering = Some(self.reordering(&built.fabric));
+        }
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {
             summary.rails = RailLoad::collect(&built.fabric, rails);
         }

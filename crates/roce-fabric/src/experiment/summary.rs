@@ -16,6 +16,7 @@ use crate::flows::collective::{CollectivePlan, CollectiveReport};
 use crate::flows::fct::{FctReport, Finished, Paths};
 use crate::net::ecmp::{EcmpLoad, RailLoad};
 use crate::net::fabric::Fabric;
+use crate::net::spray::Reordering;
 use crate::net::topology::Topology;
 use crate::record::telemetry::{BufferTelemetry, HostTelemetry, PortTelemetry};
 use crate::switching::port::WIRE_OVERHEAD;
@@ -176,6 +177,9 @@ pub struct RunSummary {
     /// How the switches spread flows over equal-cost next hops (fabrics with ECMP only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecmp: Option<EcmpLoad>,
+    /// The receivers' sequence counters (runs with adaptive routing or spraying only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordering: Option<Reordering>,
     /// What each rail carried (topologies with rails only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rails: Option<RailLoad>,
@@ -435,6 +439,7 @@ impl RunSummary {
             fct: None,
             outage: None,
             ecmp: None,
+            reordering: None,
             rails: None,
             classes: None,
             pfc: pfc_pauses::collect(f),
@@ -584,6 +589,9 @@ impl RunSummary {
         }
         if let Some(e) = &self.ecmp {
             s.push_str(&e.lines());
+        }
+        if let Some(r) = &self.reordering {
+            s.push_str(&r.line());
         }
         if let Some(r) = &self.rails {
             s.push_str(&r.line());

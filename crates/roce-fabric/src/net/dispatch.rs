@@ -489,6 +489,9 @@ impl<E: Engine> Fabric<E> {
             let Some(len) = host.engine.poll_transmit(now, &mut self.scratch) else {
                 return;
             };
+            if let (Some(spray), Some(frame)) = (host.spray.as_mut(), self.scratch.get_mut(..len)) {
+                spray.apply(now, frame);
+            }
             let frame = self.scratch.get(..len).unwrap_or_default();
             let pkt = self.w.pool.alloc(frame);
             // One look at the new slot: its priority, the flow meter and the destination host.

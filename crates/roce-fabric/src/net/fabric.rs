@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::slots::Slots;
+use super::spray::{Spray, Sprayer};
 use super::transit::{code, Event, Link, Routing, Transit, GLOBAL};
 use super::wait_for::DeadlockCycle;
 use crate::record::cnp_delay::CnpDelay;
@@ -116,6 +117,8 @@ pub(super) struct Host<E> {
     pub(super) cnp: CnpDelay,
     /// A PFC storm the NIC is sending: its priority and when its XOFF is due again.
     pub(super) storm: Option<(u8, Instant)>,
+    /// The NIC's spraying, when it sprays (see [`Fabric::set_spray`]).
+    pub(super) spray: Option<Box<Sprayer>>,
 }
 
 /// A PFC frame's instruction for one priority, as the port that received it took it.
@@ -228,6 +231,7 @@ impl<E: Engine> Fabric<E> {
             parked: [None; PRIORITIES],
             cnp: CnpDelay::default(),
             storm: None,
+            spray: None,
         });
         Ok(HostId(id))
     }
@@ -369,6 +373,14 @@ impl<E: Engine> Fabric<E> {
     /// just before the frame itself: the hook for HPCC-style controllers.
     pub fn set_int_sink(&mut self, sink: IntSink<E>) {
         self.int_sink = Some(sink);
+    }
+
+    /// Makes every host's NIC spray its QPs' packets over paths as `spray` says ([`Sprayer`]),
+    /// or stop (`None`).
+    pub fn set_spray(&mut self, spray: Option<Spray>) {
+        for h in self.hosts.iter_mut() {
+            h.spray = spray.map(|s| Box::new(Sprayer::new(s)));
+        }
     }
 
     /// Keeps every PFC instruction a port receives from now on (see [`Fabric::pfc_events`]).

@@ -1,7 +1,7 @@
 //! An output-queued switch: eight priority queues per egress port over one shared buffer, ECN
 //! marking at enqueue (RED ramp Kmin..Kmax up to Pmax, and/or a DCTCP step), PFC accounting per
 //! ingress port and priority (XOFF/XON thresholds plus headroom), tail drop for lossy classes and
-//! ECMP by flow hash.
+//! ECMP by flow hash or adaptive routing by egress queue ([`Routing`]).
 //!
 //! This is the sans-IO switch element both the virtual-time fabric ([`crate::net::fabric`]) and
 //! the real-time switch between ports ([`crate::switching::rt_switch`]) run: it decides what happens to
@@ -19,7 +19,7 @@ use rand::RngExt;
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
 use super::sched::SchedState;
 use super::sojourn::Sojourn;
-pub use super::switch_config::{MarkPoint, SwitchConfig};
+pub use super::switch_config::{MarkPoint, Routing, SwitchConfig};
 pub use super::thresholds::{DynamicPfc, EcnThresholds, PfcConfig, RateEcn};
 use super::watchdog::Watchdog;
 use roce_proto::time::{Duration, Instant};
@@ -447,8 +447,10 @@ impl<T, X> Switch<T, X> {
             .is_some_and(|w| w & (1 << (port % 64)) != 0)
     }
 
-    /// Picks the egress port for a flow among the routes to `host` whose link its sending end
-    /// believes up ([`Switch::port_live`]).
+    /// Picks the egress port for a packet among the routes to `host` whose link its sending
+    /// end believes up ([`Switch::port_live`]): by flow hash, or under [`Routing::Adaptive`]
+    /// the member with the fewest bytes queued now (ties to the hash's pick, then route order
+    /// after it).
     pub fn route(&self, host: usize, ip: &IpInfo) -> Option<u16> {
         let r = self.live_routes.get(host)?;
         // A lone live member needs no hash (it is every pick); otherwise the hash modulo the
@@ -457,12 +459,24 @@ impl<T, X> Switch<T, X> {
             0 => None,
             1 => Some(r.first),
             n => {
-                let pick = flow_hash(ip, self.cfg.ecmp_salt) % u64::from(n);
-                self.live_ports
-                    .get(r.start as usize + pick as usize)
-                    .copied()
+                let pick = (flow_hash(ip, self.cfg.ecmp_salt) % u64::from(n)) as usize;
+                let start = r.start as usize;
+                let members = self.live_ports.get(start..start + n as usize)?;
+                match self.cfg.routing {
+                    Routing::Ecmp => members.get(pick).copied(),
+                    Routing::Adaptive => self.least_queued(members, pick),
+                }
             }
         }
+    }
+
+    /// The member of `members` with the fewest bytes queued, scanning from `first` round the
+    /// group so that the earliest in that order wins a tie.
+    fn least_queued(&self, members: &[u16], first: usize) -> Option<u16> {
+        let n = members.len();
+        (0..n)
+            .filter_map(|i| members.get((first + i) % n).copied())
+            .min_by_key(|&p| self.port(p).map_or(u64::MAX, SwitchPort::queued_bytes))
     }
 
     /// Admission: can a packet of `len` bytes from `ingress` join `egress`'s queue `prio`?

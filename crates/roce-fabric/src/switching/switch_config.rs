@@ -1,5 +1,5 @@
 //! A switch's configuration: buffer, queue limits, lossless classes and PFC, ECN marking (and
-//! where it happens), ECMP salt, INT, scheduling, the PFC watchdog.
+//! where it happens), ECMP salt and routing mode, INT, scheduling, the PFC watchdog.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,27 @@ pub enum MarkPoint {
     Dequeue,
 }
 
+/// How a switch picks among the equal-cost egress ports toward a destination.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// By flow hash (the 5-tuple with the ECMP salt): every packet of a flow takes one path.
+    #[default]
+    Ecmp,
+    /// Per packet, the live member with the fewest bytes queued (all priorities) at the moment
+    /// the packet arrives; among equally short queues, the member the flow hash picks, else the
+    /// first after it in route order. Packets of one flow may take different paths and arrive
+    /// out of order.
+    Adaptive,
+}
+
+impl Routing {
+    /// Whether this is the default, [`Routing::Ecmp`].
+    pub fn is_ecmp(&self) -> bool {
+        *self == Routing::Ecmp
+    }
+}
+
 /// A switch's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchConfig {
@@ -38,6 +59,9 @@ pub struct SwitchConfig {
     pub ecn_at: MarkPoint,
     /// Salt of the ECMP hash (vary it per switch to avoid polarization).
     pub ecmp_salt: u64,
+    /// How the egress port is picked among equal-cost members (default: ECMP by flow hash).
+    #[serde(default, skip_serializing_if = "Routing::is_ecmp")]
+    pub routing: Routing,
     /// Stamp INT metadata (`cc::IntHop`: queue, tx bytes, time, rate) on every packet at egress,
     /// as HPCC switches do: into the frame's INT shim (`wire::int`) when it carries one, else
     /// out of band (hosts then get the stack through `Fabric::set_int_sink`).
@@ -65,6 +89,7 @@ impl Default for SwitchConfig {
             ecn: vec![None; PRIORITIES],
             ecn_at: MarkPoint::Enqueue,
             ecmp_salt: 0,
+            routing: Routing::Ecmp,
             int: false,
             sched: Scheduling::default(),
             ecn_by_rate: Vec::new(),

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::switching::sched::Scheduling;
-use crate::switching::switch::{EcnThresholds, MarkPoint, PfcConfig, RateEcn, SwitchConfig};
+use crate::switching::switch::{
+    EcnThresholds, MarkPoint, PfcConfig, RateEcn, Routing, SwitchConfig,
+};
 use crate::switching::watchdog::PfcWatchdog;
 use roce_proto::size;
 
@@ -31,6 +33,11 @@ pub struct SwitchSpec {
     /// against polarisation.
     #[serde(default)]
     pub ecmp_salt_per_switch: bool,
+    /// How every switch picks among equal-cost egress ports: "ecmp" (default, by flow hash)
+    /// or "adaptive" (per packet, the member with the shortest egress queue in bytes; ties to
+    /// the hash's pick).
+    #[serde(default, skip_serializing_if = "Routing::is_ecmp")]
+    pub routing: Routing,
     /// Egress scheduling: strict classes, ETS weights, per-class buffer limits
     /// (`[switch.sched]`; default: equal turns, no class limits).
     #[serde(default, alias = "scheduling")]
@@ -71,6 +78,7 @@ impl Default for SwitchSpec {
             lossless: d.lossless,
             ecmp_salt: 0,
             ecmp_salt_per_switch: false,
+            routing: Routing::Ecmp,
             sched: Scheduling::default(),
             pfc: true,
             pfc_thresholds: None,
@@ -94,6 +102,7 @@ impl SwitchSpec {
             ecn: Vec::new(),
             ecn_at: self.ecn_at,
             ecmp_salt: self.ecmp_salt,
+            routing: self.routing,
             int: self.int,
             sched: self.sched.clone(),
             ecn_by_rate: self.ecn_by_rate.clone(),

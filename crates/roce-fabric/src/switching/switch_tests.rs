@@ -71,6 +71,57 @@ fn route_picks_by_flow_hash_among_the_live_members_only() {
 }
 
 #[test]
+fn adaptive_routing_takes_the_live_member_with_the_fewest_queued_bytes_ties_to_the_hash() {
+    let cfg = SwitchConfig {
+        routing: Routing::Adaptive,
+        ..SwitchConfig::default()
+    };
+    let mut sw: Switch<u32, ()> = Switch::new("s".into(), cfg);
+    (0..6).for_each(|_| {
+        sw.add_port(());
+    });
+    sw.set_routes(vec![vec![1, 2, 3, 5]]);
+    (0..6).for_each(|p| sw.set_port_live(p, true));
+    let ip = IpInfo {
+        sport: 0xc001,
+        dport: 4791,
+        ..IpInfo::default()
+    };
+    let hashed = [1, 2, 3, 5][(flow_hash(&ip, 0) % 4) as usize];
+    // Empty queues: the hash's pick, as ECMP.
+    assert_eq!(sw.route(0, &ip), Some(hashed));
+    // Every member but 3 holds bytes (any priority counts): 3.
+    let t = Instant::ZERO;
+    for (i, p) in [1u16, 2, 5].into_iter().enumerate() {
+        sw.enqueue(i as u32, (0, p), i % 2 * 3, 1000, t);
+    }
+    assert_eq!(sw.route(0, &ip), Some(3));
+    // 3 holds the most now; 1 and 5 tie at 1000 with 2 at 2000 behind: the first of them
+    // scanning from the hash's pick round the group.
+    sw.enqueue(7, (0, 3), 0, 5000, t);
+    sw.enqueue(8, (0, 2), 0, 1000, t);
+    let order = [1u16, 2, 3, 5];
+    let from = order.iter().position(|&p| p == hashed).unwrap_or(0);
+    let want = (0..4)
+        .map(|i| order[(from + i) % 4])
+        .find(|p| [1, 5].contains(p));
+    assert_eq!(sw.route(0, &ip), want);
+    // A member whose link is down is never picked, however short its queue.
+    sw.set_port_live(want.unwrap_or(1), false);
+    let other = if want == Some(1) { 5 } else { 1 };
+    assert_eq!(sw.route(0, &ip), Some(other));
+    // ECMP ignores the queues.
+    let mut ecmp: Switch<u32, ()> = Switch::new("e".into(), SwitchConfig::default());
+    (0..6).for_each(|_| {
+        ecmp.add_port(());
+    });
+    ecmp.set_routes(vec![vec![1, 2, 3, 5]]);
+    (0..6).for_each(|p| ecmp.set_port_live(p, true));
+    ecmp.enqueue(0, (0, hashed), 3, 9000, t);
+    assert_eq!(ecmp.route(0, &ip), Some(hashed));
+}
+
+#[test]
 fn live_ports_and_shared_groups_are_kept_per_port() {
     let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
     sw.set_routes(vec![vec![1, 70], vec![2], vec![1, 70], vec![70, 1]]);

@@ -106,6 +106,32 @@ fn a_leaf_spine_with_ecmp_and_websearch_is_the_same_on_two_and_three_threads() {
     assert_eq!(same_on_threads(s), 3, "5 switches over 3 threads");
 }
 
+/// Multipath on scenarios/ecmp-polarisation.toml (adaptive routing; spraying over 64 ports in
+/// 5 µs flowlets) gives the same summary on 2 and 3 threads: the queues a switch compares and
+/// a NIC's port state stay in their partition.
+#[test]
+fn adaptive_routing_and_spraying_are_the_same_on_two_and_three_threads() {
+    let text = include_str!("../../../../scenarios/ecmp-polarisation.toml")
+        .replace("duration_us = 1500\n", "duration_us = 300\n");
+    let adaptive = text.replace(
+        "ecmp_salt_per_switch = false\n",
+        "ecmp_salt_per_switch = false\nrouting = \"adaptive\"\n",
+    );
+    let sprayed = text.replace(
+        "duration_us = 300\n",
+        "duration_us = 300\nspray = { paths = 64, flowlet_us = 5.0 }\n",
+    );
+    for t in [adaptive, sprayed] {
+        let s = Scenario::from_toml(&t).unwrap();
+        let (json, parts) = same_on(s, &[1], &[2, 3]);
+        assert!(
+            json["reordering"]["out_of_sequence"].as_u64() > Some(0),
+            "{json}"
+        );
+        assert!(parts.iter().all(|&p| p > 1), "{parts:?}");
+    }
+}
+
 #[test]
 fn the_hpcc_fixture_is_the_same_on_two_and_three_threads() {
     let dir = Path::new(fixtures::HPCC).join("mix");

@@ -98,8 +98,7 @@ impl Endpoint {
             return Err(QpError::UnknownCq);
         }
         let slot = self.slot(qpn).ok_or(QpError::UnknownQp(qpn))?;
-        if self.held.get(slot) != Hold::Reserved || self.qps.get(slot).is_none_or(Option::is_some)
-        {
+        if self.held.get(slot) != Hold::Reserved || self.qps.get(slot).is_none_or(Option::is_some) {
             return Err(QpError::UnknownQp(qpn));
         }
         let port = self.udp_src_port(qpn);

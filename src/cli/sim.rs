@@ -399,6 +399,7 @@ fn execute(plan: &Plan, limits: &Limits) -> Result<Done> {
     let mut speed = RunSpeed::new(handled, scenario.duration_us / 1e6, &started);
     speed.events_elided = summary.events_elided;
     speed.idle_samples = idle;
+    speed.flows = roce_fabric::engines::FlowFootprint::of(&built.fabric);
     Ok(Done {
         summary,
         built,
@@ -420,9 +421,10 @@ fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
         report::write_all(dir, &plan.scenario, &summary, built.fabric.recorder())?;
     }
     if let Some(run) = &plan.hpcc {
-        let text = fct_file::write(&run.fct_records(&summary));
-        std::fs::write(&run.fct_output, text)
+        // A line at a time, as the flow file is read again.
+        let file = std::fs::File::create(&run.fct_output)
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
+        run.write_fct(&summary, &mut std::io::BufWriter::new(file))?;
         let pfc = pfc_file::write(&run.pfc_records(built.fabric.pfc_events()));
         std::fs::write(&run.pfc_output, pfc)
             .with_context(|| format!("writing {}", run.pfc_output.display()))?;

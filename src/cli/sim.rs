@@ -22,7 +22,7 @@ use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::compare::{with_overrides, Override};
 use roce_fabric::experiment::hpcc_run::HpccRun;
 use roce_fabric::experiment::scenario::{Built, Scenario};
-use roce_fabric::hpcc::{fct_file, pfc_file};
+use roce_fabric::hpcc::pfc_file;
 use roce_fabric::limits::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
 use roce_fabric::limits::input::read_text;
 use roce_fabric::net::fabric::parallel::ParallelStats;

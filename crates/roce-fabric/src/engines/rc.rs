@@ -217,6 +217,10 @@ impl RcEngine {
         // The fabric drops every corrupted frame at the receiving port (an FCS error): a wrong
         // ICRC cannot arrive, so the endpoint does not hash each frame again to compare it.
         cfg.verify_icrc = false;
+        // A flow's QP numbers are never given out again (they name its UDP source port, its
+        // path): a host with many flows over a run numbers them up to the 24-bit QPN space, a
+        // number costing a few bytes until its QP is made.
+        cfg.max_qps = (1 << 24) - cfg.first_qpn as usize;
         match cnp_interval {
             Some(iv) => cfg.cnp_interval = iv,
             None => cfg.np_enabled = false,

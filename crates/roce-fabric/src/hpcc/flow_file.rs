@@ -113,7 +113,8 @@ impl<'a> FlowReader<'a> {
             return Err(t.error(
                 line,
                 &format!(
-                    "flow starts at {start_s} s, before the previous flow's {} s: flows must be                      in start order (third.cc reads them as its clock reaches them)",
+                    "flow starts at {start_s} s, before the previous flow's {} s: flows must be \
+                     in start order (third.cc reads them as its clock reaches them)",
                     self.last_start_s
                 ),
             ));

@@ -81,7 +81,7 @@ fn a_flow_file_is_read_a_flow_at_a_time_and_a_start_going_backwards_is_refused()
     // A start before the previous one is refused, naming the line, when the reading gets
     // there (a run refuses it while it is built).
     let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str("0 1 3 100 1000 0.5\n");
+    text.push_str("0 1 3 100 1000 0.05\n");
     text.replace_range(..text.find('\n').unwrap(), &(n + 1).to_string());
     std::fs::write(&path, text).unwrap();
     let err = FlowReader::open(&path, &Limits::default())
@@ -91,7 +91,7 @@ fn a_flow_file_is_read_a_flow_at_a_time_and_a_start_going_backwards_is_refused()
     assert_eq!(
         err.to_string(),
         format!(
-            "{}:{}: flow starts at 0.5 s, before the previous flow's {} s: flows must be in \
+            "{}:{}: flow starts at 0.05 s, before the previous flow's {} s: flows must be in \
              start order (third.cc reads them as its clock reaches them)",
             path.display(),
             n + 2,

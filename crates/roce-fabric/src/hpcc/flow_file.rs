@@ -112,7 +112,7 @@ impl<'a> FlowReader<'a> {
         if start_s < self.last_start_s {
             return Err(t.error(
                 line,
-                &format!(
+                format!(
                     "flow starts at {start_s} s, before the previous flow's {} s: flows must be \
                      in start order (third.cc reads them as its clock reaches them)",
                     self.last_start_s

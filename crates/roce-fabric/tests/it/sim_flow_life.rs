@@ -2,7 +2,7 @@
 //! receiver's at its first packet) and its sender's retired when it is done, their CQs pooled;
 //! flow files are read a flow at a time and must keep their starts in order.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use roce_fabric::engines::FlowFootprint;
 use roce_fabric::experiment::scenario::Scenario;
@@ -23,7 +23,7 @@ fn flow_file(tag: &str, n: usize, size: u64, gap_us: f64, pairs: &[(usize, usize
     path
 }
 
-fn star_scenario(path: &PathBuf, duration_us: f64) -> Scenario {
+fn star_scenario(path: &Path, duration_us: f64) -> Scenario {
     let toml = format!(
         "name = \"sequential\"\nduration_us = {duration_us}\ncc = \"none\"\nmtu = 1024\n\
          topology = {{ kind = \"star\", hosts = 4, link = {{ gbps = 100, delay_ns = 1000 }} }}\n\

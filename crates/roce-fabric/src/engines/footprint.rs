@@ -28,12 +28,16 @@ pub struct FlowFootprint {
     /// QPs over every host: made, retired, live at the end, peak (summed over hosts: an upper
     /// bound on the fabric's), not made yet, CQs made and reused, regions.
     pub qps: QpLife,
+    /// Packets that arrived for a retired QP and were dropped (the endpoints'
+    /// `drops.retired_qp`: stale CNPs, duplicate ACKs, retransmissions after a receiver's
+    /// linger).
+    pub stale_packets: u64,
     /// Bytes a running flow holds beyond its finished record: its two QPs (their queues'
-    /// entries, allocated as they fill, not counted) and its sender's CQ.
+    /// entries, allocated as they fill, not counted) and its sender's CQ. Its receiver's QP
+    /// stays [`LINGER`](super::rc::LINGER) after the flow's last packet.
     pub live_flow_bytes: u64,
-    /// Bytes a flow holds once it ended (and before it started, less its receiver's QP): its
-    /// sender's record, its flow-meter spec and progress, the endpoints' slots for its two QP
-    /// numbers and, as receivers are not retired, its receiver's QP.
+    /// Bytes a flow holds before it starts and once it ended: its sender's record, its
+    /// flow-meter spec and progress, and the endpoints' slots for its two QP numbers.
     pub finished_flow_bytes: u64,
 }
 
@@ -41,10 +45,11 @@ impl FlowFootprint {
     /// The footprint of `fabric`'s RC engines; `None` when it has none.
     pub fn of(fabric: &Fabric<ScenarioEngine>) -> Option<FlowFootprint> {
         let mut qps = QpLife::default();
-        let mut any = false;
+        let (mut any, mut stale_packets) = (false, 0);
         for h in 0..fabric.host_count() {
             if let Some(rc) = fabric.engine(HostId(h)).and_then(ScenarioEngine::as_rc) {
                 qps += rc.qp_life();
+                stale_packets += rc.endpoint().counters().drops.retired_qp;
                 any = true;
             }
         }
@@ -61,8 +66,9 @@ impl FlowFootprint {
         any.then_some(FlowFootprint {
             flows: flows as u64,
             qps,
-            live_flow_bytes: (qp + size_of::<CompletionQueue>()) as u64,
-            finished_flow_bytes: (record + qp) as u64,
+            stale_packets,
+            live_flow_bytes: (2 * qp + size_of::<CompletionQueue>()) as u64,
+            finished_flow_bytes: record as u64,
         })
     }
 
@@ -71,13 +77,14 @@ impl FlowFootprint {
         let q = &self.qps;
         format!(
             "flows {}: QPs made {}, retired {}, at most {} live (hosts' peaks summed); CQs made {}, \
-             reused {}; {} B per live flow, {} B per finished flow",
+             reused {}; {} stale packets for retired QPs; {} B per live flow, {} B per finished flow",
             self.flows,
             q.opened,
             q.retired,
             q.peak_live,
             q.cqs_made,
             q.cqs_reused,
+            self.stale_packets,
             self.live_flow_bytes,
             self.finished_flow_bytes,
         )

@@ -26,8 +26,8 @@ use roce_proto::wire::Ecn;
 
 mod life;
 
-pub use self::life::QpLife;
 use self::life::{Life, Peer, Pools, QpEnds};
+pub use self::life::{QpLife, LINGER};
 use super::{mac_of, FlowTransport, ReceivedBytes, Recovery};
 use crate::flows::collective::MemberGate;
 use crate::flows::workload::FlowConfig;
@@ -316,7 +316,8 @@ impl RcEngine {
             }
             dst.rx_qps.push(rx);
         } else {
-            dst.plan_receiver(b, Peer { qpn: a, ip: src.ip }, ends);
+            let last = life::last_psn(flow.total_bytes, msg, mtu);
+            dst.plan_receiver(b, Peer { qpn: a, ip: src.ip }, ends, last);
         }
         src.flows.push(RcFlow {
             qpn: a,
@@ -630,15 +631,23 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
 impl Engine for RcEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         self.deadline.set(None);
-        self.open_receiver_for(frame);
+        let qpn = self.frame_qpn(frame);
+        if let Some(q) = qpn {
+            self.open_receiver(q);
+        }
         self.ep.handle_frame(now, frame);
+        if let Some(q) = qpn {
+            self.note_received(now, q);
+        }
         self.drive(now);
+        self.retire_lingering(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         self.deadline.set(None);
         self.ep.handle_timeout(now);
         self.drive(now);
+        self.retire_lingering(now);
         // A finished flow's QP goes idle when its last timer ran.
         if !self.pools.closing.is_empty() {
             self.retire_idle();

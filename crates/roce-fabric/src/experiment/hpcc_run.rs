@@ -105,8 +105,11 @@ impl HpccRun {
         let topo_path = resolve(path, topo);
         let flow_path = resolve(path, flow);
         let topology = TopologyFile::load(&topo_path)?;
-        // The count is checked now; the flows are read when the run is built.
-        flow_file::FlowReader::open(&flow_path, limits)?;
+        // Read through once, a flow at a time, so a malformed or unordered file is refused
+        // before anything is built; the flows are read again when the run is built.
+        for flow in flow_file::FlowReader::open(&flow_path, limits)? {
+            flow?;
+        }
         // The output files go where the inputs were found (the simulator's working directory).
         let base = topo_path
             .to_string_lossy()

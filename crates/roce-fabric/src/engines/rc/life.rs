@@ -1,20 +1,25 @@
 //! The life of an RC engine's QPs: a flow's QP numbers are held when the flow is planned
 //! (so they, the UDP source ports and the ECMP paths derived from them are what they always
 //! were), its sender's QP is made when the flow starts and its receiver's when the first packet
-//! reaches it, and the sender's QP is retired when the flow is done and the QP is idle (no
-//! frame to send, no timer armed: a finished DCQCN flow's recovery timers still run out, as
-//! they always did). A retired QP's CQ goes back to a pool; memory regions are one per host
-//! and message size, shared by its flows (they keep no bytes). Late packets for a retired QP
-//! are dropped and counted by the endpoint (`drops.retired_qp`).
+//! reaches it. The sender's QP is retired when the flow is done and the QP is idle (no frame
+//! to send, no timer armed: a finished DCQCN flow's recovery timers still run out, as they
+//! always did, so a run's events do not change). The receiver's is retired [`LINGER`] after
+//! its last expected packet arrived (like TCP's TIME_WAIT: the sender's retransmissions after
+//! a lost last ACK, which it answers, all come within its retry budget), once idle. A retired
+//! sender's CQ goes back to a pool; memory regions are one per host and message size, shared
+//! by its flows (they keep no bytes). Late packets for a retired QP are dropped and counted by
+//! the endpoint (`drops.retired_qp`).
 //!
 //! Not here: what a flow posts ([`super`]).
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, Rate};
 use roce_proto::connect::RcOptions;
 use roce_proto::mr::MrInfo;
 use roce_proto::qp::QpError;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{AccessFlags, AddressVector, CqHandle, Mtu, QpInit, QpState};
 use serde::Serialize;
 
@@ -60,6 +65,25 @@ pub(super) struct QpEnds {
 pub(super) struct PlannedRx {
     peer: Peer,
     ends: QpEnds,
+    /// The PSN it expects once the flow's last packet arrived, if it is ever retired.
+    last: Option<u32>,
+}
+
+/// The ACK timeout of the engine's QPs (code 6: 4.096 us * 2^6).
+const ACK_TIMEOUT: Duration = Duration::from_nanos(4096 << 6);
+
+/// How long a receiver that got its flow's last packet stays before it is retired: twice the
+/// sender's whole retry budget (the ACK timeout times 1 + its 7 retries), so that a sender
+/// whose last ACK was lost finds it answering every retransmission.
+pub const LINGER: Duration = Duration::from_nanos(ACK_TIMEOUT.as_nanos() * 8 * 2);
+
+/// The PSN a receiver expects after a flow of `total` bytes in messages of `msg` bytes and
+/// packets of `mtu` (from PSN 0); `None` for an endless flow or one whose packets could wrap
+/// the 24-bit PSN (its receiver is kept).
+pub(super) fn last_psn(total: Option<u64>, msg: u32, mtu: Mtu) -> Option<u32> {
+    let (total, msg, mtu) = (total?, u64::from(msg), u64::from(mtu.bytes()));
+    let packets = (total / msg) * msg.div_ceil(mtu) + (total % msg).div_ceil(mtu);
+    u32::try_from(packets).ok().filter(|&p| p < 1 << 23)
 }
 
 /// How many QPs, CQs and regions a host made, retired and reused: live state is bounded by
@@ -68,7 +92,7 @@ pub(super) struct PlannedRx {
 pub struct QpLife {
     /// QPs made (senders when their flow started, receivers at their first packet).
     pub opened: u64,
-    /// QPs retired (a finished flow's sender).
+    /// QPs retired (a finished flow's sender, a receiver whose linger ended).
     pub retired: u64,
     /// QPs that exist now.
     pub live: u64,
@@ -113,6 +137,13 @@ pub(super) struct Pools {
     awaiting: usize,
     /// Finished flows whose QP is not idle yet.
     pub(super) closing: Vec<usize>,
+    /// Open receivers' expected PSN after their flow's last packet, by slot (`u32::MAX`: not
+    /// followed).
+    rx_last: Vec<u32>,
+    /// How many of `rx_last` are followed.
+    following: usize,
+    /// Receivers that got their last packet, with when they may be retired, oldest first.
+    lingering: VecDeque<(Instant, u32)>,
     pub(super) life: QpLife,
 }
 
@@ -186,8 +217,9 @@ impl RcEngine {
         Ok(cq)
     }
 
-    /// Holds receiver `qpn` for a flow from `peer`, made when its first packet arrives.
-    pub(super) fn plan_receiver(&mut self, qpn: u32, peer: Peer, ends: QpEnds) {
+    /// Holds receiver `qpn` for a flow from `peer`, made when its first packet arrives and
+    /// retired [`LINGER`] after its PSN reached `last` (never when `None`).
+    pub(super) fn plan_receiver(&mut self, qpn: u32, peer: Peer, ends: QpEnds, last: Option<u32>) {
         let Some(slot) = qpn.checked_sub(self.ep.config().first_qpn) else {
             return;
         };
@@ -196,28 +228,41 @@ impl RcEngine {
             slots.resize(slot as usize + 1, None);
         }
         if let Some(s) = slots.get_mut(slot as usize) {
-            *s = Some(PlannedRx { peer, ends });
+            *s = Some(PlannedRx { peer, ends, last });
             self.pools.awaiting += 1;
         }
     }
 
-    /// Makes the receiver `frame` is for, if it is one not made yet.
-    pub(super) fn open_receiver_for(&mut self, frame: &[u8]) {
-        if self.pools.awaiting == 0 {
-            return;
+    /// The destination QP of `frame`, when a receiver waits to be made or followed.
+    pub(super) fn frame_qpn(&self, frame: &[u8]) -> Option<u32> {
+        if self.pools.awaiting == 0 && self.pools.following == 0 {
+            return None;
         }
-        let Some(ip) = classify(frame).ip else {
-            return;
-        };
-        let Some(bth) = bth_info(frame, &ip) else {
-            return;
-        };
-        let qpn = bth.dest_qpn;
-        let slot = qpn.wrapping_sub(self.ep.config().first_qpn) as usize;
+        let ip = classify(frame).ip?;
+        Some(bth_info(frame, &ip)?.dest_qpn)
+    }
+
+    fn slot_of(&self, qpn: u32) -> usize {
+        qpn.wrapping_sub(self.ep.config().first_qpn) as usize
+    }
+
+    /// Makes receiver `qpn` if it is one not made yet (its first packet arrived).
+    pub(super) fn open_receiver(&mut self, qpn: u32) {
+        let slot = self.slot_of(qpn);
         let Some(p) = self.pools.planned_rx.get_mut(slot).and_then(Option::take) else {
             return;
         };
         self.pools.awaiting -= 1;
+        if let Some(last) = p.last {
+            let followed = &mut self.pools.rx_last;
+            if followed.len() <= slot {
+                followed.resize(slot + 1, u32::MAX);
+            }
+            if let Some(l) = followed.get_mut(slot) {
+                *l = last;
+                self.pools.following += 1;
+            }
+        }
         // Receivers that consume nothing complete nothing: they share one CQ.
         let opened = match self.pools.rx_cq {
             Some(cq) => self
@@ -231,6 +276,53 @@ impl RcEngine {
         if let Err(e) = opened {
             // The packet then finds no QP and is counted as such by the endpoint.
             tracing::warn!(qpn, error = %e, "receiver QP could not be made");
+        }
+    }
+
+    /// A packet for receiver `qpn` was handled at `now`: once it expects the PSN after its
+    /// flow's last packet, it lingers.
+    pub(super) fn note_received(&mut self, now: Instant, qpn: u32) {
+        let slot = self.slot_of(qpn);
+        let Some(&last) = self.pools.rx_last.get(slot) else {
+            return;
+        };
+        if last == u32::MAX
+            || self
+                .ep
+                .qp(qpn)
+                .is_none_or(|q| q.expected_psn().value() != last)
+        {
+            return;
+        }
+        if let Some(l) = self.pools.rx_last.get_mut(slot) {
+            *l = u32::MAX;
+        }
+        self.pools.following -= 1;
+        self.pools.lingering.push_back((now + LINGER, qpn));
+    }
+
+    /// Retires the receivers whose linger ended by `now`, if idle (else they linger again).
+    pub(super) fn retire_lingering(&mut self, now: Instant) {
+        while let Some(&(at, qpn)) = self.pools.lingering.front() {
+            if at > now {
+                return;
+            }
+            self.pools.lingering.pop_front();
+            let Some(qp) = self.ep.qp(qpn) else {
+                continue;
+            };
+            if qp.state() == QpState::Err {
+                continue;
+            }
+            if qp.poll_timeout().is_some() || qp.has_control() || qp.has_pending_data() {
+                self.pools.lingering.push_back((now + LINGER, qpn));
+                continue;
+            }
+            if self.ep.retire_qp(qpn).is_ok() {
+                let life = &mut self.pools.life;
+                life.retired += 1;
+                life.live = life.live.saturating_sub(1);
+            }
         }
     }
 

@@ -649,9 +649,7 @@ impl Engine for RcEngine {
         self.drive(now);
         self.retire_lingering(now);
         // A finished flow's QP goes idle when its last timer ran.
-        if !self.pools.closing.is_empty() {
-            self.retire_idle();
-        }
+        self.retire_idle(now);
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {

@@ -69,6 +69,11 @@ pub(super) struct PlannedRx {
     last: Option<u32>,
 }
 
+/// How often a host looks through its closing flows for QPs gone idle: a finished DCQCN
+/// flow's timers tick every microsecond for milliseconds, and looking at every tick cost more
+/// than the QPs' memory is worth. Retiring an idle QP later changes nothing it does.
+const SWEEP: Duration = Duration::from_micros(100);
+
 /// The ACK timeout of the engine's QPs (code 6: 4.096 us * 2^6).
 const ACK_TIMEOUT: Duration = Duration::from_nanos(4096 << 6);
 
@@ -137,6 +142,8 @@ pub(super) struct Pools {
     awaiting: usize,
     /// Finished flows whose QP is not idle yet.
     pub(super) closing: Vec<usize>,
+    /// When `closing` is looked through next (see [`SWEEP`]).
+    next_sweep: Instant,
     /// Open receivers' expected PSN after their flow's last packet, by slot (`u32::MAX`: not
     /// followed).
     rx_last: Vec<u32>,
@@ -443,8 +450,13 @@ impl RcEngine {
         true
     }
 
-    /// Retires the closing flows whose QPs went idle (after a timer ran).
-    pub(super) fn retire_idle(&mut self) {
+    /// Retires the closing flows whose QPs went idle (after a timer ran), at most once per
+    /// [`SWEEP`].
+    pub(super) fn retire_idle(&mut self, now: Instant) {
+        if self.pools.closing.is_empty() || now < self.pools.next_sweep {
+            return;
+        }
+        self.pools.next_sweep = now + SWEEP;
         let mut closing = std::mem::take(&mut self.pools.closing);
         closing.retain(|&i| !self.try_retire(i));
         self.pools.closing = closing;

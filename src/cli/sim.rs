@@ -116,8 +116,9 @@ pub struct OutputArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec) and peak memory under
-    /// `speed`. Off by default, so the JSON stays a function of scenario and seed alone.
+    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec), peak memory and what
+    /// its flows held (QPs made, retired and live at most) under `speed`. Off by default, so
+    /// the JSON stays a function of scenario and seed alone.
     #[arg(long, requires = "json")]
     speed: bool,
     /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table

@@ -311,6 +311,7 @@ impl Endpoint {
         match self.qps.get_mut(slot) {
             Some(s @ Some(_)) => {
                 *s = None;
+                self.held.freed(slot);
                 self.due.touch(slot);
                 self.int.clear(slot);
                 Ok(())
@@ -544,10 +545,7 @@ impl Endpoint {
             return false;
         };
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
-            match self.held.is_retired(slot) {
-                true => self.stats.drops.retired_qp += 1,
-                false => self.stats.drops.unknown_qp += 1,
-            }
+            self.count_no_qp(slot);
             return false;
         };
         self.due.touch(slot);

@@ -34,6 +34,9 @@ pub(super) struct Held {
     retired: QpCounters,
     /// QPs retired so far.
     retired_qps: u64,
+    /// No slot below this is free (taken, held or retired): where the search for one starts,
+    /// so that holding a number per flow for thousands of flows does not scan them all.
+    free_from: usize,
 }
 
 impl Held {
@@ -48,6 +51,11 @@ impl Held {
         if let Some(h) = self.holds.get_mut(slot) {
             *h = hold;
         }
+    }
+
+    /// Slot `slot`'s QP was destroyed: it may be free again.
+    pub(super) fn freed(&mut self, slot: usize) {
+        self.free_from = self.free_from.min(slot);
     }
 
     /// Whether `slot` is held (reserved or retired).
@@ -70,16 +78,19 @@ impl Endpoint {
     /// The first slot `create_qp` or `reserve_qpn` may take: empty and not held, or a new one.
     pub(super) fn free_slot(&mut self) -> Result<usize, QpError> {
         let held = &self.held;
-        let free = (0..self.qps.len())
+        let free = (held.free_from..self.qps.len())
             .find(|&s| self.qps.get(s).is_some_and(Option::is_none) && !held.is_held(s));
-        match free {
-            Some(s) => Ok(s),
+        let slot = match free {
+            Some(s) => s,
             None if self.qps.len() < self.cfg.max_qps => {
                 self.qps.push(None);
-                Ok(self.qps.len() - 1)
+                self.qps.len() - 1
             }
-            None => Err(QpError::QueueFull),
-        }
+            None => return Err(QpError::QueueFull),
+        };
+        // Its caller takes it (create_qp fills it, reserve_qpn holds it).
+        self.held.free_from = slot + 1;
+        Ok(slot)
     }
 
     /// Holds the QP number [`Endpoint::create_qp`] would give now, for a QP made later with
@@ -132,6 +143,15 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Counts a packet for slot `slot`, which has no QP: a retired one's or an unknown one's.
+    pub(super) fn count_no_qp(&mut self, slot: usize) {
+        let d = &mut self.stats.drops;
+        match self.held.is_retired(slot) {
+            true => d.retired_qp += 1,
+            false => d.unknown_qp += 1,
+        }
+    }
+
     /// QPs retired so far ([`Endpoint::retire_qp`]).
     pub fn retired_qps(&self) -> u64 {
         self.held.retired_qps
@@ -141,8 +161,58 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connect::{connect_rc, RcOptions};
     use crate::endpoint::EndpointConfig;
+    use crate::time::Instant;
+    use crate::verbs::{AccessFlags, RecvWr, SendWr, Sge, WrOpcode};
     use crate::wire::EthernetAddress;
+
+    #[test]
+    fn a_packet_for_a_retired_qp_is_counted_apart_and_its_counters_stay_in_the_totals() {
+        let ep = |last: u8| {
+            let mut cfg = EndpointConfig::ipv4(
+                EthernetAddress([2, 0, 0, 0, 0, last]),
+                std::net::Ipv4Addr::new(198, 18, 0, last),
+            );
+            // The stray frame below is edited without its ICRC.
+            cfg.verify_icrc = false;
+            Endpoint::new(cfg)
+        };
+        let (mut a, mut b) = (ep(1), ep(2));
+        let (sa, sb) = connect_rc(&mut a, &mut b, &RcOptions::default()).unwrap();
+        let src = a.reg_mr(sa.pd, 64, AccessFlags::LOCAL_WRITE);
+        let dst = b.reg_mr(sb.pd, 64, AccessFlags::LOCAL_WRITE);
+        let sge = |mr: crate::mr::MrInfo| Sge {
+            addr: mr.addr,
+            length: 64,
+            lkey: mr.lkey,
+        };
+        b.post_recv(sb.qpn, RecvWr::new(1, sge(dst))).unwrap();
+        for id in [1, 2] {
+            a.post_send(sa.qpn, SendWr::new(id, WrOpcode::Send, sge(src)))
+                .unwrap();
+        }
+        let now = Instant::ZERO;
+        let mut buf = vec![0; 2048];
+        let mut frame = || {
+            let n = a.poll_transmit(now, &mut buf).unwrap();
+            buf[..n].to_vec()
+        };
+        let (first, second) = (frame(), frame());
+        b.handle_frame(now, &first);
+        assert_eq!(b.counters().qp.rx_send_requests, 1);
+        b.retire_qp(sb.qpn).unwrap();
+        b.handle_frame(now, &second);
+        let c = b.counters();
+        assert_eq!((c.drops.retired_qp, c.drops.unknown_qp), (1, 0));
+        // The retired QP's counters are still the endpoint's.
+        assert_eq!(c.qp.rx_send_requests, 1);
+        // A QPN never held is unknown, not retired (the BTH follows Ethernet, IPv4 and UDP).
+        let mut stray = second.clone();
+        stray[42 + 5..42 + 8].copy_from_slice(&[0, 0, 99]);
+        b.handle_frame(now, &stray);
+        assert_eq!(b.counters().drops.unknown_qp, 1);
+    }
 
     fn endpoint() -> (Endpoint, QpInit) {
         let mut ep = Endpoint::new(EndpointConfig::ipv4(
@@ -173,5 +243,9 @@ mod tests {
         assert_eq!(ep.create_held_qp(c, init), Err(QpError::UnknownQp(c)));
         assert_eq!(ep.create_qp(init).unwrap(), 21);
         assert_eq!(ep.retire_qp(c), Err(QpError::UnknownQp(c)));
+        // A destroyed QP's number (not held) is given out again, a held one is not.
+        ep.destroy_qp(b).unwrap();
+        assert_eq!(ep.create_qp(init).unwrap(), b);
+        assert_eq!(ep.create_qp(init).unwrap(), 22);
     }
 }

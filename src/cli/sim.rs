@@ -22,7 +22,7 @@ use roce_fabric::experiment::builtin::{Builtin, BuiltinKind};
 use roce_fabric::experiment::compare::{with_overrides, Override};
 use roce_fabric::experiment::hpcc_run::HpccRun;
 use roce_fabric::experiment::scenario::{Built, Scenario};
-use roce_fabric::hpcc::{fct_file, pfc_file};
+use roce_fabric::hpcc::pfc_file;
 use roce_fabric::limits::bounds::{at_most, Limits, MAX_HOSTS, MAX_SCENARIO_BYTES};
 use roce_fabric::limits::input::read_text;
 use roce_fabric::net::fabric::parallel::ParallelStats;
@@ -129,8 +129,9 @@ pub struct OutputArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec) and peak memory under
-    /// `speed`. Off by default, so the JSON stays a function of scenario and seed alone.
+    /// With --json: add the run's speed (events/s, simsec/s, ev/simsec), peak memory and what
+    /// its flows held (QPs made, retired and live at most) under `speed`. Off by default, so
+    /// the JSON stays a function of scenario and seed alone.
     #[arg(long, requires = "json")]
     speed: bool,
     /// Write summary, scenario, time-series CSVs and SVG plots here (`compare`: also the table
@@ -413,6 +414,7 @@ fn execute(plan: &Plan, limits: &Limits) -> Result<Done> {
     let mut speed = RunSpeed::new(handled, scenario.duration_us / 1e6, &started);
     speed.events_elided = summary.events_elided;
     speed.idle_samples = idle;
+    speed.flows = roce_fabric::engines::FlowFootprint::of(&built.fabric);
     Ok(Done {
         summary,
         built,
@@ -434,9 +436,10 @@ fn report(stdout: &mut dyn Write, plan: &Plan, done: Done) -> Result<()> {
         report::write_all(dir, &plan.scenario, &summary, built.fabric.recorder())?;
     }
     if let Some(run) = &plan.hpcc {
-        let text = fct_file::write(&run.fct_records(&summary));
-        std::fs::write(&run.fct_output, text)
+        // A line at a time, as the flow file is read again.
+        let file = std::fs::File::create(&run.fct_output)
             .with_context(|| format!("writing {}", run.fct_output.display()))?;
+        run.write_fct(&summary, &mut std::io::BufWriter::new(file))?;
         let pfc = pfc_file::write(&run.pfc_records(built.fabric.pfc_events()));
         std::fs::write(&run.pfc_output, pfc)
             .with_context(|| format!("writing {}", run.pfc_output.display()))?;

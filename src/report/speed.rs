@@ -34,6 +34,9 @@ pub struct RunSpeed {
     /// The CPU time the run took and what a hypervisor took meanwhile.
     #[serde(flatten)]
     pub cpu: CpuUse,
+    /// What the run's flows held: QPs made, retired and live at most, pooled CQs, and the
+    /// bytes a live and a finished flow take (RC engine runs only).
+    pub flows: Option<roce_fabric::engines::FlowFootprint>,
 }
 
 /// CPU time during a run, where the OS says.
@@ -103,6 +106,7 @@ impl RunSpeed {
             events_per_simsec: per(events as f64, virtual_s),
             peak_rss_bytes: peak_rss_bytes(),
             cpu: CpuUse::default(),
+            flows: None,
         }
     }
 
@@ -132,6 +136,9 @@ impl RunSpeed {
                 "; {} idle samples taken at once",
                 self.idle_samples
             ));
+        }
+        if let Some(f) = &self.flows {
+            elided.push_str(&format!("; {}", f.line()));
         }
         format!(
             "speed: {} events in {:.2} s wall{cpu}: {:.3} M ev/s, {:.3e} simsec/s, {:.3e} ev/simsec; peak memory {rss}{elided}{steal}",

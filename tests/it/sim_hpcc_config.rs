@@ -63,7 +63,7 @@ fn dcqcn_config_runs_through_the_rc_engine() {
 
     let (summary, _) = s.run(|_| {}).unwrap();
     assert_eq!(summary.failed_flows, 0);
-    let records = run.fct_records(&summary);
+    let records = run.fct_records(&summary).unwrap();
     assert_eq!(records.len(), 12, "every flow finishes");
     let r = records[0];
     assert_eq!(

@@ -58,6 +58,24 @@ fn the_json_summary_reports_events_rates_and_peak_memory_consistently() {
     );
     // One thread: no parallel section.
     assert!(json.get("parallel").is_none(), "{json}");
+    // What the flows held: three endless flows, each with its sender's QP and its receiver's
+    // (made at its first packet), none retired; a CQ per sender and one for the receivers.
+    let flows = &speed["flows"];
+    assert_eq!(flows["flows"], 3, "{flows}");
+    let qps = &flows["qps"];
+    let counts = [
+        "opened",
+        "retired",
+        "live",
+        "peak_live",
+        "planned",
+        "cqs_made",
+        "cqs_reused",
+    ]
+    .map(|k| qps[k].as_u64().unwrap_or_else(|| panic!("{k} in {qps}")));
+    assert_eq!(counts, [6, 0, 6, 6, 0, 4, 0], "{qps}");
+    assert_eq!(flows["stale_packets"], 0, "{flows}");
+    assert!(flows["live_flow_bytes"].as_u64() > flows["finished_flow_bytes"].as_u64());
 }
 
 #[test]

@@ -136,6 +136,9 @@ pub struct DropCounters {
     pub bad_pkey: u64,
     /// No QP with the destination QPN.
     pub unknown_qp: u64,
+    /// The destination QP was retired (`Endpoint::retire_qp`): a stale CNP, ACK or duplicate
+    /// after its flow ended. Not in `rx_dropped`, which counts what the traffic lost.
+    pub retired_qp: u64,
     /// The source address is not the QP's peer.
     pub wrong_source: u64,
     /// The QP's state does not accept packets.

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::counters::{EndpointCounters, QpCounters};
+use crate::counters::EndpointCounters;
 use crate::ecn::{Marking, NotificationPoint};
 use crate::mr::{MemoryRegion, MrError, MrInfo, MrTable, PdHandle};
 use crate::qp::paced::CcPacer;
@@ -21,6 +21,8 @@ use crate::wire::opcode::Transport;
 use crate::wire::{
     parse_view_fast_with, parse_view_with, Ecn, EthernetAddress, RoceView, WireError,
 };
+
+mod reserve;
 
 /// QP numbers start here (0 and 1 are the special QPs; rxe starts at 17).
 pub const FIRST_QPN: u32 = 17;
@@ -113,6 +115,8 @@ pub struct Endpoint {
     stats: EndpointCounters,
     np: NotificationPoint,
     int: crate::qp::int::IntPaths,
+    /// QP numbers held for QPs made later, and those of retired QPs (see [`reserve`]).
+    held: reserve::Held,
 }
 
 fn pkey_matches(a: u16, b: u16) -> bool {
@@ -142,6 +146,7 @@ impl Endpoint {
             stats: EndpointCounters::default(),
             np: NotificationPoint::new(cfg.cnp_interval).with_enabled(cfg.np_enabled),
             int: crate::qp::int::IntPaths::default(),
+            held: reserve::Held::default(),
         }
     }
 
@@ -277,14 +282,7 @@ impl Endpoint {
         if init.send_cq.0 >= cqs || init.recv_cq.0 >= cqs {
             return Err(QpError::UnknownCq);
         }
-        let slot = match self.qps.iter().position(Option::is_none) {
-            Some(s) => s,
-            None if self.qps.len() < self.cfg.max_qps => {
-                self.qps.push(None);
-                self.qps.len() - 1
-            }
-            None => return Err(QpError::QueueFull),
-        };
+        let slot = self.free_slot()?;
         let qpn = self.cfg.first_qpn + slot as u32;
         let port = self.udp_src_port(qpn);
         if let Some(s) = self.qps.get_mut(slot) {
@@ -313,6 +311,7 @@ impl Endpoint {
         match self.qps.get_mut(slot) {
             Some(s @ Some(_)) => {
                 *s = None;
+                self.held.freed(slot);
                 self.due.touch(slot);
                 self.int.clear(slot);
                 Ok(())
@@ -435,7 +434,7 @@ impl Endpoint {
     /// Counters of the endpoint, with the sum over its QPs in `qp`.
     pub fn counters(&self) -> EndpointCounters {
         let mut c = self.stats;
-        let mut sum = QpCounters::default();
+        let mut sum = *self.held.retired_counters();
         for qp in self.qps.iter().flatten() {
             sum.accumulate(qp.counters());
         }
@@ -546,7 +545,7 @@ impl Endpoint {
             return false;
         };
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_deref_mut) else {
-            self.stats.drops.unknown_qp += 1;
+            self.count_no_qp(slot);
             return false;
         };
         self.due.touch(slot);

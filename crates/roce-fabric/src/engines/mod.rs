@@ -4,6 +4,7 @@
 //!
 //! Both only see frames and `now` through [`Engine`]; neither knows it runs in a fabric.
 
+mod footprint;
 pub mod rc;
 pub mod stand_in;
 
@@ -21,7 +22,8 @@ use roce_proto::engine::Engine;
 use roce_proto::time::Instant;
 use roce_proto::wire::EthernetAddress;
 
-pub use rc::{RcEngine, RcSetupError};
+pub use footprint::FlowFootprint;
+pub use rc::{QpLife, RcEngine, RcSetupError};
 pub use stand_in::{StandInCounters, StandInEngine};
 
 /// The MAC address the scenario engines derive from an IP address (switches route on IP, so

@@ -1,5 +1,6 @@
-//! The RC engine: the real transport, an [`Endpoint`] with one connected QP per flow, kept busy
-//! by posting RDMA WRITEs (or SENDs) a few at a time. Congestion control is the endpoint's own:
+//! The RC engine: the real transport, an [`Endpoint`] with one connected QP per running flow,
+//! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. QPs live only while their flow
+//! does (made when it starts, the sender's retired when it is done; see [`life`]). Congestion control is the endpoint's own:
 //! a controller from [`roce_proto::cc`] installed per QP with
 //! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
 //! by the endpoint's CNP, ACK and loss handling; the endpoint's notification point answers
@@ -14,16 +15,19 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use roce_proto::cc::{CcConfig, CcMetrics, Rate};
-use roce_proto::connect::{connect_rc, RcOptions};
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{
-    AccessFlags, AddressVector, CqHandle, Mtu, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
+    AddressVector, CqHandle, Mtu, PdHandle, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
     WrOpcode,
 };
 use roce_proto::wire::Ecn;
 
+mod life;
+
+use self::life::{Life, Peer, Pools, QpEnds};
+pub use self::life::{QpLife, LINGER};
 use super::{mac_of, FlowTransport, ReceivedBytes, Recovery};
 use crate::flows::collective::MemberGate;
 use crate::flows::workload::FlowConfig;
@@ -45,7 +49,12 @@ struct RcFlow {
     qpn: u32,
     /// The receiver's QPN (what the flow meter and the recorder call the flow).
     dst_qpn: u32,
-    cq: CqHandle,
+    /// The QP's CQ once it is open (from the pool, to which it goes back at retirement).
+    cq: Option<CqHandle>,
+    /// Planned (number held), open, or retired.
+    life: Life,
+    /// The QP's recovery counters, kept when it was retired.
+    kept: Recovery,
     lkey: u32,
     addr: u64,
     msg: u32,
@@ -62,6 +71,11 @@ struct RcFlow {
     errors: u64,
     /// The first error completion that was not a flush (the cause; flushes follow it).
     first_error: Option<WcStatus>,
+}
+
+/// Bytes of the record that stands for one flow on its sender.
+pub(crate) fn flow_record_bytes() -> usize {
+    std::mem::size_of::<RcFlow>()
 }
 
 impl RcFlow {
@@ -135,6 +149,10 @@ struct RxQp {
 pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
+    /// The one protection domain of the host's QPs and regions.
+    pd: PdHandle,
+    /// Pooled CQs, shared regions, receivers not made yet, flows closing.
+    pools: Pools,
     flows: Vec<RcFlow>,
     /// Flows that may still post or complete work and whose start has come, in flow order:
     /// finished ones leave, so an event's work grows with the flows running, not with every
@@ -199,13 +217,21 @@ impl RcEngine {
         // The fabric drops every corrupted frame at the receiving port (an FCS error): a wrong
         // ICRC cannot arrive, so the endpoint does not hash each frame again to compare it.
         cfg.verify_icrc = false;
+        // A flow's QP numbers are never given out again (they name its UDP source port, its
+        // path): a host with many flows over a run numbers them up to the 24-bit QPN space, a
+        // number costing a few bytes until its QP is made.
+        cfg.max_qps = (1 << 24) - cfg.first_qpn as usize;
         match cnp_interval {
             Some(iv) => cfg.cnp_interval = iv,
             None => cfg.np_enabled = false,
         }
+        let mut ep = Endpoint::new(cfg);
+        let pd = ep.alloc_pd();
         Ok(RcEngine {
-            ep: Endpoint::new(cfg),
+            ep,
             ip,
+            pd,
+            pools: Pools::default(),
             flows: Vec::new(),
             live: Vec::new(),
             again: Vec::new(),
@@ -230,7 +256,9 @@ impl RcEngine {
         self
     }
 
-    /// Connects a QP on `src` to one on `dst` and makes `src` send `flow` over it: RDMA WRITEs
+    /// Plans a QP on `src` connected to one on `dst` (their numbers held now, the QPs made
+    /// when the flow starts and its first packet arrives) and makes `src` send `flow` over it
+    /// from then: RDMA WRITEs
     /// (SENDs with `flow.send`; WRITE-with-immediate when `flow.gate` gates it on what
     /// `src` receives) of `flow.message_bytes`, `flow.total_bytes` in all (forever when `None`),
     /// from `flow.start`, on DSCP `flow.dscp`, paced by `flow.cc` when given, else at
@@ -246,62 +274,34 @@ impl RcEngine {
             .ok()
             .filter(|&m| m > 0 && m <= 1 << 31)
             .ok_or(RcSetupError::BadMessage(flow.message_bytes))?;
-        let opts = RcOptions {
-            mtu: Mtu::from_bytes(flow.mtu as u32).ok_or(RcSetupError::BadMtu(flow.mtu))?,
-            // 4.096 us * 2^6 = 262 us: tail losses recover within a short run.
-            timeout: 6,
-            // Queues as deep as this engine keeps them, not verbs' 256 each: every queue (and
-            // the CQ, sized from them) is preallocated, and a fabric has thousands of QPs.
-            max_send_wr: DEPTH as u32,
-            max_recv_wr: if flow.send || flow.gate.is_some() {
-                RECV_DEPTH
-            } else {
-                1
-            },
-            ..RcOptions::default()
-        };
-        let (a, b) = connect_rc(&mut src.ep, &mut dst.ep, &opts).map_err(|e| qp_err(&e))?;
-        src.qpns.push(a.qpn);
-        dst.qpns.push(b.qpn);
-        for (ep, qpn, peer) in [(&mut src.ep, a.qpn, dst.ip), (&mut dst.ep, b.qpn, src.ip)] {
-            set_dscp(ep, qpn, peer, flow.dscp).map_err(|e| qp_err(&e))?;
-        }
-        // Nobody reads a simulated flow's bytes: regions that keep none (the same frames as
-        // zeroed buffers, without a message-sized buffer per flow at each end).
-        let local = src
-            .ep
-            .reg_mr_discard(a.pd, msg as usize, AccessFlags::LOCAL_WRITE)
-            .map_err(|e| qp_err(&e))?;
-        let remote = dst
-            .ep
-            .reg_mr_discard(
-                b.pd,
-                msg as usize,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .map_err(|e| qp_err(&e))?;
+        let mtu = Mtu::from_bytes(flow.mtu as u32).ok_or(RcSetupError::BadMtu(flow.mtu))?;
         // Without a controller, a workload's `rate_gbps` paces the QP at that fixed rate.
-        let fixed = match (flow.cc.is_none(), flow.rate_gbps) {
-            (true, Some(g)) => {
-                Some(CcConfig::new("none", Rate::from_bps_f64(g * 1e9)).map_err(|e| qp_err(&e))?)
-            }
-            _ => None,
-        };
-        if let Some(cfg) = flow.cc.as_ref().or(fixed.as_ref()) {
-            src.ep
-                .set_congestion_control(a.qpn, cfg.build(), 0)
-                .map_err(|e| qp_err(&e))?;
-            if cfg.uses_int() {
-                // Each slot costs 10 bytes of every data packet and of its ACK's echo.
-                src.ep
-                    .enable_int(a.qpn, INT_HOPS, cfg.int_units())
-                    .map_err(|e| qp_err(&e))?;
-            }
+        if let (true, Some(g)) = (flow.cc.is_none(), flow.rate_gbps) {
+            CcConfig::new("none", Rate::from_bps_f64(g * 1e9)).map_err(|e| qp_err(&e))?;
         }
-        if flow.send || flow.gate.is_some() {
+        // Numbers held now, in the order QPs were always made (the sender's, then the
+        // receiver's): they name the flow (and its UDP source port, its ECMP path) as before,
+        // while the QPs themselves are made when the flow starts.
+        let a = src.ep.reserve_qpn().map_err(|e| qp_err(&e))?;
+        let b = dst.ep.reserve_qpn().map_err(|e| qp_err(&e))?;
+        src.qpns.push(a);
+        dst.qpns.push(b);
+        // Nobody reads a simulated flow's bytes: regions that keep none, one per host and
+        // message size, shared by its flows.
+        let local = src.region(msg).map_err(|e| qp_err(&e))?;
+        let remote = dst.region(msg).map_err(|e| qp_err(&e))?;
+        let ends = QpEnds {
+            mtu,
+            consumes: flow.send || flow.gate.is_some(),
+            dscp: flow.dscp,
+        };
+        if ends.consumes {
+            // A receiver that consumes receives is made now: its receives are posted ahead.
+            let peer = Peer { qpn: a, ip: src.ip };
+            let cq = dst.open_qp(b, peer, ends).map_err(|e| qp_err(&e))?;
             let mut rx = RxQp {
-                qpn: b.qpn,
-                cq: b.cq,
+                qpn: b,
+                cq,
                 sge: Sge {
                     addr: remote.addr,
                     length: if flow.send { msg } else { 0 },
@@ -315,11 +315,16 @@ impl RcEngine {
                 post_recv(&mut dst.ep, &mut rx).map_err(|e| qp_err(&e))?;
             }
             dst.rx_qps.push(rx);
+        } else {
+            let last = life::last_psn(flow.total_bytes, msg, mtu);
+            dst.plan_receiver(b, Peer { qpn: a, ip: src.ip }, ends, last);
         }
         src.flows.push(RcFlow {
-            qpn: a.qpn,
-            dst_qpn: b.qpn,
-            cq: a.cq,
+            qpn: a,
+            dst_qpn: b,
+            cq: None,
+            life: Life::Planned,
+            kept: Recovery::default(),
             lkey: local.lkey,
             addr: local.addr,
             msg,
@@ -335,14 +340,6 @@ impl RcEngine {
             first_error: None,
         });
         let i = src.flows.len() - 1;
-        src.ep.req_notify_cq(a.cq).map_err(|e| qp_err(&e))?;
-        let c = a.cq.index();
-        if src.cq_flow.len() <= c {
-            src.cq_flow.resize(c + 1, usize::MAX);
-        }
-        if let Some(slot) = src.cq_flow.get_mut(c) {
-            *slot = i;
-        }
         if flow.total_bytes == Some(0) {
             // Done at the first drive, whenever it starts.
             src.live.push(i);
@@ -353,7 +350,7 @@ impl RcEngine {
             src.next_pending = src.pending.first().map(|&(t, _)| t);
             src.first_unstarted = src.unstarted.first().map(|&(t, _)| t);
         }
-        Ok((b.qpn, i))
+        Ok((b, i))
     }
 
     /// The endpoint (counters, QPs).
@@ -383,7 +380,9 @@ impl RcEngine {
             return FlowTransport::default();
         };
         let qp = self.ep.qp(f.qpn);
-        let in_error = qp.is_none_or(|q| q.state() == QpState::Err);
+        // A QP not made yet (the flow never started) or retired (done) is in no error.
+        let in_error = qp.is_some_and(|q| q.state() == QpState::Err)
+            || (qp.is_none() && matches!(f.life, Life::Open | Life::Closing));
         let error = match (f.first_error, in_error) {
             (Some(status), true) => Some(format!("{status:?}, QP in the error state")),
             (Some(status), false) => Some(format!("{status:?}")),
@@ -391,20 +390,24 @@ impl RcEngine {
             (None, false) if f.errors > 0 => Some("work request refused".to_owned()),
             (None, false) => None,
         };
-        let c = qp.map(|q| *q.counters()).unwrap_or_default();
-        FlowTransport {
-            error,
-            recovery: Recovery {
-                retransmitted: c.retransmitted_packets,
-                naks: c.naks_received(),
-                timeouts: c.local_ack_timeout_err,
-            },
-        }
+        let recovery = match qp {
+            Some(q) => {
+                let c = q.counters();
+                Recovery {
+                    retransmitted: c.retransmitted_packets,
+                    naks: c.naks_received(),
+                    timeouts: c.local_ack_timeout_err,
+                }
+            }
+            None => f.kept,
+        };
+        FlowTransport { error, recovery }
     }
 
     /// QPs of this host (senders and receivers) in the error state.
     pub fn qp_errors(&self) -> u64 {
-        let failed = |&&qpn: &&u32| self.ep.qp(qpn).is_none_or(|q| q.state() == QpState::Err);
+        // QPs not made yet and retired ones are in no error.
+        let failed = |&&qpn: &&u32| self.ep.qp(qpn).is_some_and(|q| q.state() == QpState::Err);
         self.qpns.iter().filter(failed).count() as u64
     }
 
@@ -482,6 +485,10 @@ impl RcEngine {
         }
         let (mut started, mut finished) = (false, false);
         for &i in &visit {
+            if self.flows.get(i).is_some_and(|f| f.life == Life::Planned) {
+                self.open_flow(i);
+            }
+            let gate = self.received.gate.as_ref();
             let Some(f) = self.flows.get_mut(i) else {
                 continue;
             };
@@ -493,7 +500,12 @@ impl RcEngine {
                 started = true;
                 self.unstarted.remove(&(f.cfg.start, i));
             }
-            finished |= !f.running();
+            if !f.running() {
+                finished = true;
+                if f.life == Life::Open && !self.try_retire(i) {
+                    self.pools.closing.push(i);
+                }
+            }
         }
         self.visit = visit;
         if started {
@@ -511,7 +523,8 @@ impl RcEngine {
 /// window. Returns whether it could post more without a completion (the next drive must
 /// visit it whatever its CQ says).
 fn visit_flow(ep: &mut Endpoint, f: &mut RcFlow, now: Instant, gate: Option<&MemberGate>) -> bool {
-    while let Some(wc) = ep.poll_cq_one(f.cq) {
+    let cq = f.cq;
+    while let Some(wc) = cq.and_then(|cq| ep.poll_cq_one(cq)) {
         if wc.qp_num != f.qpn {
             continue;
         }
@@ -526,7 +539,9 @@ fn visit_flow(ep: &mut Endpoint, f: &mut RcFlow, now: Instant, gate: Option<&Mem
         }
     }
     // Empty now: the next completion (from the posts below on) is an event.
-    let _ = ep.req_notify_cq(f.cq);
+    if let Some(cq) = cq {
+        let _ = ep.req_notify_cq(cq);
+    }
     if f.done_at.is_none() && f.cfg.total_bytes.is_some_and(|t| f.completed >= t) {
         f.done_at = Some(now);
     }
@@ -616,14 +631,25 @@ fn post_recv(ep: &mut Endpoint, rx: &mut RxQp) -> Result<(), roce_proto::qp::QpE
 impl Engine for RcEngine {
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         self.deadline.set(None);
+        let qpn = self.frame_qpn(frame);
+        if let Some(q) = qpn {
+            self.open_receiver(q);
+        }
         self.ep.handle_frame(now, frame);
+        if let Some(q) = qpn {
+            self.note_received(now, q);
+        }
         self.drive(now);
+        self.retire_lingering(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         self.deadline.set(None);
         self.ep.handle_timeout(now);
         self.drive(now);
+        self.retire_lingering(now);
+        // A finished flow's QP goes idle when its last timer ran.
+        self.retire_idle(now);
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {

@@ -14,7 +14,7 @@ use crate::experiment::scenario::{LinkEvent, Scenario, SwitchSpec, TopologySpec}
 use crate::experiment::summary::RunSummary;
 use crate::flows::workload::Workload;
 use crate::hpcc::config::{CcMode, HpccConfig};
-use crate::hpcc::fct_file::{node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
+use crate::hpcc::fct_file::{self, node_ip, standalone_fct_ns, FctRecord, FIRST_SPORT};
 use crate::hpcc::flow_file::{self, FlowLine};
 use crate::hpcc::pfc_file::{self, PfcRecord};
 use crate::hpcc::topology_file::TopologyFile;
@@ -29,6 +29,14 @@ pub enum HpccRunError {
     /// A file does not read or parse.
     #[error(transparent)]
     File(#[from] HpccError),
+    /// An output file could not be written.
+    #[error("writing {file}: {source}")]
+    Write {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The config asks for something we do not model.
     #[error("{file}: {msg}")]
     Unsupported {
@@ -51,8 +59,9 @@ pub struct HpccRun {
     pub config: HpccConfig,
     /// Its topology file.
     pub topology: TopologyFile,
-    /// Its flows, in file order (flow `i` of the summary is line `i`).
-    pub flows: Vec<FlowLine>,
+    /// Its flow file (flow `i` of the summary is its line `i`), read a flow at a time when
+    /// the run is built and again when its FCT file is written: never held whole.
+    pub flow_path: PathBuf,
     /// Where the FCT file goes.
     pub fct_output: PathBuf,
     /// Where the PFC file goes.
@@ -96,7 +105,11 @@ impl HpccRun {
         let topo_path = resolve(path, topo);
         let flow_path = resolve(path, flow);
         let topology = TopologyFile::load(&topo_path)?;
-        let flows = flow_file::load(&flow_path, limits)?;
+        // Read through once, a flow at a time, so a malformed or unordered file is refused
+        // before anything is built; the flows are read again when the run is built.
+        for flow in flow_file::FlowReader::open(&flow_path, limits)? {
+            flow?;
+        }
         // The output files go where the inputs were found (the simulator's working directory).
         let base = topo_path
             .to_string_lossy()
@@ -156,7 +169,9 @@ impl HpccRun {
                 loss: config.error_rate_per_link,
             },
             switch,
-            workloads: vec![Workload::FlowFile { path: flow_path }],
+            workloads: vec![Workload::FlowFile {
+                path: flow_path.clone(),
+            }],
             link_events,
             failures: Vec::new(),
             routing: Default::default(),
@@ -197,7 +212,7 @@ impl HpccRun {
             scenario,
             config,
             topology,
-            flows,
+            flow_path,
             fct_output,
             pfc_output,
             not_modelled,
@@ -209,15 +224,59 @@ impl HpccRun {
         pfc_file::records(&self.topology, events)
     }
 
-    /// The FCT file's lines for the finished flows of `summary`, as `third.cc`'s
-    /// `qp_finish` writes them: node addresses, source ports from 10000 per host in flow
-    /// order, standalone FCT from its paths with `PACKET_PAYLOAD_SIZE` packets.
-    pub fn fct_records(&self, summary: &RunSummary) -> Vec<FctRecord> {
+    /// The FCT file's lines for the finished flows of `summary` (see
+    /// [`HpccRun::for_each_fct`]), collected.
+    pub fn fct_records(&self, summary: &RunSummary) -> Result<Vec<FctRecord>, HpccError> {
+        let mut out = Vec::new();
+        self.for_each_fct(summary, |r| {
+            out.push(r);
+            Ok(())
+        })
+        .map_err(|e| match e {
+            HpccRunError::File(e) => e,
+            other => HpccError::Malformed {
+                file: self.flow_path.display().to_string(),
+                line: 0,
+                msg: other.to_string(),
+            },
+        })?;
+        Ok(out)
+    }
+
+    /// Writes the FCT file of `summary` to `out`, a line at a time as the flow file is read
+    /// again (neither file is held whole); returns the lines written.
+    pub fn write_fct(
+        &self,
+        summary: &RunSummary,
+        out: &mut impl std::io::Write,
+    ) -> Result<u64, HpccRunError> {
+        let mut n = 0;
+        self.for_each_fct(summary, |r| {
+            n += 1;
+            fct_file::write_record(out, &r)
+        })?;
+        out.flush().map_err(|source| HpccRunError::Write {
+            file: self.fct_output.display().to_string(),
+            source,
+        })?;
+        Ok(n)
+    }
+
+    /// Hands `sink` the FCT file's line of each finished flow of `summary`, in flow order, as
+    /// `third.cc`'s `qp_finish` writes them: node addresses, source ports from 10000 per host
+    /// in flow order, standalone FCT from its paths with `PACKET_PAYLOAD_SIZE` packets. The
+    /// flow file is read again, a flow at a time.
+    pub fn for_each_fct(
+        &self,
+        summary: &RunSummary,
+        mut sink: impl FnMut(FctRecord) -> std::io::Result<()>,
+    ) -> Result<(), HpccRunError> {
         let payload = self.config.packet_payload_size;
         let mut ports = std::collections::HashMap::new();
         let mut paths = std::collections::HashMap::new();
-        let mut out = Vec::new();
-        for (f, r) in self.flows.iter().zip(&summary.flows) {
+        let flows = flow_file::FlowReader::open(&self.flow_path, &Limits::default())?;
+        for (f, r) in flows.zip(&summary.flows) {
+            let f: FlowLine = f?;
             let sport = {
                 let p = ports.entry(f.src).or_insert(FIRST_SPORT);
                 let s = *p;
@@ -233,7 +292,7 @@ impl HpccRun {
             let Some(path) = to_dst.get(f.src).copied().flatten() else {
                 continue;
             };
-            out.push(FctRecord {
+            let record = FctRecord {
                 sip: node_ip(f.src),
                 dip: node_ip(f.dst),
                 sport,
@@ -242,9 +301,13 @@ impl HpccRun {
                 start_ns: f.start_ns(),
                 fct_ns: Duration::from_micros_f64_rounded(fct_us).as_nanos(),
                 standalone_ns: standalone_fct_ns(f.size, payload, path.base_rtt_ns(), path.bw_bps),
-            });
+            };
+            sink(record).map_err(|source| HpccRunError::Write {
+                file: self.fct_output.display().to_string(),
+                source,
+            })?;
         }
-        out
+        Ok(())
     }
 }
 

@@ -570,9 +570,11 @@ impl Plan {
                             }),
                             None => check(node),
                         };
-                    let flows = flow_file::load(path, &plan.limits)?;
-                    plan.room(flows.len() as u64).map_err(too_many)?;
+                    // Read a flow at a time: the file is never held whole.
+                    let flows = flow_file::FlowReader::open(path, &plan.limits)?;
+                    plan.room(flows.announced()).map_err(too_many)?;
                     for f in flows {
+                        let f = f?;
                         let (s, d) = (host(f.src)?, host(f.dst)?);
                         plan.add_line(ips, s, d, defaults, &f);
                     }

@@ -3,8 +3,6 @@
 //! times in ns), written as `third.cc`'s `qp_finish` writes it, with the standalone FCT
 //! computed as it computes it.
 
-use std::fmt::Write as _;
-
 use super::tokens::Tokens;
 use super::HpccError;
 
@@ -65,15 +63,20 @@ impl FctRecord {
 
 /// The file's text for `records`.
 pub fn write(records: &[FctRecord]) -> String {
-    let mut s = String::new();
+    let mut s = Vec::new();
     for r in records {
-        let _ = writeln!(
-            s,
-            "{:08x} {:08x} {} {} {} {} {} {}",
-            r.sip, r.dip, r.sport, r.dport, r.size, r.start_ns, r.fct_ns, r.standalone_ns
-        );
+        let _ = write_record(&mut s, r);
     }
-    s
+    String::from_utf8(s).unwrap_or_default()
+}
+
+/// Writes one record's line to `out` (`%08x %08x %u %u %lu %lu %lu %lu`, as `qp_finish`).
+pub fn write_record(out: &mut impl std::io::Write, r: &FctRecord) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:08x} {:08x} {} {} {} {} {} {}",
+        r.sip, r.dip, r.sport, r.dport, r.size, r.start_ns, r.fct_ns, r.standalone_ns
+    )
 }
 
 /// Parses an FCT file (ours or the simulator's).

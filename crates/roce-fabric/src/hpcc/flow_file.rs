@@ -2,6 +2,11 @@
 //! the number of flows, then one `src dst pg dport size start_time` line per flow, the start
 //! in seconds. Like `third.cc`, only the announced number of flows is read: the repository's
 //! own `mix/flow.txt` has more lines and a description after them.
+//!
+//! [`FlowReader`] reads the flows one at a time, as `third.cc`'s `ScheduleFlowInputs` does
+//! (it reads the next line when the clock reaches the current one's start): a file of a million
+//! flows is never held whole. That reading needs starts in order, and so does ours: a start
+//! before the previous flow's is refused (`third.cc` would schedule it in the past).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,27 +39,63 @@ impl FlowLine {
     }
 }
 
-/// Parses the flow text of the file named `file`.
+/// Parses the flow text of the file named `file` (whole: for small files and tests).
 pub fn parse(file: &str, text: &str) -> Result<Vec<FlowLine>, HpccError> {
-    read(Tokens::of_text(file, text), &Limits::default())
+    FlowReader::new(Tokens::of_text(file, text), &Limits::default())?.collect()
 }
 
-/// Reads the flow file at `path` (lines of at most [`MAX_LINE_BYTES`]), refusing more flows
-/// than `limits` allow before reading them.
+/// Reads the flow file at `path` whole (see [`FlowReader::open`] to read it a flow at a time).
 pub fn load(path: &Path, limits: &Limits) -> Result<Vec<FlowLine>, HpccError> {
-    read(Tokens::new(super::lines(path, MAX_LINE_BYTES)?), limits)
+    FlowReader::open(path, limits)?.collect()
 }
 
-fn read(mut t: Tokens, limits: &Limits) -> Result<Vec<FlowLine>, HpccError> {
-    let (line, n) = t.value("the number of flows", |s| s.parse::<u64>().ok())?;
-    limits.flows(n).map_err(|limit| HpccError::Limit {
-        file: t.file().to_owned(),
-        line,
-        limit,
-    })?;
-    // Only lines that are there take memory: the count is checked, not trusted.
-    let mut flows = Vec::with_capacity(n.min(1 << 16) as usize);
-    for _ in 0..n {
+/// The flows of a flow file, read one at a time in file (and start) order: an iterator of
+/// [`FlowLine`]s that holds one line of the file, never the file.
+pub struct FlowReader<'a> {
+    tokens: Tokens<'a>,
+    /// Flows the file announces.
+    announced: u64,
+    /// Flows read so far.
+    read: u64,
+    /// The previous flow's start, seconds.
+    last_start_s: f64,
+    /// Whether an error ended the reading.
+    failed: bool,
+}
+
+impl FlowReader<'static> {
+    /// Opens the flow file at `path` (lines of at most [`MAX_LINE_BYTES`]) and reads its count
+    /// of flows, refusing more than `limits` allow before reading any.
+    pub fn open(path: &Path, limits: &Limits) -> Result<Self, HpccError> {
+        FlowReader::new(Tokens::new(super::lines(path, MAX_LINE_BYTES)?), limits)
+    }
+}
+
+impl<'a> FlowReader<'a> {
+    fn new(mut tokens: Tokens<'a>, limits: &Limits) -> Result<Self, HpccError> {
+        let (line, n) = tokens.value("the number of flows", |s| s.parse::<u64>().ok())?;
+        limits.flows(n).map_err(|limit| HpccError::Limit {
+            file: tokens.file().to_owned(),
+            line,
+            limit,
+        })?;
+        Ok(FlowReader {
+            tokens,
+            announced: n,
+            read: 0,
+            last_start_s: 0.0,
+            failed: false,
+        })
+    }
+
+    /// The number of flows the file announces (checked against the limits, not trusted: a
+    /// file with fewer is an error when the reading gets there).
+    pub fn announced(&self) -> u64 {
+        self.announced
+    }
+
+    fn next_flow(&mut self) -> Result<FlowLine, HpccError> {
+        let t = &mut self.tokens;
         let line = t.line()?;
         let src = t.num("a source node id")?;
         let dst = t.num("a destination node id")?;
@@ -68,16 +109,40 @@ fn read(mut t: Tokens, limits: &Limits) -> Result<Vec<FlowLine>, HpccError> {
                 "a flow needs src != dst, pg 0..7, size > 0 and a start >= 0",
             ));
         }
-        flows.push(FlowLine {
+        if start_s < self.last_start_s {
+            return Err(t.error(
+                line,
+                format!(
+                    "flow starts at {start_s} s, before the previous flow's {} s: flows must be \
+                     in start order (third.cc reads them as its clock reaches them)",
+                    self.last_start_s
+                ),
+            ));
+        }
+        self.last_start_s = start_s;
+        Ok(FlowLine {
             src,
             dst,
             pg,
             dport,
             size,
             start_s,
-        });
+        })
     }
-    Ok(flows)
+}
+
+impl Iterator for FlowReader<'_> {
+    type Item = Result<FlowLine, HpccError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.read >= self.announced {
+            return None;
+        }
+        self.read += 1;
+        let flow = self.next_flow();
+        self.failed = flow.is_err();
+        Some(flow)
+    }
 }
 
 /// Writes flows in the format, as `traffic_gen.py` does (`%d %d %d %d %d %.9f`).
@@ -147,6 +212,11 @@ mod tests {
                 (
                     "many\n",
                     "mix/flow.txt:1: \"many\" is not the number of flows",
+                ),
+                (
+                    "3\n0 1 3 100 1000 2.5\n1 2 3 100 1000 2.5\n2 3 3 100 1000 2.4999\n",
+                    "mix/flow.txt:4: flow starts at 2.4999 s, before the previous flow's 2.5 s: \
+                     flows must be in start order (third.cc reads them as its clock reaches them)",
                 ),
             ],
         );

@@ -75,7 +75,7 @@ fn ours(name: &str) -> Vec<SlowdownBin> {
     let built = run.scenario.build_within(&Limits::default(), 2).unwrap();
     let (summary, _) = run.scenario.run_built(built, |_| {}).unwrap();
     assert_eq!(summary.failed_flows, 0, "{name}: {}", summary.table());
-    let records = run.fct_records(&summary);
+    let records = run.fct_records(&summary).unwrap();
     // Every flow of the flow file (its first line counts them) finishes.
     let workload = name.split('_').next().unwrap_or_default();
     let flows = std::fs::read_to_string(config.with_file_name(format!("{workload}.txt"))).unwrap();

@@ -18,6 +18,7 @@ mod sim_collectives;
 mod sim_dcqcn_theory;
 mod sim_ecmp;
 mod sim_fabric;
+mod sim_flow_life;
 mod sim_hpcc;
 mod sim_parallel;
 mod sim_pfc_pauses;

@@ -1,7 +1,8 @@
 //! The RC engine: the real transport, an [`Endpoint`] with one connected QP per running flow,
 //! kept busy by posting RDMA WRITEs (or SENDs) a few at a time. QPs live only while their flow
-//! does (made when it starts, the sender's retired when it is done; see [`life`]). Congestion control is the endpoint's own:
-//! a controller from [`roce_proto::cc`] installed per QP with
+//! does (made when it starts, the sender's retired when it is done; see the `life` module).
+//! Congestion control is the endpoint's own: a controller from [`roce_proto::cc`] installed
+//! per QP with
 //! `Endpoint::set_congestion_control` (its metrics read back with `Endpoint::cc_metrics`), fed
 //! by the endpoint's CNP, ACK and loss handling; the endpoint's notification point answers
 //! CE-marked requests with CNPs. Completions come from the endpoint's CQs, so retransmission

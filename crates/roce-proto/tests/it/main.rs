@@ -24,6 +24,7 @@ mod rc_invalidate;
 mod rc_many_qps;
 mod rc_random;
 mod rc_responder;
+mod rc_retire;
 mod rc_smoke;
 mod spoofed_peer;
 mod wire_props;

@@ -29,6 +29,8 @@ pub struct RcOptions {
     pub max_send_wr: u32,
     /// Receive queue depth.
     pub max_recv_wr: u32,
+    /// How both QPs recover lost packets.
+    pub recovery: crate::verbs::Recovery,
 }
 
 impl Default for RcOptions {
@@ -48,6 +50,7 @@ impl Default for RcOptions {
                 | AccessFlags::REMOTE_ATOMIC,
             max_send_wr: 256,
             max_recv_wr: 256,
+            recovery: crate::verbs::Recovery::GoBackN,
         }
     }
 }
@@ -77,6 +80,7 @@ impl RcOptions {
                 rq_psn: Some(rq_psn),
                 min_rnr_timer: Some(self.min_rnr_timer),
                 max_dest_rd_atomic: Some(self.max_rd_atomic.max(1)),
+                recovery: Some(self.recovery),
                 ..Default::default()
             },
             QpAttr {

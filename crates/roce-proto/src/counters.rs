@@ -99,6 +99,12 @@ summed_counters! {
         /// Responder: responses not queued because the queue was full (the request packet is also
         /// counted in `rx_dropped`; roce's own).
         resp_queue_full,
+        /// Responder, selective repeat: request packets placed ahead of the expected PSN (each is
+        /// also an `out_of_sequence`; roce's own).
+        out_of_order_placed,
+        /// Requester, selective repeat: NAKs received that name a packet the responder holds
+        /// (only those that start a recovery are also `packet_seq_err`; roce's own).
+        selective_naks,
     }
 }
 
@@ -245,6 +251,10 @@ rdma_counters! {
         completer_retry_err: q.completer_retry_err,
         /// Request packets sent again (roce's own).
         retransmitted_packets: q.retransmitted_packets,
+        /// Responder, selective repeat: packets placed ahead of the expected PSN (roce's own).
+        out_of_order_placed: q.out_of_order_placed,
+        /// Requester, selective repeat: NAKs naming a packet the responder holds (roce's own).
+        selective_naks: q.selective_naks,
         /// Responder: RDMA WRITE requests executed.
         rx_write_requests: q.rx_write_requests,
         /// Responder: RDMA READ requests executed.

@@ -7,6 +7,9 @@
 use core::cmp::Ordering;
 use core::fmt;
 
+mod window;
+pub use window::{PsnWindow, WINDOW as PSN_WINDOW};
+
 /// The PSN space is 2^24.
 pub const PSN_MODULUS: u32 = 1 << 24;
 /// Mask for the low 24 bits.

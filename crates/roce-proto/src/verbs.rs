@@ -210,6 +210,17 @@ impl WrOpcode {
         )
     }
 
+    /// Consumes a receive work request at the responder (SENDs, RDMA WRITE with immediate).
+    pub fn consumes_receive(&self) -> bool {
+        matches!(
+            self,
+            WrOpcode::Send
+                | WrOpcode::SendWithImm { .. }
+                | WrOpcode::SendWithInv { .. }
+                | WrOpcode::RdmaWriteWithImm { .. }
+        )
+    }
+
     /// Done locally: sends nothing and occupies no PSN.
     pub fn is_local(&self) -> bool {
         matches!(self, WrOpcode::LocalInv { .. })
@@ -457,6 +468,24 @@ pub struct QpAttr {
     pub max_dest_rd_atomic: Option<u8>,
     /// Remote access the responder allows (RESET→INIT; defaults to none).
     pub access_flags: Option<AccessFlags>,
+    /// How lost packets are recovered (INIT→RTR; go-back-N unless both ends choose otherwise).
+    pub recovery: Option<Recovery>,
+}
+
+/// How a queue pair recovers lost packets. Both ends of a connection must choose the same; a
+/// peer that does not speak roce's selective repeat (rxe, any RNIC) needs [`Recovery::GoBackN`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum Recovery {
+    /// IBA's: the responder drops what follows a gap and NAKs the gap once; the requester
+    /// resends everything from the NAKed PSN on.
+    #[default]
+    GoBackN,
+    /// IRN's (SIGCOMM'18): the responder places SEND and WRITE packets that arrive out of order
+    /// (every such packet carries a [`placement`](crate::wire::placement) header), answers each
+    /// with a NAK that also names it, and completes messages in order; the requester resends
+    /// only the PSNs below the highest one acknowledged that were not. READs and atomics keep
+    /// IBA's semantics: the responder executes them in order.
+    SelectiveRepeat,
 }
 
 /// Sizes of a new QP.

@@ -24,8 +24,8 @@ use roce_proto::psn::{Msn, Psn};
 use roce_proto::qp::MAX_QUEUED_RESPONSES;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{
-    AccessFlags, AddressVector, CqHandle, Mtu, QpInit, QpState, RecvWr, SendFlags, SendWr, Sge,
-    Sgl, WrOpcode,
+    AccessFlags, AddressVector, CqHandle, Mtu, QpInit, QpState, Recovery, RecvWr, SendFlags,
+    SendWr, Sge, Sgl, WrOpcode,
 };
 use roce_proto::wire::aeth::{self, Syndrome};
 use roce_proto::wire::opcode::Opcode;
@@ -91,6 +91,8 @@ pub struct Harness {
     /// The peer's message in progress: a WRITE (bytes left) or a SEND.
     open_write: Option<u32>,
     open_send: bool,
+    /// How the QP recovers lost packets.
+    recovery: Recovery,
 }
 
 impl Default for Harness {
@@ -108,18 +110,25 @@ fn sge(r: &Region, len: u32) -> Sge {
 }
 
 impl Harness {
-    /// An endpoint with one QP in RTS to the imaginary peer, PSNs about to wrap.
+    /// An endpoint with one go-back-N QP in RTS to the imaginary peer, PSNs about to wrap.
     pub fn new() -> Harness {
+        Self::with_recovery(Recovery::GoBackN)
+    }
+
+    /// [`Harness::new`] with the QP recovering lost packets as `recovery` says (a selective
+    /// repeat QP reads the first bytes of every SEND and WRITE payload as a placement header,
+    /// so the peer's frames reach its placement checks).
+    pub fn with_recovery(recovery: Recovery) -> Harness {
         let mut ep = Endpoint::new(EndpointConfig {
             key_seed: Some(15),
             ..EndpointConfig::ipv4(MAC_US, IP_US)
         });
         let pd = ep.alloc_pd();
         let cq = ep.create_cq(64);
-        let o = Self::options();
+        let o = Self::options(recovery);
         let init = QpInit::shared_cq(pd, cq, o.max_send_wr, o.max_recv_wr);
         let qpn = ep.create_qp(init).expect("a QP");
-        Self::connect(&mut ep, qpn).expect("to RTS");
+        Self::connect(&mut ep, qpn, recovery).expect("to RTS");
         Harness {
             ep,
             qpn,
@@ -135,29 +144,35 @@ impl Harness {
             next_wr: 1,
             open_write: None,
             open_send: false,
+            recovery,
         }
     }
 
-    fn options() -> RcOptions {
+    fn options(recovery: Recovery) -> RcOptions {
         RcOptions {
             mtu: Mtu::Mtu256,
             max_rd_atomic: 4,
             max_send_wr: 16,
             max_recv_wr: 16,
+            recovery,
             ..RcOptions::default()
         }
     }
 
     /// Connects the QP (from RESET) to the peer, with PSNs about to wrap.
-    fn connect(ep: &mut Endpoint, qpn: u32) -> Result<(), String> {
+    fn connect(ep: &mut Endpoint, qpn: u32, recovery: Recovery) -> Result<(), String> {
         let av = AddressVector {
             remote_ip: IP_PEER.into(),
             remote_mac: MAC_PEER,
             traffic_class: 0,
             hop_limit: 64,
         };
-        let attrs =
-            Self::options().attrs_to_rts(PEER_QPN, av, Psn::new(0xff_fff0), Psn::new(0xff_fff8));
+        let attrs = Self::options(recovery).attrs_to_rts(
+            PEER_QPN,
+            av,
+            Psn::new(0xff_fff0),
+            Psn::new(0xff_fff8),
+        );
         for a in attrs {
             ep.modify_qp(qpn, &a).map_err(|e| e.to_string())?;
         }
@@ -168,7 +183,12 @@ impl Harness {
     /// moves the QP to the error state and checks that every work request completed exactly
     /// once.
     pub fn run_bytes(data: &[u8]) -> Result<(), String> {
-        let mut h = Harness::new();
+        Self::run_bytes_with(Recovery::GoBackN, data)
+    }
+
+    /// [`Harness::run_bytes`] on a QP that recovers as `recovery` says.
+    pub fn run_bytes_with(recovery: Recovery, data: &[u8]) -> Result<(), String> {
+        let mut h = Harness::with_recovery(recovery);
         action_bytes::run_steps(&Action::decode_all(data), |a| h.step(a))?;
         h.finish()
     }
@@ -274,7 +294,7 @@ impl Harness {
                     self.ep
                         .modify_qp(self.qpn, &reset)
                         .map_err(|e| e.to_string())?;
-                    Self::connect(&mut self.ep, self.qpn)?;
+                    Self::connect(&mut self.ep, self.qpn, self.recovery)?;
                     self.open_write = None;
                     self.open_send = false;
                 }
@@ -625,7 +645,18 @@ impl Harness {
             if op == Opcode::RC_ACKNOWLEDGE || op == Opcode::RC_ATOMIC_ACKNOWLEDGE {
                 control += 1;
             }
-            for &b in p.payload {
+            // A selective-repeat request starts with its placement header, not region bytes.
+            let header = match self.recovery {
+                Recovery::SelectiveRepeat if op.is_send() || op.is_write() => {
+                    roce_proto::wire::placement::HEADER_LEN
+                }
+                _ => 0,
+            };
+            let data = p
+                .payload
+                .get(header..)
+                .ok_or("a request shorter than its header")?;
+            for &b in data {
                 if b == 0 {
                     return Err(format!(
                         "{op:?} carries a zero byte (a missing source sent as zeros?)"

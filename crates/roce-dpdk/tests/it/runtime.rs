@@ -11,6 +11,7 @@ use roce_dpdk::{DpdkPort, Eal, Mempool, MempoolConfig, PortConfig, TscClock};
 use roce_proto::engine::Engine;
 use roce_proto::port::{FrameBuf, Port};
 use roce_proto::time;
+use roce_proto::verbs::Recovery;
 use roce_proto::wire::parse_frame;
 use roce_testkit::rc;
 use roce_testkit::roce_frames;
@@ -237,6 +238,7 @@ fn rc_random_run_over_ring_ports_delivers_exactly_and_frees_every_mbuf(
         ops_per_qp: 24,
         byte_budget: 3 << 20,
         faults: Faults::Random,
+        recovery: Recovery::GoBackN,
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(r, port_a, port_b))).map_err(
         |e| {

@@ -6,7 +6,7 @@
 
 use crate::counters::QpCounters;
 use crate::mr::{MrTable, PdHandle};
-use crate::psn::Psn;
+use crate::psn::{Msn, Psn};
 use crate::time::{Duration, Instant};
 use crate::verbs::{CompletionQueue, SendFlags, WcStatus, WorkCompletion, WrOpcode};
 use crate::wire::aeth::{NakCode, Syndrome};
@@ -28,6 +28,8 @@ pub(crate) struct CompleterCtx<'a> {
     pub ack_timeout: Option<Duration>,
     pub retry_cnt: u8,
     pub rnr_retry: u8,
+    /// Selective repeat's reordering window.
+    pub reorder_window: Duration,
 }
 
 /// A failure that ends the QP: the head WQE completes with this status, the rest flush.
@@ -42,6 +44,7 @@ enum Acked {
 
 impl Requester {
     fn progress(&mut self, c: &mut CompleterCtx<'_>) {
+        self.note_una();
         self.retry_psn = None;
         self.retry_left = c.retry_cnt;
         self.rnr_retry_left = c.rnr_retry;
@@ -196,11 +199,13 @@ impl Requester {
         psn.sub(from.value()).value() < self.high_psn.sub(from.value()).value()
     }
 
-    /// An ACK or NAK (opcode ACKNOWLEDGE) for `psn`.
+    /// An ACK or NAK (opcode ACKNOWLEDGE) for `psn`, with the AETH's MSN field (under selective
+    /// repeat a sequence NAK's names a PSN the responder holds).
     pub fn on_ack(
         &mut self,
         psn: Psn,
         syndrome: Syndrome,
+        msn: Msn,
         c: &mut CompleterCtx<'_>,
     ) -> Result<(), Fatal> {
         if !self.response_in_window(psn) {
@@ -234,6 +239,9 @@ impl Requester {
             Syndrome::Nak(code) => {
                 let acked = self.ack_through(psn.sub(1), c);
                 match code {
+                    NakCode::PsnSequenceError if self.selective.is_some() => {
+                        return self.on_selective_nak_at(psn, Psn::new(msn.value()), acked, c);
+                    }
                     NakCode::PsnSequenceError => {
                         c.stats.packet_seq_err += 1;
                         // Packets that followed an RNR-NAKed one are resent when the RNR wait
@@ -288,6 +296,43 @@ impl Requester {
             }
         }
         Ok(true)
+    }
+
+    /// A selective-repeat NAK for `psn` naming `held` (`acked`: what its cumulative part
+    /// retired). The first of a loss starts a recovery, spending one transport retry; a NAK
+    /// stuck at a READ or atomic goes back to it as IBA says.
+    fn on_selective_nak_at(
+        &mut self,
+        psn: Psn,
+        held: Psn,
+        acked: Acked,
+        c: &mut CompleterCtx<'_>,
+    ) -> Result<(), Fatal> {
+        c.stats.selective_naks += 1;
+        if self.rnr_wait || self.implied(acked, c)? {
+            return Ok(());
+        }
+        let at_read = self
+            .sq
+            .iter()
+            .find(|w| w.covers(psn))
+            .is_some_and(|w| w.wr.opcode.is_read_or_atomic());
+        let began = self.on_selective_nak(psn, held, c.now, c.reorder_window, c.timers);
+        if at_read {
+            c.stats.packet_seq_err += u64::from(self.retry_psn != Some(psn));
+            return self.retry(psn, false, c);
+        }
+        if began {
+            c.stats.packet_seq_err += 1;
+            if self.retry_left == 0 {
+                c.stats.req_transport_retries_exceeded += 1;
+                return Err(WcStatus::RetryExcErr);
+            }
+            self.retry_left -= 1;
+            c.stats.completer_retry_err += 1;
+            self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
+        }
+        Ok(())
     }
 
     /// A READ response packet.

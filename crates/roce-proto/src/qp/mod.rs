@@ -23,7 +23,7 @@ use crate::psn::Psn;
 use crate::time::Instant;
 use crate::verbs::{
     sgl_len, AccessFlags, AddressVector, CompletionQueue, CqHandle, Mtu, QpAttr, QpInit, QpState,
-    RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    Recovery, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 use crate::wire::opcode::Opcode;
 use crate::wire::{Ecn, RoceView};
@@ -53,6 +53,7 @@ struct Attrs {
     max_rd_atomic: u8,
     max_dest_rd_atomic: u8,
     access: AccessFlags,
+    recovery: Recovery,
 }
 
 /// A reliable-connection queue pair.
@@ -126,6 +127,7 @@ impl QueuePair {
                 max_rd_atomic: 1,
                 max_dest_rd_atomic: 1,
                 access: AccessFlags::empty(),
+                recovery: Recovery::GoBackN,
             },
             req: Requester::new(init.max_send_wr as usize),
             resp: Responder::new(init.max_recv_wr as usize),
@@ -233,6 +235,7 @@ impl QueuePair {
         a.max_rd_atomic = attr.max_rd_atomic.unwrap_or(a.max_rd_atomic);
         a.max_dest_rd_atomic = attr.max_dest_rd_atomic.unwrap_or(a.max_dest_rd_atomic);
         a.access = attr.access_flags.unwrap_or(a.access);
+        a.recovery = attr.recovery.unwrap_or(a.recovery);
         if let Some(psn) = attr.rq_psn {
             self.resp.epsn = psn;
         }
@@ -242,7 +245,15 @@ impl QueuePair {
         let from = self.state;
         self.state = to;
         match to {
+            QpState::Rtr
+                if from == QpState::Init && self.attrs.recovery == Recovery::SelectiveRepeat =>
+            {
+                self.resp.enable_selective_repeat();
+            }
             QpState::Rts if from == QpState::Rtr => {
+                if self.attrs.recovery == Recovery::SelectiveRepeat {
+                    self.req.enable_selective_repeat();
+                }
                 self.req.retry_left = self.attrs.retry_cnt;
                 self.req.rnr_retry_left = self.attrs.rnr_retry;
             }
@@ -321,6 +332,7 @@ impl QueuePair {
             ack_timeout: timer::ack_timeout(self.attrs.timeout),
             retry_cnt: self.attrs.retry_cnt,
             rnr_retry: self.attrs.rnr_retry,
+            reorder_window: self.cfg.reorder_window,
         };
         let mut result = step(&mut self.req, &mut c);
         if self.state == QpState::Err {
@@ -465,7 +477,7 @@ impl QueuePair {
         };
         if op == Opcode::RC_ACKNOWLEDGE {
             if let Some(a) = aeth {
-                self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, c));
+                self.completer_step(now, mrs, cqs, |q, c| q.on_ack(psn, a.syndrome, a.msn, c));
             }
             self.feed_cc(now, Some(covered), losses);
         } else if op.is_read_response() {
@@ -540,6 +552,10 @@ impl QueuePair {
                 q.on_rnr_timer(c);
                 Ok(())
             });
+        }
+        if self.timers.take_expired(Timer::ReorderWindow, now) {
+            let window = self.cfg.reorder_window;
+            self.req.on_reorder_window(now, window, &mut self.timers);
         }
         if self.timers.take_expired(Timer::AckTimeout, now) {
             let losses = self.loss_count();

@@ -7,11 +7,15 @@
 use std::collections::VecDeque;
 
 use crate::psn::Psn;
+use crate::time::Duration;
 use crate::verbs::{SendFlags, SendWr, WcStatus, WrOpcode};
 use crate::wire::opcode::Opcode;
-use crate::wire::{atomic_eth, reth};
+use crate::wire::{atomic_eth, placement, reth};
 
 use super::{Outgoing, Payload};
+
+mod selective;
+pub(crate) use selective::Selective;
 
 /// A posted send work request and its place in PSN space.
 #[derive(Clone, Debug)]
@@ -26,6 +30,9 @@ pub(crate) struct SendWqe {
     pub read_pkts: u32,
     /// A local error found when posting; reported when the WQE reaches the head.
     pub local_error: Option<WcStatus>,
+    /// Receive work requests the messages posted before this one consume at the responder
+    /// (SENDs and WRITEs with immediate; selective repeat's placement header carries it).
+    pub recv_sn: u32,
 }
 
 impl SendWqe {
@@ -69,6 +76,10 @@ pub(crate) struct Requester {
     pub retry_psn: Option<Psn>,
     pub retry_left: u8,
     pub rnr_retry_left: u8,
+    /// The receive sequence number of the next posted message.
+    pub next_recv_sn: u32,
+    /// Selective repeat's state, on a QP that uses it.
+    pub selective: Option<Box<Selective>>,
 }
 
 /// Tunables of the requester.
@@ -78,6 +89,11 @@ pub struct RequesterConfig {
     pub max_outstanding_psns: u32,
     /// Set AckReq at least every this many packets inside long messages.
     pub ack_req_interval: u32,
+    /// Selective repeat: how long a packet a NAK showed missing may still be on its way
+    /// (reordered, not lost) before it is resent. Zero (the default) resends at once, as IRN
+    /// does on its in-order fabric; a fabric that sprays packets over paths of different
+    /// delays wants about a quarter of the round trip (RACK's `min_rtt / 4`, RFC 8985).
+    pub reorder_window: Duration,
 }
 
 impl Default for RequesterConfig {
@@ -85,6 +101,7 @@ impl Default for RequesterConfig {
         RequesterConfig {
             max_outstanding_psns: 512,
             ack_req_interval: 32,
+            reorder_window: Duration::ZERO,
         }
     }
 }
@@ -106,6 +123,8 @@ impl Requester {
             retry_psn: None,
             retry_left: 0,
             rnr_retry_left: 0,
+            next_recv_sn: 0,
+            selective: None,
         }
     }
 
@@ -127,6 +146,10 @@ impl Requester {
         };
         let first_psn = self.next_post_psn;
         self.next_post_psn = first_psn.add(npkts);
+        let recv_sn = self.next_recv_sn;
+        if wr.opcode.consumes_receive() {
+            self.next_recv_sn = recv_sn.wrapping_add(1);
+        }
         self.sq.push_back(SendWqe {
             wr,
             len,
@@ -134,6 +157,7 @@ impl Requester {
             npkts,
             read_pkts: 0,
             local_error,
+            recv_sn,
         });
     }
 
@@ -151,6 +175,10 @@ impl Requester {
         }
         self.set_cursor(i, k);
         self.since_ack_req = 0;
+        // The cursor resends what the responder does not hold from here on.
+        if let Some(s) = self.selective.as_deref_mut() {
+            s.end_recovery();
+        }
         true
     }
 
@@ -181,7 +209,8 @@ impl Requester {
     }
 
     /// The next request packet, written into `o`, if the window, fences and limits allow one
-    /// (`false` otherwise); advances the cursor.
+    /// (`false` otherwise); advances the cursor. Under selective repeat, a packet to resend goes
+    /// first, and the cursor passes over packets the responder holds.
     pub fn next_packet(
         &mut self,
         mtu: u32,
@@ -189,6 +218,13 @@ impl Requester {
         cfg: &RequesterConfig,
         o: &mut Outgoing,
     ) -> bool {
+        if let Some((i, k, psn)) = self.resend_candidate() {
+            self.write_packet(i, k, psn, mtu, true, o);
+            self.resent(psn);
+            o.retransmission = true;
+            return true;
+        }
+        self.skip_held();
         let Some((psn, in_flight)) = self.ready(max_rd_atomic, cfg) else {
             return false;
         };
@@ -196,16 +232,56 @@ impl Requester {
             return false;
         };
         let rd_atomic = w.wr.opcode.is_read_or_atomic();
-        let mtu64 = u64::from(mtu);
         let k = self.cursor_pkt;
+        let last = k + 1 >= w.npkts;
+        // A READ request covers the rest of the message's PSNs in one packet.
+        let psns = if rd_atomic { w.npkts - k } else { 1 };
+        let ack_req = last
+            || self.ack_each
+            || self.since_ack_req + 1 >= cfg.ack_req_interval
+            || in_flight + 1 >= self.outstanding_cap(cfg);
+        self.write_packet(self.cursor, k, psn, mtu, ack_req, o);
+        let retransmission = psn.before(self.high_psn);
+        let end = psn.add(psns);
+        if end.after(self.high_psn) {
+            self.high_psn = end;
+        }
+        if rd_atomic || last {
+            self.cursor += 1;
+            self.cursor_pkt = 0;
+        } else {
+            self.cursor_pkt += 1;
+        }
+        if rd_atomic {
+            self.rd_atomic_outstanding += 1;
+        }
+        self.since_ack_req = if o.fields.ack_req {
+            0
+        } else {
+            self.since_ack_req + 1
+        };
+        o.retransmission = retransmission;
+        true
+    }
+
+    /// Writes packet `k` (PSN `psn`) of send WQE `i` into `o`; READ and atomic requests always
+    /// ask for their response, others when `ack_req`.
+    fn write_packet(&self, i: usize, k: u32, psn: Psn, mtu: u32, ack_req: bool, o: &mut Outgoing) {
+        let Some(w) = self.sq.get(i) else {
+            return;
+        };
+        let mtu64 = u64::from(mtu);
         let offset = u64::from(k) * mtu64;
         let last = k + 1 >= w.npkts;
-        let mut payload = Payload::None;
-        let mut ack_req = last || self.ack_each || self.since_ack_req + 1 >= cfg.ack_req_interval;
-        if in_flight + 1 >= cfg.max_outstanding_psns {
-            ack_req = true;
-        }
         let first = k == 0;
+        let mut payload = Payload::None;
+        let mut ack_req = ack_req;
+        let mut placement = placement::Repr {
+            msg_psn: w.first_psn.value(),
+            recv_sn: w.recv_sn,
+            dma_len: w.len as u32,
+            ..placement::Repr::default()
+        };
         o.reset(Opcode::RC_SEND_ONLY, psn);
         let ext = &mut o.fields.ext;
         let opcode = match w.wr.opcode {
@@ -217,14 +293,14 @@ impl Requester {
                 if last {
                     ext.immdt = imm;
                 }
-                payload = sgl_payload(w, self.cursor, offset, mtu64);
+                payload = sgl_payload(w, i, offset, mtu64);
                 Opcode::message_packet(Opcode::RC_SEND_FIRST, first, last, imm.is_some())
             }
             WrOpcode::SendWithInv { rkey } => {
                 if last {
                     ext.ieth = Some(rkey);
                 }
-                payload = sgl_payload(w, self.cursor, offset, mtu64);
+                payload = sgl_payload(w, i, offset, mtu64);
                 match (first, last) {
                     (true, true) => Opcode::RC_SEND_ONLY_WITH_INVALIDATE,
                     (true, false) => Opcode::RC_SEND_FIRST,
@@ -233,7 +309,7 @@ impl Requester {
                 }
             }
             // Never at the cursor when sending: `ready` stops before it.
-            WrOpcode::LocalInv { .. } => return false,
+            WrOpcode::LocalInv { .. } => return,
             WrOpcode::RdmaWrite { remote_addr, rkey }
             | WrOpcode::RdmaWriteWithImm {
                 remote_addr, rkey, ..
@@ -252,7 +328,9 @@ impl Requester {
                 if last {
                     ext.immdt = imm;
                 }
-                payload = sgl_payload(w, self.cursor, offset, mtu64);
+                placement.va = remote_addr;
+                placement.rkey = rkey;
+                payload = sgl_payload(w, i, offset, mtu64);
                 Opcode::message_packet(Opcode::RC_RDMA_WRITE_FIRST, first, last, imm.is_some())
             }
             WrOpcode::RdmaRead { remote_addr, rkey } => {
@@ -294,31 +372,14 @@ impl Requester {
                 Opcode::RC_FETCH_ADD
             }
         };
-        let solicited = last && w.wr.flags.contains(SendFlags::SOLICITED);
-        // A READ request covers the rest of the message's PSNs in one packet.
-        let psns = if rd_atomic { w.npkts - k } else { 1 };
-        let retransmission = psn.before(self.high_psn);
-        let end = psn.add(psns);
-        if end.after(self.high_psn) {
-            self.high_psn = end;
-        }
-        if rd_atomic || last {
-            self.cursor += 1;
-            self.cursor_pkt = 0;
-        } else {
-            self.cursor_pkt += 1;
-        }
-        if rd_atomic {
-            self.rd_atomic_outstanding += 1;
-        }
-        self.since_ack_req = if ack_req { 0 } else { self.since_ack_req + 1 };
         let f = &mut o.fields;
         f.opcode = opcode;
         f.ack_req = ack_req;
-        f.solicited = solicited;
+        f.solicited = last && w.wr.flags.contains(SendFlags::SOLICITED);
+        if self.selective.is_some() && (opcode.is_send() || opcode.is_write()) {
+            o.placement = Some(placement);
+        }
         o.set_payload(payload);
-        o.retransmission = retransmission;
-        true
     }
 
     /// The PSN and in-flight count of the next packet, when the window, fences and READ/atomic
@@ -326,6 +387,10 @@ impl Requester {
     pub fn ready(&self, max_rd_atomic: u8, cfg: &RequesterConfig) -> Option<(Psn, u32)> {
         if self.rnr_wait {
             return None;
+        }
+        // A resend takes the place of a packet the network lost: no window holds it back.
+        if let Some((_, _, psn)) = self.resend_candidate() {
+            return Some((psn, 0));
         }
         let w = self.sq.get(self.cursor)?;
         // A local operation runs when it is the oldest (see `run_local_ops`); nothing after it
@@ -335,7 +400,7 @@ impl Requester {
         }
         let psn = w.first_psn.add(self.cursor_pkt);
         let in_flight = psn.diff(self.una).max(0) as u32;
-        if in_flight >= cfg.max_outstanding_psns {
+        if in_flight >= self.outstanding_cap(cfg) {
             return None;
         }
         let rd_atomic = w.wr.opcode.is_read_or_atomic();

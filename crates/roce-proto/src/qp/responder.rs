@@ -22,6 +22,8 @@ use crate::wire::{atomic_ack_eth, RoceView};
 use super::state::MAX_RD_ATOMIC;
 use super::{Outgoing, Payload};
 
+mod placed;
+
 /// The credit code rxe puts in every ACK: 31, "invalid credit count".
 pub const ACK_CREDITS_INVALID: u8 = 0x1f;
 
@@ -125,6 +127,8 @@ pub(crate) struct Responder {
     atomic_replay: VecDeque<(Psn, u64)>,
     /// A queued READ's region went away: its NAK went out and the QP must fail.
     fatal: bool,
+    /// Selective repeat's state, on a QP that uses it.
+    reorder: Option<Box<placed::Reorder>>,
 }
 
 enum Check {
@@ -148,6 +152,7 @@ impl Responder {
             out: VecDeque::new(),
             atomic_replay: VecDeque::new(),
             fatal: false,
+            reorder: None,
         }
     }
 
@@ -230,8 +235,10 @@ impl Responder {
         pkt: &RoceView<'_>,
         c: &mut ResponderCtx<'_>,
     ) -> Result<(), Fatal> {
-        let bth = &pkt.bth;
-        let psn = bth.psn;
+        if self.reorder.is_some() {
+            return self.handle_selective(pkt, c);
+        }
+        let psn = pkt.bth.psn;
         let d = psn.diff(self.epsn);
         if d > 0 {
             c.stats.out_of_sequence += 1;
@@ -249,27 +256,37 @@ impl Responder {
         self.nak_sent = false;
         match self.execute(pkt, c) {
             Check::Ok | Check::Dropped => Ok(()),
-            Check::Nak(code, status) => {
-                match code {
-                    NakCode::RemoteAccessError => c.stats.resp_remote_access_errors += 1,
-                    _ => c.stats.resp_invalid_request += 1,
-                }
-                self.push_final_nak(psn, Syndrome::Nak(code));
-                if let Some(InMessage::Send { wqe, .. }) = self.current.take() {
-                    c.cq.push(WorkCompletion {
-                        wr_id: wqe.wr_id,
-                        status,
-                        opcode: WcOpcode::Recv,
-                        byte_len: 0,
-                        imm_data: None,
-                        invalidated_rkey: None,
-                        qp_num: c.qpn,
-                    });
-                    c.stats.error_completions += 1;
-                }
-                Err(status)
-            }
+            Check::Nak(code, status) => Err(self.fail_request(psn, code, status, c)),
         }
+    }
+
+    /// The request at `psn` ends the QP: counts it, queues its NAK and completes the receive
+    /// of a SEND in progress with `status`.
+    fn fail_request(
+        &mut self,
+        psn: Psn,
+        code: NakCode,
+        status: WcStatus,
+        c: &mut ResponderCtx<'_>,
+    ) -> Fatal {
+        match code {
+            NakCode::RemoteAccessError => c.stats.resp_remote_access_errors += 1,
+            _ => c.stats.resp_invalid_request += 1,
+        }
+        self.push_final_nak(psn, Syndrome::Nak(code));
+        if let Some(InMessage::Send { wqe, .. }) = self.current.take() {
+            c.cq.push(WorkCompletion {
+                wr_id: wqe.wr_id,
+                status,
+                opcode: WcOpcode::Recv,
+                byte_len: 0,
+                imm_data: None,
+                invalidated_rkey: None,
+                qp_num: c.qpn,
+            });
+            c.stats.error_completions += 1;
+        }
+        status
     }
 
     fn check_len(&self, op: Opcode, len: usize, mtu: u32) -> bool {

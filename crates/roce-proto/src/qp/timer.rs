@@ -12,17 +12,20 @@ pub enum Timer {
     AckTimeout = 0,
     /// RNR wait: the peer had no receive; resend when this fires.
     RnrRetry = 1,
+    /// Selective repeat's reordering window: packets a NAK showed missing count as lost once
+    /// it has passed.
+    ReorderWindow = 2,
 }
 
 impl Timer {
     /// Every timer, in table order.
-    pub const ALL: [Timer; 2] = [Timer::AckTimeout, Timer::RnrRetry];
+    pub const ALL: [Timer; 3] = [Timer::AckTimeout, Timer::RnrRetry, Timer::ReorderWindow];
 }
 
 /// Deadlines, one per [`Timer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimerTable {
-    deadlines: [Option<Instant>; 2],
+    deadlines: [Option<Instant>; 3],
 }
 
 impl TimerTable {
@@ -54,7 +57,7 @@ impl TimerTable {
     }
     /// Disarms everything.
     pub fn stop_all(&mut self) {
-        self.deadlines = [None; 2];
+        self.deadlines = [None; 3];
     }
 }
 

@@ -10,6 +10,7 @@ use crate::psn::Psn;
 use crate::time::Instant;
 use crate::verbs::{CompletionQueue, QpState, WcStatus};
 use crate::wire::opcode::Opcode;
+use crate::wire::placement;
 use crate::wire::{
     bth, dscp, ethernet, Ecn, EthernetAddress, ExtRepr, FrameTemplate, IpRepr, PacketFields,
     RoceRepr,
@@ -56,6 +57,8 @@ pub(crate) struct Outgoing {
     /// Opcode, flags, PSN, extension headers and payload length, as the template takes them.
     pub fields: PacketFields,
     pub payload: Payload,
+    /// Selective repeat's placement header, written before the payload.
+    pub placement: Option<placement::Repr>,
     pub retransmission: bool,
 }
 
@@ -71,6 +74,7 @@ impl Outgoing {
                 payload_len: 0,
             },
             payload: Payload::None,
+            placement: None,
             retransmission: false,
         }
     }
@@ -85,16 +89,19 @@ impl Outgoing {
         f.ext = ExtRepr::default();
         f.payload_len = 0;
         self.payload = Payload::None;
+        self.placement = None;
         self.retransmission = false;
     }
 
-    /// Sets the payload and its length.
+    /// Sets the payload and its length (a placement header, if set, counts as payload).
     pub(super) fn set_payload(&mut self, payload: Payload) {
-        self.fields.payload_len = match &payload {
-            Payload::None => 0,
-            Payload::Wqe { len, .. } => *len,
-            Payload::Mr { range } => range.len(),
-        };
+        let header = self.placement.map_or(0, |_| placement::HEADER_LEN);
+        self.fields.payload_len = header
+            + match &payload {
+                Payload::None => 0,
+                Payload::Wqe { len, .. } => *len,
+                Payload::Mr { range } => range.len(),
+            };
         self.payload = payload;
     }
 }
@@ -295,18 +302,29 @@ impl QueuePair {
         // The payload is read at this moment, from memory that must still be there.
         let mut readable = true;
         // The closure says whether it wrote only zeros (their ICRC needs no hashing).
-        let result = template.emit_gathered(&o.fields, buf, |dst| match &o.payload {
-            Payload::None => true,
-            Payload::Wqe { wqe, offset, .. } => {
-                let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
-                let zeros = sgl.and_then(|sgl| mrs.gather_zeros(sgl, *offset, dst));
-                readable = zeros.is_some();
-                zeros.unwrap_or(false)
-            }
-            Payload::Mr { range } => {
-                readable = mrs.load(*range, dst) == Ok(true);
-                false
-            }
+        let result = template.emit_gathered(&o.fields, buf, |dst| {
+            let dst = match &o.placement {
+                Some(h) => {
+                    let (header, rest) = dst.split_at_mut(placement::HEADER_LEN);
+                    header.copy_from_slice(&h.to_bytes());
+                    rest
+                }
+                None => dst,
+            };
+            let zeros = match &o.payload {
+                Payload::None => true,
+                Payload::Wqe { wqe, offset, .. } => {
+                    let sgl = sq.get(*wqe).map(|w| &w.wr.sgl[..]);
+                    let zeros = sgl.and_then(|sgl| mrs.gather_zeros(sgl, *offset, dst));
+                    readable = zeros.is_some();
+                    zeros.unwrap_or(false)
+                }
+                Payload::Mr { range } => {
+                    readable = mrs.load(*range, dst) == Ok(true);
+                    false
+                }
+            };
+            zeros && o.placement.is_none()
         });
         match result {
             Ok(_) if !readable => Err(Unsent::SourceGone),

@@ -26,6 +26,7 @@ pub mod ipv6;
 pub mod ndp;
 pub mod opcode;
 pub mod pfc;
+pub mod placement;
 pub mod pretty;
 pub mod reth;
 pub mod roce;

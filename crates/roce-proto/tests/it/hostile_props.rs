@@ -7,6 +7,7 @@ use roce_testkit::hostile_host;
 use roce_testkit::hostile_peer;
 
 use proptest::prelude::*;
+use roce_proto::verbs::Recovery;
 
 fn bytes(max_actions: usize, width: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), width..max_actions * width)
@@ -25,6 +26,13 @@ proptest! {
         data in bytes(120, hostile_peer::ACTION_BYTES)
     ) {
         holds(hostile_peer::Harness::run_bytes(&data))?;
+    }
+
+    #[test]
+    fn a_selective_repeat_qp_keeps_its_invariants_against_a_hostile_peer(
+        data in bytes(120, hostile_peer::ACTION_BYTES)
+    ) {
+        holds(hostile_peer::Harness::run_bytes_with(Recovery::SelectiveRepeat, &data))?;
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod rc_many_qps;
 mod rc_random;
 mod rc_responder;
 mod rc_retire;
+mod rc_selective;
 mod rc_smoke;
 mod spoofed_peer;
 mod wire_props;

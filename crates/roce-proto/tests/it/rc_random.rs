@@ -8,6 +8,7 @@ use roce_testkit::rc;
 use rc::random::{run, Faults, Run};
 use roce_proto::fault::FaultConfig;
 use roce_proto::loopback::loopback_pair;
+use roce_proto::verbs::Recovery;
 
 fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
     match std::env::var("ROCE_TEST_SEED")
@@ -34,6 +35,7 @@ fn every_byte_and_completion_survives_a_lossy_reordering_corrupting_link() {
             ops_per_qp: 24,
             byte_budget: 2 << 20,
             faults: Faults::Random,
+            recovery: Recovery::GoBackN,
         });
     }
 }
@@ -47,6 +49,7 @@ fn many_small_messages_cross_the_psn_wrap_on_many_qps() {
             ops_per_qp: 40,
             byte_budget: 64 << 10,
             faults: Faults::Random,
+            recovery: Recovery::GoBackN,
         });
     }
 }
@@ -66,6 +69,41 @@ fn all_four_faults_at_ten_percent_at_once_still_deliver_exactly() {
             ops_per_qp: 24,
             byte_budget: 1 << 20,
             faults: Faults::Fixed(f),
+            recovery: Recovery::GoBackN,
+        });
+    }
+}
+
+#[test]
+fn selective_repeat_delivers_every_byte_and_completion_over_the_same_links() {
+    for seed in seeds(300..308) {
+        memory(Run {
+            seed,
+            qps: 4,
+            ops_per_qp: 24,
+            byte_budget: 2 << 20,
+            faults: Faults::Random,
+            recovery: Recovery::SelectiveRepeat,
+        });
+    }
+}
+
+#[test]
+fn selective_repeat_with_all_four_faults_at_ten_percent_at_once() {
+    let f = FaultConfig {
+        loss: 0.10,
+        duplicate: 0.10,
+        reorder: 0.10,
+        corrupt: 0.10,
+    };
+    for seed in seeds(400..404) {
+        memory(Run {
+            seed,
+            qps: 4,
+            ops_per_qp: 24,
+            byte_budget: 1 << 20,
+            faults: Faults::Fixed(f),
+            recovery: Recovery::SelectiveRepeat,
         });
     }
 }

@@ -14,8 +14,8 @@ use roce_proto::mr::MrInfo;
 use roce_proto::port::Port;
 use roce_proto::psn::Psn;
 use roce_proto::verbs::{
-    Mtu, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrKind, WrOpcode,
-    WrOperands,
+    Mtu, Recovery, RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrKind,
+    WrOpcode, WrOperands,
 };
 
 /// What a finished run must show.
@@ -65,6 +65,8 @@ pub struct Run {
     pub byte_budget: usize,
     /// Faults on both directions of the link.
     pub faults: Faults,
+    /// How every QP recovers lost packets.
+    pub recovery: Recovery,
 }
 
 /// How a run's link misbehaves.
@@ -124,6 +126,7 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
             max_send_wr: ops_per_qp as u32 + 1,
             max_recv_wr: ops_per_qp as u32 + 1,
             max_rd_atomic: rng.random_range(1..=4),
+            recovery: r.recovery,
             ..RcOptions::default()
         };
         let (sa, sb) = connect(&mut p, &o);
@@ -264,8 +267,9 @@ pub fn run<P: Port>(r: Run, port_a: P, port_b: P) {
         got_a.len() >= want_a && got_b.len() >= want_b
     });
     let ctx = format!(
-        "seed {seed} faults {faults:?} mtu {mtu:?}; counters A {:?}",
-        p.a.counters()
+        "seed {seed} faults {faults:?} mtu {mtu:?}; counters A {:?}; counters B {:?}",
+        p.a.counters(),
+        p.b.counters()
     );
     assert!(
         done,

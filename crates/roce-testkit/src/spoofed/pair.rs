@@ -16,7 +16,7 @@ use roce_proto::endpoint::Endpoint;
 use roce_proto::psn::Psn;
 use roce_proto::qp::timer::{ack_timeout, rnr_timeout};
 use roce_proto::time::{Duration, Instant};
-use roce_proto::verbs::{AccessFlags, Mtu};
+use roce_proto::verbs::{AccessFlags, Mtu, Recovery};
 use roce_proto::wire::parse_frame;
 
 use super::forger::{Dir, Forger, Mix};
@@ -175,6 +175,7 @@ fn options(rng: &mut Pcg64, sends: usize) -> (RcOptions, Vec<usize>) {
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
         max_send_wr: DEPTH as u32,
         max_recv_wr: DEPTH as u32,
+        recovery: Recovery::GoBackN,
     };
     let lens = (0..sends).map(|_| rng.random_range(4..=SLOT)).collect();
     (o, lens)

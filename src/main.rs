@@ -32,6 +32,7 @@ mod cli {
     pub mod port;
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     pub mod progress;
+    pub mod recovery;
     #[cfg(feature = "dpdk")]
     pub mod session;
     pub mod sim;

@@ -22,6 +22,7 @@ use roce_proto::fault::{FaultConfig, FaultCounters};
 use roce_proto::loopback::{loopback_pair, EndpointPair};
 use roce_proto::port::Port;
 use roce_proto::psn::Psn;
+use roce_proto::qp::RequesterConfig;
 use roce_proto::size::parse_bytes_as;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::Mtu;
@@ -30,6 +31,7 @@ use roce_proto::wire::EthernetAddress;
 use super::faults::FaultArgs;
 use super::ops::Op;
 use super::output::{write_json, Json};
+use super::recovery::RecoveryArgs;
 use flows::{Flow, Schedule, Verified};
 use link::{Capture, LinkPort};
 
@@ -76,6 +78,9 @@ pub struct LoopbackArgs {
     /// Fault injection on the link.
     #[command(flatten)]
     faults: FaultArgs,
+    /// Loss recovery.
+    #[command(flatten)]
+    recovery: RecoveryArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -163,6 +168,7 @@ struct Plan {
     mtu: Mtu,
     ops: Vec<Op>,
     faults: FaultConfig,
+    requester: RequesterConfig,
 }
 
 fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
@@ -194,7 +200,13 @@ fn check(args: &LoopbackArgs) -> anyhow::Result<Plan> {
     if args.start_psn > 0xFF_FFFF {
         bail!("--start-psn {} is not a 24-bit PSN", args.start_psn);
     }
-    Ok(Plan { mtu, ops, faults })
+    let requester = args.recovery.requester()?;
+    Ok(Plan {
+        mtu,
+        ops,
+        faults,
+        requester,
+    })
 }
 
 /// Runs the plan over two connected ports (`port_a` sends to `port_b` and back), then checks
@@ -210,10 +222,13 @@ fn run_on<P: Port>(
     let seed = args.faults.injector_seed();
     // Guests a and b: MACs 52:54:00:12:00:11 and :12, addresses 198.18.0.11 and .12.
     let [a, b] = [(0x11, 11), (0x12, 12)].map(|(mac, ip)| {
-        Endpoint::new(EndpointConfig::ipv4(
-            EthernetAddress([0x52, 0x54, 0, 0x12, 0, mac]),
-            [198, 18, 0, ip].into(),
-        ))
+        Endpoint::new(EndpointConfig {
+            requester: plan.requester,
+            ..EndpointConfig::ipv4(
+                EthernetAddress([0x52, 0x54, 0, 0x12, 0, mac]),
+                [198, 18, 0, ip].into(),
+            )
+        })
     });
     let mut pair = EndpointPair::new(
         a,
@@ -230,6 +245,7 @@ fn run_on<P: Port>(
         max_send_wr: depth,
         max_recv_wr: depth,
         timeout: 10,
+        recovery: args.recovery.recovery(),
         ..RcOptions::default()
     };
     let mut flows = Vec::new();

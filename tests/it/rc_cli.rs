@@ -62,6 +62,51 @@ fn failed_verification_exits_non_zero() {
     assert!(err.starts_with("roce: verification failed"), "{err}");
 }
 
+/// `--recovery selective` on a link that only loses frames: every byte verified, and far fewer
+/// packets resent than go-back-N resends over the same link.
+#[test]
+fn selective_repeat_resends_a_fraction_of_what_go_back_n_does() {
+    let run = |recovery: &str| {
+        let args = [
+            "loopback",
+            "--loss",
+            "0.05",
+            "--ops",
+            "write,send",
+            "--size",
+            "16K",
+            "--count",
+            "100",
+            "--seed",
+            "3",
+            "--recovery",
+            recovery,
+            "--json",
+        ];
+        let (code, out, err) = roce(&args);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+        assert_eq!(v["verified"], serde_json::Value::Bool(true));
+        let lost = v["faults_a_to_b"]["dropped"].as_u64().unwrap()
+            + v["faults_b_to_a"]["dropped"].as_u64().unwrap();
+        (v["retransmissions"].as_u64().unwrap(), lost, v)
+    };
+    let (gbn, gbn_lost, _) = run("go-back-n");
+    let (sr, sr_lost, v) = run("selective");
+    assert!(
+        gbn > 5 * gbn_lost,
+        "go-back-n resent {gbn} for {gbn_lost} lost"
+    );
+    assert!(
+        sr <= 2 * sr_lost,
+        "selective resent {sr} for {sr_lost} lost"
+    );
+    assert!(
+        v["counters"]["out_of_order_placed"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+}
+
 #[test]
 fn bad_input_gives_one_clear_error_line() {
     for (args, want) in [
@@ -77,6 +122,10 @@ fn bad_input_gives_one_clear_error_line() {
         (
             &["loopback", "--port", "teleport"][..],
             "--port \"teleport\" is not one of memory, ring",
+        ),
+        (
+            &["loopback", "--reorder-window", "5"][..],
+            "--reorder-window applies to --recovery selective only",
         ),
     ] {
         let (code, _, err) = roce(args);

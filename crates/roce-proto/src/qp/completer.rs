@@ -170,7 +170,11 @@ impl Requester {
         }
         self.retry_left -= 1;
         c.stats.completer_retry_err += 1;
-        self.rewind(psn);
+        // Selective repeat asks again for a missing READ or atomic response alone; a timeout
+        // goes back over everything the responder does not hold.
+        if force || !self.rerequest(psn) {
+            self.rewind(psn);
+        }
         self.retry_psn = Some(psn);
         self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
         Ok(())

@@ -218,9 +218,13 @@ impl Requester {
         cfg: &RequesterConfig,
         o: &mut Outgoing,
     ) -> bool {
-        if let Some((i, k, psn)) = self.resend_candidate() {
+        let rerequest = self.rerequest_due();
+        self.rerequested();
+        if let Some((i, k, psn)) = rerequest.or_else(|| self.resend_candidate()) {
             self.write_packet(i, k, psn, mtu, true, o);
-            self.resent(psn);
+            if rerequest.is_none() {
+                self.resent(psn);
+            }
             o.retransmission = true;
             return true;
         }
@@ -389,7 +393,7 @@ impl Requester {
             return None;
         }
         // A resend takes the place of a packet the network lost: no window holds it back.
-        if let Some((_, _, psn)) = self.resend_candidate() {
+        if let Some((_, _, psn)) = self.rerequest_due().or_else(|| self.resend_candidate()) {
             return Some((psn, 0));
         }
         let w = self.sq.get(self.cursor)?;

@@ -89,20 +89,14 @@ fn selective_repeat_delivers_every_byte_and_completion_over_the_same_links() {
 }
 
 #[test]
-fn selective_repeat_with_all_four_faults_at_ten_percent_at_once() {
-    let f = FaultConfig {
-        loss: 0.10,
-        duplicate: 0.10,
-        reorder: 0.10,
-        corrupt: 0.10,
-    };
-    for seed in seeds(400..404) {
+fn selective_repeat_with_many_small_messages_across_the_psn_wrap_on_many_qps() {
+    for seed in seeds(100..104) {
         memory(Run {
             seed,
-            qps: 4,
-            ops_per_qp: 24,
-            byte_budget: 1 << 20,
-            faults: Faults::Fixed(f),
+            qps: 16,
+            ops_per_qp: 40,
+            byte_budget: 64 << 10,
+            faults: Faults::Random,
             recovery: Recovery::SelectiveRepeat,
         });
     }

@@ -31,6 +31,9 @@ pub(crate) struct Selective {
     recovery_end: Option<Psn>,
     /// Where the search for the next packet to resend starts.
     resend_next: Psn,
+    /// A READ or atomic request to send again (its response went missing), alone: the packets
+    /// after it reached the responder or are resent as lost.
+    rerequest: Option<Psn>,
 }
 
 impl Selective {
@@ -42,6 +45,7 @@ impl Selective {
             exposing: None,
             recovery_end: None,
             resend_next: una,
+            rerequest: None,
         }
     }
 
@@ -185,6 +189,39 @@ impl Requester {
             }
         }
         None
+    }
+
+    /// Asks again for the READ or atomic response at `psn` (already requested), without
+    /// resending what followed the request; `false` when `psn` is not such a response.
+    pub fn rerequest(&mut self, psn: Psn) -> bool {
+        let Some(i) = self.sq.iter().position(|w| w.covers(psn)) else {
+            return false;
+        };
+        let sent = i < self.cursor;
+        let Some(s) = self.selective.as_deref_mut() else {
+            return false;
+        };
+        if !sent || !self.sq[i].wr.opcode.is_read_or_atomic() {
+            return false;
+        }
+        s.rerequest = Some(psn);
+        true
+    }
+
+    /// The READ or atomic to ask for again: its WQE index, packet index and PSN.
+    pub fn rerequest_due(&self) -> Option<(usize, u32, Psn)> {
+        let psn = self.selective.as_deref()?.rerequest?;
+        let i = self.sq.iter().position(|w| w.covers(psn))?;
+        let w = &self.sq[i];
+        (i < self.cursor && w.wr.opcode.is_read_or_atomic())
+            .then(|| (i, psn.diff(w.first_psn) as u32, psn))
+    }
+
+    /// The re-request went out (or is moot).
+    pub fn rerequested(&mut self) {
+        if let Some(s) = self.selective.as_deref_mut() {
+            s.rerequest = None;
+        }
     }
 
     /// `psn` was resent: the search goes on after it.

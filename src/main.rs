@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 /// jemalloc, built to back the heap with transparent huge pages (`.cargo/config.toml`): a
 /// datacenter-sized simulation is memory-bound, and on 4 KB pages the 320-host run took a third
-/// more CPU time (BENCHMARKS.md, session 17).
+/// more CPU time (BENCHMARKS.md, 2026-12-03, d76c8a2).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -23,7 +23,7 @@ use roce_proto::time::Instant;
 use roce_proto::wire::EthernetAddress;
 
 pub use footprint::FlowFootprint;
-pub use rc::{QpLife, RcEngine, RcSetupError};
+pub use rc::{QpLife, RcEngine, RcRecovery, RcSetupError};
 pub use stand_in::{StandInCounters, StandInEngine};
 
 /// The MAC address the scenario engines derive from an IP address (switches route on IP, so
@@ -84,6 +84,36 @@ impl std::str::FromStr for EngineKind {
             .into_iter()
             .find(|k| k.name() == s)
             .ok_or_else(|| UnknownEngine(s.to_owned()))
+    }
+}
+
+/// How the RC engine's QPs recover lost packets, both ends of every flow alike. In scenario
+/// files: `recovery = "go-back-n"` (the default) or `"selective-repeat"` (also read as
+/// `"selective"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LossRecovery {
+    /// IBA's go-back-N: a receiver drops what follows a gap; the sender resends from it on.
+    #[default]
+    #[serde(rename = "go-back-n")]
+    GoBackN,
+    /// IRN's selective repeat: a receiver places what arrives out of order and names it in its
+    /// NAK; the sender resends only what is missing.
+    #[serde(rename = "selective-repeat", alias = "selective")]
+    SelectiveRepeat,
+}
+
+impl LossRecovery {
+    /// Whether this is the default (go-back-N), which scenario files need not write.
+    pub fn is_go_back_n(&self) -> bool {
+        *self == LossRecovery::GoBackN
+    }
+
+    /// The transport's name for it.
+    pub fn verbs(self) -> roce_proto::verbs::Recovery {
+        match self {
+            LossRecovery::GoBackN => roce_proto::verbs::Recovery::GoBackN,
+            LossRecovery::SelectiveRepeat => roce_proto::verbs::Recovery::SelectiveRepeat,
+        }
     }
 }
 
@@ -184,6 +214,16 @@ impl ScenarioEngine {
         self.as_rc().map_or((0, 0), |r| {
             let c = r.endpoint().rdma_counters();
             (c.out_of_sequence, c.duplicate_request)
+        })
+    }
+
+    /// Selective repeat's counters over all this host's QPs: request packets its responders
+    /// placed beyond the expected PSN (`out_of_order_placed`) and selective NAKs its requesters
+    /// received (`selective_naks`); zeros for the stand-in.
+    pub fn placement_counters(&self) -> (u64, u64) {
+        self.as_rc().map_or((0, 0), |r| {
+            let c = r.endpoint().rdma_counters();
+            (c.out_of_order_placed, c.selective_naks)
         })
     }
 

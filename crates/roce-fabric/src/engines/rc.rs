@@ -20,8 +20,8 @@ use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::engine::Engine;
 use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{
-    AddressVector, CqHandle, Mtu, PdHandle, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl, WcStatus,
-    WrOpcode,
+    self, AddressVector, CqHandle, Mtu, PdHandle, QpAttr, QpState, RecvWr, SendWr, Sge, Sgl,
+    WcStatus, WrOpcode,
 };
 use roce_proto::wire::Ecn;
 
@@ -145,11 +145,24 @@ struct RxQp {
     slot: Option<usize>,
 }
 
+/// How an RC host's QPs recover lost packets: every QP of the host, so both ends of a flow
+/// agree when both hosts are set alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RcRecovery {
+    /// Go-back-N (the default) or selective repeat, set on every QP at INIT -> RTR.
+    pub mode: verbs::Recovery,
+    /// Selective repeat: how long a packet a NAK showed missing may still be in flight before
+    /// it is resent (the endpoint's `RequesterConfig::reorder_window`; zero resends at once).
+    pub reorder_window: Duration,
+}
+
 /// A host whose engine is the RC [`Endpoint`].
 #[derive(Debug)]
 pub struct RcEngine {
     ep: Endpoint,
     ip: IpAddr,
+    /// How its QPs recover lost packets (set on each as it is connected).
+    recovery: verbs::Recovery,
     /// The one protection domain of the host's QPs and regions.
     pd: PdHandle,
     /// Pooled CQs, shared regions, receivers not made yet, flows closing.
@@ -207,8 +220,13 @@ pub enum RcSetupError {
 impl RcEngine {
     /// A host at `ip` (IPv4) with no QPs. Its endpoint's notification point sends at most one
     /// CNP per QP per `cnp_interval`; `None` turns it off (CE marks are counted but answered
-    /// with no CNP, as with a NIC's notification point disabled).
-    pub fn new(ip: IpAddr, cnp_interval: Option<Duration>) -> Result<Self, RcSetupError> {
+    /// with no CNP, as with a NIC's notification point disabled). Its QPs recover lost packets
+    /// as `recovery` says.
+    pub fn new(
+        ip: IpAddr,
+        cnp_interval: Option<Duration>,
+        recovery: RcRecovery,
+    ) -> Result<Self, RcSetupError> {
         let IpAddr::V4(v4) = ip else {
             return Err(RcSetupError::NotIpv4(ip));
         };
@@ -226,11 +244,13 @@ impl RcEngine {
             Some(iv) => cfg.cnp_interval = iv,
             None => cfg.np_enabled = false,
         }
+        cfg.requester.reorder_window = recovery.reorder_window;
         let mut ep = Endpoint::new(cfg);
         let pd = ep.alloc_pd();
         Ok(RcEngine {
             ep,
             ip,
+            recovery: recovery.mode,
             pd,
             pools: Pools::default(),
             flows: Vec::new(),

@@ -128,6 +128,8 @@ impl Builtin {
             bin_us: None,
             monitor_host: None,
             spray: None,
+            recovery: Default::default(),
+            reorder_window_us: 0.0,
             controllers: Default::default(),
         }
     }

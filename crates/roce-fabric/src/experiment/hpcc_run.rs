@@ -178,6 +178,8 @@ impl HpccRun {
             bin_us: None,
             monitor_host: None,
             spray: None,
+            recovery: Default::default(),
+            reorder_window_us: 0.0,
             controllers: Default::default(),
         };
         let mut not_modelled = notes;

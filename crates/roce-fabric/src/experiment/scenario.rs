@@ -13,7 +13,8 @@ use super::outage::{self, Outage};
 use super::settle;
 use super::summary::{self, RunSummary};
 pub use super::topology_spec::TopologySpec;
-use crate::engines::{EngineKind, RcEngine, RcSetupError, ScenarioEngine, StandInEngine};
+use crate::engines::{EngineKind, LossRecovery, RcEngine, RcRecovery, RcSetupError};
+use crate::engines::{ScenarioEngine, StandInEngine};
 use crate::flows::collective::{self, CollectivePlan};
 use crate::flows::workload::{FlowDefaults, Plan, Workload, WorkloadError};
 use crate::hpcc::topology_file::TopologyFile;
@@ -73,6 +74,9 @@ const DEFAULT_CNP_US: f64 = 50.0;
 fn d_cc() -> String {
     "none".into()
 }
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
 
 /// A complete experiment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -114,6 +118,15 @@ pub struct Scenario {
     /// dcqcn-mlx, 1 ns for DCTCP (every mark), 50 us for dcqcn-paper), 50 us without one.
     #[serde(default)]
     pub cnp_interval_us: Option<f64>,
+    /// How the RC engine's QPs recover lost packets: "go-back-n" (the default) or
+    /// "selective-repeat" (IRN; also "selective"), which tolerates the reordering of spraying
+    /// and adaptive routing.
+    #[serde(default, skip_serializing_if = "LossRecovery::is_go_back_n")]
+    pub recovery: LossRecovery,
+    /// Selective repeat: how long a packet a NAK showed missing may still be in flight
+    /// (reordered, not lost) before it is resent, µs (default 0: at once).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorder_window_us: f64,
     /// The network.
     pub topology: TopologySpec,
     /// Switch settings.
@@ -198,6 +211,7 @@ impl Scenario {
         if let Some(Err(e)) = self.spray.map(|s| s.check()) {
             return bad(e);
         }
+        self.check_recovery().or_else(bad)?;
         at_most_f64(
             "telemetry bins (duration_us / bin_us)",
             self.bins(),
@@ -229,6 +243,24 @@ impl Scenario {
         }
         if let Some(w) = &self.switch.pfc_watchdog {
             w.check().or_else(bad)?;
+        }
+        Ok(())
+    }
+
+    /// `recovery` and `reorder_window_us` make sense together and with the engine.
+    fn check_recovery(&self) -> Result<(), String> {
+        let w = self.reorder_window_us;
+        if !(w.is_finite() && (0.0..=MAX_DURATION_US).contains(&w)) {
+            return Err(format!(
+                "reorder_window_us is {w}: a duration of 0 or more µs, at most {MAX_DURATION_US}"
+            ));
+        }
+        let selective = self.recovery == LossRecovery::SelectiveRepeat;
+        if w > 0.0 && !selective {
+            return Err("reorder_window_us needs recovery = \"selective-repeat\"".into());
+        }
+        if selective && self.engine == EngineKind::StandIn {
+            return Err("recovery = \"selective-repeat\" needs engine = \"rc\" (the stand-in never retransmits)".into());
         }
         Ok(())
     }
@@ -295,11 +327,15 @@ impl Scenario {
     ) -> Result<Vec<ScenarioEngine>, ScenarioError> {
         let invalid = |m: String| ScenarioError::Invalid(m);
         let np = (cnp > Duration::ZERO).then_some(cnp);
+        let recovery = RcRecovery {
+            mode: self.recovery.verbs(),
+            reorder_window: Duration::from_micros_f64(self.reorder_window_us),
+        };
         let mut rc = ips
             .iter()
             .enumerate()
             .map(|(i, &ip)| {
-                let h = RcEngine::new(ip, np)?;
+                let h = RcEngine::new(ip, np, recovery)?;
                 Ok(match plan.gates.get(i).cloned().flatten() {
                     Some(g) => h.with_gate(g),
                     None => h,
@@ -363,15 +399,19 @@ impl Scenario {
         Instant::ZERO + Duration::from_micros_f64(self.duration_us)
     }
 
-    /// The receivers' sequence counters over every host of `fabric`.
+    /// The receivers' sequence counters over every host of `fabric` (and selective repeat's,
+    /// when it is on).
     fn reordering(&self, fabric: &Fabric<ScenarioEngine>) -> Reordering {
         let mut r = Reordering::default();
-        for h in 0..fabric.host_count() {
-            let (oos, dup) = fabric
-                .engine(HostId(h))
-                .map_or((0, 0), ScenarioEngine::sequence_counters);
+        let selective = self.recovery == LossRecovery::SelectiveRepeat;
+        for h in (0..fabric.host_count()).filter_map(|h| fabric.engine(HostId(h))) {
+            let ((oos, dup), (placed, sacks)) = (h.sequence_counters(), h.placement_counters());
             r.out_of_sequence += oos;
             r.duplicate_request += dup;
+            if selective {
+                *r.out_of_order_placed.get_or_insert(0) += placed;
+                *r.selective_naks.get_or_insert(0) += sacks;
+            }
         }
         r
     }
@@ -556,8 +596,10 @@ impl Scenario {
                 .and_then(Option::take)
                 .unwrap_or_else(|| ScenarioEngine::StandIn(Box::new(StandInEngine::new(ip))))
         })?;
-        // RC responders take a flow's packets in order only (go-back-N): so does its meter.
+        // RC responders take a flow's packets in order only (go-back-N), or place them inside
+        // their window (selective repeat): so does the meter.
         fabric.flow_meter.in_order = self.engine == EngineKind::Rc;
+        fabric.flow_meter.placed = self.recovery == LossRecovery::SelectiveRepeat;
         for spec in &plan.flows {
             fabric.register_flow(spec.clone());
         }
@@ -662,7 +704,7 @@ impl Scenario {
         summary.collectives = summary::collective_reports(f, &built.collectives, &topo, self.mtu);
         summary.outage = self.outage(&built.fabric, &summary);
         summary.ecmp = EcmpLoad::collect(&built.fabric);
-        if self.spray.is_some() || !self.switch.routing.is_ecmp() {
+        if self.spray.is_some() || !self.switch.routing.is_ecmp() || !self.recovery.is_go_back_n() {
             summary.reordering = Some(self.reordering(&built.fabric));
         }
         if let TopologySpec::LeafSpine { rails, .. } = self.topology {

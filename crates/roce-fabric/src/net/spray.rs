@@ -147,15 +147,30 @@ pub struct Reordering {
     pub out_of_sequence: u64,
     /// Request packets received again (resent after a NAK, already placed).
     pub duplicate_request: u64,
+    /// With selective repeat only: request packets the receivers placed beyond the expected
+    /// PSN (counted in `out_of_sequence` too; go-back-N would have dropped them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order_placed: Option<u64>,
+    /// With selective repeat only: NAKs the senders received that name a packet the receiver
+    /// holds (each resends only what is missing below it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selective_naks: Option<u64>,
 }
 
 impl Reordering {
     /// The line the summary table prints.
     pub fn line(&self) -> String {
-        format!(
-            "receivers: out_of_sequence {}  duplicate_request {}\n",
+        let mut line = format!(
+            "receivers: out_of_sequence {}  duplicate_request {}",
             self.out_of_sequence, self.duplicate_request
-        )
+        );
+        if let Some(n) = self.out_of_order_placed {
+            line += &format!("  out_of_order_placed {n}");
+        }
+        if let Some(n) = self.selective_naks {
+            line += &format!("  (senders: selective_naks {n})");
+        }
+        line + "\n"
     }
 }
 

@@ -1,5 +1,6 @@
 //! The flow meter: passive, on every host NIC (reading BTH fields through the wire views, no ICRC
-//! check), it counts in-order payload bytes per registered flow (goodput, completion time) and
+//! check), it counts the payload bytes a receiver takes per registered flow (goodput, completion
+//! time: in order, or as a selective-repeat responder places them) and
 //! the CNPs hosts send and receive. It reads frames; it never changes them, and the engines never
 //! know it is there. (Not a TAP device: in roce, "tap" means only a Linux TAP interface.)
 
@@ -8,9 +9,9 @@ use std::cmp::Ordering;
 use serde::Serialize;
 
 use crate::switching::frame::{ip_key, BthInfo, IpInfo, MixMap, SplitKey};
-use roce_proto::psn::Psn;
+use roce_proto::psn::{Psn, PsnWindow};
 use roce_proto::time::Instant;
-use roce_proto::wire::Opcode;
+use roce_proto::wire::{placement, Opcode};
 
 /// Index of a registered flow.
 pub type FlowId = usize;
@@ -154,6 +155,14 @@ pub struct FlowMeter {
     /// a packet beyond a hole is dropped and comes again after the hole's retransmission).
     /// Off, every new PSN counts once (the stand-in engine, which never retransmits).
     pub in_order: bool,
+    /// Count a flow's packets as a selective-repeat responder places them instead: each PSN
+    /// once, in any order, inside the window of [`roce_proto::psn::PSN_WINDOW`] PSNs from the
+    /// first one missing (a packet beyond it is dropped and comes again), without its
+    /// placement header. The flows' PSNs start at 0, as the RC engine's do.
+    pub placed: bool,
+    /// With `placed`: per flow (indexed like `specs`), the PSNs counted from the first missing
+    /// one on, made at the flow's first packet.
+    held: Vec<Option<Box<PsnWindow>>>,
 }
 
 impl FlowMeter {
@@ -226,7 +235,7 @@ impl FlowMeter {
         if bth.payload_len == 0 {
             return;
         }
-        let in_order = self.in_order;
+        let (in_order, placed) = (self.in_order, self.placed);
         let mut id = self.head(host, bth.dest_qpn);
         let prog = loop {
             let Some(p) = self.progress.get_mut(id as usize) else {
@@ -238,16 +247,35 @@ impl FlowMeter {
             id = p.next;
         };
         let psn = bth.psn;
-        if prog.next_psn != u32::MAX {
-            match psn.cmp_serial(Psn::new(prog.next_psn)) {
-                Ordering::Less => return, // a duplicate (retransmission): already counted
-                Ordering::Greater if in_order => return, // beyond a hole: it comes again
-                _ => {}
+        let mut len = bth.payload_len as u64;
+        if placed {
+            let slot = id as usize;
+            if self.held.len() <= slot {
+                self.held.resize_with(slot + 1, || None);
             }
+            let Some(held) = self.held.get_mut(slot) else {
+                return;
+            };
+            let held = held.get_or_insert_with(|| Box::new(PsnWindow::new(Psn::new(0))));
+            // Behind the window (a duplicate), beyond it (dropped: it comes again), or counted.
+            if !held.insert(psn) {
+                return;
+            }
+            while held.pop_start() {}
+            prog.next_psn = held.start().value();
+            len = len.saturating_sub(placement::HEADER_LEN as u64);
+        } else {
+            if prog.next_psn != u32::MAX {
+                match psn.cmp_serial(Psn::new(prog.next_psn)) {
+                    Ordering::Less => return, // a duplicate (retransmission): already counted
+                    Ordering::Greater if in_order => return, // beyond a hole: it comes again
+                    _ => {}
+                }
+            }
+            prog.next_psn = psn.add(1).value();
         }
-        prog.next_psn = psn.add(1).value();
         let before = prog.bytes;
-        prog.bytes += bth.payload_len as u64;
+        prog.bytes += len;
         prog.last = now;
         // First and completion times are kept apart, on the line not read per frame: the first
         // counted frame finds no bytes before it, and the one that reaches the size crosses it
@@ -382,6 +410,30 @@ mod tests {
         // In order, all four packets count once and the flow completes with the last.
         assert_eq!(count(true), (4000, Some(Instant::from_nanos(4))));
         // Counting every new PSN (the stand-in engine) took 2 early and missed 1.
+        assert_eq!(count(false), (3000, None));
+    }
+
+    #[test]
+    fn placed_counts_each_psn_once_in_any_order_inside_the_window() {
+        // Selective repeat over sprayed paths: 2 and 3 overtake 1; 2 is resent after a NAK;
+        // a packet past the responder's window is dropped (it comes again) and so not counted.
+        let arrivals = [0, 2, 3, 1, 2, 4 + roce_proto::psn::PSN_WINDOW, 4];
+        let count = |placed: bool| {
+            let mut meter = FlowMeter {
+                in_order: true,
+                placed,
+                ..FlowMeter::default()
+            };
+            // 1000-byte packets whose first 24 bytes are the placement header.
+            meter.register(spec(v4(1), 1, 17, Some(5 * 976)));
+            for (t, psn) in arrivals.into_iter().enumerate() {
+                rx(&mut meter, 1, v4(1), 17, psn, t as u64);
+            }
+            (meter.progress[0].bytes(), meter.progress[0].completed_at())
+        };
+        assert_eq!(count(true), (5 * 976, Some(Instant::from_nanos(6))));
+        // In order only, the packets that overtook 1 were never counted (they do not come
+        // again: the responder placed them).
         assert_eq!(count(false), (3000, None));
     }
 }

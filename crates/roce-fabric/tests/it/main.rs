@@ -26,6 +26,7 @@ mod sim_pfc_watchdog;
 mod sim_queue_delay;
 mod sim_rc;
 mod sim_scenarios;
+mod sim_selective;
 mod sim_settle;
 mod sim_snapshots;
 mod sim_thresholds;

@@ -204,6 +204,7 @@ impl RcEngine {
             // Queues as deep as this engine keeps them, not verbs' 256 each.
             max_send_wr: DEPTH as u32,
             max_recv_wr: recv,
+            recovery: self.recovery,
             ..RcOptions::default()
         };
         let av = AddressVector {
@@ -340,6 +341,7 @@ impl RcEngine {
             timeout: 6,
             max_send_wr: DEPTH as u32,
             max_recv_wr: 1,
+            recovery: self.recovery,
             ..RcOptions::default()
         };
         let av = AddressVector {

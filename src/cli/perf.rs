@@ -29,9 +29,10 @@ use roce_proto::connect::RcOptions;
 use roce_proto::mr::{MrInfo, PdHandle};
 use roce_proto::psn::Psn;
 use roce_proto::size::parse_bytes;
-use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit};
+use roce_proto::verbs::{AccessFlags, CqHandle, Mtu, QpInit, Recovery};
 
 use crate::cli::output::Live;
+use crate::cli::recovery::RecoveryMode;
 use crate::cli::session::{self, PortArgs};
 use report::Bw;
 
@@ -106,6 +107,10 @@ pub struct PerfArgs {
     /// Congestion control of our QPs (see `roce cc list`); none by default.
     #[arg(long)]
     pub cc: Option<String>,
+    /// Loss recovery of our QPs: `selective` (roce's selective repeat) runs only when the peer
+    /// is roce and asks for it too; otherwise both sides go back N.
+    #[arg(long, value_enum, default_value = "go-back-n")]
+    pub recovery: RecoveryMode,
     /// Format of the out-of-band exchange.
     #[arg(long, value_enum, default_value = "roce")]
     pub peer_format: PeerFormat,
@@ -119,15 +124,23 @@ pub struct PerfArgs {
 }
 
 impl PerfArgs {
-    /// Our QPs' connection options at the agreed `mtu`: `-u` and perftest's retries (7 and 7).
-    fn rc_options(&self, mtu: Mtu) -> RcOptions {
-        RcOptions {
+    /// Our QPs' connection options for the agreed parameters: their MTU and recovery, `-u` and
+    /// perftest's retries (7 and 7).
+    fn rc_options(&self, agreed: &Hello) -> anyhow::Result<RcOptions> {
+        let mtu =
+            Mtu::from_bytes(agreed.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", agreed.mtu))?;
+        Ok(RcOptions {
             mtu,
             timeout: self.qp_timeout,
             retry_cnt: 7,
             rnr_retry: 7,
+            recovery: if agreed.selective_repeat {
+                Recovery::SelectiveRepeat
+            } else {
+                Recovery::GoBackN
+            },
             ..RcOptions::default()
-        }
+        })
     }
 }
 
@@ -226,6 +239,9 @@ pub fn run(cmd: PerfCommand, out: &mut dyn Write) -> anyhow::Result<()> {
     if perftest && (hello.sizes.len() != 1 || hello.qps != 1 || hello.duration > 0 || hello.bidir) {
         bail!("--peer-format perftest: one size, one QP, no -D or -b");
     }
+    if perftest && hello.selective_repeat {
+        bail!("--recovery selective needs a roce peer: perftest's goes back N");
+    }
     if args.port.cores.len() > 1 {
         return lcores::run(test, &args, hello, cc.as_ref(), max_memory, out);
     }
@@ -279,6 +295,7 @@ fn plan(test: Test, args: &PerfArgs, max_memory: u64) -> anyhow::Result<Hello> {
         qps: args.qps,
         mtu: args.mtu,
         bidir: args.bidir,
+        selective_repeat: args.recovery == RecoveryMode::Selective,
     };
     hello
         .check(max_memory)

@@ -122,7 +122,7 @@ impl Session {
             "counters: retransmitted_packets={} packet_seq_err={} local_ack_timeout_err={} \
              implied_nak_seq_err={} out_of_sequence={} duplicate_request={} rnr_nak_retry_err={} \
              send_rnr_err={} naks_sent={} np_ecn_marked_roce_packets={} np_cnp_sent={} \
-             rp_cnp_handled={} error_completions={}",
+             rp_cnp_handled={} error_completions={} out_of_order_placed={} selective_naks={}",
             q.retransmitted_packets,
             q.packet_seq_err,
             q.local_ack_timeout_err,
@@ -135,7 +135,9 @@ impl Session {
             np.np_ecn_marked_roce_packets,
             np.np_cnp_sent,
             q.rp_cnp_handled,
-            q.error_completions
+            q.error_completions,
+            q.out_of_order_placed,
+            q.selective_naks
         )
     }
 

@@ -110,6 +110,11 @@ pub struct Hello {
     /// Both sides send (bandwidth tests).
     #[serde(default)]
     pub bidir: bool,
+    /// Every QP recovers by selective repeat (roce's extension, docs/selective-repeat.md). The
+    /// client asks; the server answers with it only if it was started with it too. A server that
+    /// does not know the field answers without it, and both sides stay go-back-N.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub selective_repeat: bool,
 }
 
 /// A parameter outside what roce runs: the flag and the JSON key that carry it, the value and
@@ -386,6 +391,7 @@ mod tests {
             qps: 1,
             mtu: 1024,
             bidir: false,
+            selective_repeat: false,
         }
     }
 

@@ -8,7 +8,7 @@ use roce_testkit::perftest_output::result_row;
 use crate::support::child::{self, Reap};
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 
 /// One pair at a time: each run is two busy-polling processes.
@@ -53,6 +53,21 @@ fn spawn(args: &[&str]) -> Child {
 /// Runs `cmd` as client (started first) and server over a memif socket at `socket` (each side
 /// takes its role from the exchange); returns client and server stdout.
 fn run_pair(cmd: &[&str], socket: &str, extra: &[&str]) -> (String, String) {
+    let (c, s) = run_sides(cmd, socket, extra, extra);
+    (
+        String::from_utf8_lossy(&c.stdout).into_owned(),
+        String::from_utf8_lossy(&s.stdout).into_owned(),
+    )
+}
+
+/// [`run_pair`] with each side's own extra arguments; returns both outputs, after checking
+/// both sides succeeded.
+fn run_sides(
+    cmd: &[&str],
+    socket: &str,
+    client_extra: &[&str],
+    server_extra: &[&str],
+) -> (Output, Output) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let port = format!("memif:{socket}");
     let tcp = free_port();
@@ -60,28 +75,26 @@ fn run_pair(cmd: &[&str], socket: &str, extra: &[&str]) -> (String, String) {
     let mut client_args = cmd.to_vec();
     client_args.extend(common);
     client_args.extend(["--ip", "198.18.0.2/15"]);
-    client_args.extend(extra);
+    client_args.extend(client_extra);
     client_args.push("127.0.0.1");
     let client = Reap::new(spawn(&client_args));
     let mut server_args = cmd.to_vec();
     server_args.extend(common);
     server_args.extend(["--ip", "198.18.0.1/15"]);
-    server_args.extend(extra);
+    server_args.extend(server_extra);
     let server = Reap::new(spawn(&server_args));
     let (c, s) = (client.wait(), server.wait());
-    let (cout, sout) = (
-        String::from_utf8_lossy(&c.stdout).into_owned(),
-        String::from_utf8_lossy(&s.stdout).into_owned(),
-    );
     assert!(
         c.status.success() && s.status.success(),
-        "client {:?}:\n{cout}\n{}\nserver {:?}:\n{sout}\n{}",
+        "client {:?}:\n{}\n{}\nserver {:?}:\n{}\n{}",
         c.status,
+        String::from_utf8_lossy(&c.stdout),
         String::from_utf8_lossy(&c.stderr),
         s.status,
+        String::from_utf8_lossy(&s.stdout),
         String::from_utf8_lossy(&s.stderr)
     );
-    (cout, sout)
+    (c, s)
 }
 
 #[test]
@@ -100,6 +113,42 @@ fn write_bw_of_64_kib_over_memif_reports_on_both_sides() {
     assert_eq!(result_row(&sout, header), row);
     // The socket went with the server.
     assert!(!Path::new(&dir.socket()).exists());
+}
+
+/// `--recovery selective` on both sides over a lossy memif link: they agree to it (the banner
+/// says so), every message completes, and the receiving side placed packets that overtook a
+/// loss; when only the client asks, both sides stay go-back-N.
+#[test]
+fn selective_repeat_is_agreed_over_the_exchange_and_places_out_of_order_packets() {
+    let dir = Scratch::new("memif-sr");
+    let base = ["-s", "65536", "-n", "300", "--loss", "0.02", "--seed", "5"];
+    let selective = [&base[..], &["--recovery", "selective"]].concat();
+    let (c, s) = run_sides(&["perf", "write-bw"], &dir.socket(), &selective, &selective);
+    let text = |o: &Output| {
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let ((cout, _), (sout, serr)) = (text(&c), text(&s));
+    for out in [&cout, &sout] {
+        assert!(out.contains(" Recovery        : selective repeat"), "{out}");
+    }
+    let header = "#bytes     #iterations    BW peak";
+    assert_eq!(result_row(&cout, header)[..2], [65536.0, 300.0], "{cout}");
+    let placed = serr
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("out_of_order_placed="))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(placed.is_some_and(|n| n > 0), "{serr}");
+    let dir = Scratch::new("memif-sr-one");
+    let (c, s) = run_sides(&["perf", "write-bw"], &dir.socket(), &selective, &base);
+    let ((cout, _), (sout, serr)) = (text(&c), text(&s));
+    assert!(
+        !cout.contains("Recovery") && !sout.contains("Recovery"),
+        "{cout}"
+    );
+    assert!(serr.contains("out_of_order_placed=0 "), "{serr}");
 }
 
 /// rc_pingpong's `-c`: the server checks every byte of each 64 KiB message against the

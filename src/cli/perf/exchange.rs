@@ -14,7 +14,8 @@ use roce::oob::DecodeError;
 use crate::cli::session::{Ask, Oob, Req};
 
 /// The parameters both sides run with: the client sends its own, the server checks them (same
-/// test, within its bounds) and answers with the agreed ones (the smaller MTU).
+/// test, within its bounds) and answers with the agreed ones (the smaller MTU; selective repeat
+/// only when both sides asked for it).
 pub(super) fn agree(
     s: &mut impl Ask,
     oob: &Oob,
@@ -32,6 +33,7 @@ pub(super) fn agree(
             })?;
         return Ok(Hello {
             mtu: theirs.mtu.min(hello.mtu),
+            selective_repeat: hello.selective_repeat && theirs.selective_repeat,
             ..hello
         });
     }
@@ -47,6 +49,7 @@ pub(super) fn agree(
     })?;
     let agreed = Hello {
         mtu: theirs.mtu.min(hello.mtu),
+        selective_repeat: theirs.selective_repeat && hello.selective_repeat,
         ..theirs
     };
     s.ask(oob, Req::Send("send parameters", json_line(&agreed)?))?;

@@ -60,8 +60,6 @@ pub(super) fn run(
     let rig = Rig::start(args, mtu, connect)?;
     let mut b = Blocking;
     let hello = agree(&mut b, &rig.oob, is_client, hello, max_memory)?;
-    let mtu = roce_proto::verbs::Mtu::from_bytes(hello.mtu)
-        .ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
     let max_size = hello.max_size();
     let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
     let depth = args.tx_depth.clamp(1, 1024);
@@ -72,7 +70,7 @@ pub(super) fn run(
         b.ask(&rig.oob, Req::IoTimeout(rig.timeout.saturating_add(run)))?;
     }
     let theirs: Vec<Dest> = swap(&mut b, &rig.oob, is_client, &mine, "keys")?;
-    rig.connect_qps(args, &mut qps, &theirs, &args.rc_options(mtu))?;
+    rig.connect_qps(args, &mut qps, &theirs, &args.rc_options(&hello)?)?;
     let banner: Vec<Qp> = qps.iter().map(|(_, q)| Qp { ..*q }).collect();
     print_banner(out, test, &hello, depth, &banner, rig.ip, args.report_gbits)?;
     if test.uses_recv() {

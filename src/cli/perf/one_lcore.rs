@@ -79,8 +79,7 @@ impl Run {
     /// (with `cc` installed) once ARP has resolved it.
     pub(super) fn connect(&mut self, args: &PerfArgs, cc: Option<&CcConfig>) -> anyhow::Result<()> {
         let hello = &self.hello;
-        let mtu =
-            Mtu::from_bytes(hello.mtu).ok_or_else(|| anyhow!("bad agreed MTU {}", hello.mtu))?;
+        let options = args.rc_options(hello)?;
         // Checked against --max-memory: it fits.
         let mr_len = usize::try_from(hello.buffer_len()).context("buffer size")?;
         let mut psns = args.port.psns();
@@ -116,7 +115,7 @@ impl Run {
                     .context("installing --cc")?;
             }
         }
-        self.s.connect_all(&plan, &args.rc_options(mtu))
+        self.s.connect_all(&plan, &options)
     }
 
     /// Our keys for the peer's, in the peer's format.

@@ -234,6 +234,10 @@ pub(super) fn print_banner(
     writeln!(out, " Connection type : RC\t\tUsing SRQ      : OFF")?;
     writeln!(out, " TX depth        : {depth}")?;
     writeln!(out, " Mtu             : {}[B]", hello.mtu)?;
+    if hello.selective_repeat {
+        // roce's own line (perftest has no such mode): both sides agreed to it.
+        writeln!(out, " Recovery        : selective repeat")?;
+    }
     writeln!(out, " Link type       : Ethernet")?;
     writeln!(out, " Data ex. method : Ethernet")?;
     writeln!(out, "{RESULT_LINE}")?;

@@ -9,13 +9,13 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use roce_dpdk::PortSpec;
-use roce_proto::verbs::Mtu;
+use roce_proto::verbs::{Mtu, Recovery};
 use roce_proto::wire::{EthernetAddress, Ipv4Cidr};
 use thiserror::Error;
 
 /// Keys of the configuration; `ROCE_VERBS_<KEY>` in the environment, `key = value` in the file.
-pub const KEYS: [&str; 10] = [
-    "port", "ip", "mac", "eal", "cc", "counters", "core", "mtu", "idle_us", "timeout",
+pub const KEYS: [&str; 11] = [
+    "port", "ip", "mac", "eal", "cc", "counters", "core", "mtu", "idle_us", "timeout", "recovery",
 ];
 
 /// Why the configuration cannot be used.
@@ -77,6 +77,9 @@ pub struct Config {
     pub idle_us: u64,
     /// Seconds to wait for the progress thread to start (EAL, port link).
     pub timeout: u64,
+    /// Loss recovery of every QP whose program does not choose (`go-back-n`, the default, or
+    /// `selective`: roce's selective repeat, which the peer must run too).
+    pub recovery: Recovery,
 }
 
 impl Config {
@@ -114,6 +117,7 @@ impl Config {
             mtu: Mtu::Mtu1024,
             idle_us: 50,
             timeout: 20,
+            recovery: Recovery::GoBackN,
         };
         let mut have_ip = false;
         for (key, value) in pairs {
@@ -150,6 +154,13 @@ impl Config {
                 }
                 "idle_us" => c.idle_us = v.parse().map_err(|_| bad("not a number"))?,
                 "timeout" => c.timeout = v.parse().map_err(|_| bad("not a number of seconds"))?,
+                "recovery" => {
+                    c.recovery = match v {
+                        "go-back-n" => Recovery::GoBackN,
+                        "selective" => Recovery::SelectiveRepeat,
+                        _ => return Err(bad("the recovery is go-back-n or selective")),
+                    }
+                }
                 _ => return Err(bad("unknown key")),
             }
         }
@@ -196,6 +207,19 @@ fn parse_file(path: &std::path::Path, text: &str) -> Result<Vec<(String, String)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recovery_is_go_back_n_unless_set_to_selective() {
+        let base = [("ROCE_VERBS_IP", "198.18.0.1")];
+        let c = Config::from_pairs(&pairs(&base)).unwrap();
+        assert_eq!(c.recovery, Recovery::GoBackN);
+        let sr = [base[0], ("ROCE_VERBS_RECOVERY", "selective")];
+        let c = Config::from_pairs(&pairs(&sr)).unwrap();
+        assert_eq!(c.recovery, Recovery::SelectiveRepeat);
+        let bad = [base[0], ("ROCE_VERBS_RECOVERY", "maybe")];
+        let e = Config::from_pairs(&pairs(&bad)).unwrap_err().to_string();
+        assert!(e.contains("go-back-n or selective"), "{e}");
+    }
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
         p.iter()

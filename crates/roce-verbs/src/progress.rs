@@ -108,7 +108,8 @@ fn run(config: Config, rx: Receiver<Command>, ready: Reply<Result<DeviceInfo, St
             .ok()
     });
     let Port { port, _pool, _eal } = port;
-    let mut worker = Worker::new(port, MonotonicClock::new(), host, cc, info.active_mtu);
+    let mut worker = Worker::new(port, MonotonicClock::new(), host, cc, info.active_mtu)
+        .with_recovery(config.recovery);
     tracing::info!(port = %config.port, mac = %info.mac, ip = %info.ip, "roce-verbs: port up");
     if ready.send(Ok(info)).is_err() {
         return;

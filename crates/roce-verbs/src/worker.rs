@@ -18,8 +18,8 @@ use roce_proto::port::Port;
 use roce_proto::qp::QpError;
 use roce_proto::resolving::{Modify, ResolutionEvent, ResolvingEndpoint};
 use roce_proto::verbs::{
-    AccessFlags, CqHandle, Mtu, QpAttr, QpInit, QpState, RecvWr, SendFlags, SendWr, Sge, WcOpcode,
-    WcStatus, WorkCompletion,
+    AccessFlags, CqHandle, Mtu, QpAttr, QpInit, QpState, Recovery, RecvWr, SendFlags, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 use roce_proto::wire::EthernetAddress;
 
@@ -76,6 +76,8 @@ pub(crate) struct Worker<P: Port, C: Clock + Clone> {
     cqs: Vec<(CqHandle, Arc<Cq>)>,
     cc: Option<CcConfig>,
     active_mtu: Mtu,
+    /// Loss recovery of QPs whose program names none (`ROCE_VERBS_RECOVERY`).
+    recovery: Recovery,
     /// Counters of destroyed QPs (programs destroy theirs before the exit report).
     retired: QpCounters,
 }
@@ -97,8 +99,16 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
             cqs: Vec::new(),
             cc,
             active_mtu,
+            recovery: Recovery::GoBackN,
             retired: QpCounters::default(),
         }
+    }
+
+    /// Gives QPs `recovery` at RTR unless their program chose one (libibverbs has no such
+    /// attribute: the configuration chooses for every QP of the process).
+    pub(crate) fn with_recovery(mut self, recovery: Recovery) -> Self {
+        self.recovery = recovery;
+        self
     }
 
     /// One turn: frames in and out, timers, completions delivered, ARP results applied.
@@ -226,6 +236,9 @@ impl<P: Port, C: Clock + Clone> Worker<P, C> {
     }
 
     fn modify_qp(&mut self, qp: &Qp, mut attr: QpAttr) -> Result<(), VerbsError> {
+        if attr.state == Some(QpState::Rtr) && attr.recovery.is_none() {
+            attr.recovery = Some(self.recovery);
+        }
         if let Some(mtu) = attr.path_mtu {
             if mtu.bytes() > self.active_mtu.bytes() {
                 attr.path_mtu = Some(self.active_mtu);

@@ -236,6 +236,63 @@ fn write_lands_in_the_passive_sides_application_memory() {
     );
 }
 
+/// The WRITE of `write_lands_in_the_passive_sides_application_memory` between two workers that
+/// give their QPs `recovery`, the QPs connected as a program does (no recovery named): the bytes
+/// land, and the requester's bytes on the wire are returned.
+fn write_with(recovery: Recovery) -> u64 {
+    let (pa, pb) = loopback_pair(4096, 1024);
+    let mut a = side(pa, 1, 0);
+    let mut b = side(pb, 2, 0);
+    a.w.recovery = recovery;
+    b.w.recovery = recovery;
+    connect_as_a_program(&mut a, &b);
+    connect_as_a_program(&mut b, &a);
+    let (local, remote) = (AppMemory::owned(8192), AppMemory::owned(8192));
+    let ma = reg(&mut a, &local, AccessFlags::LOCAL_WRITE);
+    let mb = reg(
+        &mut b,
+        &remote,
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+    );
+    assert!(local.write(0, &pattern(8192, 9)));
+    let op = WrOpcode::RdmaWrite {
+        remote_addr: mb.addr,
+        rkey: mb.rkey,
+    };
+    let done = complete(&mut a, &mut b, 7, op, sge(&ma, 0, 5000));
+    assert_eq!((done[0].wr_id, done[0].status), (7, WcStatus::Success));
+    assert_eq!(bytes(&remote, 0, 5000), &pattern(8192, 9)[..5000]);
+    let qp = a.w.host.endpoint().qp(a.qp.qpn).expect("the QP");
+    qp.counters().tx_bytes
+}
+
+/// [`connect`] with no recovery named (libibverbs has no such attribute).
+fn connect_as_a_program(x: &mut Side, y: &Side) {
+    let av = AddressVector {
+        remote_ip: y.ip.into(),
+        remote_mac: roce_proto::resolving::UNKNOWN_MAC,
+        traffic_class: 0,
+        hop_limit: 64,
+    };
+    for attr in RcOptions::default().attrs_to_rts(y.qp.qpn, av, Psn::new(100), Psn::new(100)) {
+        modify(
+            x,
+            QpAttr {
+                recovery: None,
+                ..attr
+            },
+        );
+    }
+}
+
+#[test]
+fn the_configured_recovery_reaches_qps_whose_program_names_none() {
+    let go_back_n = write_with(Recovery::GoBackN);
+    let selective = write_with(Recovery::SelectiveRepeat);
+    // Five packets, each 24 bytes longer for its placement header.
+    assert_eq!(selective - go_back_n, 5 * 24);
+}
+
 #[test]
 fn read_returns_what_the_responders_application_holds_now() {
     let mut r = regions(4096, AccessFlags::REMOTE_READ);

@@ -48,7 +48,8 @@ summed_counters! {
         naks_sent,
         /// Responder: request packets received with a PSN beyond the expected one (mlx5).
         out_of_sequence,
-        /// Requester: NAK-sequence-error packets received (mlx5).
+        /// Requester: NAK-sequence-error packets received (mlx5); under selective repeat they
+        /// are `selective_naks`.
         packet_seq_err,
         /// Responder: duplicate request packets received (mlx5, rxe).
         duplicate_request,
@@ -102,17 +103,18 @@ summed_counters! {
         /// Responder, selective repeat: request packets placed ahead of the expected PSN (each is
         /// also an `out_of_sequence`; roce's own).
         out_of_order_placed,
-        /// Requester, selective repeat: NAKs received that name a packet the responder holds
-        /// (only those that start a recovery are also `packet_seq_err`; roce's own).
+        /// Requester, selective repeat: sequence NAKs received, each naming a packet the
+        /// responder holds (roce's own; go-back-N's are `packet_seq_err`).
         selective_naks,
     }
 }
 
 impl QpCounters {
-    /// NAKs the requester received: sequence errors, RNR, remote access and invalid request.
+    /// NAKs the requester received: sequence errors (selective ones too), RNR, remote access
+    /// and invalid request.
     pub fn naks_received(&self) -> u64 {
         naks(
-            self.packet_seq_err,
+            self.packet_seq_err + self.selective_naks,
             self.rnr_nak_retry_err,
             self.req_remote_access_errors,
             self.req_remote_invalid_request,
@@ -299,10 +301,10 @@ impl RdmaCounters {
         }
     }
 
-    /// NAKs the requester received: [`QpCounters::naks_received`] of the same four counters.
+    /// NAKs the requester received: [`QpCounters::naks_received`] of the same counters.
     pub fn naks_received(&self) -> u64 {
         naks(
-            self.packet_seq_err,
+            self.packet_seq_err + self.selective_naks,
             self.rnr_nak_retry_err,
             self.req_remote_access_errors,
             self.req_remote_invalid_request,
@@ -326,13 +328,14 @@ mod tests {
             rnr_nak_retry_err: 20,
             req_remote_access_errors: 300,
             req_remote_invalid_request: 4000,
+            selective_naks: 50_000,
             // NAKs sent and other errors are not NAKs received.
-            naks_sent: 50_000,
+            naks_sent: 800_000,
             out_of_sequence: 600_000,
             resp_remote_access_errors: 7_000_000,
             ..QpCounters::default()
         };
-        assert_eq!(q.naks_received(), 4321);
-        assert_eq!(RdmaCounters::of_qp(&q).naks_received(), 4321);
+        assert_eq!(q.naks_received(), 54_321);
+        assert_eq!(RdmaCounters::of_qp(&q).naks_received(), 54_321);
     }
 }

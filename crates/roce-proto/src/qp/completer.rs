@@ -303,8 +303,8 @@ impl Requester {
     }
 
     /// A selective-repeat NAK for `psn` naming `held` (`acked`: what its cumulative part
-    /// retired). The first of a loss starts a recovery, spending one transport retry; a NAK
-    /// stuck at a READ or atomic goes back to it as IBA says.
+    /// retired). The first of a loss starts a recovery, spending one transport retry (and one
+    /// loss for the controller); a NAK stuck at a READ or atomic goes back to it as IBA says.
     fn on_selective_nak_at(
         &mut self,
         psn: Psn,
@@ -323,11 +323,11 @@ impl Requester {
             .is_some_and(|w| w.wr.opcode.is_read_or_atomic());
         let began = self.on_selective_nak(psn, held, c.now, c.reorder_window, c.timers);
         if at_read {
-            c.stats.packet_seq_err += u64::from(self.retry_psn != Some(psn));
+            self.losses += u64::from(self.retry_psn != Some(psn));
             return self.retry(psn, false, c);
         }
         if began {
-            c.stats.packet_seq_err += 1;
+            self.losses += 1;
             if self.retry_left == 0 {
                 c.stats.req_transport_retries_exceeded += 1;
                 return Err(WcStatus::RetryExcErr);

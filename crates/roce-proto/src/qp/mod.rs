@@ -564,9 +564,10 @@ impl QueuePair {
         }
     }
 
-    /// Losses detected so far (NAK sequence errors and ACK timeouts).
+    /// Losses detected so far (go-back-N's NAK sequence errors, selective repeat's recoveries,
+    /// ACK timeouts).
     fn loss_count(&self) -> u64 {
-        self.stats.packet_seq_err + self.stats.local_ack_timeout_err
+        self.stats.packet_seq_err + self.req.losses + self.stats.local_ack_timeout_err
     }
 
     /// Feeds the congestion controller after a response or timeout: an RTT sample when a
@@ -579,7 +580,9 @@ impl QueuePair {
         if let Some(s) = covered.and_then(|psn| self.rtt.on_response(now, psn)) {
             p.on_ack(now, s.acked_bytes, Some(s.rtt));
         }
-        if self.stats.packet_seq_err + self.stats.local_ack_timeout_err != losses_before {
+        if self.stats.packet_seq_err + self.req.losses + self.stats.local_ack_timeout_err
+            != losses_before
+        {
             self.rtt.on_loss();
             p.on_loss(now);
         }

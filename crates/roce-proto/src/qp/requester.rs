@@ -80,6 +80,9 @@ pub(crate) struct Requester {
     pub next_recv_sn: u32,
     /// Selective repeat's state, on a QP that uses it.
     pub selective: Option<Box<Selective>>,
+    /// Selective repeat: recoveries started (losses the congestion controller hears of; go-back-N
+    /// counts its own in `packet_seq_err`).
+    pub losses: u64,
 }
 
 /// Tunables of the requester.
@@ -125,6 +128,7 @@ impl Requester {
             rnr_retry_left: 0,
             next_recv_sn: 0,
             selective: None,
+            losses: 0,
         }
     }
 

@@ -7,6 +7,7 @@
 
 pub mod frame;
 pub(crate) mod port;
+mod routes;
 pub mod rt_switch;
 pub mod sched;
 pub mod sojourn;

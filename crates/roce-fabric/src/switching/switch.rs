@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use rand::RngExt;
 
 use super::frame::{classify, flow_hash, FrameInfo, IpInfo};
+use super::routes::RouteTable;
 use super::sched::SchedState;
 use super::sojourn::Sojourn;
 pub use super::switch_config::{MarkPoint, Routing, SwitchConfig};
@@ -91,8 +92,6 @@ pub struct SwitchPort<T, X> {
     ingress_bytes: [u64; PRIORITIES],
     /// Whether XOFF is standing upstream, per priority.
     xoff: [bool; PRIORITIES],
-    /// This port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`).
-    ecn: Option<EcnThresholds>,
     /// Line rate, bit/s, when the owner said it (`Switch::set_port_rate`; 0 unknown).
     rate_bps: u64,
     /// How long packets waited, per priority (made when the first one leaves).
@@ -110,7 +109,6 @@ impl<T, X> SwitchPort<T, X> {
             sched: SchedState::default(),
             ingress_bytes: [0; PRIORITIES],
             xoff: [false; PRIORITIES],
-            ecn: None,
             rate_bps: 0,
             sojourn: Default::default(),
         }
@@ -192,20 +190,12 @@ pub struct Switch<T, X> {
     cfg: SwitchConfig,
     /// Ports, in the order they were added.
     ports: Vec<SwitchPort<T, X>>,
-    /// The equal-cost group toward each destination (host index), an index into `groups`.
-    routes: Vec<u32>,
-    /// The distinct equal-cost groups (egress ports): a three-tier fabric's hundreds of
-    /// destinations share a handful, so the lookups stay in a few cache lines.
-    groups: Vec<Vec<u16>>,
-    /// Bit `p` set while port `p` has a link its sending end believes up (what `route` may
-    /// pick): one word per 64 ports, not a miss on every member's port and link.
-    live: Vec<u64>,
-    /// Per destination host, the live members of its group in `live_ports` (what
-    /// [`Switch::route`] reads): rebuilt whenever the routes or a port's liveness change, so
-    /// a pick is one or two loads instead of a chase through route, group, members and bits.
-    live_routes: Vec<LiveRoute>,
-    /// The live members of every group, group after group, in route order.
-    live_ports: Vec<u16>,
+    /// The equal-cost groups toward each destination and the ports that are live.
+    routes: RouteTable,
+    /// Each port's marking when its rate has its own (`SwitchConfig::ecn_by_rate`), by port;
+    /// empty when none has. Here rather than in the port, so that a switch asks a line of its
+    /// own on every mark, not a line of every egress port.
+    port_ecn: Vec<Option<EcnThresholds>>,
     /// Bytes in the shared buffer.
     used_bytes: u64,
     /// Bit `p` set when priority `p` (below 64) is lossless with PFC on: asked at every
@@ -218,15 +208,6 @@ pub struct Switch<T, X> {
     xoff_refresh: Vec<[Option<Instant>; PRIORITIES]>,
     /// The PFC watchdog, when the configuration has one and PFC is on.
     watchdog: Option<Box<Watchdog>>,
-}
-
-/// The live members of one destination's equal-cost group: `len` ports from `start` in
-/// `Switch::live_ports`, the first of them (if any) kept inline.
-#[derive(Clone, Copy, Debug, Default)]
-struct LiveRoute {
-    start: u32,
-    len: u32,
-    first: u16,
 }
 
 /// The lossless priorities below 64 of `cfg` with PFC on, as a bit set.
@@ -252,11 +233,8 @@ impl<T, X> Switch<T, X> {
             strict_mask: (cfg.sched.strict_mask() & 0xff) as u8,
             cfg,
             ports: Vec::new(),
-            routes: Vec::new(),
-            groups: Vec::new(),
-            live: Vec::new(),
-            live_routes: Vec::new(),
-            live_ports: Vec::new(),
+            routes: RouteTable::default(),
+            port_ecn: Vec::new(),
             used_bytes: 0,
             xoff_refresh: Vec::new(),
             watchdog,
@@ -311,8 +289,14 @@ impl<T, X> Switch<T, X> {
             .find(|r| (r.gbps * 1e9 - rate_bps as f64).abs() <= 0.01 * rate_bps as f64)
             .map(|r| r.ecn);
         if let Some(p) = self.ports.get_mut(usize::from(port)) {
-            p.ecn = ecn;
             p.rate_bps = rate_bps;
+            let i = usize::from(port);
+            if ecn.is_some() && self.port_ecn.len() <= i {
+                self.port_ecn.resize(i + 1, None);
+            }
+            if let Some(e) = self.port_ecn.get_mut(i) {
+                *e = ecn;
+            }
         }
     }
 
@@ -374,77 +358,23 @@ impl<T, X> Switch<T, X> {
 
     /// Sets the equal-cost egress ports toward each destination (indexed by host).
     pub fn set_routes(&mut self, routes: Vec<Vec<u16>>) {
-        let mut index = std::collections::HashMap::new();
-        self.groups.clear();
-        self.routes = routes
-            .into_iter()
-            .map(|r| {
-                *index.entry(r).or_insert_with_key(|r| {
-                    self.groups.push(r.clone());
-                    (self.groups.len() - 1) as u32
-                })
-            })
-            .collect();
-        self.relive();
-    }
-
-    /// Rebuilds `live_routes` and `live_ports` from the routes and the live-port bits.
-    fn relive(&mut self) {
-        let mut ports = std::mem::take(&mut self.live_ports);
-        ports.clear();
-        let spans: Vec<LiveRoute> = self
-            .groups
-            .iter()
-            .map(|g| {
-                let start = ports.len();
-                ports.extend(g.iter().copied().filter(|&p| self.port_live(p)));
-                LiveRoute {
-                    start: start as u32,
-                    len: (ports.len() - start) as u32,
-                    first: ports.get(start).copied().unwrap_or(0),
-                }
-            })
-            .collect();
-        self.live_ports = ports;
-        self.live_routes = self
-            .routes
-            .iter()
-            .map(|&g| spans.get(g as usize).copied().unwrap_or_default())
-            .collect();
+        self.routes.set_routes(routes);
     }
 
     /// Ports that are members of an equal-cost group (a route with more than one port).
     pub fn ecmp_members(&self) -> Vec<u16> {
-        let mut m: Vec<u16> = self
-            .groups
-            .iter()
-            .filter(|r| r.len() > 1)
-            .flatten()
-            .copied()
-            .collect();
-        m.sort_unstable();
-        m.dedup();
-        m
+        self.routes.ecmp_members()
     }
 
     /// Records whether `port` has a link its sending end believes up (see [`Switch::port_live`]).
     pub fn set_port_live(&mut self, port: u16, live: bool) {
-        let (word, bit) = (usize::from(port) / 64, port % 64);
-        if self.live.len() <= word {
-            self.live.resize(word + 1, 0);
-        }
-        if let Some(w) = self.live.get_mut(word) {
-            *w = (*w & !(1 << bit)) | (u64::from(live) << bit);
-        }
-        self.relive();
+        self.routes.set_port_live(port, live);
     }
 
     /// Whether `port` has a link its sending end believes up, as last set by
     /// [`Switch::set_port_live`] (false for a port never set).
     pub fn port_live(&self, port: u16) -> bool {
-        self.live
-            .get(usize::from(port) / 64)
-            .is_some_and(|w| w & (1 << (port % 64)) != 0)
+        self.routes.port_live(port)
     }
 
     /// Picks the egress port for a packet among the routes to `host` whose link its sending
@@ -452,7 +382,7 @@ impl<T, X> Switch<T, X> {
     /// the member with the fewest bytes queued now (ties to the hash's pick, then route order
     /// after it).
     pub fn route(&self, host: usize, ip: &IpInfo) -> Option<u16> {
-        let r = self.live_routes.get(host)?;
+        let r = self.routes.group(host)?;
         // A lone live member needs no hash (it is every pick); otherwise the hash modulo the
         // live members indexes them in route order.
         match r.len {
@@ -460,8 +390,7 @@ impl<T, X> Switch<T, X> {
             1 => Some(r.first),
             n => {
                 let pick = (flow_hash(ip, self.cfg.ecmp_salt) % u64::from(n)) as usize;
-                let start = r.start as usize;
-                let members = self.live_ports.get(start..start + n as usize)?;
+                let members = self.routes.members(r)?;
                 match self.cfg.routing {
                     Routing::Ecmp => members.get(pick).copied(),
                     Routing::Adaptive => self.least_queued(members, pick),
@@ -538,10 +467,8 @@ impl<T, X> Switch<T, X> {
         let Some(Some(ecn)) = self.cfg.ecn.get(prio) else {
             return 0.0;
         };
-        let ecn = self
-            .port(egress)
-            .and_then(|p| p.ecn.as_ref())
-            .unwrap_or(ecn);
+        let own = self.port_ecn.get(usize::from(egress));
+        let ecn = own.and_then(Option::as_ref).unwrap_or(ecn);
         ecn.probability(self.queue_depth(egress, prio))
     }
 

@@ -41,7 +41,8 @@ fn route_picks_by_flow_hash_among_the_live_members_only() {
     let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
     sw.set_routes(vec![vec![4], vec![1, 2, 3, 5], vec![]]);
     // The pick the definition gives: the hash modulo the live members, in route order.
-    let (groups, routes) = (sw.groups.clone(), sw.routes.clone());
+    let (groups, routes) = sw.routes.definition();
+    let (groups, routes) = (groups.to_vec(), routes.to_vec());
     let reference = |host: usize, ip: &IpInfo, up: &dyn Fn(u16) -> bool| {
         let group = &groups[routes[host] as usize];
         let live: Vec<u16> = group.iter().copied().filter(|&p| up(p)).collect();
@@ -125,7 +126,8 @@ fn adaptive_routing_takes_the_live_member_with_the_fewest_queued_bytes_ties_to_t
 fn live_ports_and_shared_groups_are_kept_per_port() {
     let mut sw: Switch<u32, ()> = Switch::new("s".into(), SwitchConfig::default());
     sw.set_routes(vec![vec![1, 70], vec![2], vec![1, 70], vec![70, 1]]);
-    assert_eq!((sw.groups.len(), sw.routes.clone()), (3, vec![0, 1, 0, 2]));
+    let (groups, routes) = sw.routes.definition();
+    assert_eq!((groups.len(), routes), (3, &[0, 1, 0, 2][..]));
     assert_eq!(sw.ecmp_members(), vec![1, 70]);
     assert!(!sw.port_live(70));
     sw.set_port_live(70, true);

@@ -420,7 +420,7 @@ fn a_cable_end_that_does_not_exist_is_quoted_short() {
 fn shipped_scenarios_fit_the_ceilings() {
     let dir = fixtures::SCENARIOS;
     let mut n = 0;
-    for sub in ["", "hpcc"] {
+    for sub in ["", "hpcc", "scale"] {
         for entry in std::fs::read_dir(Path::new(dir).join(sub)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().and_then(|e| e.to_str()) != Some("toml") {

@@ -373,3 +373,41 @@ fn a_maintenance_drain_is_the_same_on_two_and_three_threads() {
     let s = Scenario::from_toml(&text).unwrap();
     assert!(same_on_threads(s) >= 2);
 }
+
+#[test]
+fn the_1280_host_fat_tree_forwards_every_frame_and_is_the_same_on_any_thread_count() {
+    // scenarios/scale/websearch-1280.toml (the 320-host HPCC fat tree with ToRs, aggregation
+    // switches and pods multiplied by 4: each switch routes toward 1,280 destinations through
+    // a handful of groups), cut to its first 30 us.
+    let path = Path::new(fixtures::SCENARIOS).join("scale/websearch-1280.toml");
+    let mut s = Scenario::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    s.duration_us = 30.0;
+    let (one, parts) = same_on(s, &[1], &[2, 3]);
+    assert_eq!(parts, vec![2, 3]);
+    // Every frame reached its destination: nothing dropped (no route, a wrong port), nothing
+    // resent, and short flows that started early finished, nearly all between pods (64 hosts
+    // each, through the cores) and into the last pod.
+    assert_eq!(
+        (one["drops"].as_u64(), one["retransmitted"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let flows = one["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 5493, "the 2 ms plan");
+    let pods: Vec<(u64, u64)> = flows
+        .iter()
+        .filter(|f| f["completion_us"].is_number())
+        .map(|f| {
+            // "SRC->DST#ID"
+            let name = f["name"].as_str().unwrap();
+            let (src, rest) = name.split_once("->").unwrap();
+            let dst = rest.split('#').next().unwrap();
+            (
+                src.parse::<u64>().unwrap() / 64,
+                dst.parse::<u64>().unwrap() / 64,
+            )
+        })
+        .collect();
+    let across = pods.iter().filter(|(a, b)| a != b).count();
+    assert!(pods.len() >= 20 && across + 2 >= pods.len(), "{pods:?}");
+    assert!(pods.iter().any(|&(_, b)| b == 19), "{pods:?}");
+}

@@ -98,7 +98,7 @@ fn a_registered_controller_builds_by_name_and_takes_settings() {
     assert!(
         unknown
             .to_string()
-            .ends_with("hpcc, swift, nscc, aimd, dcqcn-g64"),
+            .ends_with("hpcc, swift, nscc, nvidia-rtt, aimd, dcqcn-g64"),
         "{unknown}"
     );
     static CLASH: CcEntry = CcEntry {

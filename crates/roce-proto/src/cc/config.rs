@@ -2,7 +2,7 @@
 //! on the command line, scenario files and the endpoint's QP attributes use.
 //!
 //! Names come from a [`CcRegistry`](super::registry::CcRegistry): the built-ins `none`, `dcqcn-paper`, `dcqcn-mlx`,
-//! `dctcp`, `timely`, `patched-timely`, `hpcc`, `swift`, `nscc` ([`BUILTIN`]), and
+//! `dctcp`, `timely`, `patched-timely`, `hpcc`, `swift`, `nscc`, `nvidia-rtt` ([`BUILTIN`]), and
 //! whatever a program registered in its own registry. Unknown names, parameters or values are
 //! [`CcError`]s that list the valid choices.
 

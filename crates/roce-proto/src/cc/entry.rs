@@ -4,8 +4,8 @@
 
 use super::params::{CcKind, ParamInfo};
 use super::{
-    DcqcnParams, DctcpParams, HpccParams, NoParams, NsccParams, PatchedTimelyParams,
-    ScaledDcqcnParams, SwiftParams, TimelyParams,
+    DcqcnParams, DctcpParams, HpccParams, NoParams, NsccParams, NvidiaRttParams,
+    PatchedTimelyParams, ScaledDcqcnParams, SwiftParams, TimelyParams,
 };
 
 /// One registered controller (or preset of one).
@@ -90,5 +90,11 @@ pub static BUILTIN: &[CcEntry] = &[
         about:
             "UET NSCC (Ultra Ethernet 1.0): window from ECN marks and queueing delay, quick adapt",
         defaults: || Box::new(NsccParams::default()),
+    },
+    CcEntry {
+        name: "nvidia-rtt",
+        aliases: &["rtt-template"],
+        about: "NVIDIA ZTR RTTCC (DOCA PCC rtt_template): rate AIMD once per RTT around base_rtt",
+        defaults: || Box::new(NvidiaRttParams::default()),
     },
 ];

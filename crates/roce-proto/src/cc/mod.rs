@@ -41,6 +41,7 @@ pub mod entry;
 pub mod hpcc;
 pub mod none;
 pub mod nscc;
+pub mod nvidia_rtt;
 pub mod pacer;
 pub mod params;
 pub mod patched_timely;
@@ -58,6 +59,7 @@ pub use dctcp::{Dctcp, DctcpParams};
 pub use hpcc::{Hpcc, HpccParams, IntHop};
 pub use none::{LineRate, NoParams};
 pub use nscc::{Nscc, NsccParams};
+pub use nvidia_rtt::{NvidiaRtt, NvidiaRttParams};
 pub use pacer::Pacer;
 pub use patched_timely::{PatchedTimely, PatchedTimelyParams};
 pub use rate::Rate;
@@ -225,6 +227,8 @@ controllers! {
     Swift(Swift),
     /// `nscc`.
     Nscc(Nscc),
+    /// `nvidia-rtt`.
+    NvidiaRtt(NvidiaRtt),
 }
 
 impl core::fmt::Debug for Controller {

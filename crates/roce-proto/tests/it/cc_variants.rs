@@ -154,7 +154,8 @@ fn every_named_controller_builds_and_reports_its_name() {
             "patched-timely",
             "hpcc",
             "swift",
-            "nscc"
+            "nscc",
+            "nvidia-rtt"
         ]
     );
 }
@@ -319,7 +320,15 @@ fn each_controller_states_how_long_its_start_up_lasts() {
     assert_eq!(settle("dctcp", &[]), Duration::from_micros(16 * 10));
     assert_eq!(settle("dctcp", &["g=0.125"]), Duration::from_micros(8 * 10));
     // Loops that close within a few RTTs.
-    for name in ["none", "hpcc", "timely", "patched-timely", "swift", "nscc"] {
+    for name in [
+        "none",
+        "hpcc",
+        "timely",
+        "patched-timely",
+        "swift",
+        "nscc",
+        "nvidia-rtt",
+    ] {
         assert_eq!(settle(name, &[]), Duration::ZERO, "{name}");
     }
 }

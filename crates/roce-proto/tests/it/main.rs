@@ -9,6 +9,7 @@
 mod cc_dcqcn;
 mod cc_ecn;
 mod cc_marking;
+mod cc_nvidia_rtt;
 mod cc_pacer;
 mod cc_props;
 mod cc_rtt;

@@ -303,8 +303,9 @@ impl Requester {
     }
 
     /// A selective-repeat NAK for `psn` naming `held` (`acked`: what its cumulative part
-    /// retired). The first of a loss starts a recovery, spending one transport retry (and one
-    /// loss for the controller); a NAK stuck at a READ or atomic goes back to it as IBA says.
+    /// retired). The first of a loss starts a recovery, spending one transport retry (the
+    /// controller hears of a loss only when a packet is resent: a reordered one is not lost);
+    /// a NAK stuck at a READ or atomic goes back to it as IBA says.
     fn on_selective_nak_at(
         &mut self,
         psn: Psn,
@@ -327,7 +328,6 @@ impl Requester {
             return self.retry(psn, false, c);
         }
         if began {
-            self.losses += 1;
             if self.retry_left == 0 {
                 c.stats.req_transport_retries_exceeded += 1;
                 return Err(WcStatus::RetryExcErr);

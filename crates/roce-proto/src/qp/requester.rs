@@ -80,8 +80,8 @@ pub(crate) struct Requester {
     pub next_recv_sn: u32,
     /// Selective repeat's state, on a QP that uses it.
     pub selective: Option<Box<Selective>>,
-    /// Selective repeat: recoveries started (losses the congestion controller hears of; go-back-N
-    /// counts its own in `packet_seq_err`).
+    /// Selective repeat: losses the congestion controller hears of (recoveries that resent a
+    /// packet, READ or atomic responses asked for again; go-back-N's are `packet_seq_err`).
     pub losses: u64,
 }
 

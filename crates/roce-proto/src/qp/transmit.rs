@@ -186,11 +186,19 @@ impl QueuePair {
             }
             let ack_each = self.cc.as_ref().is_some_and(super::CcPacer::ack_each);
             self.req.ack_each = ack_each || self.pacer_is_slow(mtu);
+            let losses = self.req.losses;
             if !self
                 .req
                 .next_packet(mtu, self.attrs.max_rd_atomic, &self.cfg, &mut o)
             {
                 return None;
+            }
+            // Selective repeat decides a packet is lost when it resends it.
+            if self.req.losses != losses {
+                if let Some(p) = self.cc.as_mut() {
+                    self.rtt.on_loss();
+                    p.on_loss(now);
+                }
             }
             if o.retransmission {
                 self.stats.retransmitted_packets += 1;

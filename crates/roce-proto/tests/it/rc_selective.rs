@@ -6,13 +6,17 @@ use proptest::prelude::*;
 use roce_testkit::proptest_seed;
 use roce_testkit::rc::{connect, deadline, drain, mr, send_wr, write_wr, IP_A, IP_B, MAC_A, MAC_B};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use roce_proto::cc::{CcMetrics, CongestionControl, Controller, Rate};
 use roce_proto::connect::RcOptions;
 use roce_proto::counters::QpCounters;
 use roce_proto::endpoint::{Endpoint, EndpointConfig};
 use roce_proto::fault::{FaultConfig, FaultCounters, FaultPort};
 use roce_proto::loopback::{loopback_pair, EndpointPair};
 use roce_proto::qp::RequesterConfig;
-use roce_proto::time::Duration;
+use roce_proto::time::{Duration, Instant};
 use roce_proto::verbs::{Mtu, Recovery, RecvWr, Sge, WcStatus, WrOpcode};
 
 /// What one run left behind.
@@ -23,6 +27,28 @@ struct Outcome {
     b: QpCounters,
     /// What the fault injector did to the request direction.
     link: FaultCounters,
+}
+
+/// A controller at 100 Gbit/s that counts the losses the transport tells it of.
+struct CountLosses {
+    losses: Arc<AtomicU64>,
+}
+
+impl CongestionControl for CountLosses {
+    fn name(&self) -> &'static str {
+        "count-losses"
+    }
+    fn on_cnp(&mut self, _now: Instant) {}
+    fn on_loss(&mut self, _now: Instant) {
+        self.losses.fetch_add(1, Ordering::Relaxed);
+    }
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            rate: Rate::from_gbps(100),
+            target_rate: Rate::from_gbps(100),
+            ..CcMetrics::default()
+        }
+    }
 }
 
 /// The link's reordering holds a frame back for at most a few microseconds.
@@ -47,6 +73,17 @@ fn endpoints(reorder_window: Duration) -> (Endpoint, Endpoint) {
 /// and reorders requests as `faults` says (responses travel clean, so every packet lost is a
 /// request); checks every byte and completion.
 fn run(recovery: Recovery, faults: FaultConfig, seed: u64, messages: usize) -> Outcome {
+    run_counting(recovery, faults, seed, messages, None)
+}
+
+/// [`run`], with a controller on A's QP that counts the losses it hears of into `losses`.
+fn run_counting(
+    recovery: Recovery,
+    faults: FaultConfig,
+    seed: u64,
+    messages: usize,
+    losses: Option<Arc<AtomicU64>>,
+) -> Outcome {
     const WRITE: usize = 64 << 10;
     const SEND: usize = 24 << 10;
     let window = if faults.reorder > 0.0 {
@@ -73,6 +110,10 @@ fn run(recovery: Recovery, faults: FaultConfig, seed: u64, messages: usize) -> O
         ..RcOptions::default()
     };
     let (sa, sb) = connect(&mut p, &o);
+    if let Some(losses) = losses {
+        let cc = Controller::Custom(Box::new(CountLosses { losses }));
+        p.a.set_congestion_control(sa.qpn, cc, 64 << 10).unwrap();
+    }
     let mut pairs = Vec::new();
     for i in 0..messages {
         let len = if i % 2 == 0 { WRITE } else { SEND };
@@ -152,6 +193,44 @@ fn selective_repeat_resends_what_was_lost_where_go_back_n_resends_the_window() {
     // The responder placed packets that overtook a loss instead of dropping them.
     assert!(sr.b.out_of_order_placed > 0 && gbn.b.out_of_order_placed == 0);
     assert!(sr.a.selective_naks > 0 && gbn.a.selective_naks == 0);
+}
+
+/// Reordering alone is no loss: with a reorder window longer than the link holds a frame back,
+/// selective repeat resends nothing and the controller hears of no loss (it hears of one when a
+/// packet is really lost).
+#[test]
+fn the_controller_hears_of_a_loss_only_when_a_packet_is_resent() {
+    let reorder = FaultConfig {
+        reorder: 0.05,
+        ..FaultConfig::default()
+    };
+    let heard = Arc::new(AtomicU64::new(0));
+    let o = run_counting(
+        Recovery::SelectiveRepeat,
+        reorder,
+        3,
+        12,
+        Some(heard.clone()),
+    );
+    assert!(
+        o.link.reordered > 10 && o.b.out_of_order_placed > 10,
+        "{:?}",
+        o.b
+    );
+    assert_eq!(o.a.retransmitted_packets, 0);
+    assert_eq!(heard.load(Ordering::Relaxed), 0, "{:?}", o.a);
+    assert!(o.a.selective_naks > 0);
+    let loss = FaultConfig {
+        loss: 0.03,
+        ..FaultConfig::default()
+    };
+    let heard = Arc::new(AtomicU64::new(0));
+    let o = run_counting(Recovery::SelectiveRepeat, loss, 3, 12, Some(heard.clone()));
+    assert!(
+        o.link.dropped > 0 && heard.load(Ordering::Relaxed) > 0,
+        "{:?}",
+        o.a
+    );
 }
 
 proptest! {

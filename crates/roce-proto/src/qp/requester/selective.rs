@@ -34,6 +34,9 @@ pub(crate) struct Selective {
     /// A READ or atomic request to send again (its response went missing), alone: the packets
     /// after it reached the responder or are resent as lost.
     rerequest: Option<Psn>,
+    /// The recovery in progress has resent a packet (its first resend is the loss the
+    /// congestion controller hears of).
+    resent_in_recovery: bool,
 }
 
 impl Selective {
@@ -46,6 +49,7 @@ impl Selective {
             recovery_end: None,
             resend_next: una,
             rerequest: None,
+            resent_in_recovery: false,
         }
     }
 
@@ -114,6 +118,7 @@ impl Requester {
             return false;
         }
         s.recovery_end = Some(high);
+        s.resent_in_recovery = false;
         // Never back over packets an earlier recovery resent: one lost again waits for the
         // ACK timeout, as in IRN.
         if s.resend_next.before(expected) {
@@ -224,10 +229,15 @@ impl Requester {
         }
     }
 
-    /// `psn` was resent: the search goes on after it.
+    /// `psn` was resent as lost: the search goes on after it, and the recovery's first resend
+    /// counts a loss.
     pub fn resent(&mut self, psn: Psn) {
         if let Some(s) = self.selective.as_deref_mut() {
             s.resend_next = psn.next();
+            if !s.resent_in_recovery {
+                s.resent_in_recovery = true;
+                self.losses += 1;
+            }
         }
     }
 

@@ -68,62 +68,83 @@ def f(x, d=2):
 def loss_of(variant):
     for p in variant.split()[1:]:
         if p.startswith("topology.link.loss="):
-            return "0.1%" if float(p.split("=")[1]) > 0 else "0"
-    return "?"
-
-
-def recovery(s):
-    lost = s["drops"]
-    retx = s["retransmitted"]
-    ratio = f(retx / lost) if lost else "-"
-    return [str(retx), str(lost), ratio, str(s["pfc_pause_frames"]), str(s["timeouts"])]
+            return float(p.split("=")[1]) > 0
+    raise ValueError(variant)
 
 
 def rows(wl):
+    """(recovery, paths, cc, clean run's summary, lossy run's summary) per row; None, None
+    where the cell was not run."""
     for tr in TR:
         for paths in ("ecmp", "spray", "adaptive"):
             doc = json.loads((out / f"{wl}-{tr}-{paths}.json").read_text())
-            runs = {r["variant"]: r["summary"] for r in doc["runs"]}
+            runs = {(r["variant"].split()[0], loss_of(r["variant"])): r["summary"]
+                    for r in doc["runs"]}
             for cc in CC:
-                for loss in ("0", "0.1%"):
-                    hit = [s for v, s in runs.items()
-                           if v.split()[0] == cc and loss_of(v) == loss]
-                    yield tr, paths, cc, loss, (hit[0] if hit else None)
+                yield [TR[tr], paths, CC[cc]], runs.get((cc, False)), runs.get((cc, True))
 
 
-print("WebSearch (sizes scaled 10x down), 600 flows at 50% load: FCT slowdown p50 / p99 of "
-      f"flows up to {SHORT // 1000} KB and over {LONG // 1000} KB; retransmitted packets, "
-      "frames dropped (any reason), their ratio, PFC pause frames, ACK timeouts.\n")
-print("| recovery | paths | cc | loss | done | short p50 | short p99 | long p50 | long p99 "
-      "| resent | dropped | resent/dropped | PFC | timeouts |")
-print("|---" * 14 + "|")
-for tr, paths, cc, loss, s in rows("websearch"):
-    head = [TR[tr], paths, CC[cc], loss]
-    if s is None:
-        print("| " + " | ".join(head + ["not sprayed: INT frames"] + [""] * 9) + " |")
+def pair(clean, lossy, fn):
+    return f"{fn(clean)} / {fn(lossy)}"
+
+
+def per_drop(s):
+    return f(s["retransmitted"] / s["drops"]) if s["drops"] else "-"
+
+
+def counters(clean, lossy):
+    return [pair(clean, lossy, lambda s: s["retransmitted"]), per_drop(lossy),
+            pair(clean, lossy, lambda s: s["pfc_pause_frames"]),
+            pair(clean, lossy, lambda s: s["timeouts"])]
+
+
+def line(cells):
+    print("| " + " | ".join(cells) + " |")
+
+
+print("WebSearch (sizes scaled 10x down), 600 flows at 50% load; each cell: no loss / 0.1% per "
+      f"link. Flows done; FCT slowdown p50 and p99 of the flows up to {SHORT // 1000} KB and over "
+      f"{LONG // 1000} KB (finished flows); packets resent; resent per frame dropped (any "
+      "reason) at 0.1%; PFC pause frames; ACK timeouts.\n")
+line(["recovery", "paths", "cc", "done", "short p50", "short p99", "long p50", "long p99",
+      "resent", "per drop", "PFC", "timeouts"])
+line(["---"] * 12)
+for head, clean, lossy in rows("websearch"):
+    if clean is None or lossy is None:
+        line(head + ["not sprayed (INT frames)"] + [""] * 8)
         continue
-    flows = (s.get("fct") or {}).get("flows", [])
-    short = [x["slowdown"] for x in flows if x["size"] <= SHORT]
-    long_ = [x["slowdown"] for x in flows if x["size"] > LONG]
-    done = sum(1 for x in s["flows"] if x["state"] == "done")
-    cells = [f"{done}/{len(s['flows'])}", f(pct(short, .5)), f(pct(short, .99)),
-             f(pct(long_, .5)), f(pct(long_, .99))]
-    print("| " + " | ".join(head + cells + recovery(s)) + " |")
 
-print("\nRing AllReduce of 1 MiB over 16 hosts, every hop across the core: iterations done in "
-      "10 ms, mean and largest step time (µs); retransmitted packets, frames dropped, their ratio, "
-      "PFC pause frames, ACK timeouts.\n")
-print("| recovery | paths | cc | loss | iterations | step mean | step max "
-      "| resent | dropped | resent/dropped | PFC | timeouts |")
-print("|---" * 12 + "|")
-for tr, paths, cc, loss, s in rows("allreduce"):
-    head = [TR[tr], paths, CC[cc], loss]
-    if s is None:
-        print("| " + " | ".join(head + ["not sprayed: INT frames"] + [""] * 7) + " |")
+    def sizes(s, keep):
+        return [x["slowdown"] for x in (s.get("fct") or {}).get("flows", []) if keep(x["size"])]
+
+    def done(s):
+        return sum(1 for x in s["flows"] if x["state"] == "done")
+
+    short = [sizes(s, lambda b: b <= SHORT) for s in (clean, lossy)]
+    long_ = [sizes(s, lambda b: b > LONG) for s in (clean, lossy)]
+    cells = [pair(clean, lossy, done)]
+    for group in (short, long_):
+        for p in (0.5, 0.99):
+            cells.append(f"{f(pct(group[0], p))} / {f(pct(group[1], p))}")
+    line(head + cells + counters(clean, lossy))
+
+print("\nRing AllReduce of 1 MiB over 16 hosts, every hop across the core, 10 ms; each cell: no "
+      "loss / 0.1% per link. Iterations done; mean and largest step time, µs; packets resent; "
+      "resent per frame dropped at 0.1%; PFC pause frames; ACK timeouts.\n")
+line(["recovery", "paths", "cc", "iterations", "step mean", "step max", "resent", "per drop",
+      "PFC", "timeouts"])
+line(["---"] * 10)
+for head, clean, lossy in rows("allreduce"):
+    if clean is None or lossy is None:
+        line(head + ["not sprayed (INT frames)"] + [""] * 6)
         continue
-    steps = [t for c in s["allreduce_iter_us"] for t in c]
-    cells = [str(len(steps)), f(sum(steps) / len(steps), 0) if steps else "-",
-             f(max(steps), 0) if steps else "-"]
-    print("| " + " | ".join(head + cells + recovery(s)) + " |")
+
+    def steps(s):
+        return [t for c in s["allreduce_iter_us"] for t in c]
+
+    cells = [pair(clean, lossy, lambda s: len(steps(s))),
+             pair(clean, lossy, lambda s: f(sum(steps(s)) / len(steps(s)), 0) if steps(s) else "-"),
+             pair(clean, lossy, lambda s: f(max(steps(s)), 0) if steps(s) else "-")]
+    line(head + cells + counters(clean, lossy))
 PY
 echo "table: $OUT/table.md" >&2

@@ -56,3 +56,4 @@ mod sim_outage;
 mod sim_shard;
 mod sim_speed;
 mod sim_telemetry;
+mod sim_transport_grid;

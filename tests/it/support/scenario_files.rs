@@ -23,3 +23,10 @@ pub const ALLREDUCE_INCAST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/scenarios/allreduce-incast.toml"
 );
+
+/// The WebSearch half of the transport grid (`scenarios/transport-grid-websearch.toml`: a k = 4
+/// fat tree, finite flows).
+pub const TRANSPORT_GRID_WEBSEARCH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scenarios/transport-grid-websearch.toml"
+);

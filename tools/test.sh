@@ -66,7 +66,7 @@ echo "== fuzz targets compile (running them needs nightly: cargo +nightly fuzz r
 (cd fuzz && cargo check --quiet)
 if cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "== fuzz: 20 s per target"
-    for target in parse_frame endpoint host oob_pingpong oob_perftest oob_verbs_peer oob_roce_perf metrics_request spoofed_pair; do
+    for target in parse_frame endpoint endpoint_selective host oob_pingpong oob_perftest oob_verbs_peer oob_roce_perf metrics_request spoofed_pair; do
         (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=20)
     done
 fi

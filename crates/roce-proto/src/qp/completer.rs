@@ -158,18 +158,24 @@ impl Requester {
         outcome
     }
 
-    /// Starts a go-back-N round from `psn`, spending one transport retry. `force` (timeouts)
-    /// restarts even a round already running from the same PSN.
-    fn retry(&mut self, psn: Psn, force: bool, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
-        if !force && self.retry_psn == Some(psn) {
-            return Ok(());
-        }
+    /// Spends one transport retry on a retransmission round, or fails the QP when none is left.
+    fn spend_retry(&mut self, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
         if self.retry_left == 0 {
             c.stats.req_transport_retries_exceeded += 1;
             return Err(WcStatus::RetryExcErr);
         }
         self.retry_left -= 1;
         c.stats.completer_retry_err += 1;
+        Ok(())
+    }
+
+    /// Starts a go-back-N round from `psn`, spending one transport retry. `force` (timeouts)
+    /// restarts even a round already running from the same PSN.
+    fn retry(&mut self, psn: Psn, force: bool, c: &mut CompleterCtx<'_>) -> Result<(), Fatal> {
+        if !force && self.retry_psn == Some(psn) {
+            return Ok(());
+        }
+        self.spend_retry(c)?;
         // Selective repeat asks again for a missing READ or atomic response alone; a timeout
         // goes back over everything the responder does not hold.
         if force || !self.rerequest(psn) {
@@ -328,12 +334,7 @@ impl Requester {
             return self.retry(psn, false, c);
         }
         if began {
-            if self.retry_left == 0 {
-                c.stats.req_transport_retries_exceeded += 1;
-                return Err(WcStatus::RetryExcErr);
-            }
-            self.retry_left -= 1;
-            c.stats.completer_retry_err += 1;
+            self.spend_retry(c)?;
             self.arm_ack_timer(c.now, c.timers, c.ack_timeout, true);
         }
         Ok(())

@@ -77,7 +77,8 @@ fn modify(s: &mut Side, attr: QpAttr) {
 }
 
 /// Moves `x`'s QP to RTS towards `y`'s as a program would: RESET → INIT → RTR → RTS, the peer
-/// named by its IP only (ARP finds the MAC).
+/// named by its IP only (ARP finds the MAC), no recovery named (libibverbs has no such
+/// attribute: the worker's configuration chooses).
 fn connect(x: &mut Side, y: &Side) {
     let av = AddressVector {
         remote_ip: y.ip.into(),
@@ -86,7 +87,13 @@ fn connect(x: &mut Side, y: &Side) {
         hop_limit: 64,
     };
     for attr in RcOptions::default().attrs_to_rts(y.qp.qpn, av, Psn::new(100), Psn::new(100)) {
-        modify(x, attr);
+        modify(
+            x,
+            QpAttr {
+                recovery: None,
+                ..attr
+            },
+        );
     }
     assert_eq!(x.qp.state(), QpState::Rts);
 }
@@ -245,8 +252,8 @@ fn write_with(recovery: Recovery) -> u64 {
     let mut b = side(pb, 2, 0);
     a.w.recovery = recovery;
     b.w.recovery = recovery;
-    connect_as_a_program(&mut a, &b);
-    connect_as_a_program(&mut b, &a);
+    connect(&mut a, &b);
+    connect(&mut b, &a);
     let (local, remote) = (AppMemory::owned(8192), AppMemory::owned(8192));
     let ma = reg(&mut a, &local, AccessFlags::LOCAL_WRITE);
     let mb = reg(
@@ -264,25 +271,6 @@ fn write_with(recovery: Recovery) -> u64 {
     assert_eq!(bytes(&remote, 0, 5000), &pattern(8192, 9)[..5000]);
     let qp = a.w.host.endpoint().qp(a.qp.qpn).expect("the QP");
     qp.counters().tx_bytes
-}
-
-/// [`connect`] with no recovery named (libibverbs has no such attribute).
-fn connect_as_a_program(x: &mut Side, y: &Side) {
-    let av = AddressVector {
-        remote_ip: y.ip.into(),
-        remote_mac: roce_proto::resolving::UNKNOWN_MAC,
-        traffic_class: 0,
-        hop_limit: 64,
-    };
-    for attr in RcOptions::default().attrs_to_rts(y.qp.qpn, av, Psn::new(100), Psn::new(100)) {
-        modify(
-            x,
-            QpAttr {
-                recovery: None,
-                ..attr
-            },
-        );
-    }
 }
 
 #[test]
